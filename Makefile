@@ -1,0 +1,43 @@
+# Two commands a new machine needs: `make demo` and `make test`.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+DEMO_LOG := fixtures/logs/sglang/eagle3-tp8-warmup-health-503.log
+
+.PHONY: demo test lint typecheck bench install install-test clean
+
+$(BIN)/logphase: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e .
+	touch $@
+
+$(VENV)/.test-deps: $(BIN)/logphase
+	$(BIN)/pip install --quiet -e '.[test]'
+	touch $@
+
+install: $(BIN)/logphase
+
+install-test: $(VENV)/.test-deps
+
+demo: install
+	@echo "$$ logphase analyze --post-mortem $(DEMO_LOG)"
+	-@$(BIN)/logphase analyze --post-mortem $(DEMO_LOG)
+
+test: install-test
+	$(BIN)/ruff check logphase tests
+	$(BIN)/mypy
+	$(BIN)/python -m pytest -q
+
+lint: install-test
+	$(BIN)/ruff check logphase tests
+	$(BIN)/ruff format --check logphase tests
+
+typecheck: install-test
+	$(BIN)/mypy
+
+bench: install-test
+	$(BIN)/python -m bench
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache

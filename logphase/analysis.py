@@ -1,0 +1,167 @@
+"""Runs the log pipeline over opened sources and assembles the `analyze` Report (library entry point)."""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from logphase.logs.matcher import SourceMatcher
+from logphase.logs.reader import Line, LogSource, read_lines
+from logphase.logs.timeline import PhaseSpan, Timeline, TimelineBuilder
+from logphase.packs import PackSet
+from logphase.phases import FAILURE_KINDS, Phase
+from logphase.report.model import ContextLine, InputSummary, LastLine, Report, RootCause, SpanRow
+from logphase.verdict import Judgement, judge
+
+CONTEXT_BEFORE = 2
+CONTEXT_AFTER = 3
+# Only the first failures keep their context: the root cause is among them.
+MAX_CONTEXTS = 200
+
+
+@dataclass
+class _Context:
+    event_key: tuple[int, int]
+    lines: list[ContextLine]
+    wanted_after: int = CONTEXT_AFTER
+
+
+@dataclass
+class ScanResult:
+    """What one pass over the sources leaves: the timeline and what the report quotes."""
+
+    timeline: Timeline
+    last_lines: dict[int, tuple[Line, datetime | None]] = field(default_factory=dict)
+    contexts: dict[tuple[int, int], tuple[ContextLine, ...]] = field(default_factory=dict)
+
+
+def scan(sources: list[LogSource], packs: PackSet, as_of: datetime) -> ScanResult:
+    """One streaming pass: read, match and build the timeline; remember a little context around
+    failures and around the latest phase event (the root cause of a stall)."""
+    builder = TimelineBuilder()
+    result = ScanResult(timeline=builder.finish())
+    failures_kept = 0
+    for index, source in enumerate(sources):
+        matcher = SourceMatcher(packs, as_of)
+        before: deque[ContextLine] = deque(maxlen=CONTEXT_BEFORE)
+        waiting: list[_Context] = []
+        latest: _Context | None = None
+        last: Line | None = None
+        for line in read_lines(source):
+            last = line
+            here = ContextLine(line.number, line.text)
+            for pending in waiting:
+                if pending.lines[-1].line != line.number:  # one context line per physical line
+                    pending.lines.append(here)
+                    pending.wanted_after -= 1
+            event = matcher.match_line(line)
+            if event is not None:
+                builder.add(event)
+                if event.kind in FAILURE_KINDS and failures_kept < MAX_CONTEXTS:
+                    failures_kept += 1
+                    waiting.append(_Context((index, line.number), [*before, here]))
+                elif event.phase is not None and event.kind not in FAILURE_KINDS:
+                    if latest is not None:
+                        result.contexts.pop(latest.event_key, None)
+                        if latest in waiting:
+                            waiting.remove(latest)
+                    latest = _Context((index, line.number), [*before, here])
+                    waiting.append(latest)
+            if before and before[-1].line == line.number:
+                before[-1] = here
+            else:
+                before.append(here)
+            if any(pending.wanted_after <= 0 for pending in waiting):
+                for pending in waiting:
+                    if pending.wanted_after <= 0:
+                        result.contexts[pending.event_key] = tuple(pending.lines)
+                waiting = [pending for pending in waiting if pending.wanted_after > 0]
+        for pending in waiting:
+            result.contexts[pending.event_key] = tuple(pending.lines)
+        if last is not None:
+            result.last_lines[index] = (last, matcher.last_time)
+    result.timeline = builder.finish()
+    return result
+
+
+def analyze(
+    sources: list[LogSource],
+    packs: PackSet,
+    *,
+    as_of: datetime,
+    post_mortem: bool,
+    budgets: Mapping[Phase, float] | None = None,
+) -> Report:
+    """Read every source once and judge the run as of `as_of`."""
+    result = scan(sources, packs, as_of)
+    timeline = result.timeline
+    chosen_budgets = dict(budgets) if budgets is not None else packs.budgets(timeline.system)
+    last_activity = _last_write(sources)
+    judgement = judge(timeline, as_of=as_of, post_mortem=post_mortem, budgets=chosen_budgets, last_activity=last_activity)
+    return build_report(sources, result, judgement, as_of=as_of, post_mortem=post_mortem)
+
+
+def build_report(
+    sources: list[LogSource], result: ScanResult, judgement: Judgement, *, as_of: datetime, post_mortem: bool
+) -> Report:
+    timeline = result.timeline
+    names = [source.name for source in sources]
+    root = judgement.root_cause
+    return Report(
+        inputs=tuple(InputSummary(s.name, s.lines, s.bytes) for s in sources),
+        system=timeline.system,
+        version=timeline.version,
+        ranks=tuple(state.rank for state in timeline.ranks if state.rank is not None),
+        phase=judgement.phase,
+        furthest_phase=judgement.furthest_phase,
+        verdict=judgement.verdict,
+        reason=judgement.reason,
+        culprit_ranks=judgement.culprit_ranks,
+        root_cause=None
+        if root is None
+        else RootCause(
+            line=root.line,
+            text=root.text,
+            rule=root.rule.id,
+            rank=root.rank,
+            path=names[root.source],
+            context=result.contexts.get((root.source, root.line), ()),
+        ),
+        phases=tuple(_span_row(span, names) for span in timeline.spans),
+        last_line=_last_line(result, names),
+        as_of=as_of,
+        post_mortem=post_mortem,
+        silence_s=judgement.silence_s,
+        budget_s=judgement.budget_s,
+    )
+
+
+def _span_row(span: PhaseSpan, names: list[str]) -> SpanRow:
+    progress = span.progress
+    return SpanRow(
+        phase=span.phase,
+        rank=span.rank,
+        draft=span.draft,
+        path=names[span.source],
+        start_line=span.start_line,
+        end_line=span.end_line,
+        start=span.start,
+        end=span.end,
+        seconds=span.seconds,
+        ended=span.ended,
+        progress=None if progress is None else {"done": progress.done, "total": progress.total, "rate_per_s": progress.rate_per_s},
+    )
+
+
+def _last_line(result: ScanResult, names: list[str]) -> LastLine | None:
+    if not result.last_lines:
+        return None
+    index, (line, when) = max(result.last_lines.items(), key=lambda item: (item[1][1] or datetime.min, item[0]))
+    return LastLine(line.number, line.text, when, names[index])
+
+
+def _last_write(sources: list[LogSource]) -> datetime | None:
+    times = [s.modified for s in sources if s.modified is not None]
+    return datetime.fromtimestamp(max(times)) if times else None

@@ -1,0 +1,54 @@
+"""`logphase analyze LOG...`: phase timeline, verdict and root cause of one run's logs."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from logphase.analysis import analyze as analyze_run
+from logphase.cli.common import FORMATS, load_all_packs, parse_as_of, patterns_option, use_colour
+from logphase.logs.reader import open_sources
+from logphase.report.analysis import render_json, render_markdown, render_table
+
+
+@click.command()
+@click.argument("logs", nargs=-1, required=True)
+@click.option("--format", "output_format", type=FORMATS, default="table", show_default=True, help="Report format.")
+@click.option(
+    "--post-mortem/--live",
+    default=None,
+    help="Judge a finished log (a log that ends mid-startup is stalled) or a live one against now. "
+    "Default: live for plain files, post-mortem for stdin and archives.",
+)
+@click.option("--as-of", "as_of_text", metavar="TIME", help="Judge as if it were TIME ('YYYY-MM-DD HH:MM:SS', local).")
+@patterns_option
+def analyze(
+    logs: tuple[str, ...],
+    output_format: str,
+    post_mortem: bool | None,
+    as_of_text: str | None,
+    pattern_paths: tuple[Path, ...],
+) -> None:
+    """Which phase each rank reached, whether the server is ready, progressing, stalled or crashed,
+    and the line that explains it.
+
+    LOG is a file, '-' for standard input, a .gz/.bz2/.xz/.zst file or a tar archive (each member
+    a log). Several logs (one per node or per rank) are analysed as one run.
+
+    Exit: 0 ready, 4 stalled/crashed/aborted/timeout, 5 still starting, 6 unknown, 3 unreadable.
+    """
+    packs = load_all_packs(pattern_paths)
+    sources = open_sources(logs, stdin=sys.stdin.buffer if "-" in logs else None)
+    as_of = parse_as_of(as_of_text)
+    if post_mortem is None:
+        post_mortem = all(source.finished for source in sources)
+    report = analyze_run(sources, packs, as_of=as_of, post_mortem=post_mortem)
+    if output_format == "json":
+        click.echo(render_json(report))
+    elif output_format == "markdown":
+        click.echo(render_markdown(report), nl=False)
+    else:
+        click.echo(render_table(report, colour=use_colour()), nl=False)
+    sys.exit(int(report.exit_code))

@@ -1,0 +1,52 @@
+"""What several commands share at the edge: the clock, the environment, pack loading, output."""
+
+from __future__ import annotations
+
+import os
+import sys
+from datetime import datetime
+from pathlib import Path
+
+import click
+
+from logphase.errors import UsageError
+from logphase.packs import PackSet, load_packs, user_pack_dir
+
+FORMATS = click.Choice(["table", "json", "markdown"])
+TIME_FORMATS = ("%Y-%m-%d %H:%M:%S.%f", "%Y-%m-%d %H:%M:%S", "%Y-%m-%dT%H:%M:%S.%f", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M")
+
+
+def patterns_option(function: click.decorators.FC) -> click.decorators.FC:
+    return click.option(
+        "--patterns",
+        "pattern_paths",
+        multiple=True,
+        type=click.Path(path_type=Path),
+        help="Extra pattern pack (.toml) or folder of packs; repeatable.",
+    )(function)
+
+
+def load_all_packs(pattern_paths: tuple[Path, ...]) -> PackSet:
+    """Built-in packs, then the user's config folder, then --patterns."""
+    extra: list[Path] = []
+    user_dir = user_pack_dir(os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config"))
+    if user_dir is not None:
+        extra.append(user_dir)
+    extra.extend(pattern_paths)
+    return load_packs(extra)
+
+
+def parse_as_of(text: str | None) -> datetime:
+    """`--as-of` in local time; without it, now."""
+    if text is None:
+        return datetime.now().replace(microsecond=0)
+    for fmt in TIME_FORMATS:
+        try:
+            return datetime.strptime(text.strip(), fmt)
+        except ValueError:
+            continue
+    raise UsageError(f"--as-of {text!r} is not a time", hint="write it as 'YYYY-MM-DD HH:MM:SS' (local time, as the log)")
+
+
+def use_colour() -> bool:
+    return sys.stdout.isatty() and "NO_COLOR" not in os.environ

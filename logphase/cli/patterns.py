@@ -1,0 +1,87 @@
+"""`logphase patterns list|test|explain`: inspect and check the pattern packs."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+from tabulate import tabulate
+
+from logphase.cli.common import load_all_packs, patterns_option
+from logphase.errors import ExitCode
+from logphase.logs.matcher import explain as explain_line
+from logphase.packs import builtin_pack_paths, check_pack_examples, expand_pack_paths, load_packs
+
+
+@click.group()
+def patterns() -> None:
+    """The rules logphase matches log lines with."""
+
+
+@patterns.command("list")
+@patterns_option
+def list_rules(pattern_paths: tuple[Path, ...]) -> None:
+    """Every pack and rule: id, phase, kind, role."""
+    packs = load_all_packs(pattern_paths)
+    for pack in packs.packs:
+        systems = ", ".join(pack.systems) or "generic"
+        click.echo(f"{pack.name} ({systems}): {len(pack.prefixes)} prefixes, {len(pack.rules)} rules, "
+                   f"{len(pack.signatures)} signatures — {pack.path}")
+    rows = [[r.id, r.phase.value if r.phase else "", r.kind.value, r.role.value, r.priority] for r in packs.rules]
+    click.echo(tabulate(sorted(rows), headers=["rule", "phase", "kind", "role", "priority"]))
+
+
+@patterns.command("test")
+@click.argument("targets", nargs=-1)
+def test_packs(targets: tuple[str, ...]) -> None:
+    """Run every example and counter-example of the packs (all built-in packs by default).
+
+    TARGET is a built-in pack name (sglang, vllm, …) or a path to a .toml file or folder."""
+    builtin = {path.stem: path for path in builtin_pack_paths()}
+    paths: list[Path] = []
+    for target in targets:
+        if target in builtin:
+            paths.append(builtin[target])
+        else:
+            paths.extend(expand_pack_paths([Path(target)]))
+    # user packs are checked together with the built-in ones: their prefixes strip each other's lines
+    selected = load_packs(paths if targets else (), builtin=True, check_examples=False)
+    wanted = {str(p) for p in paths} if targets else {pack.path for pack in selected.packs}
+    failures = [f for f in check_pack_examples(selected) if f.split(": ", 1)[0] in wanted]
+    checked = [pack for pack in selected.packs if pack.path in wanted]
+    examples = sum(len(r.examples) + len(r.counter_examples) for p in checked for r in p.rules) + sum(
+        len(x.examples) + len(x.counter_examples) for p in checked for x in (*p.prefixes, *p.signatures)
+    )
+    for failure in failures:
+        click.echo(f"FAIL {failure}")
+    click.echo(f"{len(checked)} packs, {examples} examples checked, {len(failures)} failed")
+    if failures:
+        sys.exit(int(ExitCode.CANNOT_RUN))
+
+
+@patterns.command("explain")
+@click.argument("line")
+@patterns_option
+def explain(line: str, pattern_paths: tuple[Path, ...]) -> None:
+    """Which prefix and rules match LINE, and what they capture."""
+    packs = load_all_packs(pattern_paths)
+    result = explain_line(line, packs)
+    prefix = result.prefix
+    click.echo(f"prefix:  {', '.join(prefix.prefixes) or '(none)'}")
+    click.echo(f"time:    {prefix.time or '-'}")
+    click.echo(f"rank:    {prefix.rank or '(main process)'}")
+    click.echo(f"message: {result.message}")
+    if not result.matches:
+        click.echo("no rule matches")
+        sys.exit(int(ExitCode.UNKNOWN))
+    for position, (rule, captures) in enumerate(result.matches):
+        winner = "*" if position == 0 else " "
+        phase = rule.phase.value if rule.phase else "-"
+        click.echo(f"{winner} {rule.id}  phase={phase} kind={rule.kind.value} role={rule.role.value} priority={rule.priority}")
+        for name, value in captures.items():
+            click.echo(f"      {name} = {value}")
+    if len(result.matches) > 1:
+        click.echo("(* wins: the highest priority)")
+
+

@@ -1,0 +1,1 @@
+"""The log pipeline: reader → matcher → timeline (pure except the reader)."""

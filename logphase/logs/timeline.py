@@ -1,0 +1,390 @@
+"""Events → per-rank phase spans, progress and the last evidence of each kind (pure)."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from logphase.logs.matcher import Event
+from logphase.phases import FAILURE_KINDS, MAIN_PROCESS_PHASES, EventKind, Phase, Role
+
+# Enough failures to find the first root and what followed it; a crash loop adds no information.
+MAX_FAILURES = 2000
+# The phases a speculative draft worker repeats after the target's CUDA graphs (SGLang ≤0.5.10).
+DRAFT_REPEATED = frozenset({Phase.DIST_INIT, Phase.WEIGHT_LOAD, Phase.KV_CACHE, Phase.CUDA_GRAPH})
+RANK_NUMBERS = re.compile(r"(DP|PP|ATTN_CP|MOE_DP|TP|EP|rank )(\d+)")
+
+
+@dataclass(frozen=True)
+class Progress:
+    """Where a progress bar stands: `done` of `total`, and its rate over the bar's updates."""
+
+    done: int
+    total: int | None
+    rate_per_s: float | None
+
+
+@dataclass(frozen=True)
+class PhaseSpan:
+    """One rank's time in one phase (a draft worker's spans are separate: `draft`)."""
+
+    phase: Phase
+    rank: str | None
+    draft: bool
+    source: int
+    start_line: int
+    end_line: int
+    start: datetime | None
+    end: datetime | None
+    ended: bool
+    progress: Progress | None
+
+    @property
+    def seconds(self) -> float | None:
+        if self.start is None or self.end is None:
+            return None
+        return max(0.0, (self.end - self.start).total_seconds())
+
+
+@dataclass(frozen=True)
+class RankState:
+    """How far one rank got. `current` is `compile` while lazy compilation is its latest news."""
+
+    rank: str | None
+    reached: Phase
+    current: Phase
+    last_progress: Event | None
+    last_event: Event
+
+
+@dataclass(frozen=True)
+class CommInit:
+    """An NCCL communicator's init as the log shows it: which ranks started and completed."""
+
+    comm: str
+    nranks: int | None
+    started: frozenset[str]
+    completed: frozenset[str]
+
+
+@dataclass(frozen=True)
+class WorkCounters:
+    """A torch watchdog's view of one rank: the collective that timed out and its counters."""
+
+    rank: str
+    seq: int | None
+    last_enqueued: int | None
+    last_completed: int | None
+
+
+@dataclass(frozen=True)
+class Timeline:
+    spans: tuple[PhaseSpan, ...]
+    ranks: tuple[RankState, ...]  # the ranks the server names (TP3, DP0 TP3, rank 1), in order
+    main: RankState | None  # the untagged main process
+    failures: tuple[Event, ...]  # in time order
+    ready: Event | None
+    last_progress: Event | None
+    latest_phase_event: Event | None
+    system: str | None
+    version: str | None
+    comms: tuple[CommInit, ...]
+    work: tuple[WorkCounters, ...]
+    events: int
+    first_time: datetime | None
+    last_time: datetime | None
+
+    def rank_state(self, rank: str | None) -> RankState | None:
+        if rank is None:
+            return self.main
+        return next((state for state in self.ranks if state.rank == rank), None)
+
+
+def rank_sort_key(rank: str | None) -> tuple[int, ...]:
+    if rank is None:
+        return (-1,)
+    return tuple(int(number) for _, number in RANK_NUMBERS.findall(rank)) or (10**6,)
+
+
+def is_tagged(rank: str) -> bool:
+    return not rank.startswith("rank ")
+
+
+def rank_number(rank: str) -> int | None:
+    """The rank's TP (or global) number: `DP0 TP3` → 3, `rank 5` → 5."""
+    found = dict(RANK_NUMBERS.findall(rank))
+    for key in ("TP", "rank "):
+        if key in found:
+            return int(found[key])
+    return None
+
+
+@dataclass
+class _SpanAcc:
+    phase: Phase
+    rank: str | None
+    draft: bool
+    source: int
+    start_line: int
+    end_line: int
+    start: datetime | None
+    end: datetime | None
+    ended: bool = False
+    first_bar: tuple[datetime | None, int] | None = None
+    bar: tuple[datetime | None, int, int | None] | None = None
+    last_begin_text: str | None = None
+    last_progress_text: str | None = None
+
+
+@dataclass
+class _RankAcc:
+    rank: str | None
+    reached: Phase | None = None
+    latest_phase: Phase | None = None
+    last_progress: Event | None = None
+    last_event: Event | None = None
+    spans: dict[tuple[Phase, bool], _SpanAcc] = field(default_factory=dict)
+    from_prefix: bool = False
+
+
+@dataclass
+class TimelineBuilder:
+    """Feed events of each source in order (sources may come one after the other); `finish`."""
+
+    ranks: dict[str | None, _RankAcc] = field(default_factory=dict)
+    failures: list[Event] = field(default_factory=list)
+    ready: Event | None = None
+    last_progress: Event | None = None
+    latest_phase_event: Event | None = None
+    systems: Counter[str] = field(default_factory=Counter)
+    version: str | None = None
+    comm_started: dict[str, set[str]] = field(default_factory=dict)
+    comm_completed: dict[str, set[str]] = field(default_factory=dict)
+    comm_nranks: dict[str, int] = field(default_factory=dict)
+    work: dict[str, WorkCounters] = field(default_factory=dict)
+    events: int = 0
+    first_time: datetime | None = None
+    last_time: datetime | None = None
+
+    def add_all(self, events: Iterable[Event]) -> TimelineBuilder:
+        for event in events:
+            self.add(event)
+        return self
+
+    def add(self, event: Event) -> None:
+        self.events += 1
+        if event.time is not None:
+            self.first_time = min(self.first_time or event.time, event.time)
+            self.last_time = max(self.last_time or event.time, event.time)
+        if event.rule.system:
+            self.systems[event.rule.system] += 1
+        if "version" in event.captures and self.version is None:
+            self.version = event.captures["version"]
+        self._note_counters(event)
+        if event.kind in FAILURE_KINDS:
+            if event.role in (Role.ROOT, Role.CASCADE) and len(self.failures) < MAX_FAILURES:
+                self.failures.append(event)
+            return
+        if event.kind is EventKind.READY and self.ready is None:
+            self.ready = event
+        if event.phase is None:
+            return
+        rank = self._owner(event)
+        acc = self.ranks.setdefault(rank, _RankAcc(rank))
+        acc.from_prefix = acc.from_prefix or event.rank_from_prefix
+        phase, draft = self._effective_phase(event, acc)
+        span = acc.spans.get((phase, draft))
+        progressed = self._is_progress(event, span)
+        if span is None:
+            span = _SpanAcc(phase, rank, draft, event.source, event.line, event.line, event.time, event.time)
+            acc.spans[(phase, draft)] = span
+        self._extend(span, event)
+        acc.last_event = event
+        if phase is not Phase.COMPILE:
+            acc.reached = phase if acc.reached is None or phase.order > acc.reached.order else acc.reached
+        elif acc.reached is None:
+            acc.reached = phase
+        acc.latest_phase = phase
+        if progressed:
+            acc.last_progress = event
+            if self.last_progress is None or event.order_key >= self.last_progress.order_key:
+                self.last_progress = event
+        if self.latest_phase_event is None or event.order_key >= self.latest_phase_event.order_key:
+            self.latest_phase_event = event
+
+    def _owner(self, event: Event) -> str | None:
+        """tqdm bars carry no rank tag: rank 0 prints them (DESIGN.md §1)."""
+        if event.rank is None and event.kind is EventKind.PROGRESS and event.phase not in MAIN_PROCESS_PHASES:
+            named = [rank for rank in self.ranks if rank is not None]
+            if named:
+                return min(named, key=rank_sort_key)
+        return event.rank
+
+    @staticmethod
+    def _effective_phase(event: Event, acc: _RankAcc) -> tuple[Phase, bool]:
+        phase = event.phase
+        assert phase is not None
+        past_graphs = acc.reached is not None and acc.reached.order >= Phase.CUDA_GRAPH.order
+        if past_graphs and phase in DRAFT_REPEATED and (event.rule.draft or phase is not Phase.CUDA_GRAPH):
+            # after the target's graphs, a second init / load / KV pool / capture is the draft's
+            return Phase.DRAFT_INIT, True
+        return phase, event.rule.draft
+
+    @staticmethod
+    def _is_progress(event: Event, span: _SpanAcc | None) -> bool:
+        """A completed step (DESIGN.md §4.3): a new phase, an end, a bar that advanced, a new
+        begin; not a repeated line."""
+        if span is None or event.kind in (EventKind.END, EventKind.READY):
+            return True
+        message = event.text
+        if event.kind is EventKind.BEGIN:
+            return span.ended or span.last_begin_text != message
+        if event.kind is EventKind.PROGRESS:
+            done = _int(event.captures.get("done"))
+            if done is not None and span.bar is not None:
+                _, last_done, last_total = span.bar
+                return done > last_done or _int(event.captures.get("total")) != last_total
+            return span.last_progress_text != _without_numbers_after(message)
+        return False
+
+    @staticmethod
+    def _extend(span: _SpanAcc, event: Event) -> None:
+        span.end_line = max(span.end_line, event.line)
+        if event.time is not None:
+            span.start = min(span.start or event.time, event.time)
+            span.end = max(span.end or event.time, event.time)
+        if event.kind is EventKind.END:
+            span.ended = True
+        elif event.kind is EventKind.BEGIN:
+            span.last_begin_text = event.text
+        elif event.kind is EventKind.PROGRESS:
+            span.last_progress_text = _without_numbers_after(event.text)
+            done = _int(event.captures.get("done"))
+            if done is not None:
+                total = _int(event.captures.get("total"))
+                if span.bar is None or span.bar[2] != total or done < span.bar[1]:
+                    span.first_bar = (event.time, done)  # a new bar (another batch size, the draft's)
+                span.bar = (event.time, done, total)
+
+    def _note_counters(self, event: Event) -> None:
+        captures = event.captures
+        rank = event.rank
+        if "comm" in captures and rank is not None:
+            comm = captures["comm"]
+            if event.kind is EventKind.BEGIN:
+                self.comm_started.setdefault(comm, set()).add(rank)
+            elif event.kind is EventKind.END:
+                self.comm_started.setdefault(comm, set()).add(rank)
+                self.comm_completed.setdefault(comm, set()).add(rank)
+            nranks = _int(captures.get("nranks"))
+            if nranks is not None:
+                self.comm_nranks[comm] = nranks
+        if rank is not None and ("last_completed" in captures or "seq" in captures):
+            old = self.work.get(rank)
+            self.work[rank] = WorkCounters(
+                rank=rank,
+                seq=_int(captures.get("seq")) if "seq" in captures else (old.seq if old else None),
+                last_enqueued=_int(captures.get("last_enqueued")) if "last_enqueued" in captures else (old.last_enqueued if old else None),
+                last_completed=_int(captures.get("last_completed")) if "last_completed" in captures else (old.last_completed if old else None),
+            )
+
+    def finish(self) -> Timeline:
+        tagged = any(rank is not None and is_tagged(rank) for rank in self.ranks)
+        # "rank N" from NCCL or torch lines names the same processes as TP tags: keep the tags
+        named = [
+            acc
+            for rank, acc in self.ranks.items()
+            if rank is not None and acc.reached is not None and (not tagged or is_tagged(rank))
+        ]
+        named.sort(key=lambda acc: rank_sort_key(acc.rank))
+        main = self.ranks.get(None)
+        spans: list[PhaseSpan] = []
+        for acc in ([main] if main else []) + named:
+            spans.extend(_close_spans(acc))
+        failures = sorted(self.failures, key=lambda event: event.order_key)
+        system = self.systems.most_common(1)[0][0] if self.systems else None
+        return Timeline(
+            spans=tuple(spans),
+            ranks=tuple(_state(acc) for acc in named),
+            main=_state(main) if main and main.reached is not None else None,
+            failures=tuple(failures),
+            ready=self.ready,
+            last_progress=self.last_progress,
+            latest_phase_event=self.latest_phase_event,
+            system=system,
+            version=self.version,
+            comms=tuple(
+                CommInit(comm, self.comm_nranks.get(comm), frozenset(started), frozenset(self.comm_completed.get(comm, set())))
+                for comm, started in self.comm_started.items()
+            ),
+            work=tuple(sorted(self.work.values(), key=lambda w: rank_sort_key(w.rank))),
+            events=self.events,
+            first_time=self.first_time,
+            last_time=self.last_time,
+        )
+
+
+def _close_spans(acc: _RankAcc) -> list[PhaseSpan]:
+    """A phase without an end line lasted until the rank's next phase began."""
+    ordered = sorted(acc.spans.values(), key=lambda s: (s.start or datetime.min, s.start_line))
+    spans: list[PhaseSpan] = []
+    for index, span in enumerate(ordered):
+        end = span.end
+        if not span.ended and index + 1 < len(ordered):
+            following = ordered[index + 1].start
+            if following is not None and (end is None or following > end):
+                end = following
+        spans.append(
+            PhaseSpan(
+                phase=span.phase,
+                rank=span.rank,
+                draft=span.draft,
+                source=span.source,
+                start_line=span.start_line,
+                end_line=span.end_line,
+                start=span.start,
+                end=end,
+                ended=span.ended,
+                progress=_progress(span),
+            )
+        )
+    return spans
+
+
+def _progress(span: _SpanAcc) -> Progress | None:
+    if span.bar is None:
+        return None
+    last_time, done, total = span.bar
+    rate = None
+    if span.first_bar is not None:
+        first_time, first_done = span.first_bar
+        if first_time is not None and last_time is not None and last_time > first_time:
+            rate = round((done - first_done) / (last_time - first_time).total_seconds(), 3)
+    return Progress(done, total, rate)
+
+
+def _state(acc: _RankAcc) -> RankState:
+    assert acc.reached is not None and acc.last_event is not None
+    current = Phase.COMPILE if acc.latest_phase is Phase.COMPILE else acc.reached
+    return RankState(acc.rank, acc.reached, current, acc.last_progress, acc.last_event)
+
+
+def _int(text: str | None) -> int | None:
+    return int(text) if text is not None and text.isdigit() else None
+
+
+def _without_numbers_after(text: str) -> str:
+    """A bar's text without its timing fields, so `[00:12<00:30, 1.2it/s]` ticks are not progress."""
+    return text.split("[", 1)[0] if "%|" in text or "it/s" in text else text
+
+
+def build_timeline(events: Iterable[Event]) -> Timeline:
+    return TimelineBuilder().add_all(events).finish()
+
+
+def count_kinds(timeline: Timeline) -> Mapping[str, int]:
+    """How many spans each phase has: a quick shape of the run for tests and the report."""
+    return Counter(span.phase.value for span in timeline.spans)

@@ -1,0 +1,491 @@
+"""Pattern packs: find, parse and validate the TOML packs; compile their regexes once; check examples."""
+
+from __future__ import annotations
+
+import re as stdlib_re
+import tomllib
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import regex
+
+from logphase.errors import PackError
+from logphase.phases import EventKind, Phase, Role
+
+SCHEMA = 1
+# A user regex that backtracks for longer than this on one line is stopped, not waited for.
+MATCH_TIMEOUT_S = 0.5
+RANK_TAG = stdlib_re.compile(r"(DP|PP|ATTN_CP|MOE_DP|TP|EP)_?(\d+)")
+# Named groups with a meaning to the pipeline; any other group is kept as a plain capture.
+PREFIX_GROUPS = frozenset({"ts", "tags", "rank", "pid", "level", "host"})
+
+
+@dataclass(frozen=True)
+class PrefixFields:
+    """What a line prefix told: when, which rank, which process."""
+
+    time: datetime | None = None
+    time_has_year: bool = True  # False: a year-less stamp (vLLM, glog); the matcher supplies it
+    time_has_date: bool = True  # False: time of day only (SGLang 0.3.0)
+    rank: str | None = None
+    pid: int | None = None
+    level: str | None = None
+    prefixes: tuple[str, ...] = ()
+
+
+def rank_from_tags(tags: str) -> str | None:
+    """`' DP0 TP3'`, `'TP13_EP13'` → `'DP0 TP3'`, `'TP13 EP13'`; no tag → None."""
+    found = RANK_TAG.findall(tags)
+    return " ".join(f"{kind}{number}" for kind, number in found) or None
+
+
+def parse_time(text: str, formats: Sequence[str]) -> tuple[datetime, bool, bool] | None:
+    """Parse a prefix timestamp with the first format that fits → (time, has year, has date).
+
+    glog's `E1218 20:27:21.426871257` has its level letter removed by the prefix regex; fractions
+    longer than 6 digits are cut to what strptime reads."""
+    text = stdlib_re.sub(r"(\.\d{6})\d+", r"\1", text.strip())
+    for fmt in formats:
+        try:
+            parsed = datetime.strptime(text, fmt)
+        except ValueError:
+            continue
+        return parsed, "%Y" in fmt or "%y" in fmt, "%d" in fmt or "%j" in fmt
+    return None
+
+
+@dataclass(frozen=True)
+class PrefixRule:
+    """Strips one layer of line prefix and reads the timestamp, rank tags and pid it carries."""
+
+    id: str
+    pack: str
+    pattern: Any  # regex.Pattern[str]
+    time_formats: tuple[str, ...]
+    priority: int
+    examples: tuple[str, ...]
+    counter_examples: tuple[str, ...]
+
+    def apply(self, text: str) -> tuple[PrefixFields, str] | None:
+        found = self.pattern.match(text, timeout=MATCH_TIMEOUT_S)
+        if found is None:
+            return None
+        groups = found.groupdict()
+        ts, tags, rank, pid = groups.get("ts"), groups.get("tags"), groups.get("rank"), groups.get("pid")
+        parsed = parse_time(ts, self.time_formats) if ts else None
+        fields = PrefixFields(
+            time=parsed[0] if parsed else None,
+            time_has_year=parsed[1] if parsed else True,
+            time_has_date=parsed[2] if parsed else True,
+            rank=rank_from_tags(tags) if tags else (f"rank {int(rank)}" if rank else None),
+            pid=int(pid) if pid and pid.isdigit() else None,
+            level=groups.get("level"),
+            prefixes=(self.id,),
+        )
+        return fields, text[found.end() :]
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One line pattern: which phase it proves, what kind of event it is, how much it explains."""
+
+    id: str
+    pack: str
+    phase: Phase | None
+    kind: EventKind
+    role: Role
+    priority: int
+    literal: str | None
+    pattern: Any  # regex.Pattern[str]
+    ignore_case: bool
+    draft: bool
+    system: str | None
+    versions: str
+    after_prefix: tuple[str, ...]
+    in_block: bool
+    opens_block: bool
+    summary: str
+    examples: tuple[str, ...]
+    counter_examples: tuple[str, ...]
+
+    def prefilter(self, message: str, lowered: str) -> bool:
+        """Cheap test before the regex: the literal the regex cannot match without."""
+        if self.literal is None:
+            return True
+        return self.literal in (lowered if self.ignore_case else message)
+
+    def match(self, message: str, prefixes: tuple[str, ...] = ()) -> dict[str, str] | None:
+        if self.after_prefix and not set(self.after_prefix) & set(prefixes):
+            return None
+        if not self.prefilter(message, message.lower() if self.ignore_case else message):
+            return None
+        found = self.pattern.search(message, timeout=MATCH_TIMEOUT_S)
+        if found is None:
+            return None
+        return {name: value for name, value in found.groupdict().items() if value is not None}
+
+
+@dataclass(frozen=True)
+class StallSignature:
+    """A frame pattern of `patterns/stacks.toml` that names the state a waiting rank is in."""
+
+    id: str
+    pack: str
+    state: str
+    pattern: Any  # regex.Pattern[str], matched against "function (file)"
+    priority: int
+    phase: Phase | None
+    summary: str
+    examples: tuple[str, ...]
+    counter_examples: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Pack:
+    name: str
+    path: str
+    systems: tuple[str, ...]
+    description: str
+    budgets: Mapping[Phase, float]
+    prefixes: tuple[PrefixRule, ...]
+    rules: tuple[Rule, ...]
+    signatures: tuple[StallSignature, ...]
+
+
+@dataclass(frozen=True)
+class PackSet:
+    """All packs in use, with their rules in the order the matcher tries them."""
+
+    packs: tuple[Pack, ...]
+    prefixes: tuple[PrefixRule, ...] = field(init=False)
+    rules: tuple[Rule, ...] = field(init=False)
+    signatures: tuple[StallSignature, ...] = field(init=False)
+
+    def __post_init__(self) -> None:
+        prefixes = sorted((p for pack in self.packs for p in pack.prefixes), key=lambda p: -p.priority)
+        rules = sorted((r for pack in self.packs for r in pack.rules), key=lambda r: -r.priority)
+        signatures = sorted((s for pack in self.packs for s in pack.signatures), key=lambda s: -s.priority)
+        object.__setattr__(self, "prefixes", tuple(prefixes))
+        object.__setattr__(self, "rules", tuple(rules))
+        object.__setattr__(self, "signatures", tuple(signatures))
+
+    def budgets(self, system: str | None) -> dict[Phase, float]:
+        """Default stall budgets (seconds per phase): generic packs first, the system's pack wins."""
+        merged: dict[Phase, float] = {}
+        for pack in sorted(self.packs, key=lambda p: system in p.systems if system else False):
+            merged.update(pack.budgets)
+        return merged
+
+    def split_prefix(self, text: str, depth: int = 4) -> tuple[PrefixFields, str]:
+        """Strip stacked prefixes (a Ray actor tag, then `[ts TP0]`; `[rank0]:[E… file:line]`)."""
+        fields = PrefixFields()
+        used: set[str] = set()
+        for _ in range(depth):
+            for prefix in self.prefixes:
+                if prefix.id in used:
+                    continue
+                applied = prefix.apply(text)
+                if applied is None:
+                    continue
+                inner, text = applied
+                used.add(prefix.id)
+                timed = inner if inner.time else fields
+                fields = PrefixFields(
+                    time=timed.time,
+                    time_has_year=timed.time_has_year,
+                    time_has_date=timed.time_has_date,
+                    rank=inner.rank or fields.rank,
+                    pid=inner.pid or fields.pid,
+                    level=inner.level or fields.level,
+                    prefixes=(*fields.prefixes, prefix.id),
+                )
+                break
+            else:
+                break
+        return fields, text
+
+    def matching_rules(self, message: str, prefixes: tuple[str, ...] = ()) -> Iterator[tuple[Rule, dict[str, str]]]:
+        for rule in self.rules:
+            captures = rule.match(message, prefixes)
+            if captures is not None:
+                yield rule, captures
+
+
+# --- loading -------------------------------------------------------------------------------------
+
+
+def builtin_pack_paths() -> list[Path]:
+    root = resources.files("logphase.patterns")
+    return sorted(Path(str(entry)) for entry in root.iterdir() if entry.name.endswith(".toml"))
+
+
+def user_pack_dir(config_home: str | None) -> Path | None:
+    """`$XDG_CONFIG_HOME/logphase/patterns` (the CLI passes the environment value in)."""
+    if not config_home:
+        return None
+    directory = Path(config_home) / "logphase" / "patterns"
+    return directory if directory.is_dir() else None
+
+
+def expand_pack_paths(paths: Iterable[Path]) -> list[Path]:
+    expanded: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            expanded.extend(sorted(path.glob("*.toml")))
+        elif path.exists():
+            expanded.append(path)
+        else:
+            raise PackError(f"pattern pack {path} does not exist", hint="give a .toml file or a directory of them")
+    return expanded
+
+
+def load_packs(extra: Iterable[Path] = (), *, builtin: bool = True, check_examples: bool = True) -> PackSet:
+    paths = (builtin_pack_paths() if builtin else []) + expand_pack_paths(extra)
+    packs = [load_pack(path) for path in paths]
+    seen: dict[str, str] = {}
+    for pack in packs:
+        for item_id in [p.id for p in pack.prefixes] + [r.id for r in pack.rules] + [s.id for s in pack.signatures]:
+            if item_id in seen:
+                raise PackError(
+                    f"{pack.path}: id {item_id!r} is defined twice (also in {seen[item_id]})",
+                    hint="every prefix, rule and signature id must be unique across packs",
+                )
+            seen[item_id] = pack.path
+    pack_set = PackSet(tuple(packs))
+    if check_examples:
+        failures = check_pack_examples(pack_set)
+        if failures:
+            first = failures[0]
+            more = f" (and {len(failures) - 1} more)" if len(failures) > 1 else ""
+            raise PackError(
+                f"{first}{more}",
+                hint="fix the rule or its example; `logphase patterns test` lists every failure",
+            )
+    return pack_set
+
+
+def load_pack(path: Path) -> Pack:
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise PackError(f"cannot read pattern pack {path}: {exc.strerror}", hint="check the path and its permissions") from exc
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise PackError(f"{path}: not valid TOML: {exc}", hint="regexes belong in TOML literal strings: '...'") from exc
+    return parse_pack(data, str(path))
+
+
+def parse_pack(data: Mapping[str, Any], path: str) -> Pack:
+    header = _table(data.get("pack"), path, "[pack]")
+    name = _text(header, "name", path, "[pack]")
+    if header.get("schema") != SCHEMA:
+        raise PackError(f"{path}: [pack] schema must be {SCHEMA}", hint="this logphase reads pack schema 1")
+    budgets_raw = _table(header.get("budgets", {}), path, "[pack.budgets]")
+    budgets: dict[Phase, float] = {}
+    for phase_name, seconds in budgets_raw.items():
+        phase = _phase(phase_name, path, "[pack.budgets]")
+        if not isinstance(seconds, int | float) or seconds <= 0:
+            raise PackError(f"{path}: [pack.budgets] {phase_name} must be a positive number of seconds")
+        budgets[phase] = float(seconds)
+    prefixes = tuple(_parse_prefix(item, name, path) for item in _list(data, "prefix", path))
+    systems = tuple(str(system) for system in header.get("systems", []))
+    # a rule of a single-system pack identifies that system unless it says otherwise
+    pack_system = systems[0] if len(systems) == 1 else None
+    rules = tuple(_parse_rule(item, name, path, pack_system) for item in _list(data, "rule", path))
+    signatures = tuple(_parse_signature(item, name, path) for item in _list(data, "signature", path))
+    return Pack(
+        name=name,
+        path=path,
+        systems=systems,
+        description=str(header.get("description", "")),
+        budgets=budgets,
+        prefixes=prefixes,
+        rules=rules,
+        signatures=signatures,
+    )
+
+
+def _parse_prefix(item: Mapping[str, Any], pack: str, path: str) -> PrefixRule:
+    where = f"[[prefix]] {item.get('id', '?')}"
+    pattern_text = _text(item, "regex", path, where)
+    if not pattern_text.startswith("^"):
+        raise PackError(f"{path}: {where}: a prefix regex must start with ^", hint="prefixes are matched at the line start")
+    return PrefixRule(
+        id=_text(item, "id", path, where),
+        pack=pack,
+        pattern=_compile(pattern_text, "", path, where),
+        time_formats=tuple(item.get("time_formats", [])),
+        priority=int(item.get("priority", 50)),
+        examples=_strings(item, "examples", path, where, required=True),
+        counter_examples=_strings(item, "counter_examples", path, where),
+    )
+
+
+def _parse_rule(item: Mapping[str, Any], pack: str, path: str, pack_system: str | None) -> Rule:
+    where = f"[[rule]] {item.get('id', '?')}"
+    rule_id = _text(item, "id", path, where)
+    flags = str(item.get("flags", ""))
+    pattern_text = _text(item, "regex", path, where)
+    ignore_case = "i" in flags
+    literal = item.get("literal")
+    if literal is None:
+        literal = derive_literal(pattern_text)
+    elif not isinstance(literal, str) or not literal:
+        raise PackError(f"{path}: {where}: literal must be a non-empty string")
+    if literal is not None and ignore_case:
+        literal = literal.lower()
+    kind = _enum(EventKind, item.get("kind"), path, where, "kind")
+    phase_name = item.get("phase")
+    return Rule(
+        id=rule_id,
+        pack=pack,
+        phase=_phase(phase_name, path, where) if phase_name else None,
+        kind=kind,
+        role=_enum(Role, item.get("role", "progress"), path, where, "role"),
+        priority=int(item.get("priority", 50)),
+        literal=literal,
+        pattern=_compile(pattern_text, flags, path, where),
+        ignore_case=ignore_case,
+        draft=bool(item.get("draft", False)),
+        system=item.get("system", pack_system),
+        versions=str(item.get("versions", "")),
+        after_prefix=tuple(item.get("after_prefix", [])),
+        in_block=bool(item.get("in_block", False)),
+        opens_block=bool(item.get("opens_block", False)),
+        summary=str(item.get("summary", "")),
+        examples=_strings(item, "examples", path, where, required=True),
+        counter_examples=_strings(item, "counter_examples", path, where),
+    )
+
+
+def _parse_signature(item: Mapping[str, Any], pack: str, path: str) -> StallSignature:
+    where = f"[[signature]] {item.get('id', '?')}"
+    phase_name = item.get("phase")
+    return StallSignature(
+        id=_text(item, "id", path, where),
+        pack=pack,
+        state=_text(item, "state", path, where),
+        pattern=_compile(_text(item, "regex", path, where), str(item.get("flags", "")), path, where),
+        priority=int(item.get("priority", 50)),
+        phase=_phase(phase_name, path, where) if phase_name else None,
+        summary=str(item.get("summary", "")),
+        examples=_strings(item, "examples", path, where, required=True),
+        counter_examples=_strings(item, "counter_examples", path, where),
+    )
+
+
+def derive_literal(pattern_text: str) -> str | None:
+    """The longest run of plain characters every match must contain, for the prefilter.
+
+    Walks the parsed regex's top-level sequence only: anything under a branch, an optional or a
+    repeat may be absent, so it cannot be required. None when nothing is required (or the regex
+    uses syntax only the `regex` module knows)."""
+    try:
+        parsed = stdlib_re._parser.parse(pattern_text)  # type: ignore[attr-defined]
+        constants = stdlib_re._constants  # type: ignore[attr-defined]
+    except Exception:  # noqa: BLE001 - regex-module syntax: no literal, the rule still works
+        return None
+    best, run = "", []
+    for op, argument in parsed:
+        if op is constants.LITERAL:
+            run.append(chr(argument))
+            continue
+        if op is constants.SUBPATTERN and argument[3] and all(o is constants.LITERAL for o, _ in argument[3]):
+            # a plain capture group such as (?P<x>abc): its text is still required
+            run.extend(chr(a) for _, a in argument[3])
+            continue
+        best = max(best, "".join(run), key=len)
+        run = []
+    best = max(best, "".join(run), key=len)
+    return best if len(best) >= 3 else None
+
+
+def check_pack_examples(pack_set: PackSet) -> list[str]:
+    """Every example must match its rule after prefix stripping; no counter-example may."""
+    failures: list[str] = []
+    for pack in pack_set.packs:
+        for prefix in pack.prefixes:
+            failures += [f"{pack.path}: prefix {prefix.id}: example does not match: {e!r}" for e in prefix.examples if prefix.apply(e) is None]
+            failures += [
+                f"{pack.path}: prefix {prefix.id}: counter-example matches: {e!r}" for e in prefix.counter_examples if prefix.apply(e) is not None
+            ]
+        for rule in pack.rules:
+            for example in rule.examples:
+                fields, message = pack_set.split_prefix(example)
+                if rule.match(message, fields.prefixes) is None:
+                    failures.append(f"{pack.path}: rule {rule.id}: example does not match: {example!r}")
+            for counter in rule.counter_examples:
+                fields, message = pack_set.split_prefix(counter)
+                if rule.match(message, fields.prefixes) is not None:
+                    failures.append(f"{pack.path}: rule {rule.id}: counter-example matches: {counter!r}")
+        for signature in pack.signatures:
+            failures += [
+                f"{pack.path}: signature {signature.id}: example does not match: {e!r}"
+                for e in signature.examples
+                if signature.pattern.search(e, timeout=MATCH_TIMEOUT_S) is None
+            ]
+            failures += [
+                f"{pack.path}: signature {signature.id}: counter-example matches: {e!r}"
+                for e in signature.counter_examples
+                if signature.pattern.search(e, timeout=MATCH_TIMEOUT_S) is not None
+            ]
+    return failures
+
+
+# --- small validators --------------------------------------------------------------------------
+
+
+def _compile(pattern_text: str, flags: str, path: str, where: str) -> Any:
+    unknown = set(flags) - {"i"}
+    if unknown:
+        raise PackError(f"{path}: {where}: unknown flags {''.join(sorted(unknown))!r}", hint="the only flag is 'i' (ignore case)")
+    try:
+        return regex.compile(pattern_text, regex.IGNORECASE if "i" in flags else 0)
+    except regex.error as exc:
+        raise PackError(f"{path}: {where}: bad regex: {exc}", hint="test it with `logphase patterns explain LINE`") from exc
+
+
+def _table(value: Any, path: str, where: str) -> Mapping[str, Any]:
+    if not isinstance(value, Mapping):
+        raise PackError(f"{path}: {where} is missing or not a table", hint="see patterns/FORMAT.md")
+    return value
+
+
+def _list(data: Mapping[str, Any], key: str, path: str) -> list[Mapping[str, Any]]:
+    value = data.get(key, [])
+    if not isinstance(value, list) or not all(isinstance(v, Mapping) for v in value):
+        raise PackError(f"{path}: [[{key}]] must be an array of tables", hint="see patterns/FORMAT.md")
+    return value
+
+
+def _text(item: Mapping[str, Any], key: str, path: str, where: str) -> str:
+    value = item.get(key)
+    if not isinstance(value, str) or not value:
+        raise PackError(f"{path}: {where}: {key!r} is missing or empty", hint="see patterns/FORMAT.md")
+    return value
+
+
+def _strings(item: Mapping[str, Any], key: str, path: str, where: str, *, required: bool = False) -> tuple[str, ...]:
+    value = item.get(key, [])
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise PackError(f"{path}: {where}: {key!r} must be a list of strings")
+    if required and not value:
+        raise PackError(f"{path}: {where}: needs at least one example", hint="every rule ships examples that must match")
+    return tuple(value)
+
+
+def _phase(name: Any, path: str, where: str) -> Phase:
+    try:
+        return Phase(name)
+    except ValueError:
+        raise PackError(f"{path}: {where}: unknown phase {name!r}", hint="phases: " + ", ".join(p.value for p in Phase)) from None
+
+
+def _enum(enum: Any, value: Any, path: str, where: str, key: str) -> Any:
+    try:
+        return enum(value)
+    except ValueError:
+        raise PackError(f"{path}: {where}: unknown {key} {value!r}", hint=f"{key}: " + ", ".join(e.value for e in enum)) from None

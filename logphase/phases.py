@@ -1,0 +1,85 @@
+"""The vocabulary shared by every stage: phases, verdicts, event kinds and roles, and their order."""
+
+from __future__ import annotations
+
+from enum import Enum
+
+
+class Phase(str, Enum):
+    """Startup phases in the order a server passes them (DESIGN.md §1)."""
+
+    LAUNCH = "launch"
+    TOKENIZER = "tokenizer"
+    DIST_INIT = "dist_init"
+    WEIGHT_LOAD = "weight_load"
+    KV_CACHE = "kv_cache"
+    DRAFT_INIT = "draft_init"
+    COMPILE = "compile"
+    CUDA_GRAPH = "cuda_graph"
+    HTTP_START = "http_start"
+    WARMUP = "warmup"
+    READY = "ready"
+    SERVING = "serving"
+
+    @property
+    def order(self) -> int:
+        return _PHASE_ORDER[self]
+
+    def __str__(self) -> str:
+        return self.value
+
+
+_PHASE_ORDER = {phase: index for index, phase in enumerate(Phase)}
+
+# Phases only the main process reports; they happen after every rank finished its own init.
+MAIN_PROCESS_PHASES = frozenset({Phase.HTTP_START, Phase.WARMUP, Phase.READY, Phase.SERVING})
+
+
+class Verdict(str, Enum):
+    """What logphase concludes about a run."""
+
+    READY = "ready"
+    PROGRESSING = "progressing"
+    STALLED = "stalled"
+    CRASHED = "crashed"
+    ABORTED = "aborted"
+    TIMEOUT = "timeout"
+    UNKNOWN = "unknown"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+PROBLEM_VERDICTS = frozenset({Verdict.STALLED, Verdict.CRASHED, Verdict.ABORTED, Verdict.TIMEOUT})
+
+
+class EventKind(str, Enum):
+    """What a matched line says happened."""
+
+    BEGIN = "begin"  # a phase started
+    PROGRESS = "progress"  # a step inside a phase, usually a bar with done/total
+    END = "end"  # a phase completed
+    MARK = "mark"  # evidence that a phase is current; repeated marks are not progress
+    ERROR = "error"  # an exception or error: the process is crashing
+    FATAL = "fatal"  # the process died of a signal (faulthandler, SIGABRT, SIGSEGV)
+    TIMEOUT = "timeout"  # a watchdog fired
+    READY = "ready"  # the server says it is ready
+
+    def __str__(self) -> str:
+        return self.value
+
+
+FAILURE_KINDS = frozenset({EventKind.ERROR, EventKind.FATAL, EventKind.TIMEOUT})
+
+
+class Role(str, Enum):
+    """How much a line can explain (DESIGN.md §4.1)."""
+
+    ROOT = "root"  # can be the root cause of a failure
+    CASCADE = "cascade"  # a consequence of a failure elsewhere; root only when nothing else is
+    PROGRESS = "progress"  # startup progress
+    LIFECYCLE = "lifecycle"  # process lifecycle (started, exiting) without blame
+    DIAGNOSTIC = "diagnostic"  # hints and context; never the root cause
+
+    def __str__(self) -> str:
+        return self.value

@@ -1,0 +1,1 @@
+"""The Report model and its pure renderers (table, json, markdown)."""

@@ -1,0 +1,165 @@
+"""The Report of `analyze`: everything the renderers show, and its stable JSON form (DESIGN.md §5)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from logphase.errors import ExitCode
+from logphase.phases import Phase, Verdict
+
+SCHEMA = "logphase.analysis/1"
+VERDICT_EXIT = {
+    Verdict.READY: ExitCode.OK,
+    Verdict.PROGRESSING: ExitCode.STARTING,
+    Verdict.STALLED: ExitCode.PROBLEM,
+    Verdict.CRASHED: ExitCode.PROBLEM,
+    Verdict.ABORTED: ExitCode.PROBLEM,
+    Verdict.TIMEOUT: ExitCode.PROBLEM,
+    Verdict.UNKNOWN: ExitCode.UNKNOWN,
+}
+
+
+@dataclass(frozen=True)
+class InputSummary:
+    path: str
+    lines: int
+    bytes: int
+
+
+@dataclass(frozen=True)
+class ContextLine:
+    line: int
+    text: str
+
+
+@dataclass(frozen=True)
+class RootCause:
+    line: int
+    text: str
+    rule: str
+    rank: str | None
+    path: str
+    context: tuple[ContextLine, ...] = ()
+
+
+@dataclass(frozen=True)
+class SpanRow:
+    phase: Phase
+    rank: str | None
+    draft: bool
+    path: str
+    start_line: int
+    end_line: int
+    start: datetime | None
+    end: datetime | None
+    seconds: float | None
+    ended: bool
+    progress: Mapping[str, Any] | None
+
+
+@dataclass(frozen=True)
+class LastLine:
+    line: int
+    text: str
+    time: datetime | None
+    path: str
+
+
+@dataclass(frozen=True)
+class Report:
+    inputs: tuple[InputSummary, ...]
+    system: str | None
+    version: str | None
+    ranks: tuple[str, ...]
+    phase: Phase | None
+    furthest_phase: Phase | None
+    verdict: Verdict
+    reason: str
+    culprit_ranks: tuple[str, ...]
+    root_cause: RootCause | None
+    phases: tuple[SpanRow, ...]
+    last_line: LastLine | None
+    as_of: datetime
+    post_mortem: bool
+    silence_s: float | None
+    budget_s: float | None
+    baseline: Mapping[str, Any] | None = None
+    stacks: Mapping[str, Any] | None = None
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def exit_code(self) -> ExitCode:
+        return VERDICT_EXIT[self.verdict]
+
+    @property
+    def last_line_age_s(self) -> float | None:
+        if self.last_line is None or self.last_line.time is None:
+            return None
+        return (self.as_of - self.last_line.time).total_seconds()
+
+    def to_json(self) -> dict[str, Any]:
+        root = self.root_cause
+        return {
+            "schema": SCHEMA,
+            "inputs": [{"path": i.path, "lines": i.lines, "bytes": i.bytes} for i in self.inputs],
+            "system": self.system,
+            "version": self.version,
+            "ranks": list(self.ranks),
+            "phase": _value(self.phase),
+            "furthest_phase": _value(self.furthest_phase),
+            "verdict": self.verdict.value,
+            "reason": self.reason,
+            "culprit_ranks": list(self.culprit_ranks),
+            "root_cause": None
+            if root is None
+            else {
+                "line": root.line,
+                "text": root.text,
+                "rule": root.rule,
+                "rank": root.rank,
+                "path": root.path,
+                "context": [{"line": c.line, "text": c.text} for c in root.context],
+            },
+            "phases": [
+                {
+                    "phase": span.phase.value,
+                    "rank": span.rank,
+                    "draft": span.draft,
+                    "path": span.path,
+                    "start_line": span.start_line,
+                    "end_line": span.end_line,
+                    "start": _time(span.start),
+                    "end": _time(span.end),
+                    "seconds": span.seconds,
+                    "ended": span.ended,
+                    "progress": dict(span.progress) if span.progress else None,
+                }
+                for span in self.phases
+            ],
+            "last_line": None
+            if self.last_line is None
+            else {
+                "line": self.last_line.line,
+                "text": self.last_line.text,
+                "time": _time(self.last_line.time),
+                "path": self.last_line.path,
+            },
+            "as_of": _time(self.as_of),
+            "post_mortem": self.post_mortem,
+            "silence_s": self.silence_s,
+            "budget_s": self.budget_s,
+            "baseline": dict(self.baseline) if self.baseline is not None else None,
+            "stacks": dict(self.stacks) if self.stacks is not None else None,
+            "notes": list(self.notes),
+        }
+
+
+def _value(phase: Phase | None) -> str | None:
+    return phase.value if phase is not None else None
+
+
+def _time(moment: datetime | None) -> str | None:
+    return moment.isoformat(sep=" ") if moment is not None else None

@@ -1,0 +1,567 @@
+"""Parse stack dumps found in text: faulthandler, py-spy text (also SGLang's `Pyspy dump for PID N:`
+blocks inside logs), pystack text, py-spy JSON and logphase's own `stacks` JSON. Pure: no I/O.
+
+Lines may carry a log prefix (`[2025-01-01 10:00:00 TP3] `, torchrun's `[default0]:`, `[rank0]:`,
+srun's `3: `, vLLM's `(Worker_TP1 pid=42) `); lines of different prefixes are demultiplexed into
+separate streams, so that dumps of several ranks interleaved line by line still parse. Lines torn
+apart by concurrent writes are parsed for whatever whole frames they still contain."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from logphase.stacks.model import SCHEMA, Frame, ProcessSnapshot, ThreadStack
+
+# --- line shapes --------------------------------------------------------------------------------
+
+ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+# One layer of log prefix; stripped up to three times (a container tag, then `[ts TP0] `).
+PREFIXES = (
+    re.compile(r"^\[(?:\d{4}-\d\d-\d\d[ T])?\d\d:\d\d:\d\d(?:[.,]\d+)?(?: (?:DP|PP|ATTN_CP|MOE_DP|TP|EP)\d+)*\] "),
+    re.compile(r"^\[(?:rank|default|worker|trainer|[A-Za-z_]+)\d+\]:"),
+    re.compile(r"^\((?:\w|-)+(?: rank=\d+)? pid=\d+\) "),
+    re.compile(r"^\d{1,5}: "),
+    re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)? "),
+    re.compile(r"^[\w.-]+\s+\| "),  # docker compose
+)
+TIMESTAMP = re.compile(r"(?:\d{4}-\d\d-\d\d[ T])?\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?")
+TRIGGER = re.compile(
+    r'File "|Thread |thread |Process \d|Fatal Python error|Pyspy|Timeout \(|Stack \(most|Extension modules|'
+    r"^\s{4}\S"
+)
+
+PYSPY_PROCESS = re.compile(r"^Process (?P<pid>\d+): ?(?P<cmd>.*?)\s*$")
+PYSPY_PYTHON = re.compile(r"^(?:Python v\S+|Parent Process \d+:|Signal \d+:)")
+PYSPY_THREAD = re.compile(
+    r'^Thread (?P<tid>0[xX][0-9A-Fa-f]+|\d+) \((?P<status>idle|active\+gil|active|[^)]*)\)(?:: "(?P<name>.*)")?\s*$'
+)
+PYSPY_FRAME = re.compile(r"^\s{4}(?P<func>\S(?:.*?\S)?) \((?P<file>[^()]*?)(?::(?P<line>\d+))?\)\s*$")
+SGLANG_PYSPY = re.compile(r"Pyspy dump for PID (?P<pid>\d+)(?: \((?P<cmd>.*)\))?:\s*$")
+SGLANG_PYSPY_FAILED = re.compile(
+    r"(?:Pyspy failed to dump PID (?P<pid>\d+)\. Error: (?P<err>.*)|All pyspy dump attempts failed for PID (?P<pid2>\d+))"
+)
+FH_FATAL = re.compile(r"^Fatal Python error: (?P<msg>.*?)\s*$")
+FH_TIMEOUT = re.compile(r"^Timeout \((?P<t>[\d:.]+)\)!\s*$")
+FH_THREAD = re.compile(
+    r"^(?P<cur>Current thread|Thread) (?P<tid>0x[0-9a-fA-F]+) (?:\[(?P<name>.*?)\] )?\(most recent call first\):"
+)
+FH_STACK = re.compile(r"^Stack \(most recent call first\):")
+FH_FRAME = re.compile(r'File "(?P<file>[^"]*)", line (?P<line>\d+|\?\?\?) in (?P<func>[^\s"]+)')
+FH_NOISE = re.compile(
+    r"^\s*(?:<no Python frame>|Garbage-collecting|<tstate is freed>|<freed thread state>|<freed frame>|"
+    r"<invalid frame>|\.\.\.|plus \d+ frames?|Python runtime state:.*)\s*$"
+)
+FH_EXTENSIONS = re.compile(r"^Extension modules: ")
+PYSTACK_THREAD = re.compile(
+    r"^Traceback for thread (?P<tid>\d+)(?: \((?P<name>[^)]*)\))?(?: \[(?P<status>[^\]]*)\])? \(most recent call last\):"
+)
+PYSTACK_FRAME = re.compile(
+    r'^\s+\((?P<kind>Python|C)\) File "(?P<file>[^"]*)", line (?P<line>\d+), in (?P<func>\S+)(?: \((?P<lib>[^)]*)\))?\s*$'
+)
+PYSTACK_NOISE = re.compile(
+    r"^\s*(?:In the main interpreter|In interpreter \d+|Not currently attached|\* - Unable to merge|"
+    r"The frame stack for thread|Arguments:|Locals:)"
+)
+
+# Rank names read from a title or a prefix.
+SGLANG_SCHEDULER = re.compile(r"^sglang::scheduler(?P<tags>(?:_(?:DP|PP|ATTN_CP|MOE_DP|TP|EP)\d+)*|_None)?\s*$")
+RANK_TAG = re.compile(r"(DP|PP|ATTN_CP|MOE_DP|TP|EP)_?(\d+)")
+VLLM_TITLE = re.compile(r"^(?:VLLM|\w+)::(?P<kind>Worker|EngineCore|APIServer|DPCoordinator)(?P<tags>(?:_\w+?\d+)*)\s*$")
+VLLM_OLD_WORKER = re.compile(r"^VllmWorker(?:Process)?[-_ ]?(?P<rank>\d+)")
+
+
+def rank_from_tags(text: str) -> str | None:
+    """`'_DP1_TP3_EP3'`, `' PP1 TP0'` → `'DP1 TP3 EP3'`, `'PP1 TP0'`; no tag → None."""
+    found = RANK_TAG.findall(text)
+    return " ".join(f"{kind}{number}" for kind, number in found) or None
+
+
+def role_and_rank_from_title(title: str) -> tuple[str | None, str | None]:
+    """The role and rank a process title (setproctitle / cmdline) tells, e.g.
+    `sglang::scheduler_DP1_TP3_EP3` → ("scheduler", "DP1 TP3 EP3"), `VLLM::Worker_TP1` → ("worker", "TP1")."""
+    title = title.strip()
+    found = SGLANG_SCHEDULER.match(title)
+    if found:
+        tags = found.group("tags") or ""
+        return "scheduler", (rank_from_tags(tags) if tags != "_None" else None)
+    if title.startswith("sglang::"):
+        name = title[len("sglang::") :].split(":")[0].strip()
+        return {"data_parallel_controller": "dp_controller"}.get(name, name) or None, None
+    found = VLLM_TITLE.match(title)
+    if found:
+        kind = found.group("kind")
+        role = {"Worker": "worker", "EngineCore": "engine_core", "APIServer": "api_server"}.get(kind, kind.lower())
+        rank = rank_from_tags(found.group("tags") or "")
+        if kind == "EngineCore":  # `EngineCore_DP0` names the engine, not a rank
+            return role, None
+        return role, rank
+    found = VLLM_OLD_WORKER.match(title)
+    if found:
+        return "worker", f"TP{found.group('rank')}"
+    if "resource_tracker" in title:
+        return "resource_tracker", None
+    if re.search(r"\bsglang[.]launch_server\b|\bsglang serve\b", title):
+        return "main", None
+    if re.search(r"\bvllm(?:[.]entrypoints| serve)\b", title):
+        return "main", None
+    if re.search(r"\btorchrun\b|torch[.]distributed[.](?:run|launch)\b", title):
+        return "launcher", None
+    return None, None
+
+
+def rank_from_prefix(prefix: str) -> str | None:
+    tags = rank_from_tags(prefix)
+    if tags:
+        return tags
+    found = re.search(r"\[rank(\d+)\]:", prefix)
+    if found:
+        return f"rank {int(found.group(1))}"
+    found = re.search(r"\[[A-Za-z_]+?(\d+)\]:", prefix)
+    if found:
+        return f"local_rank {int(found.group(1))}"
+    found = re.search(r"\((?:VllmWorker rank=(\d+)|\S+?) pid=\d+\)", prefix)
+    if found and found.group(1):
+        return f"TP{found.group(1)}"
+    found = re.match(r"^(\d{1,5}): ", prefix)
+    if found:
+        return f"task {int(found.group(1))}"
+    return None
+
+
+def pid_from_prefix(prefix: str) -> int | None:
+    found = re.search(r"\bpid=(\d+)\)", prefix)
+    return int(found.group(1)) if found else None
+
+
+def split_prefix(line: str) -> tuple[str, str]:
+    """(prefix, body): the log prefix layers at the start of a line, and what follows them."""
+    start = 0
+    for _ in range(3):
+        for pattern in PREFIXES:
+            found = pattern.match(line, start)
+            if found:
+                start = found.end()
+                break
+        else:
+            break
+    return line[:start], line[start:]
+
+
+def stream_key(prefix: str) -> str:
+    """Lines whose prefixes differ only by time belong to the same writer."""
+    return " ".join(TIMESTAMP.sub("", prefix).split())
+
+
+def short_path(path: str) -> str:
+    """Shorten a faulthandler/pystack full path the way py-spy would for installed packages."""
+    for marker in ("/site-packages/", "/dist-packages/"):
+        if marker in path:
+            return path.rsplit(marker, 1)[1]
+    found = re.search(r"/lib/python3(?:\.\d+)?/(.*)$", path)
+    if found:
+        return found.group(1)
+    return path
+
+
+def is_native_file(file: str) -> bool:
+    return not file.endswith((".py", ".pyx", ">")) and not file.endswith(".py\u200b")
+
+
+def make_frame(function: str, file: str, line: int | None, native: bool | None = None) -> Frame | None:
+    """A Frame, or None for frames that carry nothing (bare addresses of --native dumps)."""
+    if function.startswith("0x") or function == "???" and not file:
+        return None
+    return Frame(function=function, file=file, line=line or None, native=is_native_file(file) if native is None else native)
+
+
+def parse_frame_text(text: str) -> Frame | None:
+    """`all_reduce (torch/distributed/distributed_c10d.py:2501)` (as py-spy and logphase's JSON print it)."""
+    found = PYSPY_FRAME.match("    " + text.strip())
+    if not found:
+        return None
+    line = found.group("line")
+    return make_frame(found.group("func"), found.group("file"), int(line) if line else None)
+
+
+# --- the main-thread heuristic --------------------------------------------------------------------
+
+THREAD_BOOTSTRAP = re.compile(r"^_bootstrap(?:_inner)? \((?:.*/)?threading\.py\)$")
+MAIN_ENTRY = re.compile(
+    r"^(?:<module> \(|spawn_main \((?:.*/)?multiprocessing/spawn\.py|_run_module_as_main \(|main \()"
+)
+
+
+def pick_main(threads: list[ThreadStack], pid: int | None) -> list[ThreadStack]:
+    """Mark the main thread: py-spy names it (`MainThread`, or its tid is the pid); faulthandler and
+    pystack do not, so the thread not started by `threading` (outermost `<module>`/`spawn_main`) is it."""
+    if not threads:
+        return threads
+    named = [
+        t for t in threads if t.name == "MainThread" or (pid is not None and t.thread_id == str(pid))
+    ]
+    if named:
+        chosen = named[0]
+    else:
+        candidates = [
+            t
+            for t in threads
+            if not any(THREAD_BOOTSTRAP.match(f.key) for f in t.frames[-3:])
+            and not (t.name or "").startswith(("Thread-", "ThreadPool", "pt_", "Dummy"))
+        ]
+        if not candidates:
+            return threads
+        entry = [t for t in candidates if t.frames and MAIN_ENTRY.match(t.frames[-1].key)]
+        chosen = entry[0] if entry else candidates[-1]
+    return [replace(t, main=t is chosen) for t in threads]
+
+
+# --- the text parser ---------------------------------------------------------------------------
+
+
+@dataclass
+class _Thread:
+    tid: str
+    name: str | None
+    active: bool | None
+    frames: list[Frame] = field(default_factory=list)
+    reverse: bool = False  # pystack prints most recent call last
+
+    def build(self) -> ThreadStack:
+        frames = tuple(reversed(self.frames)) if self.reverse else tuple(self.frames)
+        return ThreadStack(thread_id=self.tid, name=self.name, frames=frames, active=self.active)
+
+
+@dataclass
+class _Process:
+    mode: str  # "py-spy text" | "faulthandler" | "pystack"
+    pid: int | None = None
+    title: str | None = None
+    rank: str | None = None
+    role: str | None = None
+    fatal: str | None = None
+    error: str | None = None
+    threads: list[_Thread] = field(default_factory=list)
+    tids: set[str] = field(default_factory=set)
+
+    def build(self) -> ProcessSnapshot | None:
+        threads = [t.build() for t in self.threads if t.frames]
+        if not threads and not self.fatal and not self.error:
+            return None
+        role, rank = role_and_rank_from_title(self.title) if self.title else (None, None)
+        return ProcessSnapshot(
+            pid=self.pid,
+            threads=tuple(pick_main(threads, self.pid)),
+            rank=rank or self.rank,
+            role=role or self.role,
+            title=self.title,
+            fatal=self.fatal,
+            error=self.error,
+            source=self.mode,
+        )
+
+
+@dataclass
+class _Stream:
+    prefix: str = ""
+    proc: _Process | None = None
+    thread: _Thread | None = None
+    hint: tuple[int | None, str | None] | None = None  # (pid, rank) announced by `Pyspy dump for PID N:`
+
+
+class _Parser:
+    def __init__(self) -> None:
+        self.streams: dict[str, _Stream] = {}
+        self.out: list[ProcessSnapshot] = []
+        self.open = 0  # streams with an open process: every line must be looked at
+
+    # -- stream helpers
+    def close(self, stream: _Stream) -> None:
+        stream.thread = None
+        if stream.proc is not None:
+            built = stream.proc.build()
+            if built is not None:
+                self.out.append(built)
+            stream.proc = None
+            self.open -= 1
+
+    def start(self, stream: _Stream, mode: str, pid: int | None = None, title: str | None = None) -> _Process:
+        self.close(stream)
+        rank = rank_from_prefix(stream.prefix)
+        pid = pid if pid is not None else pid_from_prefix(stream.prefix)
+        if stream.hint is not None:
+            hint_pid, hint_rank = stream.hint
+            if pid is None or hint_pid is None or hint_pid == pid:
+                pid = pid if pid is not None else hint_pid
+                rank = hint_rank or rank
+            stream.hint = None
+        stream.proc = _Process(mode=mode, pid=pid, title=title, rank=rank)
+        self.open += 1
+        return stream.proc
+
+    def thread(self, stream: _Stream, mode: str, tid: str, name: str | None, active: bool | None) -> None:
+        proc = stream.proc
+        if proc is None or proc.mode != mode or tid in proc.tids and tid != "?":
+            proc = self.start(stream, mode)
+        proc.tids.add(tid)
+        stream.thread = _Thread(tid=tid, name=name, active=active, reverse=mode == "pystack")
+        proc.threads.append(stream.thread)
+
+    def frame(self, stream: _Stream, mode: str, frame: Frame | None) -> None:
+        if stream.thread is None:  # frames before any header: the tail of a truncated dump
+            if stream.proc is None or stream.proc.mode != mode:
+                self.start(stream, mode)
+            assert stream.proc is not None
+            stream.thread = _Thread(tid="?", name=None, active=None, reverse=mode == "pystack")
+            stream.proc.threads.append(stream.thread)
+        if frame is not None:
+            stream.thread.frames.append(frame)
+
+    # -- one line
+    def feed(self, raw: str) -> None:
+        line = ANSI.sub("", raw.rstrip("\r\n"))
+        if "\r" in line:
+            line = line.rsplit("\r", 1)[1]
+        if not self.open and not TRIGGER.search(line):
+            return
+        prefix, body = split_prefix(line)
+        key = stream_key(prefix)
+        stream = self.streams.get(key)
+        if stream is None:
+            stream = self.streams[key] = _Stream(prefix=prefix)
+        stream.prefix = prefix
+        self.body(stream, body)
+
+    def body(self, stream: _Stream, body: str) -> None:
+        proc = stream.proc
+        mode = proc.mode if proc else None
+        if not body.strip():
+            stream.thread = None  # blank: the end of a thread block; the process stays open
+            return
+        found: Any
+        # -- py-spy text
+        if found := PYSPY_PROCESS.match(body):
+            self.start(stream, "py-spy text", int(found.group("pid")), found.group("cmd") or None)
+            return
+        if found := SGLANG_PYSPY.search(body):
+            # the dump follows unprefixed: hand the rank of this line's prefix to the bare stream
+            bare = self.streams.setdefault("", _Stream())
+            self.close(bare)
+            self.close(stream)
+            bare.hint = (int(found.group("pid")), rank_from_prefix(stream.prefix))
+            return
+        if found := SGLANG_PYSPY_FAILED.search(body):
+            pid = int(found.group("pid") or found.group("pid2"))
+            self.close(stream)
+            error = (found.group("err") or "all py-spy attempts failed").strip()
+            self.out.append(
+                ProcessSnapshot(pid=pid, rank=rank_from_prefix(stream.prefix), error=error, source="py-spy text")
+            )
+            return
+        if mode == "py-spy text" and PYSPY_PYTHON.match(body):
+            return
+        if found := PYSPY_THREAD.match(body):
+            status = found.group("status")
+            self.thread(stream, "py-spy text", found.group("tid"), found.group("name"), status.startswith("active"))
+            return
+        # -- faulthandler
+        if found := FH_FATAL.match(body):
+            self.start(stream, "faulthandler").fatal = found.group("msg")
+            return
+        if FH_TIMEOUT.match(body):
+            self.start(stream, "faulthandler")
+            return
+        if found := FH_THREAD.match(body):
+            self.thread(stream, "faulthandler", found.group("tid"), found.group("name"), None)
+            if found.group("cur") == "Current thread":
+                stream.thread.name = stream.thread.name or None  # type: ignore[union-attr]
+            return
+        if FH_STACK.match(body):
+            self.thread(stream, "faulthandler", "current", None, None)
+            return
+        if FH_EXTENSIONS.match(body):
+            if proc is not None and proc.mode == "faulthandler":
+                proc.fatal = proc.fatal or "fatal signal (faulthandler dump)"
+            self.close(stream)
+            return
+        # -- pystack
+        if found := PYSTACK_THREAD.match(body):
+            status = found.group("status") or ""
+            self.thread(stream, "pystack", found.group("tid"), found.group("name"), "Has the GIL" in status or None)
+            return
+        if found := PYSTACK_FRAME.match(body):
+            native = found.group("kind") == "C"
+            self.frame(
+                stream,
+                "pystack",
+                make_frame(found.group("func"), short_path(found.group("file")), int(found.group("line")), native),
+            )
+            return
+        if mode == "pystack" and (body.startswith("        ") or PYSTACK_NOISE.match(body)):
+            return
+        # -- frames
+        if mode == "py-spy text" and (found := PYSPY_FRAME.match(body)):
+            line = found.group("line")
+            self.frame(stream, "py-spy text", make_frame(found.group("func"), found.group("file"), int(line) if line else None))
+            return
+        frames = FH_FRAME.findall(body)
+        if frames:
+            for file, line, func in frames:
+                self.frame(stream, "faulthandler", make_frame(func, short_path(file), int(line) if line.isdigit() else None))
+            return
+        if mode == "faulthandler" and (FH_NOISE.match(body) or 'File "' in body):
+            return  # a torn or noise line inside a faulthandler dump
+        if mode is None and (found := PYSPY_FRAME.match(body)) and stream.thread is None and key_is_bare(stream):
+            # py-spy frames with no header at all: the tail of a truncated dump (unprefixed only)
+            line = found.group("line")
+            self.frame(stream, "py-spy text", make_frame(found.group("func"), found.group("file"), int(line) if line else None))
+            return
+        if proc is not None:
+            self.close(stream)
+
+    def finish(self) -> list[ProcessSnapshot]:
+        for stream in self.streams.values():
+            self.close(stream)
+        return self.out
+
+
+def key_is_bare(stream: _Stream) -> bool:
+    return not stream.prefix
+
+
+def parse_dumps_in_text(lines: Iterable[str]) -> list[ProcessSnapshot]:
+    """Every stack dump found in these lines (a log, a dump file), one ProcessSnapshot per process
+    dump, in the order the dumps end. Lines that are not part of a dump are ignored."""
+    parser = _Parser()
+    for line in lines:
+        parser.feed(line)
+    return parser.finish()
+
+
+# --- JSON ----------------------------------------------------------------------------------------
+
+
+def looks_like_json(text: str) -> bool:
+    return text.lstrip()[:1] in ("[", "{")
+
+
+def iter_json_documents(text: str) -> Iterator[Any]:
+    """One or several JSON documents back to back (`py-spy dump --subprocesses --json` concatenates)."""
+    decoder = json.JSONDecoder()
+    index, end = 0, len(text)
+    while True:
+        while index < end and text[index] in " \t\r\n":
+            index += 1
+        if index >= end:
+            return
+        if text[index] not in "[{":  # py-spy's `-----` separators, or trailing text
+            newline = text.find("\n", index)
+            if newline < 0:
+                return
+            index = newline + 1
+            continue
+        document, index = decoder.raw_decode(text, index)
+        yield document
+
+
+def parse_json_text(text: str) -> list[ProcessSnapshot]:
+    """py-spy `dump --json` output (one or several arrays of threads) or logphase's `stacks` JSON.
+    Raises ValueError when the text is not JSON of either kind."""
+    snapshots: list[ProcessSnapshot] = []
+    for document in iter_json_documents(text):
+        if isinstance(document, dict) and document.get("schema") == SCHEMA:
+            snapshots.extend(_from_logphase_json(document))
+        elif isinstance(document, list):
+            snapshots.extend(snapshots_from_pyspy_json(document))
+        else:
+            raise ValueError("neither py-spy JSON (an array of threads) nor logphase stacks JSON")
+    return snapshots
+
+
+def snapshots_from_pyspy_json(threads: list[Any], pid: int | None = None) -> list[ProcessSnapshot]:
+    by_pid: dict[int | None, list[ThreadStack]] = {}
+    titles: dict[int | None, str | None] = {}
+    for item in threads:
+        if not isinstance(item, dict):
+            raise ValueError("a py-spy JSON thread must be an object")
+        thread_pid = item.get("pid", pid)
+        frames = []
+        for raw in item.get("frames") or []:
+            file = raw.get("short_filename") or raw.get("filename") or raw.get("module") or "?"
+            frame = make_frame(str(raw.get("name", "?")), str(file), raw.get("line") or None, raw.get("module") is not None)
+            if frame is not None:
+                frames.append(frame)
+        os_tid = item.get("os_thread_id")
+        tid = str(os_tid if os_tid is not None else item.get("thread_id", "?"))
+        by_pid.setdefault(thread_pid, []).append(
+            ThreadStack(thread_id=tid, name=item.get("thread_name"), frames=tuple(frames), active=item.get("active"))
+        )
+        info = item.get("process_info")
+        if isinstance(info, dict) and info.get("command_line"):
+            titles[thread_pid] = str(info["command_line"])
+    out = []
+    for thread_pid, stacks in by_pid.items():
+        title = titles.get(thread_pid)
+        role, rank = role_and_rank_from_title(title) if title else (None, None)
+        out.append(
+            ProcessSnapshot(
+                pid=thread_pid, threads=tuple(pick_main(stacks, thread_pid)), title=title, role=role, rank=rank, source="py-spy"
+            )
+        )
+    return out
+
+
+def _from_logphase_json(document: dict[str, Any]) -> list[ProcessSnapshot]:
+    group_frames: dict[tuple[Any, ...], list[str]] = {}
+    for group in document.get("groups") or []:
+        for pid, label in zip(group.get("pids") or [], group.get("ranks") or [], strict=False):
+            group_frames[(pid, label)] = group.get("frames") or []
+    out = []
+    for item in document.get("processes") or []:
+        threads = []
+        for raw in item.get("threads") or []:
+            frames = tuple(f for f in (parse_frame_text(text) for text in raw.get("frames") or []) if f is not None)
+            threads.append(
+                ThreadStack(
+                    thread_id=str(raw.get("id", "?")),
+                    name=raw.get("name"),
+                    frames=frames,
+                    active=raw.get("active"),
+                    main=bool(raw.get("main")),
+                )
+            )
+        if not threads:  # a producer that wrote only the contract keys: the group's frames are the main thread
+            texts = group_frames.get((item.get("pid"), item.get("label") or item.get("rank")))
+            if texts:
+                frames = tuple(f for f in (parse_frame_text(t) for t in texts) if f is not None)
+                threads.append(ThreadStack(thread_id=str(item.get("pid")), name="MainThread", frames=frames, main=True))
+        out.append(
+            ProcessSnapshot(
+                pid=item.get("pid"),
+                ppid=item.get("ppid"),
+                rank=item.get("rank"),
+                role=item.get("role"),
+                title=item.get("title"),
+                host=item.get("host"),
+                error=item.get("error"),
+                fatal=item.get("fatal"),
+                moving=item.get("moving"),
+                source=item.get("source") or "json",
+                skipped=bool(item.get("skipped")),
+                threads=tuple(threads),
+            )
+        )
+    return out
+
+
+def parse_dump_text(text: str) -> list[ProcessSnapshot]:
+    """A whole dump file: JSON (py-spy or logphase) or text (faulthandler, py-spy, pystack, a log)."""
+    if looks_like_json(text):
+        try:
+            return parse_json_text(text)
+        except (ValueError, json.JSONDecodeError, AttributeError, TypeError):
+            pass  # a log that happens to start with `[`: parse it as text
+    return parse_dumps_in_text(text.splitlines())

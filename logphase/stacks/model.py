@@ -1,0 +1,199 @@
+"""The dataclasses the stacks pipeline passes between its stages (all frozen, all pure)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+SCHEMA = "logphase.stacks/1"
+
+
+@dataclass(frozen=True)
+class Frame:
+    """One Python (or native) frame: `function (file:line)` as py-spy prints it."""
+
+    function: str
+    file: str
+    line: int | None = None
+    native: bool = False
+
+    @property
+    def key(self) -> str:
+        """`function (file)`: what stall signatures are matched against and what the tree merges on."""
+        return f"{self.function} ({self.file})"
+
+    def __str__(self) -> str:
+        return f"{self.function} ({self.file}:{self.line})" if self.line else self.key
+
+
+@dataclass(frozen=True)
+class ThreadStack:
+    """One thread of one process; `frames` innermost first, as py-spy and faulthandler print them."""
+
+    thread_id: str
+    name: str | None
+    frames: tuple[Frame, ...]
+    active: bool | None = None
+    main: bool = False
+
+
+@dataclass(frozen=True)
+class ProcessSnapshot:
+    """What is known about one process: identity, its threads' stacks, and what went wrong reading it.
+
+    `threads` is the last sample; `moving` is None after one sample, else whether any sample differed."""
+
+    pid: int | None
+    threads: tuple[ThreadStack, ...] = ()
+    ppid: int | None = None
+    rank: str | None = None
+    role: str | None = None
+    title: str | None = None
+    host: str | None = None
+    error: str | None = None
+    fatal: str | None = None  # "Fatal Python error: Aborted": the dump was written by a dying process
+    moving: bool | None = None
+    source: str | None = None  # "py-spy", "faulthandler", "py-spy text", "pystack", "json", a file name
+    skipped: bool = False  # listed but deliberately not snapshotted (not Python, a helper process)
+
+    @property
+    def label(self) -> str:
+        """How the process is named in trees and headlines: its rank, else its role and pid."""
+        if self.rank:
+            return self.rank
+        if self.role and self.pid is not None:
+            return f"{self.role} {self.pid}"
+        if self.pid is not None:
+            return f"pid {self.pid}"
+        return self.role or "?"
+
+    def main_thread(self) -> ThreadStack | None:
+        for thread in self.threads:
+            if thread.main:
+                return thread
+        return None
+
+
+@dataclass(frozen=True)
+class TreeNode:
+    """A node of the STAT-style prefix tree: one frame reached by `labels` (outermost frame at depth 1)."""
+
+    key: str
+    labels: tuple[str, ...]
+    children: tuple[TreeNode, ...] = ()
+    state: str | None = None  # set on the node where a stall signature decided a thread's state
+
+
+@dataclass(frozen=True)
+class Classification:
+    """Where one thread waits: the state, the frame that decided it, and the phase frame around it."""
+
+    state: str
+    frame: Frame | None = None
+    context: Frame | None = None
+    signature: str | None = None
+
+
+@dataclass(frozen=True)
+class Group:
+    """An equivalence class: processes whose selected threads have the same merged path."""
+
+    labels: tuple[str, ...]
+    pids: tuple[int | None, ...]
+    state: str
+    frames: tuple[Frame, ...]  # innermost first (main thread, or the first selected thread)
+    classification: Classification
+    moving: bool | None = None
+    peer: bool = True  # a rank (compared with the others) rather than a main/helper process
+
+
+@dataclass(frozen=True)
+class StallFinding:
+    state: str
+    ranks: tuple[str, ...]
+    frame: Frame | None
+    summary: str
+
+
+@dataclass(frozen=True)
+class StacksReport:
+    samples: int
+    interval_s: float
+    processes: tuple[ProcessSnapshot, ...]
+    groups: tuple[Group, ...]
+    tree: TreeNode
+    culprit_ranks: tuple[str, ...]
+    stall: StallFinding | None
+    state: str
+    summary: str
+    stuck: bool
+    divergence: Frame | None = None
+    skew_s: float | None = None
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def readable(self) -> int:
+        return sum(1 for p in self.processes if p.threads and not p.error)
+
+    def to_json(self) -> dict[str, Any]:
+        """The DESIGN.md §5 `stacks` contract, plus `state`, `summary`, `divergence`, `skew_s` and
+        per-process `threads` (so that `logphase stacks --from out.json` reads it back losslessly)."""
+        return {
+            "schema": SCHEMA,
+            "samples": self.samples,
+            "interval_s": self.interval_s,
+            "state": self.state,
+            "summary": self.summary,
+            "processes": [
+                {
+                    "pid": p.pid,
+                    "ppid": p.ppid,
+                    "rank": p.rank,
+                    "role": p.role,
+                    "title": p.title,
+                    "error": p.error,
+                    "moving": p.moving,
+                    "host": p.host,
+                    "label": p.label,
+                    "fatal": p.fatal,
+                    "source": p.source,
+                    "skipped": p.skipped,
+                    "threads": [
+                        {
+                            "id": t.thread_id,
+                            "name": t.name,
+                            "active": t.active,
+                            "main": t.main,
+                            "frames": [str(f) for f in t.frames],
+                        }
+                        for t in p.threads
+                    ],
+                }
+                for p in self.processes
+            ],
+            "groups": [
+                {
+                    "ranks": list(g.labels),
+                    "pids": list(g.pids),
+                    "state": g.state,
+                    "frames": [str(f) for f in g.frames],
+                    "moving": g.moving,
+                    "peer": g.peer,
+                    "frame": str(g.classification.frame) if g.classification.frame else None,
+                    "context": str(g.classification.context) if g.classification.context else None,
+                }
+                for g in self.groups
+            ],
+            "culprit_ranks": list(self.culprit_ranks),
+            "stall": None
+            if self.stall is None
+            else {
+                "state": self.stall.state,
+                "ranks": list(self.stall.ranks),
+                "frame": str(self.stall.frame) if self.stall.frame else None,
+                "summary": self.stall.summary,
+            },
+            "divergence": str(self.divergence) if self.divergence else None,
+            "skew_s": self.skew_s,
+            "notes": list(self.notes),
+        }
