@@ -250,7 +250,9 @@ def read_lines(source: LogSource, *, start_line: int = 0, start_byte: int = 0) -
 def _raw_lines(source: LogSource, stream: BinaryIO) -> Iterator[bytes]:
     pending = bytearray()
     dropping = False
-    while chunk := stream.read(CHUNK_BYTES):
+    # read1 hands over what was decompressed before a truncated archive's end; read() loses it
+    read = getattr(stream, "read1", stream.read)
+    while chunk := read(CHUNK_BYTES):
         source.bytes += len(chunk)
         start = 0
         while True:

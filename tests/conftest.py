@@ -1,0 +1,30 @@
+"""Shared test helpers: where the fixtures are, and running the CLI in-process."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner, Result
+
+from logphase.cli import main
+
+REPO = Path(__file__).resolve().parent.parent
+FIXTURES = REPO / "fixtures"
+SHARED = REPO.parent / "shared"
+
+
+def run_cli(*args: str, input: bytes | str | None = None) -> Result:
+    return CliRunner().invoke(main, list(args), input=input, catch_exceptions=False)
+
+
+def run_json(*args: str) -> tuple[int, dict[str, Any]]:
+    result = run_cli(*args, "--format", "json")
+    return result.exit_code, json.loads(result.stdout)
+
+
+@pytest.fixture
+def cli() -> Any:
+    return run_cli

@@ -1,0 +1,47 @@
+"""The import rules of DESIGN.md §2: logs and stacks never meet below verdict; only cli prints."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parent.parent / "logphase"
+MODULES = sorted(p for p in PACKAGE.rglob("*.py"))
+
+
+def imports(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text())
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            found.add(node.module)
+    return found
+
+
+def calls_print(path: Path) -> bool:
+    return any(
+        isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "print"
+        for node in ast.walk(ast.parse(path.read_text()))
+    )
+
+
+@pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_module_follows_the_import_rules(path: Path) -> None:
+    relative = path.relative_to(PACKAGE).as_posix()
+    found = imports(path)
+    if relative.startswith("logs/"):
+        assert not any(name.startswith("logphase.stacks") for name in found)
+    if relative.startswith("stacks/"):
+        assert not any(name.startswith("logphase.logs") for name in found)
+    if not relative.startswith("cli/") and relative != "__main__.py":
+        assert "click" not in found, "only logphase/cli may use click"
+        assert not calls_print(path), "only logphase/cli prints"
+
+
+@pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_module_opens_with_a_docstring(path: Path) -> None:
+    assert ast.get_docstring(ast.parse(path.read_text())), f"{path} needs a one-line docstring saying what it owns"

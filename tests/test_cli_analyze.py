@@ -1,0 +1,132 @@
+"""`logphase analyze` end to end through the CLI: formats, modes, exit codes and bad inputs."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import run_cli
+
+STARTING = (
+    "[2025-06-01 10:00:00 TP0] Init torch distributed begin.\n"
+    "[2025-06-01 10:00:00 TP1] Init torch distributed begin.\n"
+    "[2025-06-01 10:00:20 TP0] Init torch distributed ends. mem usage=0.50 GB\n"
+    "[2025-06-01 10:00:20 TP1] Init torch distributed ends. mem usage=0.50 GB\n"
+    "[2025-06-01 10:00:21 TP0] Load weight begin. avail mem=78.00 GB\n"
+    "[2025-06-01 10:00:21 TP1] Load weight begin. avail mem=78.00 GB\n"
+)
+
+
+@pytest.fixture
+def starting_log(tmp_path: Path) -> Path:
+    path = tmp_path / "server.log"
+    path.write_text(STARTING)
+    return path
+
+
+def test_live_log_within_budget_is_progressing_exit_5(starting_log: Path) -> None:
+    # GIVEN a log whose last progress is 60 s before "now"
+    result = run_cli("analyze", "--as-of", "2025-06-01 10:01:21", str(starting_log), "--format", "json")
+    report = json.loads(result.stdout)
+    # THEN it is still starting
+    assert (result.exit_code, report["verdict"], report["phase"]) == (5, "progressing", "weight_load")
+    assert report["silence_s"] == 60.0
+
+
+def test_live_log_silent_past_its_budget_is_stalled_exit_4(starting_log: Path) -> None:
+    result = run_cli("analyze", "--as-of", "2025-06-02 10:00:00", str(starting_log), "--format", "json")
+    report = json.loads(result.stdout)
+    assert (result.exit_code, report["verdict"]) == (4, "stalled")
+    assert report["root_cause"]["line"] == 6
+
+
+def test_post_mortem_log_that_ends_mid_startup_is_stalled(starting_log: Path) -> None:
+    result = run_cli("analyze", "--post-mortem", str(starting_log))
+    assert result.exit_code == 4
+    assert result.stdout.startswith("logphase: STALLED at weight_load — the log ends during weight_load with no error")
+
+
+def test_stdin_is_post_mortem_by_default(starting_log: Path) -> None:
+    result = run_cli("analyze", "-", "--format", "json", input=starting_log.read_bytes())
+    report = json.loads(result.stdout)
+    assert report["post_mortem"] is True
+    assert report["inputs"] == [{"path": "<stdin>", "lines": 6, "bytes": len(STARTING)}]
+
+
+def test_json_has_every_contract_key(starting_log: Path) -> None:
+    result = run_cli("analyze", "--post-mortem", str(starting_log), "--format", "json")
+    report = json.loads(result.stdout)
+    assert {
+        "schema", "inputs", "system", "version", "ranks", "phase", "furthest_phase", "verdict", "reason",
+        "culprit_ranks", "root_cause", "phases", "last_line", "baseline", "stacks",
+    } <= set(report)
+    assert report["schema"] == "logphase.analysis/1"
+    assert report["ranks"] == ["TP0", "TP1"]
+    first = report["phases"][0]
+    assert {"phase", "rank", "start_line", "end_line", "start", "end", "seconds", "progress"} <= set(first)
+    assert (first["phase"], first["rank"], first["seconds"]) == ("dist_init", "TP0", 20.0)
+    assert report["last_line"] == {"line": 6, "text": STARTING.splitlines()[-1], "time": "2025-06-01 10:00:21", "path": str(starting_log)}
+
+
+def test_markdown_is_ready_to_paste(starting_log: Path) -> None:
+    result = run_cli("analyze", "--post-mortem", str(starting_log), "--format", "markdown")
+    assert result.stdout.startswith("**logphase: STALLED** at `weight_load`")
+    assert "| phase" in result.stdout and "```" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("content", "name"),
+    [(b"", "empty.log"), (os.urandom(300_000), "random.bin"), (b"\x00\x01\x02" * 1000, "binary.bin")],
+)
+def test_unrecognisable_input_is_unknown_exit_6(tmp_path: Path, content: bytes, name: str) -> None:
+    path = tmp_path / name
+    path.write_bytes(content)
+    result = run_cli("analyze", "--post-mortem", str(path), "--format", "json")
+    assert result.exit_code == 6
+    assert json.loads(result.stdout)["verdict"] == "unknown"
+
+
+def test_a_100_mb_line_is_analysed(tmp_path: Path) -> None:
+    path = tmp_path / "long.log"
+    with path.open("wb") as out:
+        out.write(STARTING.encode())
+        chunk = b"y" * (1 << 20)
+        for _ in range(100):
+            out.write(chunk)
+        out.write(b"\n")
+    result = run_cli("analyze", "--post-mortem", str(path), "--format", "json")
+    report = json.loads(result.stdout)
+    assert (result.exit_code, report["verdict"], report["inputs"][0]["lines"]) == (4, "stalled", 7)
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda d: d / "nope.log", "no such file"),
+        (lambda d: d, "is a directory"),
+    ],
+)
+def test_bad_paths_exit_3_with_a_hint(tmp_path: Path, make: object, message: str) -> None:
+    result = run_cli("analyze", str(make(tmp_path)))  # type: ignore[operator]
+    assert result.exit_code == 3
+    assert message in result.stderr.splitlines()[0]
+    assert result.stderr.splitlines()[1].startswith("  hint: ")
+
+
+def test_truncated_gzip_exits_3_with_a_hint(tmp_path: Path) -> None:
+    data = gzip.compress(STARTING.encode() * 5000)
+    path = tmp_path / "cut.log.gz"
+    path.write_bytes(data[: len(data) // 2])
+    result = run_cli("analyze", str(path))
+    assert result.exit_code == 3
+    assert "ends early or is damaged" in result.stderr
+
+
+def test_bad_as_of_is_a_usage_error(starting_log: Path) -> None:
+    result = run_cli("analyze", "--as-of", "yesterday", str(starting_log))
+    assert result.exit_code == 2
+    assert "--as-of 'yesterday' is not a time" in result.stderr

@@ -1,0 +1,118 @@
+"""Pattern packs: the shipped ones load and pass their examples; broken ones fail loudly."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from logphase.errors import PackError
+from logphase.packs import builtin_pack_paths, derive_literal, load_packs
+from tests.conftest import run_cli
+
+GOOD_RULE = """
+[[rule]]
+id = "user.ready"
+phase = "ready"
+kind = "ready"
+regex = '^All systems go$'
+examples = ["All systems go"]
+counter_examples = ["All systems stop"]
+"""
+
+
+def write_pack(directory: Path, body: str, name: str = "user") -> Path:
+    path = directory / f"{name}.toml"
+    path.write_text(f'[pack]\nname = "{name}"\nschema = 1\nsystems = []\n{body}')
+    return path
+
+
+def test_every_builtin_pack_loads_with_its_examples() -> None:
+    # GIVEN the shipped packs WHEN loaded (which runs every example) THEN each has rules
+    packs = load_packs()
+    names = {pack.name for pack in packs.packs}
+    assert {"sglang", "vllm", "nccl", "torch", "python", "cuda", "stacks"} <= names
+    assert all(pack.rules or pack.signatures for pack in packs.packs)
+    assert len(builtin_pack_paths()) == len(packs.packs)
+
+
+def test_patterns_test_command_passes_on_the_shipped_packs() -> None:
+    result = run_cli("patterns", "test")
+    assert result.exit_code == 0, result.output
+    assert result.output.strip().endswith("0 failed")
+
+
+def test_a_user_pack_adds_rules(tmp_path: Path) -> None:
+    # GIVEN a user pack with one ready rule and a log with only that line
+    pack = write_pack(tmp_path, GOOD_RULE)
+    log = tmp_path / "custom.log"
+    log.write_text("All systems go\n")
+    # WHEN analysed with --patterns THEN the rule decides the verdict
+    result = run_cli("analyze", "--post-mortem", "--patterns", str(pack), str(log))
+    assert result.exit_code == 0, result.output
+    assert result.output.startswith("logphase: READY at ready")
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        (GOOD_RULE.replace("^All systems go$", "^All (systems go$"), "bad regex"),
+        (GOOD_RULE.replace('examples = ["All systems go"]', 'examples = ["All systems gone wrong"]'), "example does not match"),
+        (GOOD_RULE.replace('counter_examples = ["All systems stop"]', 'counter_examples = ["All systems go"]'), "counter-example matches"),
+        (GOOD_RULE.replace('phase = "ready"', 'phase = "booting"'), "unknown phase"),
+        ("[[rule]\nid=", "not valid TOML"),
+    ],
+)
+def test_a_broken_user_pack_is_a_one_line_error_with_exit_3(tmp_path: Path, body: str, message: str) -> None:
+    # GIVEN a pack with one defect
+    pack = write_pack(tmp_path, body)
+    log = tmp_path / "x.log"
+    log.write_text("x\n")
+    # WHEN any command loads it THEN it names the file and the defect, gives a hint, exits 3
+    result = run_cli("analyze", "--patterns", str(pack), str(log))
+    assert result.exit_code == 3
+    first, hint = result.stderr.splitlines()[:2]
+    assert first.startswith(f"logphase: error: {pack}") and message in first
+    assert hint.startswith("  hint: ")
+
+
+def test_patterns_test_reports_each_failing_example(tmp_path: Path) -> None:
+    pack = write_pack(tmp_path, GOOD_RULE.replace('examples = ["All systems go"]', 'examples = ["nope"]'))
+    result = run_cli("patterns", "test", str(pack))
+    assert result.exit_code == 3
+    assert f"FAIL {pack}: rule user.ready: example does not match: 'nope'" in result.output
+    assert result.output.strip().endswith("1 failed")
+
+
+def test_explain_shows_the_winning_rule_and_captures() -> None:
+    result = run_cli("patterns", "explain", "[2025-03-08 12:29:13 TP3] Load weight begin. avail mem=21.63 GB")
+    assert result.exit_code == 0
+    assert "rank:    TP3" in result.output
+    assert "message: Load weight begin. avail mem=21.63 GB" in result.output
+    assert "* sglang.weight_load" in result.output
+
+
+def test_explain_an_unknown_line_exits_6() -> None:
+    result = run_cli("patterns", "explain", "nothing to see here")
+    assert result.exit_code == 6
+    assert "no rule matches" in result.output
+
+
+@pytest.mark.parametrize(
+    ("regex", "literal"),
+    [
+        (r"^Load weight begin\. avail mem=(?P<gb>[\d.]+) GB", "Load weight begin. avail mem="),
+        (r"^(?:Capture|Init) cuda graph", " cuda graph"),
+        (r"^a|b", None),
+        (r"(?P<x>Init COMPLETE)", "Init COMPLETE"),
+    ],
+)
+def test_derived_literals_are_required_by_the_regex(regex: str, literal: str | None) -> None:
+    assert derive_literal(regex) == literal
+
+
+def test_duplicate_ids_across_packs_are_refused(tmp_path: Path) -> None:
+    first = write_pack(tmp_path, GOOD_RULE, name="one")
+    second = write_pack(tmp_path, GOOD_RULE, name="two")
+    with pytest.raises(PackError, match="defined twice"):
+        load_packs([first, second], builtin=False)

@@ -1,0 +1,136 @@
+"""The reader: every container and encoding a log arrives in, read as the same clean lines."""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import io
+import lzma
+import tarfile
+from pathlib import Path
+
+import pytest
+import zstandard
+
+from logphase.errors import InputError
+from logphase.logs.reader import MAX_LINE_BYTES, Line, open_sources, read_lines
+
+LOG = b"[2025-06-01 10:00:00 TP0] Load weight begin. avail mem=70.00 GB\n[2025-06-01 10:00:05 TP0] Load weight end.\n"
+
+
+def texts(paths: list[str], stdin: io.BufferedIOBase | None = None) -> list[tuple[str, int, str]]:
+    sources = open_sources(paths, stdin=stdin)  # type: ignore[arg-type]
+    return [(sources[line.source].name, line.number, line.text) for s in sources for line in read_lines(s)]
+
+
+@pytest.mark.parametrize(
+    ("suffix", "compress"),
+    [
+        (".log", lambda b: b),
+        (".log.gz", gzip.compress),
+        (".log.bz2", bz2.compress),
+        (".log.xz", lzma.compress),
+        (".log.zst", lambda b: zstandard.ZstdCompressor().compress(b)),
+    ],
+)
+def test_every_compression_reads_the_same_lines(tmp_path: Path, suffix: str, compress: object) -> None:
+    # GIVEN the same log plain and compressed (detected by magic bytes, not the name)
+    path = tmp_path / f"server{suffix}"
+    path.write_bytes(compress(LOG))  # type: ignore[operator]
+    # WHEN read THEN the lines are identical
+    assert [t[1:] for t in texts([str(path)])] == [
+        (1, "[2025-06-01 10:00:00 TP0] Load weight begin. avail mem=70.00 GB"),
+        (2, "[2025-06-01 10:00:05 TP0] Load weight end."),
+    ]
+
+
+def test_tar_members_are_sources_of_their_own(tmp_path: Path) -> None:
+    # GIVEN a tar.gz with one log per node
+    archive = tmp_path / "logs.tar.gz"
+    with tarfile.open(archive, "w:gz") as tar:
+        for name, data in (("node0.log", b"a\nb\n"), ("node1.log", b"c\n")):
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    # WHEN read THEN each member keeps its own line numbers and name
+    assert texts([str(archive)]) == [
+        (f"{archive}:node0.log", 1, "a"),
+        (f"{archive}:node0.log", 2, "b"),
+        (f"{archive}:node1.log", 1, "c"),
+    ]
+
+
+def test_stdin_is_read_and_may_be_compressed() -> None:
+    # GIVEN a gzip stream on stdin WHEN read THEN it is decompressed
+    stdin = io.BufferedReader(io.BytesIO(gzip.compress(b"x\ny\n")))  # type: ignore[arg-type]
+    assert texts(["-"], stdin=stdin) == [("<stdin>", 1, "x"), ("<stdin>", 2, "y")]
+
+
+def test_carriage_returns_split_progress_updates_on_one_line_number(tmp_path: Path) -> None:
+    # GIVEN a tqdm bar rewritten with \r on one physical line, then a CRLF line
+    path = tmp_path / "bar.log"
+    path.write_bytes(b"Capturing batches:   0%| | 0/4\rCapturing batches:  50%| | 2/4\r\nnext\r\n")
+    # WHEN read THEN each update is a line of its own, numbered as the physical line
+    assert [t[1:] for t in texts([str(path)])] == [
+        (1, "Capturing batches:   0%| | 0/4"),
+        (1, "Capturing batches:  50%| | 2/4"),
+        (2, "next"),
+    ]
+
+
+def test_ansi_invalid_utf8_and_container_prefixes_are_cleaned(tmp_path: Path) -> None:
+    # GIVEN colour codes, a broken UTF-8 byte, a docker-compose and a Kubernetes CRI prefix
+    path = tmp_path / "mixed.log"
+    path.write_bytes(
+        b"\x1b[32mINFO\x1b[0m ready\n"
+        b"bad \xff byte\n"
+        b"sglang-1  | [2025-06-01 10:00:00 TP0] Init torch distributed begin.\n"
+        b"2025-06-01T10:00:00.123456789Z stdout F [2025-06-01 10:00:00] msg\n"
+    )
+    # WHEN read THEN the text is what the server wrote
+    assert [t[2] for t in texts([str(path)])] == [
+        "INFO ready",
+        "bad \ufffd byte",
+        "[2025-06-01 10:00:00 TP0] Init torch distributed begin.",
+        "[2025-06-01 10:00:00] msg",
+    ]
+
+
+def test_a_huge_line_is_cut_not_loaded(tmp_path: Path) -> None:
+    # GIVEN a 5 MB line between two short ones
+    path = tmp_path / "huge.log"
+    path.write_bytes(b"first\n" + b"x" * 5_000_000 + b"\nlast\n")
+    # WHEN read THEN the long line keeps its head and the line count stays exact
+    sources = open_sources([str(path)])
+    lines = list(read_lines(sources[0]))
+    assert [(line.number, len(line.text)) for line in lines] == [(1, 5), (2, MAX_LINE_BYTES), (3, 4)]
+    assert sources[0].truncated_lines == 1
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda d: d / "missing.log", "no such file"),
+        (lambda d: d, "is a directory"),
+    ],
+)
+def test_unusable_paths_are_clear_errors(tmp_path: Path, make: object, message: str) -> None:
+    # GIVEN a path that is not a readable log WHEN opened THEN an InputError says why, with a hint
+    with pytest.raises(InputError) as error:
+        open_sources([str(make(tmp_path))])  # type: ignore[operator]
+    assert message in error.value.message
+    assert error.value.hint
+
+
+def test_a_truncated_gzip_fails_after_what_it_could_read(tmp_path: Path) -> None:
+    # GIVEN a .gz cut in the middle
+    data = gzip.compress(b"".join(b"line %d\n" % i for i in range(20000)))
+    path = tmp_path / "cut.log.gz"
+    path.write_bytes(data[: len(data) // 2])
+    # WHEN read THEN the lines before the damage come out, then an InputError with a hint
+    lines: list[Line] = []
+    with pytest.raises(InputError) as error:
+        for line in read_lines(open_sources([str(path)])[0]):
+            lines.append(line)
+    assert lines and lines[0].text == "line 0"
+    assert "ends early or is damaged" in error.value.message

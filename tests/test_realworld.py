@@ -1,0 +1,38 @@
+"""The labelled real-world logs of ../shared/realworld: phase, verdict, culprits, root-cause line."""
+
+from __future__ import annotations
+
+import tomllib
+from typing import Any
+
+import pytest
+
+from logphase.logs.timeline import rank_number
+from tests.conftest import SHARED, run_json
+
+REALWORLD = SHARED / "realworld"
+CASES: list[dict[str, Any]] = tomllib.loads((REALWORLD / "cases.toml").read_text())["case"] if REALWORLD.exists() else []
+# The README says a post-mortem reader cannot always tell these apart in a short excerpt.
+OPEN = {"stalled", "progressing"}
+
+
+def verdict_class(verdict: str) -> str:
+    return "open" if verdict in OPEN else verdict
+
+
+def rank_numbers(ranks: list[str]) -> list[int | None]:
+    return sorted(rank_number(rank) or -1 for rank in ranks)
+
+
+@pytest.mark.skipif(not CASES, reason="../shared/realworld is not beside this checkout")
+@pytest.mark.parametrize("case", CASES, ids=lambda c: f"{c['id']}-{c['system']}")
+def test_realworld_case(case: dict[str, Any]) -> None:
+    # GIVEN a real log excerpt a user pasted, analysed post-mortem as a pasted excerpt is finished
+    _, report = run_json("analyze", "--post-mortem", str(REALWORLD / case["file"]))
+    # THEN the verdict class, the furthest phase, the culprits and the root-cause line match the labels
+    assert verdict_class(report["verdict"]) == verdict_class(case["verdict"]), report["reason"]
+    assert report["furthest_phase"] == case["last_phase"], report["reason"]
+    assert rank_numbers(report["culprit_ranks"]) == sorted(case["culprit_ranks"])
+    if case["root_cause_line"]:
+        assert report["root_cause"] is not None, report["reason"]
+        assert case["root_cause_line"] in report["root_cause"]["text"]
