@@ -99,7 +99,9 @@ def analyze(
     timeline = result.timeline
     chosen_budgets = dict(budgets) if budgets is not None else packs.budgets(timeline.system)
     last_activity = _last_write(sources)
-    judgement = judge(timeline, as_of=as_of, post_mortem=post_mortem, budgets=chosen_budgets, last_activity=last_activity)
+    judgement = judge(
+        timeline, as_of=as_of, post_mortem=post_mortem, budgets=chosen_budgets, last_activity=last_activity
+    )
     return build_report(sources, result, judgement, as_of=as_of, post_mortem=post_mortem)
 
 
@@ -151,7 +153,9 @@ def _span_row(span: PhaseSpan, names: list[str]) -> SpanRow:
         end=span.end,
         seconds=span.seconds,
         ended=span.ended,
-        progress=None if progress is None else {"done": progress.done, "total": progress.total, "rate_per_s": progress.rate_per_s},
+        progress=None
+        if progress is None
+        else {"done": progress.done, "total": progress.total, "rate_per_s": progress.rate_per_s},
     )
 
 

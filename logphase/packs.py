@@ -272,7 +272,9 @@ def load_pack(path: Path) -> Pack:
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
-        raise PackError(f"cannot read pattern pack {path}: {exc.strerror}", hint="check the path and its permissions") from exc
+        raise PackError(
+            f"cannot read pattern pack {path}: {exc.strerror}", hint="check the path and its permissions"
+        ) from exc
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise PackError(f"{path}: not valid TOML: {exc}", hint="regexes belong in TOML literal strings: '...'") from exc
     return parse_pack(data, str(path))
@@ -312,7 +314,9 @@ def _parse_prefix(item: Mapping[str, Any], pack: str, path: str) -> PrefixRule:
     where = f"[[prefix]] {item.get('id', '?')}"
     pattern_text = _text(item, "regex", path, where)
     if not pattern_text.startswith("^"):
-        raise PackError(f"{path}: {where}: a prefix regex must start with ^", hint="prefixes are matched at the line start")
+        raise PackError(
+            f"{path}: {where}: a prefix regex must start with ^", hint="prefixes are matched at the line start"
+        )
     return PrefixRule(
         id=_text(item, "id", path, where),
         pack=pack,
@@ -386,7 +390,7 @@ def derive_literal(pattern_text: str) -> str | None:
     try:
         parsed = stdlib_re._parser.parse(pattern_text)  # type: ignore[attr-defined]
         constants = stdlib_re._constants  # type: ignore[attr-defined]
-    except Exception:  # noqa: BLE001 - regex-module syntax: no literal, the rule still works
+    except Exception:  # regex-module syntax: no literal is derived, the rule still works
         return None
     best, run = "", []
     for op, argument in parsed:
@@ -408,9 +412,15 @@ def check_pack_examples(pack_set: PackSet) -> list[str]:
     failures: list[str] = []
     for pack in pack_set.packs:
         for prefix in pack.prefixes:
-            failures += [f"{pack.path}: prefix {prefix.id}: example does not match: {e!r}" for e in prefix.examples if prefix.apply(e) is None]
             failures += [
-                f"{pack.path}: prefix {prefix.id}: counter-example matches: {e!r}" for e in prefix.counter_examples if prefix.apply(e) is not None
+                f"{pack.path}: prefix {prefix.id}: example does not match: {e!r}"
+                for e in prefix.examples
+                if prefix.apply(e) is None
+            ]
+            failures += [
+                f"{pack.path}: prefix {prefix.id}: counter-example matches: {e!r}"
+                for e in prefix.counter_examples
+                if prefix.apply(e) is not None
             ]
         for rule in pack.rules:
             for example in rule.examples:
@@ -441,11 +451,15 @@ def check_pack_examples(pack_set: PackSet) -> list[str]:
 def _compile(pattern_text: str, flags: str, path: str, where: str) -> Any:
     unknown = set(flags) - {"i"}
     if unknown:
-        raise PackError(f"{path}: {where}: unknown flags {''.join(sorted(unknown))!r}", hint="the only flag is 'i' (ignore case)")
+        raise PackError(
+            f"{path}: {where}: unknown flags {''.join(sorted(unknown))!r}", hint="the only flag is 'i' (ignore case)"
+        )
     try:
         return regex.compile(pattern_text, regex.IGNORECASE if "i" in flags else 0)
     except regex.error as exc:
-        raise PackError(f"{path}: {where}: bad regex: {exc}", hint="test it with `logphase patterns explain LINE`") from exc
+        raise PackError(
+            f"{path}: {where}: bad regex: {exc}", hint="test it with `logphase patterns explain LINE`"
+        ) from exc
 
 
 def _table(value: Any, path: str, where: str) -> Mapping[str, Any]:
@@ -473,7 +487,9 @@ def _strings(item: Mapping[str, Any], key: str, path: str, where: str, *, requir
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise PackError(f"{path}: {where}: {key!r} must be a list of strings")
     if required and not value:
-        raise PackError(f"{path}: {where}: needs at least one example", hint="every rule ships examples that must match")
+        raise PackError(
+            f"{path}: {where}: needs at least one example", hint="every rule ships examples that must match"
+        )
     return tuple(value)
 
 
@@ -481,11 +497,15 @@ def _phase(name: Any, path: str, where: str) -> Phase:
     try:
         return Phase(name)
     except ValueError:
-        raise PackError(f"{path}: {where}: unknown phase {name!r}", hint="phases: " + ", ".join(p.value for p in Phase)) from None
+        raise PackError(
+            f"{path}: {where}: unknown phase {name!r}", hint="phases: " + ", ".join(p.value for p in Phase)
+        ) from None
 
 
 def _enum(enum: Any, value: Any, path: str, where: str, key: str) -> Any:
     try:
         return enum(value)
     except ValueError:
-        raise PackError(f"{path}: {where}: unknown {key} {value!r}", hint=f"{key}: " + ", ".join(e.value for e in enum)) from None
+        raise PackError(
+            f"{path}: {where}: unknown {key} {value!r}", hint=f"{key}: " + ", ".join(e.value for e in enum)
+        ) from None

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from enum import Enum
+from enum import StrEnum
 
 
-class Phase(str, Enum):
+class Phase(StrEnum):
     """Startup phases in the order a server passes them (DESIGN.md §1)."""
 
     LAUNCH = "launch"
@@ -25,9 +25,6 @@ class Phase(str, Enum):
     def order(self) -> int:
         return _PHASE_ORDER[self]
 
-    def __str__(self) -> str:
-        return self.value
-
 
 _PHASE_ORDER = {phase: index for index, phase in enumerate(Phase)}
 
@@ -35,7 +32,7 @@ _PHASE_ORDER = {phase: index for index, phase in enumerate(Phase)}
 MAIN_PROCESS_PHASES = frozenset({Phase.HTTP_START, Phase.WARMUP, Phase.READY, Phase.SERVING})
 
 
-class Verdict(str, Enum):
+class Verdict(StrEnum):
     """What logphase concludes about a run."""
 
     READY = "ready"
@@ -46,14 +43,11 @@ class Verdict(str, Enum):
     TIMEOUT = "timeout"
     UNKNOWN = "unknown"
 
-    def __str__(self) -> str:
-        return self.value
-
 
 PROBLEM_VERDICTS = frozenset({Verdict.STALLED, Verdict.CRASHED, Verdict.ABORTED, Verdict.TIMEOUT})
 
 
-class EventKind(str, Enum):
+class EventKind(StrEnum):
     """What a matched line says happened."""
 
     BEGIN = "begin"  # a phase started
@@ -65,14 +59,11 @@ class EventKind(str, Enum):
     TIMEOUT = "timeout"  # a watchdog fired
     READY = "ready"  # the server says it is ready
 
-    def __str__(self) -> str:
-        return self.value
-
 
 FAILURE_KINDS = frozenset({EventKind.ERROR, EventKind.FATAL, EventKind.TIMEOUT})
 
 
-class Role(str, Enum):
+class Role(StrEnum):
     """How much a line can explain (DESIGN.md §4.1)."""
 
     ROOT = "root"  # can be the root cause of a failure
@@ -80,6 +71,3 @@ class Role(str, Enum):
     PROGRESS = "progress"  # startup progress
     LIFECYCLE = "lifecycle"  # process lifecycle (started, exiting) without blame
     DIAGNOSTIC = "diagnostic"  # hints and context; never the root cause
-
-    def __str__(self) -> str:
-        return self.value

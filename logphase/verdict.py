@@ -12,7 +12,13 @@ from logphase.phases import MAIN_PROCESS_PHASES, EventKind, Phase, Role, Verdict
 
 # Without baselines or a pack budget, this much silence in a phase makes a live run `stalled`.
 FALLBACK_BUDGET_S = 900.0
-_FAILURE_VERDICT = {EventKind.ERROR: Verdict.CRASHED, EventKind.FATAL: Verdict.ABORTED, EventKind.TIMEOUT: Verdict.TIMEOUT}
+# A rank this long behind the first rank to enter the furthest phase is behind, not just skewed.
+LAG_GRACE_S = 30.0
+_FAILURE_VERDICT = {
+    EventKind.ERROR: Verdict.CRASHED,
+    EventKind.FATAL: Verdict.ABORTED,
+    EventKind.TIMEOUT: Verdict.TIMEOUT,
+}
 
 
 @dataclass(frozen=True)
@@ -38,7 +44,7 @@ def judge(
     """DESIGN.md §4. `as_of` is *now* for a live log; `last_activity` (a file's mtime) stands in
     for the time of the last progress when the log has no timestamps at all."""
     phase, furthest = server_phase(timeline)
-    failure = _first_root_failure(timeline)
+    failure = _first_root_failure(timeline, after=timeline.ready)
     if failure is not None:
         root = _refine_to_exception_line(timeline, failure)
         verdict = _FAILURE_VERDICT[failure.kind]
@@ -53,15 +59,15 @@ def judge(
         return Judgement(verdict, reason, phase, furthest, culprits, root, None, None)
 
     if timeline.ready is not None or phase in (Phase.READY, Phase.SERVING):
-        at = timeline.ready
-        reason = f"ready: {_message(at)} (line {at.line})" if at else f"the server is {phase}"
+        ready = timeline.ready
+        reason = f"ready: {_message(ready)} (line {ready.line})" if ready else f"the server is {phase}"
         return Judgement(Verdict.READY, reason, phase, furthest, (), None, None, None)
 
     if phase is None:
         return Judgement(Verdict.UNKNOWN, "no line matched any pattern", None, None, (), None, None, None)
 
-    culprits = _lagging_ranks(timeline)
     progress = timeline.last_progress
+    culprits = _lagging_ranks(timeline)
     budget = budgets.get(phase, FALLBACK_BUDGET_S)
     progress_time = progress.time if progress and progress.time else last_activity
     if post_mortem:
@@ -110,11 +116,14 @@ def server_phase(timeline: Timeline) -> tuple[Phase | None, Phase | None]:
     return phase, furthest
 
 
-def _first_root_failure(timeline: Timeline) -> Event | None:
-    roots = [event for event in timeline.failures if event.role is Role.ROOT]
+def _first_root_failure(timeline: Timeline, after: Event | None) -> Event | None:
+    """The first root failure in time, else the first cascade. A traceback the server survived —
+    it said it was ready afterwards — is not why the run failed."""
+    failures = [e for e in timeline.failures if after is None or e.order_key > after.order_key]
+    roots = [event for event in failures if event.role is Role.ROOT]
     if roots:
         return roots[0]
-    return timeline.failures[0] if timeline.failures else None
+    return failures[0] if failures else None
 
 
 def _refine_to_exception_line(timeline: Timeline, failure: Event) -> Event:
@@ -122,7 +131,9 @@ def _refine_to_exception_line(timeline: Timeline, failure: Event) -> Event:
     if failure.block is None:
         return failure
     same_block = [
-        e for e in timeline.failures if e.source == failure.source and e.block == failure.block and e.line > failure.line
+        e
+        for e in timeline.failures
+        if e.source == failure.source and e.block == failure.block and e.line > failure.line
     ]
     in_block = [e for e in same_block if e.rule.in_block and e.kind is EventKind.ERROR]
     return in_block[-1] if in_block else failure
@@ -149,7 +160,9 @@ def _behind_in_collectives(timeline: Timeline) -> tuple[str, ...]:
     completed = {w.rank: w.last_completed for w in timeline.work if w.last_completed is not None}
     if len(set(completed.values())) > 1:
         lowest = min(completed.values())
-        return tuple(sorted((_canonical(timeline, r) or r for r, c in completed.items() if c == lowest), key=rank_sort_key))
+        return tuple(
+            sorted((_canonical(timeline, r) or r for r, c in completed.items() if c == lowest), key=rank_sort_key)
+        )
     return ()
 
 
@@ -165,9 +178,15 @@ def _lagging_ranks(timeline: Timeline) -> tuple[str, ...]:
     states = [s for s in timeline.ranks if s.rank is not None]
     if len(states) < 2:
         return ()
-    furthest = max(s.reached.order for s in states)
-    behind = [s.rank for s in states if s.reached.order < furthest and s.rank is not None]
-    return tuple(behind) if len(behind) < len(states) else ()
+    furthest = max((s.reached for s in states), key=lambda phase: phase.order)
+    behind = [s.rank for s in states if s.reached.order < furthest.order and s.rank is not None]
+    if not behind or len(behind) >= len(states):
+        return ()
+    # ranks a few seconds apart are skew, not a culprit: the others must be ahead for a while
+    entered = [span.start for span in timeline.spans if span.phase is furthest and span.start is not None]
+    if entered and timeline.last_time is not None and (timeline.last_time - min(entered)).total_seconds() < LAG_GRACE_S:
+        return ()
+    return tuple(behind)
 
 
 def _canonical(timeline: Timeline, rank: str | None) -> str | None:
@@ -175,7 +194,9 @@ def _canonical(timeline: Timeline, rank: str | None) -> str | None:
     if rank is None or is_tagged(rank):
         return rank
     number = rank_number(rank)
-    matches = [s.rank for s in timeline.ranks if s.rank is not None and is_tagged(s.rank) and rank_number(s.rank) == number]
+    matches = [
+        s.rank for s in timeline.ranks if s.rank is not None and is_tagged(s.rank) and rank_number(s.rank) == number
+    ]
     return matches[0] if len(matches) == 1 else rank
 
 
@@ -187,7 +208,7 @@ def _message(event: Event) -> str:
 def format_duration(seconds: float | None) -> str:
     if seconds is None:
         return "?"
-    seconds = int(round(seconds))
+    seconds = round(seconds)
     if seconds < 60:
         return f"{seconds}s"
     minutes, seconds = divmod(seconds, 60)
@@ -195,5 +216,3 @@ def format_duration(seconds: float | None) -> str:
         return f"{minutes}m{seconds:02d}s"
     hours, minutes = divmod(minutes, 60)
     return f"{hours}h{minutes:02d}m"
-
-

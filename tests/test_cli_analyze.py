@@ -61,15 +61,33 @@ def test_json_has_every_contract_key(starting_log: Path) -> None:
     result = run_cli("analyze", "--post-mortem", str(starting_log), "--format", "json")
     report = json.loads(result.stdout)
     assert {
-        "schema", "inputs", "system", "version", "ranks", "phase", "furthest_phase", "verdict", "reason",
-        "culprit_ranks", "root_cause", "phases", "last_line", "baseline", "stacks",
+        "schema",
+        "inputs",
+        "system",
+        "version",
+        "ranks",
+        "phase",
+        "furthest_phase",
+        "verdict",
+        "reason",
+        "culprit_ranks",
+        "root_cause",
+        "phases",
+        "last_line",
+        "baseline",
+        "stacks",
     } <= set(report)
     assert report["schema"] == "logphase.analysis/1"
     assert report["ranks"] == ["TP0", "TP1"]
     first = report["phases"][0]
     assert {"phase", "rank", "start_line", "end_line", "start", "end", "seconds", "progress"} <= set(first)
     assert (first["phase"], first["rank"], first["seconds"]) == ("dist_init", "TP0", 20.0)
-    assert report["last_line"] == {"line": 6, "text": STARTING.splitlines()[-1], "time": "2025-06-01 10:00:21", "path": str(starting_log)}
+    assert report["last_line"] == {
+        "line": 6,
+        "text": STARTING.splitlines()[-1],
+        "time": "2025-06-01 10:00:21",
+        "path": str(starting_log),
+    }
 
 
 def test_markdown_is_ready_to_paste(starting_log: Path) -> None:

@@ -57,8 +57,14 @@ def test_a_user_pack_adds_rules(tmp_path: Path) -> None:
     ("body", "message"),
     [
         (GOOD_RULE.replace("^All systems go$", "^All (systems go$"), "bad regex"),
-        (GOOD_RULE.replace('examples = ["All systems go"]', 'examples = ["All systems gone wrong"]'), "example does not match"),
-        (GOOD_RULE.replace('counter_examples = ["All systems stop"]', 'counter_examples = ["All systems go"]'), "counter-example matches"),
+        (
+            GOOD_RULE.replace('examples = ["All systems go"]', 'examples = ["All systems gone wrong"]'),
+            "example does not match",
+        ),
+        (
+            GOOD_RULE.replace('counter_examples = ["All systems stop"]', 'counter_examples = ["All systems go"]'),
+            "counter-example matches",
+        ),
         (GOOD_RULE.replace('phase = "ready"', 'phase = "booting"'), "unknown phase"),
         ("[[rule]\nid=", "not valid TOML"),
     ],

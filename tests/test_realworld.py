@@ -11,7 +11,9 @@ from logphase.logs.timeline import rank_number
 from tests.conftest import SHARED, run_json
 
 REALWORLD = SHARED / "realworld"
-CASES: list[dict[str, Any]] = tomllib.loads((REALWORLD / "cases.toml").read_text())["case"] if REALWORLD.exists() else []
+CASES: list[dict[str, Any]] = (
+    tomllib.loads((REALWORLD / "cases.toml").read_text())["case"] if REALWORLD.exists() else []
+)
 # The README says a post-mortem reader cannot always tell these apart in a short excerpt.
 OPEN = {"stalled", "progressing"}
 

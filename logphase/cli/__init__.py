@@ -10,7 +10,7 @@ from typing import Any
 import click
 
 from logphase import __version__
-from logphase.errors import ExitCode, LogphaseError
+from logphase.errors import LogphaseError
 
 
 class LogphaseGroup(click.Group):
@@ -42,9 +42,11 @@ def _register() -> None:
     # Imported here, after `main` exists, so each command module can stay independent.
     from logphase.cli.analyze import analyze
     from logphase.cli.patterns import patterns
+    from logphase.cli.stacks import stacks
 
     main.add_command(analyze)
     main.add_command(patterns)
+    main.add_command(stacks)
 
 
 _register()

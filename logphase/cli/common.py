@@ -13,7 +13,13 @@ from logphase.errors import UsageError
 from logphase.packs import PackSet, load_packs, user_pack_dir
 
 FORMATS = click.Choice(["table", "json", "markdown"])
-TIME_FORMATS = ("%Y-%m-%d %H:%M:%S.%f", "%Y-%m-%d %H:%M:%S", "%Y-%m-%dT%H:%M:%S.%f", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M")
+TIME_FORMATS = (
+    "%Y-%m-%d %H:%M:%S.%f",
+    "%Y-%m-%d %H:%M:%S",
+    "%Y-%m-%dT%H:%M:%S.%f",
+    "%Y-%m-%dT%H:%M:%S",
+    "%Y-%m-%d %H:%M",
+)
 
 
 def patterns_option(function: click.decorators.FC) -> click.decorators.FC:
@@ -45,7 +51,9 @@ def parse_as_of(text: str | None) -> datetime:
             return datetime.strptime(text.strip(), fmt)
         except ValueError:
             continue
-    raise UsageError(f"--as-of {text!r} is not a time", hint="write it as 'YYYY-MM-DD HH:MM:SS' (local time, as the log)")
+    raise UsageError(
+        f"--as-of {text!r} is not a time", hint="write it as 'YYYY-MM-DD HH:MM:SS' (local time, as the log)"
+    )
 
 
 def use_colour() -> bool:

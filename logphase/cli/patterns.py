@@ -26,8 +26,10 @@ def list_rules(pattern_paths: tuple[Path, ...]) -> None:
     packs = load_all_packs(pattern_paths)
     for pack in packs.packs:
         systems = ", ".join(pack.systems) or "generic"
-        click.echo(f"{pack.name} ({systems}): {len(pack.prefixes)} prefixes, {len(pack.rules)} rules, "
-                   f"{len(pack.signatures)} signatures — {pack.path}")
+        click.echo(
+            f"{pack.name} ({systems}): {len(pack.prefixes)} prefixes, {len(pack.rules)} rules, "
+            f"{len(pack.signatures)} signatures — {pack.path}"
+        )
     rows = [[r.id, r.phase.value if r.phase else "", r.kind.value, r.role.value, r.priority] for r in packs.rules]
     click.echo(tabulate(sorted(rows), headers=["rule", "phase", "kind", "role", "priority"]))
 
@@ -50,9 +52,10 @@ def test_packs(targets: tuple[str, ...]) -> None:
     wanted = {str(p) for p in paths} if targets else {pack.path for pack in selected.packs}
     failures = [f for f in check_pack_examples(selected) if f.split(": ", 1)[0] in wanted]
     checked = [pack for pack in selected.packs if pack.path in wanted]
-    examples = sum(len(r.examples) + len(r.counter_examples) for p in checked for r in p.rules) + sum(
-        len(x.examples) + len(x.counter_examples) for p in checked for x in (*p.prefixes, *p.signatures)
-    )
+    examples = 0
+    for pack in checked:
+        for examples_of in (pack.prefixes, pack.rules, pack.signatures):
+            examples += sum(len(item.examples) + len(item.counter_examples) for item in examples_of)
     for failure in failures:
         click.echo(f"FAIL {failure}")
     click.echo(f"{len(checked)} packs, {examples} examples checked, {len(failures)} failed")
@@ -78,10 +81,10 @@ def explain(line: str, pattern_paths: tuple[Path, ...]) -> None:
     for position, (rule, captures) in enumerate(result.matches):
         winner = "*" if position == 0 else " "
         phase = rule.phase.value if rule.phase else "-"
-        click.echo(f"{winner} {rule.id}  phase={phase} kind={rule.kind.value} role={rule.role.value} priority={rule.priority}")
+        click.echo(
+            f"{winner} {rule.id}  phase={phase} kind={rule.kind.value} role={rule.role.value} priority={rule.priority}"
+        )
         for name, value in captures.items():
             click.echo(f"      {name} = {value}")
     if len(result.matches) > 1:
         click.echo("(* wins: the highest priority)")
-
-

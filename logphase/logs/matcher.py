@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
 
 from logphase.logs.reader import Line
 from logphase.packs import PackSet, PrefixFields, Rule, rank_from_tags

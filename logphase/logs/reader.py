@@ -13,7 +13,7 @@ import zlib
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO
+from typing import IO, cast
 
 import zstandard
 
@@ -23,7 +23,9 @@ CHUNK_BYTES = 1 << 20
 # Longer lines keep their first MAX_LINE_BYTES: no pattern needs more, and memory stays bounded.
 MAX_LINE_BYTES = 1 << 16
 ANSI_ESCAPE = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
-KUBERNETES_PREFIX = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d) (?:(?:stdout|stderr) [FP] )?")
+KUBERNETES_PREFIX = re.compile(
+    r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d) (?:(?:stdout|stderr) [FP] )?"
+)
 COMPOSE_PREFIX = re.compile(r"^(?P<service>[\w.\[\]-]+)\s*\| ")
 
 GZIP_MAGIC = b"\x1f\x8b"
@@ -47,7 +49,7 @@ class LogSource:
     """One readable log: a file, stdin, or a member of a tar archive. Counters fill while reading."""
 
     name: str
-    open_stream: Callable[[], BinaryIO]
+    open_stream: Callable[[], IO[bytes]]
     finished: bool = True  # archives and stdin are finished logs; plain files may still grow
     modified: float | None = None  # mtime of a plain file: when it was last written
     lines: int = 0
@@ -56,7 +58,7 @@ class LogSource:
     _index: int = field(default=0, repr=False)
 
 
-def open_sources(paths: Sequence[str], stdin: BinaryIO | None = None) -> list[LogSource]:
+def open_sources(paths: Sequence[str], stdin: IO[bytes] | None = None) -> list[LogSource]:
     """Resolve the command line's paths into sources; archives expand into their members.
 
     Errors that a user can fix (missing file, directory, no permission) are raised here, before
@@ -65,7 +67,10 @@ def open_sources(paths: Sequence[str], stdin: BinaryIO | None = None) -> list[Lo
     for path in paths:
         if path == "-":
             if stdin is None:
-                raise InputError("'-' given but there is no standard input", hint="pipe a log in: kubectl logs POD | logphase analyze -")
+                raise InputError(
+                    "'-' given but there is no standard input",
+                    hint="pipe a log in: kubectl logs POD | logphase analyze -",
+                )
             sources.extend(_stdin_sources(stdin))
             continue
         sources.extend(_file_sources(Path(path)))
@@ -84,7 +89,9 @@ def _file_sources(path: Path) -> list[LogSource]:
             head = probe.read(6)
             stat = os.fstat(probe.fileno())
     except PermissionError:
-        raise InputError(f"{path}: permission denied", hint="run as a user that can read it, or copy it somewhere readable") from None
+        raise InputError(
+            f"{path}: permission denied", hint="run as a user that can read it, or copy it somewhere readable"
+        ) from None
     except OSError as exc:
         raise InputError(f"{path}: cannot read: {exc.strerror}", hint="check the file and the disk") from None
     compressed = _compression(head) is not None
@@ -115,37 +122,38 @@ def _tar_sources(path: Path) -> list[LogSource]:
         with tarfile.open(path, "r:*") as archive:
             members = [m.name for m in archive.getmembers() if m.isfile()]
     except (tarfile.TarError, EOFError, OSError, zlib.error, lzma.LZMAError, zstandard.ZstdError) as exc:
-        raise InputError(f"{path}: broken or truncated archive: {exc}", hint="check the download or re-create the archive") from None
+        raise InputError(
+            f"{path}: broken or truncated archive: {exc}", hint="check the download or re-create the archive"
+        ) from None
     if not members:
         raise InputError(f"{path}: the archive holds no files", hint="give the logs themselves, or an archive of them")
 
-    def opener(member: str) -> Callable[[], BinaryIO]:
-        def open_member() -> BinaryIO:
-            archive = tarfile.open(path, "r:*")
+    def opener(member: str) -> Callable[[], IO[bytes]]:
+        def open_member() -> IO[bytes]:
+            archive = tarfile.open(path, "r:*")  # noqa: SIM115 - closed with the member stream
             extracted = archive.extractfile(member)
             if extracted is None:  # pragma: no cover - members were filtered to regular files
                 raise InputError(f"{path}:{member}: not a regular file")
-            return _ClosingStream(extracted, archive)
+            return cast(IO[bytes], io.BufferedReader(_ClosingStream(extracted, archive), CHUNK_BYTES))
 
         return open_member
 
     return [LogSource(name=f"{path}:{name}", open_stream=opener(name)) for name in members]
 
 
-def _stdin_sources(stdin: BinaryIO) -> list[LogSource]:
-    buffered = stdin if isinstance(stdin, io.BufferedReader) else io.BufferedReader(stdin, CHUNK_BYTES)  # type: ignore[arg-type]
-    stream = _decompressing(buffered, "<stdin>")
-    peekable = io.BufferedReader(stream, CHUNK_BYTES)  # type: ignore[arg-type]
+def _stdin_sources(stdin: IO[bytes]) -> list[LogSource]:
+    stream = _decompressing(stdin, "<stdin>")
+    peekable = io.BufferedReader(cast(io.RawIOBase, stream), CHUNK_BYTES)
     head = peekable.peek(512)[:512]
     if len(head) == 512 and head[257:262] == b"ustar":
         return _stdin_tar_sources(peekable)
     return [LogSource(name="<stdin>", open_stream=lambda: peekable)]
 
 
-def _stdin_tar_sources(stream: BinaryIO) -> list[LogSource]:
+def _stdin_tar_sources(stream: IO[bytes]) -> list[LogSource]:
     """A tar on stdin can only be read once, in order: its members become one source each,
     read one after the other (no merging by time is needed: judging uses explicit times)."""
-    archive = tarfile.open(fileobj=stream, mode="r|")
+    archive = tarfile.open(fileobj=stream, mode="r|")  # noqa: SIM115 - lives as long as stdin
     sources: list[LogSource] = []
     try:
         for member in archive:
@@ -155,25 +163,29 @@ def _stdin_tar_sources(stream: BinaryIO) -> list[LogSource]:
             if extracted is None:
                 continue
             # stream mode forbids going back: spool the member to a temporary file, not memory
-            spool = _spool(extracted)
-            sources.append(LogSource(name=f"<stdin>:{member.name}", open_stream=lambda spool=spool: _rewound(spool)))
+            sources.append(LogSource(name=f"<stdin>:{member.name}", open_stream=_rewinder(_spool(extracted))))
     except (tarfile.TarError, EOFError, OSError, zlib.error, lzma.LZMAError, zstandard.ZstdError) as exc:
-        raise InputError(f"<stdin>: broken or truncated archive: {exc}", hint="check the archive that was piped in") from None
+        raise InputError(
+            f"<stdin>: broken or truncated archive: {exc}", hint="check the archive that was piped in"
+        ) from None
     return sources
 
 
-def _spool(stream: BinaryIO) -> BinaryIO:
+def _spool(stream: IO[bytes]) -> IO[bytes]:
     import tempfile
 
-    spool = tempfile.TemporaryFile()
+    spool = tempfile.TemporaryFile()  # noqa: SIM115 - returned: the source reads it later
     while chunk := stream.read(CHUNK_BYTES):
         spool.write(chunk)
-    return spool  # type: ignore[return-value]
+    return cast(IO[bytes], spool)
 
 
-def _rewound(stream: BinaryIO) -> BinaryIO:
-    stream.seek(0)
-    return stream
+def _rewinder(stream: IO[bytes]) -> Callable[[], IO[bytes]]:
+    def rewound() -> IO[bytes]:
+        stream.seek(0)
+        return stream
+
+    return rewound
 
 
 def _compression(head: bytes) -> str | None:
@@ -183,25 +195,26 @@ def _compression(head: bytes) -> str | None:
     return None
 
 
-def _decompressing(raw: BinaryIO, name: str) -> BinaryIO:
-    buffered = raw if hasattr(raw, "peek") else io.BufferedReader(raw)  # type: ignore[arg-type]
-    kind = _compression(buffered.peek(6)[:6])  # type: ignore[attr-defined]
+def _decompressing(raw: IO[bytes], name: str) -> IO[bytes]:
+    """Decompress by magic bytes, not by file name: logs get renamed, pipes have no name."""
+    buffered = cast(io.BufferedReader, raw if hasattr(raw, "peek") else io.BufferedReader(cast(io.RawIOBase, raw)))
+    kind = _compression(buffered.peek(6)[:6])
     if kind == "gzip":
-        return gzip.GzipFile(fileobj=buffered, mode="rb")  # type: ignore[return-value]
+        return cast(IO[bytes], gzip.GzipFile(fileobj=buffered, mode="rb"))
     if kind == "bzip2":
-        return bz2.BZ2File(buffered)  # type: ignore[return-value]
+        return cast(IO[bytes], bz2.BZ2File(buffered))
     if kind == "xz":
-        return lzma.LZMAFile(buffered)  # type: ignore[return-value]
+        return cast(IO[bytes], lzma.LZMAFile(buffered))
     if kind == "zstd":
         reader = zstandard.ZstdDecompressor().stream_reader(buffered, read_across_frames=True)
-        return io.BufferedReader(reader, CHUNK_BYTES)  # type: ignore[arg-type]
-    return buffered  # type: ignore[return-value]
+        return cast(IO[bytes], io.BufferedReader(reader, CHUNK_BYTES))
+    return cast(IO[bytes], buffered)
 
 
 class _ClosingStream(io.RawIOBase):
     """A tar member that closes its archive with it."""
 
-    def __init__(self, member: BinaryIO, archive: tarfile.TarFile) -> None:
+    def __init__(self, member: IO[bytes], archive: tarfile.TarFile) -> None:
         self._member, self._archive = member, archive
 
     def readable(self) -> bool:
@@ -241,13 +254,14 @@ def read_lines(source: LogSource, *, start_line: int = 0, start_byte: int = 0) -
     except (EOFError, OSError, zlib.error, lzma.LZMAError, zstandard.ZstdError, tarfile.TarError) as exc:
         raise InputError(
             f"{source.name}: the file ends early or is damaged after line {number}: {exc}",
-            hint="the file is truncated or corrupt: re-copy it, or decompress what is left (zcat FILE > part.log) and analyze that",
+            hint="the file is truncated or corrupt: copy it again, or save what is left "
+            "(zcat FILE > part.log) and analyze that",
         ) from None
     finally:
         stream.close()
 
 
-def _raw_lines(source: LogSource, stream: BinaryIO) -> Iterator[bytes]:
+def _raw_lines(source: LogSource, stream: IO[bytes]) -> Iterator[bytes]:
     pending = bytearray()
     dropping = False
     # read1 hands over what was decompressed before a truncated archive's end; read() loses it

@@ -287,8 +287,12 @@ class TimelineBuilder:
             self.work[rank] = WorkCounters(
                 rank=rank,
                 seq=_int(captures.get("seq")) if "seq" in captures else (old.seq if old else None),
-                last_enqueued=_int(captures.get("last_enqueued")) if "last_enqueued" in captures else (old.last_enqueued if old else None),
-                last_completed=_int(captures.get("last_completed")) if "last_completed" in captures else (old.last_completed if old else None),
+                last_enqueued=_int(captures.get("last_enqueued"))
+                if "last_enqueued" in captures
+                else (old.last_enqueued if old else None),
+                last_completed=_int(captures.get("last_completed"))
+                if "last_completed" in captures
+                else (old.last_completed if old else None),
             )
 
     def finish(self) -> Timeline:
@@ -317,7 +321,12 @@ class TimelineBuilder:
             system=system,
             version=self.version,
             comms=tuple(
-                CommInit(comm, self.comm_nranks.get(comm), frozenset(started), frozenset(self.comm_completed.get(comm, set())))
+                CommInit(
+                    comm,
+                    self.comm_nranks.get(comm),
+                    frozenset(started),
+                    frozenset(self.comm_completed.get(comm, set())),
+                )
                 for comm, started in self.comm_started.items()
             ),
             work=tuple(sorted(self.work.values(), key=lambda w: rank_sort_key(w.rank))),

@@ -25,7 +25,9 @@ def format_rank_set(ranks: Iterable[str | None]) -> str:
     for head, numbers in groups.items():
         numbers = sorted(set(numbers))
         if len(numbers) == 1:
-            parts.append(f"{head}{'' if head.endswith(('TP', 'DP', 'PP', 'EP')) else ' '}{numbers[0]}".replace("  ", " "))
+            parts.append(
+                f"{head}{'' if head.endswith(('TP', 'DP', 'PP', 'EP')) else ' '}{numbers[0]}".replace("  ", " ")
+            )
             continue
         parts.append(f"{head}[{_ranges(numbers)}]".replace("rank [", "rank["))
     return ", ".join(sorted(set(loose), key=loose.index) + parts)
