@@ -145,7 +145,7 @@ def _failure_culprits(timeline: Timeline, root: Event, failure: Event) -> tuple[
         behind = _behind_in_collectives(timeline)
         if behind:
             return behind
-    if failure.role is Role.CASCADE:
+    if Role.CASCADE in (failure.role, root.role):
         # every visible failure is a consequence: the rank that said nothing is the one to look at
         failed = {_canonical(timeline, e.rank) for e in timeline.failures}
         silent = tuple(rank for rank in ranks if rank not in failed)

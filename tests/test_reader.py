@@ -134,3 +134,14 @@ def test_a_truncated_gzip_fails_after_what_it_could_read(tmp_path: Path) -> None
             lines.append(line)
     assert lines and lines[0].text == "line 0"
     assert "ends early or is damaged" in error.value.message
+
+
+def test_a_bar_glued_to_the_next_log_line_is_split(tmp_path: Path) -> None:
+    # GIVEN a tqdm bar that never wrote its newline before TP1's next log line (real: issue 001)
+    path = tmp_path / "glued.log"
+    path.write_bytes(b"  0%|    | 0/13 [00:00<?, ?it/s][2025-03-08 12:29:21 TP1] Capture cuda graph begin.\n")
+    # WHEN read THEN both are lines of their own on the same physical line
+    assert [t[1:] for t in texts([str(path)])] == [
+        (1, "  0%|    | 0/13 [00:00<?, ?it/s]"),
+        (1, "[2025-03-08 12:29:21 TP1] Capture cuda graph begin."),
+    ]

@@ -26,6 +26,7 @@ ANSI_ESCAPE = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b
 KUBERNETES_PREFIX = re.compile(
     r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d) (?:(?:stdout|stderr) [FP] )?"
 )
+BAR_THEN_LOG_LINE = re.compile(r"(?<=\])(?=\[(?:\d{4}-\d\d-\d\d )?\d\d:\d\d:\d\d)")
 COMPOSE_PREFIX = re.compile(r"^(?P<service>[\w.\[\]-]+)\s*\| ")
 
 GZIP_MAGIC = b"\x1f\x8b"
@@ -296,6 +297,9 @@ def _clean(raw: bytes, number: int, source: int) -> Iterator[Line]:
         text = ANSI_ESCAPE.sub("", text)
     text = text.rstrip("\r")
     text = _strip_container_prefix(text)
+    if "%|" in text and "][" in text:
+        # a bar without its final newline, glued to the next log line: `…?it/s][2025-03-08 …] …`
+        text = BAR_THEN_LOG_LINE.sub("\r", text)
     if "\r" not in text:
         yield Line(number, text, source)
         return
@@ -312,3 +316,212 @@ def _strip_container_prefix(text: str) -> str:
     if "| " in text[:64] and (found := COMPOSE_PREFIX.match(text)):
         text = text[found.end() :]
     return text
+
+
+# --- follow mode (watch) ----------------------------------------------------------------------------
+
+FOLLOW_POLL_S = 0.25
+
+
+def follow_lines(
+    path: str,
+    stop: Callable[[], bool],
+    poll_s: float = FOLLOW_POLL_S,
+    *,
+    stdin: IO[bytes] | None = None,
+    on_bytes: Callable[[bytes], None] | None = None,
+    on_note: Callable[[str], None] | None = None,
+) -> Iterator[list[Line]]:
+    """Follow a growing log like `tail -F`, in batches: each item is the lines completed since the
+    last one, an empty list when nothing arrived within `poll_s` (so the caller can do its periodic
+    work), until `stop()` is true or standard input ends.
+
+    A file replaced by another (rotation: a new inode) is read to its end, then the new file from
+    its start; a file that shrinks (truncation, copytruncate) is read again from its start; a file
+    that does not exist yet is waited for. Line numbers run on across rotations. A progress bar
+    updated with `\\r` yields each update once it has settled, before its line ends. `on_bytes`
+    sees every byte read (the content hash of `--record`), `on_note` what happened to the file."""
+    splitter = _LineSplitter()
+    if path == "-":
+        if stdin is None:
+            raise InputError("'-' given but there is no standard input", hint="pipe a log in: kubectl logs -f POD | logphase watch -")
+        yield from _follow_stream(stdin, splitter, stop, poll_s, on_bytes)
+    else:
+        yield from _follow_file(Path(path), splitter, stop, poll_s, on_bytes, on_note or (lambda _: None))
+
+
+def _follow_file(
+    path: Path,
+    splitter: _LineSplitter,
+    stop: Callable[[], bool],
+    poll_s: float,
+    on_bytes: Callable[[bytes], None] | None,
+    on_note: Callable[[str], None],
+) -> Iterator[list[Line]]:
+    import time
+
+    handle: IO[bytes] | None = None
+    identity: tuple[int, int] | None = None
+    position = 0
+    waiting_noted = False
+    try:
+        while not stop():
+            if handle is None:
+                handle = _open_followed(path)
+                if handle is None:
+                    if not waiting_noted:
+                        on_note(f"waiting for {path} to appear")
+                        waiting_noted = True
+                    yield []
+                    time.sleep(poll_s)
+                    continue
+                stat = os.fstat(handle.fileno())
+                identity, position = (stat.st_dev, stat.st_ino), 0
+            data = handle.read(CHUNK_BYTES)
+            if data:
+                if position == 0 and _compression(data[:6]) is not None:
+                    raise InputError(f"{path}: a compressed file cannot be followed", hint=f"use: logphase analyze {path}")
+                position += len(data)
+                if on_bytes is not None:
+                    on_bytes(data)
+                lines = splitter.feed(data)
+                if len(data) == CHUNK_BYTES:
+                    if lines:
+                        yield lines
+                    continue  # more is waiting: read on before sleeping
+                yield lines
+            else:
+                replaced = _replaced(path, identity)
+                if replaced:
+                    on_note(f"{path} was replaced (rotated): following the new file")
+                    yield splitter.end_line()
+                    handle.close()
+                    handle = None
+                    continue
+                if os.fstat(handle.fileno()).st_size < position:
+                    on_note(f"{path} shrank (truncated): reading it again from the start")
+                    handle.seek(0)
+                    position = 0
+                    yield splitter.end_line()
+                    continue
+                yield splitter.settle()
+            time.sleep(poll_s)
+    finally:
+        if handle is not None:
+            handle.close()
+
+
+def _open_followed(path: Path) -> IO[bytes] | None:
+    try:
+        return path.open("rb", buffering=0)
+    except FileNotFoundError:
+        return None
+    except IsADirectoryError:
+        raise InputError(f"{path}: is a directory", hint="name the log file inside it") from None
+    except PermissionError:
+        raise InputError(f"{path}: permission denied", hint="run as a user that can read it") from None
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read: {exc.strerror}", hint="check the file and the disk") from None
+
+
+def _replaced(path: Path, identity: tuple[int, int] | None) -> bool:
+    try:
+        stat = path.stat()
+    except OSError:
+        return False  # rotated away and not yet re-created: keep the old file until it is
+    return (stat.st_dev, stat.st_ino) != identity
+
+
+def _follow_stream(
+    stream: IO[bytes],
+    splitter: _LineSplitter,
+    stop: Callable[[], bool],
+    poll_s: float,
+    on_bytes: Callable[[bytes], None] | None,
+) -> Iterator[list[Line]]:
+    import select
+    import time
+
+    try:
+        descriptor: int | None = stream.fileno()
+    except (OSError, AttributeError, io.UnsupportedOperation):
+        descriptor = None  # an in-memory stream: reads never block for long
+    while not stop():
+        if descriptor is not None:
+            ready, _, _ = select.select([descriptor], [], [], poll_s)
+            if not ready:
+                yield splitter.settle()
+                continue
+            data = os.read(descriptor, CHUNK_BYTES)
+        else:
+            data = stream.read(CHUNK_BYTES)
+        if not data:
+            yield splitter.end_line()
+            return
+        if on_bytes is not None:
+            on_bytes(data)
+        yield splitter.feed(data)
+        if len(data) < CHUNK_BYTES:
+            time.sleep(poll_s)  # batch a steady trickle instead of waking for every write
+
+
+class _LineSplitter:
+    """Bytes as they arrive → cleaned `Line`s; keeps the unfinished line. `\\r` updates of an
+    unfinished line come out once a later update or a quiet poll shows they are complete."""
+
+    def __init__(self) -> None:
+        self.pending = bytearray()
+        self.emitted = 0  # bytes at the start of `pending` already given out as `\r` updates
+        self.number = 0
+        self.dropping = False
+
+    def feed(self, data: bytes) -> list[Line]:
+        out: list[Line] = []
+        start = 0
+        while (end := data.find(b"\n", start)) >= 0:
+            self._append(data[start:end])
+            out.extend(self._complete())
+            start = end + 1
+        self._append(data[start:])
+        cut = self.pending.rfind(b"\r")
+        if cut > 0 and cut >= self.emitted:
+            out.extend(self._segment(bytes(self.pending[self.emitted : cut])))
+            del self.pending[:cut]
+            self.emitted = 0
+        return out
+
+    def settle(self) -> list[Line]:
+        """Nothing new arrived: the bar update that is pending is complete."""
+        if b"\r" not in self.pending or len(self.pending) <= self.emitted:
+            return []
+        out = self._segment(bytes(self.pending[self.emitted :]))
+        self.emitted = len(self.pending)
+        return out
+
+    def end_line(self) -> list[Line]:
+        """The input ended or was replaced: what is pending is a line of its own."""
+        if not self.pending and not self.emitted:
+            return []
+        return self._complete()
+
+    def _append(self, data: bytes) -> None:
+        if self.dropping:
+            return
+        room = MAX_LINE_BYTES - len(self.pending)
+        if len(data) > room and b"\r" not in self.pending and b"\r" not in data:
+            self.pending += data[: max(0, room)]
+            self.dropping = True  # a runaway line keeps its head; the rest waits for its newline
+            return
+        self.pending += data
+
+    def _complete(self) -> list[Line]:
+        self.number += 1
+        rest = bytes(self.pending[self.emitted :])
+        out = [] if self.emitted and not rest.strip(b"\r \t") else list(_clean(rest, self.number, 0))
+        self.pending.clear()
+        self.emitted = 0
+        self.dropping = False
+        return out
+
+    def _segment(self, raw: bytes) -> list[Line]:
+        return list(_clean(raw, self.number + 1, 0)) if raw.strip(b"\r \t") else []

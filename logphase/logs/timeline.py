@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -184,10 +184,9 @@ class TimelineBuilder:
         if "version" in event.captures and self.version is None:
             self.version = event.captures["version"]
         self._note_counters(event)
-        if event.kind in FAILURE_KINDS:
-            if event.role in (Role.ROOT, Role.CASCADE) and len(self.failures) < MAX_FAILURES:
-                self.failures.append(event)
-            return
+        failed = event.kind in FAILURE_KINDS
+        if failed and event.role in (Role.ROOT, Role.CASCADE) and len(self.failures) < MAX_FAILURES:
+            self.failures.append(event)
         if event.kind is EventKind.READY and self.ready is None:
             self.ready = event
         if event.phase is None:
@@ -197,7 +196,8 @@ class TimelineBuilder:
         acc.from_prefix = acc.from_prefix or event.rank_from_prefix
         phase, draft = self._effective_phase(event, acc)
         span = acc.spans.get((phase, draft))
-        progressed = self._is_progress(event, span)
+        # a failure shows where the rank was (a warmup error: it reached warmup), never progress
+        progressed = not failed and self._is_progress(event, span)
         if span is None:
             span = _SpanAcc(phase, rank, draft, event.source, event.line, event.line, event.time, event.time)
             acc.spans[(phase, draft)] = span
@@ -228,8 +228,10 @@ class TimelineBuilder:
         phase = event.phase
         assert phase is not None
         past_graphs = acc.reached is not None and acc.reached.order >= Phase.CUDA_GRAPH.order
-        if past_graphs and phase in DRAFT_REPEATED and (event.rule.draft or phase is not Phase.CUDA_GRAPH):
-            # after the target's graphs, a second init / load / KV pool / capture is the draft's
+        drafting = acc.latest_phase is Phase.DRAFT_INIT
+        if past_graphs and phase in DRAFT_REPEATED and (event.rule.draft or drafting or phase is not Phase.CUDA_GRAPH):
+            # after the target's graphs, a second init / load / KV pool / capture is the draft's,
+            # and so is a bar while the draft's capture is the rank's latest news
             return Phase.DRAFT_INIT, True
         return phase, event.rule.draft
 
@@ -392,8 +394,3 @@ def _without_numbers_after(text: str) -> str:
 
 def build_timeline(events: Iterable[Event]) -> Timeline:
     return TimelineBuilder().add_all(events).finish()
-
-
-def count_kinds(timeline: Timeline) -> Mapping[str, int]:
-    """How many spans each phase has: a quick shape of the run for tests and the report."""
-    return Counter(span.phase.value for span in timeline.spans)

@@ -42,7 +42,8 @@ PYSPY_THREAD = re.compile(
 PYSPY_FRAME = re.compile(r"^\s{4}(?P<func>\S(?:.*?\S)?) \((?P<file>[^()]*?)(?::(?P<line>\d+))?\)\s*$")
 SGLANG_PYSPY = re.compile(r"Pyspy dump for PID (?P<pid>\d+)(?: \((?P<cmd>.*)\))?:\s*$")
 SGLANG_PYSPY_FAILED = re.compile(
-    r"(?:Pyspy failed to dump PID (?P<pid>\d+)\. Error: (?P<err>.*)|All pyspy dump attempts failed for PID (?P<pid2>\d+))"
+    r"(?:Pyspy failed to dump PID (?P<pid>\d+)\. Error: (?P<err>.*)"
+    r"|All pyspy dump attempts failed for PID (?P<pid2>\d+))"
 )
 FH_FATAL = re.compile(r"^Fatal Python error: (?P<msg>.*?)\s*$")
 FH_TIMEOUT = re.compile(r"^Timeout \((?P<t>[\d:.]+)\)!\s*$")
@@ -57,10 +58,12 @@ FH_NOISE = re.compile(
 )
 FH_EXTENSIONS = re.compile(r"^Extension modules: ")
 PYSTACK_THREAD = re.compile(
-    r"^Traceback for thread (?P<tid>\d+)(?: \((?P<name>[^)]*)\))?(?: \[(?P<status>[^\]]*)\])? \(most recent call last\):"
+    r"^Traceback for thread (?P<tid>\d+)(?: \((?P<name>[^)]*)\))?(?: \[(?P<status>[^\]]*)\])?"
+    r" \(most recent call last\):"
 )
 PYSTACK_FRAME = re.compile(
-    r'^\s+\((?P<kind>Python|C)\) File "(?P<file>[^"]*)", line (?P<line>\d+), in (?P<func>\S+)(?: \((?P<lib>[^)]*)\))?\s*$'
+    r'^\s+\((?P<kind>Python|C)\) File "(?P<file>[^"]*)", line (?P<line>\d+), in (?P<func>\S+)'
+    r"(?: \((?P<lib>[^)]*)\))?\s*$"
 )
 PYSTACK_NOISE = re.compile(
     r"^\s*(?:In the main interpreter|In interpreter \d+|Not currently attached|\* - Unable to merge|"
@@ -70,7 +73,9 @@ PYSTACK_NOISE = re.compile(
 # Rank names read from a title or a prefix.
 SGLANG_SCHEDULER = re.compile(r"^sglang::scheduler(?P<tags>(?:_(?:DP|PP|ATTN_CP|MOE_DP|TP|EP)\d+)*|_None)?\s*$")
 RANK_TAG = re.compile(r"(DP|PP|ATTN_CP|MOE_DP|TP|EP)_?(\d+)")
-VLLM_TITLE = re.compile(r"^(?:VLLM|\w+)::(?P<kind>Worker|EngineCore|APIServer|DPCoordinator)(?P<tags>(?:_\w+?\d+)*)\s*$")
+VLLM_TITLE = re.compile(
+    r"^(?:VLLM|\w+)::(?P<kind>Worker|EngineCore|APIServer|DPCoordinator)(?P<tags>(?:_\w+?\d+)*)\s*$"
+)
 VLLM_OLD_WORKER = re.compile(r"^VllmWorker(?:Process)?[-_ ]?(?P<rank>\d+)")
 
 
@@ -173,9 +178,11 @@ def is_native_file(file: str) -> bool:
 
 def make_frame(function: str, file: str, line: int | None, native: bool | None = None) -> Frame | None:
     """A Frame, or None for frames that carry nothing (bare addresses of --native dumps)."""
-    if function.startswith("0x") or function == "???" and not file:
+    if function.startswith("0x") or (function == "???" and not file):
         return None
-    return Frame(function=function, file=file, line=line or None, native=is_native_file(file) if native is None else native)
+    return Frame(
+        function=function, file=file, line=line or None, native=is_native_file(file) if native is None else native
+    )
 
 
 def parse_frame_text(text: str) -> Frame | None:
@@ -200,9 +207,7 @@ def pick_main(threads: list[ThreadStack], pid: int | None) -> list[ThreadStack]:
     pystack do not, so the thread not started by `threading` (outermost `<module>`/`spawn_main`) is it."""
     if not threads:
         return threads
-    named = [
-        t for t in threads if t.name == "MainThread" or (pid is not None and t.thread_id == str(pid))
-    ]
+    named = [t for t in threads if t.name == "MainThread" or (pid is not None and t.thread_id == str(pid))]
     if named:
         chosen = named[0]
     else:
@@ -246,6 +251,7 @@ class _Process:
     error: str | None = None
     threads: list[_Thread] = field(default_factory=list)
     tids: set[str] = field(default_factory=set)
+    seq: int = 0
 
     def build(self) -> ProcessSnapshot | None:
         threads = [t.build() for t in self.threads if t.frames]
@@ -275,7 +281,8 @@ class _Stream:
 class _Parser:
     def __init__(self) -> None:
         self.streams: dict[str, _Stream] = {}
-        self.out: list[ProcessSnapshot] = []
+        self.out: list[tuple[int, ProcessSnapshot]] = []
+        self.seq = 0
         self.open = 0  # streams with an open process: every line must be looked at
 
     # -- stream helpers
@@ -284,7 +291,7 @@ class _Parser:
         if stream.proc is not None:
             built = stream.proc.build()
             if built is not None:
-                self.out.append(built)
+                self.out.append((stream.proc.seq, built))
             stream.proc = None
             self.open -= 1
 
@@ -298,13 +305,14 @@ class _Parser:
                 pid = pid if pid is not None else hint_pid
                 rank = hint_rank or rank
             stream.hint = None
-        stream.proc = _Process(mode=mode, pid=pid, title=title, rank=rank)
+        self.seq += 1
+        stream.proc = _Process(mode=mode, pid=pid, title=title, rank=rank, seq=self.seq)
         self.open += 1
         return stream.proc
 
     def thread(self, stream: _Stream, mode: str, tid: str, name: str | None, active: bool | None) -> None:
         proc = stream.proc
-        if proc is None or proc.mode != mode or tid in proc.tids and tid != "?":
+        if proc is None or proc.mode != mode or (tid in proc.tids and tid != "?"):
             proc = self.start(stream, mode)
         proc.tids.add(tid)
         stream.thread = _Thread(tid=tid, name=name, active=active, reverse=mode == "pystack")
@@ -357,8 +365,12 @@ class _Parser:
             pid = int(found.group("pid") or found.group("pid2"))
             self.close(stream)
             error = (found.group("err") or "all py-spy attempts failed").strip()
+            self.seq += 1
             self.out.append(
-                ProcessSnapshot(pid=pid, rank=rank_from_prefix(stream.prefix), error=error, source="py-spy text")
+                (
+                    self.seq,
+                    ProcessSnapshot(pid=pid, rank=rank_from_prefix(stream.prefix), error=error, source="py-spy text"),
+                )
             )
             return
         if mode == "py-spy text" and PYSPY_PYTHON.match(body):
@@ -369,7 +381,7 @@ class _Parser:
             return
         # -- faulthandler
         if found := FH_FATAL.match(body):
-            self.start(stream, "faulthandler").fatal = found.group("msg")
+            self.start(stream, "faulthandler").fatal = f"Fatal Python error: {found.group('msg')}"
             return
         if FH_TIMEOUT.match(body):
             self.start(stream, "faulthandler")
@@ -405,19 +417,25 @@ class _Parser:
         # -- frames
         if mode == "py-spy text" and (found := PYSPY_FRAME.match(body)):
             line = found.group("line")
-            self.frame(stream, "py-spy text", make_frame(found.group("func"), found.group("file"), int(line) if line else None))
+            self.frame(
+                stream, "py-spy text", make_frame(found.group("func"), found.group("file"), int(line) if line else None)
+            )
             return
         frames = FH_FRAME.findall(body)
         if frames:
             for file, line, func in frames:
-                self.frame(stream, "faulthandler", make_frame(func, short_path(file), int(line) if line.isdigit() else None))
+                self.frame(
+                    stream, "faulthandler", make_frame(func, short_path(file), int(line) if line.isdigit() else None)
+                )
             return
         if mode == "faulthandler" and (FH_NOISE.match(body) or 'File "' in body):
             return  # a torn or noise line inside a faulthandler dump
         if mode is None and (found := PYSPY_FRAME.match(body)) and stream.thread is None and key_is_bare(stream):
             # py-spy frames with no header at all: the tail of a truncated dump (unprefixed only)
             line = found.group("line")
-            self.frame(stream, "py-spy text", make_frame(found.group("func"), found.group("file"), int(line) if line else None))
+            self.frame(
+                stream, "py-spy text", make_frame(found.group("func"), found.group("file"), int(line) if line else None)
+            )
             return
         if proc is not None:
             self.close(stream)
@@ -425,7 +443,7 @@ class _Parser:
     def finish(self) -> list[ProcessSnapshot]:
         for stream in self.streams.values():
             self.close(stream)
-        return self.out
+        return [snapshot for _, snapshot in sorted(self.out, key=lambda item: item[0])]
 
 
 def key_is_bare(stream: _Stream) -> bool:
@@ -491,7 +509,9 @@ def snapshots_from_pyspy_json(threads: list[Any], pid: int | None = None) -> lis
         frames = []
         for raw in item.get("frames") or []:
             file = raw.get("short_filename") or raw.get("filename") or raw.get("module") or "?"
-            frame = make_frame(str(raw.get("name", "?")), str(file), raw.get("line") or None, raw.get("module") is not None)
+            frame = make_frame(
+                str(raw.get("name", "?")), str(file), raw.get("line") or None, raw.get("module") is not None
+            )
             if frame is not None:
                 frames.append(frame)
         os_tid = item.get("os_thread_id")
@@ -508,7 +528,12 @@ def snapshots_from_pyspy_json(threads: list[Any], pid: int | None = None) -> lis
         role, rank = role_and_rank_from_title(title) if title else (None, None)
         out.append(
             ProcessSnapshot(
-                pid=thread_pid, threads=tuple(pick_main(stacks, thread_pid)), title=title, role=role, rank=rank, source="py-spy"
+                pid=thread_pid,
+                threads=tuple(pick_main(stacks, thread_pid)),
+                title=title,
+                role=role,
+                rank=rank,
+                source="py-spy",
             )
         )
     return out

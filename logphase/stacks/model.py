@@ -133,7 +133,7 @@ class StacksReport:
 
     @property
     def readable(self) -> int:
-        return sum(1 for p in self.processes if p.threads and not p.error)
+        return sum(1 for p in self.processes if p.threads)
 
     def to_json(self) -> dict[str, Any]:
         """The DESIGN.md §5 `stacks` contract, plus `state`, `summary`, `divergence`, `skew_s` and

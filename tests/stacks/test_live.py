@@ -1,0 +1,170 @@
+"""Live: real process trees (setproctitle titles, blocking in named functions, a gloo all_reduce one
+rank never joins) snapshotted with py-spy; the odd rank is named; py-spy never harms a target."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from logphase.stacks import pyspy
+from tests.conftest import run_cli
+
+from .conftest import py_spy_path, requires_py_spy
+
+pytestmark = [pytest.mark.live, requires_py_spy]
+
+
+def stacks_json(*args: str) -> tuple[int, dict]:  # type: ignore[type-arg]
+    result = run_cli("stacks", *args, "--format", "json", "--timeout", "10")
+    return result.exit_code, json.loads(result.stdout)
+
+
+def test_names_the_rank_behind_a_barrier(start_server) -> None:  # type: ignore[no-untyped-def]
+    server = start_server(["barrier", "barrier", "slow", "barrier"], extra=("sleep", "zombie"))
+    code, data = stacks_json("--pid", str(server.pid))
+    assert code == 4
+    assert data["culprit_ranks"] == ["TP2"]
+    assert data["summary"] == (
+        "TP0, TP1, TP3 wait in barrier (distributed/parallel_state.py) inside load_model (model_runner.py); "
+        "TP2 is still in load_weights (model_runner.py) (weight_load) — TP2 is behind"
+    )
+    by_rank = {p["rank"]: p for p in data["processes"] if p["rank"]}
+    assert sorted(by_rank) == ["TP0", "TP1", "TP2", "TP3"]
+    assert all(p["role"] == "scheduler" and p["title"].startswith("sglang::scheduler_TP") for p in by_rank.values())
+    main = next(p for p in data["processes"] if p["pid"] == server.pid)
+    assert main["role"] == "main" and main["error"] is None
+    errors = sorted(p["error"] for p in data["processes"] if p["error"])
+    assert errors == ["not a Python process (sleep): skipped", "zombie: exited, not yet reaped by its parent"]
+    assert data["skew_s"] is not None and data["skew_s"] < 1.0
+
+
+def test_from_any_rank_finds_the_whole_server(start_server) -> None:  # type: ignore[no-untyped-def]
+    server = start_server(["idle", "idle", "idle"])
+    rank_pid = server.rank_pids()[1]
+    result = run_cli("stacks", "--pid", str(rank_pid))
+    assert result.exit_code == 0
+    assert result.stdout.splitlines()[0] == (
+        "all ranks idle in the event loop: the server is up; look at the health check, not the server"
+    )
+    assert "TP[0-2] (3)  <module> (rank.py)" in result.stdout.splitlines()
+
+
+def test_all_match_finds_titled_processes(start_server) -> None:  # type: ignore[no-untyped-def]
+    server = start_server(["idle", "slow"], title="sglang::scheduler_DP1_TP{rank}_EP{rank}")
+    code, data = stacks_json("--all", "--match", r"^sglang::scheduler_DP1_TP\d_EP")
+    ranks = sorted(p["rank"] for p in data["processes"])
+    assert ranks == ["DP1 TP0 EP0", "DP1 TP1 EP1"]
+    assert {p["pid"] for p in data["processes"]} == set(server.rank_pids().values())
+    # one rank each in two places, neither in a collective, one sample: no odd one out to name
+    assert data["summary"].startswith("ranks are split: DP1 TP0 EP0 is idle in recv_requests (scheduler.py)")
+    assert code == 0
+
+
+def test_samples_tell_a_working_rank_from_frozen_ones(start_server) -> None:  # type: ignore[no-untyped-def]
+    server = start_server(["busy", "slow", "slow"])
+    code, data = stacks_json("--pid", str(server.pid), "--samples", "3", "--interval", "0.2")
+    moving = {p["rank"]: p["moving"] for p in data["processes"] if p["rank"]}
+    assert moving == {"TP0": True, "TP1": False, "TP2": False}
+    assert data["samples"] == 3 and data["interval_s"] == 0.2
+    assert code == 4
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("torch") is None, reason="torch cannot be imported (CPU build needed for gloo)"
+)
+def test_gloo_all_reduce_that_one_rank_never_joins(start_server) -> None:  # type: ignore[no-untyped-def]
+    server = start_server(["gloo", "gloo", "gloo-slow", "gloo"], title=None, env_rank=True, wait_s=90, settle_s=1.0)
+    code, data = stacks_json("--pid", str(server.pid))
+    assert code == 4
+    assert data["culprit_ranks"] == ["rank 2"]
+    assert data["summary"] == (
+        "rank 0, rank 1, rank 3 wait in all_reduce (torch.distributed) inside capture (cuda_graph_runner.py); "
+        "rank 2 is still in load_weights (model_runner.py) (weight_load) — rank 2 is behind"
+    )
+    workers = [p for p in data["processes"] if p["rank"]]
+    assert {p["role"] for p in workers} == {"worker"}
+
+
+def _counter_target(tmp_path: Path) -> tuple[subprocess.Popen[bytes], Path]:
+    counter = tmp_path / "counter"
+    script = (
+        "import sys, time\n"
+        "def tick(path):\n"
+        "    n = 0\n"
+        "    while True:\n"
+        "        n += 1\n"
+        "        open(path, 'w').write(str(n))\n"
+        "        time.sleep(0.01)\n"
+        f"tick({str(counter)!r})\n"
+    )
+    target = subprocess.Popen([sys.executable, "-c", script])
+    deadline = time.monotonic() + 10
+    while not counter.exists() or not counter.read_text():
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    return target, counter
+
+
+def test_an_overrunning_py_spy_is_killed_and_the_target_keeps_running(tmp_path: Path) -> None:
+    # The "py-spy" samples the target in blocking mode (real ptrace stops) and never finishes on its own.
+    real = py_spy_path()
+    fake = tmp_path / "py-spy"
+    pidfile = tmp_path / "recorder.pid"
+    fake.write_text(
+        "#!/bin/sh\n"
+        f'"{real}" record --rate 200 --duration 60 --output {tmp_path}/out.svg --pid "$5" >/dev/null 2>&1 &\n'
+        f"echo $! > {pidfile}\n"
+        "sleep 60\n"
+    )
+    fake.chmod(0o755)
+    target, counter = _counter_target(tmp_path)
+    try:
+        started = time.monotonic()
+        result = pyspy.run_py_spy(str(fake), target.pid, timeout_s=1.0)
+        assert time.monotonic() - started < 5
+        assert result.error is not None and result.error.startswith("py-spy did not finish within 1s (killed")
+        recorder = int(pidfile.read_text())
+        time.sleep(0.2)
+        assert not Path(f"/proc/{recorder}").exists() or pyspy.read_stat(recorder)[1] == "Z"  # type: ignore[index]
+        state = pyspy.read_stat(target.pid)
+        assert state is not None and state[1] not in ("T", "t")
+        before = int(counter.read_text())
+        time.sleep(0.3)
+        assert int(counter.read_text() or before) > before, "the target stopped counting"
+        assert target.poll() is None
+    finally:
+        target.kill()
+        target.wait()
+
+
+def test_exited_and_non_python_processes_are_reported_per_process(tmp_path: Path) -> None:
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    result = pyspy.run_py_spy(py_spy_path() or "py-spy", gone.pid, timeout_s=5)
+    assert result.error in ("the process exited", "not a Python process, or it exited")
+    sleeper = subprocess.Popen(["sleep", "30"])
+    try:
+        info = pyspy.read_proc(sleeper.pid)
+        assert info is not None and not info.python
+        snaps, _ = pyspy.snapshot([info], py_spy=py_spy_path() or "py-spy")
+        assert snaps[0].skipped and snaps[0].error == "not a Python process (sleep): skipped"
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+
+
+def test_native_frames(start_server) -> None:  # type: ignore[no-untyped-def]
+    server = start_server(["slow"])
+    _code, data = stacks_json("--pid", str(server.pid), "--native")
+    (rank,) = [p for p in data["processes"] if p["rank"]]
+    frames = next(t["frames"] for t in rank["threads"] if t["main"])
+    assert any(f.startswith("shard_reader (model_runner.py") for f in frames)
+    assert not any(f.startswith("0x") for f in frames)
+    assert os.path.exists(f"/proc/{server.pid}")
