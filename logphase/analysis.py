@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from collections import deque
+from itertools import chain, islice
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from logphase.logs.matcher import SourceMatcher
@@ -13,8 +14,13 @@ from logphase.logs.timeline import PhaseSpan, Timeline, TimelineBuilder
 from logphase.packs import PackSet
 from logphase.phases import FAILURE_KINDS, Phase
 from logphase.report.model import ContextLine, InputSummary, LastLine, Report, RootCause, SpanRow
+from logphase.stacks.dumps import DumpParser
+from logphase.stacks.model import ProcessSnapshot
+from logphase.stacks.stalls import summarize
 from logphase.verdict import Judgement, judge
 
+# Year-less stamps (vLLM's `INFO 03-07 09:19:58`) before the first dated line take its year.
+YEAR_LOOKAHEAD = 500
 CONTEXT_BEFORE = 2
 CONTEXT_AFTER = 3
 # Only the first failures keep their context: the root cause is among them.
@@ -35,6 +41,7 @@ class ScanResult:
     timeline: Timeline
     last_lines: dict[int, tuple[Line, datetime | None]] = field(default_factory=dict)
     contexts: dict[tuple[int, int], tuple[ContextLine, ...]] = field(default_factory=dict)
+    dumps: list[ProcessSnapshot] = field(default_factory=list)
 
 
 def scan(sources: list[LogSource], packs: PackSet, as_of: datetime) -> ScanResult:
@@ -44,13 +51,17 @@ def scan(sources: list[LogSource], packs: PackSet, as_of: datetime) -> ScanResul
     result = ScanResult(timeline=builder.finish())
     failures_kept = 0
     for index, source in enumerate(sources):
-        matcher = SourceMatcher(packs, as_of)
+        lines = read_lines(source)
+        head = list(islice(lines, YEAR_LOOKAHEAD))
+        matcher = SourceMatcher(packs, as_of, year=_first_year(head, packs))
+        dumps = DumpParser()  # faulthandler / py-spy dumps printed into the log
         before: deque[ContextLine] = deque(maxlen=CONTEXT_BEFORE)
         waiting: list[_Context] = []
         latest: _Context | None = None
         last: Line | None = None
-        for line in read_lines(source):
+        for line in chain(head, lines):
             last = line
+            dumps.feed(line.text)
             here = ContextLine(line.number, line.text)
             for pending in waiting:
                 if pending.lines[-1].line != line.number:  # one context line per physical line
@@ -82,8 +93,17 @@ def scan(sources: list[LogSource], packs: PackSet, as_of: datetime) -> ScanResul
             result.contexts[pending.event_key] = tuple(pending.lines)
         if last is not None:
             result.last_lines[index] = (last, matcher.last_time)
+        result.dumps.extend(dumps.finish())
     result.timeline = builder.finish()
     return result
+
+
+def _first_year(lines: list[Line], packs: PackSet) -> int | None:
+    for line in lines:
+        fields, _ = packs.split_prefix(line.text)
+        if fields.time is not None and fields.time_has_year:
+            return fields.time.year
+    return None
 
 
 def analyze(

@@ -119,7 +119,7 @@ class Rule:
         return self.literal in (lowered if self.ignore_case else message)
 
     def match(self, message: str, prefixes: tuple[str, ...] = ()) -> dict[str, str] | None:
-        if self.after_prefix and not set(self.after_prefix) & set(prefixes):
+        if self.after_prefix and not any(prefix in prefixes for prefix in self.after_prefix):
             return None
         if not self.prefilter(message, message.lower() if self.ignore_case else message):
             return None
@@ -145,6 +145,19 @@ class StallSignature:
 
 
 @dataclass(frozen=True)
+class FrameAnchor:
+    """A frame that places a traceback in a phase (`maybe_init_draft_worker` → draft_init), for
+    frames no stall signature names with a phase."""
+
+    id: str
+    pack: str
+    phase: Phase
+    pattern: Any  # regex.Pattern[str], matched against "function (file)"
+    examples: tuple[str, ...]
+    counter_examples: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class Pack:
     name: str
     path: str
@@ -154,6 +167,7 @@ class Pack:
     prefixes: tuple[PrefixRule, ...]
     rules: tuple[Rule, ...]
     signatures: tuple[StallSignature, ...]
+    anchors: tuple[FrameAnchor, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -164,6 +178,7 @@ class PackSet:
     prefixes: tuple[PrefixRule, ...] = field(init=False)
     rules: tuple[Rule, ...] = field(init=False)
     signatures: tuple[StallSignature, ...] = field(init=False)
+    phase_frames: tuple[tuple[Any, Phase], ...] = field(init=False)
 
     def __post_init__(self) -> None:
         prefixes = sorted((p for pack in self.packs for p in pack.prefixes), key=lambda p: -p.priority)
@@ -172,6 +187,17 @@ class PackSet:
         object.__setattr__(self, "prefixes", tuple(prefixes))
         object.__setattr__(self, "rules", tuple(rules))
         object.__setattr__(self, "signatures", tuple(signatures))
+        # frames that tell a traceback's phase: anchors first, then signatures that name a phase
+        phase_frames = [(a.pattern, a.phase) for pack in self.packs for a in pack.anchors]
+        phase_frames += [(s.pattern, s.phase) for s in signatures if s.phase is not None]
+        object.__setattr__(self, "phase_frames", tuple(phase_frames))
+
+    def frame_phase(self, key: str) -> Phase | None:
+        """The phase a `function (file)` frame proves, if any."""
+        for pattern, phase in self.phase_frames:
+            if pattern.search(key, timeout=MATCH_TIMEOUT_S):
+                return phase
+        return None
 
     def budgets(self, system: str | None) -> dict[Phase, float]:
         """Default stall budgets (seconds per phase): generic packs first, the system's pack wins."""
@@ -248,7 +274,8 @@ def load_packs(extra: Iterable[Path] = (), *, builtin: bool = True, check_exampl
     packs = [load_pack(path) for path in paths]
     seen: dict[str, str] = {}
     for pack in packs:
-        for item_id in [p.id for p in pack.prefixes] + [r.id for r in pack.rules] + [s.id for s in pack.signatures]:
+        items = (*pack.prefixes, *pack.rules, *pack.signatures, *pack.anchors)
+        for item_id in (item.id for item in items):
             if item_id in seen:
                 raise PackError(
                     f"{pack.path}: id {item_id!r} is defined twice (also in {seen[item_id]})",
@@ -298,6 +325,7 @@ def parse_pack(data: Mapping[str, Any], path: str) -> Pack:
     pack_system = systems[0] if len(systems) == 1 else None
     rules = tuple(_parse_rule(item, name, path, pack_system) for item in _list(data, "rule", path))
     signatures = tuple(_parse_signature(item, name, path) for item in _list(data, "signature", path))
+    anchors = tuple(_parse_anchor(item, name, path) for item in _list(data, "anchor", path))
     return Pack(
         name=name,
         path=path,
@@ -307,6 +335,19 @@ def parse_pack(data: Mapping[str, Any], path: str) -> Pack:
         prefixes=prefixes,
         rules=rules,
         signatures=signatures,
+        anchors=anchors,
+    )
+
+
+def _parse_anchor(item: Mapping[str, Any], pack: str, path: str) -> FrameAnchor:
+    where = f"[[anchor]] {item.get('id', '?')}"
+    return FrameAnchor(
+        id=_text(item, "id", path, where),
+        pack=pack,
+        phase=_phase(item.get("phase"), path, where),
+        pattern=_compile(_text(item, "regex", path, where), str(item.get("flags", "")), path, where),
+        examples=_strings(item, "examples", path, where, required=True),
+        counter_examples=_strings(item, "counter_examples", path, where),
     )
 
 
@@ -431,16 +472,16 @@ def check_pack_examples(pack_set: PackSet) -> list[str]:
                 fields, message = pack_set.split_prefix(counter)
                 if rule.match(message, fields.prefixes) is not None:
                     failures.append(f"{pack.path}: rule {rule.id}: counter-example matches: {counter!r}")
-        for signature in pack.signatures:
+        for checked in (*pack.signatures, *pack.anchors):
             failures += [
-                f"{pack.path}: signature {signature.id}: example does not match: {e!r}"
-                for e in signature.examples
-                if signature.pattern.search(e, timeout=MATCH_TIMEOUT_S) is None
+                f"{pack.path}: {checked.id}: example does not match: {e!r}"
+                for e in checked.examples
+                if checked.pattern.search(e, timeout=MATCH_TIMEOUT_S) is None
             ]
             failures += [
-                f"{pack.path}: signature {signature.id}: counter-example matches: {e!r}"
-                for e in signature.counter_examples
-                if signature.pattern.search(e, timeout=MATCH_TIMEOUT_S) is not None
+                f"{pack.path}: {checked.id}: counter-example matches: {e!r}"
+                for e in checked.counter_examples
+                if checked.pattern.search(e, timeout=MATCH_TIMEOUT_S) is not None
             ]
     return failures
 

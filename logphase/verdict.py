@@ -46,7 +46,7 @@ def judge(
     phase, furthest = server_phase(timeline)
     failure = _first_root_failure(timeline, after=timeline.ready)
     if failure is not None:
-        root = _refine_to_exception_line(timeline, failure)
+        root = _exception_line(timeline, failure)
         verdict = _FAILURE_VERDICT[failure.kind]
         if verdict is Verdict.CRASHED and any(
             e.kind is EventKind.FATAL and e.order_key >= failure.order_key for e in timeline.failures
@@ -58,7 +58,7 @@ def judge(
         reason = f"{who}{_VERB[verdict]}{where}: {_message(root)} (line {root.line})"
         return Judgement(verdict, reason, phase, furthest, culprits, root, None, None)
 
-    if timeline.ready is not None or phase in (Phase.READY, Phase.SERVING):
+    if timeline.ready is not None or (phase in (Phase.READY, Phase.SERVING) and timeline.served):
         ready = timeline.ready
         reason = f"ready: {_message(ready)} (line {ready.line})" if ready else f"the server is {phase}"
         return Judgement(Verdict.READY, reason, phase, furthest, (), None, None, None)
@@ -117,25 +117,29 @@ def server_phase(timeline: Timeline) -> tuple[Phase | None, Phase | None]:
 
 
 def _first_root_failure(timeline: Timeline, after: Event | None) -> Event | None:
-    """The first root failure in time, else the first cascade. A traceback the server survived —
-    it said it was ready afterwards — is not why the run failed."""
+    """The first root failure in time, else the first cascade. A traceback counts with the role of
+    its exception line (torchrun's own traceback ends in a cascade, ChildFailedError). A traceback
+    the server survived — it said it was ready afterwards — is not why the run failed."""
     failures = [e for e in timeline.failures if after is None or e.order_key > after.order_key]
-    roots = [event for event in failures if event.role is Role.ROOT]
+    roots = [event for event in failures if _exception_line(timeline, event).role is Role.ROOT]
     if roots:
         return roots[0]
     return failures[0] if failures else None
 
 
-def _refine_to_exception_line(timeline: Timeline, failure: Event) -> Event:
+def _exception_line(timeline: Timeline, failure: Event) -> Event:
     """A traceback's last line says what failed; the line that opened it only says that."""
     if failure.block is None:
         return failure
-    same_block = [
+    in_block = [
         e
         for e in timeline.failures
-        if e.source == failure.source and e.block == failure.block and e.line > failure.line
+        if e.source == failure.source
+        and e.block == failure.block
+        and e.line > failure.line
+        and e.kind is EventKind.ERROR
+        and not e.rule.opens_block
     ]
-    in_block = [e for e in same_block if e.rule.in_block and e.kind is EventKind.ERROR]
     return in_block[-1] if in_block else failure
 
 
@@ -151,8 +155,9 @@ def _failure_culprits(timeline: Timeline, root: Event, failure: Event) -> tuple[
         silent = tuple(rank for rank in ranks if rank not in failed)
         return silent if 0 < len(silent) < len(ranks) else ()
     rank = _canonical(timeline, root.rank)
-    others_healthy = rank is not None and len(ranks) > 1 and rank in ranks
-    return (rank,) if others_healthy and rank is not None else ()
+    failed = {_canonical(timeline, e.rank) for e in timeline.failures}
+    others_healthy = any(other not in failed for other in ranks if other != rank)
+    return (rank,) if rank is not None and rank in ranks and others_healthy else ()
 
 
 def _behind_in_collectives(timeline: Timeline) -> tuple[str, ...]:

@@ -42,10 +42,14 @@ def _register() -> None:
     # Imported here, after `main` exists, so each command module can stay independent.
     from logphase.cli.analyze import analyze
     from logphase.cli.patterns import patterns
+    from logphase.cli.runs import runs
+    from logphase.cli.watch import watch
     from logphase.cli.stacks import stacks
 
     main.add_command(analyze)
     main.add_command(patterns)
+    main.add_command(runs)
+    main.add_command(watch)
     main.add_command(stacks)
 
 

@@ -8,7 +8,9 @@ from pathlib import Path
 import click
 
 from logphase.analysis import analyze as analyze_run
+from logphase.baselines import analyze_run as analyze_compared
 from logphase.cli.common import FORMATS, load_all_packs, parse_as_of, patterns_option, use_colour
+from logphase.cli.runs import db_option, open_store_for, record
 from logphase.logs.reader import open_sources
 from logphase.report.analysis import render_json, render_markdown, render_table
 
@@ -23,12 +25,24 @@ from logphase.report.analysis import render_json, render_markdown, render_table
     "Default: live for plain files, post-mortem for stdin and archives.",
 )
 @click.option("--as-of", "as_of_text", metavar="TIME", help="Judge as if it were TIME ('YYYY-MM-DD HH:MM:SS', local).")
+@click.option(
+    "--baseline",
+    "baseline_ref",
+    metavar="REF",
+    help="Compare with an earlier run: a run id (logphase runs list), 'auto' (recorded runs of the same setup) "
+    "or the path of an earlier log.",
+)
+@click.option("--record", "record_run", is_flag=True, help="Record this run in the run store (see logphase runs).")
+@db_option
 @patterns_option
 def analyze(
     logs: tuple[str, ...],
     output_format: str,
     post_mortem: bool | None,
     as_of_text: str | None,
+    baseline_ref: str | None,
+    record_run: bool,
+    db_path: Path | None,
     pattern_paths: tuple[Path, ...],
 ) -> None:
     """Which phase each rank reached, whether the server is ready, progressing, stalled or crashed,
@@ -44,7 +58,20 @@ def analyze(
     as_of = parse_as_of(as_of_text)
     if post_mortem is None:
         post_mortem = all(source.finished for source in sources)
-    report = analyze_run(sources, packs, as_of=as_of, post_mortem=post_mortem)
+    if baseline_ref is None and not record_run:
+        report = analyze_run(sources, packs, as_of=as_of, post_mortem=post_mortem)
+    else:
+        store, store_error = open_store_for(db_path, ref=baseline_ref, record=record_run)
+        try:
+            analysed = analyze_compared(
+                sources, packs, as_of=as_of, post_mortem=post_mortem, ref=baseline_ref, store=store, store_error=store_error
+            )
+            if record_run and store is not None:
+                click.echo(record(store, analysed), err=True)
+        finally:
+            if store is not None:
+                store.close()
+        report = analysed.report
     if output_format == "json":
         click.echo(render_json(report))
     elif output_format == "markdown":

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
+from functools import cache
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 
+from logphase.frames import frame_key
 from logphase.logs.reader import Line
 from logphase.packs import PackSet, PrefixFields, Rule, rank_from_tags
 from logphase.phases import EventKind, Phase, Role
@@ -19,6 +22,9 @@ BLOCK_MARKERS = (
     "Current thread 0x",
     "Stack (most recent call first)",
 )
+# Frame keys whose phase lookup is remembered (frames repeat: every rank dumps the same stack).
+FRAME_CACHE = 10_000
+_UNSEEN = object()
 # A time-of-day stamp that jumps back by more than this crossed midnight.
 MIDNIGHT_JUMP = timedelta(hours=12)
 
@@ -58,6 +64,32 @@ class Event:
         return (self.time or datetime.min, self.source, self.line)
 
 
+@cache
+def frame_rule(phase: Phase) -> Rule:
+    """The rule an event derived from a frame carries: evidence of where the rank was, never
+    progress and never a cause (a failure kind with the diagnostic role)."""
+    return Rule(
+        id=f"frames.{phase.value}",
+        pack="frames",
+        phase=phase,
+        kind=EventKind.ERROR,
+        role=Role.DIAGNOSTIC,
+        priority=0,
+        literal=None,
+        pattern=None,
+        ignore_case=False,
+        draft=False,
+        system=None,
+        versions="",
+        after_prefix=(),
+        in_block=True,
+        opens_block=False,
+        summary="a frame of a traceback or dump places the rank in this phase",
+        examples=(),
+        counter_examples=(),
+    )
+
+
 @dataclass(frozen=True)
 class Explanation:
     """What `patterns explain` shows for one line."""
@@ -90,6 +122,8 @@ class SourceMatcher:
     day: date | None = None
     lines_seen: int = 0
     block: _Block | None = field(default=None, repr=False)
+    systems: Counter[str] = field(default_factory=Counter, repr=False)
+    _frame_phases: dict[str, object] = field(default_factory=dict, repr=False)
 
     def match(self, lines: Iterable[Line]) -> Iterator[Event]:
         for line in lines:
@@ -104,15 +138,19 @@ class SourceMatcher:
         if stamp is not None:
             self.last_time = stamp
         inside = self._continues_block(fields, message)
-        if inside and message[:1].isspace():
-            return None  # a frame or a quoted code line: never a message of its own
+        if message[:1].isspace() and (inside or message.lstrip().startswith('File "')):
+            # a frame or a quoted code line: never a message, but a frame can tell the phase
+            return self._frame_event(line, fields, message, stamp, inside)
         best = self._best_rule(message, fields.prefixes, inside)
         if best is None:
             return None
         rule, captures = best
+        if rule.system:
+            self.systems[rule.system] += 1
         rank, from_prefix = self._rank(fields, captures, inside)
         block_line = self.block.opener_line if inside and self.block else None
-        if rule.opens_block:
+        if rule.opens_block and not inside:
+            # a `Traceback` line right after `Process Process-6:` continues the same block
             self.block = _Block(line.number, rank, fields.prefixes)
             block_line = line.number
         return Event(
@@ -130,16 +168,53 @@ class SourceMatcher:
         )
 
     def _best_rule(self, message: str, prefixes: tuple[str, ...], inside: bool) -> tuple[Rule, dict[str, str]] | None:
+        """The highest-priority rule that matches — but a line that several systems print alike
+        (uvicorn's `Application startup complete.`, a rule with `system = ""`, or another system's
+        rule) goes to a rule of the system this log has shown so far, when one matches."""
         lowered = message.lower()
-        for rule in self.packs.rules:  # sorted by priority: the first match wins
-            if rule.in_block and not inside:
+        system = self.systems.most_common(1)[0][0] if self.systems else None
+        winner: tuple[Rule, dict[str, str]] | None = None
+        for rule in self.packs.rules:  # sorted by priority
+            if (rule.in_block and not inside) or (winner is not None and rule.system != system):
                 continue
             if not rule.prefilter(message, lowered):
                 continue
             captures = rule.match(message, prefixes)
-            if captures is not None:
+            if captures is None:
+                continue
+            if winner is not None:
                 return rule, captures
-        return None
+            winner = (rule, captures)
+            if system is None or rule.system is None or rule.system == system:
+                return winner
+        return winner
+
+    def _frame_event(
+        self, line: Line, fields: PrefixFields, message: str, stamp: datetime | None, inside: bool
+    ) -> Event | None:
+        key = frame_key(message)
+        if key is None:
+            return None
+        phase = self._frame_phases.get(key, _UNSEEN)
+        if phase is _UNSEEN:
+            phase = self.packs.frame_phase(key)
+            if len(self._frame_phases) < FRAME_CACHE:
+                self._frame_phases[key] = phase
+        if not isinstance(phase, Phase):
+            return None
+        rank = fields.rank if fields.rank is not None else (self.block.rank if inside and self.block else None)
+        return Event(
+            source=line.source,
+            line=line.number,
+            time=stamp or self.last_time,
+            rank=rank,
+            rule=frame_rule(phase),
+            captures={"frame": key},
+            text=line.text,
+            message=message,
+            block=self.block.opener_line if inside and self.block else None,
+            stamped=stamp is not None,
+        )
 
     def _continues_block(self, fields: PrefixFields, message: str) -> bool:
         """Inside a traceback: unprefixed lines, and lines with the opener's own prefix (vLLM
@@ -152,7 +227,8 @@ class SourceMatcher:
             if message[:1].isspace() or message.startswith(BLOCK_MARKERS):
                 return True
             # the exception line that ends the traceback, in the same prefix: keep it in the block
-            return any(r.in_block and r.match(message, fields.prefixes) is not None for r in self.packs.rules)
+            if any(r.in_block and r.match(message, fields.prefixes) is not None for r in self.packs.rules):
+                return True
         self.block = None
         return False
 

@@ -10,7 +10,7 @@ import os
 import re
 import tarfile
 import zlib
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, cast
@@ -331,7 +331,7 @@ def follow_lines(
     stdin: IO[bytes] | None = None,
     on_bytes: Callable[[bytes], None] | None = None,
     on_note: Callable[[str], None] | None = None,
-) -> Iterator[list[Line]]:
+) -> Generator[list[Line], None, None]:
     """Follow a growing log like `tail -F`, in batches: each item is the lines completed since the
     last one, an empty list when nothing arrived within `poll_s` (so the caller can do its periodic
     work), until `stop()` is true or standard input ends.
@@ -357,7 +357,7 @@ def _follow_file(
     poll_s: float,
     on_bytes: Callable[[bytes], None] | None,
     on_note: Callable[[str], None],
-) -> Iterator[list[Line]]:
+) -> Generator[list[Line], None, None]:
     import time
 
     handle: IO[bytes] | None = None
@@ -438,7 +438,7 @@ def _follow_stream(
     stop: Callable[[], bool],
     poll_s: float,
     on_bytes: Callable[[bytes], None] | None,
-) -> Iterator[list[Line]]:
+) -> Generator[list[Line], None, None]:
     import select
     import time
 

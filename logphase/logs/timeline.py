@@ -89,6 +89,7 @@ class Timeline:
     ready: Event | None
     last_progress: Event | None
     latest_phase_event: Event | None
+    served: bool  # a line of the server itself (not a frame of a dump) says it is ready or serving
     system: str | None
     version: str | None
     comms: tuple[CommInit, ...]
@@ -168,6 +169,7 @@ class TimelineBuilder:
     events: int = 0
     first_time: datetime | None = None
     last_time: datetime | None = None
+    served: bool = False
 
     def add_all(self, events: Iterable[Event]) -> TimelineBuilder:
         for event in events:
@@ -212,6 +214,9 @@ class TimelineBuilder:
             acc.last_progress = event
             if self.last_progress is None or event.order_key >= self.last_progress.order_key:
                 self.last_progress = event
+        if failed:
+            return
+        self.served = self.served or phase in (Phase.READY, Phase.SERVING)
         if self.latest_phase_event is None or event.order_key >= self.latest_phase_event.order_key:
             self.latest_phase_event = event
 
@@ -320,6 +325,7 @@ class TimelineBuilder:
             ready=self.ready,
             last_progress=self.last_progress,
             latest_phase_event=self.latest_phase_event,
+            served=self.served,
             system=system,
             version=self.version,
             comms=tuple(

@@ -278,7 +278,9 @@ class _Stream:
     hint: tuple[int | None, str | None] | None = None  # (pid, rank) announced by `Pyspy dump for PID N:`
 
 
-class _Parser:
+class DumpParser:
+    """Push parser: `feed` log lines one at a time (constant memory per open dump), then `finish`."""
+
     def __init__(self) -> None:
         self.streams: dict[str, _Stream] = {}
         self.out: list[tuple[int, ProcessSnapshot]] = []
@@ -453,7 +455,7 @@ def key_is_bare(stream: _Stream) -> bool:
 def parse_dumps_in_text(lines: Iterable[str]) -> list[ProcessSnapshot]:
     """Every stack dump found in these lines (a log, a dump file), one ProcessSnapshot per process
     dump, in the order the dumps end. Lines that are not part of a dump are ignored."""
-    parser = _Parser()
+    parser = DumpParser()
     for line in lines:
         parser.feed(line)
     return parser.finish()

@@ -1,0 +1,230 @@
+"""`logphase runs add|list|show|rm`: the store of recorded runs that baselines compare against."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import click
+from tabulate import tabulate
+
+from logphase.baselines import Analysed, RunRecord, RunStore, analyze_run, reference_kind
+from logphase.cli.common import FORMATS, load_all_packs, parse_as_of, patterns_option
+from logphase.errors import StoreError, UsageError
+from logphase.logs.reader import open_sources
+from logphase.verdict import format_duration
+
+RUNS_SCHEMA = "logphase.runs/1"
+
+
+def default_db_path() -> Path:
+    """`$XDG_DATA_HOME/logphase/runs.db` (XDG's default data home is ~/.local/share)."""
+    data_home = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(data_home) / "logphase" / "runs.db"
+
+
+def db_option(function: click.decorators.FC) -> click.decorators.FC:
+    return click.option(
+        "--db",
+        "db_path",
+        type=click.Path(path_type=Path, dir_okay=False),
+        envvar="LOGPHASE_DB",
+        show_envvar=True,
+        help="Run store (SQLite). Default: $XDG_DATA_HOME/logphase/runs.db.",
+    )(function)
+
+
+def resolve_db(db_path: Path | None) -> Path:
+    return db_path if db_path is not None else default_db_path()
+
+
+def open_store_for(db_path: Path | None, *, ref: str | None, record: bool) -> tuple[RunStore | None, StoreError | None]:
+    """The store a command needs: created to record into; else only an existing one. A REF that is
+    a path does not need the store (it only adds successful runs), so its error is returned, not raised."""
+    path = resolve_db(db_path)
+    if record:
+        return RunStore.open(path, create=True), None
+    needed = ref is not None and reference_kind(ref) != "path"
+    if not needed and not path.exists():
+        return None, None
+    try:
+        return RunStore.open(path, create=False), None
+    except StoreError as error:
+        if needed:
+            raise
+        return None, error
+
+
+def record(store: RunStore, analysed: Analysed) -> str:
+    """Store a run; the one line that says so (stderr)."""
+    run_id, created = store.add(analysed.run, recorded_at=datetime.now().replace(microsecond=0))
+    verb = "recorded" if created else "updated"
+    return f"{verb} run {run_id}: {analysed.run.outcome}, {analysed.run.fingerprint.describe()}"
+
+
+@click.group()
+def runs() -> None:
+    """Recorded runs: what `analyze --baseline` and `watch` compare a run with.
+
+    \b
+    logphase runs add hung.log --label hung     record a finished run
+    logphase runs list                           every recorded run
+    logphase runs show 3                         one run, phase by phase
+    logphase runs rm 3                           forget it
+    """
+
+
+@runs.command("add")
+@click.argument("logs", nargs=-1, required=True)
+@click.option("--label", help="Outcome to record instead of the verdict, e.g. hung (a ready run labelled hung is not a baseline).")
+@click.option("--together", is_flag=True, help="The LOGs are one run (one log per node or rank), not one run each.")
+@click.option("--as-of", "as_of_text", metavar="TIME", help="Date year-less timestamps as of TIME ('YYYY-MM-DD HH:MM:SS').")
+@db_option
+@patterns_option
+def add(
+    logs: tuple[str, ...],
+    label: str | None,
+    together: bool,
+    as_of_text: str | None,
+    db_path: Path | None,
+    pattern_paths: tuple[Path, ...],
+) -> None:
+    """Analyse finished logs and record each as a run (a tar archive is one run of its members).
+    The same log recorded twice is one run; recording it again updates it (and its label)."""
+    if label is not None and not label.strip():
+        raise UsageError("--label is empty", hint="give a word such as hung, ready or oom")
+    packs = load_all_packs(pattern_paths)
+    as_of = parse_as_of(as_of_text)
+    groups = [list(logs)] if together else [[log] for log in logs]
+    # read every log before touching the store: a typo in the third path records nothing
+    stdin = sys.stdin.buffer if "-" in logs else None
+    analysed = [
+        analyze_run(open_sources(group, stdin=stdin), packs, as_of=as_of, post_mortem=True, label=label) for group in groups
+    ]
+    with RunStore.open(resolve_db(db_path), create=True) as store:
+        for result in analysed:
+            click.echo(record(store, result), err=True)
+
+
+@runs.command("list")
+@click.option("--format", "output_format", type=FORMATS, default="table", show_default=True, help="Output format.")
+@db_option
+def list_runs(output_format: str, db_path: Path | None) -> None:
+    """Every recorded run, oldest first."""
+    path = resolve_db(db_path)
+    if not path.exists():
+        _emit_empty(output_format, f"no runs recorded yet ({path})")
+        return
+    with RunStore.open(path, create=False) as store:
+        records = store.all()
+    if output_format == "json":
+        click.echo(json.dumps({"schema": RUNS_SCHEMA, "db": str(path), "runs": [run_json(r) for r in records]}, indent=2))
+        return
+    if not records:
+        _emit_empty(output_format, f"no runs recorded yet ({path})")
+        return
+    rows = [
+        [
+            r.id,
+            _when(r.recorded_at),
+            r.outcome,
+            r.fingerprint.describe(),
+            r.lines,
+            f"{r.stop.phase or '?'} @{r.stop.line}",
+            format_duration(r.ready_s) if r.ready_s is not None else "",
+            ", ".join(r.paths),
+        ]
+        for r in records
+    ]
+    headers = ["id", "recorded", "outcome", "setup", "lines", "stopped", "ready in", "log"]
+    click.echo(tabulate(rows, headers=headers, tablefmt="github" if output_format == "markdown" else "simple"))
+
+
+@runs.command("show")
+@click.argument("run_id", type=int)
+@click.option("--format", "output_format", type=FORMATS, default="table", show_default=True, help="Output format.")
+@db_option
+def show(run_id: int, output_format: str, db_path: Path | None) -> None:
+    """One run: its setup, outcome, where it stopped and how long each phase took."""
+    with RunStore.open(resolve_db(db_path), create=False) as store:
+        run = store.get(run_id)
+    if output_format == "json":
+        click.echo(json.dumps({"schema": RUNS_SCHEMA, **run_json(run)}, indent=2))
+        return
+    fingerprint = run.fingerprint
+    facts = [
+        ("run", run.id),
+        ("recorded", _when(run.recorded_at)),
+        ("outcome", run.outcome + (f" (verdict {run.verdict.value})" if run.label else "")),
+        ("setup", fingerprint.describe()),
+        *((name.replace("_", " "), value) for name, value in fingerprint.to_json().items() if value is not None),
+        ("lines", run.lines),
+        ("stopped", f"{run.stop.milestone} at line {run.stop.line}"),
+        ("last line", run.last_text[:160]),
+        ("ready in", format_duration(run.ready_s) if run.ready_s is not None else "-"),
+        ("log", ", ".join(run.paths)),
+        ("content hash", run.content_hash[:16]),
+    ]
+    tablefmt = "github" if output_format == "markdown" else "plain"
+    click.echo(tabulate(facts, tablefmt=tablefmt))
+    click.echo("")
+    rows = [
+        [p.phase.value, format_duration(p.start_s), format_duration(p.seconds), p.start_line, p.end_line, "yes" if p.ended else "no"]
+        for p in run.phases
+    ]
+    headers = ["phase", "began after", "took", "first line", "last line", "ended"]
+    click.echo(tabulate(rows, headers=headers, tablefmt="github" if output_format == "markdown" else "simple"))
+
+
+@runs.command("rm")
+@click.argument("run_ids", type=int, nargs=-1, required=True)
+@db_option
+def remove(run_ids: tuple[int, ...], db_path: Path | None) -> None:
+    """Forget recorded runs."""
+    with RunStore.open(resolve_db(db_path), create=False) as store:
+        for run_id in run_ids:
+            store.remove(run_id)
+            click.echo(f"removed run {run_id}", err=True)
+
+
+def run_json(run: RunRecord) -> dict[str, Any]:
+    return {
+        "id": run.id,
+        "recorded_at": _when(run.recorded_at),
+        "outcome": run.outcome,
+        "verdict": run.verdict.value,
+        "label": run.label,
+        "fingerprint": run.fingerprint.to_json(),
+        "lines": run.lines,
+        "stop_point": {"phase": run.stop.phase.value if run.stop.phase else None, "line": run.stop.line, "milestone": run.stop.milestone},
+        "last_text": run.last_text,
+        "ready_s": run.ready_s,
+        "started": run.started.isoformat(sep=" ") if run.started else None,
+        "paths": list(run.paths),
+        "content_hash": run.content_hash,
+        "phases": [
+            {
+                "phase": p.phase.value,
+                "start_s": p.start_s,
+                "seconds": p.seconds,
+                "start_line": p.start_line,
+                "end_line": p.end_line,
+                "ended": p.ended,
+            }
+            for p in run.phases
+        ],
+    }
+
+
+def _emit_empty(output_format: str, message: str) -> None:
+    if output_format == "json":
+        click.echo(json.dumps({"schema": RUNS_SCHEMA, "runs": []}, indent=2))
+    click.echo(message, err=True)
+
+
+def _when(moment: datetime | None) -> str:
+    return moment.isoformat(sep=" ", timespec="seconds") if moment else ""

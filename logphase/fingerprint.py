@@ -1,0 +1,361 @@
+"""The setup a log was started with (model, parallelism, speculative draft, GPUs, NCCL), read from its head."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, fields
+from typing import IO, Any
+
+from logphase.logs.reader import CHUNK_BYTES, LogSource, read_lines
+
+# The setup lines (server_args, vLLM's config) come within the first few dozen lines; 2000 leaves
+# room for warnings, NCCL_DEBUG chatter and a banner, and bounds the cost on huge logs.
+HEAD_LINES = 2000
+# Bytes of each source kept for the fingerprint while the analysis streams it: 2000 lines of
+# a chatty log, not more (server_args alone can be 8 KB).
+HEAD_BYTES = 1 << 20
+# Content identity of a log file instance: its first bytes carry the start time of the run (and
+# server_args alone is a few KB), so the same path with the same head is the same run, even when the
+# log grew since it was recorded. A shorter log is identified by its whole content.
+HEAD_HASH_BYTES = 2048
+
+# `server_args=ServerArgs(model_path='…', tp_size=8, …)` (SGLang ≤0.5.15) and
+# `server_args={'model_path': '…', 'tp_size': 8, …}` (≥0.5.19); sglang.md §2.1 #2.
+SGLANG_ARGS = re.compile(r"\bserver_args\s*=\s*(?:ServerArgs\(|\{)")
+# vLLM: `non-default args: {…}` (0.10+), `args: Namespace(…)` (≤0.7), and the engine's
+# `Initializing a V1 LLM engine (v0.10.2) with config: model='…', …` (nccl_torch_vllm.md §6.3).
+VLLM_ARGS = re.compile(r"\b(?:non-default args: \{|args: Namespace\(|Initializing an? (?:V1 )?LLM engine \(v[^)]*\) with config: )")
+VLLM_VERSION = re.compile(r"\b(?:vLLM API server version |vLLM server version |LLM engine \(v)(?P<version>\d+\.\d+[\w.+-]*)")
+NCCL_VERSION = re.compile(r"\b(?:NCCL version:? |using nccl==)(?P<version>\d+\.\d+\.\d+)")
+# `Config file not found at …/E=256,N=256,device_name=NVIDIA_H200,dtype=fp8_w8a8.json` (fused MoE
+# kernel configs of SGLang and vLLM name the GPU this way) and `nvidia-smi -L` lines.
+DEVICE_NAME = re.compile(r"\bdevice_name=(?P<name>[A-Za-z][\w-]*?)(?:,|\.json|\s|$)")
+SMI_GPU = re.compile(r"^GPU (?P<index>\d+): (?P<name>[^(]+?) \(UUID: GPU-")
+# key = value or 'key': value, in a repr of ServerArgs / a dict / a Namespace / vLLM's config.
+KEY_VALUE = re.compile(
+    r"""(?:^|[\s,({])'?(?P<key>[A-Za-z_][A-Za-z0-9_]*)'?\s*[=:]\s*"""
+    r"""(?P<value>'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"|[^,)}\s]+)"""
+)
+SPECULATIVE_CONFIG = re.compile(r"""'?speculative_config'?\s*[=:]\s*""")
+
+_MODEL_KEYS = ("model_path", "model")
+_TP_KEYS = ("tp_size", "tensor_parallel_size")
+_PP_KEYS = ("pp_size", "pipeline_parallel_size")
+_DP_KEYS = ("dp_size", "data_parallel_size")
+_EP_KEYS = ("ep_size", "expert_parallel_size")
+_SPEC_KEYS = ("speculative_algorithm",)
+_DRAFT_KEYS = ("speculative_draft_model_path", "speculative_model")
+
+
+@dataclass(frozen=True)
+class Fingerprint:
+    """What makes two runs comparable. Unknown facts are None; `key` says which facts must match."""
+
+    system: str | None = None
+    version: str | None = None
+    model_path: str | None = None
+    tp_size: int | None = None
+    pp_size: int | None = None
+    dp_size: int | None = None
+    ep_size: int | None = None
+    speculative_algorithm: str | None = None
+    draft_model_path: str | None = None
+    gpu_name: str | None = None
+    gpu_count: int | None = None
+    nccl_version: str | None = None
+
+    @property
+    def key(self) -> str:
+        """The setup, without software versions: an upgrade of SGLang or NCCL keeps its baselines
+        (the versions are recorded and shown next to the comparison)."""
+        parts = [
+            self.system,
+            self.model_path,
+            self.tp_size,
+            self.pp_size,
+            self.dp_size,
+            self.ep_size,
+            self.speculative_algorithm,
+            self.draft_model_path,
+            self.gpu_name,
+            self.gpu_count,
+        ]
+        return "|".join("" if part is None else str(part) for part in parts)
+
+    @property
+    def known(self) -> bool:
+        return self.model_path is not None
+
+    def to_json(self) -> dict[str, Any]:
+        return {field.name: getattr(self, field.name) for field in fields(self)}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Fingerprint:
+        names = {field.name for field in fields(cls)}
+        return cls(**{key: value for key, value in data.items() if key in names})
+
+    def describe(self) -> str:
+        """`Qwen3-235B TP8 EAGLE3 on 8× NVIDIA H200` — short, for tables and summaries."""
+        if not self.known:
+            return "unknown setup"
+        assert self.model_path is not None
+        parts = [self.model_path.rstrip("/").rsplit("/", 1)[-1]]
+        for name, size in (("TP", self.tp_size), ("PP", self.pp_size), ("DP", self.dp_size), ("EP", self.ep_size)):
+            if size is not None and (size > 1 or name == "TP"):
+                parts.append(f"{name}{size}")
+        if self.speculative_algorithm:
+            parts.append(self.speculative_algorithm)
+        if self.gpu_name:
+            parts.append(f"on {self.gpu_count}× {self.gpu_name}" if self.gpu_count else f"on {self.gpu_name}")
+        return " ".join(parts)
+
+
+@dataclass
+class FingerprintCollector:
+    """Feed a log's lines in order; `fingerprint()` at any time. Pure, incremental (watch feeds it
+    line by line), and done after HEAD_LINES lines."""
+
+    seen: int = 0
+    system: str | None = None
+    version: str | None = None
+    args: dict[str, str] | None = None
+    speculative: dict[str, str] | None = None
+    nccl_version: str | None = None
+    gpu_name: str | None = None
+    smi_gpus: dict[int, str] | None = None
+
+    @property
+    def done(self) -> bool:
+        return self.seen >= HEAD_LINES
+
+    def feed(self, text: str) -> None:
+        if self.done:
+            return
+        self.seen += 1
+        if self.args is None or self.system == "vllm":
+            self._setup_line(text)
+        if self.nccl_version is None and ("CCL" in text or "ccl" in text) and (found := NCCL_VERSION.search(text)):
+            self.nccl_version = found["version"]
+        if self.version is None and "LLM" in text and (found := VLLM_VERSION.search(text)):
+            self.version = found["version"]
+        if self.gpu_name is None and "device_name=" in text and (found := DEVICE_NAME.search(text)):
+            self.gpu_name = found["name"].replace("_", " ")
+        if text.startswith("GPU ") and (found := SMI_GPU.match(text)):
+            self.smi_gpus = {**(self.smi_gpus or {}), int(found["index"]): found["name"].strip()}
+
+    def feed_all(self, lines: Iterable[str]) -> FingerprintCollector:
+        for text in lines:
+            if self.done:
+                break
+            self.feed(text)
+        return self
+
+    def _setup_line(self, text: str) -> None:
+        if "server_args" in text and (found := SGLANG_ARGS.search(text)):
+            self.system = "sglang"
+            self.args, self.speculative = _parse_args(text[found.end() :])
+        elif "args" in text or "config" in text:
+            found = VLLM_ARGS.search(text)
+            if found is None:
+                return
+            args, speculative = _parse_args(text[found.end() :])
+            self.system = "vllm"
+            # vLLM prints both the CLI's non-default args and the engine config: merge, first wins
+            self.args = {**args, **(self.args or {})}
+            self.speculative = self.speculative or speculative
+
+    def fingerprint(self, system: str | None = None, version: str | None = None) -> Fingerprint:
+        """`system` and `version` from the timeline (the pattern packs know them better) win."""
+        args = self.args or {}
+        model = _first(args, _MODEL_KEYS)
+        spec = self.speculative or {}
+        algorithm = _first(args, _SPEC_KEYS) or spec.get("method")
+        draft = _first(args, _DRAFT_KEYS) or (spec.get("model") if spec else None)
+        sizes = [_int(_first(args, keys)) for keys in (_TP_KEYS, _PP_KEYS, _DP_KEYS, _EP_KEYS)]
+        if model is not None:
+            # a version that does not print a size runs without that kind of parallelism
+            sizes = [1 if size is None else size for size in sizes]
+            if args.get("enable_expert_parallel") == "True" and _first(args, _EP_KEYS) is None:
+                sizes[3] = (sizes[0] or 1) * (sizes[2] or 1)  # vLLM's EP spans TP × DP
+        gpus = self.smi_gpus or {}
+        gpu_name = self.gpu_name or (next(iter(gpus.values())) if gpus else None)
+        return Fingerprint(
+            system=system or self.system,
+            version=version or self.version,
+            model_path=model,
+            tp_size=sizes[0],
+            pp_size=sizes[1],
+            dp_size=sizes[2],
+            ep_size=sizes[3],
+            speculative_algorithm=algorithm.upper() if algorithm else None,
+            draft_model_path=draft,
+            gpu_name=gpu_name,
+            gpu_count=len(gpus) if gpus else None,
+            nccl_version=self.nccl_version,
+        )
+
+
+def fingerprint_of_lines(lines: Iterable[str], system: str | None = None, version: str | None = None) -> Fingerprint:
+    return FingerprintCollector().feed_all(lines).fingerprint(system, version)
+
+
+def _parse_args(text: str) -> tuple[dict[str, str], dict[str, str] | None]:
+    """Top-level key/values of a repr, with the speculative config (which has its own `model`)
+    taken out first so that it cannot be mistaken for the target model."""
+    speculative: dict[str, str] | None = None
+    found = SPECULATIVE_CONFIG.search(text)
+    if found is not None:
+        body, end = _balanced(text, found.end())
+        if body is not None:
+            speculative = _key_values(body)
+            text = text[: found.start()] + text[end:]
+    return _key_values(text), speculative
+
+
+def _balanced(text: str, start: int) -> tuple[str | None, int]:
+    """The bracketed value that starts at `start` (`{…}` or `Name(…)`), and where it ends."""
+    opening = start
+    while opening < len(text) and (text[opening].isalnum() or text[opening] == "_"):
+        opening += 1
+    if opening >= len(text) or text[opening] not in "({[":
+        return None, start
+    depth = 0
+    quote: str | None = None
+    for index in range(opening, len(text)):
+        char = text[index]
+        if quote:
+            if char == quote and text[index - 1] != "\\":
+                quote = None
+        elif char in "'\"":
+            quote = char
+        elif char in "({[":
+            depth += 1
+        elif char in ")}]":
+            depth -= 1
+            if depth == 0:
+                return text[opening + 1 : index], index + 1
+    return text[opening + 1 :], len(text)  # a line cut short: take what is there
+
+
+def _key_values(text: str) -> dict[str, str]:
+    values: dict[str, str] = {}
+    for found in KEY_VALUE.finditer(text):
+        key = found["key"]
+        if key in values:
+            continue
+        value = found["value"]
+        if value[:1] in "'\"" and value[-1:] == value[:1] and len(value) >= 2:
+            value = value[1:-1]
+        if value != "None":
+            values[key] = value
+    return values
+
+
+def _first(args: Mapping[str, str], keys: Sequence[str]) -> str | None:
+    for key in keys:
+        if key in args:
+            return args[key]
+    return None
+
+
+def _int(text: str | None) -> int | None:
+    return int(text) if text is not None and text.isdigit() else None
+
+
+# --- identity of a run's logs, collected while the analysis reads them -------------------------------
+
+
+@dataclass(frozen=True)
+class LogIdentity:
+    """What identifies the logs of one run: a hash of their content (the same log recorded twice is
+    one run), a hash of each one's head (a log that grew since), and the fingerprint."""
+
+    content_hash: str
+    head_hash: str
+    fingerprint: Fingerprint
+
+
+class SourceTap:
+    """Wraps sources so that the one pass of the analysis also hashes them and keeps their heads:
+    no second read, so stdin and archives work too."""
+
+    def __init__(self, sources: Sequence[LogSource]) -> None:
+        self.sources = list(sources)
+        self._digests: list[Any] = [hashlib.sha256() for _ in self.sources]
+        self._heads: list[bytearray] = [bytearray() for _ in self.sources]
+        for index, source in enumerate(self.sources):
+            source.open_stream = self._tapped(source.open_stream, index)
+
+    def _tapped(self, opener: Callable[[], IO[bytes]], index: int) -> Callable[[], IO[bytes]]:
+        def open_tapped() -> IO[bytes]:
+            # a source opened again (a second pass) starts its hash again
+            self._digests[index] = hashlib.sha256()
+            self._heads[index] = bytearray()
+            return _TeeStream(opener(), self._digests[index], self._heads[index])  # type: ignore[return-value]
+
+        return open_tapped
+
+    def identity(self, system: str | None = None, version: str | None = None) -> LogIdentity:
+        collector = FingerprintCollector()
+        for head in self._heads:
+            head_source = LogSource(name="<head>", open_stream=lambda head=head: io.BytesIO(bytes(head)))  # type: ignore[misc]
+            collector.seen = 0  # each source's head counts on its own
+            collector.feed_all(line.text for line in read_lines(head_source))
+        content = [digest.hexdigest() for digest in self._digests]
+        return LogIdentity(
+            content_hash=combine_digests(content),
+            head_hash=combine_digests(head_digest(bytes(h), whole) for h, whole in zip(self._heads, content, strict=True)),
+            fingerprint=collector.fingerprint(system, version),
+        )
+
+
+def head_digest(head: bytes, content_digest: str) -> str:
+    """The hash of a log's first HEAD_HASH_BYTES; a shorter log's is its content hash."""
+    if len(head) < HEAD_HASH_BYTES:
+        return content_digest
+    return hashlib.sha256(head[:HEAD_HASH_BYTES]).hexdigest()
+
+
+def combine_digests(digests: Iterable[str]) -> str:
+    """One hash for a run of several logs, whatever order they were given in."""
+    ordered = sorted(digests)
+    if len(ordered) == 1:
+        return ordered[0]
+    return hashlib.sha256("\n".join(ordered).encode()).hexdigest()
+
+
+class _TeeStream(io.RawIOBase):
+    def __init__(self, inner: IO[bytes], digest: Any, head: bytearray) -> None:
+        self._inner, self._digest, self._head = inner, digest, head
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int = -1) -> bytes:
+        data = self._inner.read(size if size is not None and size >= 0 else CHUNK_BYTES)
+        self._note(data)
+        return data
+
+    def readinto(self, buffer: Any) -> int:
+        data = self.read(len(buffer))
+        buffer[: len(data)] = data
+        return len(data)
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        return self._inner.seek(offset, whence)
+
+    def _note(self, data: bytes) -> None:
+        if not data:
+            return
+        self._digest.update(data)
+        room = HEAD_BYTES - len(self._head)
+        if room > 0:
+            self._head += data[:room]
+
+    def close(self) -> None:
+        self._inner.close()
+        super().close()
+

@@ -1,0 +1,318 @@
+"""The live watch without I/O: lines in as they arrive → timeline; observations → transitions, status, exit."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
+
+from logphase.baselines import PhaseStats, RunRecord, StopPoint, estimate_eta, stop_point
+from logphase.errors import ExitCode
+from logphase.fingerprint import FingerprintCollector
+from logphase.health import Health, Probe
+from logphase.logs.matcher import Event, SourceMatcher
+from logphase.logs.reader import Line
+from logphase.logs.timeline import Timeline, TimelineBuilder
+from logphase.packs import PackSet
+from logphase.phases import PROBLEM_VERDICTS, Phase, Verdict
+from logphase.verdict import FALLBACK_BUDGET_S, Judgement, format_duration, judge
+
+# lines/s is averaged over this many seconds: smooth enough to read, recent enough to mean "now".
+RATE_WINDOW_S = 5.0
+
+
+# --- incremental ingestion --------------------------------------------------------------------------
+
+
+@dataclass
+class Ingest:
+    """Keeps one SourceMatcher and one TimelineBuilder and feeds them each new line once: the
+    cost of a tick is the new lines, never the whole log.
+
+    Times are of two clocks: the log's own stamps, and `arrived` (seconds on the watcher's
+    monotonic clock when a batch came in). Silence is measured with differences within each
+    clock only, so a log written in another time zone, or by a host with a skewed clock, is
+    judged right; a live line is timed by its arrival, not by its whole-second stamp."""
+
+    packs: PackSet
+    reference: datetime  # dates year-less stamps (SourceMatcher)
+    matcher: SourceMatcher = field(init=False)
+    builder: TimelineBuilder = field(default_factory=TimelineBuilder)
+    fingerprint: FingerprintCollector = field(default_factory=FingerprintCollector)
+    lines: int = 0
+    last_line: Line | None = None
+    log_time: datetime | None = None  # the latest stamp seen in the log
+    log_time_arrived: float | None = None
+    progress: Event | None = None
+    progress_arrived: float | None = None
+    backlog: float = 0.0  # seconds of log time between the progress and the end of its batch
+    _timeline: Timeline | None = None
+    _judgement: Judgement | None = None
+    _stop: StopPoint | None = None
+
+    def __post_init__(self) -> None:
+        self.matcher = SourceMatcher(self.packs, self.reference)
+
+    def feed(self, lines: Sequence[Line], arrived: float) -> None:
+        matcher, builder, fingerprint = self.matcher, self.builder, self.fingerprint
+        added = False
+        for line in lines:
+            if not fingerprint.done:
+                fingerprint.feed(line.text)
+            event = matcher.match_line(line)
+            if event is not None:
+                builder.add(event)
+                added = True
+        if lines:
+            self.last_line = lines[-1]
+            self.lines = max(self.lines, lines[-1].number)
+        if matcher.last_time is not None and matcher.last_time != self.log_time:
+            self.log_time, self.log_time_arrived = matcher.last_time, arrived
+        if builder.last_progress is not self.progress:
+            self.progress, self.progress_arrived = builder.last_progress, arrived
+            # caught up in one batch (an existing file): the log itself says how long ago it was;
+            # stamps have whole seconds, so one second of difference is no evidence
+            stamped = self.progress.time if self.progress is not None else None
+            gap = (matcher.last_time - stamped).total_seconds() if matcher.last_time and stamped else 0.0
+            self.backlog = max(0.0, gap - 1.0)
+        if added:
+            self._timeline = self._judgement = self._stop = None
+
+    def timeline(self) -> Timeline:
+        if self._timeline is None:
+            self._timeline = self.builder.finish()
+        return self._timeline
+
+    def judgement(self, budgets: Mapping[Phase, float], now: float) -> Judgement:
+        """Failure, ready and phase come from the lines; stalled vs progressing is `observe`'s
+        (by arrival), so the judgement is only renewed when new events came in."""
+        if self._judgement is None:
+            log_now = self.log_now(now) or self.reference
+            self._judgement = judge(self.timeline(), as_of=log_now, post_mortem=False, budgets=budgets)
+        return self._judgement
+
+    def stop_point(self) -> StopPoint:
+        if self._stop is None:
+            self._stop = stop_point(self.timeline().spans, self.lines)
+        return self._stop
+
+    def log_now(self, now: float) -> datetime | None:
+        """The log's clock now: its latest stamp plus the time since that stamp arrived."""
+        if self.log_time is None or self.log_time_arrived is None:
+            return None
+        return self.log_time + timedelta(seconds=max(0.0, now - self.log_time_arrived))
+
+    def silence(self, now: float, since: float) -> float:
+        """Seconds without progress as of `now`: since the progress arrived, plus how far the log
+        had already gone past it when it arrived; `since` (the watch's start) when there was none."""
+        if self.progress is None or self.progress_arrived is None:
+            return now - since
+        return max(0.0, now - self.progress_arrived) + self.backlog
+
+    def in_phase(self, phase: Phase | None, now: float) -> float | None:
+        """How long the server has been in `phase`: from the phase's first stamp to the log's now."""
+        log_now = self.log_now(now)
+        if phase is None or log_now is None:
+            return None
+        starts = [s.start for s in self.timeline().spans if s.phase is phase and s.start is not None]
+        return max(0.0, (log_now - min(starts)).total_seconds()) if starts else None
+
+    def observe(
+        self,
+        now: float,
+        *,
+        since: float,
+        budgets: Mapping[Phase, float],
+        probe: Probe | None = None,
+        process_alive: bool | None = None,
+        input_ended: bool = False,
+    ) -> Observation:
+        judgement = self.judgement(budgets, now) if self.builder.events else None
+        stop = self.stop_point()
+        return Observation(
+            t=now,
+            lines=self.lines,
+            judgement=judgement,
+            stop=stop,
+            in_phase_s=self.in_phase(stop.phase, now),
+            silence_s=self.silence(now, since),
+            last_progress_line=self.progress.line if self.progress else None,
+            probe=probe,
+            process_alive=process_alive,
+            input_ended=input_ended,
+        )
+
+
+# --- the state machine (pure) ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What the watch was asked for, and what baselines know about this setup."""
+
+    stall_after_s: float | None = None
+    timeout_s: float | None = None
+    budgets: Mapping[Phase, float] = field(default_factory=dict)  # the packs' defaults
+    learned: Mapping[Phase, float] = field(default_factory=dict)  # from successful runs of this setup
+    stats: Mapping[Phase, PhaseStats] = field(default_factory=dict)
+    pool: Sequence[RunRecord] = ()
+    pid: int | None = None
+
+    def budget(self, phase: Phase | None) -> tuple[float, str]:
+        if self.stall_after_s is not None:
+            return self.stall_after_s, "--stall-after"
+        if phase is not None and phase in self.learned:
+            runs = self.stats[phase].runs if phase in self.stats else 0
+            return self.learned[phase], f"learned from {runs} successful runs"
+        if phase is not None and phase in self.budgets:
+            return self.budgets[phase], "pack default"
+        return FALLBACK_BUDGET_S, "default"
+
+
+@dataclass(frozen=True)
+class Observation:
+    """One tick: what the log says as of `t` (seconds since the watch began), and the probes."""
+
+    t: float
+    lines: int
+    judgement: Judgement | None
+    stop: StopPoint
+    in_phase_s: float | None
+    silence_s: float
+    last_progress_line: int | None = None
+    probe: Probe | None = None
+    process_alive: bool | None = None
+    input_ended: bool = False
+
+    @property
+    def phase(self) -> Phase | None:
+        return self.judgement.phase if self.judgement is not None else None
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """How the watch ends: the exit code (DESIGN.md §6) and the verdict it stands for."""
+
+    exit_code: ExitCode
+    verdict: Verdict
+    message: str
+
+    @property
+    def stalled(self) -> bool:
+        return self.verdict is Verdict.STALLED
+
+
+@dataclass(frozen=True)
+class WatchState:
+    phase: Phase | None = None
+    phase_since: float = 0.0
+    health: Health | None = None
+    health_changed: float | None = None
+    health_text: str | None = None
+    overdue: bool = False
+    samples: tuple[tuple[float, int], ...] = ()
+    outcome: Outcome | None = None
+
+
+@dataclass(frozen=True)
+class Transition:
+    t: float
+    text: str
+
+    def __str__(self) -> str:
+        return f"[{format_clock(self.t)}] {self.text}"
+
+
+def step(state: WatchState, obs: Observation, settings: Settings) -> tuple[WatchState, tuple[Transition, ...]]:
+    """One tick of the watch. Health changes count as progress (refused → 503 → 200 is the server
+    moving on even when its log is quiet)."""
+    said: list[Transition] = []
+    samples = tuple(s for s in (*state.samples, (obs.t, obs.lines)) if s[0] >= obs.t - RATE_WINDOW_S)
+    state = replace(state, samples=samples)
+    probe = obs.probe
+    if probe is not None and probe.health is not state.health:
+        changed = state.health is not None
+        state = replace(state, health=probe.health, health_text=probe.text, health_changed=obs.t if changed else state.health_changed)
+        said.append(Transition(obs.t, f"health: {probe.text}"))
+    judgement = obs.judgement
+    phase = obs.phase
+    if phase is not state.phase and phase is not None:
+        where = f" (line {obs.last_progress_line})" if obs.last_progress_line else ""
+        said.append(Transition(obs.t, f"phase: {phase}{where}"))
+        state = replace(state, phase=phase, phase_since=obs.t, overdue=False)
+
+    def finish(code: ExitCode, verdict: Verdict, message: str) -> tuple[WatchState, tuple[Transition, ...]]:
+        said.append(Transition(obs.t, message))
+        return replace(state, outcome=Outcome(code, verdict, message)), tuple(said)
+
+    if judgement is not None and judgement.verdict in PROBLEM_VERDICTS and judgement.verdict is not Verdict.STALLED:
+        return finish(ExitCode.PROBLEM, judgement.verdict, f"{judgement.verdict}: {judgement.reason}")
+    if probe is not None and probe.health is Health.READY:
+        return finish(ExitCode.OK, Verdict.READY, f"ready: health {probe.text} after {format_duration(obs.t)}")
+    if judgement is not None and judgement.verdict is Verdict.READY:
+        return finish(ExitCode.OK, Verdict.READY, f"ready: {judgement.reason}")
+    if obs.process_alive is False:
+        where = f" during {phase}" if phase else ""
+        return finish(ExitCode.PROBLEM, Verdict.CRASHED, f"crashed: process {settings.pid} exited{where} without a ready line")
+    silence = obs.silence_s
+    if state.health_changed is not None:
+        silence = min(silence, obs.t - state.health_changed)
+    budget, source = settings.budget(phase)
+    if silence > budget:
+        where = f" in {phase}" if phase else ""
+        last = f"; last progress at line {obs.last_progress_line}" if obs.last_progress_line else ""
+        message = f"stalled: no progress for {format_duration(silence)}{where} (budget {format_duration(budget)}, {source}){last}"
+        return finish(ExitCode.PROBLEM, Verdict.STALLED, message)
+    if obs.input_ended:
+        where = f" during {phase}" if phase else ""
+        return finish(ExitCode.PROBLEM, Verdict.STALLED, f"stalled: the log ended{where} without a ready line")
+    stats = settings.stats.get(obs.stop.phase) if obs.stop.phase else None
+    if not state.overdue and stats is not None and obs.in_phase_s is not None:
+        if obs.in_phase_s > 2.0 * stats.p90 and silence > stats.p90:
+            said.append(
+                Transition(
+                    obs.t,
+                    f"overdue: {format_duration(obs.in_phase_s)} in {obs.stop.phase}, successful runs take "
+                    f"{format_duration(stats.median)} (p90 {format_duration(stats.p90)})",
+                )
+            )
+            state = replace(state, overdue=True)
+    if settings.timeout_s is not None and obs.t >= settings.timeout_s:
+        where = f" (in {phase})" if phase else ""
+        return finish(ExitCode.STARTING, Verdict.PROGRESSING, f"still starting after {format_duration(obs.t)}{where}: --timeout")
+    return state, tuple(said)
+
+
+def status_line(state: WatchState, obs: Observation, settings: Settings) -> str:
+    """The one live line on a TTY: phase, time in it (and the usual), lines/s, time since the last
+    progress, ETA, health."""
+    parts = []
+    phase = obs.phase
+    if phase is None:
+        parts.append(f"waiting for a recognisable line ({obs.lines} lines)")
+    else:
+        in_phase = obs.in_phase_s if obs.in_phase_s is not None else obs.t - state.phase_since
+        stats = settings.stats.get(obs.stop.phase) if obs.stop.phase else None
+        usual = f" (usually {format_duration(stats.median)})" if stats else ""
+        parts.append(f"{phase} {format_duration(in_phase)}{usual}")
+    parts.append(f"{rate(state.samples):.0f} lines/s")
+    parts.append(f"progress {format_duration(obs.silence_s)} ago")
+    eta = estimate_eta(settings.pool, obs.stop.phase, obs.in_phase_s) if settings.pool else None
+    if eta is not None:
+        spread = f" ({format_duration(eta.low)}–{format_duration(eta.high)})" if eta.high - eta.low >= 1 else ""
+        parts.append(f"ETA {format_duration(eta.seconds)}{spread}")
+    if state.overdue:
+        parts.append("OVERDUE")
+    if state.health is not None:
+        parts.append(f"health {state.health_text}")
+    return " · ".join(parts)
+
+
+def rate(samples: Sequence[tuple[float, int]]) -> float:
+    if len(samples) < 2 or samples[-1][0] <= samples[0][0]:
+        return 0.0
+    return max(0.0, (samples[-1][1] - samples[0][1]) / (samples[-1][0] - samples[0][0]))
+
+
+def format_clock(seconds: float) -> str:
+    return f"+{seconds:6.1f}s"

@@ -1,0 +1,137 @@
+"""The watch state machine: transitions, when it ends and with which exit code, the status line."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import datetime
+
+from logphase.baselines import PhaseStats, StopPoint
+from logphase.errors import ExitCode
+from logphase.health import Health, Probe
+from logphase.logs.reader import Line
+from logphase.packs import load_packs
+from logphase.phases import Phase, Verdict
+from logphase.verdict import Judgement
+from logphase.watching import Ingest, Observation, Settings, WatchState, status_line, step
+
+
+def _judged(verdict: Verdict, phase: Phase | None, reason: str = "") -> Judgement:
+    return Judgement(verdict, reason, phase, phase, (), None, None, None)
+
+
+def _obs(t: float, *, phase: Phase | None = Phase.CUDA_GRAPH, silence: float = 0.0, **changes: object) -> Observation:
+    observation = Observation(
+        t=t,
+        lines=int(t * 100),
+        judgement=_judged(Verdict.PROGRESSING, phase) if phase else None,
+        stop=StopPoint(phase, False, int(t * 100)),
+        in_phase_s=t,
+        silence_s=silence,
+        last_progress_line=12,
+    )
+    return replace(observation, **changes)  # type: ignore[arg-type]
+
+
+def _texts(transitions: tuple[object, ...]) -> list[str]:
+    return [str(t) for t in transitions]
+
+
+def test_health_changes_and_phase_changes_are_transitions_and_200_ends_it_ready() -> None:
+    settings = Settings(stall_after_s=5)
+    state, said = step(WatchState(), _obs(0.0, probe=Probe(Health.REFUSED, None, "connection refused", 0.0)), settings)
+    assert _texts(said) == ["[+   0.0s] health: connection refused (not listening yet)", "[+   0.0s] phase: cuda_graph (line 12)"]
+    state, said = step(state, _obs(1.0), settings)
+    assert (said, state.outcome) == ((), None)  # nothing changed: nothing said
+    state, said = step(state, _obs(2.0, probe=Probe(Health.STARTING, 503, "service unavailable", 0.0)), settings)
+    assert _texts(said) == ["[+   2.0s] health: 503 starting or warming up"]
+    state, said = step(state, _obs(3.5, probe=Probe(Health.READY, 200, "ok", 0.0)), settings)
+    assert _texts(said) == ["[+   3.5s] health: 200 ready", "[+   3.5s] ready: health 200 ready after 4s"]
+    assert state.outcome is not None and (state.outcome.exit_code, state.outcome.verdict) == (ExitCode.OK, Verdict.READY)
+
+
+def test_silence_past_stall_after_ends_it_stalled_exit_4() -> None:
+    settings = Settings(stall_after_s=5)
+    state, _ = step(WatchState(), _obs(0.0), settings)
+    state, said = step(state, _obs(5.0, silence=5.0), settings)
+    assert state.outcome is None  # at the budget: not yet
+    state, said = step(state, _obs(5.5, silence=5.5), settings)
+    assert _texts(said) == ["[+   5.5s] stalled: no progress for 6s in cuda_graph (budget 5s, --stall-after); last progress at line 12"]
+    assert state.outcome is not None and state.outcome.exit_code is ExitCode.PROBLEM and state.outcome.stalled
+
+
+def test_a_health_change_is_progress_while_the_log_is_quiet() -> None:
+    settings = Settings(stall_after_s=5)
+    state, _ = step(WatchState(), _obs(0.0, probe=Probe(Health.REFUSED, None, "", 0.0)), settings)
+    state, _ = step(state, _obs(4.0, silence=4.0, probe=Probe(Health.STARTING, 503, "", 0.0)), settings)
+    state, _ = step(state, _obs(8.0, silence=8.0), settings)
+    assert state.outcome is None  # the 503 at 4 s was progress: 4 s of silence, not 8
+    state, _ = step(state, _obs(9.5, silence=9.5), settings)
+    assert state.outcome is not None and state.outcome.verdict is Verdict.STALLED
+
+
+def test_learned_budgets_win_over_pack_defaults_and_say_where_they_come_from() -> None:
+    stats = {Phase.CUDA_GRAPH: PhaseStats(Phase.CUDA_GRAPH, 3, 110.0, 118.0, 119.0)}
+    settings = Settings(budgets={Phase.CUDA_GRAPH: 1800.0}, learned={Phase.CUDA_GRAPH: 357.0}, stats=stats)
+    state, _ = step(WatchState(), _obs(0.0), settings)
+    state, said = step(state, _obs(400.0, silence=358.0), settings)
+    assert _texts(said)[-1] == (
+        "[+ 400.0s] stalled: no progress for 5m58s in cuda_graph (budget 5m57s, learned from 3 successful runs); last progress at line 12"
+    )
+
+
+def test_overdue_is_said_once_before_the_stall() -> None:
+    stats = {Phase.CUDA_GRAPH: PhaseStats(Phase.CUDA_GRAPH, 3, 110.0, 118.0, 119.0)}
+    settings = Settings(learned={Phase.CUDA_GRAPH: 357.0}, stats=stats)
+    state, _ = step(WatchState(), _obs(0.0), settings)
+    state, said = step(state, _obs(240.0, silence=120.0), settings)
+    assert _texts(said) == ["[+ 240.0s] overdue: 4m00s in cuda_graph, successful runs take 1m50s (p90 1m58s)"]
+    state, said = step(state, _obs(241.0, silence=121.0), settings)
+    assert (said, state.overdue, state.outcome) == ((), True, None)
+
+
+def test_crash_in_the_log_and_a_vanished_process_end_it_with_exit_4() -> None:
+    crashed = _judged(Verdict.CRASHED, Phase.CUDA_GRAPH, "TP1 crashed during cuda_graph: RuntimeError: CUDA error: out of memory (line 25)")
+    state, said = step(WatchState(), _obs(1.0, judgement=crashed), Settings())
+    assert _texts(said)[-1] == "[+   1.0s] crashed: TP1 crashed during cuda_graph: RuntimeError: CUDA error: out of memory (line 25)"
+    assert state.outcome is not None and state.outcome.exit_code is ExitCode.PROBLEM
+    state, said = step(WatchState(), _obs(2.0, process_alive=False), Settings(pid=4242))
+    assert _texts(said)[-1] == "[+   2.0s] crashed: process 4242 exited during cuda_graph without a ready line"
+
+
+def test_timeout_ends_it_still_starting_exit_5_and_stdin_ending_is_a_stall() -> None:
+    state, said = step(WatchState(), _obs(3.0), Settings(timeout_s=3.0))
+    assert state.outcome is not None and (state.outcome.exit_code, _texts(said)[-1]) == (
+        ExitCode.STARTING,
+        "[+   3.0s] still starting after 3s (in cuda_graph): --timeout",
+    )
+    state, said = step(WatchState(), _obs(3.0, input_ended=True), Settings())
+    assert state.outcome is not None and (state.outcome.exit_code, _texts(said)[-1]) == (
+        ExitCode.PROBLEM,
+        "[+   3.0s] stalled: the log ended during cuda_graph without a ready line",
+    )
+
+
+def test_status_line_shows_phase_usual_time_rate_progress_and_health() -> None:
+    stats = {Phase.CUDA_GRAPH: PhaseStats(Phase.CUDA_GRAPH, 3, 110.0, 118.0, 119.0)}
+    settings = Settings(stats=stats)
+    state, _ = step(WatchState(), _obs(62.0, probe=Probe(Health.STARTING, 503, "", 0.0)), settings)
+    state, _ = step(state, _obs(66.0, silence=6.0), settings)  # 400 lines in the last 4 s
+    line = status_line(state, _obs(66.0, silence=6.0), settings)
+    assert line == "cuda_graph 1m06s (usually 1m50s) · 100 lines/s · progress 6s ago · health 503 starting or warming up"
+
+
+def test_ingest_measures_silence_by_the_log_clock_and_arrival_not_the_wall_clock() -> None:
+    # GIVEN a log stamped in another time zone (hours off the watcher's clock)
+    packs = load_packs(builtin=True)
+    ingest = Ingest(packs, reference=datetime(2026, 1, 1, 23, 0, 0))
+    ingest.feed(
+        [
+            Line(1, "[2026-01-01 10:00:00 TP0] Load weight begin. avail mem=70.00 GB", 0),
+            Line(2, "[2026-01-01 10:00:30 TP0] Load weight end. type=X, avail mem=50.00 GB", 0),
+            Line(3, "[2026-01-01 10:00:40 TP0] an unrecognised line", 0),
+        ],
+        arrived=100.0,
+    )
+    # THEN 10 s of log time after the progress (less a second of stamp resolution) plus 5 s since arrival
+    assert ingest.silence(105.0, since=0.0) == 14.0
+    assert (ingest.stop_point().phase, ingest.lines) == (Phase.WEIGHT_LOAD, 3)
