@@ -67,9 +67,10 @@ def scan(sources: list[LogSource], packs: PackSet, as_of: datetime) -> ScanResul
                 if pending.lines[-1].line != line.number:  # one context line per physical line
                     pending.lines.append(here)
                     pending.wanted_after -= 1
-            event = matcher.match_line(line)
-            if event is not None:
+            for event in matcher.match_line(line):
                 builder.add(event)
+                if event.line != line.number:
+                    continue  # a frame group's event, held back until its group ended
                 if event.kind in FAILURE_KINDS and failures_kept < MAX_CONTEXTS:
                     failures_kept += 1
                     waiting.append(_Context((index, line.number), [*before, here]))
@@ -89,6 +90,9 @@ def scan(sources: list[LogSource], packs: PackSet, as_of: datetime) -> ScanResul
                     if pending.wanted_after <= 0:
                         result.contexts[pending.event_key] = tuple(pending.lines)
                 waiting = [pending for pending in waiting if pending.wanted_after > 0]
+        for event in matcher.finish():
+            builder.add(event)
+        builder.see_ranks(matcher.ranks_seen)
         for pending in waiting:
             result.contexts[pending.event_key] = tuple(pending.lines)
         if last is not None:

@@ -35,7 +35,9 @@ MIN_RUNS_FOR_BUDGET = 3
 # Phases that take a second (kv_cache) would get a budget of seconds: a GC pause is not a hang.
 MIN_LEARNED_BUDGET_S = 60.0
 # A ready run whose user label says otherwise is not a successful run.
-PROBLEM_LABELS = frozenset({"hung", "stalled", "stuck", "crashed", "aborted", "timeout", "failed", "bad", "oom", "killed"})
+PROBLEM_LABELS = frozenset(
+    {"hung", "stalled", "stuck", "crashed", "aborted", "timeout", "failed", "bad", "oom", "killed"}
+)
 
 SCHEMA_VERSION = 1
 APPLICATION_ID = 0x6C706873  # "lphs": marks a SQLite file as a logphase run store
@@ -276,7 +278,9 @@ def phase_stats(pool: Sequence[RunRecord]) -> dict[Phase, PhaseStats]:
             if record.seconds is not None and record.phase not in _PHASES_WITHOUT_DURATION:
                 durations.setdefault(record.phase, []).append(record.seconds)
     return {
-        phase: PhaseStats(phase, len(values), percentile(values, 0.5), percentile(values, 0.9), percentile(values, 0.95))
+        phase: PhaseStats(
+            phase, len(values), percentile(values, 0.5), percentile(values, 0.9), percentile(values, 0.95)
+        )
         for phase, values in sorted(durations.items(), key=lambda item: item[0].order)
     }
 
@@ -365,7 +369,11 @@ class Comparison:
                 "line": reference.stop.line,
                 "milestone": reference.stop.milestone,
             },
-            "this_point": {"phase": _value(self.this.stop.phase), "line": self.this.stop.line, "milestone": self.this.stop.milestone},
+            "this_point": {
+                "phase": _value(self.this.stop.phase),
+                "line": self.this.stop.line,
+                "milestone": self.this.stop.milestone,
+            },
             "passed_stop_point": self.passed_stop_point,
             "phases": self._phase_rows(),
             "runs": self.pool_size,
@@ -453,7 +461,8 @@ class Comparison:
             words.append(f"successful runs of this setup never spent time in {phase}")
         if self.overdue and stats is not None:
             words.append(
-                f"overdue: {_short(self.in_phase_s)} in {phase}, where successful runs take at most {_short(stats.p90)} (p90)"
+                f"overdue: {_short(self.in_phase_s)} in {phase}, "
+                f"where successful runs take at most {_short(stats.p90)} (p90)"
             )
         return words
 
@@ -471,7 +480,9 @@ def compare(
 ) -> Comparison:
     stats = phase_stats(pool)
     phase = this.stop.phase
-    finished = this.verdict is Verdict.READY or (this.verdict in PROBLEM_VERDICTS and this.verdict is not Verdict.STALLED)
+    finished = this.verdict is Verdict.READY or (
+        this.verdict in PROBLEM_VERDICTS and this.verdict is not Verdict.STALLED
+    )
     eta = None if finished else estimate_eta(pool, phase, in_phase_s)
     phase_stat = stats.get(phase) if phase else None
     overdue = bool(
@@ -523,7 +534,7 @@ def _short(seconds: float | None) -> str:
     """6m, 2m30s, 45s, 1h05m: how people say durations."""
     if seconds is None:
         return "?"
-    whole = int(round(seconds))
+    whole = round(seconds)
     if whole < 60:
         return f"{whole}s"
     minutes, rest = divmod(whole, 60)
@@ -640,6 +651,12 @@ def load_reference(path: str, packs: PackSet, as_of: datetime) -> RunRecord:
 # --- the run store (SQLite) ------------------------------------------------------------------------------
 
 _FINGERPRINT_COLUMNS = tuple(field.name for field in fields(Fingerprint))
+
+
+def _column_type(name: str) -> str:
+    return "INTEGER" if name.endswith(("_size", "_count")) else "TEXT"
+
+
 _MIGRATIONS: tuple[tuple[str, ...], ...] = (
     # 0 → 1
     (
@@ -650,7 +667,7 @@ _MIGRATIONS: tuple[tuple[str, ...], ...] = (
             paths TEXT NOT NULL,
             recorded_at TEXT NOT NULL,
             fingerprint_key TEXT NOT NULL,
-            {", ".join(f"{name} {'INTEGER' if name.endswith(('_size', '_count')) else 'TEXT'}" for name in _FINGERPRINT_COLUMNS)},
+            {", ".join(f"{name} {_column_type(name)}" for name in _FINGERPRINT_COLUMNS)},
             verdict TEXT NOT NULL,
             label TEXT,
             lines INTEGER NOT NULL,
@@ -691,21 +708,28 @@ class RunStore:
     @classmethod
     def open(cls, path: Path, *, create: bool) -> RunStore:
         if path.is_dir():
-            raise StoreError(f"{path}: is a directory, not a run store", hint="point --db or LOGPHASE_DB at a file, e.g. runs.db")
+            raise StoreError(
+                f"{path}: is a directory, not a run store", hint="point --db or LOGPHASE_DB at a file, e.g. runs.db"
+            )
         if not path.exists():
             if not create:
                 raise StoreError(
                     f"no run store at {path}",
-                    hint="record runs first (logphase runs add LOG, or analyze/watch --record), or point --db / LOGPHASE_DB at the store",
+                    hint="record runs first (logphase runs add LOG, or analyze/watch --record), "
+                    "or point --db / LOGPHASE_DB at the store",
                 )
             try:
                 path.parent.mkdir(parents=True, exist_ok=True)
             except OSError as exc:
-                raise StoreError(f"cannot create {path.parent}: {exc.strerror}", hint="use --db to put the store somewhere writable") from None
+                raise StoreError(
+                    f"cannot create {path.parent}: {exc.strerror}", hint="use --db to put the store somewhere writable"
+                ) from None
         try:
             connection = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_S, isolation_level=None)
         except sqlite3.Error as exc:
-            raise StoreError(f"{path}: cannot open the run store: {exc}", hint="check the path and its permissions, or use --db") from None
+            raise StoreError(
+                f"{path}: cannot open the run store: {exc}", hint="check the path and its permissions, or use --db"
+            ) from None
         store = cls(path, connection)
         try:
             store._retry(store._prepare)
@@ -742,7 +766,9 @@ class RunStore:
             try:
                 application_id, version, objects = self._header()  # another process may have migrated meanwhile
                 if application_id != APPLICATION_ID and (application_id != 0 or objects):
-                    raise StoreError(f"{self.path}: not a logphase run store", hint="it was left untouched: use another --db")
+                    raise StoreError(
+                        f"{self.path}: not a logphase run store", hint="it was left untouched: use another --db"
+                    )
                 for step in range(version, SCHEMA_VERSION):
                     for statement in _MIGRATIONS[step]:
                         db.execute(statement)
@@ -784,7 +810,9 @@ class RunStore:
     def _store_error(self, exc: sqlite3.Error) -> StoreError:
         text = str(exc)
         if "locked" in text or "busy" in text:
-            return StoreError(f"{self.path}: the run store stayed locked: {text}", hint="another logphase holds it; try again")
+            return StoreError(
+                f"{self.path}: the run store stayed locked: {text}", hint="another logphase holds it; try again"
+            )
         if "readonly" in text.replace(" ", "") or "read-only" in text:
             return StoreError(f"{self.path}: the run store is read-only", hint="use --db to point at a writable file")
         return StoreError(
@@ -813,7 +841,9 @@ class RunStore:
             if row is None:
                 columns = ", ".join(values)
                 marks = ", ".join("?" for _ in values)
-                run_id = int(db.execute(f"INSERT INTO runs ({columns}) VALUES ({marks})", tuple(values.values())).lastrowid or 0)
+                run_id = int(
+                    db.execute(f"INSERT INTO runs ({columns}) VALUES ({marks})", tuple(values.values())).lastrowid or 0
+                )
                 created = True
             else:
                 run_id = int(row[0])
@@ -822,8 +852,12 @@ class RunStore:
                 db.execute("DELETE FROM phases WHERE run_id = ?", (run_id,))
                 created = False
             db.executemany(
-                "INSERT INTO phases (run_id, phase, start_s, seconds, start_line, end_line, ended) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                [(run_id, p.phase.value, p.start_s, p.seconds, p.start_line, p.end_line, int(p.ended)) for p in run.phases],
+                "INSERT INTO phases (run_id, phase, start_s, seconds, start_line, end_line, ended) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                [
+                    (run_id, p.phase.value, p.start_s, p.seconds, p.start_line, p.end_line, int(p.ended))
+                    for p in run.phases
+                ],
             )
             db.execute("COMMIT")
         except BaseException:
@@ -866,10 +900,13 @@ class RunStore:
                 chunk = ids[chunk_start : chunk_start + 500]
                 marks = ", ".join("?" for _ in chunk)
                 for run_id, phase, start_s, seconds, start_line, end_line, ended in db.execute(
-                    f"SELECT run_id, phase, start_s, seconds, start_line, end_line, ended FROM phases WHERE run_id IN ({marks})",
+                    "SELECT run_id, phase, start_s, seconds, start_line, end_line, ended FROM phases "
+                    f"WHERE run_id IN ({marks})",
                     chunk,
                 ):
-                    phases.setdefault(run_id, []).append(PhaseRecord(Phase(phase), start_s, seconds, start_line, end_line, bool(ended)))
+                    phases.setdefault(run_id, []).append(
+                        PhaseRecord(Phase(phase), start_s, seconds, start_line, end_line, bool(ended))
+                    )
         finally:
             if db.in_transaction:
                 db.execute("COMMIT")

@@ -27,8 +27,12 @@ HEAD_HASH_BYTES = 2048
 SGLANG_ARGS = re.compile(r"\bserver_args\s*=\s*(?:ServerArgs\(|\{)")
 # vLLM: `non-default args: {…}` (0.10+), `args: Namespace(…)` (≤0.7), and the engine's
 # `Initializing a V1 LLM engine (v0.10.2) with config: model='…', …` (nccl_torch_vllm.md §6.3).
-VLLM_ARGS = re.compile(r"\b(?:non-default args: \{|args: Namespace\(|Initializing an? (?:V1 )?LLM engine \(v[^)]*\) with config: )")
-VLLM_VERSION = re.compile(r"\b(?:vLLM API server version |vLLM server version |LLM engine \(v)(?P<version>\d+\.\d+[\w.+-]*)")
+VLLM_ARGS = re.compile(
+    r"\b(?:non-default args: \{|args: Namespace\(|Initializing an? (?:V1 )?LLM engine \(v[^)]*\) with config: )"
+)
+VLLM_VERSION = re.compile(
+    r"\b(?:vLLM API server version |vLLM server version |LLM engine \(v)(?P<version>\d+\.\d+[\w.+-]*)"
+)
 NCCL_VERSION = re.compile(r"\b(?:NCCL version:? |using nccl==)(?P<version>\d+\.\d+\.\d+)")
 # `Config file not found at …/E=256,N=256,device_name=NVIDIA_H200,dtype=fp8_w8a8.json` (fused MoE
 # kernel configs of SGLang and vLLM name the GPU this way) and `nvidia-smi -L` lines.
@@ -307,7 +311,9 @@ class SourceTap:
         content = [digest.hexdigest() for digest in self._digests]
         return LogIdentity(
             content_hash=combine_digests(content),
-            head_hash=combine_digests(head_digest(bytes(h), whole) for h, whole in zip(self._heads, content, strict=True)),
+            head_hash=combine_digests(
+                head_digest(bytes(h), whole) for h, whole in zip(self._heads, content, strict=True)
+            ),
             fingerprint=collector.fingerprint(system, version),
         )
 
@@ -358,4 +364,3 @@ class _TeeStream(io.RawIOBase):
     def close(self) -> None:
         self._inner.close()
         super().close()
-

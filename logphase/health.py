@@ -26,7 +26,6 @@ class Health(StrEnum):
     OTHER = "other"
 
 
-
 @dataclass(frozen=True)
 class HealthURL:
     scheme: str
@@ -63,7 +62,9 @@ def parse_url(text: str) -> HealthURL:
     candidate = text if "://" in text else f"http://{text}"
     parts = urlsplit(candidate)
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise UsageError(f"--url {text!r} is not an http(s) URL", hint="write it as http://HOST:PORT or http://HOST:PORT/health")
+        raise UsageError(
+            f"--url {text!r} is not an http(s) URL", hint="write it as http://HOST:PORT or http://HOST:PORT/health"
+        )
     try:
         port = parts.port or (443 if parts.scheme == "https" else 80)
     except ValueError:
@@ -90,7 +91,9 @@ def probe(url: HealthURL, timeout_s: float) -> Probe:
         return Probe(Health.NO_ANSWER, None, "timed out", time.monotonic() - started)
     except (ConnectionResetError, http.client.RemoteDisconnected, BrokenPipeError) as exc:
         # a listener that drops the connection before answering is not up yet
-        return Probe(Health.NO_ANSWER, None, f"connection dropped: {exc.__class__.__name__}", time.monotonic() - started)
+        return Probe(
+            Health.NO_ANSWER, None, f"connection dropped: {exc.__class__.__name__}", time.monotonic() - started
+        )
     except (OSError, http.client.HTTPException) as exc:
         return Probe(Health.OTHER, None, f"{exc.__class__.__name__}: {exc}", time.monotonic() - started)
     finally:

@@ -274,8 +274,9 @@ def load_packs(extra: Iterable[Path] = (), *, builtin: bool = True, check_exampl
     packs = [load_pack(path) for path in paths]
     seen: dict[str, str] = {}
     for pack in packs:
-        items = (*pack.prefixes, *pack.rules, *pack.signatures, *pack.anchors)
-        for item_id in (item.id for item in items):
+        ids = [p.id for p in pack.prefixes] + [r.id for r in pack.rules]
+        ids += [s.id for s in pack.signatures] + [a.id for a in pack.anchors]
+        for item_id in ids:
             if item_id in seen:
                 raise PackError(
                     f"{pack.path}: id {item_id!r} is defined twice (also in {seen[item_id]})",
@@ -472,7 +473,8 @@ def check_pack_examples(pack_set: PackSet) -> list[str]:
                 fields, message = pack_set.split_prefix(counter)
                 if rule.match(message, fields.prefixes) is not None:
                     failures.append(f"{pack.path}: rule {rule.id}: counter-example matches: {counter!r}")
-        for checked in (*pack.signatures, *pack.anchors):
+        frame_patterns: list[StallSignature | FrameAnchor] = [*pack.signatures, *pack.anchors]
+        for checked in frame_patterns:
             failures += [
                 f"{pack.path}: {checked.id}: example does not match: {e!r}"
                 for e in checked.examples

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 from logphase.logs.matcher import Event
-from logphase.logs.timeline import Timeline, is_tagged, rank_number, rank_sort_key
+from logphase.logs.timeline import RankState, Timeline, is_tagged, rank_number, rank_sort_key
 from logphase.phases import MAIN_PROCESS_PHASES, EventKind, Phase, Role, Verdict
 
 # Without baselines or a pack budget, this much silence in a phase makes a live run `stalled`.
@@ -53,6 +53,7 @@ def judge(
         ):
             verdict = Verdict.ABORTED  # the exception ended in a fatal signal (c10 abort, segfault)
         culprits = _failure_culprits(timeline, root, failure)
+        root = replace(root, rank=_canonical(timeline, root.rank))
         where = f" during {phase}" if phase else ""
         who = f"{root.rank} " if root.rank else ""
         reason = f"{who}{_VERB[verdict]}{where}: {_message(root)} (line {root.line})"
@@ -67,6 +68,8 @@ def judge(
         return Judgement(Verdict.UNKNOWN, "no line matched any pattern", None, None, (), None, None, None)
 
     progress = timeline.last_progress
+    if progress is not None:
+        progress = replace(progress, rank=_canonical(timeline, progress.rank))
     culprits = _lagging_ranks(timeline)
     budget = budgets.get(phase, FALLBACK_BUDGET_S)
     progress_time = progress.time if progress and progress.time else last_activity
@@ -96,24 +99,35 @@ _VERB = {Verdict.CRASHED: "crashed", Verdict.ABORTED: "aborted", Verdict.TIMEOUT
 
 def server_phase(timeline: Timeline) -> tuple[Phase | None, Phase | None]:
     """(phase of the slowest rank, phase of the fastest) — DESIGN.md §4.5."""
-    states = list(timeline.ranks)
+    states = [_lockstep(timeline, state) for state in timeline.ranks]
     main = timeline.main
-    reached = [state.reached for state in states] + ([main.reached] if main else [])
-    if not reached:
+    everyone = states + ([main] if main else [])
+    if not everyone:
         return None, None
-    furthest = max(reached, key=lambda p: p.order)
+    furthest = max(everyone, key=lambda state: state.position).reached
     latest = timeline.latest_phase_event
     if main is not None and main.reached in MAIN_PROCESS_PHASES:
         phase = main.reached
     elif states:
-        slowest = min(states, key=lambda s: s.reached.order)
-        phase = slowest.current
+        phase = min(states, key=lambda state: state.position).current
     else:
         assert main is not None
         phase = main.current
     if phase not in (Phase.READY, Phase.SERVING) and latest is not None and latest.phase is Phase.COMPILE:
         phase = Phase.COMPILE  # lazy JIT is what the server is doing while it is the latest news
     return phase, furthest
+
+
+def _lockstep(timeline: Timeline, state: RankState) -> RankState:
+    """CUDA-graph capture runs the model's collectives: while rank 0's capture bar advances, every
+    rank that finished its KV cache is capturing too, though only rank 0 draws the bar."""
+    if not Phase.KV_CACHE.order <= state.position[0] < Phase.CUDA_GRAPH.order:
+        return state
+    if not any(span.phase is Phase.CUDA_GRAPH and span.progress and span.progress.done for span in timeline.spans):
+        return state
+    position = (Phase.CUDA_GRAPH.order, 0, 0)
+    current = Phase.COMPILE if state.current is Phase.COMPILE else Phase.CUDA_GRAPH
+    return replace(state, reached=Phase.CUDA_GRAPH, current=current, position=position)
 
 
 def _first_root_failure(timeline: Timeline, after: Event | None) -> Event | None:
@@ -144,20 +158,33 @@ def _exception_line(timeline: Timeline, failure: Event) -> Event:
 
 
 def _failure_culprits(timeline: Timeline, root: Event, failure: Event) -> tuple[str, ...]:
-    ranks = [state.rank for state in timeline.ranks if state.rank is not None]
-    if failure.kind is EventKind.TIMEOUT and timeline.work:
-        behind = _behind_in_collectives(timeline)
-        if behind:
-            return behind
-    if Role.CASCADE in (failure.role, root.role):
-        # every visible failure is a consequence: the rank that said nothing is the one to look at
-        failed = {_canonical(timeline, e.rank) for e in timeline.failures}
-        silent = tuple(rank for rank in ranks if rank not in failed)
-        return silent if 0 < len(silent) < len(ranks) else ()
-    rank = _canonical(timeline, root.rank)
+    """The rank to look at: the one that failed while others did not — or, when every failure
+    is a consequence (watchdog timeouts, post-load barrier errors), the ranks that said nothing."""
+    visible = _visible_ranks(timeline)
     failed = {_canonical(timeline, e.rank) for e in timeline.failures}
-    others_healthy = any(other not in failed for other in ranks if other != rank)
-    return (rank,) if rank is not None and rank in ranks and others_healthy else ()
+    silent = [rank for rank in visible if rank not in failed]
+    collective = failure.kind is EventKind.TIMEOUT and bool(timeline.work)
+    if collective:
+        # a collective hangs on the rank that never joined: every other rank's watchdog fires
+        timed_out = {_canonical(timeline, e.rank) for e in timeline.failures if e.role is Role.ROOT}
+        missing = [rank for rank in visible if rank not in timed_out]
+        return tuple(missing) if 0 < len(missing) < len(visible) else _behind_in_collectives(timeline)
+    if Role.CASCADE in (failure.role, root.role):
+        if 0 < len(silent) < len(visible):
+            lagging = [rank for rank in silent if rank in _lagging_ranks(timeline, grace=False)]
+            return tuple(lagging or silent)
+        return ()
+    rank = _canonical(timeline, root.rank)
+    others_healthy = any(other != rank for other in silent)
+    return (rank,) if rank is not None and rank in visible and others_healthy else ()
+
+
+def _visible_ranks(timeline: Timeline) -> list[str]:
+    """Ranks the log shows: those with phases, and every other rank a line prefix named."""
+    named = {state.rank for state in timeline.ranks if state.rank is not None}
+    named |= {_canonical(timeline, rank) or rank for rank in timeline.visible_ranks}
+    tagged = any(is_tagged(rank) for rank in named)
+    return sorted((rank for rank in named if is_tagged(rank) or not tagged), key=rank_sort_key)
 
 
 def _behind_in_collectives(timeline: Timeline) -> tuple[str, ...]:
@@ -171,8 +198,9 @@ def _behind_in_collectives(timeline: Timeline) -> tuple[str, ...]:
     return ()
 
 
-def _lagging_ranks(timeline: Timeline) -> tuple[str, ...]:
-    """Ranks behind the rest: an earlier phase than most, or an NCCL init that never completed."""
+def _lagging_ranks(timeline: Timeline, *, grace: bool = True) -> tuple[str, ...]:
+    """Ranks behind the rest: an earlier position than the furthest ranks', or an NCCL init that
+    never completed. Once the main process serves HTTP every rank finished its init."""
     pending: set[str] = set()
     for comm in timeline.comms:
         missing = comm.started - comm.completed
@@ -180,16 +208,24 @@ def _lagging_ranks(timeline: Timeline) -> tuple[str, ...]:
             pending |= missing
     if pending:
         return tuple(sorted((_canonical(timeline, r) or r for r in pending), key=rank_sort_key))
-    states = [s for s in timeline.ranks if s.rank is not None]
+    if timeline.main is not None and timeline.main.reached in MAIN_PROCESS_PHASES:
+        return ()
+    states = [_lockstep(timeline, s) for s in timeline.ranks if s.rank is not None]
     if len(states) < 2:
         return ()
-    furthest = max((s.reached for s in states), key=lambda phase: phase.order)
-    behind = [s.rank for s in states if s.reached.order < furthest.order and s.rank is not None]
+    ahead = max(state.position for state in states)
+    behind = [state.rank for state in states if state.position < ahead and state.rank is not None]
     if not behind or len(behind) >= len(states):
         return ()
     # ranks a few seconds apart are skew, not a culprit: the others must be ahead for a while
-    entered = [span.start for span in timeline.spans if span.phase is furthest and span.start is not None]
-    if entered and timeline.last_time is not None and (timeline.last_time - min(entered)).total_seconds() < LAG_GRACE_S:
+    leaders = {state.rank for state in states if state.position == ahead}
+    arrived = [
+        (span.end if ahead[2] else span.start)
+        for span in timeline.spans
+        if span.rank in leaders and span.phase.order == ahead[0] and (span.end if ahead[2] else span.start)
+    ]
+    last = timeline.last_time
+    if grace and arrived and last is not None and (last - min(a for a in arrived if a)).total_seconds() < LAG_GRACE_S:
         return ()
     return tuple(behind)
 

@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
-from logphase.baselines import PhaseStats, RunRecord, StopPoint, estimate_eta, stop_point
+from logphase.baselines import OVERDUE_FACTOR, PhaseStats, RunRecord, StopPoint, estimate_eta, stop_point
 from logphase.errors import ExitCode
 from logphase.fingerprint import FingerprintCollector
 from logphase.health import Health, Probe
@@ -59,11 +59,11 @@ class Ingest:
         for line in lines:
             if not fingerprint.done:
                 fingerprint.feed(line.text)
-            event = matcher.match_line(line)
-            if event is not None:
+            for event in matcher.match_line(line):
                 builder.add(event)
                 added = True
         if lines:
+            builder.see_ranks(matcher.ranks_seen)
             self.last_line = lines[-1]
             self.lines = max(self.lines, lines[-1].number)
         if matcher.last_time is not None and matcher.last_time != self.log_time:
@@ -76,6 +76,14 @@ class Ingest:
             gap = (matcher.last_time - stamped).total_seconds() if matcher.last_time and stamped else 0.0
             self.backlog = max(0.0, gap - 1.0)
         if added:
+            self._timeline = self._judgement = self._stop = None
+
+    def end(self) -> None:
+        """The input ended (or the watch does): events the matcher held back (a dump's last frames)."""
+        held = self.matcher.finish()
+        for event in held:
+            self.builder.add(event)
+        if held:
             self._timeline = self._judgement = self._stop = None
 
     def timeline(self) -> Timeline:
@@ -232,7 +240,12 @@ def step(state: WatchState, obs: Observation, settings: Settings) -> tuple[Watch
     probe = obs.probe
     if probe is not None and probe.health is not state.health:
         changed = state.health is not None
-        state = replace(state, health=probe.health, health_text=probe.text, health_changed=obs.t if changed else state.health_changed)
+        state = replace(
+            state,
+            health=probe.health,
+            health_text=probe.text,
+            health_changed=obs.t if changed else state.health_changed,
+        )
         said.append(Transition(obs.t, f"health: {probe.text}"))
     judgement = obs.judgement
     phase = obs.phase
@@ -253,7 +266,9 @@ def step(state: WatchState, obs: Observation, settings: Settings) -> tuple[Watch
         return finish(ExitCode.OK, Verdict.READY, f"ready: {judgement.reason}")
     if obs.process_alive is False:
         where = f" during {phase}" if phase else ""
-        return finish(ExitCode.PROBLEM, Verdict.CRASHED, f"crashed: process {settings.pid} exited{where} without a ready line")
+        return finish(
+            ExitCode.PROBLEM, Verdict.CRASHED, f"crashed: process {settings.pid} exited{where} without a ready line"
+        )
     silence = obs.silence_s
     if state.health_changed is not None:
         silence = min(silence, obs.t - state.health_changed)
@@ -261,25 +276,28 @@ def step(state: WatchState, obs: Observation, settings: Settings) -> tuple[Watch
     if silence > budget:
         where = f" in {phase}" if phase else ""
         last = f"; last progress at line {obs.last_progress_line}" if obs.last_progress_line else ""
-        message = f"stalled: no progress for {format_duration(silence)}{where} (budget {format_duration(budget)}, {source}){last}"
+        quiet = f"no progress for {format_duration(silence)}{where}"
+        message = f"stalled: {quiet} (budget {format_duration(budget)}, {source}){last}"
         return finish(ExitCode.PROBLEM, Verdict.STALLED, message)
     if obs.input_ended:
         where = f" during {phase}" if phase else ""
         return finish(ExitCode.PROBLEM, Verdict.STALLED, f"stalled: the log ended{where} without a ready line")
     stats = settings.stats.get(obs.stop.phase) if obs.stop.phase else None
-    if not state.overdue and stats is not None and obs.in_phase_s is not None:
-        if obs.in_phase_s > 2.0 * stats.p90 and silence > stats.p90:
-            said.append(
-                Transition(
-                    obs.t,
-                    f"overdue: {format_duration(obs.in_phase_s)} in {obs.stop.phase}, successful runs take "
-                    f"{format_duration(stats.median)} (p90 {format_duration(stats.p90)})",
-                )
-            )
-            state = replace(state, overdue=True)
+    in_phase = obs.in_phase_s
+    # overdue (a warning): far longer in the phase than successful runs, and nothing moved for as long as it takes
+    overdue = (
+        stats is not None and in_phase is not None and in_phase > OVERDUE_FACTOR * stats.p90 and silence > stats.p90
+    )
+    if overdue and not state.overdue and stats is not None and in_phase is not None:
+        usual = f"{format_duration(stats.median)} (p90 {format_duration(stats.p90)})"
+        text = f"overdue: {format_duration(in_phase)} in {obs.stop.phase}, successful runs take {usual}"
+        said.append(Transition(obs.t, text))
+        state = replace(state, overdue=True)
     if settings.timeout_s is not None and obs.t >= settings.timeout_s:
         where = f" (in {phase})" if phase else ""
-        return finish(ExitCode.STARTING, Verdict.PROGRESSING, f"still starting after {format_duration(obs.t)}{where}: --timeout")
+        return finish(
+            ExitCode.STARTING, Verdict.PROGRESSING, f"still starting after {format_duration(obs.t)}{where}: --timeout"
+        )
     return state, tuple(said)
 
 

@@ -32,9 +32,6 @@ DISAGREE: dict[str, dict[str, Any]] = {
     # The excerpt ends with the warmup thread's `GET /get_model_info` (its deprecation warning): the
     # reference's startup table (sglang.md §2.1 #28) puts that request in warmup, not http_start.
     "004": {"last_phase": "warmup"},
-    # Three non-contiguous pieces joined, cut at the end: in the file as given TP3's last line is
-    # `Memory pool end` at 09:25:12 while TP0-1 and TP4-7 end capture 391 s later: behind, in the file.
-    "010": {"culprit_ranks": [3]},
 }
 
 

@@ -64,7 +64,13 @@ def analyze(
         store, store_error = open_store_for(db_path, ref=baseline_ref, record=record_run)
         try:
             analysed = analyze_compared(
-                sources, packs, as_of=as_of, post_mortem=post_mortem, ref=baseline_ref, store=store, store_error=store_error
+                sources,
+                packs,
+                as_of=as_of,
+                post_mortem=post_mortem,
+                ref=baseline_ref,
+                store=store,
+                store_error=store_error,
             )
             if record_run and store is not None:
                 click.echo(record(store, analysed), err=True)

@@ -80,9 +80,13 @@ def runs() -> None:
 
 @runs.command("add")
 @click.argument("logs", nargs=-1, required=True)
-@click.option("--label", help="Outcome to record instead of the verdict, e.g. hung (a ready run labelled hung is not a baseline).")
+@click.option(
+    "--label", help="Outcome to record instead of the verdict, e.g. hung (a ready run labelled hung is not a baseline)."
+)
 @click.option("--together", is_flag=True, help="The LOGs are one run (one log per node or rank), not one run each.")
-@click.option("--as-of", "as_of_text", metavar="TIME", help="Date year-less timestamps as of TIME ('YYYY-MM-DD HH:MM:SS').")
+@click.option(
+    "--as-of", "as_of_text", metavar="TIME", help="Date year-less timestamps as of TIME ('YYYY-MM-DD HH:MM:SS')."
+)
 @db_option
 @patterns_option
 def add(
@@ -103,7 +107,8 @@ def add(
     # read every log before touching the store: a typo in the third path records nothing
     stdin = sys.stdin.buffer if "-" in logs else None
     analysed = [
-        analyze_run(open_sources(group, stdin=stdin), packs, as_of=as_of, post_mortem=True, label=label) for group in groups
+        analyze_run(open_sources(group, stdin=stdin), packs, as_of=as_of, post_mortem=True, label=label)
+        for group in groups
     ]
     with RunStore.open(resolve_db(db_path), create=True) as store:
         for result in analysed:
@@ -122,7 +127,9 @@ def list_runs(output_format: str, db_path: Path | None) -> None:
     with RunStore.open(path, create=False) as store:
         records = store.all()
     if output_format == "json":
-        click.echo(json.dumps({"schema": RUNS_SCHEMA, "db": str(path), "runs": [run_json(r) for r in records]}, indent=2))
+        click.echo(
+            json.dumps({"schema": RUNS_SCHEMA, "db": str(path), "runs": [run_json(r) for r in records]}, indent=2)
+        )
         return
     if not records:
         _emit_empty(output_format, f"no runs recorded yet ({path})")
@@ -173,7 +180,14 @@ def show(run_id: int, output_format: str, db_path: Path | None) -> None:
     click.echo(tabulate(facts, tablefmt=tablefmt))
     click.echo("")
     rows = [
-        [p.phase.value, format_duration(p.start_s), format_duration(p.seconds), p.start_line, p.end_line, "yes" if p.ended else "no"]
+        [
+            p.phase.value,
+            format_duration(p.start_s),
+            format_duration(p.seconds),
+            p.start_line,
+            p.end_line,
+            "yes" if p.ended else "no",
+        ]
         for p in run.phases
     ]
     headers = ["phase", "began after", "took", "first line", "last line", "ended"]
@@ -200,7 +214,11 @@ def run_json(run: RunRecord) -> dict[str, Any]:
         "label": run.label,
         "fingerprint": run.fingerprint.to_json(),
         "lines": run.lines,
-        "stop_point": {"phase": run.stop.phase.value if run.stop.phase else None, "line": run.stop.line, "milestone": run.stop.milestone},
+        "stop_point": {
+            "phase": run.stop.phase.value if run.stop.phase else None,
+            "line": run.stop.line,
+            "milestone": run.stop.milestone,
+        },
         "last_text": run.last_text,
         "ready_s": run.ready_s,
         "started": run.started.isoformat(sep=" ") if run.started else None,

@@ -40,9 +40,22 @@ PROBE_TIMEOUT_S = 2.0
 
 @click.command()
 @click.argument("log")
-@click.option("--url", "url", metavar="HEALTH_URL", help="Poll this health URL too (http://HOST:PORT means its /health).")
-@click.option("--pid", "pid", type=int, help="The server's main process: its exit is a crash; on a stall, its ranks' stacks are taken.")
-@click.option("--timeout", "timeout_s", type=click.FloatRange(min=0, min_open=True), metavar="S", help="Give up after S seconds (exit 5).")
+@click.option(
+    "--url", "url", metavar="HEALTH_URL", help="Poll this health URL too (http://HOST:PORT means its /health)."
+)
+@click.option(
+    "--pid",
+    "pid",
+    type=int,
+    help="The server's main process: its exit is a crash; on a stall, its ranks' stacks are taken.",
+)
+@click.option(
+    "--timeout",
+    "timeout_s",
+    type=click.FloatRange(min=0, min_open=True),
+    metavar="S",
+    help="Give up after S seconds (exit 5).",
+)
 @click.option(
     "--stall-after",
     "stall_after_s",
@@ -160,12 +173,15 @@ def watch(
                 ended = False
                 break
             if tty and now >= next_status:
-                click.echo("\r\x1b[K" + status_line(state, observation, settings)[:_width()], nl=False, err=True)
+                click.echo("\r\x1b[K" + status_line(state, observation, settings)[: _width()], nl=False, err=True)
                 live_status = True
                 next_status = now + min(interval_s, 1.0)
         if ended and state.outcome is None:
+            ingest.end()
             now = clock() - began
-            observation = ingest.observe(now, since=0.0, budgets={**settings.budgets, **settings.learned}, input_ended=True)
+            observation = ingest.observe(
+                now, since=0.0, budgets={**settings.budgets, **settings.learned}, input_ended=True
+            )
             state, said = step(state, observation, settings)
             say(said)
     except KeyboardInterrupt:
@@ -178,6 +194,7 @@ def watch(
     if outcome.stalled and pid is not None:
         _stacks_at_stall(pid, packs, colour)
     if record_run:
+        ingest.end()
         _record(ingest, outcome, log, digest.hexdigest(), bytes(head), store_path)
     sys.exit(int(outcome.exit_code))
 
@@ -240,7 +257,9 @@ def _record(ingest: Ingest, outcome: Outcome, log: str, content: str, head: byte
     )
     with RunStore.open(store_path, create=True) as store:
         run_id, created = store.add(run, recorded_at=datetime.now().replace(microsecond=0))
-    click.echo(f"{'recorded' if created else 'updated'} run {run_id}: {run.outcome}, {run.fingerprint.describe()}", err=True)
+    click.echo(
+        f"{'recorded' if created else 'updated'} run {run_id}: {run.outcome}, {run.fingerprint.describe()}", err=True
+    )
 
 
 def _alive(pid: int) -> bool:

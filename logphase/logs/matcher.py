@@ -13,18 +13,21 @@ from logphase.logs.reader import Line
 from logphase.packs import PackSet, PrefixFields, Rule, rank_from_tags
 from logphase.phases import EventKind, Phase, Role
 
-# Lines inside a traceback that are its structure, not a new message.
+# Lines inside a traceback or dump that are its structure, not a new message.
 BLOCK_MARKERS = (
     "Traceback (most recent call last)",
-    "During handling of the above exception",
-    "The above exception was the direct cause",
     "Thread 0x",
     "Current thread 0x",
     "Stack (most recent call first)",
 )
+# After an exception line, these say the next traceback is the same failure going on.
+CHAINED = ("During handling of the above exception", "The above exception was the direct cause")
 # Frame keys whose phase lookup is remembered (frames repeat: every rank dumps the same stack).
 FRAME_CACHE = 10_000
 _UNSEEN = object()
+# Lines that start a group of frames (a dump's thread, a traceback).
+FRAME_HEADERS = ("Traceback (most recent call last)", "Thread 0x", "Current thread 0x", "Stack (most recent", "Thread ")
+_NOTHING: tuple[Event, ...] = ()
 # A time-of-day stamp that jumps back by more than this crossed midnight.
 MIDNIGHT_JUMP = timedelta(hours=12)
 
@@ -109,6 +112,18 @@ class _Block:
     opener_line: int
     rank: str | None
     prefixes: tuple[str, ...]
+    finished: bool = False  # its exception line was seen: the next message ends it
+
+
+@dataclass
+class _FrameGroup:
+    """The frames of one traceback or one thread of a dump, until a non-frame line ends them."""
+
+    innermost_first: bool  # faulthandler and py-spy: most recent call first; tracebacks: last
+    phase: Phase | None = None
+    line: Line | None = None
+    rank: str | None = None
+    key: str = ""
 
 
 @dataclass
@@ -117,30 +132,50 @@ class SourceMatcher:
 
     packs: PackSet
     reference: datetime  # as_of: dates for stamps without one, never after it
+    year: int | None = None  # the year of year-less stamps (the caller may know it from further on)
     last_time: datetime | None = None
-    year: int | None = None
     day: date | None = None
-    lines_seen: int = 0
     block: _Block | None = field(default=None, repr=False)
     systems: Counter[str] = field(default_factory=Counter, repr=False)
+    ranks_seen: set[str] = field(default_factory=set, repr=False)
+    _frames: _FrameGroup | None = field(default=None, repr=False)
     _frame_phases: dict[str, object] = field(default_factory=dict, repr=False)
 
     def match(self, lines: Iterable[Line]) -> Iterator[Event]:
         for line in lines:
-            self.lines_seen = line.number
-            event = self.match_line(line)
-            if event is not None:
-                yield event
+            yield from self.match_line(line)
+        yield from self.finish()
 
-    def match_line(self, line: Line) -> Event | None:
+    def finish(self) -> tuple[Event, ...]:
+        """Events still held back at the end of the source (a dump's last frame group)."""
+        return self._flush_frames()
+
+    def match_line(self, line: Line) -> tuple[Event, ...]:
         fields, message = self.packs.split_prefix(line.text)
         stamp = self._complete_time(fields) if fields.time else None
         if stamp is not None:
-            self.last_time = stamp
+            # never backwards within one file: ranks' stamps interleave out of order by fractions
+            # of a second, and file order is what one writer's lines really are in
+            self.last_time = stamp if self.last_time is None or stamp > self.last_time else self.last_time
         inside = self._continues_block(fields, message)
         if message[:1].isspace() and (inside or message.lstrip().startswith('File "')):
             # a frame or a quoted code line: never a message, but a frame can tell the phase
-            return self._frame_event(line, fields, message, stamp, inside)
+            self._note_frame(line, fields, message, inside)
+            return _NOTHING
+        held = self._flush_frames()
+        if message.startswith(FRAME_HEADERS):
+            self._frames = _FrameGroup(innermost_first=not message.startswith("Traceback"))
+        event = self._message_event(line, fields, message, stamp, inside)
+        if fields.rank is not None and (event is None or event.role is not Role.DIAGNOSTIC):
+            # a rank that only shows up in a dump's header (`Pyspy dump for PID`) is not seen healthy
+            self.ranks_seen.add(fields.rank)
+        if event is None:
+            return held
+        return (*held, event) if held else (event,)
+
+    def _message_event(
+        self, line: Line, fields: PrefixFields, message: str, stamp: datetime | None, inside: bool
+    ) -> Event | None:
         best = self._best_rule(message, fields.prefixes, inside)
         if best is None:
             return None
@@ -153,10 +188,12 @@ class SourceMatcher:
             # a `Traceback` line right after `Process Process-6:` continues the same block
             self.block = _Block(line.number, rank, fields.prefixes)
             block_line = line.number
+        elif inside and self.block is not None and rule.kind is EventKind.ERROR and not rule.opens_block:
+            self.block.finished = True  # the exception line: what follows is a new message
         return Event(
             source=line.source,
             line=line.number,
-            time=stamp or self.last_time,
+            time=self.last_time,
             rank=rank,
             rule=rule,
             captures=captures,
@@ -189,48 +226,74 @@ class SourceMatcher:
                 return winner
         return winner
 
-    def _frame_event(
-        self, line: Line, fields: PrefixFields, message: str, stamp: datetime | None, inside: bool
-    ) -> Event | None:
+    def _note_frame(self, line: Line, fields: PrefixFields, message: str, inside: bool) -> None:
+        """Remember the innermost frame that proves a phase; the group's event comes at its end."""
         key = frame_key(message)
         if key is None:
-            return None
+            return
+        group = self._frames
+        if group is None:
+            # a dump's tail with no header: faulthandler writes `line N in f`, a traceback `line N, in f`
+            group = self._frames = _FrameGroup(innermost_first=", in " not in message)
+        if group.innermost_first and group.phase is not None:
+            return
         phase = self._frame_phases.get(key, _UNSEEN)
         if phase is _UNSEEN:
             phase = self.packs.frame_phase(key)
             if len(self._frame_phases) < FRAME_CACHE:
                 self._frame_phases[key] = phase
-        if not isinstance(phase, Phase):
-            return None
-        rank = fields.rank if fields.rank is not None else (self.block.rank if inside and self.block else None)
-        return Event(
-            source=line.source,
-            line=line.number,
-            time=stamp or self.last_time,
-            rank=rank,
-            rule=frame_rule(phase),
-            captures={"frame": key},
-            text=line.text,
-            message=message,
-            block=self.block.opener_line if inside and self.block else None,
-            stamped=stamp is not None,
+        if isinstance(phase, Phase):
+            group.phase, group.line, group.key = phase, line, key
+            group.rank = fields.rank if fields.rank is not None else (self.block.rank if inside and self.block else None)
+
+    def _flush_frames(self) -> tuple[Event, ...]:
+        group, self._frames = self._frames, None
+        if group is None or group.phase is None or group.line is None:
+            return _NOTHING
+        return (
+            Event(
+                source=group.line.source,
+                line=group.line.number,
+                time=self.last_time,
+                rank=group.rank,
+                rule=frame_rule(group.phase),
+                captures={"frame": group.key},
+                text=group.line.text,
+                message=group.line.text.strip(),
+                stamped=False,
+            ),
         )
 
     def _continues_block(self, fields: PrefixFields, message: str) -> bool:
         """Inside a traceback: unprefixed lines, and lines with the opener's own prefix (vLLM
-        prefixes every traceback line). Another rank's line, or a new message, ends the block."""
-        if self.block is None:
+        prefixes every traceback line). After the exception line, its message's further lines and
+        a chained traceback (`During handling of the above exception`) still belong to it; another
+        rank's line, a new message or a new traceback ends it."""
+        block = self.block
+        if block is None:
             return False
-        if not fields.prefixes:
-            return True
-        if fields.prefixes == self.block.prefixes and fields.rank == self.block.rank:
-            if message[:1].isspace() or message.startswith(BLOCK_MARKERS):
+        same_writer = not fields.prefixes or (fields.prefixes == block.prefixes and fields.rank == block.rank)
+        if same_writer:
+            if message.startswith(CHAINED):
+                block.finished = False
                 return True
-            # the exception line that ends the traceback, in the same prefix: keep it in the block
-            if any(r.in_block and r.match(message, fields.prefixes) is not None for r in self.packs.rules):
-                return True
+            if not block.finished:
+                if not fields.prefixes or not message.strip() or message[:1].isspace():
+                    return True
+                if message.startswith(BLOCK_MARKERS):
+                    return True
+                # the exception line that ends the traceback, in the same prefix: keep it in the block
+                if any(r.in_block and r.match(message, fields.prefixes) is not None for r in self.packs.rules):
+                    return True
+            elif not fields.prefixes and not self._opens_block(message):
+                return True  # the exception message's further lines: CUDA's hints, a C++ what()
         self.block = None
         return False
+
+    def _opens_block(self, message: str) -> bool:
+        return message.startswith(BLOCK_MARKERS) or any(
+            rule.opens_block and rule.match(message) is not None for rule in self.packs.rules
+        )
 
     def _rank(self, fields: PrefixFields, captures: Mapping[str, str], inside: bool) -> tuple[str | None, bool]:
         if "tags" in captures:
@@ -267,5 +330,5 @@ class SourceMatcher:
 
 
 def match_lines(lines: Iterable[Line], packs: PackSet, reference: datetime) -> Iterator[Event]:
-    """Convenience for one source: every recognised line as an Event."""
+    """Every recognised line of one source as an Event."""
     return SourceMatcher(packs, reference).match(lines)

@@ -344,7 +344,9 @@ def follow_lines(
     splitter = _LineSplitter()
     if path == "-":
         if stdin is None:
-            raise InputError("'-' given but there is no standard input", hint="pipe a log in: kubectl logs -f POD | logphase watch -")
+            raise InputError(
+                "'-' given but there is no standard input", hint="pipe a log in: kubectl logs -f POD | logphase watch -"
+            )
         yield from _follow_stream(stdin, splitter, stop, poll_s, on_bytes)
     else:
         yield from _follow_file(Path(path), splitter, stop, poll_s, on_bytes, on_note or (lambda _: None))
@@ -380,7 +382,8 @@ def _follow_file(
             data = handle.read(CHUNK_BYTES)
             if data:
                 if position == 0 and _compression(data[:6]) is not None:
-                    raise InputError(f"{path}: a compressed file cannot be followed", hint=f"use: logphase analyze {path}")
+                    hint = f"use: logphase analyze {path}"
+                    raise InputError(f"{path}: a compressed file cannot be followed", hint=hint)
                 position += len(data)
                 if on_bytes is not None:
                     on_bytes(data)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from logphase.logs.matcher import Event
@@ -15,6 +15,8 @@ from logphase.phases import FAILURE_KINDS, MAIN_PROCESS_PHASES, EventKind, Phase
 MAX_FAILURES = 2000
 # The phases a speculative draft worker repeats after the target's CUDA graphs (SGLang ≤0.5.10).
 DRAFT_REPEATED = frozenset({Phase.DIST_INIT, Phase.WEIGHT_LOAD, Phase.KV_CACHE, Phase.CUDA_GRAPH})
+JOB_SYSTEMS = frozenset({"torch"})
+DRAFT_STAGE_INIT, DRAFT_STAGE_CAPTURE = 1, 2
 RANK_NUMBERS = re.compile(r"(DP|PP|ATTN_CP|MOE_DP|TP|EP|rank )(\d+)")
 
 
@@ -51,11 +53,14 @@ class PhaseSpan:
 
 @dataclass(frozen=True)
 class RankState:
-    """How far one rank got. `current` is `compile` while lazy compilation is its latest news."""
+    """How far one rank got. `current` is `compile` while lazy compilation is its latest news;
+    `position` orders ranks: the phase reached, then the draft block after the target's graphs,
+    then whether the phase ended."""
 
     rank: str | None
     reached: Phase
     current: Phase
+    position: tuple[int, int, int]
     last_progress: Event | None
     last_event: Event
 
@@ -89,6 +94,7 @@ class Timeline:
     ready: Event | None
     last_progress: Event | None
     latest_phase_event: Event | None
+    visible_ranks: frozenset[str]  # every rank a prefix named, matched or not
     served: bool  # a line of the server itself (not a frame of a dump) says it is ready or serving
     system: str | None
     version: str | None
@@ -149,6 +155,7 @@ class _RankAcc:
     last_event: Event | None = None
     spans: dict[tuple[Phase, bool], _SpanAcc] = field(default_factory=dict)
     from_prefix: bool = False
+    draft_stage: int = 0  # after the target's graphs: 1 the draft's init, 2 the draft's capture
 
 
 @dataclass
@@ -170,6 +177,11 @@ class TimelineBuilder:
     first_time: datetime | None = None
     last_time: datetime | None = None
     served: bool = False
+    visible: set[str] = field(default_factory=set)
+
+    def see_ranks(self, ranks: Iterable[str]) -> None:
+        """Ranks whose lines the log shows, recognised or not (a training step, a warning)."""
+        self.visible.update(ranks)
 
     def add_all(self, events: Iterable[Event]) -> TimelineBuilder:
         for event in events:
@@ -194,6 +206,8 @@ class TimelineBuilder:
         if event.phase is None:
             return
         rank = self._owner(event)
+        if rank != event.rank:
+            event = replace(event, rank=rank)
         acc = self.ranks.setdefault(rank, _RankAcc(rank))
         acc.from_prefix = acc.from_prefix or event.rank_from_prefix
         phase, draft = self._effective_phase(event, acc)
@@ -210,6 +224,11 @@ class TimelineBuilder:
         elif acc.reached is None:
             acc.reached = phase
         acc.latest_phase = phase
+        # the ≤0.5.10 draft block comes after the target's graphs: a rank in it is past cuda_graph
+        if phase is Phase.DRAFT_INIT:
+            acc.draft_stage = max(acc.draft_stage, DRAFT_STAGE_INIT)
+        elif draft and phase is Phase.CUDA_GRAPH and acc.reached is Phase.CUDA_GRAPH:
+            acc.draft_stage = DRAFT_STAGE_CAPTURE
         if progressed:
             acc.last_progress = event
             if self.last_progress is None or event.order_key >= self.last_progress.order_key:
@@ -230,14 +249,17 @@ class TimelineBuilder:
 
     @staticmethod
     def _effective_phase(event: Event, acc: _RankAcc) -> tuple[Phase, bool]:
+        """SGLang ≤0.5.10 runs the draft worker after the target's graphs: its second dist init,
+        weight load and KV pool are `draft_init`; its capture (and the bars while it is the rank's
+        latest news) is `cuda_graph` again, flagged draft. Later versions interleave and flag."""
         phase = event.phase
         assert phase is not None
         past_graphs = acc.reached is not None and acc.reached.order >= Phase.CUDA_GRAPH.order
-        drafting = acc.latest_phase is Phase.DRAFT_INIT
-        if past_graphs and phase in DRAFT_REPEATED and (event.rule.draft or drafting or phase is not Phase.CUDA_GRAPH):
-            # after the target's graphs, a second init / load / KV pool / capture is the draft's,
-            # and so is a bar while the draft's capture is the rank's latest news
-            return Phase.DRAFT_INIT, True
+        if past_graphs and phase in DRAFT_REPEATED:
+            if phase is not Phase.CUDA_GRAPH:
+                return Phase.DRAFT_INIT, True
+            if event.rule.draft or acc.draft_stage:
+                return Phase.CUDA_GRAPH, True
         return phase, event.rule.draft
 
     @staticmethod
@@ -316,7 +338,10 @@ class TimelineBuilder:
         for acc in ([main] if main else []) + named:
             spans.extend(_close_spans(acc))
         failures = sorted(self.failures, key=lambda event: event.order_key)
-        system = self.systems.most_common(1)[0][0] if self.systems else None
+        # torch.distributed lines appear inside every SGLang / vLLM log: they name the system only
+        # of a job that shows nothing else (a torchrun training job)
+        servers = Counter({name: n for name, n in self.systems.items() if name not in JOB_SYSTEMS})
+        system = (servers or self.systems).most_common(1)[0][0] if self.systems else None
         return Timeline(
             spans=tuple(spans),
             ranks=tuple(_state(acc) for acc in named),
@@ -325,6 +350,7 @@ class TimelineBuilder:
             ready=self.ready,
             last_progress=self.last_progress,
             latest_phase_event=self.latest_phase_event,
+            visible_ranks=frozenset(self.visible),
             served=self.served,
             system=system,
             version=self.version,
@@ -385,8 +411,12 @@ def _progress(span: _SpanAcc) -> Progress | None:
 
 def _state(acc: _RankAcc) -> RankState:
     assert acc.reached is not None and acc.last_event is not None
-    current = Phase.COMPILE if acc.latest_phase is Phase.COMPILE else acc.reached
-    return RankState(acc.rank, acc.reached, current, acc.last_progress, acc.last_event)
+    stage = acc.draft_stage if acc.reached is Phase.CUDA_GRAPH else 0
+    reached = Phase.DRAFT_INIT if stage == DRAFT_STAGE_INIT else acc.reached
+    span = acc.spans.get((reached, stage > 0)) or acc.spans.get((reached, stage == 0))
+    position = (acc.reached.order, stage, int(span is not None and span.ended))
+    current = Phase.COMPILE if acc.latest_phase is Phase.COMPILE else reached
+    return RankState(acc.rank, reached, current, position, acc.last_progress, acc.last_event)
 
 
 def _int(text: str | None) -> int | None:

@@ -48,12 +48,20 @@ def startup_log(start: datetime, capture_s: float, *, until_s: float | None = No
         if seconds >= begin + capture_s:
             break
         at(seconds, f"capture step {step}", "TP1")  # an unmatched stamped line: the bar below has no stamp
-        out.append(f"Capturing batches (bs={256 >> step} avail_mem=39.00 GB):  50%|#####     | {step}/{total} [00:10<00:10,  0.10it/s]")
+        out.append(
+            f"Capturing batches (bs={256 >> step} avail_mem=39.00 GB):  50%|#####     | "
+            f"{step}/{total} [00:10<00:10,  0.10it/s]"
+        )
     if until_s is not None:
         return "\n".join(out) + "\n"
     done = begin + capture_s
     each(done, f"Capture cuda graph end. Time elapsed: {capture_s:.2f} s. mem usage=1.00 GB. avail mem=38.00 GB.")
-    at(done, "max_total_num_tokens=200000, chunked_prefill_size=8192, max_prefill_tokens=16384, max_running_requests=2048, context_len=32768", "TP0")
+    at(
+        done,
+        "max_total_num_tokens=200000, chunked_prefill_size=8192, max_prefill_tokens=16384, "
+        "max_running_requests=2048, context_len=32768",
+        "TP0",
+    )
     at(done + 1, "INFO:     Started server process [4242]")
     at(done + 1, "INFO:     Uvicorn running on http://0.0.0.0:30000 (Press CTRL+C to quit)")
     at(done + 2, 'INFO:     127.0.0.1:50000 - "GET /model_info HTTP/1.1" 200 OK')

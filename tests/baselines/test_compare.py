@@ -25,7 +25,9 @@ def _analyze_json(*args: str) -> tuple[int, dict]:  # type: ignore[type-arg]
 def test_relaunch_is_past_the_point_where_the_earlier_run_hung(tmp_path: Path) -> None:
     # GIVEN a run that hung in CUDA-graph capture after 247 lines, and a relaunch of 392 lines in warmup
     # WHEN the relaunch is analysed against the hung log (a path: analysed on the fly)
-    code, report = _analyze_json("--post-mortem", "--db", str(tmp_path / "none.db"), str(RELAUNCH), "--baseline", str(HUNG))
+    code, report = _analyze_json(
+        "--post-mortem", "--db", str(tmp_path / "none.db"), str(RELAUNCH), "--baseline", str(HUNG)
+    )
     baseline = report["baseline"]
     # THEN the line counts, the stop point and the milestone comparison are stated
     assert baseline["lines"] == {"this": 392, "baseline": 247}
@@ -35,14 +37,22 @@ def test_relaunch_is_past_the_point_where_the_earlier_run_hung(tmp_path: Path) -
         "392 lines vs 247 in the run that hung (stopped in cuda_graph at line 247): past its stall point"
     )
     # AND the table says it in words
-    table = run_cli("analyze", "--post-mortem", "--db", str(tmp_path / "none.db"), str(RELAUNCH), "--baseline", str(HUNG))
-    assert "Baseline: 392 lines vs 247 in the run that hung (stopped in cuda_graph at line 247): past its stall point" in table.stdout
+    table = run_cli(
+        "analyze", "--post-mortem", "--db", str(tmp_path / "none.db"), str(RELAUNCH), "--baseline", str(HUNG)
+    )
+    assert (
+        "Baseline: 392 lines vs 247 in the run that hung (stopped in cuda_graph at line 247): past its stall point"
+        in table.stdout
+    )
     assert code == 4  # the relaunch itself ends mid-warmup: post-mortem that is stalled
 
 
 def test_the_hung_run_against_itself_is_not_past_its_own_stall_point(tmp_path: Path) -> None:
-    code, report = _analyze_json("--post-mortem", "--db", str(tmp_path / "none.db"), str(HUNG), "--baseline", str(HUNG))
-    assert (report["baseline"]["passed_stop_point"], report["baseline"]["lines"]) == (False, {"this": 247, "baseline": 247})
+    _, report = _analyze_json("--post-mortem", "--db", str(tmp_path / "none.db"), str(HUNG), "--baseline", str(HUNG))
+    assert (report["baseline"]["passed_stop_point"], report["baseline"]["lines"]) == (
+        False,
+        {"this": 247, "baseline": 247},
+    )
     assert "at its stall point (cuda_graph:end+draft_init)" in report["baseline"]["summary"]
 
 
@@ -68,12 +78,24 @@ def test_run_at_60_percent_of_the_usual_capture_time_gets_an_eta_and_is_progress
     log.write_text(startup_log(datetime(2026, 5, 10, 10, 0, 0), 500, until_s=66))
     # WHEN it is analysed live against the recorded runs
     code, report = _analyze_json(
-        "--live", "--as-of", "2026-05-10 10:02:26", "--db", str(store_with_three_successes), str(log), "--baseline", "auto"
+        "--live",
+        "--as-of",
+        "2026-05-10 10:02:26",
+        "--db",
+        str(store_with_three_successes),
+        str(log),
+        "--baseline",
+        "auto",
     )
     baseline = report["baseline"]
     # THEN it is progressing, and the ETA is the median of (their capture + 22 s to ready) − 66 s
     assert (code, report["verdict"], report["phase"]) == (5, "progressing", "cuda_graph")
-    assert (baseline["eta_s"], baseline["eta_range_s"], baseline["overdue"], baseline["runs"]) == (66.0, [58.0, 74.0], False, 3)
+    assert (baseline["eta_s"], baseline["eta_range_s"], baseline["overdue"], baseline["runs"]) == (
+        66.0,
+        [58.0, 74.0],
+        False,
+        3,
+    )
     assert report["budget_s"] == BUDGET_FACTOR * percentile(CAPTURES, 0.95) == 357.0
     capture_row = next(row for row in baseline["phases"] if row["phase"] == "cuda_graph")
     assert capture_row == {"phase": "cuda_graph", "seconds": 66.0, "median": 110.0, "p90": 118.0, "runs": 3}
@@ -87,7 +109,9 @@ def test_at_five_times_p90_without_progress_it_is_stalled_by_the_learned_budget(
     log = tmp_path / "new.log"
     log.write_text(startup_log(datetime(2026, 5, 10, 10, 0, 0), 500, until_s=66))
     as_of = "2026-05-10 10:11:10"
-    code, report = _analyze_json("--live", "--as-of", as_of, "--db", str(store_with_three_successes), str(log), "--baseline", "auto")
+    code, report = _analyze_json(
+        "--live", "--as-of", as_of, "--db", str(store_with_three_successes), str(log), "--baseline", "auto"
+    )
     # THEN the learned budget (3 × p95 = 357 s) calls it stalled and overdue
     assert (code, report["verdict"], report["silence_s"], report["budget_s"]) == (4, "stalled", 530.0, 357.0)
     assert (report["baseline"]["overdue"], report["baseline"]["eta_s"]) == (True, 0.0)
@@ -99,7 +123,7 @@ def test_at_five_times_p90_without_progress_it_is_stalled_by_the_learned_budget(
 def test_baseline_by_run_id_uses_that_run_as_the_reference(tmp_path: Path, store_with_three_successes: Path) -> None:
     log = tmp_path / "new.log"
     log.write_text(startup_log(datetime(2026, 5, 10, 10, 0, 0), 500, until_s=66))
-    code, report = _analyze_json(
+    _, report = _analyze_json(
         "--live", "--as-of", "2026-05-10 10:02:26", "--db", str(store_with_three_successes), str(log), "--baseline", "2"
     )
     baseline = report["baseline"]
@@ -109,7 +133,9 @@ def test_baseline_by_run_id_uses_that_run_as_the_reference(tmp_path: Path, store
         {"this": 29, "baseline": 45},
         False,
     )
-    assert baseline["summary"].startswith("29 lines vs 45 in the run that was ready (ready at line 45): not there yet (this run is in cuda_graph)")
+    assert baseline["summary"].startswith(
+        "29 lines vs 45 in the run that was ready (ready at line 45): not there yet (this run is in cuda_graph)"
+    )
 
 
 def test_auto_without_recorded_runs_of_the_setup_says_so(tmp_path: Path) -> None:
@@ -118,7 +144,11 @@ def test_auto_without_recorded_runs_of_the_setup_says_so(tmp_path: Path) -> None
     db = tmp_path / "runs.db"
     assert run_cli("runs", "add", str(HUNG), "--db", str(db)).exit_code == 0  # another setup
     code, report = _analyze_json("--post-mortem", "--db", str(db), str(log), "--baseline", "auto")
-    assert (code, report["baseline"]["outcome"], report["baseline"]["lines"]) == (0, None, {"this": 43, "baseline": None})
+    assert (code, report["baseline"]["outcome"], report["baseline"]["lines"]) == (
+        0,
+        None,
+        {"this": 43, "baseline": None},
+    )
     assert report["baseline"]["summary"] == "no earlier run of this setup (Qwen3-32B TP2) in the run store"
 
 
@@ -137,4 +167,7 @@ def test_bad_references_are_one_line_errors_with_hints(tmp_path: Path) -> None:
     # neither an id, nor auto, nor a file
     result = run_cli("analyze", str(log), "--db", str(db), "--baseline", "nothing-here.log")
     assert result.exit_code == 2
-    assert result.stderr.splitlines()[0] == "logphase: error: --baseline 'nothing-here.log': not a run id, 'auto' or an existing log"
+    assert (
+        result.stderr.splitlines()[0]
+        == "logphase: error: --baseline 'nothing-here.log': not a run id, 'auto' or an existing log"
+    )

@@ -40,14 +40,24 @@ def test_sglang_dict_form_of_0_5_19_and_missing_sizes_default_to_one() -> None:
     ]
     fingerprint = fingerprint_of_lines(lines)
     # THEN sizes the version does not print are 1, and None values are absent
-    assert (fingerprint.model_path, fingerprint.tp_size, fingerprint.dp_size, fingerprint.pp_size, fingerprint.ep_size) == (
+    assert (
+        fingerprint.model_path,
+        fingerprint.tp_size,
+        fingerprint.dp_size,
+        fingerprint.pp_size,
+        fingerprint.ep_size,
+    ) == (
         "/models/DeepSeek-V3",
         16,
         2,
         1,
         1,
     )
-    assert (fingerprint.speculative_algorithm, fingerprint.draft_model_path, fingerprint.nccl_version) == ("NEXTN", None, "2.27.3")
+    assert (fingerprint.speculative_algorithm, fingerprint.draft_model_path, fingerprint.nccl_version) == (
+        "NEXTN",
+        None,
+        "2.27.3",
+    )
 
 
 def test_vllm_speculative_config_model_is_the_draft_not_the_target() -> None:

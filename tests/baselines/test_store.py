@@ -69,7 +69,13 @@ def test_runs_show_and_rm(tmp_path: Path) -> None:
     shown = run_cli("runs", "show", "2", "--db", str(db), "--format", "json")
     run = json.loads(shown.stdout)
     capture = next(p for p in run["phases"] if p["phase"] == "cuda_graph")
-    assert (run["id"], run["fingerprint"]["tp_size"], capture["seconds"], capture["start_s"], run["ready_s"]) == (2, 2, 110.0, 80.0, 212.0)
+    assert (run["id"], run["fingerprint"]["tp_size"], capture["seconds"], capture["start_s"], run["ready_s"]) == (
+        2,
+        2,
+        110.0,
+        80.0,
+        212.0,
+    )
     table = run_cli("runs", "show", "2", "--db", str(db)).stdout
     assert "cuda_graph   1m20s          1m50s" in table
     removed = run_cli("runs", "rm", "1", "--db", str(db))
@@ -78,7 +84,9 @@ def test_runs_show_and_rm(tmp_path: Path) -> None:
     assert (missing.exit_code, missing.stderr.splitlines()[0]) == (3, f"logphase: error: no run 1 in {db}")
 
 
-def test_default_path_is_under_xdg_data_home_and_logphase_db_overrides_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_default_path_is_under_xdg_data_home_and_logphase_db_overrides_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     log = _log(tmp_path, 1)
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
     monkeypatch.delenv("LOGPHASE_DB", raising=False)
@@ -157,6 +165,9 @@ def test_an_empty_file_becomes_a_store_at_the_current_schema(tmp_path: Path) -> 
     with RunStore.open(db, create=False) as store:
         assert store.all() == []
     with sqlite3.connect(db) as check:
-        header = (check.execute("PRAGMA application_id").fetchone()[0], check.execute("PRAGMA user_version").fetchone()[0])
+        header = (
+            check.execute("PRAGMA application_id").fetchone()[0],
+            check.execute("PRAGMA user_version").fetchone()[0],
+        )
         mode = check.execute("PRAGMA journal_mode").fetchone()[0]
     assert (header, mode) == ((APPLICATION_ID, 1), "wal")

@@ -77,8 +77,13 @@ def main() -> int:
     each("[{ts} {rank}] Init torch distributed ends. mem usage=0.10 GB")
     each("[{ts} {rank}] Load weight begin. avail mem=78.00 GB")
     for done in range(3):
-        emit(f"Loading safetensors checkpoint shards: {done * 50:3d}% Completed | {done}/2 [00:0{done}<00:01,  1.20it/s]")
-    each("[{ts} {rank}] Load weight end. type=LlamaForCausalLM, dtype=torch.bfloat16, avail mem=64.00 GB, mem usage=14.00 GB.")
+        emit(
+            f"Loading safetensors checkpoint shards: {done * 50:3d}% Completed | {done}/2 [00:0{done}<00:01,  1.20it/s]"
+        )
+    each(
+        "[{ts} {rank}] Load weight end. type=LlamaForCausalLM, dtype=torch.bfloat16, avail mem=64.00 GB, "
+        "mem usage=14.00 GB."
+    )
     each("[{ts} {rank}] KV Cache is allocated. #tokens: 100000, K size: 10.00 GB, V size: 10.00 GB")
     each("[{ts} {rank}] Memory pool end. avail mem=40.00 GB")
     each("[{ts} {rank}] Capture cuda graph begin. This can take up to several minutes. avail mem=40.00 GB")
@@ -86,7 +91,8 @@ def main() -> int:
     for done in range(5):
         if args.scenario != "ready" and done == 2:
             break
-        bar += f"\rCapturing batches (bs={8 >> done} avail_mem=39.00 GB): {done * 25:3d}%|##   | {done}/4 [00:0{done}<00:01,  2.00it/s]"
+        progress = f"{done * 25:3d}%|##   | {done}/4 [00:0{done}<00:01,  2.00it/s]"
+        bar += f"\rCapturing batches (bs={8 >> done} avail_mem=39.00 GB): {progress}"
         out.write(bar[bar.rfind("\r") :])
         out.flush()
         time.sleep(args.step)
@@ -113,12 +119,18 @@ def main() -> int:
     )
     server.server_activate()
     threading.Thread(target=server.serve_forever, daemon=True).start()
-    emit(f"[{{ts}}] INFO:     Started server process [{os.getpid()}]", "[{ts}] INFO:     Waiting for application startup.")
+    emit(
+        f"[{{ts}}] INFO:     Started server process [{os.getpid()}]",
+        "[{ts}] INFO:     Waiting for application startup.",
+    )
     emit("[{ts}] INFO:     Application startup complete.")
     emit(f"[{{ts}}] INFO:     Uvicorn running on http://127.0.0.1:{port} (Press CTRL+C to quit)")
     emit('[{ts}] INFO:     127.0.0.1:41234 - "GET /model_info HTTP/1.1" 200 OK')
     time.sleep(args.step * 10)  # warming up: /health answers 503 meanwhile
-    emit("[{ts} TP0] Prefill batch, #new-seq: 1, #new-token: 7, #cached-token: 0, token usage: 0.00, #running-req: 0, #queue-req: 0")
+    emit(
+        "[{ts} TP0] Prefill batch, #new-seq: 1, #new-token: 7, #cached-token: 0, token usage: 0.00, "
+        "#running-req: 0, #queue-req: 0"
+    )
     emit('[{ts}] INFO:     127.0.0.1:41236 - "POST /generate HTTP/1.1" 200 OK')
     STATUS["code"] = 200
     emit("[{ts}] The server is fired up and ready to roll!")

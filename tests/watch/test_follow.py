@@ -17,7 +17,9 @@ def _texts(batch: list[Line]) -> list[tuple[int, str]]:
     return [(line.number, line.text) for line in batch]
 
 
-def _follow(path: Path, notes: list[str] | None = None, seen: list[bytes] | None = None) -> Generator[list[Line], None, None]:
+def _follow(
+    path: Path, notes: list[str] | None = None, seen: list[bytes] | None = None
+) -> Generator[list[Line], None, None]:
     return follow_lines(
         str(path),
         stop=lambda: False,
@@ -103,4 +105,7 @@ def test_a_compressed_file_cannot_be_followed(tmp_path: Path) -> None:
     path.write_bytes(b"\x1f\x8b\x08\x00rest")
     with pytest.raises(InputError) as raised:
         next(_follow(path))
-    assert (raised.value.message, raised.value.hint) == (f"{path}: a compressed file cannot be followed", f"use: logphase analyze {path}")
+    assert (raised.value.message, raised.value.hint) == (
+        f"{path}: a compressed file cannot be followed",
+        f"use: logphase analyze {path}",
+    )

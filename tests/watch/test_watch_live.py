@@ -41,25 +41,42 @@ def _lines(stderr: str) -> list[str]:
 
 def test_ready_server_goes_refused_503_200_and_exits_0(tmp_path: Path) -> None:
     with server(tmp_path, "ready") as (_, log, url):
-        result = run_cli("watch", str(log), "--url", url, "--interval", "0.1", "--stall-after", "20", "--db", str(tmp_path / "r.db"))
+        result = run_cli(
+            "watch", str(log), "--url", url, "--interval", "0.1", "--stall-after", "20", "--db", str(tmp_path / "r.db")
+        )
     said = _lines(result.stderr)
     assert result.exit_code == 0, result.stderr
     health = [line for line in said if line.startswith("health: ")]
-    assert health == ["health: connection refused (not listening yet)", "health: 503 starting or warming up", "health: 200 ready"]
+    assert health == [
+        "health: connection refused (not listening yet)",
+        "health: 503 starting or warming up",
+        "health: 200 ready",
+    ]
     phases = [line.split(" ")[1] for line in said if line.startswith("phase: ")]
     assert phases[-2:] == ["warmup", "ready"] or phases[-1] == "warmup"
     assert said[-1].startswith("ready: ")
 
 
 def test_server_that_stops_writing_mid_capture_is_stalled_exit_4_with_stacks(tmp_path: Path) -> None:
-    with server(tmp_path, "stall") as (proc, log, url):
+    with server(tmp_path, "stall", step=0.05) as (proc, log, url):
         result = run_cli(
-            "watch", str(log), "--url", url, "--pid", str(proc.pid), "--interval", "0.1", "--stall-after", "1", "--db", str(tmp_path / "r.db")
+            "watch",
+            str(log),
+            "--url",
+            url,
+            "--pid",
+            str(proc.pid),
+            "--interval",
+            "0.1",
+            "--stall-after",
+            "3",
+            "--db",
+            str(tmp_path / "r.db"),
         )
     said = _lines(result.stderr)
     assert result.exit_code == 4, result.stderr
     assert said[0] == "health: connection refused (not listening yet)"
-    assert said[-1].startswith("stalled: no progress for ") and " in cuda_graph (budget 1s, --stall-after)" in said[-1]
+    assert said[-1].startswith("stalled: no progress for ") and " in cuda_graph (budget 3s, --stall-after)" in said[-1]
     # the stall point from the stacks of the server's processes (py-spy), or why they were not taken
     assert "Stall point (stacks of 1 processes): " in result.stderr or "logphase: stacks not taken: " in result.stderr
 
@@ -67,7 +84,18 @@ def test_server_that_stops_writing_mid_capture_is_stalled_exit_4_with_stacks(tmp
 def test_server_that_crashes_is_crashed_exit_4_naming_the_rank(tmp_path: Path) -> None:
     with server(tmp_path, "crash") as (proc, log, url):
         result = run_cli(
-            "watch", str(log), "--url", url, "--pid", str(proc.pid), "--interval", "0.1", "--stall-after", "20", "--db", str(tmp_path / "r.db")
+            "watch",
+            str(log),
+            "--url",
+            url,
+            "--pid",
+            str(proc.pid),
+            "--interval",
+            "0.1",
+            "--stall-after",
+            "20",
+            "--db",
+            str(tmp_path / "r.db"),
         )
     said = _lines(result.stderr)
     assert result.exit_code == 4, result.stderr
@@ -76,7 +104,20 @@ def test_server_that_crashes_is_crashed_exit_4_naming_the_rank(tmp_path: Path) -
 
 def test_timeout_first_exits_5(tmp_path: Path) -> None:
     with server(tmp_path, "stall") as (_, log, url):
-        result = run_cli("watch", str(log), "--url", url, "--interval", "0.1", "--stall-after", "60", "--timeout", "1.5", "--db", str(tmp_path / "r.db"))
+        result = run_cli(
+            "watch",
+            str(log),
+            "--url",
+            url,
+            "--interval",
+            "0.1",
+            "--stall-after",
+            "60",
+            "--timeout",
+            "1.5",
+            "--db",
+            str(tmp_path / "r.db"),
+        )
     assert result.exit_code == 5, result.stderr
     assert _lines(result.stderr)[-1] == "still starting after 2s (in cuda_graph): --timeout"
 
@@ -84,18 +125,23 @@ def test_timeout_first_exits_5(tmp_path: Path) -> None:
 def test_record_stores_the_finished_run(tmp_path: Path) -> None:
     db = tmp_path / "r.db"
     with server(tmp_path, "ready", step=0.02) as (_, log, url):
-        result = run_cli("watch", str(log), "--url", url, "--interval", "0.1", "--stall-after", "20", "--record", "--db", str(db))
+        result = run_cli(
+            "watch", str(log), "--url", url, "--interval", "0.1", "--stall-after", "20", "--record", "--db", str(db)
+        )
     assert result.exit_code == 0, result.stderr
     assert result.stderr.splitlines()[-1] == "recorded run 1: ready, fake-7b TP2"
     runs = json.loads(run_cli("runs", "list", "--db", str(db), "--format", "json").stdout)["runs"]
-    assert [(r["outcome"], r["fingerprint"]["nccl_version"], r["paths"]) for r in runs] == [("ready", "2.21.5", [str(log.resolve())])]
+    assert [(r["outcome"], r["fingerprint"]["nccl_version"], r["paths"]) for r in runs] == [
+        ("ready", "2.21.5", [str(log.resolve())])
+    ]
 
 
 def test_stdin_dash_follows_a_pipe_until_ready(tmp_path: Path) -> None:
     # GIVEN the server's log piped in (as `kubectl logs -f POD | logphase watch -`)
     env = {**os.environ, "PYTHONPATH": str(REPO), "LOGPHASE_DB": str(tmp_path / "r.db")}
     source = subprocess.Popen(
-        [sys.executable, str(SERVER), "-", str(tmp_path / "port"), "ready", "--step", "0.02", "--stdout"], stdout=subprocess.PIPE
+        [sys.executable, str(SERVER), "-", str(tmp_path / "port"), "ready", "--step", "0.02", "--stdout"],
+        stdout=subprocess.PIPE,
     )
     try:
         watcher = subprocess.run(

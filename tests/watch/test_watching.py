@@ -39,14 +39,20 @@ def _texts(transitions: tuple[object, ...]) -> list[str]:
 def test_health_changes_and_phase_changes_are_transitions_and_200_ends_it_ready() -> None:
     settings = Settings(stall_after_s=5)
     state, said = step(WatchState(), _obs(0.0, probe=Probe(Health.REFUSED, None, "connection refused", 0.0)), settings)
-    assert _texts(said) == ["[+   0.0s] health: connection refused (not listening yet)", "[+   0.0s] phase: cuda_graph (line 12)"]
+    assert _texts(said) == [
+        "[+   0.0s] health: connection refused (not listening yet)",
+        "[+   0.0s] phase: cuda_graph (line 12)",
+    ]
     state, said = step(state, _obs(1.0), settings)
     assert (said, state.outcome) == ((), None)  # nothing changed: nothing said
     state, said = step(state, _obs(2.0, probe=Probe(Health.STARTING, 503, "service unavailable", 0.0)), settings)
     assert _texts(said) == ["[+   2.0s] health: 503 starting or warming up"]
     state, said = step(state, _obs(3.5, probe=Probe(Health.READY, 200, "ok", 0.0)), settings)
     assert _texts(said) == ["[+   3.5s] health: 200 ready", "[+   3.5s] ready: health 200 ready after 4s"]
-    assert state.outcome is not None and (state.outcome.exit_code, state.outcome.verdict) == (ExitCode.OK, Verdict.READY)
+    assert state.outcome is not None and (state.outcome.exit_code, state.outcome.verdict) == (
+        ExitCode.OK,
+        Verdict.READY,
+    )
 
 
 def test_silence_past_stall_after_ends_it_stalled_exit_4() -> None:
@@ -55,7 +61,9 @@ def test_silence_past_stall_after_ends_it_stalled_exit_4() -> None:
     state, said = step(state, _obs(5.0, silence=5.0), settings)
     assert state.outcome is None  # at the budget: not yet
     state, said = step(state, _obs(5.5, silence=5.5), settings)
-    assert _texts(said) == ["[+   5.5s] stalled: no progress for 6s in cuda_graph (budget 5s, --stall-after); last progress at line 12"]
+    assert _texts(said) == [
+        "[+   5.5s] stalled: no progress for 6s in cuda_graph (budget 5s, --stall-after); last progress at line 12"
+    ]
     assert state.outcome is not None and state.outcome.exit_code is ExitCode.PROBLEM and state.outcome.stalled
 
 
@@ -75,7 +83,8 @@ def test_learned_budgets_win_over_pack_defaults_and_say_where_they_come_from() -
     state, _ = step(WatchState(), _obs(0.0), settings)
     state, said = step(state, _obs(400.0, silence=358.0), settings)
     assert _texts(said)[-1] == (
-        "[+ 400.0s] stalled: no progress for 5m58s in cuda_graph (budget 5m57s, learned from 3 successful runs); last progress at line 12"
+        "[+ 400.0s] stalled: no progress for 5m58s in cuda_graph (budget 5m57s, learned from 3 successful runs); "
+        "last progress at line 12"
     )
 
 
@@ -90,9 +99,16 @@ def test_overdue_is_said_once_before_the_stall() -> None:
 
 
 def test_crash_in_the_log_and_a_vanished_process_end_it_with_exit_4() -> None:
-    crashed = _judged(Verdict.CRASHED, Phase.CUDA_GRAPH, "TP1 crashed during cuda_graph: RuntimeError: CUDA error: out of memory (line 25)")
+    crashed = _judged(
+        Verdict.CRASHED,
+        Phase.CUDA_GRAPH,
+        "TP1 crashed during cuda_graph: RuntimeError: CUDA error: out of memory (line 25)",
+    )
     state, said = step(WatchState(), _obs(1.0, judgement=crashed), Settings())
-    assert _texts(said)[-1] == "[+   1.0s] crashed: TP1 crashed during cuda_graph: RuntimeError: CUDA error: out of memory (line 25)"
+    assert (
+        _texts(said)[-1]
+        == "[+   1.0s] crashed: TP1 crashed during cuda_graph: RuntimeError: CUDA error: out of memory (line 25)"
+    )
     assert state.outcome is not None and state.outcome.exit_code is ExitCode.PROBLEM
     state, said = step(WatchState(), _obs(2.0, process_alive=False), Settings(pid=4242))
     assert _texts(said)[-1] == "[+   2.0s] crashed: process 4242 exited during cuda_graph without a ready line"
@@ -117,7 +133,9 @@ def test_status_line_shows_phase_usual_time_rate_progress_and_health() -> None:
     state, _ = step(WatchState(), _obs(62.0, probe=Probe(Health.STARTING, 503, "", 0.0)), settings)
     state, _ = step(state, _obs(66.0, silence=6.0), settings)  # 400 lines in the last 4 s
     line = status_line(state, _obs(66.0, silence=6.0), settings)
-    assert line == "cuda_graph 1m06s (usually 1m50s) · 100 lines/s · progress 6s ago · health 503 starting or warming up"
+    assert (
+        line == "cuda_graph 1m06s (usually 1m50s) · 100 lines/s · progress 6s ago · health 503 starting or warming up"
+    )
 
 
 def test_ingest_measures_silence_by_the_log_clock_and_arrival_not_the_wall_clock() -> None:
