@@ -13,7 +13,7 @@ from logphase.logs.reader import Line, LogSource, read_lines
 from logphase.logs.timeline import PhaseSpan, Timeline, TimelineBuilder
 from logphase.packs import PackSet
 from logphase.phases import FAILURE_KINDS, Phase
-from logphase.report.model import ContextLine, InputSummary, LastLine, Report, RootCause, SpanRow
+from logphase.report.model import ContextLine, InputSummary, LastLine, RankRow, Report, RootCause, SpanRow
 from logphase.stacks.dumps import DumpParser
 from logphase.stacks.model import ProcessSnapshot
 from logphase.stacks.stalls import summarize
@@ -156,6 +156,17 @@ def build_report(
             context=result.contexts.get((root.source, root.line), ()),
         ),
         phases=tuple(_span_row(span, names) for span in timeline.spans),
+        rank_rows=tuple(
+            RankRow(
+                rank=state.rank,
+                reached=state.reached,
+                current=state.current,
+                last_progress_line=state.last_progress.line if state.last_progress else None,
+                last_progress=state.last_progress.time if state.last_progress else None,
+            )
+            for state in timeline.ranks
+            if state.rank is not None
+        ),
         last_line=_last_line(result, names),
         as_of=as_of,
         post_mortem=post_mortem,

@@ -288,7 +288,9 @@ def _mtime(log: str) -> float | None:
 
 
 def _width() -> int:
+    """The status line must fit one row, or `\r` cannot rewrite it; a pty without a size says 0."""
     try:
-        return max(40, os.get_terminal_size(sys.stderr.fileno()).columns - 1)
+        columns = os.get_terminal_size(sys.stderr.fileno()).columns
     except OSError:
-        return 159
+        columns = 0
+    return max(20, columns - 1) if columns > 0 else 159

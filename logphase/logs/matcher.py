@@ -244,7 +244,9 @@ class SourceMatcher:
                 self._frame_phases[key] = phase
         if isinstance(phase, Phase):
             group.phase, group.line, group.key = phase, line, key
-            group.rank = fields.rank if fields.rank is not None else (self.block.rank if inside and self.block else None)
+            group.rank = (
+                fields.rank if fields.rank is not None else (self.block.rank if inside and self.block else None)
+            )
 
     def _flush_frames(self) -> tuple[Event, ...]:
         group, self._frames = self._frames, None

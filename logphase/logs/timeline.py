@@ -142,7 +142,7 @@ class _SpanAcc:
     ended: bool = False
     first_bar: tuple[datetime | None, int] | None = None
     bar: tuple[datetime | None, int, int | None] | None = None
-    last_begin_text: str | None = None
+    last_begin_text: str | None = None  # set once a begin line opened the phase
     last_progress_text: str | None = None
 
 
@@ -217,7 +217,8 @@ class TimelineBuilder:
         if span is None:
             span = _SpanAcc(phase, rank, draft, event.source, event.line, event.line, event.time, event.time)
             acc.spans[(phase, draft)] = span
-        self._extend(span, event)
+        if not failed:  # a failure places the rank; it does not stretch the phase to the crash
+            self._extend(span, event)
         acc.last_event = event
         if phase is not Phase.COMPILE:
             acc.reached = phase if acc.reached is None or phase.order > acc.reached.order else acc.reached
@@ -371,12 +372,13 @@ class TimelineBuilder:
 
 
 def _close_spans(acc: _RankAcc) -> list[PhaseSpan]:
-    """A phase without an end line lasted until the rank's next phase began."""
+    """A phase that began but printed no end line lasted until the rank's next phase began (old
+    SGLang has no `Init torch distributed ends`); a phase seen only in marks lasted as they did."""
     ordered = sorted(acc.spans.values(), key=lambda s: (s.start or datetime.min, s.start_line))
     spans: list[PhaseSpan] = []
     for index, span in enumerate(ordered):
         end = span.end
-        if not span.ended and index + 1 < len(ordered):
+        if not span.ended and span.last_begin_text is not None and index + 1 < len(ordered):
             following = ordered[index + 1].start
             if following is not None and (end is None or following > end):
                 end = following

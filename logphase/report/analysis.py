@@ -9,7 +9,7 @@ from datetime import datetime
 
 from tabulate import tabulate
 
-from logphase.phases import Phase, Verdict
+from logphase.phases import MAIN_PROCESS_PHASES, Phase, Verdict
 from logphase.report.model import Report, SpanRow
 from logphase.report.ranks import format_rank_set
 from logphase.verdict import format_duration
@@ -55,7 +55,7 @@ def render_table(report: Report, *, colour: bool = False) -> str:
     divergent = _rank_table(report)
     if divergent:
         out.append("Ranks diverge:")
-        out.append(tabulate(divergent, headers=["rank", "reached", "since", "last progress (line)"]))
+        out.append(tabulate(divergent, headers=["rank", "phase", "last progress", "line"]))
         out.append("")
     if report.culprit_ranks:
         out.append(f"Culprit ranks: {', '.join(report.culprit_ranks)}")
@@ -101,7 +101,7 @@ def render_markdown(report: Report) -> str:
         out.append("")
     divergent = _rank_table(report)
     if divergent:
-        out.append(tabulate(divergent, headers=["rank", "reached", "since", "last progress (line)"], tablefmt="github"))
+        out.append(tabulate(divergent, headers=["rank", "phase", "last progress", "line"], tablefmt="github"))
         out.append("")
     if report.culprit_ranks:
         out.append(f"Culprit ranks: {', '.join(f'`{r}`' for r in report.culprit_ranks)}")
@@ -172,15 +172,14 @@ def _phase_table(rows: Sequence[PhaseRow]) -> list[list[str]]:
 
 
 def _rank_table(report: Report) -> list[list[str]]:
-    """Per-rank rows, only when ranks stand in different phases."""
-    by_rank: dict[str | None, list[SpanRow]] = {}
-    for span in report.phases:
-        if span.rank is not None:
-            by_rank.setdefault(span.rank, []).append(span)
-    reached = {rank: max(spans, key=lambda s: s.phase.order) for rank, spans in by_rank.items()}
-    if len({span.phase for span in reached.values()}) < 2:
+    """Per-rank rows, only when they tell something: culprits, or ranks in different phases
+    before the main process took over (after that, every rank finished its init)."""
+    rows = report.rank_rows
+    if len({row.current for row in rows}) < 2 and not report.culprit_ranks:
         return []
-    return [[str(rank), span.phase.value, _clock(span.start), str(span.end_line)] for rank, span in reached.items()]
+    if report.phase in MAIN_PROCESS_PHASES and not report.culprit_ranks:
+        return []
+    return [[row.rank, row.current.value, _clock(row.last_progress), str(row.last_progress_line or "")] for row in rows]
 
 
 def _headline(report: Report, colour: bool) -> str:

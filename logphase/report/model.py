@@ -61,6 +61,17 @@ class SpanRow:
 
 
 @dataclass(frozen=True)
+class RankRow:
+    """Where one rank stands: the phase it reached and its last progress."""
+
+    rank: str
+    reached: Phase
+    current: Phase
+    last_progress_line: int | None
+    last_progress: datetime | None
+
+
+@dataclass(frozen=True)
 class LastLine:
     line: int
     text: str
@@ -86,6 +97,7 @@ class Report:
     post_mortem: bool
     silence_s: float | None
     budget_s: float | None
+    rank_rows: tuple[RankRow, ...] = ()
     baseline: Mapping[str, Any] | None = None
     stacks: Mapping[str, Any] | None = None
     notes: tuple[str, ...] = field(default=())
@@ -138,6 +150,16 @@ class Report:
                     "progress": dict(span.progress) if span.progress else None,
                 }
                 for span in self.phases
+            ],
+            "rank_states": [
+                {
+                    "rank": row.rank,
+                    "reached": row.reached.value,
+                    "current": row.current.value,
+                    "last_progress_line": row.last_progress_line,
+                    "last_progress": _time(row.last_progress),
+                }
+                for row in self.rank_rows
             ],
             "last_line": None
             if self.last_line is None
