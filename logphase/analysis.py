@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from collections import deque
-from itertools import chain, islice
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
+from itertools import chain, islice
 
 from logphase.logs.matcher import SourceMatcher
 from logphase.logs.reader import Line, LogSource, read_lines
@@ -126,7 +126,11 @@ def analyze(
     judgement = judge(
         timeline, as_of=as_of, post_mortem=post_mortem, budgets=chosen_budgets, last_activity=last_activity
     )
-    return build_report(sources, result, judgement, as_of=as_of, post_mortem=post_mortem)
+    report = build_report(sources, result, judgement, as_of=as_of, post_mortem=post_mortem)
+    if result.dumps:
+        # stack dumps printed into the log (SGLang's watchdog py-spy, faulthandler): merged as `stacks`
+        report = replace(report, stacks=summarize(result.dumps, packs.signatures).to_json())
+    return report
 
 
 def build_report(

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import run_cli
+from tests.conftest import SHARED, run_cli
 
 STARTING = (
     "[2025-06-01 10:00:00 TP0] Init torch distributed begin.\n"
@@ -148,3 +148,17 @@ def test_bad_as_of_is_a_usage_error(starting_log: Path) -> None:
     result = run_cli("analyze", "--as-of", "yesterday", str(starting_log))
     assert result.exit_code == 2
     assert "--as-of 'yesterday' is not a time" in result.stderr
+
+
+def test_stack_dumps_in_a_log_are_merged_under_stacks() -> None:
+    # GIVEN the realworld log where SGLang's watchdog printed py-spy dumps of its schedulers
+    log = SHARED / "realworld" / "stacks" / "064_sglang-pp-watchdog-pyspy-dump.txt"
+    if not log.exists():
+        pytest.skip("../shared/realworld is not beside this checkout")
+    # WHEN analysed
+    result = run_cli("analyze", "--post-mortem", str(log), "--format", "json")
+    report = json.loads(result.stdout)
+    # THEN the timeout is the verdict and the dumps are merged under `stacks`
+    assert report["verdict"] == "timeout"
+    assert report["stacks"]["schema"] == "logphase.stacks/1"
+    assert report["stacks"]["summary"].startswith("PP2 TP1 waits in gloo::transport::tcp::UnboundBuffer::waitRecv")

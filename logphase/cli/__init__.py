@@ -43,8 +43,8 @@ def _register() -> None:
     from logphase.cli.analyze import analyze
     from logphase.cli.patterns import patterns
     from logphase.cli.runs import runs
-    from logphase.cli.watch import watch
     from logphase.cli.stacks import stacks
+    from logphase.cli.watch import watch
 
     main.add_command(analyze)
     main.add_command(patterns)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
-from functools import cache
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
+from functools import cache
 
 from logphase.frames import frame_key
 from logphase.logs.reader import Line
