@@ -47,7 +47,7 @@ def judge(
     failure = _first_root_failure(timeline, after=timeline.ready)
     if failure is not None:
         root = _exception_line(timeline, failure)
-        verdict = _FAILURE_VERDICT[failure.kind]
+        verdict = _FAILURE_VERDICT[root.kind]
         if verdict is Verdict.CRASHED and any(
             e.kind is EventKind.FATAL and e.order_key >= failure.order_key for e in timeline.failures
         ):
@@ -151,7 +151,7 @@ def _exception_line(timeline: Timeline, failure: Event) -> Event:
         if e.source == failure.source
         and e.block == failure.block
         and e.line > failure.line
-        and e.kind is EventKind.ERROR
+        and e.kind in (EventKind.ERROR, EventKind.TIMEOUT)
         and not e.rule.opens_block
     ]
     return in_block[-1] if in_block else failure

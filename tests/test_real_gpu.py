@@ -13,19 +13,6 @@ from tests.conftest import FIXTURES, run_json
 
 GPU = FIXTURES / "real" / "gpu-h200"
 
-# Expectations logphase does not meet yet; strict, so the fix turns them into failures to remove.
-NEEDS_VERDICT_TIMEOUT_IN_BLOCK = pytest.mark.xfail(
-    strict=True,
-    reason="verdict._exception_line only takes in-block ERROR lines: a traceback ending in a timeout "
-    "exception (gloo `Timed out waiting ...ms`) is judged by its `Traceback` line, as crashed",
-)
-NEEDS_GENERIC_CUDA_GRAPH_SIGNATURE = pytest.mark.xfail(
-    strict=True,
-    reason="stacks.toml's cuda_graph signature names capture_one_batch_size / run_once only in SGLang/vLLM "
-    "files; the capture's frames live in gpu_capture.py and no torch/cuda/graphs.py frame is on the stack",
-)
-
-
 def line_of(path: Path, number: int) -> str:
     return path.read_text(encoding="utf-8").splitlines()[number - 1]
 
@@ -80,7 +67,6 @@ LOG_CASES = [
             verdict="timeout",
             rank="rank 0",
         ),
-        marks=NEEDS_VERDICT_TIMEOUT_IN_BLOCK,
         id="gloo-hang-rank0",
     ),
     pytest.param(
@@ -95,7 +81,6 @@ LOG_CASES = [
             "rank 0",
             "Timed out waiting 20000ms for recv",
         ),
-        marks=NEEDS_VERDICT_TIMEOUT_IN_BLOCK,
         id="gloo-hang-both-ranks",
     ),
     # torch 2.11 watchdog: communicator init completed (dist_init is the last phase an NCCL-only log shows)
@@ -111,17 +96,17 @@ LOG_CASES = [
         "Watchdog caught collective operation timeout: WorkNCCL(SeqNum=2, OpType=ALLREDUCE",
     ),
     # a clean NCCL run never says `ready`; post-mortem, a log that ends before ready is stalled (DESIGN §4.4),
-    # and the last progress is the communicator's Init COMPLETE
+    # and the last progress is the end of the communicator's init (its `Init timings` line)
     LogCase(
         ("nccl-info-allreduce.log",),
         4,
         "stalled",
         "dist_init",
         "nccl-info-allreduce.log",
-        93,
-        "nccl.dist_init.init_complete",
+        94,
+        "nccl.dist_init.init_timings",
         "rank 0",
-        "- Init COMPLETE",
+        "Init timings - ncclCommInitRankConfig: rank 0",
     ),
     LogCase(
         ("nccl-info-subsys-all-allreduce.log",),
@@ -129,10 +114,10 @@ LOG_CASES = [
         "stalled",
         "dist_init",
         "nccl-info-subsys-all-allreduce.log",
-        524,
-        "nccl.dist_init.init_complete",
+        525,
+        "nccl.dist_init.init_timings",
         "rank 0",
-        "- Init COMPLETE",
+        "Init timings - ncclCommInitRankConfig: rank 0",
     ),
     # the capture script's own progress log names exceptions in prose: nothing in it is a failure
     LogCase(("capture-run.log",), 6, "unknown", None, None, None, None, None, None),
@@ -323,7 +308,6 @@ def test_stacks_from_real_dump(case: StackCase) -> None:
     )
 
 
-@NEEDS_GENERIC_CUDA_GRAPH_SIGNATURE
 @pytest.mark.parametrize(
     "name", ["pyspy-cuda-graph-capture.json", "pyspy-cuda-graph-capture.txt", "pyspy-cuda-graph-capture-native.txt"]
 )

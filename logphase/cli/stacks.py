@@ -139,7 +139,7 @@ def stacks(
     logphase stacks --pid 1234                     live, from any process of the server
     logphase stacks --pid 1234 --samples 3         tell working ranks from frozen ones
     logphase stacks --all --match 'sglang::'       every matching Python process
-    logphase stacks --from node*.json crash.log    post-mortem / many nodes
+    logphase stacks --from node0.json --from node1.json   post-mortem / many nodes
 
     Exit: 0 no rank looks stuck, 4 stuck or odd ranks found, 3 nothing could be read.
     """
@@ -205,6 +205,13 @@ def stacks(
 def exit_code(report: StacksReport) -> int:
     if report.readable == 0:
         click.echo("logphase: error: no process could be read", err=True)
-        click.echo("  hint: see the `not read` table for each process' reason", err=True)
+        if report.processes:
+            click.echo("  hint: see the `not read` table for each process' reason", err=True)
+        else:
+            click.echo(
+                "  hint: no faulthandler, py-spy or pystack dump was found in the input; "
+                "for a log with tracebacks use `logphase analyze`",
+                err=True,
+            )
         return int(ExitCode.CANNOT_RUN)
     return int(ExitCode.PROBLEM) if report.stuck else int(ExitCode.OK)
