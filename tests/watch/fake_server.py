@@ -3,7 +3,7 @@
 ready. Scenarios: `ready`, `stall` (stops writing mid CUDA-graph capture, never listens), `crash`
 (a scheduler exception, then exits 1).
 
-    python fake_server.py LOG PORT_FILE SCENARIO [--step S] [--stdout]
+    python fake_server.py LOG PORT_FILE SCENARIO [--step S] [--stdout] [--gate FILE]
 
 The port is bound at once (so the test knows it) but only listened on at `Started server process`:
 until then a connection is refused, exactly like a server whose uvicorn is not up yet."""
@@ -43,6 +43,7 @@ def main() -> int:
     parser.add_argument("scenario", choices=["ready", "stall", "crash"])
     parser.add_argument("--step", type=float, default=0.05, help="seconds between groups of lines")
     parser.add_argument("--stdout", action="store_true", help="write the log to stdout instead of LOG")
+    parser.add_argument("--gate", help="start writing only once this file exists")
     args = parser.parse_args()
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler, bind_and_activate=False)
@@ -53,6 +54,8 @@ def main() -> int:
         handle.write(str(port))
     os.replace(args.port_file + ".tmp", args.port_file)
 
+    while args.gate and not os.path.exists(args.gate):
+        time.sleep(0.01)
     out: IO[str] = sys.stdout if args.stdout else open(args.log, "a", buffering=1)  # noqa: SIM115
 
     def emit(*lines: str) -> None:
