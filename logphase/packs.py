@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re as stdlib_re
+import string
 import tomllib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -69,8 +70,11 @@ class PrefixRule:
     priority: int
     examples: tuple[str, ...]
     counter_examples: tuple[str, ...]
+    first_chars: frozenset[str] | None = None  # the characters a match can start with, if known
 
     def apply(self, text: str) -> tuple[PrefixFields, str] | None:
+        if self.first_chars is not None and text[:1] not in self.first_chars and text[:1].isascii():
+            return None  # most lines start with a character that rules a prefix out: no regex call
         found = self.pattern.match(text, timeout=MATCH_TIMEOUT_S)
         if found is None:
             return None
@@ -179,6 +183,9 @@ class PackSet:
     rules: tuple[Rule, ...] = field(init=False)
     signatures: tuple[StallSignature, ...] = field(init=False)
     phase_frames: tuple[tuple[Any, Phase], ...] = field(init=False)
+    _literal_scan: Any = field(init=False, repr=False)
+    _rules_by_literal: dict[str, tuple[int, ...]] = field(init=False, repr=False)
+    _always: tuple[int, ...] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         prefixes = sorted((p for pack in self.packs for p in pack.prefixes), key=lambda p: -p.priority)
@@ -191,6 +198,40 @@ class PackSet:
         phase_frames = [(a.pattern, a.phase) for pack in self.packs for a in pack.anchors]
         phase_frames += [(s.pattern, s.phase) for s in signatures if s.phase is not None]
         object.__setattr__(self, "phase_frames", tuple(phase_frames))
+        self._index_literals()
+
+    def _index_literals(self) -> None:
+        """One scan of a line finds every rule literal it contains (the per-rule prefilter, done
+        once for all rules). A lookahead alternation, longest literal first, finds at each position
+        the longest literal starting there; the shorter ones starting there are its prefixes, and
+        every literal inside a found one is present too: `implied` closes over both."""
+        by_literal: dict[str, list[int]] = {}
+        always: list[int] = []
+        for index, rule in enumerate(self.rules):
+            if rule.literal is None:
+                always.append(index)
+            else:
+                by_literal.setdefault(rule.literal.lower(), []).append(index)
+        literals = sorted(by_literal, key=len, reverse=True)
+        implied = {
+            literal: tuple(sorted({i for other in literals if other in literal for i in by_literal[other]}))
+            for literal in literals
+        }
+        scan = stdlib_re.compile("(?=(" + "|".join(map(stdlib_re.escape, literals)) + "))") if literals else None
+        object.__setattr__(self, "_literal_scan", scan)
+        object.__setattr__(self, "_rules_by_literal", implied)
+        object.__setattr__(self, "_always", tuple(always))
+
+    def candidate_rules(self, lowered: str) -> list[Rule]:
+        """The rules whose literal occurs in the (lower-cased) message, and those without one, in
+        priority order. A case-sensitive rule still checks its literal exactly (`Rule.prefilter`)."""
+        scan = self._literal_scan
+        if scan is None:
+            return [self.rules[i] for i in self._always]
+        found = set(self._always)
+        for literal in set(scan.findall(lowered)):
+            found.update(self._rules_by_literal[literal])
+        return [self.rules[i] for i in sorted(found)]
 
     def frame_phase(self, key: str) -> Phase | None:
         """The phase a `function (file)` frame proves, if any."""
@@ -370,6 +411,7 @@ def _parse_prefix(item: Mapping[str, Any], pack: str, path: str) -> PrefixRule:
     return PrefixRule(
         id=_text(item, "id", path, where),
         pack=pack,
+        first_chars=first_characters(pattern_text),
         pattern=_compile(pattern_text, "", path, where),
         time_formats=tuple(item.get("time_formats", [])),
         priority=int(item.get("priority", 50)),
@@ -455,6 +497,58 @@ def derive_literal(pattern_text: str) -> str | None:
         run = []
     best = max(best, "".join(run), key=len)
     return best if len(best) >= 3 else None
+
+
+ASCII_CATEGORIES = {
+    stdlib_re._constants.CATEGORY_WORD: string.ascii_letters + string.digits + "_",  # type: ignore[attr-defined]
+    stdlib_re._constants.CATEGORY_DIGIT: string.digits,  # type: ignore[attr-defined]
+}
+
+
+def first_characters(pattern_text: str) -> frozenset[str] | None:
+    """The characters a match of an anchored regex can start with, or None when that is not a
+    small known set (an optional first item, a negated class, syntax only `regex` knows)."""
+    try:
+        parsed = stdlib_re._parser.parse(pattern_text)  # type: ignore[attr-defined]
+        constants = stdlib_re._constants  # type: ignore[attr-defined]
+    except Exception:  # regex-module syntax: no gate, the prefix is always tried
+        return None
+
+    def first(items: Any) -> set[str] | None:
+        for op, argument in items:
+            if op is constants.AT:
+                continue  # ^
+            if op is constants.LITERAL:
+                return {chr(argument)}
+            if op is constants.IN:
+                chars: set[str] = set()
+                for kind, value in argument:
+                    if kind is constants.LITERAL:
+                        chars.add(chr(value))
+                    elif kind is constants.RANGE and value[1] - value[0] < 256:
+                        chars.update(chr(c) for c in range(value[0], value[1] + 1))
+                    elif kind is constants.CATEGORY and value in ASCII_CATEGORIES:
+                        chars.update(ASCII_CATEGORIES[value])  # non-ASCII starts are never gated
+                    else:
+                        return None
+                return chars
+            if op is constants.SUBPATTERN:
+                return first(argument[3])
+            if op is constants.BRANCH:
+                union: set[str] = set()
+                for branch in argument[1]:
+                    chars_of = first(branch)
+                    if chars_of is None:
+                        return None
+                    union |= chars_of
+                return union
+            if op in (constants.MAX_REPEAT, constants.MIN_REPEAT) and argument[0] >= 1:
+                return first(argument[2])
+            return None
+        return None
+
+    chars = first(parsed)
+    return frozenset(chars) if chars else None
 
 
 def check_pack_examples(pack_set: PackSet) -> list[str]:

@@ -211,7 +211,7 @@ class SourceMatcher:
         lowered = message.lower()
         system = self.systems.most_common(1)[0][0] if self.systems else None
         winner: tuple[Rule, dict[str, str]] | None = None
-        for rule in self.packs.rules:  # sorted by priority
+        for rule in self.packs.candidate_rules(lowered):  # sorted by priority
             if (rule.in_block and not inside) or (winner is not None and rule.system != system):
                 continue
             if not rule.prefilter(message, lowered):
