@@ -20,6 +20,10 @@ from logphase.phases import EventKind, Phase, Role
 SCHEMA = 1
 # A user regex that backtracks for longer than this on one line is stopped, not waited for.
 MATCH_TIMEOUT_S = 0.5
+WORD = stdlib_re.compile(r"[a-z0-9_]+")
+# Rules anchored at the message start are indexed by this many leading characters.
+LEAD_KEY = 2
+CANDIDATE_CACHE = 4096
 RANK_TAG = stdlib_re.compile(r"(DP|PP|ATTN_CP|MOE_DP|TP|EP)_?(\d+)")
 # Named groups with a meaning to the pipeline; any other group is kept as a plain capture.
 PREFIX_GROUPS = frozenset({"ts", "tags", "rank", "pid", "level", "host"})
@@ -36,6 +40,36 @@ class PrefixFields:
     pid: int | None = None
     level: str | None = None
     prefixes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class PackRegex:
+    """A compiled pack regex. Shipped packs are trusted and tested: the stdlib `re` runs them, several
+    times faster. A user's pack runs on the `regex` module with a timeout, so a pathological regex
+    cannot hang the tool (DESIGN.md §3)."""
+
+    text: str
+    compiled: Any  # re.Pattern[str] or regex.Pattern[str]
+    timeout: float | None
+
+    @property
+    def pattern(self) -> str:
+        return self.text
+
+    @property
+    def groupindex(self) -> Mapping[str, int]:
+        groups: Mapping[str, int] = self.compiled.groupindex
+        return groups
+
+    def search(self, string: str) -> Any:
+        if self.timeout is None:
+            return self.compiled.search(string)
+        return self.compiled.search(string, timeout=self.timeout)
+
+    def match(self, string: str, pos: int = 0) -> Any:
+        if self.timeout is None:
+            return self.compiled.match(string, pos)
+        return self.compiled.match(string, pos, timeout=self.timeout)
 
 
 def rank_from_tags(tags: str) -> str | None:
@@ -65,22 +99,33 @@ class PrefixRule:
 
     id: str
     pack: str
-    pattern: Any  # regex.Pattern[str]
+    pattern: PackRegex
     time_formats: tuple[str, ...]
     priority: int
     examples: tuple[str, ...]
     counter_examples: tuple[str, ...]
     first_chars: frozenset[str] | None = None  # the characters a match can start with, if known
+    _last_time: list[Any] = field(default_factory=list, repr=False, compare=False)
+
+    def _parse_time(self, text: str) -> tuple[datetime, bool, bool] | None:
+        # lines come many to the second: the stamp is usually the one just parsed
+        cache = self._last_time
+        if cache and cache[0] == text:
+            remembered: tuple[datetime, bool, bool] | None = cache[1]
+            return remembered
+        parsed = parse_time(text, self.time_formats)
+        cache[:] = [text, parsed]
+        return parsed
 
     def apply(self, text: str) -> tuple[PrefixFields, str] | None:
         if self.first_chars is not None and text[:1] not in self.first_chars and text[:1].isascii():
             return None  # most lines start with a character that rules a prefix out: no regex call
-        found = self.pattern.match(text, timeout=MATCH_TIMEOUT_S)
+        found = self.pattern.match(text)
         if found is None:
             return None
         groups = found.groupdict()
         ts, tags, rank, pid = groups.get("ts"), groups.get("tags"), groups.get("rank"), groups.get("pid")
-        parsed = parse_time(ts, self.time_formats) if ts else None
+        parsed = self._parse_time(ts) if ts else None
         fields = PrefixFields(
             time=parsed[0] if parsed else None,
             time_has_year=parsed[1] if parsed else True,
@@ -104,7 +149,7 @@ class Rule:
     role: Role
     priority: int
     literal: str | None
-    pattern: Any  # regex.Pattern[str]
+    pattern: PackRegex
     ignore_case: bool
     draft: bool
     system: str | None
@@ -127,7 +172,7 @@ class Rule:
             return None
         if not self.prefilter(message, message.lower() if self.ignore_case else message):
             return None
-        found = self.pattern.search(message, timeout=MATCH_TIMEOUT_S)
+        found = self.pattern.search(message)
         if found is None:
             return None
         return {name: value for name, value in found.groupdict().items() if value is not None}
@@ -140,7 +185,7 @@ class StallSignature:
     id: str
     pack: str
     state: str
-    pattern: Any  # regex.Pattern[str], matched against "function (file)"
+    pattern: PackRegex  # matched against "function (file)"
     priority: int
     phase: Phase | None
     summary: str
@@ -156,7 +201,7 @@ class FrameAnchor:
     id: str
     pack: str
     phase: Phase
-    pattern: Any  # regex.Pattern[str], matched against "function (file)"
+    pattern: PackRegex  # matched against "function (file)"
     examples: tuple[str, ...]
     counter_examples: tuple[str, ...]
 
@@ -182,10 +227,12 @@ class PackSet:
     prefixes: tuple[PrefixRule, ...] = field(init=False)
     rules: tuple[Rule, ...] = field(init=False)
     signatures: tuple[StallSignature, ...] = field(init=False)
-    phase_frames: tuple[tuple[Any, Phase], ...] = field(init=False)
-    _literal_scan: Any = field(init=False, repr=False)
-    _rules_by_literal: dict[str, tuple[int, ...]] = field(init=False, repr=False)
+    phase_frames: tuple[tuple[PackRegex, Phase], ...] = field(init=False)
+    _rules_by_lead: dict[str, tuple[int, ...]] = field(init=False, repr=False)
+    _rules_by_word: dict[str, tuple[int, ...]] = field(init=False, repr=False)
     _always: tuple[int, ...] = field(init=False, repr=False)
+    _candidates: dict[tuple[str, tuple[str, ...]], tuple[Rule, ...]] = field(init=False, repr=False)
+    _prefixes_by_first: dict[str, tuple[PrefixRule, ...]] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         prefixes = sorted((p for pack in self.packs for p in pack.prefixes), key=lambda p: -p.priority)
@@ -201,44 +248,52 @@ class PackSet:
         self._index_literals()
 
     def _index_literals(self) -> None:
-        """One scan of a line finds every rule literal it contains (the per-rule prefilter, done
-        once for all rules). A lookahead alternation, longest literal first, finds at each position
-        the longest literal starting there; the shorter ones starting there are its prefixes, and
-        every literal inside a found one is present too: `implied` closes over both."""
-        by_literal: dict[str, list[int]] = {}
+        """Index the rules so that a line picks the few worth trying (the per-rule prefilter, done
+        once for all rules): by the first two characters of a literal anchored at the message's
+        start (`^Load weight begin`), else by one whole word of the literal — a word with a non-word
+        character on both sides inside the literal is sure to be a whole word of a matching line.
+        A rule with neither is always tried."""
+        by_lead: dict[str, list[int]] = {}
+        by_word: dict[str, list[int]] = {}
         always: list[int] = []
         for index, rule in enumerate(self.rules):
-            if rule.literal is None:
-                always.append(index)
+            lead = leading_literal(rule.pattern.text)
+            if lead is not None and len(lead) >= LEAD_KEY:
+                by_lead.setdefault(lead[:LEAD_KEY].lower(), []).append(index)
+                continue
+            words = _inner_words(rule.literal.lower()) if rule.literal else []
+            if words:
+                by_word.setdefault(max(words, key=len), []).append(index)
             else:
-                by_literal.setdefault(rule.literal.lower(), []).append(index)
-        literals = sorted(by_literal, key=len, reverse=True)
-        implied = {
-            literal: tuple(sorted({i for other in literals if other in literal for i in by_literal[other]}))
-            for literal in literals
-        }
-        scan = stdlib_re.compile("(?=(" + "|".join(map(stdlib_re.escape, literals)) + "))") if literals else None
-        object.__setattr__(self, "_literal_scan", scan)
-        object.__setattr__(self, "_rules_by_literal", implied)
+                always.append(index)
+        object.__setattr__(self, "_rules_by_lead", {key: tuple(rules) for key, rules in by_lead.items()})
+        object.__setattr__(self, "_rules_by_word", {word: tuple(rules) for word, rules in by_word.items()})
         object.__setattr__(self, "_always", tuple(always))
-
-    def candidate_rules(self, lowered: str) -> list[Rule]:
-        """The rules whose literal occurs in the (lower-cased) message, and those without one, in
-        priority order. A case-sensitive rule still checks its literal exactly (`Rule.prefilter`)."""
-        scan = self._literal_scan
-        if scan is None:
-            return [self.rules[i] for i in self._always]
-        found = set(self._always)
-        for literal in set(scan.findall(lowered)):
-            found.update(self._rules_by_literal[literal])
-        return [self.rules[i] for i in sorted(found)]
+        object.__setattr__(self, "_candidates", {})
+        object.__setattr__(self, "_prefixes_by_first", {})
 
     def frame_phase(self, key: str) -> Phase | None:
         """The phase a `function (file)` frame proves, if any."""
         for pattern, phase in self.phase_frames:
-            if pattern.search(key, timeout=MATCH_TIMEOUT_S):
+            if pattern.search(key):
                 return phase
         return None
+
+    def candidate_rules(self, lowered: str) -> tuple[Rule, ...]:
+        """The rules that may match a (lower-cased) message, in priority order; each still checks
+        its literal exactly (`Rule.prefilter`) before its regex. Lines repeat their shape, so the
+        answer is remembered per (lead, words) key."""
+        words = self._rules_by_word
+        key = (lowered[:LEAD_KEY], tuple(sorted({w for w in WORD.findall(lowered) if w in words})))
+        found = self._candidates.get(key)
+        if found is None:
+            chosen = set(self._always) | set(self._rules_by_lead.get(key[0], ()))
+            for word in key[1]:
+                chosen.update(words[word])
+            found = tuple(self.rules[i] for i in sorted(chosen))
+            if len(self._candidates) < CANDIDATE_CACHE:
+                self._candidates[key] = found
+        return found
 
     def budgets(self, system: str | None) -> dict[Phase, float]:
         """Default stall budgets (seconds per phase): generic packs first, the system's pack wins."""
@@ -247,12 +302,23 @@ class PackSet:
             merged.update(pack.budgets)
         return merged
 
+    def _prefixes_for(self, first: str) -> tuple[PrefixRule, ...]:
+        """The prefix rules a text starting with `first` can match, in priority order."""
+        chosen = self._prefixes_by_first.get(first)
+        if chosen is None:
+            chosen = tuple(
+                p for p in self.prefixes if p.first_chars is None or first in p.first_chars or not first.isascii()
+            )
+            if len(self._prefixes_by_first) < CANDIDATE_CACHE:
+                self._prefixes_by_first[first] = chosen
+        return chosen
+
     def split_prefix(self, text: str, depth: int = 4) -> tuple[PrefixFields, str]:
         """Strip stacked prefixes (a Ray actor tag, then `[ts TP0]`; `[rank0]:[E… file:line]`)."""
         fields = PrefixFields()
         used: set[str] = set()
         for _ in range(depth):
-            for prefix in self.prefixes:
+            for prefix in self._prefixes_for(text[:1]):
                 if prefix.id in used:
                     continue
                 applied = prefix.apply(text)
@@ -319,7 +385,7 @@ def load_packs(
     every command a quarter of a second."""
     builtin_paths = builtin_pack_paths() if builtin else []
     paths = builtin_paths + expand_pack_paths(extra)
-    packs = [load_pack(path) for path in paths]
+    packs = [load_pack(path, trusted=path in builtin_paths) for path in paths]
     seen: dict[str, str] = {}
     for pack in packs:
         ids = [p.id for p in pack.prefixes] + [r.id for r in pack.rules]
@@ -345,7 +411,7 @@ def load_packs(
     return pack_set
 
 
-def load_pack(path: Path) -> Pack:
+def load_pack(path: Path, *, trusted: bool = False) -> Pack:
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
@@ -354,10 +420,10 @@ def load_pack(path: Path) -> Pack:
         ) from exc
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise PackError(f"{path}: not valid TOML: {exc}", hint="regexes belong in TOML literal strings: '...'") from exc
-    return parse_pack(data, str(path))
+    return parse_pack(data, str(path), trusted=trusted)
 
 
-def parse_pack(data: Mapping[str, Any], path: str) -> Pack:
+def parse_pack(data: Mapping[str, Any], path: str, *, trusted: bool = False) -> Pack:
     header = _table(data.get("pack"), path, "[pack]")
     name = _text(header, "name", path, "[pack]")
     if header.get("schema") != SCHEMA:
@@ -369,13 +435,13 @@ def parse_pack(data: Mapping[str, Any], path: str) -> Pack:
         if not isinstance(seconds, int | float) or seconds <= 0:
             raise PackError(f"{path}: [pack.budgets] {phase_name} must be a positive number of seconds")
         budgets[phase] = float(seconds)
-    prefixes = tuple(_parse_prefix(item, name, path) for item in _list(data, "prefix", path))
+    prefixes = tuple(_parse_prefix(item, name, path, trusted) for item in _list(data, "prefix", path))
     systems = tuple(str(system) for system in header.get("systems", []))
     # a rule of a single-system pack identifies that system unless it says otherwise
     pack_system = systems[0] if len(systems) == 1 else None
-    rules = tuple(_parse_rule(item, name, path, pack_system) for item in _list(data, "rule", path))
-    signatures = tuple(_parse_signature(item, name, path) for item in _list(data, "signature", path))
-    anchors = tuple(_parse_anchor(item, name, path) for item in _list(data, "anchor", path))
+    rules = tuple(_parse_rule(item, name, path, pack_system, trusted) for item in _list(data, "rule", path))
+    signatures = tuple(_parse_signature(item, name, path, trusted) for item in _list(data, "signature", path))
+    anchors = tuple(_parse_anchor(item, name, path, trusted) for item in _list(data, "anchor", path))
     return Pack(
         name=name,
         path=path,
@@ -389,19 +455,19 @@ def parse_pack(data: Mapping[str, Any], path: str) -> Pack:
     )
 
 
-def _parse_anchor(item: Mapping[str, Any], pack: str, path: str) -> FrameAnchor:
+def _parse_anchor(item: Mapping[str, Any], pack: str, path: str, trusted: bool) -> FrameAnchor:
     where = f"[[anchor]] {item.get('id', '?')}"
     return FrameAnchor(
         id=_text(item, "id", path, where),
         pack=pack,
         phase=_phase(item.get("phase"), path, where),
-        pattern=_compile(_text(item, "regex", path, where), str(item.get("flags", "")), path, where),
+        pattern=_compile(_text(item, "regex", path, where), str(item.get("flags", "")), path, where, trusted),
         examples=_strings(item, "examples", path, where, required=True),
         counter_examples=_strings(item, "counter_examples", path, where),
     )
 
 
-def _parse_prefix(item: Mapping[str, Any], pack: str, path: str) -> PrefixRule:
+def _parse_prefix(item: Mapping[str, Any], pack: str, path: str, trusted: bool) -> PrefixRule:
     where = f"[[prefix]] {item.get('id', '?')}"
     pattern_text = _text(item, "regex", path, where)
     if not pattern_text.startswith("^"):
@@ -412,7 +478,7 @@ def _parse_prefix(item: Mapping[str, Any], pack: str, path: str) -> PrefixRule:
         id=_text(item, "id", path, where),
         pack=pack,
         first_chars=first_characters(pattern_text),
-        pattern=_compile(pattern_text, "", path, where),
+        pattern=_compile(pattern_text, "", path, where, trusted),
         time_formats=tuple(item.get("time_formats", [])),
         priority=int(item.get("priority", 50)),
         examples=_strings(item, "examples", path, where, required=True),
@@ -420,7 +486,7 @@ def _parse_prefix(item: Mapping[str, Any], pack: str, path: str) -> PrefixRule:
     )
 
 
-def _parse_rule(item: Mapping[str, Any], pack: str, path: str, pack_system: str | None) -> Rule:
+def _parse_rule(item: Mapping[str, Any], pack: str, path: str, pack_system: str | None, trusted: bool) -> Rule:
     where = f"[[rule]] {item.get('id', '?')}"
     rule_id = _text(item, "id", path, where)
     flags = str(item.get("flags", ""))
@@ -443,7 +509,7 @@ def _parse_rule(item: Mapping[str, Any], pack: str, path: str, pack_system: str 
         role=_enum(Role, item.get("role", "progress"), path, where, "role"),
         priority=int(item.get("priority", 50)),
         literal=literal,
-        pattern=_compile(pattern_text, flags, path, where),
+        pattern=_compile(pattern_text, flags, path, where, trusted),
         ignore_case=ignore_case,
         draft=bool(item.get("draft", False)),
         system=item.get("system", pack_system),
@@ -457,14 +523,14 @@ def _parse_rule(item: Mapping[str, Any], pack: str, path: str, pack_system: str 
     )
 
 
-def _parse_signature(item: Mapping[str, Any], pack: str, path: str) -> StallSignature:
+def _parse_signature(item: Mapping[str, Any], pack: str, path: str, trusted: bool) -> StallSignature:
     where = f"[[signature]] {item.get('id', '?')}"
     phase_name = item.get("phase")
     return StallSignature(
         id=_text(item, "id", path, where),
         pack=pack,
         state=_text(item, "state", path, where),
-        pattern=_compile(_text(item, "regex", path, where), str(item.get("flags", "")), path, where),
+        pattern=_compile(_text(item, "regex", path, where), str(item.get("flags", "")), path, where, trusted),
         priority=int(item.get("priority", 50)),
         phase=_phase(phase_name, path, where) if phase_name else None,
         summary=str(item.get("summary", "")),
@@ -503,6 +569,34 @@ ASCII_CATEGORIES = {
     stdlib_re._constants.CATEGORY_WORD: string.ascii_letters + string.digits + "_",  # type: ignore[attr-defined]
     stdlib_re._constants.CATEGORY_DIGIT: string.digits,  # type: ignore[attr-defined]
 }
+
+
+def leading_literal(pattern_text: str) -> str | None:
+    """The text every match starts with, for a regex anchored with `^`: `^Load weight begin\\.` →
+    `Load weight begin.`; None when the regex is not anchored or starts with anything else."""
+    try:
+        parsed = list(stdlib_re._parser.parse(pattern_text))  # type: ignore[attr-defined]
+        constants = stdlib_re._constants  # type: ignore[attr-defined]
+    except Exception:  # regex-module syntax: not indexed, always tried
+        return None
+    if not parsed or parsed[0] != (constants.AT, constants.AT_BEGINNING):
+        return None
+    lead = []
+    for op, argument in parsed[1:]:
+        if op is not constants.LITERAL:
+            break
+        lead.append(chr(argument))
+    return "".join(lead) or None
+
+
+def _inner_words(literal: str) -> list[str]:
+    """Words of a lower-cased literal that are whole words wherever the literal appears."""
+    words = []
+    for found in WORD.finditer(literal):
+        start, end = found.span()
+        if start > 0 and end < len(literal) and len(found.group()) >= 2:
+            words.append(found.group())
+    return words
 
 
 def first_characters(pattern_text: str) -> frozenset[str] | None:
@@ -580,12 +674,12 @@ def check_pack_examples(pack_set: PackSet) -> list[str]:
             failures += [
                 f"{pack.path}: {checked.id}: example does not match: {e!r}"
                 for e in checked.examples
-                if checked.pattern.search(e, timeout=MATCH_TIMEOUT_S) is None
+                if checked.pattern.search(e) is None
             ]
             failures += [
                 f"{pack.path}: {checked.id}: counter-example matches: {e!r}"
                 for e in checked.counter_examples
-                if checked.pattern.search(e, timeout=MATCH_TIMEOUT_S) is not None
+                if checked.pattern.search(e) is not None
             ]
     return failures
 
@@ -593,18 +687,27 @@ def check_pack_examples(pack_set: PackSet) -> list[str]:
 # --- small validators --------------------------------------------------------------------------
 
 
-def _compile(pattern_text: str, flags: str, path: str, where: str) -> Any:
+def _compile(pattern_text: str, flags: str, path: str, where: str, trusted: bool) -> PackRegex:
     unknown = set(flags) - {"i"}
     if unknown:
         raise PackError(
             f"{path}: {where}: unknown flags {''.join(sorted(unknown))!r}", hint="the only flag is 'i' (ignore case)"
         )
     try:
-        return regex.compile(pattern_text, regex.IGNORECASE if "i" in flags else 0)
+        checked = regex.compile(pattern_text, regex.IGNORECASE if "i" in flags else 0)
     except regex.error as exc:
         raise PackError(
             f"{path}: {where}: bad regex: {exc}", hint="test it with `logphase patterns explain LINE`"
         ) from exc
+    if trusted:
+        try:
+            fast = stdlib_re.compile(pattern_text, stdlib_re.IGNORECASE if "i" in flags else 0)
+        except stdlib_re.error:
+            pass  # syntax only the regex module knows: keep it, without a timeout (shipped, tested)
+        else:
+            return PackRegex(pattern_text, fast, None)
+        return PackRegex(pattern_text, checked, None)
+    return PackRegex(pattern_text, checked, MATCH_TIMEOUT_S)
 
 
 def _table(value: Any, path: str, where: str) -> Mapping[str, Any]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -10,7 +11,7 @@ from functools import cache
 
 from logphase.frames import frame_key
 from logphase.logs.reader import Line
-from logphase.packs import PackSet, PrefixFields, Rule, rank_from_tags
+from logphase.packs import PackRegex, PackSet, PrefixFields, Rule, rank_from_tags
 from logphase.phases import EventKind, Phase, Role
 
 # Lines inside a traceback or dump that are its structure, not a new message.
@@ -79,7 +80,7 @@ def frame_rule(phase: Phase) -> Rule:
         role=Role.DIAGNOSTIC,
         priority=0,
         literal=None,
-        pattern=None,
+        pattern=PackRegex("(?!)", re.compile("(?!)"), None),  # never matches a line: made from frames
         ignore_case=False,
         draft=False,
         system=None,
@@ -137,6 +138,7 @@ class SourceMatcher:
     day: date | None = None
     block: _Block | None = field(default=None, repr=False)
     systems: Counter[str] = field(default_factory=Counter, repr=False)
+    system: str | None = None
     ranks_seen: set[str] = field(default_factory=set, repr=False)
     _frames: _FrameGroup | None = field(default=None, repr=False)
     _frame_phases: dict[str, object] = field(default_factory=dict, repr=False)
@@ -182,6 +184,8 @@ class SourceMatcher:
         rule, captures = best
         if rule.system:
             self.systems[rule.system] += 1
+            if rule.system != self.system and self.systems[rule.system] > self.systems[self.system or ""]:
+                self.system = rule.system  # the system this log has shown most so far
         rank, from_prefix = self._rank(fields, captures, inside)
         block_line = self.block.opener_line if inside and self.block else None
         if rule.opens_block and not inside:
@@ -209,7 +213,7 @@ class SourceMatcher:
         (uvicorn's `Application startup complete.`, a rule with `system = ""`, or another system's
         rule) goes to a rule of the system this log has shown so far, when one matches."""
         lowered = message.lower()
-        system = self.systems.most_common(1)[0][0] if self.systems else None
+        system = self.system
         winner: tuple[Rule, dict[str, str]] | None = None
         for rule in self.packs.candidate_rules(lowered):  # sorted by priority
             if (rule.in_block and not inside) or (winner is not None and rule.system != system):

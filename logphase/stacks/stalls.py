@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
-from logphase.packs import MATCH_TIMEOUT_S, StallSignature
+from logphase.packs import StallSignature
 from logphase.stacks.model import (
     Classification,
     Frame,
@@ -44,9 +44,7 @@ class Classifier:
 
     def signature_for(self, key: str) -> StallSignature | None:
         if key not in self.cache:
-            self.cache[key] = next(
-                (s for s in self.signatures if s.pattern.search(key, timeout=MATCH_TIMEOUT_S) is not None), None
-            )
+            self.cache[key] = next((s for s in self.signatures if s.pattern.search(key) is not None), None)
         return self.cache[key]
 
     def classify(self, frames: Sequence[Frame]) -> Classification:
