@@ -693,21 +693,20 @@ def _compile(pattern_text: str, flags: str, path: str, where: str, trusted: bool
         raise PackError(
             f"{path}: {where}: unknown flags {''.join(sorted(unknown))!r}", hint="the only flag is 'i' (ignore case)"
         )
+    if trusted:
+        try:
+            return PackRegex(
+                pattern_text, stdlib_re.compile(pattern_text, stdlib_re.IGNORECASE if "i" in flags else 0), None
+            )
+        except stdlib_re.error:
+            pass  # syntax only the regex module knows: compiled below, without a timeout (shipped, tested)
     try:
-        checked = regex.compile(pattern_text, regex.IGNORECASE if "i" in flags else 0)
+        compiled = regex.compile(pattern_text, regex.IGNORECASE if "i" in flags else 0)
     except regex.error as exc:
         raise PackError(
             f"{path}: {where}: bad regex: {exc}", hint="test it with `logphase patterns explain LINE`"
         ) from exc
-    if trusted:
-        try:
-            fast = stdlib_re.compile(pattern_text, stdlib_re.IGNORECASE if "i" in flags else 0)
-        except stdlib_re.error:
-            pass  # syntax only the regex module knows: keep it, without a timeout (shipped, tested)
-        else:
-            return PackRegex(pattern_text, fast, None)
-        return PackRegex(pattern_text, checked, None)
-    return PackRegex(pattern_text, checked, MATCH_TIMEOUT_S)
+    return PackRegex(pattern_text, compiled, None if trusted else MATCH_TIMEOUT_S)
 
 
 def _table(value: Any, path: str, where: str) -> Mapping[str, Any]:
