@@ -19,7 +19,7 @@ from logphase.logs.reader import LogSource, open_sources
 from logphase.packs import PackSet
 from logphase.phases import MAIN_PROCESS_PHASES, PROBLEM_VERDICTS, Phase, Verdict
 from logphase.report.model import Report
-from logphase.verdict import judge
+from logphase.verdict import format_duration, judge
 
 # Stalled when the silence in a phase exceeds BUDGET_FACTOR × p95 of that phase's duration in
 # successful runs of the same setup (DESIGN.md §4.6). 3 × p95: a phase that is slow once in twenty
@@ -449,20 +449,24 @@ class Comparison:
             return ["no successful run of this setup is recorded, so no ETA (logphase runs add LOG)"]
         words = []
         if stats is not None and self.eta is not None:
-            spread = f" ({_short(self.eta.low)}–{_short(self.eta.high)})" if self.eta.high - self.eta.low >= 1 else ""
+            spread = (
+                f" ({format_duration(self.eta.low)}–{format_duration(self.eta.high)})"
+                if self.eta.high - self.eta.low >= 1
+                else ""
+            )
             if self.eta.high < 1:
                 left = "they were ready by now" if not self.post_mortem else "it ran longer than they took to be ready"
             elif self.post_mortem:
-                left = f"it ended {_short(self.eta.seconds)}{spread} before they are ready"
+                left = f"it ended {format_duration(self.eta.seconds)}{spread} before they are ready"
             else:
-                left = f"{_short(self.eta.seconds)}{spread} left"
-            words.append(f"successful runs spend {_short(stats.median)} in {phase}, {left}")
+                left = f"{format_duration(self.eta.seconds)}{spread} left"
+            words.append(f"successful runs spend {format_duration(stats.median)} in {phase}, {left}")
         elif stats is None:
             words.append(f"successful runs of this setup never spent time in {phase}")
         if self.overdue and stats is not None:
             words.append(
-                f"overdue: {_short(self.in_phase_s)} in {phase}, "
-                f"where successful runs take at most {_short(stats.p90)} (p90)"
+                f"overdue: {format_duration(self.in_phase_s)} in {phase}, "
+                f"where successful runs take at most {format_duration(stats.p90)} (p90)"
             )
         return words
 
@@ -528,20 +532,6 @@ def _describe(run: RunRecord) -> str:
         Verdict.READY: "the run that was ready",
         Verdict.PROGRESSING: "the run that was still starting",
     }.get(run.verdict, "the earlier run")
-
-
-def _short(seconds: float | None) -> str:
-    """6m, 2m30s, 45s, 1h05m: how people say durations."""
-    if seconds is None:
-        return "?"
-    whole = round(seconds)
-    if whole < 60:
-        return f"{whole}s"
-    minutes, rest = divmod(whole, 60)
-    if minutes < 60:
-        return f"{minutes}m" if rest == 0 or minutes >= 10 else f"{minutes}m{rest:02d}s"
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours}h{minutes:02d}m"
 
 
 def _round(seconds: float | None) -> float | None:
