@@ -9,12 +9,13 @@ from datetime import datetime
 from itertools import chain, islice
 
 from logphase.logs.matcher import SourceMatcher
+from logphase.logs.prefilter import FastLines, plan_for
 from logphase.logs.reader import Line, LogSource, read_lines
 from logphase.logs.timeline import PhaseSpan, Timeline, TimelineBuilder
 from logphase.packs import PackSet
 from logphase.phases import FAILURE_KINDS, Phase
 from logphase.report.model import ContextLine, InputSummary, LastLine, RankRow, Report, RootCause, SpanRow
-from logphase.stacks.dumps import DumpParser
+from logphase.stacks.dumps import TRIGGER, DumpParser
 from logphase.stacks.model import ProcessSnapshot
 from logphase.stacks.stalls import summarize
 from logphase.verdict import Judgement, judge
@@ -44,17 +45,22 @@ class ScanResult:
     dumps: list[ProcessSnapshot] = field(default_factory=list)
 
 
-def scan(sources: list[LogSource], packs: PackSet, as_of: datetime) -> ScanResult:
+def scan(sources: list[LogSource], packs: PackSet, as_of: datetime, *, fast: bool = True) -> ScanResult:
     """One streaming pass: read, match and build the timeline; remember a little context around
-    failures and around the latest phase event (the root cause of a stall)."""
+    failures and around the latest phase event (the root cause of a stall). `fast`: the matcher
+    sees only the lines that can change the result (logs/prefilter.py); the result is the same."""
     builder = TimelineBuilder()
     result = ScanResult(timeline=builder.finish())
     failures_kept = 0
+    plan = plan_for(packs, (TRIGGER,))
     for index, source in enumerate(sources):
-        lines = read_lines(source)
+        filtered = FastLines(source, plan, as_of, plain_head=YEAR_LOOKAHEAD) if fast and plan.enabled else None
+        lines = iter(filtered) if filtered is not None else read_lines(source)
         head = list(islice(lines, YEAR_LOOKAHEAD))
         matcher = SourceMatcher(packs, as_of, year=_first_year(head, packs))
         dumps = DumpParser()  # faulthandler / py-spy dumps printed into the log
+        if filtered is not None:
+            filtered.attach(matcher, dumps)
         before: deque[ContextLine] = deque(maxlen=CONTEXT_BEFORE)
         waiting: list[_Context] = []
         latest: _Context | None = None
@@ -92,6 +98,9 @@ def scan(sources: list[LogSource], packs: PackSet, as_of: datetime) -> ScanResul
                 waiting = [pending for pending in waiting if pending.wanted_after > 0]
         for event in matcher.finish():
             builder.add(event)
+        if filtered is not None:
+            builder.events += filtered.stats.skipped_events  # steady events counted, not read
+            builder.systems.update(filtered.stats.skipped_systems)
         builder.see_ranks(matcher.ranks_seen)
         for pending in waiting:
             result.contexts[pending.event_key] = tuple(pending.lines)

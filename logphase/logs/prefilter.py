@@ -2,33 +2,47 @@
 
 from __future__ import annotations
 
+import lzma
 import re
+import tarfile
 import warnings
+import zlib
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import IO, Any, Protocol
 
-from logphase.logs.matcher import BLOCK_MARKERS, FRAME_HEADERS, Event, SourceMatcher
-from logphase.logs.reader import MAX_LINE_BYTES, Line, LogSource, _clean, read_errors
-from logphase.packs import PackSet, PrefixRule, Rule
-from logphase.phases import DRAFT_PHASES, EventKind
+import zstandard
 
+from logphase.errors import InputError
+from logphase.logs.matcher import BLOCK_MARKERS, CHAINED, FRAME_HEADERS, Event, SourceMatcher
+from logphase.logs.reader import CHUNK_BYTES as READ_BYTES
+from logphase.logs.reader import MAX_LINE_BYTES, Line, LogSource, _clean
+from logphase.logs.timeline import DRAFT_REPEATED
+from logphase.packs import PackSet, PrefixRule, Rule
+from logphase.phases import FAILURE_KINDS, MAIN_PROCESS_PHASES, EventKind
+
+hyperscan: Any
 try:  # the optional accelerator: `pip install logphase[fast]`
-    import hyperscan
+    import hyperscan  # type: ignore[import-not-found, unused-ignore]
 except ImportError:  # pragma: no cover - exercised where hyperscan is not installed
     hyperscan = None
 
 # Big chunks: the per-chunk Python work is constant, the scan itself is C.
-CHUNK_BYTES = 16 << 20
+CHUNK_BYTES = 8 << 20
 # A factor shorter than this is in nearly every line: no use as a filter.
 MIN_FACTOR = 3
+# A pack literal this long names the line well; shorter ones (`"POST /`) may be in most lines.
+GOOD_LITERAL = 8
 # Alternatives multiply across a regex's branches; beyond this the sets stop paying for themselves.
 MAX_ALTERNATIVES = 32
 # A line shape seen this often in steady lines becomes a template (a recompile of the scanners).
 ADOPT_AFTER = 2
 MAX_TEMPLATES = 64
+WINDOW_BYTES = 1 << 16  # the first window of a candidate scan
+SPARSE = 64  # fewer candidates than this in a window: the next window is twice as big
+RECOMPILE_EVERY = 256  # emitted lines between two recompiles of the scanners
 CONTEXT_BEFORE = 2
 CONTEXT_AFTER = 3
 # Captures the timeline reads from an event: a rule with one of these is never summarised.
@@ -68,7 +82,7 @@ def regex_factors(pattern: str, *, caseless: bool = False) -> frozenset[Factor] 
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             parsed = re._parser.parse(pattern)  # type: ignore[attr-defined]
-    except Exception:  # noqa: BLE001 - regex-module syntax: no factors, the rule is always tried
+    except Exception:
         return None
     walker = _FactorWalker()
     _, required = walker.sequence(list(parsed))
@@ -83,6 +97,8 @@ def regex_factors(pattern: str, *, caseless: bool = False) -> frozenset[Factor] 
 class _FactorWalker:
     def __init__(self) -> None:
         self.caseless = False
+        self.depth = 0
+        self.all_required: list[frozenset[str]] = []
         self.c = re._constants  # type: ignore[attr-defined]
 
     def sequence(self, items: Sequence[Any]) -> tuple[set[str] | None, set[str] | None]:
@@ -90,19 +106,28 @@ class _FactorWalker:
         best: set[str] | None = None
         run: set[str] = {""}
         whole: set[str] | None = {""}
+        top = self.depth == 0
+        self.depth += 1
         for op, argument in items:
             exact, required = self.node(op, argument)
             if exact is None:
-                best = _better(_better(best, run), required)
+                best = _better(_better(best, self._keep(run, top)), self._keep(required, top))
                 run, whole = {""}, None
                 continue
             if len(run) * len(exact) > MAX_ALTERNATIVES:
-                best, run = _better(best, run), set(exact)
+                best, run = _better(best, self._keep(run, top)), set(exact)
             else:
                 run = {a + b for a in run for b in exact}
             if whole is not None:
                 whole = {a + b for a in whole for b in exact} if len(whole) * len(exact) <= MAX_ALTERNATIVES else None
-        return whole, _better(best, run)
+        self.depth -= 1
+        return whole, _better(best, self._keep(run, top))
+
+    def _keep(self, found: set[str] | None, top: bool) -> set[str] | None:
+        """Every required set of the pattern's top level is kept: a line must hold one of each."""
+        if top and found and min(map(len, found)) >= MIN_FACTOR:
+            self.all_required.append(frozenset(found))
+        return found
 
     def node(self, op: Any, argument: Any) -> tuple[set[str] | None, set[str] | None]:
         c = self.c
@@ -142,6 +167,24 @@ class _FactorWalker:
         return None, None
 
 
+def regex_requirements(pattern: str) -> list[frozenset[bytes]]:
+    """Every set of strings a match must hold one of (case-sensitive patterns only): a line
+    without one of each cannot match, which spares asking the regex."""
+    if any(mark in pattern for mark in REGEX_ONLY_SYNTAX):
+        return []
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            parsed = re._parser.parse(pattern)  # type: ignore[attr-defined]
+    except Exception:
+        return []
+    walker = _FactorWalker()
+    walker.sequence(list(parsed))
+    if walker.caseless or parsed.state.flags & re.IGNORECASE:
+        return []
+    return [frozenset(text.encode() for text in found) for found in walker.all_required]
+
+
 def _better(a: set[str] | None, b: set[str] | None) -> set[str] | None:
     """The more selective required set: the longer shortest string, then the fewer strings."""
     if not b or (a and (min(map(len, a)), -len(a)) >= (min(map(len, b)), -len(b))):
@@ -150,11 +193,16 @@ def _better(a: set[str] | None, b: set[str] | None) -> set[str] | None:
 
 
 def rule_factors(rule: Rule, prefixes: dict[str, PrefixRule]) -> frozenset[Factor] | None:
-    """What every line this rule matches contains: the regex's own factors when they are at least
-    as selective as the pack's literal, else the literal (which the matcher's prefilter requires
-    anyway), else the factors of the prefixes the rule needs (`after_prefix`)."""
-    extracted = regex_factors(rule.pattern.pattern, caseless=rule.ignore_case)
+    """What every line this rule matches contains: the pack's literal (which the matcher's
+    prefilter requires anyway) when it is long enough to be the pack author's pick, else the
+    regex's own factors when they are at least as selective, else the literal, else the factors of
+    the prefixes the rule needs (`after_prefix`)."""
     literal = rule.literal
+    extracted = (
+        None
+        if literal is not None and len(literal) >= GOOD_LITERAL
+        else regex_factors(rule.pattern.pattern, caseless=rule.ignore_case)
+    )
     if extracted and (literal is None or min(len(f.text) for f in extracted) >= len(literal.encode())):
         return extracted
     if literal is not None:
@@ -198,7 +246,12 @@ class Plan:
     candidates: list[Factor]
     steady: dict[bytes, Rule]  # factor → the one steady rule it belongs to
     triggers: list[bytes]  # regexes (bytes) whose lines always reach the matcher
+    requires: dict[str, list[frozenset[bytes]]] = field(default_factory=dict)  # steady rule → sets
     reason: str = ""
+
+    def could_match(self, rule: Rule, line: bytes) -> bool:
+        """False when the line lacks one of the strings the rule's regex needs."""
+        return all(any(text in line for text in options) for options in self.requires.get(rule.id, ()))
 
     @property
     def steady_factors(self) -> list[bytes]:
@@ -224,6 +277,8 @@ def _build_plan(packs: PackSet, triggers: Sequence[re.Pattern[str]]) -> Plan:
     unfiltered: list[str] = []
     steady_factors: dict[str, frozenset[Factor]] = {}
     for rule in packs.rules:
+        if rule.in_block:
+            continue  # only inside a traceback, and the matcher sees every line of one (`busy`)
         factors = rule_factors(rule, prefixes)
         if factors is None:
             unfiltered.append(rule.id)
@@ -244,18 +299,21 @@ def _build_plan(packs: PackSet, triggers: Sequence[re.Pattern[str]]) -> Plan:
             steady.update((f.text, rule) for f in factors)
         else:
             candidates |= factors
-    # a steady factor inside another steady factor would make one line two kinds of run
-    for text in list(steady):
-        if any(text != other and text in other for other in steady):
-            pass
     trigger_patterns = [re.escape(b).replace(b"\\\r", b"\\r") for b in ALWAYS_BYTES]
     if any(f.caseless for f in candidates):
         trigger_patterns += [re.escape(b) for b in UNICODE_CASE_BYTES]
-    markers = {m.encode() for m in (*BLOCK_MARKERS, *FRAME_HEADERS)}
+    markers = {m.encode() for m in (*BLOCK_MARKERS, *FRAME_HEADERS, *CHAINED)}
     trigger_patterns += [re.escape(m) for m in sorted(markers)]
     trigger_patterns += [widen_classes(t.pattern).encode() for t in triggers]
+    requires: dict[str, list[frozenset[bytes]]] = {}
+    for rule in {id(r): r for r in steady.values()}.values():
+        sets = regex_requirements(rule.pattern.pattern)
+        if rule.literal is not None and not rule.ignore_case:
+            sets.append(frozenset({rule.literal.encode()}))
+        requires[rule.id] = sets
     return Plan(
         packs=packs,
+        requires=requires,
         enabled=not unfiltered,
         candidates=sorted(candidates, key=lambda f: (f.text, f.caseless)),
         steady=steady,
@@ -304,38 +362,32 @@ class Scanner(Protocol):
     def ends(self, data: bytes | bytearray, start: int, end: int) -> list[int]:
         """End offsets of every match in data[start:end]."""
 
-    def first(self, data: bytes | bytearray, start: int, end: int) -> dict[int, int]:
-        """Pattern id → end offset of its first match in data[start:end]."""
+    def matches(self, data: bytes | bytearray, start: int, end: int) -> list[tuple[int, int]]:
+        """(pattern id, end offset) of matches in data[start:end] (at least one per matching line)."""
 
 
 class _ReScanner:
-    """The pure-Python scanner: one alternation, or one search per pattern for `first`."""
+    """The pure-Python scanner: one alternation of every pattern (each a group: its id)."""
 
     def __init__(self, patterns: Sequence[tuple[bytes, bool]]) -> None:
         parts = [b"(?i:" + p + b")" if caseless else b"(?:" + p + b")" for p, caseless in patterns]
-        self.all = re.compile(b"|".join(parts), re.MULTILINE) if parts else None
-        self.each = [re.compile(part, re.MULTILINE) for part in parts]
+        self.all = re.compile(b"|".join(b"(" + part + b")" for part in parts), re.MULTILINE) if parts else None
 
     def ends(self, data: bytes | bytearray, start: int, end: int) -> list[int]:
         if self.all is None:
             return []
         return [found.end() for found in self.all.finditer(data, start, end)]
 
-    def first(self, data: bytes | bytearray, start: int, end: int) -> dict[int, int]:
-        found: dict[int, int] = {}
-        for index, pattern in enumerate(self.each):
-            match = pattern.search(data, start, end)
-            if match is not None:
-                found[index] = match.end()
-        return found
+    def matches(self, data: bytes | bytearray, start: int, end: int) -> list[tuple[int, int]]:
+        if self.all is None:
+            return []
+        return [((found.lastindex or 1) - 1, found.end()) for found in self.all.finditer(data, start, end)]
 
 
 class _HsScanner:
     """Hyperscan: every pattern in one database, scanned once."""
 
-    def __init__(self, patterns: Sequence[tuple[bytes, bool]], *, single: bool) -> None:
-        self.count = len(patterns)
-        self.single = single
+    def __init__(self, patterns: Sequence[tuple[bytes, bool]]) -> None:
         self.db: Any = None
         if not patterns:
             return
@@ -344,8 +396,6 @@ class _HsScanner:
             flag = hyperscan.HS_FLAG_MULTILINE | hyperscan.HS_FLAG_ALLOWEMPTY
             if caseless:
                 flag |= hyperscan.HS_FLAG_CASELESS
-            if single:
-                flag |= hyperscan.HS_FLAG_SINGLEMATCH
             flags.append(flag)
         self.db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
         self.db.compile(
@@ -365,23 +415,24 @@ class _HsScanner:
         found.sort()
         return found
 
-    def first(self, data: bytes | bytearray, start: int, end: int) -> dict[int, int]:
-        found: dict[int, int] = {}
+    def matches(self, data: bytes | bytearray, start: int, end: int) -> list[tuple[int, int]]:
+        found: list[tuple[int, int]] = []
         if self.db is None or start >= end:
             return found
 
         def on_match(pattern: int, _start: int, stop: int, _flags: int, _context: object) -> None:
-            if pattern not in found:
-                found[pattern] = start + stop
+            found.append((pattern, start + stop))
 
         self.db.scan(memoryview(data)[start:end], match_event_handler=on_match, scratch=self.scratch)
+        found.sort(key=lambda item: item[1])
         return found
 
 
-def make_scanner(patterns: Sequence[tuple[bytes, bool]], *, single: bool = False, accelerate: bool = True) -> Scanner:
+def make_scanner(patterns: Sequence[tuple[bytes, bool]], *, accelerate: bool = True) -> Scanner:
+    """A scanner for (regex, caseless) pairs: hyperscan when installed and asked for."""
     if accelerate and hyperscan is not None:
         try:
-            return _HsScanner(patterns, single=single)
+            return _HsScanner(patterns)
         except hyperscan.error:  # a pattern hyperscan does not support: the stdlib reads it all
             pass
     return _ReScanner(patterns)
@@ -389,3 +440,787 @@ def make_scanner(patterns: Sequence[tuple[bytes, bool]], *, single: bool = False
 
 def accelerated() -> bool:
     return hyperscan is not None
+
+
+# --- templates: the shapes of steady lines -----------------------------------------------------------
+
+DIGIT = -1  # a template atom: any ASCII digit (a timestamp's, a pid's)
+# Prefix groups whose digits decide the rank: a template keeps them.
+RANK_GROUPS = frozenset({"tags", "rank"})
+# The characters a docker-compose service name is made of: a template must hold one that is not,
+# or the reader's compose-prefix stripping could change what its lines say.
+COMPOSE_NAME = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.[]- \t")
+
+
+@dataclass(frozen=True)
+class Template:
+    """A line prefix, byte for byte except its digits outside the rank tags (timestamp, pid,
+    thread). Every line that starts with it gets the same prefixes, so the same rank, as the
+    line it was learned from. `stamp`: "year"
+    (a full date), "date" (no year: vLLM), "none" (no timestamp)."""
+
+    atoms: tuple[int, ...]
+    rank: str | None
+    stamp: str
+
+    def regex(self) -> bytes:
+        return b"".join(b"[0-9]" if atom == DIGIT else re.escape(bytes([atom])) for atom in self.atoms)
+
+
+def learn_template(packs: PackSet, raw: bytes, text: str) -> Template | None:
+    """The template of a line, or None when its prefix cannot be trusted to decide the parse."""
+    if text.encode() != raw:
+        return None  # the reader changed it (colour codes, a container prefix): the bytes mislead
+    fields, message = packs.split_prefix(text)
+    length = len(text) - len(message)
+    region = text[:length]
+    if not length or not region.isascii() or "|" in region or not set(region.encode()) - COMPOSE_NAME:
+        return None
+    if fields.time is not None and not fields.time_has_date:
+        return None  # time-of-day stamps need every line for their midnight rollover
+    by_id = {prefix.id: prefix for prefix in packs.prefixes}
+    kept: set[int] = set()  # the digits that name the rank stay as they are
+    position = 0
+    for prefix_id in fields.prefixes:
+        found = by_id[prefix_id].pattern.match(text[position:])
+        if found is None:
+            return None
+        for group in RANK_GROUPS & set(found.re.groupindex):
+            if found.start(group) >= 0:
+                start, end = found.span(group)
+                kept |= set(range(position + start, position + end))
+        position += found.end()
+    if position != length:
+        return None
+    # timestamps, pids and thread ids vary from line to line; one template stands for them all
+    digits = {index for index, char in enumerate(region) if char.isdigit() and index not in kept}
+    atoms = tuple(DIGIT if index in digits else byte for index, byte in enumerate(region.encode()))
+    # the prefix must parse the same whatever the digits of its timestamp are
+    for digit in "09":
+        variant = "".join(digit if index in digits else char for index, char in enumerate(region)) + message
+        other, rest = packs.split_prefix(variant)
+        if other.prefixes != fields.prefixes or rest != message or other.rank != fields.rank:
+            return None
+    stamp = "none" if fields.time is None else ("year" if fields.time_has_year else "date")
+    return Template(atoms, fields.rank, stamp)
+
+
+class _Trie:
+    """Templates as a trie, to write the regex of "a line that starts with none of them"."""
+
+    def __init__(self) -> None:
+        self.children: dict[int, _Trie] = {}
+        self.leaf = False
+
+    def add(self, atoms: tuple[int, ...]) -> bool:
+        node = self
+        for atom in atoms:
+            kids = node.children
+            if (atom == DIGIT and any(48 <= k <= 57 for k in kids)) or (48 <= atom <= 57 and DIGIT in kids):
+                return False  # a digit class beside a literal digit: no simple complement
+            node = kids.setdefault(atom, _Trie())
+        node.leaf = True
+        return True
+
+    def complement(self, *, ends: bool) -> bytes | None:
+        """A regex for the text after `^` of any line this node's templates do not start
+        (`ends`: also a line that ends before a template does)."""
+        if self.leaf:
+            return None
+        excluded = b"".join(b"0-9" if atom == DIGIT else _class_byte(atom) for atom in self.children)
+        options = [b"[^" + excluded + b"\\n]"] + ([b"$"] if ends else [])
+        for atom, child in self.children.items():
+            rest = child.complement(ends=ends)
+            if rest is not None:
+                options.append((b"[0-9]" if atom == DIGIT else re.escape(bytes([atom]))) + rest)
+        return b"(?:" + b"|".join(options) + b")"
+
+
+def _class_byte(byte: int) -> bytes:
+    return b"\\" + bytes([byte]) if bytes([byte]) in b"\\]^-[" else bytes([byte])
+
+
+# --- the scan of one source --------------------------------------------------------------------------
+
+
+@dataclass
+class _Group:
+    """The events of one steady rule on one rank since the matcher last saw one: `stage` 0 none
+    yet, 1 one seen, 2 two seen with nothing in between that could change what the next does."""
+
+    rule: Rule
+    rank: str | None
+    stage: int = 0
+    member: int = -1  # offset of the last member the matcher saw, in this chunk
+    carried: tuple[int, bytes] | None = None  # the last member of the previous chunk: (number, bytes)
+
+
+@dataclass
+class _Kind:
+    """Lines of one template that hold one steady factor."""
+
+    template: Template
+    factor: bytes
+    rule: Rule
+    pattern: re.Pattern[bytes]
+
+
+@dataclass
+class ScanStats:
+    """What the fast path did, for benchmarks and tests."""
+
+    lines: int = 0
+    emitted: int = 0
+    probed: int = 0
+    skipped_events: int = 0
+    recompiles: int = 0
+    plain_lines: int = 0
+    skipped_systems: Counter[str] = field(default_factory=Counter)
+
+
+class OpenDumps(Protocol):
+    """The dump parser, as far as the fast path asks: how many dumps are open."""
+
+    open: int
+
+
+# What the reader turns into "the file ends early or is damaged" (logs/reader.py read_lines).
+READ_ERRORS: tuple[type[BaseException], ...] = (
+    EOFError,
+    OSError,
+    zlib.error,
+    lzma.LZMAError,
+    zstandard.ZstdError,
+    tarfile.TarError,
+)
+
+
+class FastLines:
+    """The lines of one source the matcher needs, in order: candidate lines (a rule's literal, a
+    dump's trigger), the lines around them (context, the timestamp they inherit), the first two and
+    the last line of each steady run, and everything while a traceback or dump is open (`busy`).
+
+    A template line with no candidate factor produces no event and changes nothing the matcher
+    keeps but its time, which is handed over by the nearest stamped line before the next line
+    the matcher sees. Steady events (serving batches, access lines, NCCL chatter) between the
+    second and the last of a run only repeat what the last says; they are counted, not read."""
+
+    def __init__(
+        self,
+        source: LogSource,
+        plan: Plan,
+        reference: datetime,
+        *,
+        plain_head: int = 0,
+        accelerate: bool = True,
+    ) -> None:
+        self.source = source
+        self.plan = plan
+        self.packs = plan.packs
+        self.reference = reference
+        self.matcher: SourceMatcher | None = None
+        self.dumps: OpenDumps | None = None
+        self.plain_head = plain_head
+        self.accelerate = accelerate
+        self.stats = ScanStats()
+        self.templates: list[Template] = []
+        self.sightings: Counter[Template] = Counter()
+        self.kinds: list[_Kind] = []
+        self.registered: set[tuple[Template, bytes]] = set()
+        self.groups: dict[tuple[str, str | None], _Group] = {}
+        self.steady_rules = {rule.id: rule for rule in plan.steady.values()}
+        self.factors_of: dict[str, list[bytes]] = {}
+        for factor, rule in plan.steady.items():
+            self.factors_of.setdefault(rule.id, []).append(factor)
+        self.steady_bytes = [f for f in plan.steady]
+        self.after = 0  # context lines still owed after the last emission
+        self.carried_stamps: list[tuple[int, bytes, str]] = []  # stamped lines after the last emission
+        self.dirty = False
+        self.failure: BaseException | None = None
+        self.compiled_at = 0
+        self.candidates_ready = False
+        self.probe_cache: dict[tuple[int, int], tuple[Event, ...]] = {}
+        self.loose_factors: list[list[bytes]] = []
+        self.plain_patterns = 0
+        self.template_re: re.Pattern[bytes] | None = None
+        self.candidates: Scanner = _ReScanner([])
+
+    def attach(self, matcher: SourceMatcher, dumps: OpenDumps | None = None) -> None:
+        """The matcher (and dump parser) that read these lines: what they hold decides what the
+        next line must be (a copy of the matcher's state predicts its events)."""
+        self.matcher, self.dumps = matcher, dumps
+
+    def live(self) -> SourceMatcher | None:
+        return self.matcher
+
+    def busy(self) -> bool:
+        """A traceback or a dump is open: the matcher must see every line until it closes."""
+        matcher = self.matcher
+        return matcher is not None and (matcher.block is not None or (self.dumps is not None and self.dumps.open > 0))
+
+    # -- scanners
+
+    def _refresh(self) -> None:
+        """Recompile the scanners for new templates and kinds, but not after every one: scanners
+        that lag only send more lines to the matcher (each compile costs ~50 ms)."""
+        if self.dirty and (self.stats.emitted - self.compiled_at >= RECOMPILE_EVERY or not self.candidates_ready):
+            self._compile()
+            self.targets_from = -1
+
+    def _compile(self) -> None:
+        """One database: candidate literals, triggers, lines that start with no template, and
+        lines with a steady factor whose template has not shown that factor's run yet."""
+        self.stats.recompiles += 1
+        self.dirty = False
+        self.compiled_at = self.stats.emitted
+        self.candidates_ready = bool(self.templates)
+        patterns: list[tuple[bytes, bool]] = [(re.escape(f.text), f.caseless) for f in self.plan.candidates]
+        patterns += [(trigger, False) for trigger in self.plan.triggers]
+        self.template_re = None
+        if self.templates:
+            trie = _Trie()
+            for template in self.templates:
+                trie.add(template.atoms)
+            rest = trie.complement(ends=True)
+            if rest is not None:
+                patterns.append((b"^" + rest, False))
+            self.template_re = re.compile(b"|".join(b"(" + t.regex() + b")" for t in self.templates))
+        self.plain_patterns = len(patterns)
+        self.loose_factors = []
+        if self.templates:
+            by_set: dict[frozenset[Template], list[bytes]] = {}
+            for factor in self.plan.steady:
+                hosts = frozenset(t for t in self.templates if (t, factor) in self.registered)
+                if not hosts:
+                    patterns.append((re.escape(factor), False))  # every line with it: checked here
+                    self.loose_factors.append([factor])
+                else:
+                    by_set.setdefault(hosts, []).append(factor)
+            for hosts, factors in by_set.items():
+                trie = _Trie()
+                for template in hosts:
+                    trie.add(template.atoms)
+                rest = trie.complement(ends=False)
+                if rest is None:
+                    continue
+                alternatives = b"(?:" + b"|".join(re.escape(f) for f in factors) + b")"
+                # a line that leaves the templates at byte p and holds the factor after p; or one
+                # that holds it from a byte before the longest template ends (it may start at p)
+                early = max(len(t.atoms) for t in hosts) - 1
+                patterns.append((b"^" + rest + b"[^\\n]*" + alternatives, False))
+                patterns.append((b"^[^\\n]{0,%d}" % early + alternatives, False))
+                self.loose_factors += [factors, factors]
+        self.candidates = make_scanner(patterns, accelerate=self.accelerate)
+
+    def _adopt(self, template: Template) -> bool:
+        if template in self.templates or len(self.templates) >= MAX_TEMPLATES:
+            return False
+        trie = _Trie()
+        if not all(trie.add(t.atoms) for t in [*self.templates, template]):
+            return False
+        self.templates.append(template)
+        return True
+
+    def _register(self, template: Template, rule: Rule, raw: bytes) -> bool:
+        """Runs of this rule on this template, found by the factors this line holds (the others
+        stay candidates until a line shows them: a search for an absent factor costs a full scan)."""
+        changed = False
+        for factor in self.factors_of.get(rule.id, ()):
+            if factor in raw and (template, factor) not in self.registered:
+                self.registered.add((template, factor))
+                self.kinds.append(_Kind(template, factor, rule, re.compile(template.regex())))
+                changed = True
+        return changed
+
+    # -- reading
+
+    def __iter__(self) -> Iterator[Line]:
+        try:
+            stream = self.source.open_stream()
+        except OSError as exc:
+            raise InputError(
+                f"{self.source.name}: cannot open: {exc}", hint="check the file and its permissions"
+            ) from None
+        try:
+            yield from self._chunks(stream)
+        except READ_ERRORS as exc:
+            raise InputError(
+                f"{self.source.name}: the file ends early or is damaged after line {self.source.lines}: {exc}",
+                hint="the file is truncated or corrupt: copy it again, or save what is left "
+                "(zcat FILE > part.log) and analyze that",
+            ) from None
+        finally:
+            stream.close()
+
+    def _chunks(self, stream: IO[bytes]) -> Iterator[Line]:
+        read = getattr(stream, "read1", stream.read)
+        pending = b""
+        base = 0
+        upcoming = self._read(read)
+        while upcoming:
+            data = pending + upcoming
+            upcoming = self._read(read) if self.failure is None else b""
+            cut = data.rfind(b"\n") + 1
+            final = not upcoming and self.failure is None
+            if final:
+                cut = len(data)
+            elif cut == 0:
+                pending = self._long_line(data)
+                continue
+            yield from self._chunk(data, cut, base, final=final)
+            pending = data[cut:]
+            base = self.stats.lines
+        self.source.lines = self.stats.lines
+        if self.failure is not None:
+            raise self.failure  # after the whole lines read before it, as the reader does
+        if pending:
+            yield from self._chunk(pending, len(pending), base, final=True)
+        self.source.lines = self.stats.lines
+
+    def _read(self, read: Callable[[int], bytes]) -> bytes:
+        """Up to CHUNK_BYTES, in the reader's own read sizes: a damaged archive then fails after
+        the same bytes, and the error names the same line."""
+        parts: list[bytes] = []
+        size = 0
+        while size < CHUNK_BYTES:
+            try:
+                part = read(READ_BYTES)
+            except READ_ERRORS as exc:
+                self.failure = exc
+                break
+            if not part:
+                break
+            parts.append(part)
+            size += len(part)
+            self.source.bytes += len(part)
+        return b"".join(parts)
+
+    @staticmethod
+    def _long_line(data: bytes) -> bytes:
+        """A line longer than a chunk: only its first MAX_LINE_BYTES matter (the reader's rule)."""
+        return data[: MAX_LINE_BYTES + 1]
+
+    # -- one chunk: whole lines, `base` lines before it
+
+    def _chunk(self, buf: bytes, end: int, base: int, *, final: bool) -> Iterator[Line]:
+        """The whole lines of buf[:end] (what follows is the next chunk's first line)."""
+        self.buf = buf
+        self.end = end
+        self.base = base
+        self.pos = 0
+        self._number_cache = (0, base + 1)
+        self.targets: list[int] = []
+        self.target_index = 0
+        self.targets_from = -1
+        self.targets_to = 0
+        self.window = WINDOW_BYTES
+        self.kind_next: dict[int, tuple[int, int | None, int]] = {}
+        for group in self.groups.values():
+            group.member = -1
+        emitted_before = self.stats.emitted
+        last_start = buf.rfind(b"\n", 0, end - 1) + 1 if end else 0
+        while self.pos < end:
+            if self._plain():
+                yield from self._emit_line(self.pos)
+                continue
+            target = self._next_target()
+            if final and (target is None or target > last_start) and self.pos <= last_start:
+                target = last_start  # the last line: the report quotes it, with its time
+            limit = end if target is None else target
+            first = self._next_unstable(limit)
+            if first is not None:
+                yield from self._emit_with_context(first)
+            elif target is not None:
+                yield from self._emit_with_context(target)
+            else:
+                break
+        self._carry(end)
+        known, number = self._number_cache
+        lines = number - 1 - base + buf.count(b"\n", known, end) + (0 if buf[end - 1 : end] == b"\n" else 1)
+        self._count_skipped(lines - (self.stats.emitted - emitted_before))
+        self.stats.lines = base + lines
+
+    def _plain(self) -> bool:
+        """Every line goes to the matcher: the head (read for the log's year), while a traceback
+        or dump is open, while owed context lines, or before any template is known."""
+        if self.after > 0:
+            return True
+        if self._number(self.pos) <= self.plain_head or not self.templates:
+            return True
+        if self.busy():
+            for group in self.groups.values():
+                group.stage = 0
+            return True
+        return False
+
+    def _number(self, offset: int) -> int:
+        """The line number of the line that starts at `offset` (newlines counted in C)."""
+        known, number = self._number_cache
+        if offset >= known:
+            number += self.buf.count(b"\n", known, offset)
+        else:
+            number -= self.buf.count(b"\n", offset, known)
+        self._number_cache = (offset, number)
+        return number
+
+    def _line_end(self, offset: int) -> int:
+        end = self.buf.find(b"\n", offset)
+        return self.end if end < 0 or end > self.end else end
+
+    def _line_start(self, offset: int) -> int:
+        return self.buf.rfind(b"\n", 0, offset) + 1
+
+    def _previous(self, offset: int) -> int:
+        """The start of the line before the one at `offset`."""
+        return self.buf.rfind(b"\n", 0, max(0, offset - 1)) + 1
+
+    # -- candidates
+
+    def _next_target(self) -> int | None:
+        self._refresh()
+        if self.targets_from < 0 or self.targets_from > self.pos:
+            self._find_targets(self.pos)
+        while True:
+            while self.target_index < len(self.targets) and self.targets[self.target_index] < self.pos:
+                self.target_index += 1
+            if self.target_index < len(self.targets):
+                return self.targets[self.target_index]
+            if self.targets_to >= self.end:
+                return None
+            self._find_targets(max(self.pos, self.targets_to))
+
+    def _find_targets(self, start: int) -> None:
+        """Candidates in a window from `start`: small while they are dense (the matcher reads most
+        lines anyway), doubling while they are sparse, so a scan never runs far ahead for nothing."""
+        end = self.end
+        if start + self.window < end:
+            end = self.buf.find(b"\n", start + self.window) + 1 or end
+        self._scan_targets(start, end)
+        self.window = min(self.window * 2, CHUNK_BYTES) if len(self.targets) < SPARSE else WINDOW_BYTES
+        self.targets_from, self.targets_to = start, end
+
+    def _scan_targets(self, start: int, end: int) -> None:
+        starts: set[int] = set()
+        loose: dict[int, list[bytes]] = {}
+        for index, stop in self.candidates.matches(self.buf, start, end):
+            line_start = self._line_start(stop)
+            if index < self.plain_patterns:
+                starts.add(line_start)
+            else:
+                loose.setdefault(line_start, []).extend(self.loose_factors[index - self.plain_patterns])
+        for line_start, factors in loose.items():
+            if line_start in starts:
+                continue
+            template = self._template_at(line_start)
+            line = self.buf[line_start : self._line_end(line_start)]
+            if template is None or any(
+                (template, f) not in self.registered and f in line and self.plan.could_match(self.plan.steady[f], line)
+                for f in factors
+            ):
+                starts.add(line_start)
+        self.targets = sorted(s for s in starts if s >= start)
+        self.target_index = 0
+
+    # -- steady runs
+
+    def _template_at(self, offset: int) -> Template | None:
+        if self.template_re is None:
+            return None
+        found = self.template_re.match(self.buf, offset)
+        if found is None or found.lastindex is None:
+            return None
+        return self.templates[found.lastindex - 1]
+
+    def _next_unstable(self, limit: int) -> int | None:
+        """The first line before `limit` that starts or restarts a steady run: its group has no
+        two events the matcher saw since the last change."""
+        best: int | None = None
+        need = [
+            index
+            for index, kind in enumerate(self.kinds)
+            if self.groups.get((kind.rule.id, kind.template.rank), _Group(kind.rule, None)).stage < 2
+        ]
+        if not need:
+            return None
+        for index in need:
+            found = self._next_member(index, limit if best is None else min(best, limit))
+            if found is not None and (best is None or found < best):
+                best = found
+        return best
+
+    def _next_member(self, index: int, limit: int) -> int | None:
+        """The first line from `pos` on, before `limit`, that is an event of this kind's group."""
+        kind = self.kinds[index]
+        cached = self.kind_next.get(index)
+        if cached is not None and cached[0] <= self.pos and (cached[1] is None or cached[1] >= self.pos):
+            found: int | None = cached[1]
+            if cached[1] is None and cached[2] < limit:
+                found = self._walk_members(index, kind, cached[2], limit)
+        else:
+            found = self._walk_members(index, kind, self.pos, limit)
+        return found if found is not None and found < limit else None
+
+    def _walk_members(self, index: int, kind: _Kind, start: int, limit: int) -> int | None:
+        origin = self.pos
+        while start < limit:
+            found = self.presence_of(index, start, limit)
+            if found is None:
+                break
+            if self._is_member(kind, found):
+                self.kind_next[index] = (origin, found, found)
+                return found
+            start = self._line_end(found) + 1
+        self.kind_next[index] = (origin, None, max(start, limit))
+        return None
+
+    def presence_of(self, index: int, start: int, limit: int) -> int | None:
+        """The first line in [start, limit) of this kind's template that holds its factor."""
+        kind = self.kinds[index]
+        offset = self.buf.find(kind.factor, start, limit)
+        while offset >= 0:
+            line = self._line_start(offset)
+            if (
+                line >= start
+                and kind.pattern.match(self.buf, line)
+                and self.plan.could_match(kind.rule, self.buf[line : self._line_end(line)])
+            ):
+                return line
+            offset = self.buf.find(kind.factor, self._line_end(offset) + 1, limit)
+        return None
+
+    def _is_member(self, kind: _Kind, offset: int) -> bool:
+        events = self._probe_at(offset)
+        return any(e.rule.id == kind.rule.id and e.rank == kind.template.rank for e in events)
+
+    def _last_member(self, group: _Group, low: int, high: int) -> int | None:
+        """The last line in [low, high) that is an event of this group."""
+        best: int | None = None
+        for kind in self.kinds:
+            if kind.rule.id != group.rule.id or kind.template.rank != group.rank:
+                continue
+            offset = self.buf.rfind(kind.factor, low, high)
+            while offset >= 0 and (best is None or offset > best):
+                line = self._line_start(offset)
+                if line < low:
+                    break
+                if (
+                    kind.pattern.match(self.buf, line)
+                    and self.plan.could_match(kind.rule, self.buf[line : self._line_end(line)])
+                    and self._is_member(kind, line)
+                ):
+                    best = line if best is None or line > best else best
+                    break
+                offset = self.buf.rfind(kind.factor, low, max(low, line))
+        return best
+
+    # -- emitting
+
+    def _emit_with_context(self, offset: int) -> Iterator[Line]:
+        """Emit a line with what the matcher must see first: each steady run's last line since
+        the matcher's last look, the two lines before (context), the nearest timestamp."""
+        wanted: set[int] = {offset}
+        carried: list[tuple[int, bytes]] = []
+        for group in self.groups.values():
+            if group.stage < 2:
+                continue
+            low = max(self.pos, group.member + 1)
+            last = self._last_member(group, low, offset)
+            if last is not None:
+                wanted.add(last)
+            elif group.carried is not None:
+                carried.append(group.carried)
+            group.carried = None
+        line = offset
+        for _ in range(CONTEXT_BEFORE):
+            if line <= self.pos:
+                break
+            line = self._previous(line)
+            wanted.add(line)
+        stamps, old = self._time_lines(sorted(wanted))
+        wanted |= stamps
+        carried += old
+        for number, raw in sorted(set(carried)):
+            yield from self._emit_raw(raw, number)
+        self.carried_stamps = []
+        for line_start in sorted(wanted):
+            if line_start >= self.pos:
+                yield from self._emit_line(line_start)
+        self.after = CONTEXT_AFTER
+
+    def _time_lines(self, wanted: list[int]) -> tuple[set[int], list[tuple[int, bytes]]]:
+        """For each line the matcher will see without a full date of its own, the nearest stamped
+        line before it that it would have seen (and, for a year-less stamp, the nearest line with
+        a year): the time the line inherits. Lines of this chunk as offsets; lines of an earlier
+        chunk as (number, bytes)."""
+        found: set[int] = set()
+        old: list[tuple[int, bytes]] = []
+        low = self.pos
+        for index, line in enumerate(wanted):
+            template = self._template_at(line)
+            if template is None or template.stamp != "year":
+                need = "any"
+                walk = line
+                while walk > low and need:
+                    walk = self._previous(walk)
+                    template = self._template_at(walk)
+                    if template is None or template.stamp == "none" or (need == "year" and template.stamp != "year"):
+                        continue
+                    found.add(walk)
+                    need = "year" if template.stamp == "date" and need == "any" else ""
+                if need and index == 0 and low == self.pos:
+                    for number, raw, stamp in reversed(self.carried_stamps):
+                        if need == "any" or stamp == "year":
+                            old.append((number, raw))
+                            need = "year" if stamp == "date" and need == "any" else ""
+                            if not need:
+                                break
+            low = line
+        return found, old
+
+    def _emit_raw(self, raw: bytes, number: int) -> Iterator[Line]:
+        lines = list(_clean(raw, number, self.source._index))
+        self._book(self._probe(lines), None)
+        self.stats.emitted += 1
+        yield from lines
+
+    def _emit_line(self, offset: int) -> Iterator[Line]:
+        end = self._line_end(offset)
+        raw = self.buf[offset:end]
+        if len(raw) > MAX_LINE_BYTES:
+            raw = raw[:MAX_LINE_BYTES]
+            self.source.truncated_lines += 1
+        number = self._number(offset)
+        lines = list(_clean(raw, number, self.source._index))
+        if self.after > 0:
+            self.after -= 1
+        if self._plain_now(offset):
+            self.stats.plain_lines += 1
+            events = self._probe(lines) if any(f in raw for f in self.steady_bytes) else ()
+        else:
+            events = self._probe_at(offset, lines)
+        self._book(events, (offset, raw, lines))
+        self.stats.emitted += 1
+        self.pos = end + 1
+        self.carried_stamps = []
+        self.source.lines = number
+        yield from lines
+
+    def _plain_now(self, offset: int) -> bool:
+        return not self.templates or self._number(offset) <= self.plain_head
+
+    # -- what a line is
+
+    def _probe_at(self, offset: int, lines: list[Line] | None = None) -> tuple[Event, ...]:
+        """The events of the line at `offset` (remembered: walks ask about a line more than once)."""
+        cache = self.probe_cache
+        key = (self.base, offset)
+        if key in cache:
+            return cache[key]
+        if lines is None:
+            raw = self.buf[offset : self._line_end(offset)][:MAX_LINE_BYTES]
+            lines = list(_clean(raw, self._number(offset), self.source._index))
+        events = self._probe(lines)
+        if len(cache) > 4096:
+            cache.clear()
+        cache[key] = events
+        return events
+
+    def _probe(self, lines: Iterable[Line]) -> tuple[Event, ...]:
+        """What the matcher will make of these lines, from a copy of its state now."""
+        self.stats.probed += 1
+        live = self.live()
+        probe = SourceMatcher(
+            self.packs,
+            self.reference,
+            year=live.year if live else None,
+            last_time=live.last_time if live else None,
+            day=live.day if live else None,
+            systems=Counter(live.systems) if live else Counter(),
+        )
+        return tuple(event for line in lines for event in probe.match_line(line))
+
+    def _book(self, events: tuple[Event, ...], where: tuple[int, bytes, list[Line]] | None) -> None:
+        """Keep the runs' state as the matcher sees this line's events; learn templates."""
+        for event in events:
+            rule = event.rule
+            if rule.id in self.steady_rules:
+                key = (rule.id, event.rank)
+                group = self.groups.get(key)
+                if group is None or group.stage == 0:
+                    self._reset_rank(event.rank, keep=key)
+                    group = self.groups[key] = _Group(rule, event.rank, stage=1)
+                else:
+                    group.stage = 2
+                if where is not None:
+                    group.member = where[0]
+                    self._learn(where, rule)
+            elif event.phase is not None and event.kind not in FAILURE_KINDS:
+                if event.kind is EventKind.PROGRESS and event.rank is None and event.phase not in MAIN_PROCESS_PHASES:
+                    for group in self.groups.values():
+                        group.stage = 0  # a bar without a rank goes to the lowest rank: any may move
+                else:
+                    self._reset_rank(event.rank, keep=None)
+
+    def _reset_rank(self, rank: str | None, keep: tuple[str, str | None] | None) -> None:
+        """An event that may move a rank's phase past the CUDA graphs changes where its next
+        dist_init / weight_load / kv_cache / cuda_graph marks go (the draft's spans)."""
+        for key, group in self.groups.items():
+            if key != keep and group.rank == rank and group.rule.phase in DRAFT_REPEATED:
+                group.stage = 0
+
+    def _learn(self, where: tuple[int, bytes, list[Line]], rule: Rule) -> None:
+        _, raw, lines = where
+        if len(lines) != 1:
+            return
+        template = learn_template(self.packs, raw, lines[0].text)
+        if template is None:
+            return
+        changed = False
+        if template not in self.templates:
+            self.sightings[template] += 1
+            if self.sightings[template] >= ADOPT_AFTER:
+                changed = self._adopt(template)
+        if template in self.templates:
+            changed = self._register(template, rule, raw) or changed
+        if changed:
+            self.dirty = True
+            self.kind_next.clear()
+
+    def _count_skipped(self, lines: int) -> None:
+        """Events of runs the matcher never saw: a chunk's unread lines, shared among the runs in
+        progress (approximate: only the system vote and the event count read them)."""
+        systems = [g.rule.system for g in self.groups.values() if g.stage == 2 and g.rule.system]
+        if lines <= 0 or not systems:
+            return
+        self.stats.skipped_events += lines
+        live = self.live()
+        for system, share in Counter(systems).items():
+            counted = lines * share // len(systems)
+            self.stats.skipped_systems[system] += counted
+            if live is not None:
+                live.systems[system] += counted  # the rule choice follows the log's system
+
+    def _carry(self, end: int) -> None:
+        """At a chunk's end: each run's last line and the last stamped lines the matcher has not
+        seen, for the next chunk to hand over."""
+        for group in self.groups.values():
+            if group.stage < 2:
+                continue
+            low = max(self.pos, group.member + 1)
+            last = self._last_member(group, low, end)
+            if last is not None:
+                group.carried = (self._number(last), self.buf[last : self._line_end(last)][:MAX_LINE_BYTES])
+        stamps: list[tuple[int, bytes, str]] = []
+        line = end
+        while line > self.pos and len(stamps) < 1 + 1:
+            line = self._previous(line)
+            template = self._template_at(line)
+            if template is None or template.stamp == "none":
+                continue
+            if not stamps or template.stamp == "year":
+                stamps.insert(0, (self._number(line), self.buf[line : self._line_end(line)], template.stamp))
+                if template.stamp == "year":
+                    break
+        if stamps:
+            older = [s for s in self.carried_stamps if s[2] == "year"]
+            self.carried_stamps = (older[-1:] if stamps[0][2] != "year" else []) + stamps

@@ -211,6 +211,8 @@ class TimelineBuilder:
         acc = self.ranks.setdefault(rank, _RankAcc(rank))
         acc.from_prefix = acc.from_prefix or event.rank_from_prefix
         phase, draft = self._effective_phase(event, acc)
+        if event.kind is EventKind.MARK and acc.reached is not None and phase.order < acc.reached.order:
+            return  # a mark of a phase the rank has left: an NCCL line while serving, a late /generate
         span = acc.spans.get((phase, draft))
         # a failure shows where the rank was (a warmup error: it reached warmup), never progress
         progressed = not failed and self._is_progress(event, span)
@@ -255,7 +257,8 @@ class TimelineBuilder:
         latest news) is `cuda_graph` again, flagged draft. Later versions interleave and flag."""
         phase = event.phase
         assert phase is not None
-        past_graphs = acc.reached is not None and acc.reached.order >= Phase.CUDA_GRAPH.order
+        reached = acc.reached
+        past_graphs = reached is not None and Phase.CUDA_GRAPH.order <= reached.order < Phase.HTTP_START.order
         if past_graphs and phase in DRAFT_REPEATED:
             if phase is not Phase.CUDA_GRAPH:
                 return Phase.DRAFT_INIT, True

@@ -1,0 +1,162 @@
+"""Benchmark `logphase analyze` on generated multi-GB logs against `grep -c -E` and `wc -l`, same file, same run.
+
+Sizes: LOGPHASE_BENCH_SIZES (e.g. `100M` or `100M,1G`; default both). Logs are generated into a
+temporary folder and deleted afterwards. Target (issue 5): on the 1 GB log, analyze within 2x the
+grep time, peak RSS at most 150 MB. Prints a Markdown section for BENCHMARKS.md."""
+
+from __future__ import annotations
+
+import os
+import platform
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+
+from bench.loggen import parse_size, write_log
+
+DEFAULT_SIZES = "100M,1G"
+# Best of N runs (the file is in the page cache after the first read; the best run is the one
+# least disturbed by the rest of the machine).
+REPEATS = {"100M": 3, "1G": 2}
+TARGET_RATIO = 2.0
+TARGET_RSS_MB = 150.0
+
+
+@dataclass(frozen=True)
+class Run:
+    tool: str
+    seconds: float
+    rss_mb: float
+    output: str
+    code: int
+
+
+def timed(tool: str, argv: list[str]) -> Run:
+    """Wall time and peak RSS of one child process. GNU time reports the RSS of the command
+    itself; wait4's rusage would count the forked Python before its exec."""
+    gnu_time = Path("/usr/bin/time")
+    with tempfile.NamedTemporaryFile("r", suffix=".rss") as rss:
+        prefix = [str(gnu_time), "-o", rss.name, "-f", "%M"] if gnu_time.exists() else []
+        start = time.perf_counter()
+        child = subprocess.run([*prefix, *argv], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, check=False)
+        seconds = time.perf_counter() - start
+        reported = rss.read().strip().splitlines()
+    rss_kb = float(reported[-1]) if reported and reported[-1].isdigit() else float("nan")
+    return Run(tool, seconds, rss_kb / 1024, child.stdout.decode(errors="replace"), child.returncode)
+
+
+def best(tool: str, argv: list[str], repeats: int) -> Run:
+    return min((timed(tool, argv) for _ in range(repeats)), key=lambda run: run.seconds)
+
+
+def pack_literals() -> list[str]:
+    """The literals the packs filter on (each rule's prefilter literal, or the factors the fast
+    path derives for it), as one list for grep."""
+    from logphase.logs.prefilter import plan_for
+    from logphase.packs import load_packs
+    from logphase.stacks.dumps import TRIGGER
+
+    packs = load_packs()
+    plan = plan_for(packs, (TRIGGER,))
+    literals = {rule.literal for rule in packs.rules if rule.literal}
+    literals |= {factor.text.decode() for factor in plan.candidates}
+    literals |= {factor.decode() for factor in plan.steady}
+    return sorted(literals)
+
+
+def ere(literal: str) -> str:
+    return re.sub(r"([][.*+?^$(){}|\\])", r"\\\1", literal)
+
+
+def machine() -> dict[str, str]:
+    model = ""
+    with open("/proc/cpuinfo", encoding="utf-8") as cpuinfo:
+        for line in cpuinfo:
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    memory = ""
+    with open("/proc/meminfo", encoding="utf-8") as meminfo:
+        for line in meminfo:
+            if line.startswith("MemTotal"):
+                memory = f"{int(line.split()[1]) / 1024 / 1024:.1f} GiB"
+                break
+    grep = subprocess.run(["grep", "--version"], capture_output=True, text=True, check=False).stdout.splitlines()
+    versions = {
+        "python": platform.python_version(),
+        "logphase": metadata.version("logphase"),
+        "regex": metadata.version("regex"),
+        "hyperscan": _version("hyperscan"),
+        "grep": grep[0] if grep else "?",
+    }
+    return {"cpus": str(os.cpu_count()), "cpu": model or platform.processor(), "memory": memory, **versions}
+
+
+def _version(package: str) -> str:
+    try:
+        return metadata.version(package)
+    except metadata.PackageNotFoundError:
+        return "not installed (pure-Python scan)"
+
+
+def main() -> None:
+    sizes = [s.strip() for s in os.environ.get("LOGPHASE_BENCH_SIZES", DEFAULT_SIZES).split(",") if s.strip()]
+    logphase = shutil.which("logphase") or str(Path(sys.executable).parent / "logphase")
+    literals = pack_literals()
+    info = machine()
+    print("## analyze on generated logs\n")
+    print(
+        f"Machine: {info['cpus']} CPUs ({info['cpu']}), {info['memory']} RAM. Versions: Python {info['python']}, "
+        f"logphase {info['logphase']}, regex {info['regex']}, hyperscan {info['hyperscan']}, {info['grep']}.\n"
+    )
+    print(f"grep pattern: one `-E` alternation of the {len(literals)} literals the packs filter on.\n")
+    print("| size | lines | tool | seconds | x wc -l | x grep | peak RSS MB |")
+    print("|---|---|---|---|---|---|---|")
+    with tempfile.TemporaryDirectory(prefix="logphase-bench-") as folder:
+        pattern = Path(folder) / "literals.txt"
+        pattern.write_text("|".join(ere(literal) for literal in literals) + "\n", encoding="utf-8")
+        for size in sizes:
+            wanted = parse_size(size)
+            free = shutil.disk_usage(folder).free
+            if free < 2 * wanted:
+                print(f"| {size} | - | skipped: {free >> 20} MB free in {folder} | | | | |")
+                continue
+            log = write_log(Path(folder) / f"bench-{size}.log", wanted)
+            with log.open("rb") as warm:  # every tool reads from the page cache
+                while warm.read(1 << 24):
+                    pass
+            repeats = REPEATS.get(size.upper(), 2)
+            wc = best("wc -l", ["wc", "-l", str(log)], repeats)
+            grep = best("grep -c -E", ["grep", "-c", "-E", "-f", str(pattern), str(log)], repeats)
+            analyze = best(
+                "logphase analyze", [logphase, "analyze", "--post-mortem", "--format", "json", str(log)], repeats
+            )
+            lines = wc.output.split()[0] if wc.output else "?"
+            for run in (wc, grep, analyze):
+                print(
+                    f"| {size} | {lines} | {run.tool} | {run.seconds:.2f} | {run.seconds / wc.seconds:.1f} "
+                    f"| {run.seconds / grep.seconds:.2f} | {run.rss_mb:.0f} |",
+                    flush=True,
+                )
+            if analyze.code not in (0, 4, 5, 6):
+                print(f"\nlogphase analyze failed on {size} (exit {analyze.code})")
+            verdict = re.search(r'"verdict": "(\w+)"', analyze.output)
+            ratio = analyze.seconds / grep.seconds
+            ok = ratio <= TARGET_RATIO and analyze.rss_mb <= TARGET_RSS_MB
+            print(
+                f"\n{size}: verdict {verdict.group(1) if verdict else '?'}; analyze / grep = {ratio:.2f} "
+                f"(target <= {TARGET_RATIO}), peak RSS {analyze.rss_mb:.0f} MB (target <= {TARGET_RSS_MB:.0f}): "
+                f"{'met' if ok else 'NOT met'}\n",
+                flush=True,
+            )
+            log.unlink()
+
+
+if __name__ == "__main__":
+    main()

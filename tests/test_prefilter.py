@@ -1,0 +1,269 @@
+"""The fast scan (logs/prefilter.py) gives the same report as reading every line, and what it derives is sound."""
+
+from __future__ import annotations
+
+import gzip
+import re
+from collections.abc import Iterator
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bench.loggen import write_log
+from logphase import analysis
+from logphase.errors import InputError
+from logphase.logs import prefilter
+from logphase.logs.prefilter import Factor, learn_template, plan_for, regex_factors, rule_factors, widen_classes
+from logphase.logs.reader import open_sources
+from logphase.packs import PackSet, load_packs
+from logphase.report.analysis import render_json
+from logphase.stacks.dumps import TRIGGER
+from tests.conftest import FIXTURES, SHARED
+
+AS_OF = datetime(2030, 1, 1)
+LOGS = sorted(p for p in (FIXTURES / "logs").glob("*/*.log") if not p.name.endswith(".part.log"))
+LOGS += sorted((SHARED / "realworld" / "logs").glob("*.log"))
+
+
+@pytest.fixture(scope="module")
+def packs() -> PackSet:
+    return load_packs()
+
+
+@pytest.fixture
+def short_head(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The matcher reads the first YEAR_LOOKAHEAD lines in full; one line leaves the rest of
+    every fixture to the fast path."""
+    monkeypatch.setattr(analysis, "YEAR_LOOKAHEAD", 1)
+
+
+@pytest.fixture(params=["hyperscan", "stdlib"])
+def scanner(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Both byte scanners: hyperscan when installed, and the pure-Python one."""
+    if request.param == "hyperscan" and prefilter.hyperscan is None:
+        pytest.skip("hyperscan is not installed")
+    if request.param == "stdlib":
+        monkeypatch.setattr(prefilter, "hyperscan", None)
+    return str(request.param)
+
+
+def report(path: Path, packs: PackSet, *, fast: bool) -> str:
+    """The JSON report of `analyze`, its scan told to use the fast path or not."""
+    original = analysis.scan
+
+    def scan(*args: Any, **kwargs: Any) -> analysis.ScanResult:
+        return original(*args, **{**kwargs, "fast": fast})
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(analysis, "scan", scan)
+        return render_json(analysis.analyze(open_sources([str(path)]), packs, as_of=AS_OF, post_mortem=True))
+
+
+_PLAIN: dict[tuple[Path, int, int], str] = {}
+
+
+def reports(path: Path, packs: PackSet) -> tuple[str, str]:
+    """(plain, fast) reports; the plain one is the same for both scanners: read it once."""
+    key = (path, path.stat().st_mtime_ns, analysis.YEAR_LOOKAHEAD)
+    if key not in _PLAIN:
+        _PLAIN[key] = report(path, packs, fast=False)
+    return _PLAIN[key], report(path, packs, fast=True)
+
+
+@pytest.fixture
+def captured(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[Any]]:
+    """The FastLines objects a scan creates, to read their statistics."""
+    made: list[Any] = []
+    original = prefilter.FastLines.__init__
+
+    def init(self: Any, *args: Any, **kwargs: Any) -> None:
+        original(self, *args, **kwargs)
+        made.append(self)
+
+    monkeypatch.setattr(prefilter.FastLines, "__init__", init)
+    yield made
+
+
+# --- the fast path changes nothing -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("log", LOGS, ids=lambda p: p.name)
+def test_fast_and_plain_reports_are_identical(log: Path, packs: PackSet, short_head: None, scanner: str) -> None:
+    # GIVEN a fixture or real-world log, read by the fast path from its second line on
+    # WHEN it is analysed with and without the fast path
+    plain, fast = reports(log, packs)
+    # THEN the JSON reports are the same, byte for byte
+    assert fast == plain
+
+
+@pytest.mark.parametrize("log", LOGS, ids=lambda p: p.name)
+def test_repeated_lines_make_runs_and_change_nothing(
+    log: Path, packs: PackSet, short_head: None, tmp_path: Path
+) -> None:
+    # GIVEN the log with every line written three times (long steady runs, blocks, bars)
+    text = log.read_bytes()
+    repeated = tmp_path / log.name
+    repeated.write_bytes(b"".join(line * 3 for line in text.splitlines(keepends=True)))
+    # WHEN it is analysed with and without the fast path
+    plain, fast = reports(repeated, packs)
+    # THEN the reports are the same
+    assert fast == plain
+
+
+def test_generated_serving_log_is_read_the_same(
+    packs: PackSet, tmp_path: Path, scanner: str, captured: list[Any]
+) -> None:
+    # GIVEN a generated TP8 log of 1 MB: NCCL init, startup, serving batches and access lines, a crash
+    log = write_log(tmp_path / "served.log", 1_000_000)
+    # WHEN it is analysed with and without the fast path
+    plain, fast = reports(log, packs)
+    # THEN the reports are the same, and the matcher saw under a fifth of the lines
+    assert fast == plain
+    stats = captured[-1].stats
+    assert stats.lines == log.read_bytes().count(b"\n")
+    assert stats.emitted * 5 < stats.lines
+
+
+def test_source_counters_are_those_of_the_reader(packs: PackSet, tmp_path: Path) -> None:
+    # GIVEN a generated log without a newline after its last line
+    log = write_log(tmp_path / "cut.log", 300_000)
+    log.write_bytes(log.read_bytes().rstrip(b"\n"))
+    # WHEN both paths read it
+    plain, fast = open_sources([str(log)]), open_sources([str(log)])
+    analysis.scan(plain, packs, AS_OF, fast=False)
+    analysis.scan(fast, packs, AS_OF, fast=True)
+    # THEN they count the same lines and bytes
+    assert (fast[0].lines, fast[0].bytes) == (plain[0].lines, plain[0].bytes)
+    assert fast[0].lines == log.read_bytes().count(b"\n") + 1
+
+
+# --- what the fast path derives from the packs -----------------------------------------------------
+
+
+def test_factors_of_a_plain_regex() -> None:
+    # GIVEN a rule regex that starts with literal text WHEN its factors are derived
+    factors = regex_factors(r"^Load weight begin\. avail mem=(?P<avail_gb>[\d.]+) GB")
+    # THEN the longest literal run is the one factor
+    assert factors == frozenset({Factor(b"Load weight begin. avail mem=", False)})
+
+
+def test_factors_multiply_across_a_branch() -> None:
+    # GIVEN literals around a group of alternatives
+    factors = regex_factors(r'^(?:INFO: +)?(?P<client>\S+) - "POST /(?P<endpoint>generate|encode) HTTP/[\d.]+"')
+    # THEN each alternative becomes a whole factor
+    assert factors == frozenset({Factor(b' - "POST /generate HTTP/', False), Factor(b' - "POST /encode HTTP/', False)})
+
+
+def test_optional_text_is_never_required() -> None:
+    # GIVEN a regex whose only literal is optional THEN nothing is required
+    assert regex_factors(r"^(?:Loading )?\d+%") is None
+
+
+def test_regex_module_syntax_gives_no_factors() -> None:
+    # GIVEN syntax the stdlib parser would misread THEN no factors are claimed
+    assert regex_factors(r"\p{Lu}+ failed to start") is None
+    assert regex_factors(r"[[:alpha:]]+ failed to start") is None
+
+
+def test_caseless_factors_are_lower_case() -> None:
+    # GIVEN an ignore-case regex THEN its factor is lowered and caseless
+    assert regex_factors(r"(?i)^Capture CUDA graph failed") == frozenset({Factor(b"capture cuda graph failed", True)})
+
+
+def test_every_rule_example_holds_one_of_its_factors(packs: PackSet) -> None:
+    # GIVEN every rule of the shipped packs that has factors
+    prefixes = {prefix.id: prefix for prefix in packs.prefixes}
+    missing = []
+    for rule in packs.rules:
+        factors = rule_factors(rule, prefixes)
+        if factors is None:
+            continue
+        # WHEN each example line is looked at as bytes
+        for example in rule.examples:
+            raw = example.encode()
+            found = any((f.text in raw.lower()) if f.caseless else (f.text in raw) for f in factors)
+            if not found:
+                missing.append((rule.id, example))
+    # THEN every example holds one (a line without one is never shown to the rule)
+    assert missing == []
+
+
+def test_every_steady_rule_example_passes_its_requirements(packs: PackSet) -> None:
+    # GIVEN the steady rules (summarised by the first and last of a run) and their required strings
+    plan = plan_for(packs, (TRIGGER,))
+    rules = {rule.id: rule for rule in plan.steady.values()}
+    # WHEN each example is checked THEN none is refused
+    refused = [(rule.id, e) for rule in rules.values() for e in rule.examples if not plan.could_match(rule, e.encode())]
+    assert refused == []
+
+
+def test_the_plan_filters_every_rule_of_the_shipped_packs(packs: PackSet) -> None:
+    # GIVEN the shipped packs WHEN the plan is built THEN every rule outside tracebacks has factors
+    plan = plan_for(packs, (TRIGGER,))
+    assert plan.enabled, plan.reason
+
+
+def test_widened_classes_match_unicode_spaces() -> None:
+    # GIVEN the dump trigger `^\s{4}\S` as bytes, widened
+    widened = re.compile(widen_classes(r"^\s{4}\S").encode(), re.MULTILINE)
+    # THEN a line indented with no-break spaces still triggers it, as the str regex does
+    assert re.search(r"^\s{4}\S", "\u00a0\u00a0\u00a0\u00a0frame") is not None
+    assert widened.search("\u00a0\u00a0\u00a0\u00a0frame".encode()) is not None
+    assert widened.search(b"    frame") is not None
+    assert widened.search(b"frame    x") is None
+
+
+# --- templates ---------------------------------------------------------------------------------------
+
+
+def test_a_template_stands_for_other_times_not_other_ranks(packs: PackSet) -> None:
+    # GIVEN an SGLang TP0 serving line
+    line = "[2026-03-02 09:16:06 TP0] Decode batch, #running-req: 12, #token: 3456, "
+    template = learn_template(packs, line.encode(), line)
+    assert template is not None
+    pattern = re.compile(template.regex())
+    # THEN it matches TP0 lines of any time, and neither TP1 nor the main process
+    assert template.rank == "TP0" and template.stamp == "year"
+    assert pattern.match(b"[2027-11-30 23:59:59 TP0] Prefill batch, #new-seq: 1")
+    assert not pattern.match(b"[2026-03-02 09:16:06 TP1] Decode batch, #running-req: 12")
+    assert not pattern.match(b"[2026-03-02 09:16:06] INFO:     127.0.0.1:5000 - x")
+
+
+def test_an_nccl_template_covers_every_thread(packs: PackSet) -> None:
+    # GIVEN an NCCL_DEBUG=INFO line
+    line = "gpu-node-17:41221:41314 [3] NCCL INFO Channel 07/1 : 3[3] -> 4[4] via P2P/CUMEM/read"
+    template = learn_template(packs, line.encode(), line)
+    assert template is not None
+    # THEN its pid, thread and device digits are free (the line names no rank) and it has no stamp
+    assert template.stamp == "none"
+    assert re.match(template.regex(), b"gpu-node-17:41200:41200 [0] NCCL INFO Bootstrap : Using eth0")
+
+
+def test_no_template_where_the_reader_changed_the_line(packs: PackSet) -> None:
+    # GIVEN a line whose bytes the reader changes (colour codes) THEN it gives no template
+    raw = b"\x1b[32m[2026-03-02 09:16:06 TP0] Decode batch, #running-req: 12"
+    assert learn_template(packs, raw, "[2026-03-02 09:16:06 TP0] Decode batch, #running-req: 12") is None
+
+
+def test_no_template_for_time_of_day_stamps(packs: PackSet) -> None:
+    # GIVEN SGLang 0.3.0's `[HH:MM:SS TP0]` (its midnight rollover needs every stamp) THEN none
+    line = "[23:17:01 TP7] Decode batch, #running-req: 3, #token: 1"
+    assert learn_template(packs, line.encode(), line) is None
+
+
+def test_a_truncated_archive_fails_after_the_same_line(packs: PackSet, tmp_path: Path) -> None:
+    # GIVEN a generated log, gzipped and cut in the middle
+    log = write_log(tmp_path / "served.log", 2_000_000)
+    archive = tmp_path / "served.log.gz"
+    compressed = gzip.compress(log.read_bytes())
+    archive.write_bytes(compressed[: len(compressed) // 2])
+    # WHEN both paths read it THEN both stop with the same error, after the same line
+    errors = []
+    for fast in (False, True):
+        with pytest.raises(InputError) as caught:
+            analysis.scan(open_sources([str(archive)]), packs, AS_OF, fast=fast)
+        errors.append(str(caught.value))
+    assert errors[0] == errors[1]
+    assert "after line 0" not in errors[1]
