@@ -23,7 +23,11 @@ MATCH_TIMEOUT_S = 0.5
 WORD = stdlib_re.compile(r"[a-z0-9_]+")
 # Rules anchored at the message start are indexed by this many leading characters.
 LEAD_KEY = 2
+# A literal's edge words are indexed by this many characters (the start of its last word, the end
+# of its first): they may be glued to more word characters in the line.
+EDGE_KEY = 3
 CANDIDATE_CACHE = 4096
+WORD_CACHE = 65536
 RANK_TAG = stdlib_re.compile(r"(DP|PP|ATTN_CP|MOE_DP|TP|EP)_?(\d+)")
 # Named groups with a meaning to the pipeline; any other group is kept as a plain capture.
 PREFIX_GROUPS = frozenset({"ts", "tags", "rank", "pid", "level", "host"})
@@ -104,7 +108,8 @@ class PrefixRule:
     priority: int
     examples: tuple[str, ...]
     counter_examples: tuple[str, ...]
-    first_chars: frozenset[str] | None = None  # the characters a match can start with, if known
+    first_chars: frozenset[str] | None = None  # what a match can start with (1 or 2 characters), if known
+    literal: str | None = None  # text every match contains (` NCCL `, `| `): checked before the regex
     _last_time: list[Any] = field(default_factory=list, repr=False, compare=False)
 
     def _parse_time(self, text: str) -> tuple[datetime, bool, bool] | None:
@@ -117,9 +122,24 @@ class PrefixRule:
         cache[:] = [text, parsed]
         return parsed
 
+    def may_start(self, start: str) -> bool:
+        """Whether a text beginning with `start` can match: most lines' first one or two characters
+        rule most prefixes out without a regex call. Non-ASCII starts are never ruled out."""
+        gate = self.first_chars
+        if gate is None or not start.isascii():
+            return True
+        width = len(next(iter(gate)))
+        return start[:width] in gate if len(start) >= width else any(g.startswith(start) for g in gate)
+
     def apply(self, text: str) -> tuple[PrefixFields, str] | None:
-        if self.first_chars is not None and text[:1] not in self.first_chars and text[:1].isascii():
-            return None  # most lines start with a character that rules a prefix out: no regex call
+        if not self.may_start(text[:2]):
+            return None
+        return self.apply_gated(text)
+
+    def apply_gated(self, text: str) -> tuple[PrefixFields, str] | None:
+        """`apply` for a caller that already checked `may_start`."""
+        if self.literal is not None and self.literal not in text:
+            return None
         found = self.pattern.match(text)
         if found is None:
             return None
@@ -228,10 +248,10 @@ class PackSet:
     rules: tuple[Rule, ...] = field(init=False)
     signatures: tuple[StallSignature, ...] = field(init=False)
     phase_frames: tuple[tuple[PackRegex, Phase], ...] = field(init=False)
-    _rules_by_lead: dict[str, tuple[int, ...]] = field(init=False, repr=False)
-    _rules_by_word: dict[str, tuple[int, ...]] = field(init=False, repr=False)
+    _rules_by_key: dict[tuple[str, str], tuple[int, ...]] = field(init=False, repr=False)
     _always: tuple[int, ...] = field(init=False, repr=False)
-    _candidates: dict[tuple[str, tuple[str, ...]], tuple[Rule, ...]] = field(init=False, repr=False)
+    _candidates: dict[frozenset[tuple[str, str]], tuple[Rule, ...]] = field(init=False, repr=False)
+    _word_hits: dict[str, tuple[tuple[str, str], ...]] = field(init=False, repr=False)
     _prefixes_by_first: dict[str, tuple[PrefixRule, ...]] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -250,26 +270,22 @@ class PackSet:
     def _index_literals(self) -> None:
         """Index the rules so that a line picks the few worth trying (the per-rule prefilter, done
         once for all rules): by the first two characters of a literal anchored at the message's
-        start (`^Load weight begin`), else by one whole word of the literal — a word with a non-word
-        character on both sides inside the literal is sure to be a whole word of a matching line.
-        A rule with neither is always tried."""
-        by_lead: dict[str, list[int]] = {}
-        by_word: dict[str, list[int]] = {}
+        start (`^Load weight begin`); else by a whole word inside the literal (non-word characters
+        on both sides: a whole word of any matching line); else by the literal's last word, which
+        begins a word of a matching line, or its first, which ends one (three characters of it).
+        A rule with none of these is always tried."""
+        indexes: dict[tuple[str, str], list[int]] = {}
         always: list[int] = []
         for index, rule in enumerate(self.rules):
-            lead = leading_literal(rule.pattern.text)
-            if lead is not None and len(lead) >= LEAD_KEY:
-                by_lead.setdefault(lead[:LEAD_KEY].lower(), []).append(index)
-                continue
-            words = _inner_words(rule.literal.lower()) if rule.literal else []
-            if words:
-                by_word.setdefault(max(words, key=len), []).append(index)
-            else:
+            key = _index_key(rule)
+            if key is None:
                 always.append(index)
-        object.__setattr__(self, "_rules_by_lead", {key: tuple(rules) for key, rules in by_lead.items()})
-        object.__setattr__(self, "_rules_by_word", {word: tuple(rules) for word, rules in by_word.items()})
+            else:
+                indexes.setdefault(key, []).append(index)
+        object.__setattr__(self, "_rules_by_key", {key: tuple(rules) for key, rules in indexes.items()})
         object.__setattr__(self, "_always", tuple(always))
         object.__setattr__(self, "_candidates", {})
+        object.__setattr__(self, "_word_hits", {})
         object.__setattr__(self, "_prefixes_by_first", {})
 
     def frame_phase(self, key: str) -> Phase | None:
@@ -281,15 +297,26 @@ class PackSet:
 
     def candidate_rules(self, lowered: str) -> tuple[Rule, ...]:
         """The rules that may match a (lower-cased) message, in priority order; each still checks
-        its literal exactly (`Rule.prefilter`) before its regex. Lines repeat their shape, so the
-        answer is remembered per (lead, words) key."""
-        words = self._rules_by_word
-        key = (lowered[:LEAD_KEY], tuple(sorted({w for w in WORD.findall(lowered) if w in words})))
+        its literal exactly before its regex. Lines repeat their shape, so the answer is
+        remembered per set of index keys the line hit."""
+        index = self._rules_by_key
+        lead = ("lead", lowered[:LEAD_KEY])
+        hits = [lead] if lead in index else []
+        words = self._word_hits
+        for word in set(WORD.findall(lowered)):
+            found_hits = words.get(word)
+            if found_hits is None:
+                keys = (("word", word), ("starts", word[:EDGE_KEY]), ("ends", word[-EDGE_KEY:]))
+                found_hits = tuple(hit for hit in keys if hit in index)
+                if len(words) < WORD_CACHE:
+                    words[word] = found_hits
+            hits.extend(found_hits)
+        key = frozenset(hits)
         found = self._candidates.get(key)
         if found is None:
-            chosen = set(self._always) | set(self._rules_by_lead.get(key[0], ()))
-            for word in key[1]:
-                chosen.update(words[word])
+            chosen = set(self._always)
+            for hit in key:
+                chosen.update(index[hit])
             found = tuple(self.rules[i] for i in sorted(chosen))
             if len(self._candidates) < CANDIDATE_CACHE:
                 self._candidates[key] = found
@@ -302,15 +329,13 @@ class PackSet:
             merged.update(pack.budgets)
         return merged
 
-    def _prefixes_for(self, first: str) -> tuple[PrefixRule, ...]:
-        """The prefix rules a text starting with `first` can match, in priority order."""
-        chosen = self._prefixes_by_first.get(first)
+    def _prefixes_for(self, start: str) -> tuple[PrefixRule, ...]:
+        """The prefix rules a text beginning with `start` (two characters) can match, by priority."""
+        chosen = self._prefixes_by_first.get(start)
         if chosen is None:
-            chosen = tuple(
-                p for p in self.prefixes if p.first_chars is None or first in p.first_chars or not first.isascii()
-            )
+            chosen = tuple(p for p in self.prefixes if p.may_start(start))
             if len(self._prefixes_by_first) < CANDIDATE_CACHE:
-                self._prefixes_by_first[first] = chosen
+                self._prefixes_by_first[start] = chosen
         return chosen
 
     def split_prefix(self, text: str, depth: int = 4) -> tuple[PrefixFields, str]:
@@ -318,10 +343,10 @@ class PackSet:
         fields = PrefixFields()
         used: set[str] = set()
         for _ in range(depth):
-            for prefix in self._prefixes_for(text[:1]):
+            for prefix in self._prefixes_for(text[:2]):
                 if prefix.id in used:
                     continue
-                applied = prefix.apply(text)
+                applied = prefix.apply_gated(text)
                 if applied is None:
                     continue
                 inner, text = applied
@@ -478,6 +503,7 @@ def _parse_prefix(item: Mapping[str, Any], pack: str, path: str, trusted: bool) 
         id=_text(item, "id", path, where),
         pack=pack,
         first_chars=first_characters(pattern_text),
+        literal=derive_literal(pattern_text, minimum=2),
         pattern=_compile(pattern_text, "", path, where, trusted),
         time_formats=tuple(item.get("time_formats", [])),
         priority=int(item.get("priority", 50)),
@@ -539,7 +565,7 @@ def _parse_signature(item: Mapping[str, Any], pack: str, path: str, trusted: boo
     )
 
 
-def derive_literal(pattern_text: str) -> str | None:
+def derive_literal(pattern_text: str, minimum: int = 3) -> str | None:
     """The longest run of plain characters every match must contain, for the prefilter.
 
     Walks the parsed regex's top-level sequence only: anything under a branch, an optional or a
@@ -562,7 +588,7 @@ def derive_literal(pattern_text: str) -> str | None:
         best = max(best, "".join(run), key=len)
         run = []
     best = max(best, "".join(run), key=len)
-    return best if len(best) >= 3 else None
+    return best if len(best) >= minimum else None
 
 
 ASCII_CATEGORIES = {
@@ -587,6 +613,27 @@ def leading_literal(pattern_text: str) -> str | None:
             break
         lead.append(chr(argument))
     return "".join(lead) or None
+
+
+def _index_key(rule: Rule) -> tuple[str, str] | None:
+    """Where `PackSet.candidate_rules` files a rule (see `_index_literals`)."""
+    lead = leading_literal(rule.pattern.text)
+    if lead is not None and len(lead) >= LEAD_KEY:
+        return ("lead", lead[:LEAD_KEY].lower())
+    if rule.literal is None:
+        return None
+    literal = rule.literal.lower()
+    inner = _inner_words(literal)
+    if inner:
+        return ("word", max(inner, key=len))
+    words = [(found.group(), found.start(), found.end()) for found in WORD.finditer(literal)]
+    last = [w for w, start, _ in words if start > 0 and len(w) >= EDGE_KEY]
+    if last:
+        return ("starts", last[-1][:EDGE_KEY])
+    first = [w for w, _, end in words if end < len(literal) and len(w) >= EDGE_KEY]
+    if first:
+        return ("ends", first[0][-EDGE_KEY:])
+    return None
 
 
 def _inner_words(literal: str) -> list[str]:
@@ -641,8 +688,16 @@ def first_characters(pattern_text: str) -> frozenset[str] | None:
             return None
         return None
 
-    chars = first(parsed)
-    return frozenset(chars) if chars else None
+    items = [item for item in parsed if item[0] is not constants.AT]
+    chars = first(items)
+    if not chars:
+        return None
+    if len(items) > 1 and items[0][0] is constants.LITERAL:
+        # `^\[rank\d+\]:` and `^\[\d{4}-…`: two characters tell them apart
+        second = first(items[1:])
+        if second:
+            return frozenset(next(iter(chars)) + char for char in second)
+    return frozenset(chars)
 
 
 def check_pack_examples(pack_set: PackSet) -> list[str]:

@@ -218,8 +218,9 @@ class SourceMatcher:
         for rule in self.packs.candidate_rules(lowered):  # sorted by priority
             if (rule.in_block and not inside) or (winner is not None and rule.system != system):
                 continue
-            if not rule.prefilter(message, lowered):
-                continue
+            literal = rule.literal
+            if literal is not None and literal not in (lowered if rule.ignore_case else message):
+                continue  # Rule.prefilter, inlined: this loop runs for every line
             captures = rule.match(message, prefixes)
             if captures is None:
                 continue

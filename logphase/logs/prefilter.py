@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import lzma
 import re
 import tarfile
@@ -25,7 +26,7 @@ from logphase.phases import FAILURE_KINDS, MAIN_PROCESS_PHASES, EventKind
 
 hyperscan: Any
 try:  # the optional accelerator: `pip install logphase[fast]`
-    import hyperscan  # type: ignore[import-not-found, unused-ignore]
+    hyperscan = importlib.import_module("hyperscan")
 except ImportError:  # pragma: no cover - exercised where hyperscan is not installed
     hyperscan = None
 
