@@ -4,6 +4,7 @@ One module per command; each exposes a click command that is registered on `main
 
 from __future__ import annotations
 
+import importlib
 import sys
 from typing import Any
 
@@ -13,8 +14,31 @@ from logphase import __version__
 from logphase.errors import LogphaseError
 
 
+# Each command's module is imported only when that command runs: `logphase stacks` must not pay
+# for the log pipeline's imports (a snapshot's wall time is what the user waits for).
+COMMANDS = {
+    "analyze": "logphase.cli.analyze:analyze",
+    "patterns": "logphase.cli.patterns:patterns",
+    "runs": "logphase.cli.runs:runs",
+    "stacks": "logphase.cli.stacks:stacks",
+    "watch": "logphase.cli.watch:watch",
+}
+
+
 class LogphaseGroup(click.Group):
-    """Turns every LogphaseError into one line on stderr, its hint, and the error's exit code."""
+    """Loads commands on demand, and turns every LogphaseError into one line on stderr, its hint,
+    and the error's exit code."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        target = COMMANDS.get(cmd_name)
+        if target is None:
+            return None
+        module_name, attribute = target.split(":")
+        command: click.Command = getattr(importlib.import_module(module_name), attribute)
+        return command
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -34,23 +58,7 @@ def main() -> None:
     \b
     logphase analyze server.log        phase timeline, verdict, root-cause line
     logphase stacks --pid 1234         every rank's Python stack, merged
+    logphase watch server.log --url URL   follow a starting server until ready, stalled or crashed
+    logphase runs list                 earlier runs, the baselines for ETAs
     logphase patterns list             the rules logphase knows
     """
-
-
-def _register() -> None:
-    # Imported here, after `main` exists, so each command module can stay independent.
-    from logphase.cli.analyze import analyze
-    from logphase.cli.patterns import patterns
-    from logphase.cli.runs import runs
-    from logphase.cli.stacks import stacks
-    from logphase.cli.watch import watch
-
-    main.add_command(analyze)
-    main.add_command(patterns)
-    main.add_command(runs)
-    main.add_command(watch)
-    main.add_command(stacks)
-
-
-_register()
