@@ -22,7 +22,8 @@ install-test: $(VENV)/.test-deps
 
 demo: install
 	@echo "$$ logphase analyze --post-mortem $(DEMO_LOG)"
-	-@$(BIN)/logphase analyze --post-mortem $(DEMO_LOG)
+	@$(BIN)/logphase analyze --post-mortem $(DEMO_LOG); \
+	  echo "(exit code $$?: 0 ready, 4 stalled/crashed/aborted/timeout, 5 still starting, 6 unknown)"
 
 test: install-test
 	$(BIN)/ruff check logphase tests

@@ -13,7 +13,6 @@ import click
 from logphase import __version__
 from logphase.errors import LogphaseError
 
-
 # Each command's module is imported only when that command runs: `logphase stacks` must not pay
 # for the log pipeline's imports (a snapshot's wall time is what the user waits for).
 COMMANDS = {
