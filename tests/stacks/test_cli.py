@@ -10,7 +10,7 @@ from pathlib import Path
 
 from tests.conftest import run_cli
 
-from .conftest import REALWORLD, STACKS_FIXTURES
+from .conftest import REALWORLD, STACKS_FIXTURES, needs_realworld
 
 SGLANG_LOG = str(STACKS_FIXTURES / "sglang-watchdog-pyspy-tp4.log")
 HEADLINE = (
@@ -120,6 +120,7 @@ def test_idle_json_exits_zero_with_markdown() -> None:
     ]
 
 
+@needs_realworld
 def test_realworld_dumps_through_the_cli() -> None:
     for name, code in [
         ("064_sglang-pp-watchdog-pyspy-dump.txt", 4),

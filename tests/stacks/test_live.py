@@ -112,6 +112,13 @@ def _counter_target(tmp_path: Path) -> tuple[subprocess.Popen[bytes], Path]:
     return target, counter
 
 
+def _count(counter: Path) -> int:
+    """The target rewrites its counter file: a read can land between truncate and write."""
+    while not (text := counter.read_text().strip()):
+        time.sleep(0.01)
+    return int(text)
+
+
 def test_an_overrunning_py_spy_is_killed_and_the_target_keeps_running(tmp_path: Path) -> None:
     # The "py-spy" samples the target in blocking mode (real ptrace stops) and never finishes on its own.
     real = py_spy_path()
@@ -135,9 +142,11 @@ def test_an_overrunning_py_spy_is_killed_and_the_target_keeps_running(tmp_path: 
         assert not Path(f"/proc/{recorder}").exists() or pyspy.read_stat(recorder)[1] == "Z"  # type: ignore[index]
         state = pyspy.read_stat(target.pid)
         assert state is not None and state[1] not in ("T", "t")
-        before = int(counter.read_text())
-        time.sleep(0.3)
-        assert int(counter.read_text() or before) > before, "the target stopped counting"
+        before = _count(counter)
+        deadline = time.monotonic() + 3.0
+        while _count(counter) <= before and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert _count(counter) > before, "the target stopped counting"
         assert target.poll() is None
     finally:
         target.kill()
