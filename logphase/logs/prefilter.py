@@ -19,7 +19,7 @@ import zstandard
 from logphase.errors import InputError
 from logphase.logs.matcher import BLOCK_MARKERS, CHAINED, FRAME_HEADERS, Event, SourceMatcher
 from logphase.logs.reader import CHUNK_BYTES as READ_BYTES
-from logphase.logs.reader import MAX_LINE_BYTES, Line, LogSource, _clean
+from logphase.logs.reader import MAX_LINE_BYTES, Line, LogSource, clean_line
 from logphase.logs.timeline import DRAFT_REPEATED
 from logphase.packs import PackSet, PrefixRule, Rule
 from logphase.phases import FAILURE_KINDS, MAIN_PROCESS_PHASES, EventKind
@@ -1079,7 +1079,7 @@ class FastLines:
         return found, old
 
     def _emit_raw(self, raw: bytes, number: int) -> Iterator[Line]:
-        lines = list(_clean(raw, number, self.source._index))
+        lines = list(clean_line(raw, number, self.source._index))
         self._book(self._probe(lines), None)
         self.stats.emitted += 1
         yield from lines
@@ -1091,7 +1091,7 @@ class FastLines:
             raw = raw[:MAX_LINE_BYTES]
             self.source.truncated_lines += 1
         number = self._number(offset)
-        lines = list(_clean(raw, number, self.source._index))
+        lines = list(clean_line(raw, number, self.source._index))
         if self.after > 0:
             self.after -= 1
         if self._plain_now(offset):
@@ -1119,7 +1119,7 @@ class FastLines:
             return cache[key]
         if lines is None:
             raw = self.buf[offset : self._line_end(offset)][:MAX_LINE_BYTES]
-            lines = list(_clean(raw, self._number(offset), self.source._index))
+            lines = list(clean_line(raw, self._number(offset), self.source._index))
         events = self._probe(lines)
         if len(cache) > 4096:
             cache.clear()

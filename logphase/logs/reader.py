@@ -251,7 +251,7 @@ def read_lines(source: LogSource, *, start_line: int = 0, start_byte: int = 0) -
         for raw in _raw_lines(source, stream):
             number += 1
             source.lines = number
-            yield from _clean(raw, number, source._index)
+            yield from clean_line(raw, number, source._index)
     except (EOFError, OSError, zlib.error, lzma.LZMAError, zstandard.ZstdError, tarfile.TarError) as exc:
         raise InputError(
             f"{source.name}: the file ends early or is damaged after line {number}: {exc}",
@@ -291,7 +291,9 @@ def _raw_lines(source: LogSource, stream: IO[bytes]) -> Iterator[bytes]:
         yield bytes(pending)
 
 
-def _clean(raw: bytes, number: int, source: int) -> Iterator[Line]:
+def clean_line(raw: bytes, number: int, source: int) -> Iterator[Line]:
+    """One physical line's bytes as the Lines logphase reads: decoded (bad UTF-8 replaced), colour
+    codes and container prefixes stripped, tqdm's `\r` updates split (all keep `number`)."""
     text = raw.decode("utf-8", "replace")
     if "\x1b" in text:
         text = ANSI_ESCAPE.sub("", text)
@@ -520,11 +522,11 @@ class _LineSplitter:
     def _complete(self) -> list[Line]:
         self.number += 1
         rest = bytes(self.pending[self.emitted :])
-        out = [] if self.emitted and not rest.strip(b"\r \t") else list(_clean(rest, self.number, 0))
+        out = [] if self.emitted and not rest.strip(b"\r \t") else list(clean_line(rest, self.number, 0))
         self.pending.clear()
         self.emitted = 0
         self.dropping = False
         return out
 
     def _segment(self, raw: bytes) -> list[Line]:
-        return list(_clean(raw, self.number + 1, 0)) if raw.strip(b"\r \t") else []
+        return list(clean_line(raw, self.number + 1, 0)) if raw.strip(b"\r \t") else []
