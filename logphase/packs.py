@@ -402,15 +402,21 @@ def expand_pack_paths(paths: Iterable[Path]) -> list[Path]:
 
 
 def load_packs(
-    extra: Iterable[Path] = (), *, builtin: bool = True, check_examples: bool = True, check_builtin: bool = False
+    extra: Iterable[Path] = (),
+    *,
+    builtin: bool = True,
+    check_examples: bool = True,
+    check_builtin: bool = False,
+    line_rules: bool = True,
 ) -> PackSet:
     """Load the shipped packs and `extra` ones. The examples of every extra (user) pack are checked
     as it loads; the shipped packs' examples are checked by `logphase patterns test` and the test
     suite instead (`check_builtin`), since they cannot change after install and checking them costs
-    every command a quarter of a second."""
+    every command a quarter of a second. `line_rules=False` skips prefixes and rules: stack
+    snapshots need only the signatures, and compiling 300 regexes is most of the load."""
     builtin_paths = builtin_pack_paths() if builtin else []
     paths = builtin_paths + expand_pack_paths(extra)
-    packs = [load_pack(path, trusted=path in builtin_paths) for path in paths]
+    packs = [load_pack(path, trusted=path in builtin_paths, line_rules=line_rules) for path in paths]
     seen: dict[str, str] = {}
     for pack in packs:
         ids = [p.id for p in pack.prefixes] + [r.id for r in pack.rules]
@@ -436,7 +442,7 @@ def load_packs(
     return pack_set
 
 
-def load_pack(path: Path, *, trusted: bool = False) -> Pack:
+def load_pack(path: Path, *, trusted: bool = False, line_rules: bool = True) -> Pack:
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
@@ -445,10 +451,10 @@ def load_pack(path: Path, *, trusted: bool = False) -> Pack:
         ) from exc
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise PackError(f"{path}: not valid TOML: {exc}", hint="regexes belong in TOML literal strings: '...'") from exc
-    return parse_pack(data, str(path), trusted=trusted)
+    return parse_pack(data, str(path), trusted=trusted, line_rules=line_rules)
 
 
-def parse_pack(data: Mapping[str, Any], path: str, *, trusted: bool = False) -> Pack:
+def parse_pack(data: Mapping[str, Any], path: str, *, trusted: bool = False, line_rules: bool = True) -> Pack:
     header = _table(data.get("pack"), path, "[pack]")
     name = _text(header, "name", path, "[pack]")
     if header.get("schema") != SCHEMA:
@@ -460,11 +466,13 @@ def parse_pack(data: Mapping[str, Any], path: str, *, trusted: bool = False) -> 
         if not isinstance(seconds, int | float) or seconds <= 0:
             raise PackError(f"{path}: [pack.budgets] {phase_name} must be a positive number of seconds")
         budgets[phase] = float(seconds)
-    prefixes = tuple(_parse_prefix(item, name, path, trusted) for item in _list(data, "prefix", path))
+    prefixes = tuple(_parse_prefix(item, name, path, trusted) for item in _list(data, "prefix", path) if line_rules)
     systems = tuple(str(system) for system in header.get("systems", []))
     # a rule of a single-system pack identifies that system unless it says otherwise
     pack_system = systems[0] if len(systems) == 1 else None
-    rules = tuple(_parse_rule(item, name, path, pack_system, trusted) for item in _list(data, "rule", path))
+    rules = tuple(
+        _parse_rule(item, name, path, pack_system, trusted) for item in _list(data, "rule", path) if line_rules
+    )
     signatures = tuple(_parse_signature(item, name, path, trusted) for item in _list(data, "signature", path))
     anchors = tuple(_parse_anchor(item, name, path, trusted) for item in _list(data, "anchor", path))
     return Pack(

@@ -32,14 +32,14 @@ def patterns_option(function: click.decorators.FC) -> click.decorators.FC:
     )(function)
 
 
-def load_all_packs(pattern_paths: tuple[Path, ...]) -> PackSet:
+def load_all_packs(pattern_paths: tuple[Path, ...], *, line_rules: bool = True) -> PackSet:
     """Built-in packs, then the user's config folder, then --patterns."""
     extra: list[Path] = []
     user_dir = user_pack_dir(os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config"))
     if user_dir is not None:
         extra.append(user_dir)
     extra.extend(pattern_paths)
-    return load_packs(extra)
+    return load_packs(extra, line_rules=line_rules)
 
 
 def parse_as_of(text: str | None) -> datetime:

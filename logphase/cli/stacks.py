@@ -152,7 +152,7 @@ def stacks(
         raise UsageError(
             "--native cannot be combined with --nonblocking", hint="py-spy must pause a process to unwind native frames"
         )
-    packs = load_all_packs(pattern_paths)
+    packs = load_all_packs(pattern_paths, line_rules=False)  # signatures only: a snapshot waits on it
 
     skew: float | None = None
     if dump_files:
