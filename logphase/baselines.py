@@ -775,10 +775,19 @@ class RunStore:
         db.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
 
     def _header(self) -> tuple[int, int, int]:
+        """(application id, schema version, number of tables…), read in one snapshot: read one by
+        one, another process's migration could commit in between and make our store look foreign."""
         db = self._db
-        application_id = int(db.execute("PRAGMA application_id").fetchone()[0])
-        version = int(db.execute("PRAGMA user_version").fetchone()[0])
-        objects = int(db.execute("SELECT count(*) FROM sqlite_master").fetchone()[0])
+        own = not db.in_transaction
+        if own:
+            db.execute("BEGIN")
+        try:
+            objects = int(db.execute("SELECT count(*) FROM sqlite_master").fetchone()[0])
+            application_id = int(db.execute("PRAGMA application_id").fetchone()[0])
+            version = int(db.execute("PRAGMA user_version").fetchone()[0])
+        finally:
+            if own:
+                db.execute("COMMIT")
         return application_id, version, objects
 
     def _retry(self, action: Callable[[], T]) -> T:
