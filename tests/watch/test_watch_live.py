@@ -68,6 +68,8 @@ def test_ready_server_goes_refused_503_200_and_exits_0(tmp_path: Path) -> None:
         watcher = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, env=env)
         assert watcher.stderr is not None
         said = [watcher.stderr.readline()]
+        while said[-1] and "health: connection refused" not in said[-1]:
+            said.append(watcher.stderr.readline())  # wait for the refused probe, then let the server start
         gate.touch()
         _, rest = watcher.communicate(timeout=HANG_GUARD_S)
     finally:
