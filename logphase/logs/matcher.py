@@ -47,7 +47,6 @@ class Event:
     captures: Mapping[str, str]
     text: str
     message: str
-    rank_from_prefix: bool = True
     block: int | None = None
     stamped: bool = True
 
@@ -186,7 +185,7 @@ class SourceMatcher:
             self.systems[rule.system] += 1
             if rule.system != self.system and self.systems[rule.system] > self.systems[self.system or ""]:
                 self.system = rule.system  # the system this log has shown most so far
-        rank, from_prefix = self._rank(fields, captures, inside)
+        rank = self._rank(fields, captures, inside)
         block_line = self.block.opener_line if inside and self.block else None
         if rule.opens_block and not inside:
             # a `Traceback` line right after `Process Process-6:` continues the same block
@@ -203,7 +202,6 @@ class SourceMatcher:
             captures=captures,
             text=line.text,
             message=message,
-            rank_from_prefix=from_prefix,
             block=block_line,
             stamped=stamp is not None,
         )
@@ -302,18 +300,18 @@ class SourceMatcher:
             rule.opens_block and rule.match(message) is not None for rule in self.packs.rules
         )
 
-    def _rank(self, fields: PrefixFields, captures: Mapping[str, str], inside: bool) -> tuple[str | None, bool]:
+    def _rank(self, fields: PrefixFields, captures: Mapping[str, str], inside: bool) -> str | None:
         if "tags" in captures:
             tagged = rank_from_tags(captures["tags"])
             if tagged:
-                return tagged, False
+                return tagged
         if captures.get("rank", "").isdigit():
-            return f"rank {int(captures['rank'])}", False
+            return f"rank {int(captures['rank'])}"
         if fields.rank is not None:
-            return fields.rank, True
+            return fields.rank
         if inside and self.block is not None:
-            return self.block.rank, True
-        return None, True
+            return self.block.rank
+        return None
 
     def _complete_time(self, fields: PrefixFields) -> datetime:
         """Give year-less and date-less stamps the date the rest of the log implies."""
@@ -334,8 +332,3 @@ class SourceMatcher:
             completed += timedelta(days=1)
             self.day = completed.date()
         return completed
-
-
-def match_lines(lines: Iterable[Line], packs: PackSet, reference: datetime) -> Iterator[Event]:
-    """Every recognised line of one source as an Event."""
-    return SourceMatcher(packs, reference).match(lines)

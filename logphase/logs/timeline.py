@@ -154,7 +154,6 @@ class _RankAcc:
     last_progress: Event | None = None
     last_event: Event | None = None
     spans: dict[tuple[Phase, bool], _SpanAcc] = field(default_factory=dict)
-    from_prefix: bool = False
     draft_stage: int = 0  # after the target's graphs: 1 the draft's init, 2 the draft's capture
 
 
@@ -183,11 +182,6 @@ class TimelineBuilder:
         """Ranks whose lines the log shows, recognised or not (a training step, a warning)."""
         self.visible.update(ranks)
 
-    def add_all(self, events: Iterable[Event]) -> TimelineBuilder:
-        for event in events:
-            self.add(event)
-        return self
-
     def add(self, event: Event) -> None:
         self.events += 1
         if event.time is not None:
@@ -209,7 +203,6 @@ class TimelineBuilder:
         if rank != event.rank:
             event = replace(event, rank=rank)
         acc = self.ranks.setdefault(rank, _RankAcc(rank))
-        acc.from_prefix = acc.from_prefix or event.rank_from_prefix
         phase, draft = self._effective_phase(event, acc)
         if event.kind is EventKind.MARK and acc.reached is not None and phase.order < acc.reached.order:
             return  # a mark of a phase the rank has left: an NCCL line while serving, a late /generate
@@ -431,7 +424,3 @@ def _int(text: str | None) -> int | None:
 def _without_numbers_after(text: str) -> str:
     """A bar's text without its timing fields, so `[00:12<00:30, 1.2it/s]` ticks are not progress."""
     return text.split("[", 1)[0] if "%|" in text or "it/s" in text else text
-
-
-def build_timeline(events: Iterable[Event]) -> Timeline:
-    return TimelineBuilder().add_all(events).finish()

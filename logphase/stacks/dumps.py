@@ -14,6 +14,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from logphase.packs import rank_from_tags
 from logphase.stacks.model import SCHEMA, Frame, ProcessSnapshot, ThreadStack
 
 # --- line shapes --------------------------------------------------------------------------------
@@ -72,17 +73,10 @@ PYSTACK_NOISE = re.compile(
 
 # Rank names read from a title or a prefix.
 SGLANG_SCHEDULER = re.compile(r"^sglang::scheduler(?P<tags>(?:_(?:DP|PP|ATTN_CP|MOE_DP|TP|EP)\d+)*|_None)?\s*$")
-RANK_TAG = re.compile(r"(DP|PP|ATTN_CP|MOE_DP|TP|EP)_?(\d+)")
 VLLM_TITLE = re.compile(
     r"^(?:VLLM|\w+)::(?P<kind>Worker|EngineCore|APIServer|DPCoordinator)(?P<tags>(?:_\w+?\d+)*)\s*$"
 )
 VLLM_OLD_WORKER = re.compile(r"^VllmWorker(?:Process)?[-_ ]?(?P<rank>\d+)")
-
-
-def rank_from_tags(text: str) -> str | None:
-    """`'_DP1_TP3_EP3'`, `' PP1 TP0'` → `'DP1 TP3 EP3'`, `'PP1 TP0'`; no tag → None."""
-    found = RANK_TAG.findall(text)
-    return " ".join(f"{kind}{number}" for kind, number in found) or None
 
 
 def role_and_rank_from_title(title: str) -> tuple[str | None, str | None]:
