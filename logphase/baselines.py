@@ -17,7 +17,7 @@ from logphase.errors import StoreError, UsageError
 from logphase.fingerprint import Fingerprint, LogIdentity, SourceTap
 from logphase.logs.reader import LogSource, open_sources
 from logphase.packs import PackSet
-from logphase.phases import MAIN_PROCESS_PHASES, PROBLEM_VERDICTS, Phase, Verdict
+from logphase.phases import MAIN_PROCESS_PHASES, PROBLEM_VERDICTS, SUCCESS_VERDICTS, Phase, Verdict
 from logphase.report.model import Report
 from logphase.verdict import format_duration, judge
 
@@ -113,7 +113,7 @@ class RunRecord:
 
     @property
     def successful(self) -> bool:
-        return self.verdict is Verdict.READY and (self.label or "").lower() not in PROBLEM_LABELS
+        return self.verdict in SUCCESS_VERDICTS and (self.label or "").lower() not in PROBLEM_LABELS
 
     def phase(self, phase: Phase) -> PhaseRecord | None:
         return next((record for record in self.phases if record.phase is phase), None)
@@ -205,7 +205,7 @@ def build_run(
     records, origin = phase_records(spans)
     ready = next((r for r in records if r.phase in (Phase.READY, Phase.SERVING) and r.start_s is not None), None)
     ready_s = ready.start_s if ready else None
-    if ready_s is None and verdict is Verdict.READY:
+    if ready_s is None and verdict in SUCCESS_VERDICTS:
         # ready by its health endpoint, or a system without a ready line: the last milestone
         ends = [r.start_s + (r.seconds or 0.0) for r in records if r.start_s is not None]
         ready_s = max(ends) if ends else None
@@ -349,7 +349,7 @@ class Comparison:
         if self.reference is None:
             return None
         if self.reference.successful:
-            return self.this.verdict is Verdict.READY
+            return self.this.verdict in SUCCESS_VERDICTS
         return self.this.stop.position > self.reference.stop.position
 
     def to_json(self) -> dict[str, Any]:
@@ -415,7 +415,7 @@ class Comparison:
         reference = self.reference
         if reference is not None:
             where = (
-                f"ready at line {reference.stop.line}"
+                f"{'done' if reference.verdict is Verdict.FINISHED else 'ready'} at line {reference.stop.line}"
                 if reference.successful
                 else f"stopped in {reference.stop.phase or 'an unknown phase'} at line {reference.stop.line}"
             )
@@ -431,7 +431,11 @@ class Comparison:
         this = self.this
         here = this.stop.phase or "an unknown phase"
         if reference.successful:
-            return "ready like it" if this.verdict is Verdict.READY else f"not there yet (this run is in {here})"
+            if this.verdict in SUCCESS_VERDICTS:
+                return f"{this.verdict.value} like it"
+            if this.verdict in PROBLEM_VERDICTS and this.verdict is not Verdict.STALLED:
+                return f"{this.verdict.value} in {here}, a phase that run got through"
+            return f"not there yet (this run is in {here})"
         if self.passed_stop_point:
             return "past its stall point"
         if this.verdict in PROBLEM_VERDICTS and this.verdict is not Verdict.STALLED:
@@ -443,7 +447,7 @@ class Comparison:
     def _timing_words(self) -> list[str]:
         phase = self.this.stop.phase
         stats = self.stats.get(phase) if phase else None
-        if self.this.verdict is Verdict.READY or phase is None:
+        if self.this.verdict in SUCCESS_VERDICTS or phase is None:
             return []
         if not self.pool_size:
             return ["no successful run of this setup is recorded, so no ETA (logphase runs add LOG)"]
@@ -484,7 +488,7 @@ def compare(
 ) -> Comparison:
     stats = phase_stats(pool)
     phase = this.stop.phase
-    finished = this.verdict is Verdict.READY or (
+    finished = this.verdict in SUCCESS_VERDICTS or (
         this.verdict in PROBLEM_VERDICTS and this.verdict is not Verdict.STALLED
     )
     eta = None if finished else estimate_eta(pool, phase, in_phase_s)
@@ -530,6 +534,7 @@ def _describe(run: RunRecord) -> str:
         Verdict.ABORTED: "the run that aborted",
         Verdict.TIMEOUT: "the run that timed out",
         Verdict.READY: "the run that was ready",
+        Verdict.FINISHED: "the run that finished",
         Verdict.PROGRESSING: "the run that was still starting",
     }.get(run.verdict, "the earlier run")
 

@@ -36,6 +36,7 @@ class Verdict(StrEnum):
     """What logphase concludes about a run."""
 
     READY = "ready"
+    FINISHED = "finished"  # a job (not a server) whose every rank shut down cleanly
     PROGRESSING = "progressing"
     STALLED = "stalled"
     CRASHED = "crashed"
@@ -44,6 +45,8 @@ class Verdict(StrEnum):
     UNKNOWN = "unknown"
 
 
+# The run did what it was started for: a server is up, or a job ran to its end.
+SUCCESS_VERDICTS = frozenset({Verdict.READY, Verdict.FINISHED})
 PROBLEM_VERDICTS = frozenset({Verdict.STALLED, Verdict.CRASHED, Verdict.ABORTED, Verdict.TIMEOUT})
 
 
@@ -58,6 +61,7 @@ class EventKind(StrEnum):
     FATAL = "fatal"  # the process died of a signal (faulthandler, SIGABRT, SIGSEGV)
     TIMEOUT = "timeout"  # a watchdog fired
     READY = "ready"  # the server says it is ready
+    EXIT = "exit"  # the rank shut down cleanly (its communicator destroyed); no phase
 
 
 FAILURE_KINDS = frozenset({EventKind.ERROR, EventKind.FATAL, EventKind.TIMEOUT})

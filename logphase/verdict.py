@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime
 
 from logphase.logs.matcher import Event
-from logphase.logs.timeline import RankState, Timeline, is_tagged, rank_number, rank_sort_key
+from logphase.logs.timeline import JOB_SYSTEMS, RankState, Timeline, is_tagged, rank_number, rank_sort_key
 from logphase.phases import MAIN_PROCESS_PHASES, EventKind, Phase, Role, Verdict
 
 # Without baselines or a pack budget, this much silence in a phase makes a live run `stalled`.
@@ -56,6 +56,9 @@ def judge(
         root = replace(root, rank=_canonical(timeline, root.rank))
         where = f" during {phase}" if phase else ""
         who = f"{root.rank} " if root.rank else ""
+        relayed = _relayed_from(root)
+        if relayed is not None:  # this rank only heard of another rank's timeout
+            who = f"rank {relayed} (reported by {root.rank or 'another rank'}) "
         reason = f"{who}{_VERB[verdict]}{where}: {_message(root)} (line {root.line})"
         return Judgement(verdict, reason, phase, furthest, culprits, root, None, None)
 
@@ -66,6 +69,13 @@ def judge(
 
     if phase is None:
         return Judgement(Verdict.UNKNOWN, "no line matched any pattern", None, None, (), None, None, None)
+
+    finished = _clean_exit(timeline)
+    if finished is not None:
+        last = f"{finished.rank}, " if finished.rank else ""
+        last += f"line {finished.line}, {_message(finished)}"
+        reason = f"the job finished: every rank shut down cleanly (the last: {last})"
+        return Judgement(Verdict.FINISHED, reason, phase, furthest, (), None, None, None)
 
     progress = timeline.last_progress
     if progress is not None:
@@ -95,6 +105,24 @@ def judge(
 
 
 _VERB = {Verdict.CRASHED: "crashed", Verdict.ABORTED: "aborted", Verdict.TIMEOUT: "timed out"}
+# Capture groups of a line that relays another rank's failure (torch's cross-rank dump signal).
+RELAYED_FROM = ("from_rank", "from_rank2")
+
+
+def _relayed_from(event: Event) -> str | None:
+    return next((event.captures[key] for key in RELAYED_FROM if event.captures.get(key)), None)
+
+
+def _clean_exit(timeline: Timeline) -> Event | None:
+    """The last clean exit of a job (torchrun, a script: no server lines) whose every rank exited
+    after its last phase line; None otherwise. A server that exits before it was ready did not
+    finish anything."""
+    server = timeline.system is not None and timeline.system not in JOB_SYSTEMS
+    if server or not timeline.ranks:
+        return None
+    exits = [timeline.exits.get(state.rank) if state.rank else None for state in timeline.ranks]
+    done = [event for event in exits if event is not None]
+    return max(done, key=lambda event: event.order_key) if len(done) == len(exits) else None
 
 
 def server_phase(timeline: Timeline) -> tuple[Phase | None, Phase | None]:
@@ -188,14 +216,23 @@ def _visible_ranks(timeline: Timeline) -> list[str]:
 
 
 def _behind_in_collectives(timeline: Timeline) -> tuple[str, ...]:
-    """Ranks whose watchdog reports fewer completed collectives than the others'."""
-    completed = {w.rank: w.last_completed for w in timeline.work if w.last_completed is not None}
-    if len(set(completed.values())) > 1:
-        lowest = min(completed.values())
-        return tuple(
-            sorted((_canonical(timeline, r) or r for r, c in completed.items() if c == lowest), key=rank_sort_key)
-        )
-    return ()
+    """Ranks the torch watchdog counters show behind: fewer collectives enqueued than the others
+    (it never issued the one they wait in), else fewer completed. Alone in the log, a rank with
+    nothing in flight (enqueued == completed) while a timeout was reported is not in the
+    collective that timed out: it is the one missing from it."""
+    for counts in (
+        {w.rank: w.last_enqueued for w in timeline.work if w.last_enqueued is not None},
+        {w.rank: w.last_completed for w in timeline.work if w.last_completed is not None},
+    ):
+        if len(set(counts.values())) > 1:
+            lowest = min(counts.values())
+            return _ranks(timeline, (rank for rank, count in counts.items() if count == lowest))
+    idle = [w.rank for w in timeline.work if w.last_enqueued is not None and w.last_enqueued == w.last_completed]
+    return _ranks(timeline, idle) if len(idle) == len(timeline.work) == 1 else ()
+
+
+def _ranks(timeline: Timeline, ranks: Iterable[str]) -> tuple[str, ...]:
+    return tuple(sorted((_canonical(timeline, rank) or rank for rank in ranks), key=rank_sort_key))
 
 
 def _lagging_ranks(timeline: Timeline, *, grace: bool = True) -> tuple[str, ...]:

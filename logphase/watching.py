@@ -264,6 +264,8 @@ def step(state: WatchState, obs: Observation, settings: Settings) -> tuple[Watch
         return finish(ExitCode.OK, Verdict.READY, f"ready: health {probe.text} after {format_duration(obs.t)}")
     if judgement is not None and judgement.verdict is Verdict.READY:
         return finish(ExitCode.OK, Verdict.READY, f"ready: {judgement.reason}")
+    if judgement is not None and judgement.verdict is Verdict.FINISHED:
+        return finish(ExitCode.OK, Verdict.FINISHED, f"finished: {judgement.reason}")
     if obs.process_alive is False:
         where = f" during {phase}" if phase else ""
         return finish(

@@ -17,7 +17,7 @@ from logphase.cli.common import FORMATS, load_all_packs, patterns_option, use_co
 from logphase.errors import ExitCode, InputError, UsageError
 from logphase.report.stacks import render
 from logphase.stacks import pyspy
-from logphase.stacks.dumps import looks_like_json, parse_dumps_in_text, parse_json_text
+from logphase.stacks.dumps import looks_like_json, parse_dumps_in_text, parse_json_text, rank_from_file_name
 from logphase.stacks.model import ProcessSnapshot, StacksReport
 from logphase.stacks.stalls import summarize
 
@@ -69,6 +69,9 @@ def _with_source(snapshots: list[ProcessSnapshot], path: str) -> list[ProcessSna
     from dataclasses import replace
 
     name = "stdin" if path == "-" else Path(path).name
+    if len(snapshots) == 1 and snapshots[0].rank is None:
+        # one process saved as `pyspy-rank1.json`: py-spy's JSON and a bare faulthandler dump name no rank
+        snapshots = [replace(snapshots[0], rank=rank_from_file_name(name))]
     return [s if s.source == "py-spy" and s.host else replace(s, source=f"{s.source} ({name})") for s in snapshots]
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
@@ -96,6 +96,7 @@ class Timeline:
     latest_phase_event: Event | None
     visible_ranks: frozenset[str]  # every rank a prefix named, matched or not
     served: bool  # a line of the server itself (not a frame of a dump) says it is ready or serving
+    exits: Mapping[str, Event]  # per rank, its clean exit, when no phase line of it came after
     system: str | None
     version: str | None
     comms: tuple[CommInit, ...]
@@ -177,6 +178,7 @@ class TimelineBuilder:
     last_time: datetime | None = None
     served: bool = False
     visible: set[str] = field(default_factory=set)
+    exits: dict[str, Event] = field(default_factory=dict)
 
     def see_ranks(self, ranks: Iterable[str]) -> None:
         """Ranks whose lines the log shows, recognised or not (a training step, a warning)."""
@@ -197,8 +199,12 @@ class TimelineBuilder:
             self.failures.append(event)
         if event.kind is EventKind.READY and self.ready is None:
             self.ready = event
+        if event.kind is EventKind.EXIT and event.rank is not None:
+            self.exits[event.rank] = event
         if event.phase is None:
             return
+        if event.rank is not None and not failed:
+            self.exits.pop(event.rank, None)  # the rank went on after its exit line (a new communicator)
         rank = self._owner(event)
         if rank != event.rank:
             event = replace(event, rank=rank)
@@ -349,6 +355,7 @@ class TimelineBuilder:
             latest_phase_event=self.latest_phase_event,
             visible_ranks=frozenset(self.visible),
             served=self.served,
+            exits=dict(self.exits),
             system=system,
             version=self.version,
             comms=tuple(

@@ -16,6 +16,7 @@ from logphase.verdict import format_duration
 
 _COLOURS = {
     Verdict.READY: "\x1b[32m",
+    Verdict.FINISHED: "\x1b[32m",
     Verdict.PROGRESSING: "\x1b[36m",
     Verdict.STALLED: "\x1b[33m",
     Verdict.CRASHED: "\x1b[31m",

@@ -13,6 +13,7 @@ from logphase.phases import Phase, Verdict
 SCHEMA = "logphase.analysis/1"
 VERDICT_EXIT = {
     Verdict.READY: ExitCode.OK,
+    Verdict.FINISHED: ExitCode.OK,
     Verdict.PROGRESSING: ExitCode.STARTING,
     Verdict.STALLED: ExitCode.PROBLEM,
     Verdict.CRASHED: ExitCode.PROBLEM,

@@ -112,6 +112,16 @@ def role_and_rank_from_title(title: str) -> tuple[str | None, str | None]:
     return None, None
 
 
+# `pyspy-rank3.json`, `rank_3.txt`, `fr-rank-3`: a dump saved per rank under the rank's number.
+FILE_RANK = re.compile(r"(?<![A-Za-z])(?<!local[-_])(?<!node[-_])rank[-_]?(\d+)(?!\d)", re.IGNORECASE)
+
+
+def rank_from_file_name(name: str) -> str | None:
+    """The rank a dump file is named after, when its name gives exactly one."""
+    numbers = {int(number) for number in FILE_RANK.findall(name)}
+    return f"rank {numbers.pop()}" if len(numbers) == 1 else None
+
+
 def rank_from_prefix(prefix: str) -> str | None:
     tags = rank_from_tags(prefix)
     if tags:

@@ -9,6 +9,7 @@ from logphase.stacks.dumps import (
     parse_dump_text,
     parse_dumps_in_text,
     parse_json_text,
+    rank_from_file_name,
     role_and_rank_from_title,
 )
 
@@ -18,6 +19,20 @@ from .conftest import REALWORLD, STACKS_FIXTURES, needs_realworld
 def main_frames(snapshot) -> list[str]:  # type: ignore[no-untyped-def]
     thread = snapshot.main_thread()
     return [f.key for f in thread.frames] if thread else []
+
+
+def test_dump_file_names_name_ranks() -> None:
+    # GIVEN dump files saved per rank WHEN their names are read THEN one rank number is the rank
+    assert rank_from_file_name("pyspy-rank1.json") == "rank 1"
+    assert rank_from_file_name("rank_12.txt") == "rank 12"
+    assert rank_from_file_name("dump-RANK-3-native.txt") == "rank 3"
+    assert rank_from_file_name("rank7-of-rank7.txt") == "rank 7"
+    # ... and names that give no rank, a local or node rank, or two ranks, give none
+    assert rank_from_file_name("pyspy-627.json") is None
+    assert rank_from_file_name("frank1.txt") is None
+    assert rank_from_file_name("local_rank1.txt") is None
+    assert rank_from_file_name("node-rank0.json") is None
+    assert rank_from_file_name("rank0-to-rank1.txt") is None
 
 
 def test_titles_name_roles_and_ranks() -> None:
