@@ -267,3 +267,58 @@ def test_a_truncated_archive_fails_after_the_same_line(packs: PackSet, tmp_path:
         errors.append(str(caught.value))
     assert errors[0] == errors[1]
     assert "after line 0" not in errors[1]
+
+
+SCANNER_PATTERNS: list[tuple[bytes, bool]] = [
+    (re.escape(b"Capturing "), False),
+    (re.escape(b"Capturing batches ("), False),  # a literal that extends another
+    (re.escape(b"NCCL WARN "), True),  # caseless literal
+    (b"^(?:[^\\[\\n]|\\[(?:[^0-9\\n]))", False),  # line-anchored, as the template complement
+    (b"^[^\\n]{0,12}(?: HTTP/|Decode batch)", False),
+    (b'File "|Thread |Process [\\d\\x80-\\xff]|[|]x', False),  # top-level alternatives, `|` in a class
+    (b"\\r", False),
+    (b"(?i)timeout \\(|x(y|z)", False),  # global flag: not split
+]
+SCANNER_TEXT = (
+    b"[2026-01-01 10:00:00] Capturing batches (bs=8): 10%\n"
+    b'[2026-01-01 10:00:01] INFO:     127.0.0.1:4 - "GET /health HTTP/1.1" 200 OK\n'
+    b"x HTTP/1.1 Decode batch\n"
+    b"gpu-node:1:2 [0] nccl warn oops\n"
+    b'  File "a.py", line 3, in f\n'
+    b"Process 1234 Thread 0x7f\n"
+    b"bar 10%\rbar 20%\n"
+    b"[2026-01-01 10:00:02] TIMEOUT (30 s) xz |x\n"
+    b"[2026-01-01 10:00:03] nothing here\n"
+)
+
+
+def test_pure_python_scanner_finds_every_pattern_on_every_line() -> None:
+    # GIVEN literals, caseless literals, line-anchored patterns and alternations, and lines with each
+    scanner = prefilter._ReScanner(SCANNER_PATTERNS)
+    # WHEN the pure-Python scanner reads the text from its second line on
+    start = SCANNER_TEXT.index(b"\n") + 1
+    found = scanner.matches(SCANNER_TEXT, start, len(SCANNER_TEXT))
+    # THEN each line is reported with exactly the patterns that match in it (as `re` says, line by line)
+    expected: set[tuple[int, int]] = set()
+    offset = start
+    for line in SCANNER_TEXT[start:].split(b"\n"):
+        for index, (pattern, caseless) in enumerate(SCANNER_PATTERNS):
+            if re.search(pattern, line, re.MULTILINE | (re.IGNORECASE if caseless else 0)):
+                expected.add((offset, index))
+        offset += len(line) + 1
+    got = {(SCANNER_TEXT.rfind(b"\n", 0, stop - 1) + 1, index) for index, stop in found}
+    assert got == expected
+    assert len(expected) == 12  # the first line (before `start`) is not read; two lines match nothing
+
+
+def test_scanners_agree() -> None:
+    # GIVEN the same patterns in both scanners WHEN they read the same text THEN they find the same lines
+    if prefilter.hyperscan is None:
+        pytest.skip("hyperscan is not installed")
+    patterns = [p for p in SCANNER_PATTERNS if not p[0].startswith(b"(?i)")]  # hyperscan takes flags apart
+
+    def lines(scanner: prefilter.Scanner) -> set[tuple[int, int]]:
+        found = scanner.matches(SCANNER_TEXT, 0, len(SCANNER_TEXT))
+        return {(SCANNER_TEXT.rfind(b"\n", 0, stop - 1) + 1, index) for index, stop in found}
+
+    assert lines(prefilter._ReScanner(patterns)) == lines(prefilter._HsScanner(patterns))
