@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
@@ -11,10 +11,12 @@ from logphase.errors import ExitCode
 from logphase.fingerprint import FingerprintCollector
 from logphase.health import Health, Probe
 from logphase.logs.matcher import Event, SourceMatcher
+from logphase.logs.prefilter import FollowRuns, plan_for
 from logphase.logs.reader import Line
 from logphase.logs.timeline import Timeline, TimelineBuilder
 from logphase.packs import PackSet
 from logphase.phases import PROBLEM_VERDICTS, Phase, Verdict
+from logphase.stacks.dumps import TRIGGER
 from logphase.verdict import FALLBACK_BUDGET_S, Judgement, format_duration, judge
 
 # lines/s is averaged over this many seconds: smooth enough to read, recent enough to mean "now".
@@ -36,10 +38,13 @@ class Ingest:
 
     packs: PackSet
     reference: datetime  # dates year-less stamps (SourceMatcher)
+    fast: bool = True  # steady runs summarised (logs/prefilter.py FollowRuns); same state either way
     matcher: SourceMatcher = field(init=False)
+    runs: FollowRuns | None = field(init=False)
     builder: TimelineBuilder = field(default_factory=TimelineBuilder)
     fingerprint: FingerprintCollector = field(default_factory=FingerprintCollector)
     lines: int = 0
+    skipped_lines: int = 0  # steady-run lines the matcher never read
     last_line: Line | None = None
     log_time: datetime | None = None  # the latest stamp seen in the log
     log_time_arrived: float | None = None
@@ -52,16 +57,27 @@ class Ingest:
 
     def __post_init__(self) -> None:
         self.matcher = SourceMatcher(self.packs, self.reference)
+        plan = plan_for(self.packs, (TRIGGER,))
+        self.runs = FollowRuns(plan) if self.fast and plan.enabled else None
 
     def feed(self, lines: Sequence[Line], arrived: float) -> None:
         matcher, builder, fingerprint = self.matcher, self.builder, self.fingerprint
         added = False
-        for line in lines:
-            if not fingerprint.done:
-                fingerprint.feed(line.text)
-            for event in matcher.match_line(line):
+        if not fingerprint.done:
+            fingerprint.feed_all(line.text for line in lines)
+        chosen: Iterable[Line] = lines if self.runs is None else self.runs.lines(lines, matcher)
+        for line in chosen:
+            events = matcher.match_line(line)
+            for event in events:
                 builder.add(event)
                 added = True
+            if self.runs is not None:
+                self.runs.book(line, events)
+        if self.runs is not None:
+            skipped, systems = self.runs.take_skipped()
+            self.skipped_lines += skipped
+            builder.events += skipped  # steady events counted, not read (as analyze's fast path)
+            builder.systems.update(systems)
         if lines:
             builder.see_ranks(matcher.ranks_seen)
             self.last_line = lines[-1]

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import bisect
 import importlib
+import itertools
 import lzma
 import re
 import tarfile
@@ -1327,3 +1329,157 @@ class FastLines:
         if stamps:
             older = [s for s in self.carried_stamps if s[2] == "year"]
             self.carried_stamps = (older[-1:] if stamps[0][2] != "year" else []) + stamps
+
+
+# --- a followed log (watch): the same summary, line by line ------------------------------------------
+
+
+@dataclass
+class _Run:
+    """A steady rule's run on one rank, as FollowRuns sees it: `stage` as in `_Group`; `held` the
+    latest member the matcher has not seen yet."""
+
+    rule: Rule
+    stage: int = 0
+    held: Line | None = None
+
+
+class FollowRuns:
+    """What FastLines does for a file, for lines that arrive a batch at a time (`logphase watch`):
+    once the matcher has seen two lines of a steady run (a serving batch, an access line, NCCL
+    chatter on one template), later members are held back, each replacing the one before, and
+    handed to the matcher only when a line of another kind comes or the batch ends. The matcher
+    then ends in the state it would reach reading every line; the lines skipped are counted for
+    the system vote, as FastLines does."""
+
+    def __init__(self, plan: Plan, *, accelerate: bool = True) -> None:
+        self.plan = plan
+        self.packs = plan.packs
+        patterns = [(re.escape(f.text), f.caseless) for f in plan.candidates]
+        patterns += [(trigger, False) for trigger in plan.triggers]
+        self.candidates = make_scanner(patterns, accelerate=accelerate)
+        self.steady_factors = list(plan.steady)
+        self.steady_scanner = make_scanner([(re.escape(f), False) for f in self.steady_factors], accelerate=accelerate)
+        self.templates: list[Template] = []
+        self.template_re: re.Pattern[bytes] | None = None
+        self.sightings: Counter[Template] = Counter()
+        self.factors: dict[Template, list[bytes]] = {}  # registered steady factors per template
+        self.runs: dict[tuple[str, str | None], _Run] = {}
+        self.factors_of: dict[str, list[bytes]] = {}
+        for factor, rule in plan.steady.items():
+            self.factors_of.setdefault(rule.id, []).append(factor)
+        self.skipped_events = 0  # since the last `take_skipped`
+        self.skipped_systems: Counter[str] = Counter()
+
+    def take_skipped(self) -> tuple[int, Counter[str]]:
+        """Events and system votes of the lines skipped since the last call (for the timeline)."""
+        taken = (self.skipped_events, self.skipped_systems)
+        self.skipped_events, self.skipped_systems = 0, Counter()
+        return taken
+
+    def lines(self, batch: Sequence[Line], matcher: SourceMatcher) -> Iterator[Line]:
+        """The lines of `batch` the matcher must read, in order, with the held ones due before
+        them; then every line still held (the batch is over: the state must be current)."""
+        raws = [line.text.encode("utf-8", "surrogateescape") for line in batch]
+        marked, factors = self._scan(raws) if self.templates else (set(), {})
+        for index, line in enumerate(batch):
+            run = None
+            if index in factors and index not in marked and matcher.block is None:
+                run = self._run_of(raws[index], factors[index])
+            if run is not None and run.stage >= 2:
+                if run.held is not None:
+                    self._skip(run.rule, matcher)
+                run.held = line
+                continue
+            yield from self._release()
+            yield line
+        yield from self._release()
+
+    def book(self, line: Line, events: Sequence[Event]) -> None:
+        """Keep the runs' state as the matcher reads this line's events (FastLines._book)."""
+        for event in events:
+            rule = event.rule
+            if rule.id in self.factors_of:
+                key = (rule.id, event.rank)
+                run = self.runs.get(key)
+                if run is None or run.stage == 0:
+                    self._reset_rank(event.rank, keep=key)
+                    self.runs[key] = _Run(rule, stage=1)
+                else:
+                    run.stage = 2
+                if len(events) == 1:
+                    self._learn(line, rule)
+            elif event.phase is not None and event.kind not in FAILURE_KINDS:
+                if event.kind is EventKind.PROGRESS and event.rank is None and event.phase not in MAIN_PROCESS_PHASES:
+                    for run in self.runs.values():
+                        run.stage = 0  # a bar without a rank goes to the lowest rank: any may move
+                else:
+                    self._reset_rank(event.rank, keep=None)
+
+    def _scan(self, raws: list[bytes]) -> tuple[set[int], dict[int, set[bytes]]]:
+        """One pass over the batch: the lines with a rule's literal or a trigger (the matcher
+        reads them), and the steady factors each line holds."""
+        data = b"\n".join(raws)
+        starts = list(itertools.accumulate((len(raw) + 1 for raw in raws[:-1]), initial=0))
+
+        def line_of(stop: int) -> int:
+            return bisect.bisect_right(starts, stop - 1) - 1
+
+        marked = {line_of(stop) for _, stop in self.candidates.matches(data, 0, len(data))}
+        factors: dict[int, set[bytes]] = {}
+        for pattern, stop in self.steady_scanner.matches(data, 0, len(data)):
+            factors.setdefault(line_of(stop), set()).add(self.steady_factors[pattern])
+        return marked, factors
+
+    def _run_of(self, raw: bytes, factors: set[bytes]) -> _Run | None:
+        """The run this line can only continue: it starts with a known template, and its steady
+        factors are all of one rule, one of them registered on that template (else the matcher
+        reads it: another rule's events would be lost)."""
+        assert self.template_re is not None
+        rules = {self.plan.steady[factor].id for factor in factors}
+        if len(rules) != 1:
+            return None
+        found = self.template_re.match(raw)
+        if found is None or found.lastindex is None:
+            return None
+        template = self.templates[found.lastindex - 1]
+        if factors.isdisjoint(self.factors.get(template, ())):
+            return None
+        run = self.runs.get((rules.pop(), template.rank))
+        if run is None or not self.plan.could_match(run.rule, raw):
+            return None
+        return run
+
+    def _release(self) -> Iterator[Line]:
+        held = sorted((run.held for run in self.runs.values() if run.held is not None), key=lambda line: line.number)
+        for run in self.runs.values():
+            run.held = None
+        yield from held
+
+    def _skip(self, rule: Rule, matcher: SourceMatcher) -> None:
+        self.skipped_events += 1
+        if rule.system:
+            self.skipped_systems[rule.system] += 1
+            matcher.systems[rule.system] += 1  # the rule choice follows the log's system
+
+    def _reset_rank(self, rank: str | None, keep: tuple[str, str | None] | None) -> None:
+        for key, run in self.runs.items():
+            if key != keep and key[1] == rank and run.rule.phase in DRAFT_REPEATED:
+                run.stage = 0
+
+    def _learn(self, line: Line, rule: Rule) -> None:
+        raw = line.text.encode("utf-8", "surrogateescape")
+        template = learn_template(self.packs, raw, line.text)
+        if template is None:
+            return
+        if template not in self.templates:
+            self.sightings[template] += 1
+            if self.sightings[template] < ADOPT_AFTER or len(self.templates) >= MAX_TEMPLATES:
+                return
+            trie = _Trie()
+            if not all(trie.add(t.atoms) for t in [*self.templates, template]):
+                return  # one template a prefix of another: a line could not tell which it is on
+            self.templates.append(template)
+            self.template_re = re.compile(b"|".join(b"(" + t.regex() + b")" for t in self.templates))
+        registered = self.factors.setdefault(template, [])
+        registered += [f for f in self.factors_of[rule.id] if f in raw and f not in registered]
