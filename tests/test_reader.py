@@ -145,3 +145,39 @@ def test_a_bar_glued_to_the_next_log_line_is_split(tmp_path: Path) -> None:
         (1, "  0%|    | 0/13 [00:00<?, ?it/s]"),
         (1, "[2025-03-08 12:29:21 TP1] Capture cuda graph begin."),
     ]
+
+
+SPLITTER_PARTS = [b"plain line %d" % i for i in range(50)] + [
+    b"bar 10%|##| 1/5\rbar 20%|##| 2/5",
+    b"\x1b[32mgreen\x1b[0m",
+    b"svc  | compose line",
+    b"2026-01-01T00:00:00Z stdout F k8s line",
+    b"bad \xff utf8",
+    b"",
+    b"x" * 70000,
+    b"caf\xc3\xa9",
+]
+
+
+def test_followed_lines_in_bulk_are_the_lines_one_by_one() -> None:
+    # GIVEN random mixes of plain lines and lines that need care (bars, colour, container prefixes,
+    # bad UTF-8, a runaway line), arriving in random pieces
+    from random import Random
+
+    from logphase.logs.reader import _LineSplitter
+
+    rng = Random(20261129)
+    for trial in range(300):
+        data = b"\n".join(rng.choice(SPLITTER_PARTS) for _ in range(rng.randint(1, 60)))
+        data += rng.choice([b"\n", b"", b"\npartial"])
+        cuts = sorted(rng.sample(range(len(data) + 1), k=3))
+        # WHEN the follower splits them (plain runs decoded in one go) and, for reference, line by line
+        bulk, single = _LineSplitter(), _LineSplitter()
+        single._plain_lines = lambda data, start, out, marks: (start, False)  # type: ignore[method-assign]
+        got = []
+        for begin, end in zip([0, *cuts], [*cuts, len(data)], strict=True):
+            got += bulk.feed(data[begin:end])
+        got += bulk.end_line()
+        expected = single.feed(data) + single.end_line()
+        # THEN the same lines, numbered the same
+        assert [(line.number, line.text) for line in got] == [(line.number, line.text) for line in expected], trial

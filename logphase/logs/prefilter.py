@@ -1359,11 +1359,12 @@ class FollowRuns:
         patterns += [(trigger, False) for trigger in plan.triggers]
         self.candidates = make_scanner(patterns, accelerate=accelerate)
         self.steady_factors = list(plan.steady)
+        self.rule_of = {factor: rule.id for factor, rule in plan.steady.items()}
         self.steady_scanner = make_scanner([(re.escape(f), False) for f in self.steady_factors], accelerate=accelerate)
         self.templates: list[Template] = []
         self.template_re: re.Pattern[bytes] | None = None
         self.sightings: Counter[Template] = Counter()
-        self.factors: dict[Template, list[bytes]] = {}  # registered steady factors per template
+        self.registered: list[set[bytes]] = []  # the steady factors registered on each template
         self.runs: dict[tuple[str, str | None], _Run] = {}
         self.factors_of: dict[str, list[bytes]] = {}
         for factor, rule in plan.steady.items():
@@ -1436,16 +1437,17 @@ class FollowRuns:
         factors are all of one rule, one of them registered on that template (else the matcher
         reads it: another rule's events would be lost)."""
         assert self.template_re is not None
-        rules = {self.plan.steady[factor].id for factor in factors}
+        rule_of = self.rule_of
+        rules = {rule_of[factor] for factor in factors}
         if len(rules) != 1:
             return None
         found = self.template_re.match(raw)
         if found is None or found.lastindex is None:
             return None
-        template = self.templates[found.lastindex - 1]
-        if factors.isdisjoint(self.factors.get(template, ())):
+        index = found.lastindex - 1
+        if factors.isdisjoint(self.registered[index]):
             return None
-        run = self.runs.get((rules.pop(), template.rank))
+        run = self.runs.get((rules.pop(), self.templates[index].rank))
         if run is None or not self.plan.could_match(run.rule, raw):
             return None
         return run
@@ -1469,6 +1471,11 @@ class FollowRuns:
 
     def _learn(self, line: Line, rule: Rule) -> None:
         raw = line.text.encode("utf-8", "surrogateescape")
+        known = self.template_re.match(raw) if self.template_re is not None else None
+        if known is not None and known.lastindex is not None:
+            registered = self.registered[known.lastindex - 1]
+            if all(f in registered for f in self.factors_of[rule.id] if f in raw):
+                return  # nothing new to learn (learning costs a prefix parse per line)
         template = learn_template(self.packs, raw, line.text)
         if template is None:
             return
@@ -1480,6 +1487,6 @@ class FollowRuns:
             if not all(trie.add(t.atoms) for t in [*self.templates, template]):
                 return  # one template a prefix of another: a line could not tell which it is on
             self.templates.append(template)
+            self.registered.append(set())
             self.template_re = re.compile(b"|".join(b"(" + t.regex() + b")" for t in self.templates))
-        registered = self.factors.setdefault(template, [])
-        registered += [f for f in self.factors_of[rule.id] if f in raw and f not in registered]
+        self.registered[self.templates.index(template)].update(f for f in self.factors_of[rule.id] if f in raw)

@@ -470,6 +470,10 @@ def _follow_stream(
             time.sleep(poll_s)  # batch a steady trickle instead of waking for every write
 
 
+# Bytes that make a line need clean_line (a bar's `\r`, colour, a glued bar, a compose prefix).
+CAREFUL_BYTES = (b"\r", b"\x1b", b"%|", b"| ")
+
+
 class _LineSplitter:
     """Bytes as they arrive → cleaned `Line`s; keeps the unfinished line. `\\r` updates of an
     unfinished line come out once a later update or a quiet poll shows they are complete."""
@@ -483,7 +487,14 @@ class _LineSplitter:
     def feed(self, data: bytes) -> list[Line]:
         out: list[Line] = []
         start = 0
-        while (end := data.find(b"\n", start)) >= 0:
+        bulk = True
+        marks = dict.fromkeys(CAREFUL_BYTES, -1)  # where each marker is next found (-1: not looked for)
+        while True:
+            if bulk and not self.pending and not self.emitted and not self.dropping:
+                start, bulk = self._plain_lines(data, start, out, marks)
+            end = data.find(b"\n", start)
+            if end < 0:
+                break
             self._append(data[start:end])
             out.extend(self._complete())
             start = end + 1
@@ -494,6 +505,31 @@ class _LineSplitter:
             del self.pending[:cut]
             self.emitted = 0
         return out
+
+    def _plain_lines(self, data: bytes, start: int, out: list[Line], marks: dict[bytes, int]) -> tuple[int, bool]:
+        """The whole lines from `start` up to the next one that needs `clean_line`'s care (a
+        `\r`, a colour code, a container prefix, a glued bar), decoded in one go; returns where
+        the rest starts, and whether to try again after that line (not when these lines hold
+        invalid UTF-8, a runaway line or a Kubernetes stamp: then every line takes the slow way)."""
+        end = data.rfind(b"\n", start) + 1
+        for marker, found in marks.items():
+            if found < start:  # passed (or not looked for yet): each byte is searched once per feed
+                found = data.find(marker, start)
+                marks[marker] = found = len(data) if found < 0 else found
+            if found < end:
+                end = data.rfind(b"\n", start, found) + 1
+        if end <= start:
+            return start, True
+        try:
+            texts = data[start:end].decode("utf-8").split("\n")
+        except UnicodeDecodeError:
+            return start, False
+        texts.pop()  # after the last newline
+        if any(len(text) > MAX_LINE_BYTES // 4 or text[:2].isdigit() for text in texts):
+            return start, False  # maybe a runaway line (bytes, not characters, count) or a Kubernetes stamp
+        out.extend(Line(number, text, 0) for number, text in enumerate(texts, self.number + 1))
+        self.number += len(texts)
+        return end, True
 
     def settle(self) -> list[Line]:
         """Nothing new arrived: the bar update that is pending is complete."""
