@@ -1350,7 +1350,10 @@ class FollowRuns:
     chatter on one template), later members are held back, each replacing the one before, and
     handed to the matcher only when a line of another kind comes or the batch ends. The matcher
     then ends in the state it would reach reading every line; the lines skipped are counted for
-    the system vote, as FastLines does."""
+    the system vote, as FastLines does. One difference from FastLines: a member is known by its
+    template and factors, not probed, so if the latest one held turned out to be no event of its
+    run (its rule's regex needs more than the factors say), the run's last mark is the one before
+    the lines skipped. No shipped rule and no test log shows it (tests/watch/test_follow_runs.py)."""
 
     def __init__(self, plan: Plan, *, accelerate: bool = True) -> None:
         self.plan = plan
