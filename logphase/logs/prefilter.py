@@ -11,7 +11,7 @@ import tarfile
 import warnings
 import zlib
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Container, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import IO, Any, Protocol
@@ -658,6 +658,41 @@ class _Group:
     stage: int = 0
     member: int = -1  # offset of the last member the matcher saw, in this chunk
     carried: tuple[int, bytes] | None = None  # the last member of the previous chunk: (number, bytes)
+    held: Line | None = None  # FollowRuns: the latest member the matcher has not read yet
+
+
+Runs = dict[tuple[str, str | None], _Group]  # (steady rule id, rank) → its run
+
+
+def book_runs(runs: Runs, steady: Container[str], event: Event) -> _Group | None:
+    """Advance the runs as the matcher reads one event; the run a steady event belongs to. A run
+    is stable (stage 2) after two events with nothing between that could change what the next
+    does: a new phase on the rank, or a bar without a rank (it goes to the lowest rank)."""
+    rule = event.rule
+    if rule.id in steady:
+        key = (rule.id, event.rank)
+        group = runs.get(key)
+        if group is None or group.stage == 0:
+            _reset_rank(runs, event.rank, keep=key)
+            group = runs[key] = _Group(rule, event.rank, stage=1)
+        else:
+            group.stage = 2
+        return group
+    if event.phase is not None and event.kind not in FAILURE_KINDS:
+        if event.kind is EventKind.PROGRESS and event.rank is None and event.phase not in MAIN_PROCESS_PHASES:
+            for group in runs.values():
+                group.stage = 0
+        else:
+            _reset_rank(runs, event.rank, keep=None)
+    return None
+
+
+def _reset_rank(runs: Runs, rank: str | None, keep: tuple[str, str | None] | None) -> None:
+    """An event that may move a rank's phase past the CUDA graphs changes where its next
+    dist_init / weight_load / kv_cache / cuda_graph marks go (the draft's spans)."""
+    for key, group in runs.items():
+        if key != keep and group.rank == rank and group.rule.phase in DRAFT_REPEATED:
+            group.stage = 0
 
 
 @dataclass
@@ -732,7 +767,7 @@ class FastLines:
         self.sightings: Counter[Template] = Counter()
         self.kinds: list[_Kind] = []
         self.registered: set[tuple[Template, bytes]] = set()
-        self.groups: dict[tuple[str, str | None], _Group] = {}
+        self.groups: Runs = {}
         self.steady_rules = {rule.id: rule for rule in plan.steady.values()}
         self.factors_of: dict[str, list[bytes]] = {}
         for factor, rule in plan.steady.items():
@@ -1247,31 +1282,10 @@ class FastLines:
     def _book(self, events: tuple[Event, ...], where: tuple[int, bytes, list[Line]] | None) -> None:
         """Keep the runs' state as the matcher sees this line's events; learn templates."""
         for event in events:
-            rule = event.rule
-            if rule.id in self.steady_rules:
-                key = (rule.id, event.rank)
-                group = self.groups.get(key)
-                if group is None or group.stage == 0:
-                    self._reset_rank(event.rank, keep=key)
-                    group = self.groups[key] = _Group(rule, event.rank, stage=1)
-                else:
-                    group.stage = 2
-                if where is not None:
-                    group.member = where[0]
-                    self._learn(where, rule)
-            elif event.phase is not None and event.kind not in FAILURE_KINDS:
-                if event.kind is EventKind.PROGRESS and event.rank is None and event.phase not in MAIN_PROCESS_PHASES:
-                    for group in self.groups.values():
-                        group.stage = 0  # a bar without a rank goes to the lowest rank: any may move
-                else:
-                    self._reset_rank(event.rank, keep=None)
-
-    def _reset_rank(self, rank: str | None, keep: tuple[str, str | None] | None) -> None:
-        """An event that may move a rank's phase past the CUDA graphs changes where its next
-        dist_init / weight_load / kv_cache / cuda_graph marks go (the draft's spans)."""
-        for key, group in self.groups.items():
-            if key != keep and group.rank == rank and group.rule.phase in DRAFT_REPEATED:
-                group.stage = 0
+            group = book_runs(self.groups, self.steady_rules, event)
+            if group is not None and where is not None:
+                group.member = where[0]
+                self._learn(where, event.rule)
 
     def _learn(self, where: tuple[int, bytes, list[Line]], rule: Rule) -> None:
         _, raw, lines = where
@@ -1334,16 +1348,6 @@ class FastLines:
 # --- a followed log (watch): the same summary, line by line ------------------------------------------
 
 
-@dataclass
-class _Run:
-    """A steady rule's run on one rank, as FollowRuns sees it: `stage` as in `_Group`; `held` the
-    latest member the matcher has not seen yet."""
-
-    rule: Rule
-    stage: int = 0
-    held: Line | None = None
-
-
 class FollowRuns:
     """What FastLines does for a file, for lines that arrive a batch at a time (`logphase watch`):
     once the matcher has seen two lines of a steady run (a serving batch, an access line, NCCL
@@ -1368,7 +1372,7 @@ class FollowRuns:
         self.template_re: re.Pattern[bytes] | None = None
         self.sightings: Counter[Template] = Counter()
         self.registered: list[set[bytes]] = []  # the steady factors registered on each template
-        self.runs: dict[tuple[str, str | None], _Run] = {}
+        self.runs: Runs = {}
         self.factors_of: dict[str, list[bytes]] = {}
         for factor, rule in plan.steady.items():
             self.factors_of.setdefault(rule.id, []).append(factor)
@@ -1400,25 +1404,11 @@ class FollowRuns:
         yield from self._release()
 
     def book(self, line: Line, events: Sequence[Event]) -> None:
-        """Keep the runs' state as the matcher reads this line's events (FastLines._book)."""
+        """Keep the runs' state as the matcher reads this line's events (as FastLines does)."""
         for event in events:
-            rule = event.rule
-            if rule.id in self.factors_of:
-                key = (rule.id, event.rank)
-                run = self.runs.get(key)
-                if run is None or run.stage == 0:
-                    self._reset_rank(event.rank, keep=key)
-                    self.runs[key] = _Run(rule, stage=1)
-                else:
-                    run.stage = 2
-                if len(events) == 1:
-                    self._learn(line, rule)
-            elif event.phase is not None and event.kind not in FAILURE_KINDS:
-                if event.kind is EventKind.PROGRESS and event.rank is None and event.phase not in MAIN_PROCESS_PHASES:
-                    for run in self.runs.values():
-                        run.stage = 0  # a bar without a rank goes to the lowest rank: any may move
-                else:
-                    self._reset_rank(event.rank, keep=None)
+            run = book_runs(self.runs, self.factors_of, event)
+            if run is not None and len(events) == 1:
+                self._learn(line, event.rule)
 
     def _scan(self, raws: list[bytes]) -> tuple[set[int], dict[int, set[bytes]]]:
         """One pass over the batch: the lines with a rule's literal or a trigger (the matcher
@@ -1435,7 +1425,7 @@ class FollowRuns:
             factors.setdefault(line_of(stop), set()).add(self.steady_factors[pattern])
         return marked, factors
 
-    def _run_of(self, raw: bytes, factors: set[bytes]) -> _Run | None:
+    def _run_of(self, raw: bytes, factors: set[bytes]) -> _Group | None:
         """The run this line can only continue: it starts with a known template, and its steady
         factors are all of one rule, one of them registered on that template (else the matcher
         reads it: another rule's events would be lost)."""
@@ -1466,11 +1456,6 @@ class FollowRuns:
         if rule.system:
             self.skipped_systems[rule.system] += 1
             matcher.systems[rule.system] += 1  # the rule choice follows the log's system
-
-    def _reset_rank(self, rank: str | None, keep: tuple[str, str | None] | None) -> None:
-        for key, run in self.runs.items():
-            if key != keep and key[1] == rank and run.rule.phase in DRAFT_REPEATED:
-                run.stage = 0
 
     def _learn(self, line: Line, rule: Rule) -> None:
         raw = line.text.encode("utf-8", "surrogateescape")
