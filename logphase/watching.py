@@ -281,7 +281,7 @@ def step(state: WatchState, obs: Observation, settings: Settings) -> tuple[Watch
     if judgement is not None and judgement.verdict is Verdict.READY:
         return finish(ExitCode.OK, Verdict.READY, f"ready: {judgement.reason}")
     if judgement is not None and judgement.verdict is Verdict.FINISHED:
-        return finish(ExitCode.OK, Verdict.FINISHED, f"finished: {judgement.reason}")
+        return finish(ExitCode.OK, Verdict.FINISHED, judgement.reason)  # "the job finished: ..."
     if obs.process_alive is False:
         where = f" during {phase}" if phase else ""
         return finish(

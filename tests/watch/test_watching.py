@@ -55,6 +55,19 @@ def test_health_changes_and_phase_changes_are_transitions_and_200_ends_it_ready(
     )
 
 
+def test_a_job_whose_ranks_all_shut_down_ends_it_finished_exit_0() -> None:
+    # GIVEN a watched torch job WHEN its log says every rank destroyed its communicators
+    reason = "the job finished: every rank shut down cleanly (the last: rank 1, line 65, ...)"
+    finished = _obs(9.0, judgement=_judged(Verdict.FINISHED, Phase.DIST_INIT, reason))
+    state, said = step(WatchState(), finished, Settings(stall_after_s=5))
+    # THEN the watch ends with exit 0 and says why
+    assert _texts(said)[-1] == f"[+   9.0s] {reason}"
+    assert state.outcome is not None and (state.outcome.exit_code, state.outcome.verdict) == (
+        ExitCode.OK,
+        Verdict.FINISHED,
+    )
+
+
 def test_silence_past_stall_after_ends_it_stalled_exit_4() -> None:
     settings = Settings(stall_after_s=5)
     state, _ = step(WatchState(), _obs(0.0), settings)
