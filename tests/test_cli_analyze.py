@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import SHARED, run_cli
+from tests.conftest import FIXTURES, SHARED, run_cli
 
 STARTING = (
     "[2025-06-01 10:00:00 TP0] Init torch distributed begin.\n"
@@ -98,7 +98,7 @@ def test_markdown_is_ready_to_paste(starting_log: Path) -> None:
 
 @pytest.mark.parametrize(
     ("content", "name"),
-    [(b"", "empty.log"), (os.urandom(300_000), "random.bin"), (b"\x00\x01\x02" * 1000, "binary.bin")],
+    [(b"", "empty.log"), (b"\n\n  \n", "blank.log"), (b"just some words\n" * 50, "words.txt")],
 )
 def test_unrecognisable_input_is_unknown_exit_6(tmp_path: Path, content: bytes, name: str) -> None:
     path = tmp_path / name
@@ -106,6 +106,44 @@ def test_unrecognisable_input_is_unknown_exit_6(tmp_path: Path, content: bytes, 
     result = run_cli("analyze", "--post-mortem", str(path), "--format", "json")
     assert result.exit_code == 6
     assert json.loads(result.stdout)["verdict"] == "unknown"
+
+
+FR_DUMP = FIXTURES / "real" / "gpu-h200x2" / "fr" / "fr-rank-0"
+
+
+@pytest.mark.parametrize(
+    ("content", "message", "hint"),
+    [
+        (os.urandom(300_000), "a binary file, not a text log", "give the log itself"),
+        (b"\x00\x01\x02" * 1000, "a binary file, not a text log", "give the log itself"),
+        (gzip.compress(bytes(range(256)) * 100), "a binary file, not a text log", "give the log itself"),
+        (FR_DUMP.read_bytes(), "a torch flight-recorder dump (a binary pickle), not a log", "flight_recorder.fr_trace"),
+        (STARTING.encode("utf-16"), "a UTF-16 text file", "iconv -f UTF-16 -t UTF-8"),
+    ],
+    ids=["random", "controls", "gzip-of-binary", "flight-recorder", "utf-16"],
+)
+@pytest.mark.parametrize("command", ["analyze", "stacks"])
+def test_binary_input_exits_3_with_a_hint(
+    tmp_path: Path, content: bytes, message: str, hint: str, command: str
+) -> None:
+    # GIVEN a file that is not a text log
+    path = tmp_path / "input.bin"
+    path.write_bytes(content)
+    # WHEN it is given as a log (analyze) or a dump (stacks --from)
+    result = run_cli(command, str(path)) if command == "analyze" else run_cli("stacks", "--from", str(path))
+    # THEN exit 3, what the file is, and what to do
+    assert result.exit_code == 3
+    assert result.stderr.splitlines()[0].startswith(f"logphase: error: {path}: {message}")
+    assert hint in result.stderr.splitlines()[1]
+
+
+def test_a_log_after_a_hole_of_nul_bytes_is_read(tmp_path: Path) -> None:
+    # GIVEN a log truncated (copytruncate) while its writer kept its offset: NUL bytes, then lines
+    path = tmp_path / "server.log"
+    path.write_bytes(b"\x00" * 5000 + STARTING.encode())
+    # WHEN analysed THEN it is a log like any other
+    result = run_cli("analyze", "--post-mortem", str(path), "--format", "json")
+    assert (result.exit_code, json.loads(result.stdout)["verdict"]) == (4, "stalled")
 
 
 def test_a_100_mb_line_is_analysed(tmp_path: Path) -> None:

@@ -42,6 +42,8 @@ def _open_text(path: str) -> IO[str]:
 
 def read_dump_file(path: str) -> list[ProcessSnapshot]:
     """JSON (py-spy or logphase) is read whole; text (logs, faulthandler, py-spy, pystack) streams."""
+    if path != "-":
+        _refuse_binary(path)
     stream = _open_text(path)
     try:
         head = stream.read(4096)
@@ -63,6 +65,18 @@ def read_dump_file(path: str) -> list[ProcessSnapshot]:
     finally:
         if stream is not sys.stdin:
             stream.close()
+
+
+def _refuse_binary(path: str) -> None:
+    from logphase.logs.reader import SNIFF_BYTES, refuse_binary  # here: a live snapshot needs none of it
+
+    opener = _OPENERS.get(Path(path).suffix, open)
+    try:
+        with opener(path, "rb") as raw:  # type: ignore[operator]
+            head = raw.read(SNIFF_BYTES)
+    except (OSError, EOFError, lzma.LZMAError):
+        return  # _open_text and the read say what is wrong
+    refuse_binary(path, head)
 
 
 def _with_source(snapshots: list[ProcessSnapshot], path: str) -> list[ProcessSnapshot]:

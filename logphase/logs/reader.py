@@ -98,6 +98,11 @@ def _file_sources(path: Path) -> list[LogSource]:
     compressed = _compression(head) is not None
     if _is_tar(path):
         return _tar_sources(path)
+    try:
+        with _decompressing(path.open("rb"), str(path)) as stream:
+            refuse_binary(str(path), stream.read(SNIFF_BYTES))
+    except (OSError, EOFError, zlib.error, lzma.LZMAError, zstandard.ZstdError):
+        pass  # a damaged archive: reading it reports where it breaks, and keeps what came before
     return [
         LogSource(
             name=str(path),
@@ -148,6 +153,7 @@ def _stdin_sources(stdin: IO[bytes]) -> list[LogSource]:
     head = peekable.peek(512)[:512]
     if len(head) == 512 and head[257:262] == b"ustar":
         return _stdin_tar_sources(peekable)
+    refuse_binary("<stdin>", peekable.peek(SNIFF_BYTES)[:SNIFF_BYTES])
     return [LogSource(name="<stdin>", open_stream=lambda: peekable)]
 
 
@@ -187,6 +193,36 @@ def _rewinder(stream: IO[bytes]) -> Callable[[], IO[bytes]]:
         return stream
 
     return rewound
+
+
+SNIFF_BYTES = 8192  # what is read of each input to tell a log from a binary file
+# Bytes a text log does not hold: C0 controls but tab, newline, form feed, carriage return,
+# backspace and escape (colour codes).
+_CONTROL = bytes(sorted(set(range(32)) - {8, 9, 10, 12, 13, 27}))
+
+
+def refuse_binary(name: str, head: bytes) -> None:
+    """Raise InputError when the first bytes of an input (decompressed) are not text. A run of
+    NUL bytes at the start is a hole a log truncated under a running writer keeps: it is skipped."""
+    sample = head.lstrip(b"\x00")
+    if not sample:
+        return
+    if sample.startswith((b"\xff\xfe", b"\xfe\xff")):
+        raise InputError(
+            f"{name}: a UTF-16 text file", hint=f"convert it first: iconv -f UTF-16 -t UTF-8 {name} > {name}.utf8"
+        )
+    if sample.startswith(b"\x80") and b"pg_config" in sample and b"entries" in sample:
+        raise InputError(
+            f"{name}: a torch flight-recorder dump (a binary pickle), not a log",
+            hint="give logphase the ranks' logs; read every rank's dump with torch's analyzer: "
+            "python -m torch.distributed.flight_recorder.fr_trace DIR -p PREFIX",
+        )
+    controls = len(sample) - len(sample.translate(None, _CONTROL))
+    if controls > len(sample) // 20:
+        raise InputError(
+            f"{name}: a binary file, not a text log ({controls} control bytes in its first {len(sample)})",
+            hint="give the log itself; .gz, .bz2, .xz, .zst and .tar are read as they are",
+        )
 
 
 def _compression(head: bytes) -> str | None:
