@@ -6,7 +6,7 @@ import re as stdlib_re
 import string
 import tomllib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from importlib import resources
 from pathlib import Path
@@ -180,6 +180,7 @@ class Rule:
     summary: str
     examples: tuple[str, ...]
     counter_examples: tuple[str, ...]
+    implied_system: str | None = None  # the system a log of only generic lines like this one is
 
     def prefilter(self, message: str, lowered: str) -> bool:
         """Cheap test before the regex: the literal the regex cannot match without."""
@@ -473,6 +474,11 @@ def parse_pack(data: Mapping[str, Any], path: str, *, trusted: bool = False, lin
     rules = tuple(
         _parse_rule(item, name, path, pack_system, trusted) for item in _list(data, "rule", path) if line_rules
     )
+    implies = header.get("implies")
+    if implies is not None:
+        if not isinstance(implies, str) or not implies:
+            raise PackError(f"{path}: [pack] implies must be a system name", hint='e.g. implies = "torch"')
+        rules = tuple(rule if rule.system else replace(rule, implied_system=implies) for rule in rules)
     signatures = tuple(_parse_signature(item, name, path, trusted) for item in _list(data, "signature", path))
     anchors = tuple(_parse_anchor(item, name, path, trusted) for item in _list(data, "anchor", path))
     return Pack(

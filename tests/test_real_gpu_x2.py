@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import FIXTURES, run_json
+from tests.conftest import FIXTURES, run_cli, run_json
 
 GPU2 = FIXTURES / "real" / "gpu-h200x2"
 
@@ -62,7 +62,7 @@ def test_success_run_finished(mode: str) -> None:
     code, report = run_json("analyze", mode, *paths)
     # THEN the job finished (not stalled: a job has no `ready` line), with no culprit and no root cause
     assert (code, report["verdict"], report["phase"], report["culprit_ranks"]) == (0, "finished", "dist_init", [])
-    assert report["root_cause"] is None
+    assert (report["root_cause"], report["system"]) == (None, "torch")  # NCCL lines alone imply a torch job
     assert report["reason"] == (
         "the job finished: every rank shut down cleanly (the last: rank 0, line 90, "
         "comm 0x151c46c0 rank 0 nranks 2 cudaDev 0 busId 60 - Destroy COMPLETE)"
@@ -98,6 +98,20 @@ def test_hang_against_the_success_baseline() -> None:
     assert baseline["summary"] == (
         "200 lines vs 92 in the run that finished (done at line 92): timeout in dist_init, a phase that run got through"
     )
+
+
+def test_recorded_success_run_is_the_same_setup_as_the_hang(tmp_path: Path) -> None:
+    # GIVEN the success run recorded (its logs hold only NCCL lines: no torch line names the system)
+    db = str(tmp_path / "runs.db")
+    for name in ("success-rank0.log", "success-rank1.log"):
+        assert run_cli("runs", "add", "--db", db, str(GPU2 / name)).exit_code == 0
+    # WHEN the hang (torch's watchdog lines in it) is compared with `--baseline auto`
+    code, report = run_json(
+        "analyze", "--post-mortem", "--db", db, str(GPU2 / "rank0.log"), str(GPU2 / "rank1.log"), "--baseline", "auto"
+    )
+    # THEN both are torch jobs of one setup: the finished runs are its reference and pool
+    assert (code, report["system"], report["baseline"]["outcome"]) == (4, "torch", "finished")
+    assert report["baseline"]["phases"][0]["runs"] == 2
 
 
 DUMPS = {"json": ".json", "txt": ".txt", "native": "-native.txt"}

@@ -168,6 +168,7 @@ class TimelineBuilder:
     last_progress: Event | None = None
     latest_phase_event: Event | None = None
     systems: Counter[str] = field(default_factory=Counter)
+    implied: Counter[str] = field(default_factory=Counter)  # systems generic lines imply (pack `implies`)
     version: str | None = None
     comm_started: dict[str, set[str]] = field(default_factory=dict)
     comm_completed: dict[str, set[str]] = field(default_factory=dict)
@@ -191,6 +192,8 @@ class TimelineBuilder:
             self.last_time = max(self.last_time or event.time, event.time)
         if event.rule.system:
             self.systems[event.rule.system] += 1
+        elif event.rule.implied_system:
+            self.implied[event.rule.implied_system] += 1
         if "version" in event.captures and self.version is None:
             self.version = event.captures["version"]
         self._note_counters(event)
@@ -344,7 +347,8 @@ class TimelineBuilder:
         # torch.distributed lines appear inside every SGLang / vLLM log: they name the system only
         # of a job that shows nothing else (a torchrun training job)
         servers = Counter({name: n for name, n in self.systems.items() if name not in JOB_SYSTEMS})
-        system = (servers or self.systems).most_common(1)[0][0] if self.systems else None
+        votes = servers or self.systems or self.implied
+        system = votes.most_common(1)[0][0] if votes else None
         return Timeline(
             spans=tuple(spans),
             ranks=tuple(_state(acc) for acc in named),
