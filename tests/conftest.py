@@ -10,6 +10,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from logphase.cli import main
+from logphase.logs import prefilter
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "fixtures"
@@ -28,3 +29,13 @@ def run_json(*args: str) -> tuple[int, dict[str, Any]]:
 @pytest.fixture
 def cli() -> Any:
     return run_cli
+
+
+@pytest.fixture(params=["hyperscan", "stdlib"])
+def scanner(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Both byte scanners: hyperscan when installed, and the pure-Python one."""
+    if request.param == "hyperscan" and prefilter.hyperscan is None:
+        pytest.skip("hyperscan is not installed")
+    if request.param == "stdlib":
+        monkeypatch.setattr(prefilter, "hyperscan", None)
+    return str(request.param)

@@ -39,16 +39,6 @@ def short_head(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(analysis, "YEAR_LOOKAHEAD", 1)
 
 
-@pytest.fixture(params=["hyperscan", "stdlib"])
-def scanner(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    """Both byte scanners: hyperscan when installed, and the pure-Python one."""
-    if request.param == "hyperscan" and prefilter.hyperscan is None:
-        pytest.skip("hyperscan is not installed")
-    if request.param == "stdlib":
-        monkeypatch.setattr(prefilter, "hyperscan", None)
-    return str(request.param)
-
-
 def report(path: Path, packs: PackSet, *, fast: bool) -> str:
     """The JSON report of `analyze`, its scan told to use the fast path or not."""
     original = analysis.scan

@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 
 from bench.loggen import write_log
-from logphase.logs import prefilter
 from logphase.logs.reader import Line, LogSource, read_lines
 from logphase.packs import PackSet, load_packs
 from logphase.watching import Ingest
@@ -25,15 +24,6 @@ LOGS += sorted((FIXTURES / "real").glob("*/*.log"))
 @pytest.fixture(scope="module")
 def packs() -> PackSet:
     return load_packs()
-
-
-@pytest.fixture(params=["hyperscan", "stdlib"])
-def scanner(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    if request.param == "hyperscan" and prefilter.hyperscan is None:
-        pytest.skip("hyperscan is not installed")
-    if request.param == "stdlib":
-        monkeypatch.setattr(prefilter, "hyperscan", None)
-    return str(request.param)
 
 
 def batches(path: Path, size: int) -> Iterator[list[Line]]:
