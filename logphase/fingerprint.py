@@ -103,8 +103,9 @@ class Fingerprint:
 
     def describe(self) -> str:
         """`Qwen3-235B TP8 EAGLE3 on 8× NVIDIA H200` — short, for tables and summaries."""
-        if not self.known:
-            return "unknown setup"
+        if not self.known:  # no model named: what the log does say (`torch, NCCL 2.28.9`)
+            said = [self.system or "", f"NCCL {self.nccl_version}" if self.nccl_version else ""]
+            return ", ".join(part for part in said if part) + " (no model named)" if any(said) else "unknown setup"
         assert self.model_path is not None
         parts = [self.model_path.rstrip("/").rsplit("/", 1)[-1]]
         for name, size in (("TP", self.tp_size), ("PP", self.pp_size), ("DP", self.dp_size), ("EP", self.ep_size)):
