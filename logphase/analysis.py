@@ -8,12 +8,13 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from itertools import chain, islice
 
+from logphase.flight_recorder import FlightReport
 from logphase.logs.matcher import SourceMatcher
 from logphase.logs.prefilter import FastLines, plan_for
 from logphase.logs.reader import Line, LogSource, read_lines
 from logphase.logs.timeline import PhaseSpan, Timeline, TimelineBuilder
 from logphase.packs import PackSet
-from logphase.phases import FAILURE_KINDS, Phase
+from logphase.phases import FAILURE_KINDS, Phase, Verdict
 from logphase.report.model import ContextLine, InputSummary, LastLine, RankRow, Report, RootCause, SpanRow
 from logphase.stacks.dumps import TRIGGER, DumpParser
 from logphase.stacks.model import ProcessSnapshot
@@ -140,6 +141,25 @@ def analyze(
         # stack dumps printed into the log (SGLang's watchdog py-spy, faulthandler): merged as `stacks`
         report = replace(report, stacks=summarize(result.dumps, packs.signatures).to_json())
     return report
+
+
+def with_flight_recorder(report: Report, flight: FlightReport) -> Report:
+    """The flight recorder's finding in the report; the ranks it names missing from a collective
+    are the culprits when the logs named none, and a note when the logs named others."""
+    culprits = report.culprit_ranks
+    notes = list(report.notes)
+    missing = flight.missing
+    if missing and not culprits:
+        culprits = missing
+        notes.append(f"culprit ranks from the flight recorder: {', '.join(missing)}")
+    elif missing and set(missing) != set(culprits):
+        notes.append(f"the flight recorder names {', '.join(missing)} missing from a collective")
+    reason = report.reason
+    if not report.inputs and report.verdict is Verdict.UNKNOWN:
+        reason = "no log given; see the flight recorder"
+    return replace(
+        report, flight_recorder=flight.to_json(), culprit_ranks=culprits, notes=tuple(notes), reason=reason
+    )
 
 
 def build_report(

@@ -111,21 +111,27 @@ def test_unrecognisable_input_is_unknown_exit_6(tmp_path: Path, content: bytes, 
 FR_DUMP = FIXTURES / "real" / "gpu-h200x2" / "fr" / "fr-rank-0"
 
 
+BINARIES = {
+    "random": (os.urandom(300_000), "a binary file, not a text log", "give the log itself"),
+    "controls": (b"\x00\x01\x02" * 1000, "a binary file, not a text log", "give the log itself"),
+    "gzip-of-binary": (gzip.compress(bytes(range(256)) * 100), "a binary file, not a text log", "give the log itself"),
+    "utf-16": (STARTING.encode("utf-16"), "a UTF-16 text file", "iconv -f UTF-16 -t UTF-8"),
+    # analyze reads these (tests/test_flight_recorder.py); stacks --from says what they are
+    "flight-recorder": (FR_DUMP.read_bytes(), "a torch flight-recorder dump (a binary pickle), not a log", "fr_trace"),
+}
+
+
 @pytest.mark.parametrize(
-    ("content", "message", "hint"),
+    ("kind", "command"),
     [
-        (os.urandom(300_000), "a binary file, not a text log", "give the log itself"),
-        (b"\x00\x01\x02" * 1000, "a binary file, not a text log", "give the log itself"),
-        (gzip.compress(bytes(range(256)) * 100), "a binary file, not a text log", "give the log itself"),
-        (FR_DUMP.read_bytes(), "a torch flight-recorder dump (a binary pickle), not a log", "flight_recorder.fr_trace"),
-        (STARTING.encode("utf-16"), "a UTF-16 text file", "iconv -f UTF-16 -t UTF-8"),
+        (kind, command)
+        for kind in BINARIES
+        for command in ("analyze", "stacks")
+        if (kind, command) != ("flight-recorder", "analyze")
     ],
-    ids=["random", "controls", "gzip-of-binary", "flight-recorder", "utf-16"],
 )
-@pytest.mark.parametrize("command", ["analyze", "stacks"])
-def test_binary_input_exits_3_with_a_hint(
-    tmp_path: Path, content: bytes, message: str, hint: str, command: str
-) -> None:
+def test_binary_input_exits_3_with_a_hint(tmp_path: Path, kind: str, command: str) -> None:
+    content, message, hint = BINARIES[kind]
     # GIVEN a file that is not a text log
     path = tmp_path / "input.bin"
     path.write_bytes(content)

@@ -8,9 +8,11 @@ from pathlib import Path
 import click
 
 from logphase.analysis import analyze as analyze_run
+from logphase.analysis import with_flight_recorder
 from logphase.baselines import analyze_run as analyze_compared
 from logphase.cli.common import FORMATS, load_all_packs, parse_as_of, patterns_option, use_colour
 from logphase.cli.runs import db_option, open_store_for, record
+from logphase.flight_recorder import judge_dumps, read_dumps, split_dumps
 from logphase.logs.reader import open_sources
 from logphase.report.analysis import render_json, render_markdown, render_table
 
@@ -49,12 +51,16 @@ def analyze(
     and the line that explains it.
 
     LOG is a file, '-' for standard input, a .gz/.bz2/.xz/.zst file or a tar archive (each member
-    a log). Several logs (one per node or per rank) are analysed as one run.
+    a log). Several logs (one per node or per rank) are analysed as one run. Torch flight-recorder
+    dumps given with them (one per rank, named <prefix><rank>) tell which rank never joined the
+    collective the others wait in.
 
     Exit: 0 ready, 4 stalled/crashed/aborted/timeout, 5 still starting, 6 unknown, 3 unreadable.
     """
     packs = load_all_packs(pattern_paths)
-    sources = open_sources(logs, stdin=sys.stdin.buffer if "-" in logs else None)
+    dump_paths, log_paths = split_dumps(logs)
+    flight = judge_dumps(read_dumps(dump_paths)) if dump_paths else None
+    sources = open_sources(log_paths, stdin=sys.stdin.buffer if "-" in log_paths else None)
     as_of = parse_as_of(as_of_text)
     if post_mortem is None:
         post_mortem = all(source.finished for source in sources)
@@ -78,6 +84,8 @@ def analyze(
             if store is not None:
                 store.close()
         report = analysed.report
+    if flight is not None:
+        report = with_flight_recorder(report, flight)
     if output_format == "json":
         click.echo(render_json(report))
     elif output_format == "markdown":

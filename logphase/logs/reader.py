@@ -201,6 +201,11 @@ SNIFF_BYTES = 8192  # what is read of each input to tell a log from a binary fil
 _CONTROL = bytes(sorted(set(range(32)) - {8, 9, 10, 12, 13, 27}))
 
 
+def looks_like_flight_recorder(head: bytes) -> bool:
+    """A pickled dict (protocol 2+) whose first keys are torch's flight recorder's."""
+    return head.startswith(b"\x80") and b"pg_config" in head and b"entries" in head
+
+
 def refuse_binary(name: str, head: bytes) -> None:
     """Raise InputError when the first bytes of an input (decompressed) are not text. A run of
     NUL bytes at the start is a hole a log truncated under a running writer keeps: it is skipped."""
@@ -211,11 +216,11 @@ def refuse_binary(name: str, head: bytes) -> None:
         raise InputError(
             f"{name}: a UTF-16 text file", hint=f"convert it first: iconv -f UTF-16 -t UTF-8 {name} > {name}.utf8"
         )
-    if sample.startswith(b"\x80") and b"pg_config" in sample and b"entries" in sample:
+    if looks_like_flight_recorder(sample):
         raise InputError(
             f"{name}: a torch flight-recorder dump (a binary pickle), not a log",
-            hint="give logphase the ranks' logs; read every rank's dump with torch's analyzer: "
-            "python -m torch.distributed.flight_recorder.fr_trace DIR -p PREFIX",
+            hint="`logphase analyze` reads the dumps of all ranks with their logs (logphase analyze *.log fr/*); "
+            "torch's own analyzer: python -m torch.distributed.flight_recorder.fr_trace DIR -p PREFIX",
         )
     controls = len(sample) - len(sample.translate(None, _CONTROL))
     if controls > len(sample) // 20:

@@ -101,6 +101,7 @@ class Report:
     rank_rows: tuple[RankRow, ...] = ()
     baseline: Mapping[str, Any] | None = None
     stacks: Mapping[str, Any] | None = None
+    flight_recorder: Mapping[str, Any] | None = None
     notes: tuple[str, ...] = field(default=())
 
     @property
@@ -176,6 +177,7 @@ class Report:
             "budget_s": self.budget_s,
             "baseline": dict(self.baseline) if self.baseline is not None else None,
             "stacks": dict(self.stacks) if self.stacks is not None else None,
+            "flight_recorder": dict(self.flight_recorder) if self.flight_recorder is not None else None,
             "notes": list(self.notes),
         }
 

@@ -1,0 +1,278 @@
+"""Torch flight-recorder dumps (one per rank): which ranks never enqueued the collective the others wait in."""
+
+from __future__ import annotations
+
+import io
+import json
+import pickle
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from logphase.errors import InputError
+from logphase.logs.reader import SNIFF_BYTES, looks_like_flight_recorder
+from logphase.stacks.dumps import rank_from_file_name
+
+# A dump holds at most TORCH_FR_BUFFER_SIZE entries (a few MB); more is not a flight-recorder dump.
+MAX_DUMP_BYTES = 256 << 20
+FRAMES_SHOWN = 6
+
+
+@dataclass(frozen=True)
+class Collective:
+    """One entry of a rank's ring buffer."""
+
+    seq: int
+    pg: str
+    op: str
+    state: str
+    input_sizes: tuple[tuple[int, ...], ...]
+    frames: tuple[str, ...]  # innermost first: `all_reduce (torch/distributed/distributed_c10d.py:3068)`
+
+
+@dataclass(frozen=True)
+class RankDump:
+    path: str
+    rank: str | None
+    version: str
+    status: Mapping[str, tuple[int, int]]  # process group → (last enqueued, last completed)
+    groups: Mapping[str, tuple[str, tuple[int, ...]]]  # process group → (description, global ranks)
+    entries: tuple[Collective, ...]
+
+
+@dataclass(frozen=True)
+class GroupFinding:
+    """One process group across the dumps: the first collective not every rank has finished."""
+
+    pg: str
+    desc: str
+    ranks: tuple[int, ...]
+    enqueued: Mapping[str, int]
+    completed: Mapping[str, int]
+    pending: Collective | None
+    missing: tuple[str, ...]  # ranks that never enqueued `pending`
+    mismatched: tuple[str, ...]  # ranks that enqueued another op or other sizes at its sequence number
+    without_dump: tuple[str, ...]  # members of the group no dump was given for
+
+    def summary(self) -> str | None:
+        """`collective #4 nccl:all_reduce of default_pg: enqueued by rank 0 (scheduled); rank 1
+        never enqueued it (last: #3): is missing from it`."""
+        pending = self.pending
+        if pending is None:
+            return None
+        joined = [rank for rank, count in self.enqueued.items() if count >= pending.seq]
+        parts = [
+            f"collective #{pending.seq} {pending.op} of {self.desc or 'pg ' + self.pg}: "
+            f"enqueued by {_names(joined)} ({pending.state})"
+        ]
+        if self.missing:
+            last = ", ".join(f"#{self.enqueued[rank]}" for rank in self.missing)
+            verb = "is" if len(self.missing) == 1 else "are"
+            parts.append(f"{_names(self.missing)} never enqueued it (last: {last}): {verb} missing from it")
+        if self.mismatched:
+            parts.append(f"{_names(self.mismatched)} enqueued another op or other sizes as #{pending.seq}")
+        if self.without_dump:
+            parts.append(f"no dump of {_names(self.without_dump)}")
+        return "; ".join(parts)
+
+    def to_json(self) -> dict[str, Any]:
+        pending = self.pending
+        return {
+            "pg": self.pg,
+            "desc": self.desc,
+            "ranks": list(self.ranks),
+            "enqueued": dict(self.enqueued),
+            "completed": dict(self.completed),
+            "pending": None
+            if pending is None
+            else {
+                "seq": pending.seq,
+                "op": pending.op,
+                "state": pending.state,
+                "input_sizes": [list(sizes) for sizes in pending.input_sizes],
+                "frames": list(pending.frames),
+            },
+            "missing_ranks": list(self.missing),
+            "mismatched_ranks": list(self.mismatched),
+            "ranks_without_dump": list(self.without_dump),
+            "summary": self.summary(),
+        }
+
+
+@dataclass(frozen=True)
+class FlightReport:
+    dumps: tuple[RankDump, ...]
+    groups: tuple[GroupFinding, ...]
+
+    @property
+    def missing(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(rank for group in self.groups for rank in group.missing))
+
+    @property
+    def summary(self) -> str | None:
+        said = [text for group in self.groups if (text := group.summary())]
+        return " | ".join(said) if said else None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "dumps": [
+                {"path": d.path, "rank": d.rank, "version": d.version, "entries": len(d.entries)} for d in self.dumps
+            ],
+            "groups": [group.to_json() for group in self.groups],
+            "missing_ranks": list(self.missing),
+            "summary": self.summary,
+        }
+
+
+# --- reading (the I/O edge) ---------------------------------------------------------------------------
+
+
+class _PlainData(pickle.Unpickler):
+    """Dicts, lists, tuples, strings and numbers only: a dump never needs a class, and a pickle
+    that asks for one could run code."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        raise pickle.UnpicklingError(f"it asks for {module}.{name}; a flight-recorder dump holds plain data")
+
+
+def split_dumps(paths: Sequence[str]) -> tuple[list[str], list[str]]:
+    """(flight-recorder dumps, the other inputs), by their first bytes."""
+    dumps: list[str] = []
+    others: list[str] = []
+    for path in paths:
+        head = b""
+        if path != "-":
+            try:
+                with open(path, "rb") as stream:
+                    head = stream.read(SNIFF_BYTES)
+            except OSError:
+                pass  # the log reader says what is wrong with it
+        (dumps if looks_like_flight_recorder(head) else others).append(path)
+    return dumps, others
+
+
+def read_dumps(paths: Iterable[str]) -> list[RankDump]:
+    return [parse_dump(_read(path), path) for path in paths]
+
+
+def _read(path: str) -> bytes:
+    try:
+        with open(path, "rb") as stream:
+            data = stream.read(MAX_DUMP_BYTES + 1)
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read: {exc.strerror}", hint="check the path and its permissions") from None
+    if len(data) > MAX_DUMP_BYTES:
+        raise InputError(f"{path}: over {MAX_DUMP_BYTES >> 20} MB, too big for a flight-recorder dump")
+    return data
+
+
+def parse_dump(data: bytes, path: str) -> RankDump:
+    """One rank's dump; its rank from the file name (torch writes `<prefix><rank>`)."""
+    broken = InputError(
+        f"{path}: not a readable flight-recorder dump",
+        hint="give the files torch wrote (TORCH_FR_DUMP_TEMP_FILE / TORCH_NCCL_DEBUG_INFO_TEMP_FILE + rank), whole",
+    )
+    try:
+        document = _PlainData(io.BytesIO(data)).load()
+    except (pickle.UnpicklingError, EOFError, ValueError, TypeError, IndexError, KeyError, AttributeError) as exc:
+        raise InputError(f"{broken.message}: {exc}", hint=broken.hint) from None
+    if not isinstance(document, dict) or not isinstance(document.get("entries", []), list):
+        raise broken
+    try:
+        return RankDump(
+            path=path,
+            rank=rank_from_file_name(Path(path).name),
+            version=str(document.get("version", "")),
+            status={
+                str(pg): (int(s.get("last_enqueued_collective", -1)), int(s.get("last_completed_collective", -1)))
+                for pg, s in (document.get("pg_status") or {}).items()
+            },
+            groups={
+                str(pg): (str(c.get("desc", "")), _ranks(c.get("ranks")))
+                for pg, c in (document.get("pg_config") or {}).items()
+            },
+            entries=tuple(_collective(entry) for entry in document.get("entries", []) if not entry.get("is_p2p")),
+        )
+    except (AttributeError, TypeError, ValueError) as exc:
+        raise InputError(f"{broken.message}: {exc}", hint=broken.hint) from None
+
+
+def _ranks(text: Any) -> tuple[int, ...]:
+    values = json.loads(text) if isinstance(text, str) else text
+    return tuple(int(value) for value in values or ())
+
+
+def _collective(entry: Mapping[str, Any]) -> Collective:
+    group = entry.get("process_group") or (entry.get("pg_id"), "")
+    return Collective(
+        seq=int(entry.get("collective_seq_id", -1)),
+        pg=str(group[0]),
+        op=str(entry.get("profiling_name", "?")),
+        state=str(entry.get("state", "?")),
+        input_sizes=tuple(tuple(int(n) for n in sizes) for sizes in entry.get("input_sizes") or ()),
+        frames=tuple(
+            f"{frame.get('name', '?')} ({_short(str(frame.get('filename', '?')))}:{frame.get('line', '?')})"
+            for frame in (entry.get("frames") or ())[:FRAMES_SHOWN]
+        ),
+    )
+
+
+def _short(path: str) -> str:
+    marker = "site-packages/"
+    return path.split(marker, 1)[1] if marker in path else path.rsplit("/", 1)[-1]
+
+
+# --- judging (pure) ----------------------------------------------------------------------------------------
+
+
+def judge_dumps(dumps: Sequence[RankDump]) -> FlightReport:
+    """Per process group: the lowest sequence number a rank has enqueued but not completed; the
+    ranks whose dumps say they never enqueued it are missing from it (torch's fr_trace says the same)."""
+    names = [dump.rank or f"dump {index + 1}" for index, dump in enumerate(dumps)]
+    findings = []
+    for pg in sorted({pg for dump in dumps for pg in dump.status}, key=_pg_order):
+        counts = {name: dump.status[pg] for name, dump in zip(names, dumps, strict=True) if pg in dump.status}
+        desc, members = next((dump.groups[pg] for dump in dumps if pg in dump.groups), ("", ()))
+        in_flight = [completed + 1 for enqueued, completed in counts.values() if enqueued > completed]
+        pending_seq = min(in_flight) if in_flight else None
+        pending = None
+        missing: list[str] = []
+        mismatched: list[str] = []
+        if pending_seq is not None:
+            entries = {
+                name: next((e for e in dump.entries if e.pg == pg and e.seq == pending_seq), None)
+                for name, dump in zip(names, dumps, strict=True)
+                if pg in dump.status
+            }
+            pending = next((entry for entry in entries.values() if entry is not None), None)
+            missing = [name for name, (enqueued, _) in counts.items() if enqueued < pending_seq]
+            if pending is not None:
+                mismatched = [
+                    name
+                    for name, entry in entries.items()
+                    if entry is not None and (entry.op, entry.input_sizes) != (pending.op, pending.input_sizes)
+                ]
+        dumped = {dump.rank for dump in dumps if pg in dump.status}
+        findings.append(
+            GroupFinding(
+                pg=pg,
+                desc=desc,
+                ranks=members,
+                enqueued={name: enqueued for name, (enqueued, _) in counts.items()},
+                completed={name: completed for name, (_, completed) in counts.items()},
+                pending=pending,
+                missing=tuple(missing),
+                mismatched=tuple(mismatched),
+                without_dump=tuple(f"rank {r}" for r in members if f"rank {r}" not in dumped),
+            )
+        )
+    return FlightReport(tuple(dumps), tuple(findings))
+
+
+def _pg_order(pg: str) -> tuple[int, str]:
+    return (int(pg), pg) if pg.isdigit() else (1 << 30, pg)
+
+
+def _names(ranks: Sequence[str]) -> str:
+    return ", ".join(ranks)
