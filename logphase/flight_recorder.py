@@ -57,7 +57,7 @@ class GroupFinding:
 
     def summary(self) -> str | None:
         """`collective #4 nccl:all_reduce of default_pg: enqueued by rank 0 (scheduled); rank 1
-        never enqueued it (last: #3): is missing from it`."""
+        never enqueued it (last: #3): the missing rank`."""
         pending = self.pending
         if pending is None:
             return None
@@ -68,8 +68,8 @@ class GroupFinding:
         ]
         if self.missing:
             last = ", ".join(f"#{self.enqueued[rank]}" for rank in self.missing)
-            verb = "is" if len(self.missing) == 1 else "are"
-            parts.append(f"{_names(self.missing)} never enqueued it (last: {last}): {verb} missing from it")
+            which = "the missing rank" if len(self.missing) == 1 else "the missing ranks"
+            parts.append(f"{_names(self.missing)} never enqueued it (last: {last}): {which}")
         if self.mismatched:
             parts.append(f"{_names(self.mismatched)} enqueued another op or other sizes as #{pending.seq}")
         if self.without_dump:

@@ -17,7 +17,7 @@ GPU2 = FIXTURES / "real" / "gpu-h200x2"
 DUMPS = [str(GPU2 / "fr" / "fr-rank-0"), str(GPU2 / "fr" / "fr-rank-1")]
 SUMMARY = (
     "collective #4 nccl:all_reduce of default_pg: enqueued by rank 0 (scheduled); "
-    "rank 1 never enqueued it (last: #3): is missing from it"
+    "rank 1 never enqueued it (last: #3): the missing rank"
 )
 
 
