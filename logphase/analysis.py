@@ -157,9 +157,7 @@ def with_flight_recorder(report: Report, flight: FlightReport) -> Report:
     reason = report.reason
     if not report.inputs and report.verdict is Verdict.UNKNOWN:
         reason = "no log given; see the flight recorder"
-    return replace(
-        report, flight_recorder=flight.to_json(), culprit_ranks=culprits, notes=tuple(notes), reason=reason
-    )
+    return replace(report, flight_recorder=flight.to_json(), culprit_ranks=culprits, notes=tuple(notes), reason=reason)
 
 
 def build_report(

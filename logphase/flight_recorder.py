@@ -180,19 +180,26 @@ def parse_dump(data: bytes, path: str) -> RankDump:
     if not isinstance(document, dict) or not isinstance(document.get("entries", []), list):
         raise broken
     try:
+        entries = tuple(_collective(entry) for entry in document.get("entries", []) if not entry.get("is_p2p"))
+        status = {
+            str(pg): (int(s.get("last_enqueued_collective", -1)), int(s.get("last_completed_collective", -1)))
+            for pg, s in (document.get("pg_status") or {}).items()
+        }
+        if not status:  # dumps before `pg_status` (torch < 2.5): the ring buffer's own record
+            for entry in entries:
+                enqueued, completed = status.get(entry.pg, (-1, -1))
+                done = entry.seq if entry.state == "completed" else completed
+                status[entry.pg] = (max(enqueued, entry.seq), max(completed, done))
         return RankDump(
             path=path,
             rank=rank_from_file_name(Path(path).name),
             version=str(document.get("version", "")),
-            status={
-                str(pg): (int(s.get("last_enqueued_collective", -1)), int(s.get("last_completed_collective", -1)))
-                for pg, s in (document.get("pg_status") or {}).items()
-            },
+            status=status,
             groups={
                 str(pg): (str(c.get("desc", "")), _ranks(c.get("ranks")))
                 for pg, c in (document.get("pg_config") or {}).items()
             },
-            entries=tuple(_collective(entry) for entry in document.get("entries", []) if not entry.get("is_p2p")),
+            entries=entries,
         )
     except (AttributeError, TypeError, ValueError) as exc:
         raise InputError(f"{broken.message}: {exc}", hint=broken.hint) from None

@@ -86,6 +86,18 @@ def test_mismatched_sizes_and_ranks_without_a_dump_are_named() -> None:
     )
 
 
+def test_dumps_without_pg_status_are_judged_from_their_entries() -> None:
+    # GIVEN dumps of an older torch (no `pg_status`): rank 0 has #3 scheduled, rank 1 stopped at #2
+    def old(entries: list[dict[str, Any]]) -> bytes:
+        return pickle.dumps({"version": "2.2", "pg_config": {}, "entries": entries}, protocol=2)
+
+    rank0 = parse_dump(old([entry(2, [[4]]), entry(3, [[4]], "scheduled")]), "nccl_trace_rank_0")
+    rank1 = parse_dump(old([entry(2, [[4]])]), "nccl_trace_rank_1")
+    # WHEN judged THEN the counters come from the entries, and rank 1 is missing from #3
+    report = judge_dumps([rank0, rank1])
+    assert (rank0.status, rank1.status, report.missing) == ({"0": (3, 2)}, {"0": (2, 2)}, ("rank 1",))
+
+
 def test_a_pickle_that_asks_for_code_is_refused_and_not_run(tmp_path: Path) -> None:
     # GIVEN a "dump" whose pickle calls a function when loaded
     marker = tmp_path / "ran"
