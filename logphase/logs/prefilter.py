@@ -405,6 +405,8 @@ class _ReScanner:
         self.line_scan = re.compile(b"\n(?:" + b"|".join(anchored) + b")") if anchored else None
         self.first_line = re.compile(b"(?:" + b"|".join(anchored) + b")") if anchored else None
         self.caseless = any(caseless for _, _, caseless in self.literals)
+        self.exact_finder = _LiteralFinder([(i, t) for i, t, caseless in self.literals if not caseless])
+        self.caseless_finder = _LiteralFinder([(i, t) for i, t, caseless in self.literals if caseless])
 
     def matches(self, data: bytes | bytearray, start: int, end: int) -> list[tuple[int, int]]:
         found: list[tuple[int, int]] = []
@@ -426,16 +428,37 @@ class _ReScanner:
             if line_end < 0:
                 line_end = end
             line = bytes(data[line_start:line_end])
-            lowered_line = line.lower() if self.caseless else line
-            for index, text, caseless in self.literals:
-                at = (lowered_line if caseless else line).find(text)
-                if at >= 0:
-                    found.append((index, line_start + at + len(text)))
+            found += [(index, line_start + stop) for index, stop in self.exact_finder.find(line)]
+            if self.caseless:
+                found += [(index, line_start + stop) for index, stop in self.caseless_finder.find(line.lower())]
             for index, pattern in self.regexes:
                 if (hit := pattern.search(line)) is not None:
                     found.append((index, line_start + hit.end()))
         found.sort(key=lambda item: item[1])
         return found
+
+
+class _LiteralFinder:
+    """Every literal in a line, in one `re` call: a lookahead at each byte finds the longest
+    literal that starts there, and the literals that are its prefixes start there too."""
+
+    def __init__(self, literals: Sequence[tuple[int, bytes]]) -> None:
+        self.ids: dict[bytes, list[int]] = {}
+        for index, text in literals:
+            self.ids.setdefault(text, []).append(index)
+        self.prefixes = {text: [t for t in self.ids if text.startswith(t)] for text in self.ids}
+        self.pattern = re.compile(b"(?=(" + _trie_regex(self.ids) + b"))") if self.ids else None
+
+    def find(self, line: bytes) -> list[tuple[int, int]]:
+        """(literal's id, where its first occurrence ends) for each literal in the line."""
+        if self.pattern is None:
+            return []
+        seen: dict[int, int] = {}
+        for hit in self.pattern.finditer(line):
+            for text in self.prefixes[hit.group(1)]:
+                for index in self.ids[text]:
+                    seen.setdefault(index, hit.start() + len(text))
+        return list(seen.items())
 
 
 def _literal_text(pattern: bytes) -> bytes | None:
@@ -1421,6 +1444,13 @@ class FollowRuns:
 
         marked = {line_of(stop) for _, stop in self.candidates.matches(data, 0, len(data))}
         factors: dict[int, set[bytes]] = {}
+        if isinstance(self.steady_scanner, _ReScanner):
+            # nearly every line holds a steady factor: finding the lines first would only add a pass
+            finder = self.steady_scanner.exact_finder
+            for index, raw in enumerate(raws):
+                if found := finder.find(raw):
+                    factors[index] = {self.steady_factors[pattern] for pattern, _ in found}
+            return marked, factors
         for pattern, stop in self.steady_scanner.matches(data, 0, len(data)):
             factors.setdefault(line_of(stop), set()).add(self.steady_factors[pattern])
         return marked, factors
