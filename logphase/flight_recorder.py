@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 from logphase.errors import InputError
-from logphase.logs.reader import SNIFF_BYTES, looks_like_flight_recorder
 from logphase.stacks.dumps import rank_from_file_name
 
 # A dump holds at most TORCH_FR_BUFFER_SIZE entries (a few MB); more is not a flight-recorder dump.
@@ -134,22 +133,6 @@ class _PlainData(pickle.Unpickler):
 
     def find_class(self, module: str, name: str) -> Any:
         raise pickle.UnpicklingError(f"it asks for {module}.{name}; a flight-recorder dump holds plain data")
-
-
-def split_dumps(paths: Sequence[str]) -> tuple[list[str], list[str]]:
-    """(flight-recorder dumps, the other inputs), by their first bytes."""
-    dumps: list[str] = []
-    others: list[str] = []
-    for path in paths:
-        head = b""
-        if path != "-":
-            try:
-                with open(path, "rb") as stream:
-                    head = stream.read(SNIFF_BYTES)
-            except OSError:
-                pass  # the log reader says what is wrong with it
-        (dumps if looks_like_flight_recorder(head) else others).append(path)
-    return dumps, others
 
 
 def read_dumps(paths: Iterable[str]) -> list[RankDump]:

@@ -12,7 +12,7 @@ from logphase.analysis import with_flight_recorder
 from logphase.baselines import analyze_run as analyze_compared
 from logphase.cli.common import FORMATS, load_all_packs, parse_as_of, patterns_option, use_colour
 from logphase.cli.runs import db_option, open_store_for, record
-from logphase.flight_recorder import judge_dumps, read_dumps, split_dumps
+from logphase.flight_recorder import judge_dumps, read_dumps
 from logphase.logs.reader import open_sources
 from logphase.report.analysis import render_json, render_markdown, render_table
 
@@ -58,9 +58,9 @@ def analyze(
     Exit: 0 ready, 4 stalled/crashed/aborted/timeout, 5 still starting, 6 unknown, 3 unreadable.
     """
     packs = load_all_packs(pattern_paths)
-    dump_paths, log_paths = split_dumps(logs)
+    dump_paths: list[str] = []
+    sources = open_sources(logs, stdin=sys.stdin.buffer if "-" in logs else None, dumps=dump_paths)
     flight = judge_dumps(read_dumps(dump_paths)) if dump_paths else None
-    sources = open_sources(log_paths, stdin=sys.stdin.buffer if "-" in log_paths else None)
     as_of = parse_as_of(as_of_text)
     if post_mortem is None:
         post_mortem = all(source.finished for source in sources)

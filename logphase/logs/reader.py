@@ -59,8 +59,11 @@ class LogSource:
     _index: int = field(default=0, repr=False)
 
 
-def open_sources(paths: Sequence[str], stdin: IO[bytes] | None = None) -> list[LogSource]:
+def open_sources(
+    paths: Sequence[str], stdin: IO[bytes] | None = None, *, dumps: list[str] | None = None
+) -> list[LogSource]:
     """Resolve the command line's paths into sources; archives expand into their members.
+    Torch flight-recorder dumps among the paths go to `dumps` when it is given (else: an error).
 
     Errors that a user can fix (missing file, directory, no permission) are raised here, before
     anything is read, so a typo in the third path does not waste a scan of the first two."""
@@ -74,35 +77,35 @@ def open_sources(paths: Sequence[str], stdin: IO[bytes] | None = None) -> list[L
                 )
             sources.extend(_stdin_sources(stdin))
             continue
-        sources.extend(_file_sources(Path(path)))
+        sources.extend(_file_sources(Path(path), dumps))
     for index, source in enumerate(sources):
         source._index = index
     return sources
 
 
-def _file_sources(path: Path) -> list[LogSource]:
+def _file_sources(path: Path, dumps: list[str] | None) -> list[LogSource]:
     if not path.exists():
         raise InputError(f"{path}: no such file", hint="check the path; use '-' to read standard input")
     if path.is_dir():
         raise InputError(f"{path}: is a directory", hint=f"name the log files inside it, e.g. {path}/*.log")
     try:
-        with path.open("rb") as probe:
-            head = probe.read(6)
-            stat = os.fstat(probe.fileno())
+        with path.open("rb") as raw:
+            stat = os.fstat(raw.fileno())
+            compressed = _compression(raw.read(6)) is not None
+            raw.seek(0)
+            head = _decompressed_head(raw, str(path))
     except PermissionError:
         raise InputError(
             f"{path}: permission denied", hint="run as a user that can read it, or copy it somewhere readable"
         ) from None
     except OSError as exc:
         raise InputError(f"{path}: cannot read: {exc.strerror}", hint="check the file and the disk") from None
-    compressed = _compression(head) is not None
-    if _is_tar(path):
+    if len(head) >= 512 and head[257:262] == b"ustar":
         return _tar_sources(path)
-    try:
-        with _decompressing(path.open("rb"), str(path)) as stream:
-            refuse_binary(str(path), stream.read(SNIFF_BYTES))
-    except (OSError, EOFError, zlib.error, lzma.LZMAError, zstandard.ZstdError):
-        pass  # a damaged archive: reading it reports where it breaks, and keeps what came before
+    if dumps is not None and looks_like_flight_recorder(head):
+        dumps.append(str(path))
+        return []
+    refuse_binary(str(path), head)
     return [
         LogSource(
             name=str(path),
@@ -113,13 +116,16 @@ def _file_sources(path: Path) -> list[LogSource]:
     ]
 
 
-def _is_tar(path: Path) -> bool:
+def _decompressed_head(raw: IO[bytes], name: str) -> bytes:
+    """The first SNIFF_BYTES of a file's content; what a damaged archive gives before it breaks."""
+    stream = _decompressing(raw, name)
+    head = b""
     try:
-        with _decompressing(path.open("rb"), str(path)) as stream:
-            block = stream.read(512)
-    except InputError:
-        return False
-    return len(block) == 512 and block[257:262] == b"ustar"
+        while len(head) < SNIFF_BYTES and (part := stream.read(SNIFF_BYTES - len(head))):
+            head += part
+    except (OSError, EOFError, zlib.error, lzma.LZMAError, zstandard.ZstdError):
+        pass  # reading the source reports where it breaks, and keeps what came before
+    return head
 
 
 def _tar_sources(path: Path) -> list[LogSource]:
