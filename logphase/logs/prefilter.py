@@ -664,6 +664,33 @@ class _Trie:
         return b"(?:" + b"|".join(options) + b")"
 
 
+@dataclass
+class _TemplateSet:
+    """The line templates learned from the lines the matcher read: one is adopted once seen
+    ADOPT_AFTER times, while fewer than MAX_TEMPLATES are known, and unless it and a known one
+    are prefixes of each other (a line could not tell which it is on)."""
+
+    known: list[Template] = field(default_factory=list)
+    sightings: Counter[Template] = field(default_factory=Counter)
+
+    def sight(self, template: Template) -> bool:
+        """Count one sighting; True when it adopts the template."""
+        if template in self.known:
+            return False
+        self.sightings[template] += 1
+        if self.sightings[template] < ADOPT_AFTER or len(self.known) >= MAX_TEMPLATES:
+            return False
+        trie = _Trie()
+        if not all(trie.add(t.atoms) for t in [*self.known, template]):
+            return False
+        self.known.append(template)
+        return True
+
+    def regex(self) -> re.Pattern[bytes]:
+        """Matches a line's start on a known template; its `lastindex` - 1 is the template's index."""
+        return re.compile(b"|".join(b"(" + t.regex() + b")" for t in self.known))
+
+
 def _class_byte(byte: int) -> bytes:
     return b"\\" + bytes([byte]) if bytes([byte]) in b"\\]^-[" else bytes([byte])
 
@@ -786,8 +813,8 @@ class FastLines:
         self.plain_head = plain_head
         self.accelerate = accelerate
         self.stats = ScanStats()
-        self.templates: list[Template] = []
-        self.sightings: Counter[Template] = Counter()
+        self.learned = _TemplateSet()
+        self.templates = self.learned.known
         self.kinds: list[_Kind] = []
         self.registered: set[tuple[Template, bytes]] = set()
         self.groups: Runs = {}
@@ -847,7 +874,7 @@ class FastLines:
             rest = trie.complement(ends=True)
             if rest is not None:
                 patterns.append((b"^" + rest, False))
-            self.template_re = re.compile(b"|".join(b"(" + t.regex() + b")" for t in self.templates))
+            self.template_re = self.learned.regex()
         self.plain_patterns = len(patterns)
         self.loose_factors = []
         if self.templates:
@@ -874,15 +901,6 @@ class FastLines:
                 patterns.append((b"^[^\\n]{0,%d}" % early + alternatives, False))
                 self.loose_factors += [factors, factors]
         self.candidates = make_scanner(patterns, accelerate=self.accelerate)
-
-    def _adopt(self, template: Template) -> bool:
-        if template in self.templates or len(self.templates) >= MAX_TEMPLATES:
-            return False
-        trie = _Trie()
-        if not all(trie.add(t.atoms) for t in [*self.templates, template]):
-            return False
-        self.templates.append(template)
-        return True
 
     def _register(self, template: Template, rule: Rule, raw: bytes) -> bool:
         """Runs of this rule on this template, found by the factors this line holds (the others
@@ -1155,6 +1173,12 @@ class FastLines:
         events = self._probe_at(offset)
         return any(e.rule.id == kind.rule.id and e.rank == kind.template.rank for e in events)
 
+    def _unseen_lasts(self, limit: int) -> Iterator[tuple[_Group, int | None]]:
+        """Each stable run, with its last member before `limit` the matcher has not seen."""
+        for group in self.groups.values():
+            if group.stage == 2:
+                yield group, self._last_member(group, max(self.pos, group.member + 1), limit)
+
     def _last_member(self, group: _Group, low: int, high: int) -> int | None:
         """The last line in [low, high) that is an event of this group."""
         best: int | None = None
@@ -1183,11 +1207,7 @@ class FastLines:
         the matcher's last look, the two lines before (context), the nearest timestamp."""
         wanted: set[int] = {offset}
         carried: list[tuple[int, bytes]] = []
-        for group in self.groups.values():
-            if group.stage < 2:
-                continue
-            low = max(self.pos, group.member + 1)
-            last = self._last_member(group, low, offset)
+        for group, last in self._unseen_lasts(offset):
             if last is not None:
                 wanted.add(last)
             elif group.carried is not None:
@@ -1317,11 +1337,7 @@ class FastLines:
         template = learn_template(self.packs, raw, lines[0].text)
         if template is None:
             return
-        changed = False
-        if template not in self.templates:
-            self.sightings[template] += 1
-            if self.sightings[template] >= ADOPT_AFTER:
-                changed = self._adopt(template)
+        changed = self.learned.sight(template)
         if template in self.templates:
             changed = self._register(template, rule, raw) or changed
         if changed:
@@ -1345,11 +1361,7 @@ class FastLines:
     def _carry(self, end: int) -> None:
         """At a chunk's end: each run's last line and the last stamped lines the matcher has not
         seen, for the next chunk to hand over."""
-        for group in self.groups.values():
-            if group.stage < 2:
-                continue
-            low = max(self.pos, group.member + 1)
-            last = self._last_member(group, low, end)
+        for group, last in self._unseen_lasts(end):
             if last is not None:
                 group.carried = (self._number(last), self.buf[last : self._line_end(last)][:MAX_LINE_BYTES])
         stamps: list[tuple[int, bytes, str]] = []
@@ -1391,9 +1403,9 @@ class FollowRuns:
         self.steady_factors = list(plan.steady)
         self.rule_of = {factor: rule.id for factor, rule in plan.steady.items()}
         self.steady_scanner = make_scanner([(re.escape(f), False) for f in self.steady_factors], accelerate=accelerate)
-        self.templates: list[Template] = []
+        self.learned = _TemplateSet()
+        self.templates = self.learned.known
         self.template_re: re.Pattern[bytes] | None = None
-        self.sightings: Counter[Template] = Counter()
         self.registered: list[set[bytes]] = []  # the steady factors registered on each template
         self.runs: Runs = {}
         self.factors_of: dict[str, list[bytes]] = {}
@@ -1497,14 +1509,9 @@ class FollowRuns:
         template = learn_template(self.packs, raw, line.text)
         if template is None:
             return
-        if template not in self.templates:
-            self.sightings[template] += 1
-            if self.sightings[template] < ADOPT_AFTER or len(self.templates) >= MAX_TEMPLATES:
-                return
-            trie = _Trie()
-            if not all(trie.add(t.atoms) for t in [*self.templates, template]):
-                return  # one template a prefix of another: a line could not tell which it is on
-            self.templates.append(template)
+        if self.learned.sight(template):
             self.registered.append(set())
-            self.template_re = re.compile(b"|".join(b"(" + t.regex() + b")" for t in self.templates))
+            self.template_re = self.learned.regex()
+        if template not in self.templates:
+            return
         self.registered[self.templates.index(template)].update(f for f in self.factors_of[rule.id] if f in raw)
