@@ -15,7 +15,7 @@ from logphase.logs.prefilter import FollowRuns, plan_for
 from logphase.logs.reader import Line
 from logphase.logs.timeline import Timeline, TimelineBuilder
 from logphase.packs import PackSet
-from logphase.phases import PROBLEM_VERDICTS, Phase, Verdict
+from logphase.phases import PROBLEM_VERDICTS, SUCCESS_VERDICTS, Phase, Verdict
 from logphase.stacks.dumps import TRIGGER
 from logphase.verdict import FALLBACK_BUDGET_S, Judgement, format_duration, judge
 
@@ -278,10 +278,10 @@ def step(state: WatchState, obs: Observation, settings: Settings) -> tuple[Watch
         return finish(ExitCode.PROBLEM, judgement.verdict, f"{judgement.verdict}: {judgement.reason}")
     if probe is not None and probe.health is Health.READY:
         return finish(ExitCode.OK, Verdict.READY, f"ready: health {probe.text} after {format_duration(obs.t)}")
-    if judgement is not None and judgement.verdict is Verdict.READY:
-        return finish(ExitCode.OK, Verdict.READY, f"ready: {judgement.reason}")
-    if judgement is not None and judgement.verdict is Verdict.FINISHED:
-        return finish(ExitCode.OK, Verdict.FINISHED, judgement.reason)  # "the job finished: ..."
+    if judgement is not None and judgement.verdict in SUCCESS_VERDICTS:
+        # a finished job's reason says so itself ("the job finished: ...")
+        message = f"ready: {judgement.reason}" if judgement.verdict is Verdict.READY else judgement.reason
+        return finish(ExitCode.OK, judgement.verdict, message)
     if obs.process_alive is False:
         where = f" during {phase}" if phase else ""
         return finish(
