@@ -12,6 +12,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from click.testing import Result
+
 from logphase.phases import Phase
 from tests.conftest import REPO, run_cli
 
@@ -33,6 +35,11 @@ def server(tmp_path: Path, scenario: str, step: float = 0.1) -> Iterator[tuple[s
     finally:
         proc.kill()
         proc.wait()
+
+
+def watch_server(tmp_path: Path, log: Path, url: str, *options: str) -> Result:
+    """`logphase watch LOG --url URL` polling every 0.1 s, its run store in tmp_path."""
+    return run_cli("watch", str(log), "--url", url, "--interval", "0.1", *options, "--db", str(tmp_path / "r.db"))
 
 
 def _lines(stderr: str) -> list[str]:
@@ -93,20 +100,7 @@ def test_ready_server_goes_refused_503_200_and_exits_0(tmp_path: Path) -> None:
 
 def test_server_that_stops_writing_mid_capture_is_stalled_exit_4_with_stacks(tmp_path: Path) -> None:
     with server(tmp_path, "stall", step=0.05) as (proc, log, url):
-        result = run_cli(
-            "watch",
-            str(log),
-            "--url",
-            url,
-            "--pid",
-            str(proc.pid),
-            "--interval",
-            "0.1",
-            "--stall-after",
-            "3",
-            "--db",
-            str(tmp_path / "r.db"),
-        )
+        result = watch_server(tmp_path, log, url, "--pid", str(proc.pid), "--stall-after", "3")
     said = _lines(result.stderr)
     assert result.exit_code == 4, result.stderr
     assert said[0] == "health: connection refused (not listening yet)"
@@ -117,20 +111,7 @@ def test_server_that_stops_writing_mid_capture_is_stalled_exit_4_with_stacks(tmp
 
 def test_server_that_crashes_is_crashed_exit_4_naming_the_rank(tmp_path: Path) -> None:
     with server(tmp_path, "crash") as (proc, log, url):
-        result = run_cli(
-            "watch",
-            str(log),
-            "--url",
-            url,
-            "--pid",
-            str(proc.pid),
-            "--interval",
-            "0.1",
-            "--stall-after",
-            "20",
-            "--db",
-            str(tmp_path / "r.db"),
-        )
+        result = watch_server(tmp_path, log, url, "--pid", str(proc.pid), "--stall-after", "20")
     said = _lines(result.stderr)
     assert result.exit_code == 4, result.stderr
     assert said[-1].startswith("crashed: TP1 crashed during cuda_graph"), said
@@ -138,20 +119,7 @@ def test_server_that_crashes_is_crashed_exit_4_naming_the_rank(tmp_path: Path) -
 
 def test_timeout_first_exits_5(tmp_path: Path) -> None:
     with server(tmp_path, "stall") as (_, log, url):
-        result = run_cli(
-            "watch",
-            str(log),
-            "--url",
-            url,
-            "--interval",
-            "0.1",
-            "--stall-after",
-            "60",
-            "--timeout",
-            "1.5",
-            "--db",
-            str(tmp_path / "r.db"),
-        )
+        result = watch_server(tmp_path, log, url, "--stall-after", "60", "--timeout", "1.5")
     assert result.exit_code == 5, result.stderr
     assert _lines(result.stderr)[-1] == "still starting after 2s (in cuda_graph): --timeout"
 
