@@ -368,79 +368,53 @@ class Scanner(Protocol):
 
 
 class _ReScanner:
-    """The pure-Python scanner: a few separate `re` scans find the lines with a match (the
-    literals of every pattern merged into one trie, caseless ones into another over the lowered
-    bytes, line-anchored patterns searched from each newline, the rest one by one); the patterns
-    that match are then told apart on those lines alone. One alternation of every pattern with a
-    group each would make `re` try every alternative at every byte: ~50 s per MB for the shipped
-    packs, against ~0.3 s."""
+    """The pure-Python scanner. A pattern matches where one of its top-level alternatives does,
+    so the alternatives are searched, not the patterns: the literal ones in one lookahead search
+    over a trie of them (caseless ones over the lowered bytes), the line-anchored ones from each
+    newline (`re` then jumps between newlines instead of trying `^` at every byte), the others one
+    by one. One alternation of every pattern with a group each would make `re` try every
+    alternative at every byte: ~50 s per MB for the shipped packs, against ~0.2 s."""
 
     def __init__(self, patterns: Sequence[tuple[bytes, bool]]) -> None:
-        self.literals: list[tuple[int, bytes, bool]] = []  # (id, text, caseless) of literal patterns
-        self.regexes: list[tuple[int, re.Pattern[bytes]]] = []  # the other patterns
-        exact: list[bytes] = []
-        caseless_texts: list[bytes] = []
-        anchored: list[bytes] = []
-        loose: list[re.Pattern[bytes]] = []
-        for index, (pattern, caseless) in enumerate(patterns):
-            text = _literal_text(pattern)
-            if text is not None:
-                self.literals.append((index, text.lower() if caseless else text, caseless))
-            else:
-                flags = re.MULTILINE | (re.IGNORECASE if caseless else 0)
-                self.regexes.append((index, re.compile(pattern, flags)))
-            for part in _split_alternatives(pattern, caseless):
+        exact: list[tuple[int, bytes]] = []
+        caseless: list[tuple[int, bytes]] = []
+        self.anchored: list[tuple[int, re.Pattern[bytes]]] = []  # (pattern id, its part after `^`)
+        self.loose: list[tuple[int, re.Pattern[bytes]]] = []
+        for index, (pattern, is_caseless) in enumerate(patterns):
+            flags = re.MULTILINE | (re.IGNORECASE if is_caseless else 0)
+            for part in _split_alternatives(pattern, is_caseless):
                 text = _literal_text(part)
                 if text is not None:
-                    (caseless_texts if caseless else exact).append(text.lower() if caseless else text)
-                elif part.startswith(b"^") and not caseless:
-                    anchored.append(part[1:])
+                    (caseless if is_caseless else exact).append((index, text.lower() if is_caseless else text))
+                elif part.startswith(b"^") and not is_caseless:
+                    self.anchored.append((index, re.compile(part[1:], flags)))
                 else:
-                    loose.append(re.compile(part, re.MULTILINE | (re.IGNORECASE if caseless else 0)))
-        self.scans = loose
-        if exact:
-            self.scans.insert(0, re.compile(_trie_regex(exact)))
-        self.lowered_scan = re.compile(_trie_regex(caseless_texts)) if caseless_texts else None
-        # `\n` first: `re` jumps from newline to newline instead of trying `^` at every byte
-        self.line_scan = re.compile(b"\n(?:" + b"|".join(anchored) + b")") if anchored else None
-        self.first_line = re.compile(b"(?:" + b"|".join(anchored) + b")") if anchored else None
-        self.caseless = any(caseless for _, _, caseless in self.literals)
-        self.exact_finder = _LiteralFinder([(i, t) for i, t, caseless in self.literals if not caseless])
-        self.caseless_finder = _LiteralFinder([(i, t) for i, t, caseless in self.literals if caseless])
+                    self.loose.append((index, re.compile(part, flags)))
+        self.exact = _LiteralFinder(exact)
+        self.caseless = _LiteralFinder(caseless)
+        parts = b"|".join(part.pattern for _, part in self.anchored)
+        self.line_starts = re.compile(b"\n(?=" + parts + b")", re.MULTILINE) if self.anchored else None
 
     def matches(self, data: bytes | bytearray, start: int, end: int) -> list[tuple[int, int]]:
-        found: list[tuple[int, int]] = []
-        lines: set[int] = set()
-        for scan in self.scans:
-            lines.update(data.rfind(b"\n", start, hit.start()) + 1 for hit in scan.finditer(data, start, end))
-        if self.lowered_scan is not None:
+        found = self.exact.scan(data, start, end)
+        if self.caseless.pattern is not None:
             lowered = bytes(data[start:end]).lower()
-            lines.update(
-                data.rfind(b"\n", start, start + hit.start()) + 1 for hit in self.lowered_scan.finditer(lowered)
-            )
-        if self.line_scan is not None and self.first_line is not None:
-            lines.update(hit.start() + 1 for hit in self.line_scan.finditer(data, start, end))
-            if self.first_line.match(data, start, end):
-                lines.add(start)
-        for line_start in sorted(lines):
-            line_start = max(line_start, start)
-            line_end = data.find(b"\n", line_start, end)
-            if line_end < 0:
-                line_end = end
-            line = bytes(data[line_start:line_end])
-            found += [(index, line_start + stop) for index, stop in self.exact_finder.find(line)]
-            if self.caseless:
-                found += [(index, line_start + stop) for index, stop in self.caseless_finder.find(line.lower())]
-            for index, pattern in self.regexes:
-                if (hit := pattern.search(line)) is not None:
-                    found.append((index, line_start + hit.end()))
+            found += [(index, start + stop) for index, stop in self.caseless.scan(lowered, 0, len(lowered))]
+        for index, part in self.loose:
+            found += [(index, hit.end()) for hit in part.finditer(data, start, end)]
+        if self.line_starts is not None:
+            lines = [hit.end() for hit in self.line_starts.finditer(data, start, end)]
+            for line_start in [start, *lines] if start == 0 or data[start - 1 : start] == b"\n" else lines:
+                for index, part in self.anchored:
+                    if (hit := part.match(data, line_start, end)) is not None:
+                        found.append((index, hit.end()))
         found.sort(key=lambda item: item[1])
         return found
 
 
 class _LiteralFinder:
-    """Every literal in a line, in one `re` call: a lookahead at each byte finds the longest
-    literal that starts there, and the literals that are its prefixes start there too."""
+    """Every occurrence of a set of literals, in one `re` search: a lookahead at each byte finds
+    the longest literal that starts there, and the literals that are its prefixes start there too."""
 
     def __init__(self, literals: Sequence[tuple[int, bytes]]) -> None:
         self.ids: dict[bytes, list[int]] = {}
@@ -449,16 +423,15 @@ class _LiteralFinder:
         self.prefixes = {text: [t for t in self.ids if text.startswith(t)] for text in self.ids}
         self.pattern = re.compile(b"(?=(" + _trie_regex(self.ids) + b"))") if self.ids else None
 
-    def find(self, line: bytes) -> list[tuple[int, int]]:
-        """(literal's id, where its first occurrence ends) for each literal in the line."""
+    def scan(self, data: bytes | bytearray, start: int, end: int) -> list[tuple[int, int]]:
+        """(literal's id, where the occurrence ends) for every occurrence in data[start:end]."""
         if self.pattern is None:
             return []
-        seen: dict[int, int] = {}
-        for hit in self.pattern.finditer(line):
+        found: list[tuple[int, int]] = []
+        for hit in self.pattern.finditer(data, start, end):
             for text in self.prefixes[hit.group(1)]:
-                for index in self.ids[text]:
-                    seen.setdefault(index, hit.start() + len(text))
-        return list(seen.items())
+                found += [(index, hit.start() + len(text)) for index in self.ids[text]]
+        return found
 
 
 def _literal_text(pattern: bytes) -> bytes | None:
@@ -1456,13 +1429,6 @@ class FollowRuns:
 
         marked = {line_of(stop) for _, stop in self.candidates.matches(data, 0, len(data))}
         factors: dict[int, set[bytes]] = {}
-        if isinstance(self.steady_scanner, _ReScanner):
-            # nearly every line holds a steady factor: finding the lines first would only add a pass
-            finder = self.steady_scanner.exact_finder
-            for index, raw in enumerate(raws):
-                if found := finder.find(raw):
-                    factors[index] = {self.steady_factors[pattern] for pattern, _ in found}
-            return marked, factors
         for pattern, stop in self.steady_scanner.matches(data, 0, len(data)):
             factors.setdefault(line_of(stop), set()).add(self.steady_factors[pattern])
         return marked, factors
