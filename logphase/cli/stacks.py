@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import bz2
 import gzip
+import io
 import lzma
 import socket
 import sys
@@ -25,13 +26,25 @@ _OPENERS = {".gz": gzip.open, ".bz2": bz2.open, ".xz": lzma.open}
 
 
 def _open_text(path: str) -> IO[str]:
+    """The dump as text; a binary file is refused from the first bytes of the same read."""
     if path == "-":
         return sys.stdin
-    opener = _OPENERS.get(Path(path).suffix)
+    from logphase.logs.reader import SNIFF_BYTES, refuse_binary  # here: a live snapshot needs none of it
+
+    opener = _OPENERS.get(Path(path).suffix, open)
     try:
-        if opener is not None:
-            return opener(path, "rt", encoding="utf-8", errors="replace")  # type: ignore[operator,no-any-return]
-        return open(path, encoding="utf-8", errors="replace")
+        raw = opener(path, "rb")  # type: ignore[operator]
+        buffered = raw if hasattr(raw, "peek") else io.BufferedReader(raw)
+        try:
+            head = buffered.peek(SNIFF_BYTES)[:SNIFF_BYTES]
+        except (OSError, EOFError, lzma.LZMAError):
+            head = b""  # the read says what is wrong
+        try:
+            refuse_binary(path, head)
+        except InputError:
+            buffered.close()
+            raise
+        return io.TextIOWrapper(buffered, encoding="utf-8", errors="replace")
     except IsADirectoryError as exc:
         raise InputError(f"{path} is a directory", hint="give the dump files inside it") from exc
     except FileNotFoundError as exc:
@@ -42,8 +55,6 @@ def _open_text(path: str) -> IO[str]:
 
 def read_dump_file(path: str) -> list[ProcessSnapshot]:
     """JSON (py-spy or logphase) is read whole; text (logs, faulthandler, py-spy, pystack) streams."""
-    if path != "-":
-        _refuse_binary(path)
     stream = _open_text(path)
     try:
         head = stream.read(4096)
@@ -65,18 +76,6 @@ def read_dump_file(path: str) -> list[ProcessSnapshot]:
     finally:
         if stream is not sys.stdin:
             stream.close()
-
-
-def _refuse_binary(path: str) -> None:
-    from logphase.logs.reader import SNIFF_BYTES, refuse_binary  # here: a live snapshot needs none of it
-
-    opener = _OPENERS.get(Path(path).suffix, open)
-    try:
-        with opener(path, "rb") as raw:  # type: ignore[operator]
-            head = raw.read(SNIFF_BYTES)
-    except (OSError, EOFError, lzma.LZMAError):
-        return  # _open_text and the read say what is wrong
-    refuse_binary(path, head)
 
 
 def _with_source(snapshots: list[ProcessSnapshot], path: str) -> list[ProcessSnapshot]:
