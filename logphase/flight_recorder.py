@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from logphase.errors import InputError
-from logphase.stacks.dumps import rank_from_file_name
+from logphase.stacks.dumps import rank_from_file_name, short_path
+from logphase.stacks.model import Frame
 
 # A dump holds at most TORCH_FR_BUFFER_SIZE entries (a few MB); more is not a flight-recorder dump.
 MAX_DUMP_BYTES = 256 << 20
@@ -202,15 +203,20 @@ def _collective(entry: Mapping[str, Any]) -> Collective:
         state=str(entry.get("state", "?")),
         input_sizes=tuple(tuple(int(n) for n in sizes) for sizes in entry.get("input_sizes") or ()),
         frames=tuple(
-            f"{frame.get('name', '?')} ({_short(str(frame.get('filename', '?')))}:{frame.get('line', '?')})"
+            str(Frame(str(frame.get("name", "?")), _short(str(frame.get("filename", "?"))), _line(frame.get("line"))))
             for frame in (entry.get("frames") or ())[:FRAMES_SHOWN]
         ),
     )
 
 
 def _short(path: str) -> str:
-    marker = "site-packages/"
-    return path.split(marker, 1)[1] if marker in path else path.rsplit("/", 1)[-1]
+    """As py-spy names files: a package's path inside site-packages, a script's file name."""
+    shortened = short_path(path)
+    return shortened if shortened != path else path.rsplit("/", 1)[-1]
+
+
+def _line(value: Any) -> int | None:
+    return value if isinstance(value, int) else None
 
 
 # --- judging (pure) ----------------------------------------------------------------------------------------
