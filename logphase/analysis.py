@@ -9,8 +9,8 @@ from datetime import datetime
 from itertools import chain, islice
 
 from logphase.flight_recorder import FlightReport
+from logphase.logs.fast import FastLines, plan_for
 from logphase.logs.matcher import SourceMatcher
-from logphase.logs.prefilter import FastLines, plan_for
 from logphase.logs.reader import Line, LogSource, read_lines
 from logphase.logs.timeline import PhaseSpan, Timeline, TimelineBuilder
 from logphase.packs import PackSet
@@ -49,13 +49,17 @@ class ScanResult:
 def scan(sources: list[LogSource], packs: PackSet, as_of: datetime, *, fast: bool = True) -> ScanResult:
     """One streaming pass: read, match and build the timeline; remember a little context around
     failures and around the latest phase event (the root cause of a stall). `fast`: the matcher
-    sees only the lines that can change the result (logs/prefilter.py); the result is the same."""
+    sees only the lines that can change the result (logs/fast/); the result is the same."""
     builder = TimelineBuilder()
     result = ScanResult(timeline=builder.finish())
     failures_kept = 0
     plan = plan_for(packs, (TRIGGER,))
     for index, source in enumerate(sources):
-        filtered = FastLines(source, plan, as_of, plain_head=YEAR_LOOKAHEAD) if fast and plan.enabled else None
+        filtered: FastLines | None = None
+        if fast and plan.enabled:
+            filtered = FastLines(
+                source, plan, as_of, context=(CONTEXT_BEFORE, CONTEXT_AFTER), plain_head=YEAR_LOOKAHEAD
+            )
         lines = iter(filtered) if filtered is not None else read_lines(source)
         head = list(islice(lines, YEAR_LOOKAHEAD))
         matcher = SourceMatcher(packs, as_of, year=_first_year(head, packs))
@@ -100,8 +104,8 @@ def scan(sources: list[LogSource], packs: PackSet, as_of: datetime, *, fast: boo
         for event in matcher.finish():
             builder.add(event)
         if filtered is not None:
-            builder.events += filtered.stats.skipped_events  # steady events counted, not read
-            builder.systems.update(filtered.stats.skipped_systems)
+            filtered.stats.count_input(source)
+            filtered.stats.count_events(builder)  # steady events counted, not read
         builder.see_ranks(matcher.ranks_seen)
         for pending in waiting:
             result.contexts[pending.event_key] = tuple(pending.lines)

@@ -10,8 +10,8 @@ from logphase.baselines import OVERDUE_FACTOR, PhaseStats, RunRecord, StopPoint,
 from logphase.errors import ExitCode
 from logphase.fingerprint import FingerprintCollector
 from logphase.health import Health, Probe
+from logphase.logs.fast import FollowRuns, plan_for
 from logphase.logs.matcher import Event, SourceMatcher
-from logphase.logs.prefilter import FollowRuns, plan_for
 from logphase.logs.reader import Line
 from logphase.logs.timeline import Timeline, TimelineBuilder
 from logphase.packs import PackSet
@@ -38,7 +38,7 @@ class Ingest:
 
     packs: PackSet
     reference: datetime  # dates year-less stamps (SourceMatcher)
-    fast: bool = True  # steady runs summarised (logs/prefilter.py FollowRuns); same state either way
+    fast: bool = True  # steady runs summarised (logs/fast/ FollowRuns); same state either way
     matcher: SourceMatcher = field(init=False)
     runs: FollowRuns | None = field(init=False)
     builder: TimelineBuilder = field(default_factory=TimelineBuilder)
@@ -74,10 +74,9 @@ class Ingest:
             if self.runs is not None:
                 self.runs.book(line, events)
         if self.runs is not None:
-            skipped, systems = self.runs.take_skipped()
-            self.skipped_lines += skipped
-            builder.events += skipped  # steady events counted, not read (as analyze's fast path)
-            builder.systems.update(systems)
+            skipped = self.runs.take_stats()
+            self.skipped_lines += skipped.skipped_events
+            skipped.count_events(builder)  # steady events counted, not read (as analyze's fast path)
         if lines:
             builder.see_ranks(matcher.ranks_seen)
             self.last_line = lines[-1]

@@ -1,4 +1,4 @@
-"""The fast scan (logs/prefilter.py) gives the same report as reading every line, and what it derives is sound."""
+"""The fast scan (logs/fast/) gives the same report as reading every line, and what it derives is sound."""
 
 from __future__ import annotations
 
@@ -14,8 +14,10 @@ import pytest
 from bench.loggen import write_log
 from logphase import analysis
 from logphase.errors import InputError
-from logphase.logs import prefilter
-from logphase.logs.prefilter import Factor, learn_template, plan_for, regex_factors, rule_factors, widen_classes
+from logphase.logs.fast import FastLines, plan_for, scanners
+from logphase.logs.fast.factors import Factor, regex_factors, rule_factors
+from logphase.logs.fast.plan import widen_classes
+from logphase.logs.fast.templates import learn_template
 from logphase.logs.reader import open_sources
 from logphase.packs import PackSet, load_packs
 from logphase.report.analysis import render_json
@@ -66,13 +68,13 @@ def reports(path: Path, packs: PackSet) -> tuple[str, str]:
 def captured(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[Any]]:
     """The FastLines objects a scan creates, to read their statistics."""
     made: list[Any] = []
-    original = prefilter.FastLines.__init__
+    original = FastLines.__init__
 
     def init(self: Any, *args: Any, **kwargs: Any) -> None:
         original(self, *args, **kwargs)
         made.append(self)
 
-    monkeypatch.setattr(prefilter.FastLines, "__init__", init)
+    monkeypatch.setattr(FastLines, "__init__", init)
     yield made
 
 
@@ -284,7 +286,7 @@ SCANNER_TEXT = (
 
 def test_pure_python_scanner_finds_every_pattern_on_every_line() -> None:
     # GIVEN literals, caseless literals, line-anchored patterns and alternations, and lines with each
-    scanner = prefilter._ReScanner(SCANNER_PATTERNS)
+    scanner = scanners.ReScanner(SCANNER_PATTERNS)
     # WHEN the pure-Python scanner reads the text from its second line on
     start = SCANNER_TEXT.index(b"\n") + 1
     found = scanner.matches(SCANNER_TEXT, start, len(SCANNER_TEXT))
@@ -303,12 +305,12 @@ def test_pure_python_scanner_finds_every_pattern_on_every_line() -> None:
 
 def test_scanners_agree() -> None:
     # GIVEN the same patterns in both scanners WHEN they read the same text THEN they find the same lines
-    if prefilter.hyperscan is None:
+    if scanners.hyperscan is None:
         pytest.skip("hyperscan is not installed")
     patterns = [p for p in SCANNER_PATTERNS if not p[0].startswith(b"(?i)")]  # hyperscan takes flags apart
 
-    def lines(scanner: prefilter.Scanner) -> set[tuple[int, int]]:
+    def lines(scanner: scanners.Scanner) -> set[tuple[int, int]]:
         found = scanner.matches(SCANNER_TEXT, 0, len(SCANNER_TEXT))
         return {(SCANNER_TEXT.rfind(b"\n", 0, stop - 1) + 1, index) for index, stop in found}
 
-    assert lines(prefilter._ReScanner(patterns)) == lines(prefilter._HsScanner(patterns))
+    assert lines(scanners.ReScanner(patterns)) == lines(scanners.HsScanner(patterns))

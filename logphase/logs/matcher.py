@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import re
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
@@ -31,6 +32,8 @@ FRAME_HEADERS = ("Traceback (most recent call last)", "Thread 0x", "Current thre
 _NOTHING: tuple[Event, ...] = ()
 # A time-of-day stamp that jumps back by more than this crossed midnight.
 MIDNIGHT_JUMP = timedelta(hours=12)
+# The captures (and prefix groups) `_rank` reads an event's rank from.
+RANK_CAPTURES = frozenset({"tags", "rank"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +96,18 @@ def frame_rule(phase: Phase) -> Rule:
     )
 
 
+# Fields a fork shares with its origin: the immutable packs, and a memo of what they say.
+SHARED_ON_FORK = frozenset({"packs", "_frame_phases"})
+
+
+def _independent(name: str, value: object) -> object:
+    """A field's value for a fork: immutable values and SHARED_ON_FORK as they are, mutable
+    containers and state objects copied (one level deep: their items are immutable)."""
+    if name in SHARED_ON_FORK or value is None or isinstance(value, (int, str, date)):
+        return value  # (a datetime is a date)
+    return copy.copy(value)
+
+
 @dataclass(frozen=True)
 class Explanation:
     """What `patterns explain` shows for one line."""
@@ -141,6 +156,19 @@ class SourceMatcher:
     ranks_seen: set[str] = field(default_factory=set, repr=False)
     _frames: _FrameGroup | None = field(default=None, repr=False)
     _frame_phases: dict[str, object] = field(default_factory=dict, repr=False)
+
+    def fork(self) -> SourceMatcher:
+        """An independent copy, every field carried: what it makes of lines to come is what this
+        matcher would make of them, and reading them changes nothing here (the fast path's probe).
+        The packs and the frame-phase memo (a function of the packs) are shared, not copied."""
+        forked = SourceMatcher.__new__(SourceMatcher)
+        vars(forked).update((name, _independent(name, value)) for name, value in vars(self).items())
+        return forked
+
+    def count_unread(self, system: str, events: int) -> None:
+        """Events of `system` on lines this matcher is not shown (a steady run the fast path
+        summarises) still count toward the system vote, as if it had read them."""
+        self.systems[system] += events
 
     def match(self, lines: Iterable[Line]) -> Iterator[Event]:
         for line in lines:

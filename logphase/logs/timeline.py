@@ -16,6 +16,8 @@ MAX_FAILURES = 2000
 # The phases a speculative draft worker repeats after the target's CUDA graphs (SGLang ≤0.5.10).
 DRAFT_REPEATED = frozenset({Phase.DIST_INIT, Phase.WEIGHT_LOAD, Phase.KV_CACHE, Phase.CUDA_GRAPH})
 JOB_SYSTEMS = frozenset({"torch"})
+# The captures this module reads from an event: the fast path never summarises a rule with one.
+TIMELINE_CAPTURES = frozenset({"version", "comm", "nranks", "seq", "last_enqueued", "last_completed", "done", "total"})
 DRAFT_STAGE_INIT, DRAFT_STAGE_CAPTURE = 1, 2
 RANK_NUMBERS = re.compile(r"(DP|PP|ATTN_CP|MOE_DP|TP|EP|rank )(\d+)")
 
