@@ -14,11 +14,13 @@ import pytest
 from bench.loggen import write_log
 from logphase import analysis
 from logphase.errors import InputError
+from logphase.logs import timeline
 from logphase.logs.fast import FastLines, plan_for, scanners
 from logphase.logs.fast.factors import Factor, regex_factors, rule_factors
 from logphase.logs.fast.plan import widen_classes
 from logphase.logs.fast.templates import learn_template
 from logphase.logs.reader import open_sources
+from logphase.logs.timeline import TIMELINE_CAPTURES
 from logphase.packs import PackSet, load_packs
 from logphase.report.analysis import render_json
 from logphase.stacks.dumps import TRIGGER
@@ -131,6 +133,23 @@ def test_source_counters_are_those_of_the_reader(packs: PackSet, tmp_path: Path)
     assert fast[0].lines == log.read_bytes().count(b"\n") + 1
 
 
+def test_the_counts_come_back_in_scan_stats_not_in_the_source(packs: PackSet, tmp_path: Path) -> None:
+    # GIVEN a generated serving log of 1 MB (steady runs: most lines are skipped)
+    log = write_log(tmp_path / "served.log", 1_000_000)
+    (source,) = open_sources([str(log)])
+    fast = FastLines(source, plan_for(packs, (TRIGGER,)), AS_OF, context=(2, 3))
+    # WHEN the fast path reads it alone, attached to no matcher
+    emitted = sum(1 for _ in fast)
+    # THEN the source's counters are untouched, and ScanStats holds what the reader would count
+    assert (source.lines, source.bytes, source.truncated_lines) == (0, 0, 0)
+    assert (fast.stats.lines, fast.stats.bytes) == (log.read_bytes().count(b"\n"), log.stat().st_size)
+    assert 0 < emitted < fast.stats.lines
+    assert fast.stats.skipped_events > 0 and fast.stats.skipped_systems["sglang"] > 0
+    # AND merged by the caller, they are the reader's
+    fast.stats.count_input(source)
+    assert (source.lines, source.bytes) == (fast.stats.lines, log.stat().st_size)
+
+
 # --- what the fast path derives from the packs -----------------------------------------------------
 
 
@@ -195,6 +214,16 @@ def test_the_plan_filters_every_rule_of_the_shipped_packs(packs: PackSet) -> Non
     # GIVEN the shipped packs WHEN the plan is built THEN every rule outside tracebacks has factors
     plan = plan_for(packs, (TRIGGER,))
     assert plan.enabled, plan.reason
+
+
+def test_timeline_captures_name_every_capture_the_timeline_reads() -> None:
+    # GIVEN the timeline's source: what it reads from an event's captures
+    source = Path(timeline.__file__).read_text()
+    read = set(re.findall(r'captures(?:\.get\(|\[)"(\w+)"', source))
+    read |= set(re.findall(r'"(\w+)" in (?:event\.)?captures', source))
+    # THEN TIMELINE_CAPTURES (which keeps such rules out of steady runs) names each of them
+    assert read == TIMELINE_CAPTURES
+    assert "done" in read and "comm" in read
 
 
 def test_widened_classes_match_unicode_spaces() -> None:
