@@ -212,8 +212,6 @@ def test_bad_as_of_is_a_usage_error(starting_log: Path) -> None:
 def test_stack_dumps_in_a_log_are_merged_under_stacks() -> None:
     # GIVEN the realworld log where SGLang's watchdog printed py-spy dumps of its schedulers
     log = REALWORLD / "stacks" / "064_sglang-pp-watchdog-pyspy-dump.txt"
-    if not log.exists():
-        pytest.skip("../shared/realworld is not beside this checkout")
     # WHEN analysed
     result = run_cli("analyze", "--post-mortem", str(log), "--format", "json")
     report = json.loads(result.stdout)

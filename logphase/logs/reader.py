@@ -13,7 +13,7 @@ import zlib
 from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, IO, cast
+from typing import IO, Any, cast
 
 import zstandard
 
