@@ -219,3 +219,15 @@ def test_stack_dumps_in_a_log_are_merged_under_stacks() -> None:
     assert report["verdict"] == "timeout"
     assert report["stacks"]["schema"] == "logphase.stacks/1"
     assert report["stacks"]["summary"].startswith("PP2 TP1 waits in gloo::transport::tcp::UnboundBuffer::waitRecv")
+
+
+@pytest.mark.parametrize("command", [["analyze"], ["stacks", "--from"]])
+def test_a_device_that_never_ends_is_refused(command: list[str]) -> None:
+    # GIVEN /dev/zero (endless NUL bytes: read as a log it would never end)
+    result = run_cli(*command, "/dev/zero")
+    # THEN exit 3 at once, saying what it is
+    assert result.exit_code == 3
+    assert result.stderr.splitlines() == [
+        "logphase: error: /dev/zero: a device, not a log (it never ends)",
+        "  hint: give a log file, or pipe a stream in: COMMAND | logphase analyze -",
+    ]
