@@ -272,8 +272,8 @@ class RunStore:
                 self.unreadable.append(f"run {row['id']} in {self.path} cannot be read by this logphase ({exc})")
                 continue
             if row["id"] in unknown:
-                names = ", ".join(sorted(unknown[row["id"]]))
-                self.unreadable.append(f"run {row['id']}: phases unknown to this logphase left out ({names})")
+                left_out = ", ".join(sorted(unknown[row["id"]]))
+                self.unreadable.append(f"run {row['id']}: phases unknown to this logphase left out ({left_out})")
         return records
 
     @staticmethod
