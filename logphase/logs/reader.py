@@ -30,6 +30,16 @@ KUBERNETES_PREFIX = re.compile(
 BAR_THEN_LOG_LINE = re.compile(r"(?<=\])(?=\[(?:\d{4}-\d\d-\d\d )?\d\d:\d\d:\d\d)")
 COMPOSE_PREFIX = re.compile(r"^(?P<service>[\w.\[\]-]+)\s*\| ")
 
+# What reading a source's stream raises when the file ends early or is damaged (see `damaged`).
+READ_ERRORS: tuple[type[BaseException], ...] = (
+    EOFError,
+    OSError,
+    zlib.error,
+    lzma.LZMAError,
+    zstandard.ZstdError,
+    tarfile.TarError,
+)
+
 GZIP_MAGIC = b"\x1f\x8b"
 BZIP2_MAGIC = b"BZh"
 XZ_MAGIC = b"\xfd7zXZ\x00"
@@ -139,7 +149,7 @@ def _tar_sources(path: Path) -> list[LogSource]:
     try:
         with tarfile.open(path, "r:*") as archive:
             members = [m.name for m in archive.getmembers() if m.isfile()]
-    except (tarfile.TarError, EOFError, OSError, zlib.error, lzma.LZMAError, zstandard.ZstdError) as exc:
+    except READ_ERRORS as exc:
         raise InputError(
             f"{path}: broken or truncated archive: {exc}", hint="check the download or re-create the archive"
         ) from None
@@ -183,7 +193,7 @@ def _stdin_tar_sources(stream: IO[bytes]) -> list[LogSource]:
                 continue
             # stream mode forbids going back: spool the member to a temporary file, not memory
             sources.append(LogSource(name=f"<stdin>:{member.name}", open_stream=_rewinder(_spool(extracted))))
-    except (tarfile.TarError, EOFError, OSError, zlib.error, lzma.LZMAError, zstandard.ZstdError) as exc:
+    except READ_ERRORS as exc:
         raise InputError(
             f"<stdin>: broken or truncated archive: {exc}", hint="check the archive that was piped in"
         ) from None
@@ -326,17 +336,6 @@ class _ClosingStream(io.RawIOBase):
 
 
 # --- bytes → lines ----------------------------------------------------------------------------------
-
-
-# What reading a source's stream raises when the file ends early or is damaged (see `damaged`).
-READ_ERRORS: tuple[type[BaseException], ...] = (
-    EOFError,
-    OSError,
-    zlib.error,
-    lzma.LZMAError,
-    zstandard.ZstdError,
-    tarfile.TarError,
-)
 
 
 def open_source(source: LogSource) -> IO[bytes]:
