@@ -54,7 +54,7 @@ def test_packs(targets: tuple[str, ...]) -> None:
     checked = [pack for pack in selected.packs if pack.path in wanted]
     examples = 0
     for pack in checked:
-        for examples_of in (pack.prefixes, pack.rules, pack.signatures):
+        for examples_of in (pack.prefixes, pack.rules, pack.signatures, pack.anchors, pack.server_args):
             examples += sum(len(item.examples) + len(item.counter_examples) for item in examples_of)
     for failure in failures:
         click.echo(f"FAIL {failure}")

@@ -86,7 +86,11 @@ def load_packs(
     every command a quarter of a second. `line_rules=False` skips prefixes and rules: stack
     snapshots need only the signatures, and compiling 300 regexes is most of the load."""
     builtin_paths = builtin_pack_paths() if builtin else []
-    paths = builtin_paths + expand_pack_paths(extra)
+    # a file named twice (`patterns test sglang` names a shipped pack) is one pack, loaded once
+    paths: list[Path] = []
+    for path in [*builtin_paths, *expand_pack_paths(extra)]:
+        if all(path.resolve() != known.resolve() for known in paths):
+            paths.append(path)
     packs = [load_pack(path, trusted=path in builtin_paths, line_rules=line_rules) for path in paths]
     named: dict[str, str] = {}
     for pack in packs:
