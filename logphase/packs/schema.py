@@ -73,7 +73,12 @@ class Table:
 
 def _examples(what: str) -> tuple[Key, Key]:
     return (
-        Key("examples", STRINGS, True, f"{what} that must match (at least one); checked on every load"),
+        Key(
+            "examples",
+            STRINGS,
+            True,
+            f"{what} that must match (at least one); checked as a user pack loads and by `patterns test`",
+        ),
         Key("counter_examples", STRINGS, False, f"{what} that must not match", default=[]),
     )
 
