@@ -10,8 +10,8 @@ from datetime import datetime
 from tabulate import tabulate
 
 from logphase.phases import MAIN_PROCESS_PHASES, Phase, Verdict
+from logphase.ranks import format_rank_set
 from logphase.report.model import Report, SpanRow
-from logphase.report.ranks import format_rank_set
 from logphase.verdict import format_duration
 
 _COLOURS = {

@@ -7,6 +7,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
 from logphase.packs import StallSignature
+from logphase.ranks import format_rank_set, list_ranks, natural_key
 from logphase.stacks.model import (
     Classification,
     Frame,
@@ -17,15 +18,7 @@ from logphase.stacks.model import (
     ThreadStack,
     TreeNode,
 )
-from logphase.stacks.tree import (
-    build_tree,
-    divergence_frame,
-    format_ranks,
-    list_ranks,
-    natural_key,
-    path_of,
-    selected_threads,
-)
+from logphase.stacks.tree import build_tree, divergence_frame, path_of, selected_threads
 
 # States that mean "blocked until another rank (or the GPU) does something".
 WAIT_STATES = frozenset({"collective_wait", "rendezvous", "gpu_sync"})
@@ -317,7 +310,7 @@ def _judge(
         who = "all ranks" if len(group.labels) > 1 else group.labels[0]
         text = describe(group.labels, group.classification)
         if len(group.labels) > 1:
-            text = f"all ranks ({format_ranks(group.labels)})" + text[len(list_ranks(group.labels)) :]
+            text = f"all ranks ({format_rank_set(group.labels)})" + text[len(list_ranks(group.labels)) :]
         if group.state in WAIT_STATES:
             if group.moving:
                 return [], group.state, f"{text}, but their stacks change between samples: still working", False, []
