@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from logphase.errors import InputError
-from logphase.stacks.dumps import rank_from_file_name, short_path
+from logphase.frames import short_path
+from logphase.stacks.dumps import rank_from_file_name
 from logphase.stacks.model import Frame
 
 # A dump holds at most TORCH_FR_BUFFER_SIZE entries (a few MB); more is not a flight-recorder dump.

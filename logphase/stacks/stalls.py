@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
+from logphase.frames import frame_key_of
 from logphase.packs import StallSignature
 from logphase.ranks import format_rank_set, list_ranks, natural_key
 from logphase.stacks.model import (
@@ -43,7 +44,8 @@ class Classifier:
     def classify(self, frames: Sequence[Frame]) -> Classification:
         """The highest-priority signature among the frames wins (innermost on ties); the nearest
         phase frame outside it is its context."""
-        matches = [(index, self.signature_for(signature_key(frame))) for index, frame in enumerate(frames)]
+        keys = [frame_key_of(frame.function, frame.file, native=frame.native) for frame in frames]
+        matches = [(index, self.signature_for(key)) for index, key in enumerate(keys)]
         best: tuple[int, StallSignature] | None = None
         for index, signature in matches:
             if signature is not None and (best is None or signature.priority > best[1].priority):
@@ -58,14 +60,6 @@ class Classifier:
                 context = frames[outer_index]
                 break
         return Classification(state=signature.state, frame=frames[index], context=context, signature=signature.id)
-
-
-def signature_key(frame: Frame) -> str:
-    """`function (file)` with py-spy 0.4's class qualifier dropped: `Popen._wait` → `_wait`."""
-    function = frame.function
-    if "." in function and not frame.native and not function.startswith("<"):
-        function = function.rsplit(".", 1)[1] or function
-    return f"{function} ({frame.file})"
 
 
 def classify(frames: Sequence[Frame], signatures: Sequence[StallSignature]) -> Classification:
