@@ -134,15 +134,26 @@ def shipped_packs() -> PackSet:
 
 
 def load_pack(path: Path, *, trusted: bool = False, line_rules: bool = True) -> Pack:
+    """One pack file; a shipped (`trusted`) one is read and parsed once per process."""
+    data = _read_shipped(path) if trusted else _read(path)
+    return parse_pack(data, str(path), trusted=trusted, line_rules=line_rules)
+
+
+def _read(path: Path) -> dict[str, Any]:
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        return tomllib.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
         raise PackError(
             f"cannot read pattern pack {path}: {exc.strerror}", hint="check the path and its permissions"
         ) from exc
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise PackError(f"{path}: not valid TOML: {exc}", hint="regexes belong in TOML literal strings: '...'") from exc
-    return parse_pack(data, str(path), trusted=trusted, line_rules=line_rules)
+
+
+@cache
+def _read_shipped(path: Path) -> dict[str, Any]:
+    # parsing the shipped TOML is most of a load: the CLI's packs and `shipped_packs` share it
+    return _read(path)
 
 
 def parse_pack(data: Mapping[str, Any], path: str, *, trusted: bool = False, line_rules: bool = True) -> Pack:
