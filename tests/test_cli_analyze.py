@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import FIXTURES, SHARED, run_cli
+from tests.conftest import FIXTURES, REALWORLD, run_cli
 
 STARTING = (
     "[2025-06-01 10:00:00 TP0] Init torch distributed begin.\n"
@@ -196,7 +196,7 @@ def test_bad_as_of_is_a_usage_error(starting_log: Path) -> None:
 
 def test_stack_dumps_in_a_log_are_merged_under_stacks() -> None:
     # GIVEN the realworld log where SGLang's watchdog printed py-spy dumps of its schedulers
-    log = SHARED / "realworld" / "stacks" / "064_sglang-pp-watchdog-pyspy-dump.txt"
+    log = REALWORLD / "stacks" / "064_sglang-pp-watchdog-pyspy-dump.txt"
     if not log.exists():
         pytest.skip("../shared/realworld is not beside this checkout")
     # WHEN analysed
