@@ -83,6 +83,10 @@ def _examples(what: str) -> tuple[Key, Key]:
     )
 
 
+ID = Key("id", STRING, True, "unique across packs")
+FLAGS = Key("flags", STRING, False, '`"i"`: ignore case (the only flag)', default="")
+FRAME_REGEX = Key("regex", STRING, True, "searched in one frame written `function (file)`")
+
 SERVER_ARGS_FACTS = (
     ("model_path", "the model served"),
     ("tp_size", "tensor-parallel size"),
@@ -121,7 +125,7 @@ BUDGETS_DOC = (
 PREFIX = Table(
     "[[prefix]]",
     (
-        Key("id", STRING, True, "unique across packs"),
+        ID,
         Key("regex", STRING, True, "must start with `^`; named groups below; the message is what follows the match"),
         Key("time_formats", STRINGS, False, "`strptime` formats for the `ts` group, tried in order", default=[]),
         Key("priority", INTEGER, False, "higher is tried first", default=50),
@@ -132,7 +136,7 @@ PREFIX = Table(
 RULE = Table(
     "[[rule]]",
     (
-        Key("id", STRING, True, "unique across packs"),
+        ID,
         Key("kind", KIND, True, "what the line is (below)"),
         Key("regex", STRING, True, "searched in the message"),
         Key("phase", PHASE, False, "the phase the line proves; optional for failures"),
@@ -145,7 +149,7 @@ RULE = Table(
             default=50,
         ),
         Key("literal", STRING, False, "text every match contains, a prefilter; derived from the regex when absent"),
-        Key("flags", STRING, False, '`"i"`: ignore case (the only flag)', default=""),
+        FLAGS,
         Key("draft", BOOLEAN, False, "the line is the speculative draft worker's", default=False),
         Key(
             "system",
@@ -166,10 +170,10 @@ RULE = Table(
 SIGNATURE = Table(
     "[[signature]]",
     (
-        Key("id", STRING, True, "unique across packs"),
+        ID,
         Key("state", STRING, True, "the state a thread waiting in this frame is in (below)"),
-        Key("regex", STRING, True, "searched in one frame written `function (file)`"),
-        Key("flags", STRING, False, '`"i"`: ignore case', default=""),
+        FRAME_REGEX,
+        FLAGS,
         Key("priority", INTEGER, False, "the highest-priority match among a stack's frames wins", default=50),
         Key("phase", PHASE, False, "the startup phase a stack in this frame is in"),
         Key("summary", STRING, False, "shown by `patterns list`", default=""),
@@ -180,10 +184,10 @@ SIGNATURE = Table(
 ANCHOR = Table(
     "[[anchor]]",
     (
-        Key("id", STRING, True, "unique across packs"),
+        ID,
         Key("phase", PHASE, True, "the phase a traceback through this frame failed in"),
-        Key("regex", STRING, True, "searched in one frame written `function (file)`"),
-        Key("flags", STRING, False, '`"i"`: ignore case', default=""),
+        FRAME_REGEX,
+        FLAGS,
         *_examples("frames `function (file)`"),
     ),
     "A frame that places a traceback in a phase, for frames no signature names with a phase.",
@@ -191,7 +195,7 @@ ANCHOR = Table(
 SERVER_ARGS = Table(
     "[[server_args]]",
     (
-        Key("id", STRING, True, "unique across packs"),
+        ID,
         Key("regex", STRING, True, "searched in a head line; the printed arguments are what follows the match"),
         Key("system", STRING, False, "the system that prints them; default the pack's one system"),
         Key(
