@@ -119,6 +119,17 @@ def test_a_defect_is_named_with_file_table_id_key_and_nearest_key(tmp_path: Path
     assert error.hint
 
 
+def test_a_job_pack_must_name_its_systems(tmp_path: Path) -> None:
+    path, error = refused(tmp_path, HEADER + "job = true\n" + RULE)
+    assert error.message == f"{path}: [pack]: job = true needs the systems that are jobs"
+
+
+def test_server_args_of_a_generic_pack_must_name_their_system(tmp_path: Path) -> None:
+    body = "[[server_args]]\nid = \"user.args\"\nregex = 'args: '\nexamples = ['args: model=m']\n"
+    path, error = refused(tmp_path, HEADER + body)
+    assert error.message == f"{path}: [[server_args]] user.args: 'system' is missing"
+
+
 def test_a_misspelled_pack_key_is_refused(tmp_path: Path) -> None:
     path, error = refused(tmp_path, '[pack]\nname = "user"\nschema = 1\nsytems = []\n' + RULE)
     assert error.message == f"{path}: [pack]: unknown key 'sytems' (did you mean 'systems'?)"

@@ -277,9 +277,10 @@ def checked(table: Table, item: Any, path: str, index: int = 0) -> dict[str, Any
             continue
         value = item[key.name]
         if not key.type.accepts(value) or (key.required and value in ("", [])):
+            expected = f"non-empty {key.type.name}" if key.required else key.type.name
+            article = "an" if expected[0] in "aeiou" else "a"
             raise PackError(
-                f"{path}: {place}: {key.name!r} must be a{'n' if key.type.name[0] in 'aeiou' else ''} "
-                f"{'non-empty ' if key.required and key.type.accepts(value) else ''}{key.type.name}, not {value!r}",
+                f"{path}: {place}: {key.name!r} must be {article} {expected}, not {value!r}",
                 hint=f"{key.name}: {key.doc}",
             )
         if key.type.choices and value not in key.type.choices:
