@@ -240,3 +240,11 @@ def test_a_user_pack_teaches_the_fingerprint_a_new_servers_arguments(tmp_path: P
         ep_size=1,
         speculative_algorithm="MEDUSA",
     )
+
+
+def test_patterns_list_shows_job_packs_and_their_server_args_formats() -> None:
+    lines = run_cli("patterns", "list").output.splitlines()
+    torch_line = next(line for line in lines if line.startswith("torch "))
+    vllm_line = next(line for line in lines if line.startswith("vllm "))
+    assert torch_line.startswith("torch (torch, job): ")
+    assert vllm_line.startswith("vllm (vllm): ") and " 1 server_args — " in vllm_line

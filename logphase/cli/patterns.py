@@ -25,10 +25,11 @@ def list_rules(pattern_paths: tuple[Path, ...]) -> None:
     """Every pack and rule: id, phase, kind, role."""
     packs = load_all_packs(pattern_paths)
     for pack in packs.packs:
-        systems = ", ".join(pack.systems) or "generic"
+        systems = (", ".join(pack.systems) or "generic") + (", job" if pack.job else "")
         click.echo(
             f"{pack.name} ({systems}): {len(pack.prefixes)} prefixes, {len(pack.rules)} rules, "
-            f"{len(pack.signatures)} signatures — {pack.path}"
+            f"{len(pack.signatures)} signatures, {len(pack.anchors)} anchors, "
+            f"{len(pack.server_args)} server_args — {pack.path}"
         )
     rows = [[r.id, r.phase.value if r.phase else "", r.kind.value, r.role.value, r.priority] for r in packs.rules]
     click.echo(tabulate(sorted(rows), headers=["rule", "phase", "kind", "role", "priority"]))
