@@ -8,19 +8,10 @@ from datetime import datetime
 from typing import Any
 
 from logphase.errors import ExitCode
+from logphase.judging.exits import exit_code
 from logphase.phases import Phase, Verdict
 
 SCHEMA = "logphase.analysis/1"
-VERDICT_EXIT = {
-    Verdict.READY: ExitCode.OK,
-    Verdict.FINISHED: ExitCode.OK,
-    Verdict.PROGRESSING: ExitCode.STARTING,
-    Verdict.STALLED: ExitCode.PROBLEM,
-    Verdict.CRASHED: ExitCode.PROBLEM,
-    Verdict.ABORTED: ExitCode.PROBLEM,
-    Verdict.TIMEOUT: ExitCode.PROBLEM,
-    Verdict.UNKNOWN: ExitCode.UNKNOWN,
-}
 
 
 @dataclass(frozen=True)
@@ -106,7 +97,7 @@ class Report:
 
     @property
     def exit_code(self) -> ExitCode:
-        return VERDICT_EXIT[self.verdict]
+        return exit_code(self.verdict)
 
     @property
     def last_line_age_s(self) -> float | None:

@@ -6,8 +6,8 @@ import json
 
 from tabulate import tabulate
 
+from logphase.judging.stacks import WAIT_STATES
 from logphase.stacks.model import Group, StacksReport, TreeNode
-from logphase.stacks.stalls import WAIT_STATES
 from logphase.stacks.tree import format_ranks
 
 _COLOURS = {"red": "31", "green": "32", "yellow": "33", "cyan": "36", "bold": "1", "dim": "2"}

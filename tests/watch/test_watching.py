@@ -8,10 +8,11 @@ from datetime import datetime
 from logphase.baselines import PhaseStats, StopPoint
 from logphase.errors import ExitCode
 from logphase.health import Health, Probe
+from logphase.judging.budgets import Budgets, budgets_from
+from logphase.judging.logs import Judgement
 from logphase.logs.reader import Line
 from logphase.packs import load_packs
 from logphase.phases import Phase, Verdict
-from logphase.verdict import Judgement
 from logphase.watching import Ingest, Observation, Settings, WatchState, status_line, step
 
 
@@ -37,7 +38,7 @@ def _texts(transitions: tuple[object, ...]) -> list[str]:
 
 
 def test_health_changes_and_phase_changes_are_transitions_and_200_ends_it_ready() -> None:
-    settings = Settings(stall_after_s=5)
+    settings = Settings(budgets=Budgets(stall_after_s=5))
     state, said = step(WatchState(), _obs(0.0, probe=Probe(Health.REFUSED, None, "connection refused", 0.0)), settings)
     assert _texts(said) == [
         "[+   0.0s] health: connection refused (not listening yet)",
@@ -59,7 +60,7 @@ def test_a_job_whose_ranks_all_shut_down_ends_it_finished_exit_0() -> None:
     # GIVEN a watched torch job WHEN its log says every rank destroyed its communicators
     reason = "the job finished: every rank shut down cleanly (the last: rank 1, line 65, ...)"
     finished = _obs(9.0, judgement=_judged(Verdict.FINISHED, Phase.DIST_INIT, reason))
-    state, said = step(WatchState(), finished, Settings(stall_after_s=5))
+    state, said = step(WatchState(), finished, Settings(budgets=Budgets(stall_after_s=5)))
     # THEN the watch ends with exit 0 and says why
     assert _texts(said)[-1] == f"[+   9.0s] {reason}"
     assert state.outcome is not None and (state.outcome.exit_code, state.outcome.verdict) == (
@@ -69,7 +70,7 @@ def test_a_job_whose_ranks_all_shut_down_ends_it_finished_exit_0() -> None:
 
 
 def test_silence_past_stall_after_ends_it_stalled_exit_4() -> None:
-    settings = Settings(stall_after_s=5)
+    settings = Settings(budgets=Budgets(stall_after_s=5))
     state, _ = step(WatchState(), _obs(0.0), settings)
     state, said = step(state, _obs(5.0, silence=5.0), settings)
     assert state.outcome is None  # at the budget: not yet
@@ -81,7 +82,7 @@ def test_silence_past_stall_after_ends_it_stalled_exit_4() -> None:
 
 
 def test_a_health_change_is_progress_while_the_log_is_quiet() -> None:
-    settings = Settings(stall_after_s=5)
+    settings = Settings(budgets=Budgets(stall_after_s=5))
     state, _ = step(WatchState(), _obs(0.0, probe=Probe(Health.REFUSED, None, "", 0.0)), settings)
     state, _ = step(state, _obs(4.0, silence=4.0, probe=Probe(Health.STARTING, 503, "", 0.0)), settings)
     state, _ = step(state, _obs(8.0, silence=8.0), settings)
@@ -92,7 +93,7 @@ def test_a_health_change_is_progress_while_the_log_is_quiet() -> None:
 
 def test_learned_budgets_win_over_pack_defaults_and_say_where_they_come_from() -> None:
     stats = {Phase.CUDA_GRAPH: PhaseStats(Phase.CUDA_GRAPH, 3, 110.0, 118.0, 119.0)}
-    settings = Settings(budgets={Phase.CUDA_GRAPH: 1800.0}, learned={Phase.CUDA_GRAPH: 357.0}, stats=stats)
+    settings = Settings(budgets=budgets_from({Phase.CUDA_GRAPH: 1800.0}, stats), stats=stats)
     state, _ = step(WatchState(), _obs(0.0), settings)
     state, said = step(state, _obs(400.0, silence=358.0), settings)
     assert _texts(said)[-1] == (
@@ -103,7 +104,7 @@ def test_learned_budgets_win_over_pack_defaults_and_say_where_they_come_from() -
 
 def test_overdue_is_said_once_before_the_stall() -> None:
     stats = {Phase.CUDA_GRAPH: PhaseStats(Phase.CUDA_GRAPH, 3, 110.0, 118.0, 119.0)}
-    settings = Settings(learned={Phase.CUDA_GRAPH: 357.0}, stats=stats)
+    settings = Settings(budgets=budgets_from({}, stats), stats=stats)
     state, _ = step(WatchState(), _obs(0.0), settings)
     state, said = step(state, _obs(240.0, silence=120.0), settings)
     assert _texts(said) == ["[+ 240.0s] overdue: 4m00s in cuda_graph, successful runs take 1m50s (p90 1m58s)"]
