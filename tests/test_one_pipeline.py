@@ -3,6 +3,7 @@ report — gives the same verdict, phases, root cause, stacks and flight-recorde
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,7 @@ from logphase.logs.reader import open_sources, read_lines
 from logphase.packs import PackSet, load_packs
 from logphase.report.model import InputSummary
 from logphase.watching import Ingest
-from tests.conftest import FIXTURES, run_json
+from tests.conftest import FIXTURES, run_cli, run_json
 
 AS_OF_TEXT = "2026-06-01 12:00:00"
 AS_OF = datetime(2026, 6, 1, 12, 0, 0)
@@ -121,3 +122,23 @@ def test_every_kind_of_fixture_is_a_case() -> None:
         "fr-rank-0",
         "fr-rank-1",
     ]
+
+
+@pytest.mark.parametrize("name", ["sglang/eagle3-tp8-hung-cuda-graph-247.log", "vllm/v1-085-tp4-ready-serving.log"])
+def test_watch_records_the_run_runs_add_records(name: str, tmp_path: Path) -> None:
+    # GIVEN a finished log, once piped into `watch --record` and once given to `runs add`
+    log = FIXTURES / "logs" / name
+    watched_db, added_db = tmp_path / "watched.db", tmp_path / "added.db"
+    watch = run_cli("watch", "-", "--record", "--db", str(watched_db), input=log.read_bytes())
+    add = run_cli("runs", "add", str(log), "--db", str(added_db))
+    # WHEN both stores show their one run
+    shown = [
+        json.loads(run_cli("runs", "show", "1", "--db", str(db), "--format", "json").stdout)
+        for db in (watched_db, added_db)
+    ]
+    # THEN it is the same run — outcome, phases, stop point, hashes — read from another path
+    assert (watch.stderr.splitlines()[-1], add.stderr.splitlines()[-1]) == (add.stderr.strip(), add.stderr.strip())
+    assert [run.pop("paths") for run in shown] == [["<stdin>"], [str(log)]]
+    for run in shown:
+        run.pop("recorded_at")  # the second it was recorded in
+    assert shown[0] == shown[1]
