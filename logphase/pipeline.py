@@ -1,7 +1,7 @@
 """The one assembly of a run's analysis: scan → judge → report → evidence → run record → baseline.
 
-`analyze` (plain, --baseline, --record), `runs add` and the baseline logs themselves go through
-`run`; `watch` feeds the same SourceFeed line by line and builds its final report with `assemble`."""
+`analyze` (plain: `report`; --baseline, --record: `run`), `runs add` and baseline logs go through
+`assemble`; `watch` feeds the same SourceFeed line by line and builds its final report with it."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
+from typing import overload
 
 from logphase.baselines import (
     RunRecord,
@@ -49,16 +50,23 @@ class Options:
 
 
 def run(sources: list[LogSource], packs: PackSet, options: Options) -> tuple[Report, RunRecord]:
-    """Read every source once and judge the run; the report and the run as it would be recorded."""
+    """Read every source once, hashing it, and judge the run: the report and the run as it would be recorded."""
     tap = SourceTap(sources)
     result = scan(tap.sources, packs, options.as_of, fast=options.fast)
     identity = tap.identity(result.timeline.system, result.timeline.version)
-    inputs = tuple(InputSummary(s.name, s.lines, s.bytes) for s in sources)
-    modified = [s.modified for s in sources if s.modified is not None]
-    last_write = datetime.fromtimestamp(max(modified)) if modified else None
-    return assemble(inputs, result, packs, options, identity=identity, last_activity=last_write)
+    return assemble(_inputs(sources), result, packs, options, identity=identity, last_activity=_last_write(sources))
 
 
+def report(sources: list[LogSource], packs: PackSet, options: Options) -> Report:
+    """`run` for a report alone (plain `analyze`): without a run record the logs need no hashing,
+    a tenth of the CPU of a pass. With a baseline to compare with, it is `run`."""
+    if options.baseline is not None:
+        return run(sources, packs, options)[0]
+    result = scan(sources, packs, options.as_of, fast=options.fast)
+    return assemble(_inputs(sources), result, packs, options, identity=None, last_activity=_last_write(sources))[0]
+
+
+@overload
 def assemble(
     inputs: Sequence[InputSummary],
     result: ScanResult,
@@ -67,31 +75,40 @@ def assemble(
     *,
     identity: LogIdentity,
     last_activity: datetime | None,
-) -> tuple[Report, RunRecord]:
-    """A scanned run → its report and run record. `last_activity` (a file's mtime) stands in for the
-    time of the last progress when the log has no timestamps at all."""
+) -> tuple[Report, RunRecord]: ...
+
+
+@overload
+def assemble(
+    inputs: Sequence[InputSummary],
+    result: ScanResult,
+    packs: PackSet,
+    options: Options,
+    *,
+    identity: None,
+    last_activity: datetime | None,
+) -> tuple[Report, None]: ...
+
+
+def assemble(
+    inputs: Sequence[InputSummary],
+    result: ScanResult,
+    packs: PackSet,
+    options: Options,
+    *,
+    identity: LogIdentity | None,
+    last_activity: datetime | None,
+) -> tuple[Report, RunRecord | None]:
+    """A scanned run → its report, and its run record when the logs' identity is known (a baseline
+    needs it). `last_activity` (a file's mtime) stands in for the time of the last progress when the
+    log has no timestamps at all."""
     timeline = result.timeline
-    ref = options.baseline
-    notes: list[str] = []
-    reference: RunRecord | None = None
-    stored: list[RunRecord] = []
-    if ref is not None:
-        kind = reference_kind(ref)
-        if kind != "path" and options.store is None:
-            raise options.store_error or StoreError("no run store", hint="record runs first: logphase runs add LOG")
-        if options.store is not None:
-            stored = options.store.matching(identity.fingerprint.key)
-        elif options.store_error is not None:
-            notes.append(f"run store not used: {options.store_error.message}")
-        if kind == "id":
-            assert options.store is not None
-            reference = options.store.get(int(ref))
-        elif kind == "auto":
-            earlier = [run for run in stored if run.content_hash != identity.content_hash]
-            reference = max(earlier, key=lambda run: run.id or 0) if earlier else None
-        else:
-            reference = load_reference(ref, packs, options.as_of)
-    pool = successful_pool([*stored, *([reference] if reference else [])], exclude_hash=identity.content_hash)
+    baseline: Baseline | None = None
+    if options.baseline is not None:
+        if identity is None:
+            raise ValueError("a baseline comparison needs the logs' identity")
+        baseline = find_baseline(options.baseline, identity, packs, options)
+    pool = baseline.pool if baseline is not None else []
     budgets = budgets_from(packs.budgets(timeline.system), phase_stats(pool))
     judgement = judge(
         timeline, as_of=options.as_of, post_mortem=options.post_mortem, budgets=budgets, last_activity=last_activity
@@ -100,21 +117,58 @@ def assemble(
     # stack dumps printed into the log (SGLang's watchdog py-spy, faulthandler): the report's `stacks`
     stacks = summarize(result.dumps, packs.signatures) if result.dumps else None
     report = with_evidence(report, Evidence(stacks=stacks, flight=options.flight, watched=options.watched))
+    if identity is None:
+        return report, None
     run = run_from_report(report, identity, options.label)
-    if ref is not None:
+    if baseline is not None:
         now = timeline.last_time if options.post_mortem else options.as_of
         comparison = compare(
             run,
-            ref=ref,
-            reference=reference,
+            ref=baseline.ref,
+            reference=baseline.reference,
             pool=pool,
             in_phase_s=in_phase_seconds(run, now),
             silence_s=judgement.silence_s,
             post_mortem=options.post_mortem,
-            notes=notes,
+            notes=baseline.notes,
         )
         report = replace(report, baseline=comparison.to_json())
     return report, run
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """What a run is compared with: the reference REF names, and the successful runs of its setup."""
+
+    ref: str
+    reference: RunRecord | None
+    pool: list[RunRecord]  # successful runs, the judged one left out: the learned budgets' input
+    notes: list[str]
+
+
+def find_baseline(ref: str, identity: LogIdentity, packs: PackSet, options: Options) -> Baseline:
+    """`ref` is a run id, `auto` (the latest stored run of this setup) or the path of an earlier log.
+    A REF that is a path does not need the store; a store that could not be opened is then a note."""
+    notes: list[str] = []
+    reference: RunRecord | None = None
+    stored: list[RunRecord] = []
+    kind = reference_kind(ref)
+    if kind != "path" and options.store is None:
+        raise options.store_error or StoreError("no run store", hint="record runs first: logphase runs add LOG")
+    if options.store is not None:
+        stored = options.store.matching(identity.fingerprint.key)
+    elif options.store_error is not None:
+        notes.append(f"run store not used: {options.store_error.message}")
+    if kind == "id":
+        assert options.store is not None
+        reference = options.store.get(int(ref))
+    elif kind == "auto":
+        earlier = [run for run in stored if run.content_hash != identity.content_hash]
+        reference = max(earlier, key=lambda run: run.id or 0) if earlier else None
+    else:
+        reference = load_reference(ref, packs, options.as_of)
+    pool = successful_pool([*stored, *([reference] if reference else [])], exclude_hash=identity.content_hash)
+    return Baseline(ref, reference, pool, notes)
 
 
 def reference_kind(ref: str) -> str:
@@ -202,6 +256,15 @@ def _span_row(span: PhaseSpan, names: list[str]) -> SpanRow:
         if progress is None
         else {"done": progress.done, "total": progress.total, "rate_per_s": progress.rate_per_s},
     )
+
+
+def _inputs(sources: list[LogSource]) -> tuple[InputSummary, ...]:
+    return tuple(InputSummary(s.name, s.lines, s.bytes) for s in sources)
+
+
+def _last_write(sources: list[LogSource]) -> datetime | None:
+    modified = [s.modified for s in sources if s.modified is not None]
+    return datetime.fromtimestamp(max(modified)) if modified else None
 
 
 def _last_line(result: ScanResult, names: list[str]) -> LastLine | None:

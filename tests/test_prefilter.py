@@ -42,7 +42,7 @@ def short_head(monkeypatch: pytest.MonkeyPatch) -> None:
 def report(path: Path, packs: PackSet, *, fast: bool) -> str:
     """The JSON report of `analyze`, its scan told to use the fast path or not."""
     options = pipeline.Options(as_of=AS_OF, post_mortem=True, fast=fast)
-    return render_json(pipeline.run(open_sources([str(path)]), packs, options)[0])
+    return render_json(pipeline.report(open_sources([str(path)]), packs, options))
 
 
 _PLAIN: dict[tuple[Path, int, int], str] = {}

@@ -76,9 +76,11 @@ def analyze(
             store_error=store_error,
             flight=flight,
         )
-        report, run = pipeline.run(sources, packs, options)
         if record_run and store is not None:
+            report, run = pipeline.run(sources, packs, options)
             click.echo(record(store, run), err=True)
+        else:
+            report = pipeline.report(sources, packs, options)
     finally:
         if store is not None:
             store.close()
