@@ -11,15 +11,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import overload
 
-from logphase.baselines import (
-    RunRecord,
-    RunStore,
-    compare,
-    in_phase_seconds,
-    phase_stats,
-    run_from_report,
-    successful_pool,
-)
+from logphase.baselines.compare import compare
+from logphase.baselines.records import RunRecord, run_from_report
+from logphase.baselines.stats import in_phase_seconds, phase_stats, successful_pool
+from logphase.baselines.store import RunStore
 from logphase.errors import StoreError, UsageError
 from logphase.fingerprint import LogIdentity, SourceTap
 from logphase.flight_recorder import FlightReport

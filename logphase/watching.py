@@ -6,12 +6,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
-from logphase.baselines import OVERDUE_FACTOR, PhaseStats, RunRecord, StopPoint, estimate_eta, stop_point
+from logphase.baselines.records import RunRecord, StopPoint, stop_point
+from logphase.baselines.stats import OVERDUE_FACTOR, PhaseStats, estimate_eta
+from logphase.durations import format_duration
 from logphase.errors import ExitCode
 from logphase.fingerprint import FingerprintCollector
 from logphase.health import Health, Probe
 from logphase.judging.budgets import Budgets
-from logphase.judging.durations import format_duration
 from logphase.judging.exits import exit_code
 from logphase.judging.logs import Judgement, judge
 from logphase.logs.matcher import Event, SourceMatcher

@@ -11,6 +11,7 @@ from logphase import pipeline
 from logphase.cli.common import FORMATS, load_all_packs, parse_as_of, patterns_option, use_colour
 from logphase.cli.runs import db_option, open_store_for, record
 from logphase.flight_recorder import judge_dumps, read_dumps
+from logphase.judging.exits import exit_code
 from logphase.logs.reader import open_sources
 from logphase.report.analysis import render_json, render_markdown, render_table
 
@@ -90,4 +91,4 @@ def analyze(
         click.echo(render_markdown(report), nl=False)
     else:
         click.echo(render_table(report, colour=use_colour()), nl=False)
-    sys.exit(int(report.exit_code))
+    sys.exit(int(exit_code(report.verdict)))

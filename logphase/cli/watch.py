@@ -15,7 +15,8 @@ from pathlib import Path
 import click
 
 from logphase import pipeline
-from logphase.baselines import RunStore, phase_stats, successful_pool
+from logphase.baselines.stats import phase_stats, successful_pool
+from logphase.baselines.store import RunStore
 from logphase.cli.common import load_all_packs, patterns_option, use_colour
 from logphase.cli.runs import db_option, record, resolve_db
 from logphase.errors import LogphaseError, StoreError

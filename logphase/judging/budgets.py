@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from logphase.baselines import PhaseStats, learned_budgets
+from logphase.baselines.stats import PhaseStats, learned_budgets
 from logphase.phases import Phase
 
 # Without baselines or a pack budget, this much silence in a phase makes a live run `stalled`.

@@ -6,8 +6,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from datetime import datetime
 
+from logphase.durations import format_duration
 from logphase.judging.budgets import Budgets
-from logphase.judging.durations import format_duration
 from logphase.logs.matcher import Event
 from logphase.logs.timeline import JOB_SYSTEMS, RankState, Timeline, is_tagged, rank_number, rank_sort_key
 from logphase.phases import MAIN_PROCESS_PHASES, EventKind, Phase, Role, Verdict

@@ -9,7 +9,7 @@ from datetime import datetime
 
 from tabulate import tabulate
 
-from logphase.judging.durations import format_duration
+from logphase.durations import format_duration
 from logphase.phases import MAIN_PROCESS_PHASES, Phase, Verdict
 from logphase.report.model import Report, SpanRow
 from logphase.report.ranks import format_rank_set

@@ -7,8 +7,6 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from logphase.errors import ExitCode
-from logphase.judging.exits import exit_code
 from logphase.phases import Phase, Verdict
 
 SCHEMA = "logphase.analysis/1"
@@ -94,10 +92,6 @@ class Report:
     stacks: Mapping[str, Any] | None = None
     flight_recorder: Mapping[str, Any] | None = None
     notes: tuple[str, ...] = field(default=())
-
-    @property
-    def exit_code(self) -> ExitCode:
-        return exit_code(self.verdict)
 
     @property
     def last_line_age_s(self) -> float | None:

@@ -1,4 +1,4 @@
-"""How a number of seconds is said in reasons, notes and tables (`45s`, `3m07s`, `2h05m`)."""
+"""How a duration reads to a person: `45s`, `3m05s`, `1h02m`."""
 
 from __future__ import annotations
 
