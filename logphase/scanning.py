@@ -141,7 +141,7 @@ def scan(sources: list[LogSource], packs: PackSet, as_of: datetime, *, fast: boo
     return result
 
 
-def first_year(lines: list[Line], packs: PackSet) -> int | None:
+def first_year(lines: Sequence[Line], packs: PackSet) -> int | None:
     """The year of the first dated line: year-less stamps before it take it."""
     for line in lines:
         fields, _ = packs.split_prefix(line.text)

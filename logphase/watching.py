@@ -21,7 +21,7 @@ from logphase.logs.reader import Line
 from logphase.logs.timeline import Timeline, TimelineBuilder
 from logphase.packs import PackSet
 from logphase.phases import Phase, Verdict
-from logphase.scanning import ScanResult, SourceFeed
+from logphase.scanning import YEAR_LOOKAHEAD, ScanResult, SourceFeed, first_year
 from logphase.stacks.dumps import TRIGGER
 
 # lines/s is averaged over this many seconds: smooth enough to read, recent enough to mean "now".
@@ -72,6 +72,9 @@ class Ingest:
     def feed(self, lines: Sequence[Line], arrived: float) -> None:
         matcher, builder, fingerprint = self.matcher, self.builder, self.fingerprint
         added = False
+        if not self.lines and lines and matcher.year is None:
+            # as analyze's scan: year-less stamps before the first dated line take its year
+            matcher.year = first_year(lines[:YEAR_LOOKAHEAD], self.packs)
         if not fingerprint.done:
             fingerprint.feed_all(line.text for line in lines)
         chosen: Iterable[Line] = lines if self.runs is None else self.runs.lines(lines, matcher)

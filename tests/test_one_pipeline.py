@@ -26,6 +26,7 @@ LOGS = sorted(
         *(FIXTURES / "logs").glob("*/*.log"),
         *(FIXTURES / "real").glob("**/*.log"),
         *(FIXTURES / "stacks").glob("*.log"),  # faulthandler / py-spy dumps printed into logs
+        *(FIXTURES / "realworld").glob("*/*.log"),  # pasted from issues and forums
     ]
 )
 BASELINES = (FIXTURES / "logs" / "sglang" / "tp8-ready-serving.log", FIXTURES / "logs" / "vllm" / "v0-tp2-ready.log")
@@ -114,7 +115,7 @@ def test_analyze_baseline_record_and_watch_judge_a_log_alike(log: Path, packs: P
 
 def test_every_kind_of_fixture_is_a_case() -> None:
     # GIVEN the fixture folders WHEN globbed THEN golden logs, real captures, dumps in logs and flight dumps are in
-    assert {path.relative_to(FIXTURES).parts[0] for path in LOGS} == {"logs", "real", "stacks"}
+    assert {path.relative_to(FIXTURES).parts[0] for path in LOGS} == {"logs", "real", "stacks", "realworld"}
     assert [dump.name for dump in flight_dumps(FIXTURES / "real" / "gpu-h200" / "nccl-watchdog-timeout.log")] == [
         "nccl-watchdog-timeout-fr-rank-0"
     ]

@@ -168,3 +168,21 @@ def test_ingest_measures_silence_by_the_log_clock_and_arrival_not_the_wall_clock
     # THEN 10 s of log time after the progress (less a second of stamp resolution) plus 5 s since arrival
     assert ingest.silence(105.0, since=0.0) == 14.0
     assert (ingest.stop_point().phase, ingest.lines) == (Phase.WEIGHT_LOAD, 3)
+
+
+def test_ingest_dates_year_less_stamps_by_the_first_dated_line_as_analyze_does() -> None:
+    # GIVEN a log whose first stamps carry no year (vLLM's `INFO 11-26 …`) and a later line that
+    # does (SGLang's `[2024-11-26 …]`), watched a year later
+    packs = load_packs(builtin=True)
+    ingest = Ingest(packs, reference=datetime(2025, 12, 1, 0, 0, 0))
+    # WHEN the existing file is caught up on in one batch
+    ingest.feed(
+        [
+            Line(1, "INFO 11-26 14:23:34 weight_utils.py:243] Using model weights format ['*.safetensors']", 0),
+            Line(2, "[2024-11-26 14:25:58] Initialization failed. warmup error: Traceback (most recent call last):", 0),
+        ],
+        arrived=0.0,
+    )
+    # THEN the year-less stamp is of 2024, like the dated line after it (was: the watch's own year, 2025)
+    spans = ingest.timeline().spans
+    assert [(span.phase, span.start) for span in spans][:1] == [(Phase.WEIGHT_LOAD, datetime(2024, 11, 26, 14, 23, 34))]
