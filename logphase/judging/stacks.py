@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from logphase.stacks.model import Classification, Frame, Group
+from logphase.stacks.model import Classification, Frame, Group, ProcessSnapshot
 from logphase.stacks.tree import format_ranks, list_ranks
 
 # States that mean "blocked until another rank (or the GPU) does something".
@@ -23,9 +23,19 @@ class StacksJudgement:
 
 
 def judge_stacks(
-    peer_groups: Sequence[Group], groups: Sequence[Group], fatal: Mapping[str, str | None], samples: int
+    peer_groups: Sequence[Group],
+    groups: Sequence[Group],
+    fatal: Mapping[str, str | None],
+    samples: int,
+    *,
+    processes: Sequence[ProcessSnapshot],
 ) -> StacksJudgement:
-    """Where the ranks wait, who is behind, and whether the run is stuck (DESIGN.md §3.4)."""
+    """Where the ranks wait, who is behind, and whether the run is stuck (DESIGN.md §3.4). `groups`
+    are the classified stacks of `processes` that could be read; `peer_groups` the ranks' among them."""
+    if not groups:
+        unreadable = [p for p in processes if not p.skipped]
+        summary = "no process could be read" if unreadable or not processes else "no Python process to read"
+        return StacksJudgement((), "unknown", summary, False, ())
     if not peer_groups:
         return StacksJudgement((), "unknown", "no rank could be read", False, ())
     crashed = [g for g in groups if g.state == "crashed"]

@@ -192,26 +192,21 @@ def summarize(
     peer_threads = [next((t for t in m.threads if t.main), m.threads[0]) for m in members if m.peer]
     divergence = divergence_frame(peer_threads) if len(peer_groups) > 1 else None
     fatal_by_label = {m.label: m.snap.fatal for m in members}
-    judgement = judge_stacks(peer_groups, groups, fatal_by_label, samples)
-    state, summary, stuck = judgement.state, judgement.summary, judgement.stuck
+    judgement = judge_stacks(peer_groups, groups, fatal_by_label, samples, processes=processes)
 
     all_notes = list(notes)
     for snap, label in zip(processes, labels, strict=True):
         if snap.error and not snap.skipped:
             all_notes.append(f"{label}: {snap.error}")
-    if not members:
-        unreadable = [p for p in processes if not p.skipped]
-        summary = "no process could be read" if unreadable or not processes else "no Python process to read"
-        state, stuck = "unknown", False
 
     stall = None
-    if stuck and judgement.stall_groups:
+    if judgement.stuck and judgement.stall_groups:
         first_group = judgement.stall_groups[0]
         stall = StallFinding(
-            state=state,
+            state=judgement.state,
             ranks=tuple(label for g in judgement.stall_groups for label in g.labels),
             frame=first_group.classification.frame,
-            summary=summary,
+            summary=judgement.summary,
         )
     return StacksReport(
         samples=samples,
@@ -221,9 +216,9 @@ def summarize(
         tree=tree,
         culprit_ranks=judgement.culprits,
         stall=stall,
-        state=state,
-        summary=summary,
-        stuck=stuck,
+        state=judgement.state,
+        summary=judgement.summary,
+        stuck=judgement.stuck,
         divergence=divergence,
         skew_s=skew_s,
         notes=tuple(all_notes),
