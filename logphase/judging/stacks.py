@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from logphase.ranks import format_rank_set, list_ranks
 from logphase.stacks.model import Classification, Frame, Group, ProcessSnapshot
-from logphase.stacks.tree import format_ranks, list_ranks
 
 # States that mean "blocked until another rank (or the GPU) does something".
 WAIT_STATES = frozenset({"collective_wait", "rendezvous", "gpu_sync"})
@@ -69,7 +69,7 @@ def judge_stacks(
         who = "all ranks" if len(group.labels) > 1 else group.labels[0]
         text = describe(group.labels, group.classification)
         if len(group.labels) > 1:
-            text = f"all ranks ({format_ranks(group.labels)})" + text[len(list_ranks(group.labels)) :]
+            text = f"all ranks ({format_rank_set(group.labels)})" + text[len(list_ranks(group.labels)) :]
         if group.state in WAIT_STATES:
             if group.moving:
                 return StacksJudgement(

@@ -6,8 +6,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
+from logphase.frames import frame_key_of
 from logphase.judging.stacks import judge_stacks
 from logphase.packs import StallSignature
+from logphase.ranks import natural_key
 from logphase.stacks.model import (
     Classification,
     Frame,
@@ -18,13 +20,7 @@ from logphase.stacks.model import (
     ThreadStack,
     TreeNode,
 )
-from logphase.stacks.tree import (
-    build_tree,
-    divergence_frame,
-    natural_key,
-    path_of,
-    selected_threads,
-)
+from logphase.stacks.tree import build_tree, divergence_frame, path_of, selected_threads
 
 # States that name the startup phase a wait happens in ("waits in all_reduce inside capture").
 CONTEXT_STATES = frozenset({"weight_load", "kv_cache", "cuda_graph", "compile", "import", "rendezvous"})
@@ -46,7 +42,8 @@ class Classifier:
     def classify(self, frames: Sequence[Frame]) -> Classification:
         """The highest-priority signature among the frames wins (innermost on ties); the nearest
         phase frame outside it is its context."""
-        matches = [(index, self.signature_for(signature_key(frame))) for index, frame in enumerate(frames)]
+        keys = [frame_key_of(frame.function, frame.file, native=frame.native) for frame in frames]
+        matches = [(index, self.signature_for(key)) for index, key in enumerate(keys)]
         best: tuple[int, StallSignature] | None = None
         for index, signature in matches:
             if signature is not None and (best is None or signature.priority > best[1].priority):
@@ -61,14 +58,6 @@ class Classifier:
                 context = frames[outer_index]
                 break
         return Classification(state=signature.state, frame=frames[index], context=context, signature=signature.id)
-
-
-def signature_key(frame: Frame) -> str:
-    """`function (file)` with py-spy 0.4's class qualifier dropped: `Popen._wait` → `_wait`."""
-    function = frame.function
-    if "." in function and not frame.native and not function.startswith("<"):
-        function = function.rsplit(".", 1)[1] or function
-    return f"{function} ({frame.file})"
 
 
 def classify(frames: Sequence[Frame], signatures: Sequence[StallSignature]) -> Classification:
