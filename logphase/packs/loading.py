@@ -3,6 +3,7 @@ compile their regexes once, refuse duplicate names and ids, and check every exam
 
 from __future__ import annotations
 
+import os
 import re as stdlib_re
 import tomllib
 from collections.abc import Iterable, Mapping
@@ -57,13 +58,24 @@ def user_pack_dir(config_home: str | None) -> Path | None:
     if not config_home:
         return None
     directory = Path(config_home) / "logphase" / "patterns"
-    return directory if directory.is_dir() else None
+    try:
+        return directory if directory.is_dir() else None
+    except PermissionError:  # `sudo -u other` with HOME kept: the config folder is someone else's
+        raise PackError(
+            f"{directory}: permission denied (your pattern packs folder)",
+            hint="make it readable (chmod -R u+rX), or point XDG_CONFIG_HOME elsewhere",
+        ) from None
 
 
 def expand_pack_paths(paths: Iterable[Path]) -> list[Path]:
     expanded: list[Path] = []
     for path in paths:
         if path.is_dir():
+            if not os.access(path, os.R_OK | os.X_OK):  # glob would find nothing, silently
+                raise PackError(
+                    f"{path}: permission denied (a folder of pattern packs)",
+                    hint="make it readable (chmod -R u+rX), or leave it out",
+                )
             expanded.extend(sorted(path.glob("*.toml")))
         elif path.exists():
             expanded.append(path)
