@@ -46,7 +46,7 @@ class Options:
 
 def run(sources: list[LogSource], packs: PackSet, options: Options) -> tuple[Report, RunRecord]:
     """Read every source once, hashing it, and judge the run: the report and the run as it would be recorded."""
-    tap = SourceTap(sources)
+    tap = SourceTap(sources, packs.server_args)
     result = scan(tap.sources, packs, options.as_of, fast=options.fast)
     identity = tap.identity(result.timeline.system, result.timeline.version)
     return assemble(_inputs(sources), result, packs, options, identity=identity, last_activity=_last_write(sources))

@@ -120,7 +120,7 @@ class SourceFeed:
 def scan(sources: list[LogSource], packs: PackSet, as_of: datetime, *, fast: bool = True) -> ScanResult:
     """One streaming pass over every source. `fast`: the matcher sees only the lines that can
     change the result (logs/prefilter.py); the result is the same."""
-    builder = TimelineBuilder()
+    builder = TimelineBuilder(job_systems=packs.job_systems)
     result = ScanResult(timeline=builder.finish())
     plan = plan_for(packs, (TRIGGER,))
     for index, source in enumerate(sources):

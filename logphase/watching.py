@@ -46,10 +46,10 @@ class Ingest:
     fast: bool = True  # steady runs summarised (logs/prefilter.py FollowRuns); same state either way
     matcher: SourceMatcher = field(init=False)
     runs: FollowRuns | None = field(init=False)
-    builder: TimelineBuilder = field(default_factory=TimelineBuilder)
+    builder: TimelineBuilder = field(init=False)
     source: SourceFeed = field(init=False)
     scanned: ScanResult = field(init=False)
-    fingerprint: FingerprintCollector = field(default_factory=FingerprintCollector)
+    fingerprint: FingerprintCollector = field(init=False)
     lines: int = 0
     skipped_lines: int = 0  # steady-run lines the matcher never read
     last_line: Line | None = None
@@ -64,6 +64,8 @@ class Ingest:
 
     def __post_init__(self) -> None:
         self.matcher = SourceMatcher(self.packs, self.reference)
+        self.builder = TimelineBuilder(job_systems=self.packs.job_systems)  # the user's packs' facts too
+        self.fingerprint = FingerprintCollector(formats=self.packs.server_args)
         self.scanned = ScanResult(timeline=self.builder.finish())
         self.source = SourceFeed(0, self.matcher, self.builder, self.scanned)
         plan = plan_for(self.packs, (TRIGGER,))
