@@ -139,7 +139,7 @@ def analyze(
     report = build_report(sources, result, judgement, as_of=as_of, post_mortem=post_mortem)
     if result.dumps:
         # stack dumps printed into the log (SGLang's watchdog py-spy, faulthandler): merged as `stacks`
-        report = replace(report, stacks=summarize(result.dumps, packs.signatures).to_json())
+        report = replace(report, stacks=summarize(result.dumps, packs.signatures))
     return report
 
 
@@ -157,7 +157,7 @@ def with_flight_recorder(report: Report, flight: FlightReport) -> Report:
     reason = report.reason
     if not report.inputs and report.verdict is Verdict.UNKNOWN:
         reason = "no log given; see the flight recorder"
-    return replace(report, flight_recorder=flight.to_json(), culprit_ranks=culprits, notes=tuple(notes), reason=reason)
+    return replace(report, flight_recorder=flight, culprit_ranks=culprits, notes=tuple(notes), reason=reason)
 
 
 def build_report(

@@ -621,7 +621,7 @@ def analyze_run(
             post_mortem=post_mortem,
             notes=notes,
         )
-        report = replace(report, baseline=comparison.to_json())
+        report = replace(report, baseline=comparison)
     return Analysed(report, run)
 
 

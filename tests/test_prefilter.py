@@ -18,7 +18,7 @@ from logphase.logs import prefilter
 from logphase.logs.prefilter import Factor, learn_template, plan_for, regex_factors, rule_factors, widen_classes
 from logphase.logs.reader import open_sources
 from logphase.packs import PackSet, load_packs
-from logphase.report.analysis import render_json
+from logphase.report.formats.json import JsonFormat
 from logphase.stacks.dumps import TRIGGER
 from tests.conftest import FIXTURES, SHARED
 
@@ -48,7 +48,7 @@ def report(path: Path, packs: PackSet, *, fast: bool) -> str:
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(analysis, "scan", scan)
-        return render_json(analysis.analyze(open_sources([str(path)]), packs, as_of=AS_OF, post_mortem=True))
+        return JsonFormat().analysis(analysis.analyze(open_sources([str(path)]), packs, as_of=AS_OF, post_mortem=True))
 
 
 _PLAIN: dict[tuple[Path, int, int], str] = {}

@@ -29,7 +29,7 @@ from logphase.health import parse_url, probe
 from logphase.logs.reader import FOLLOW_POLL_S, follow_lines
 from logphase.packs import PackSet
 from logphase.phases import Phase, Verdict
-from logphase.report.stacks import render
+from logphase.report.formats import OutputFormat, pick
 from logphase.stacks import pyspy
 from logphase.stacks.stalls import summarize
 from logphase.watching import Ingest, Observation, Outcome, Settings, Transition, WatchState, status_line, step
@@ -234,7 +234,7 @@ def _stacks_at_stall(pid: int, packs: PackSet, colour: bool) -> None:
         return
     report = summarize(snapshots, packs.signatures, samples=2, interval_s=0.5, skew_s=skew)
     click.echo(f"Stall point (stacks of {report.readable} processes): {report.summary}", err=True)
-    click.echo(render(report, "table", color=colour), nl=False)
+    click.echo(pick(OutputFormat.TABLE, colour=colour).stacks(report), nl=False)
 
 
 def _record(ingest: Ingest, outcome: Outcome, log: str, content: str, head: bytes, store_path: Path) -> None:
