@@ -12,12 +12,17 @@ from logphase.report.ranks import format_rank_set
 from logphase.report.sections import FlightSection
 from logphase.verdict import format_duration
 
-PHASE_HEADERS = ["phase", "ranks", "start", "end", "took", "progress"]
-RANK_HEADERS = ["rank", "phase", "last progress", "line"]
+
+@dataclass(frozen=True)
+class Table:
+    """A table as every format lays it out: the column names and rows of text (no rows: not shown)."""
+
+    headers: tuple[str, ...]
+    rows: list[list[str]]
 
 
 @dataclass(frozen=True)
-class PhaseRow:
+class _PhaseRow:
     """One phase across the ranks that went through it."""
 
     phase: Phase
@@ -25,10 +30,7 @@ class PhaseRow:
     ranks: tuple[str | None, ...]
     start: datetime | None
     end: datetime | None
-    seconds: float | None
-    slowest: tuple[str | None, float] | None
     progress: str
-    ended_on_all: bool
     first_line: int
 
 
@@ -75,7 +77,17 @@ def root_title(report: Report) -> str:
     return "Last progress" if report.verdict is Verdict.STALLED else "Root cause"
 
 
-def phase_rows(spans: Sequence[SpanRow]) -> list[PhaseRow]:
+def phase_table(report: Report) -> Table:
+    """One row per phase (a draft model's apart), in the order the phases began."""
+    rows = []
+    for row in _phase_rows(report.phases):
+        name = f"{row.phase.value} (draft)" if row.draft and row.phase is not Phase.DRAFT_INIT else row.phase.value
+        took = format_duration((row.end - row.start).total_seconds()) if row.start and row.end else ""
+        rows.append([name, format_rank_set(row.ranks), clock(row.start), clock(row.end), took, row.progress])
+    return Table(("phase", "ranks", "start", "end", "took", "progress"), rows)
+
+
+def _phase_rows(spans: Sequence[SpanRow]) -> list[_PhaseRow]:
     grouped: dict[tuple[Phase, bool], list[SpanRow]] = {}
     for span in spans:
         grouped.setdefault((span.phase, span.draft), []).append(span)
@@ -83,20 +95,14 @@ def phase_rows(spans: Sequence[SpanRow]) -> list[PhaseRow]:
     for (phase, draft), members in grouped.items():
         starts = [s.start for s in members if s.start]
         ends = [s.end for s in members if s.end]
-        start, end = (min(starts) if starts else None), (max(ends) if ends else None)
-        timed = [(s.rank, s.seconds) for s in members if s.seconds is not None]
-        slowest = max(timed, key=lambda item: item[1]) if len(timed) > 1 else None
         rows.append(
-            PhaseRow(
+            _PhaseRow(
                 phase=phase,
                 draft=draft,
                 ranks=tuple(s.rank for s in members),
-                start=start,
-                end=end,
-                seconds=(end - start).total_seconds() if start and end else None,
-                slowest=(slowest[0], slowest[1]) if slowest else None,
+                start=min(starts) if starts else None,
+                end=max(ends) if ends else None,
                 progress=_bar_text(members),
-                ended_on_all=all(s.ended for s in members),
                 first_line=min(s.start_line for s in members),
             )
         )
@@ -114,24 +120,19 @@ def _bar_text(members: Sequence[SpanRow]) -> str:
     return f"{bar['done']}{total}{rate}"
 
 
-def phase_table(rows: Sequence[PhaseRow]) -> list[list[str]]:
-    table = []
-    for row in rows:
-        name = f"{row.phase.value} (draft)" if row.draft and row.phase is not Phase.DRAFT_INIT else row.phase.value
-        took = format_duration(row.seconds) if row.seconds is not None else ""
-        table.append([name, format_rank_set(row.ranks), clock(row.start), clock(row.end), took, row.progress])
-    return table
-
-
-def rank_table(report: Report) -> list[list[str]]:
+def rank_table(report: Report) -> Table:
     """Per-rank rows, only when they tell something: culprits, or ranks in different phases
     before the main process took over (after that, every rank finished its init)."""
+    headers = ("rank", "phase", "last progress", "line")
     rows = report.rank_rows
     if len({row.current for row in rows}) < 2 and not report.culprit_ranks:
-        return []
+        return Table(headers, [])
     if report.phase in MAIN_PROCESS_PHASES and not report.culprit_ranks:
-        return []
-    return [[row.rank, row.current.value, clock(row.last_progress), str(row.last_progress_line or "")] for row in rows]
+        return Table(headers, [])
+    return Table(
+        headers,
+        [[row.rank, row.current.value, clock(row.last_progress), str(row.last_progress_line or "")] for row in rows],
+    )
 
 
 def facts(report: Report) -> str:

@@ -6,17 +6,7 @@ from dataclasses import dataclass
 
 from tabulate import tabulate
 
-from logphase.report.analysis import (
-    PHASE_HEADERS,
-    RANK_HEADERS,
-    context,
-    facts,
-    findings,
-    phase_rows,
-    phase_table,
-    rank_table,
-    root_title,
-)
+from logphase.report.analysis import context, facts, findings, phase_table, rank_table, root_title
 from logphase.report.model import Report
 from logphase.report.stacks import GROUP_HEADERS, PROBLEM_HEADERS, group_rows, problem_rows, render_tree
 from logphase.stacks.model import StacksReport
@@ -27,12 +17,9 @@ class MarkdownFormat:
     def analysis(self, report: Report) -> str:
         where = f" at `{report.phase}`" if report.phase else ""
         out = [f"**logphase: {report.verdict.value.upper()}**{where} — {report.reason}", "", facts(report), ""]
-        rows = phase_rows(report.phases)
-        if rows:
-            out += [tabulate(phase_table(rows), headers=PHASE_HEADERS, tablefmt="github"), ""]
-        divergent = rank_table(report)
-        if divergent:
-            out += [tabulate(divergent, headers=RANK_HEADERS, tablefmt="github"), ""]
+        for table in (phase_table(report), rank_table(report)):
+            if table.rows:
+                out += [tabulate(table.rows, headers=table.headers, tablefmt="github"), ""]
         if report.culprit_ranks:
             out += [f"Culprit ranks: {', '.join(f'`{r}`' for r in report.culprit_ranks)}", ""]
         root = report.root_cause

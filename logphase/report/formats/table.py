@@ -7,17 +7,7 @@ from dataclasses import dataclass
 from tabulate import tabulate
 
 from logphase.phases import Verdict
-from logphase.report.analysis import (
-    PHASE_HEADERS,
-    RANK_HEADERS,
-    context,
-    facts,
-    findings,
-    phase_rows,
-    phase_table,
-    rank_table,
-    root_title,
-)
+from logphase.report.analysis import context, facts, findings, phase_table, rank_table, root_title
 from logphase.report.model import Report
 from logphase.report.paint import paint
 from logphase.report.stacks import PROBLEM_HEADERS, problem_rows, render_groups, render_tree
@@ -43,12 +33,11 @@ class TableFormat:
         verdict = paint(report.verdict.value.upper(), _VERDICT_COLOURS[report.verdict], self.colour)
         where = f" at {report.phase}" if report.phase else ""
         out: list[str] = [f"logphase: {verdict}{where} — {report.reason}", f"  {facts(report)}", ""]
-        rows = phase_rows(report.phases)
-        if rows:
-            out += [tabulate(phase_table(rows), headers=PHASE_HEADERS), ""]
-        divergent = rank_table(report)
-        if divergent:
-            out += ["Ranks diverge:", tabulate(divergent, headers=RANK_HEADERS), ""]
+        phases, ranks = phase_table(report), rank_table(report)
+        if phases.rows:
+            out += [tabulate(phases.rows, headers=phases.headers), ""]
+        if ranks.rows:
+            out += ["Ranks diverge:", tabulate(ranks.rows, headers=ranks.headers), ""]
         if report.culprit_ranks:
             out += [f"Culprit ranks: {', '.join(report.culprit_ranks)}", ""]
         root = report.root_cause
