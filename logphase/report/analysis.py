@@ -6,11 +6,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from logphase.durations import format_duration
 from logphase.phases import MAIN_PROCESS_PHASES, Phase, Verdict
 from logphase.report.model import Report, SpanRow
 from logphase.report.ranks import format_rank_set
 from logphase.report.sections import FlightSection
-from logphase.verdict import format_duration
 
 
 @dataclass(frozen=True)
