@@ -212,8 +212,6 @@ def test_bad_as_of_is_a_usage_error(starting_log: Path) -> None:
 def test_stack_dumps_in_a_log_are_merged_under_stacks() -> None:
     # GIVEN the realworld log where SGLang's watchdog printed py-spy dumps of its schedulers
     log = REALWORLD / "stacks" / "064_sglang-pp-watchdog-pyspy-dump.txt"
-    if not log.exists():
-        pytest.skip("../shared/realworld is not beside this checkout")
     # WHEN analysed
     result = run_cli("analyze", "--post-mortem", str(log), "--format", "json")
     report = json.loads(result.stdout)
@@ -221,3 +219,15 @@ def test_stack_dumps_in_a_log_are_merged_under_stacks() -> None:
     assert report["verdict"] == "timeout"
     assert report["stacks"]["schema"] == "logphase.stacks/1"
     assert report["stacks"]["summary"].startswith("PP2 TP1 waits in gloo::transport::tcp::UnboundBuffer::waitRecv")
+
+
+@pytest.mark.parametrize("command", [["analyze"], ["stacks", "--from"]])
+def test_a_device_that_never_ends_is_refused(command: list[str]) -> None:
+    # GIVEN /dev/zero (endless NUL bytes: read as a log it would never end)
+    result = run_cli(*command, "/dev/zero")
+    # THEN exit 3 at once, saying what it is
+    assert result.exit_code == 3
+    assert result.stderr.splitlines() == [
+        "logphase: error: /dev/zero: a device, not a log (it never ends)",
+        "  hint: give a log file, or pipe a stream in: COMMAND | logphase analyze -",
+    ]

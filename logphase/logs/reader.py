@@ -13,7 +13,8 @@ import zlib
 from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, IO, cast
+from stat import S_ISBLK, S_ISCHR
+from typing import IO, Any, cast
 
 import zstandard
 
@@ -91,6 +92,11 @@ def _file_sources(path: Path, dumps: list[str] | None) -> list[LogSource]:
     try:
         with path.open("rb") as raw:
             stat = os.fstat(raw.fileno())
+            if (S_ISCHR(stat.st_mode) or S_ISBLK(stat.st_mode)) and path.resolve() != Path(os.devnull):
+                raise InputError(
+                    f"{path}: a device, not a log (it never ends)",
+                    hint="give a log file, or pipe a stream in: COMMAND | logphase analyze -",
+                )
             compressed = _compression(raw.read(6)) is not None
             raw.seek(0)
             head = _decompressed_head(raw, str(path))
