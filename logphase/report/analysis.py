@@ -8,8 +8,8 @@ from datetime import datetime
 
 from logphase.durations import format_duration
 from logphase.phases import MAIN_PROCESS_PHASES, Phase, Verdict
+from logphase.ranks import format_rank_set
 from logphase.report.model import Report, SpanRow
-from logphase.report.ranks import format_rank_set
 from logphase.report.sections import FlightSection
 
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from tabulate import tabulate
 
+from logphase.ranks import format_rank_set
 from logphase.report.paint import paint
 from logphase.stacks.model import Group, StacksReport, TreeNode
 from logphase.stacks.stalls import WAIT_STATES
-from logphase.stacks.tree import format_ranks
 
 
 def _state_colour(state: str) -> str:
@@ -32,7 +32,7 @@ def render_tree(report: StacksReport, *, colour: bool = False, max_chain: int = 
             chain.append(chain[-1].children[0])
         keep = set(range(2)) | set(range(len(chain) - 3, len(chain)))
         keep |= {i for i, n in enumerate(chain) if n.state}
-        label = f"{format_ranks(node.labels)} ({len(node.labels)})"
+        label = f"{format_rank_set(node.labels)} ({len(node.labels)})"
         painted = paint(
             label, "red" if culprits & set(node.labels) and culprits >= set(node.labels) else "bold", colour
         )
@@ -75,7 +75,7 @@ def group_rows(report: StacksReport) -> list[list[str]]:
         rows.append(
             [
                 str(index),
-                format_ranks(group.labels),
+                format_rank_set(group.labels),
                 str(len(group.labels)),
                 group.state,
                 _moving(group),
