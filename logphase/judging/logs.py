@@ -59,7 +59,7 @@ def judge(
         relayed = _relayed_from(root)
         if relayed is not None:  # this rank only heard of another rank's timeout
             who = f"rank {relayed} (reported by {root.rank or 'another rank'}) "
-        reason = f"{who}{_VERB[verdict]}{where}: {_message(root)} (line {root.line})"
+        reason = f"{who}{_VERB[verdict]}{where}: {_collective(root) or _message(root)} (line {root.line})"
         return Judgement(verdict, reason, phase, furthest, culprits, root, None, None)
 
     unhealthy = _unhealthy(timeline)
@@ -124,6 +124,26 @@ RELAYED_FROM = ("from_rank", "from_rank2")
 
 def _relayed_from(event: Event) -> str | None:
     return next((event.captures[key] for key in RELAYED_FROM if event.captures.get(key)), None)
+
+
+def _collective(event: Event) -> str | None:
+    """A watchdog's collective timeout in words: which collective, of which process group, how long
+    it ran against its timeout (the captures of torch's `WorkNCCL(SeqNum=…, OpType=…)` lines)."""
+    captures = event.captures
+    if not captures.get("op") or not captures.get("seq"):
+        return None
+    words = f"collective {captures['op']} #{captures['seq']}"
+    group = captures.get("pg") or (f"process group {captures['pg_id']}" if captures.get("pg_id") else "")
+    if group:
+        words += f" of {group}"
+    if captures.get("pg_rank"):
+        words += f" (rank {captures['pg_rank']} in the group)"
+    ran, limit = captures.get("ran_ms"), captures.get("timeout_ms")
+    if ran and limit:
+        words += f" ran {format_duration(int(ran) / 1000)} against a {format_duration(int(limit) / 1000)} timeout"
+    elif limit:
+        words += f" timed out after {format_duration(int(limit) / 1000)}"
+    return words
 
 
 def _unhealthy(timeline: Timeline) -> Event | None:
