@@ -44,7 +44,7 @@ def judge(
     """DESIGN.md §4. `as_of` is *now* for a live log; `last_activity` (a file's mtime) stands in
     for the time of the last progress when the log has no timestamps at all."""
     phase, furthest = server_phase(timeline)
-    failure = _first_root_failure(timeline, after=timeline.ready)
+    failure = _first_root_failure(timeline, after=timeline.ready, interrupt=timeline.interrupt)
     if failure is not None:
         root = _exception_line(timeline, failure)
         verdict = _FAILURE_VERDICT[root.kind]
@@ -94,6 +94,15 @@ def judge(
     )
     budget = budgets.for_phase(phase).seconds
     progress_time = progress.time if progress and progress.time else last_activity
+    interrupt = timeline.interrupt
+    if interrupt is not None:
+        # a person stopped it: the run is stalled where it was, whatever the clock says now
+        end = interrupt.time or timeline.last_time
+        silence = (end - progress_time).total_seconds() if end and progress_time else None
+        quiet = f" after {format_duration(silence)} without progress" if silence else ""
+        at = f"; last progress at line {progress.line}" if progress else ""
+        reason = f"interrupted during {phase}{quiet} ({_message(interrupt)}, line {interrupt.line}){at}{health}"
+        return Judgement(Verdict.STALLED, reason, phase, furthest, culprits, progress, silence, budget)
     if post_mortem:
         end = timeline.last_time
         silence = (end - progress_time).total_seconds() if end and progress_time else None
@@ -216,15 +225,27 @@ def _lockstep(timeline: Timeline, state: RankState) -> RankState:
     return replace(state, reached=Phase.CUDA_GRAPH, current=current, position=position)
 
 
-def _first_root_failure(timeline: Timeline, after: Event | None) -> Event | None:
+def _first_root_failure(timeline: Timeline, after: Event | None, interrupt: Event | None = None) -> Event | None:
     """The first root failure in time, else the first cascade. A traceback counts with the role of
     its exception line (torchrun's own traceback ends in a cascade, ChildFailedError). A traceback
-    the server survived — it said it was ready afterwards — is not why the run failed."""
-    failures = [e for e in timeline.failures if after is None or e.order_key > after.order_key]
+    the server survived — it said it was ready afterwards — is not why the run failed; nor is what
+    a person's Ctrl-C set off: the interrupted traceback and every failure after the interrupt."""
+    failures = [
+        e
+        for e in timeline.failures
+        if (after is None or e.order_key > after.order_key) and not _after_interrupt(e, interrupt)
+    ]
     roots = [event for event in failures if _exception_line(timeline, event).role is Role.ROOT]
     if roots:
         return roots[0]
     return failures[0] if failures else None
+
+
+def _after_interrupt(event: Event, interrupt: Event | None) -> bool:
+    if interrupt is None:
+        return False
+    same_block = interrupt.block is not None and (event.source, event.block) == (interrupt.source, interrupt.block)
+    return same_block or event.order_key > interrupt.order_key
 
 
 def _exception_line(timeline: Timeline, failure: Event) -> Event:
