@@ -15,7 +15,8 @@ from logphase.baselines.stats import (
     Eta,
     Overdue,
     PhaseStats,
-    estimate_eta,
+    estimate_eta_from,
+    eta_anchors,
     learned_budgets,
     overdue_check,
     phase_stats,
@@ -210,7 +211,7 @@ def compare(
     finished = this.verdict in SUCCESS_VERDICTS or (
         this.verdict in PROBLEM_VERDICTS and this.verdict is not Verdict.STALLED
     )
-    eta = None if finished else estimate_eta(pool, phase, in_phase_s)
+    eta = None if finished else estimate_eta_from(pool, eta_anchors(this, in_phase_s))
     phase_stat = stats.get(phase) if phase else None
     overdue_tests = None if finished else overdue_check(phase_stat, in_phase_s, silence_s)
     other_setups = sorted({run.fingerprint.describe() for run in pool if run.fingerprint.key != this.fingerprint.key})

@@ -101,30 +101,74 @@ class Eta:
     runs: int
 
 
-def remaining_in(run: RunRecord, phase: Phase, in_phase_s: float) -> float | None:
+def remaining_in(run: RunRecord, phase: Phase, in_phase_s: float, ended: bool = False) -> float | None:
     """How long `run` still needed to be ready once it had spent `in_phase_s` in `phase`: what is
     left of its own time in the phase (never below zero), plus its own time from the phase's end to
     ready (every later phase and the gaps between them). None when the run never went through it.
 
-    Measured from the phase's end, not from the run's first line: a launch line stamped on another
-    clock (a year-less stamp dated a day off) moves the run's origin, not the time from a phase to ready."""
+    When this run's phase has `ended` (and an unmarked stretch such as vLLM's compile, or the gap
+    before the next milestone, runs on), the time since the phase began counts against the rest
+    too: the run's time from the phase's start to ready, less it. Its record may also span more
+    than this run has seen of it (SGLang captures the draft's graphs after the target's).
+
+    Measured from the phase, not from the run's first line: a launch line stamped on another clock
+    (a year-less stamp dated a day off) moves the run's origin, not the time from a phase to ready."""
     record = run.phase(phase)
     if record is None or record.start_s is None or run.ready_s is None:
         return None
-    if record.seconds is None:  # the phase never ended in that run: ready came straight out of it
-        return max(0.0, run.ready_s - record.start_s - in_phase_s)
-    after = max(0.0, run.ready_s - (record.start_s + record.seconds))
+    to_ready = max(0.0, run.ready_s - record.start_s)
+    if ended or record.seconds is None:
+        return max(0.0, to_ready - in_phase_s)
+    after = max(0.0, to_ready - record.seconds)
     return max(0.0, record.seconds - in_phase_s) + after
 
 
-def estimate_eta(pool: Sequence[RunRecord], phase: Phase | None, in_phase_s: float | None) -> Eta | None:
-    """ETA to ready for a run `in_phase_s` into `phase`, from the successful runs in `pool`."""
+def estimate_eta(
+    pool: Sequence[RunRecord], phase: Phase | None, in_phase_s: float | None, ended: bool = False
+) -> Eta | None:
+    """ETA to ready for a run `in_phase_s` into `phase` (which has `ended`, or not), from the
+    successful runs in `pool`."""
     if phase is None or in_phase_s is None or phase in PHASES_WITHOUT_DURATION:
         return None
-    remaining = [left for run in pool if (left := remaining_in(run, phase, in_phase_s)) is not None]
+    remaining = [left for run in pool if (left := remaining_in(run, phase, in_phase_s, ended)) is not None]
     if not remaining:
         return None
     return Eta(percentile(remaining, 0.5), percentile(remaining, 0.1), percentile(remaining, 0.9), len(remaining))
+
+
+@dataclass(frozen=True)
+class Anchor:
+    """Where an ETA is measured from: the phase this run began last, how long ago, and whether it ended."""
+
+    phase: Phase
+    elapsed_s: float
+    ended: bool
+
+
+def eta_anchors(run: RunRecord, in_phase_s: float | None) -> list[Anchor]:
+    """The phases to measure an ETA from, best first: the one this run began last (a rank ahead, the
+    main process, vLLM's compile: the latest news of the run), then the phase the run stopped in."""
+    current = run.phase(run.stop.phase) if run.stop.phase else None
+    if current is None or current.start_s is None or in_phase_s is None:
+        return []
+    now_s = current.start_s + in_phase_s
+    begun = [
+        r for r in run.phases if r.start_s is not None and r.start_s <= now_s and r.phase not in PHASES_WITHOUT_DURATION
+    ]
+    latest = max(begun, key=lambda r: (r.start_s or 0.0, r.start_line), default=current)
+    anchors = [Anchor(latest.phase, now_s - (latest.start_s or 0.0), latest.ended)]
+    if latest is not current:
+        anchors.append(Anchor(current.phase, in_phase_s, run.stop.ended))
+    return anchors
+
+
+def estimate_eta_from(pool: Sequence[RunRecord], anchors: Sequence[Anchor]) -> Eta | None:
+    """The ETA from the first anchor that successful runs went through."""
+    for anchor in anchors:
+        eta = estimate_eta(pool, anchor.phase, anchor.elapsed_s, anchor.ended)
+        if eta is not None:
+            return eta
+    return None
 
 
 @dataclass(frozen=True)
