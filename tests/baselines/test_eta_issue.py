@@ -6,11 +6,11 @@ import json
 from pathlib import Path
 
 from tests.baselines.scaled_runs import scaled
-from tests.conftest import REPO, run_cli
+from tests.conftest import REALWORLD, run_cli
 
-# SGLang 0.4.3 TP4 QwQ-32B (shared/realworld case 001): dist_init 12:29:11–13 (2 s), first `Load weight
+# SGLang 0.4.3 TP4 QwQ-32B (realworld case 001, the repo's copy): dist_init 12:29:11–13 (2 s), first `Load weight
 # begin` 12:29:13 (line 25), ready 12:29:33 (line 83).
-LOG = REPO.parent / "shared" / "realworld" / "logs" / "001_sglang-qwq32b-tp4-ready.log"
+LOG = REALWORLD / "logs" / "001_sglang-qwq32b-tp4-ready.log"
 SCALES = (0.8, 1.1, 1.3)
 
 
