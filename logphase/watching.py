@@ -334,7 +334,7 @@ def status_line(state: WatchState, obs: Observation, settings: Settings) -> str:
         parts.append(f"{phase} {format_duration(in_phase)}{usual}")
     parts.append(f"{rate(state.samples):.0f} lines/s")
     parts.append(f"progress {format_duration(obs.silence_s)} ago")
-    eta = estimate_eta(settings.pool, obs.stop.phase, obs.in_phase_s) if settings.pool else None
+    eta = estimate_eta(settings.pool, obs.stop.phase, obs.in_phase_s, obs.stop.ended) if settings.pool else None
     if eta is not None:
         spread = f" ({format_duration(eta.low)}–{format_duration(eta.high)})" if eta.high - eta.low >= 1 else ""
         parts.append(f"ETA {format_duration(eta.seconds)}{spread}")

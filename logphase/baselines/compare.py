@@ -159,11 +159,10 @@ class Comparison:
         if not self.pool_size:
             return ["no successful run of this setup is recorded, so no ETA (logphase runs add LOG)"]
         words = []
-        if stats is not None:
-            words.append(f"successful runs spend {format_duration(stats.median)} in {phase}")
-        else:
+        if stats is None:
             words.append(f"successful runs of this setup never spent time in {phase}")
-        if self.eta is not None:
+        elif self.eta is not None:  # none for a run that ended (crashed, timed out): nothing is left
+            words.append(f"successful runs spend {format_duration(stats.median)} in {phase}")
             words.append(self._eta_words(self.eta))
         if self.overdue_tests is not None and self.overdue_tests.holds:
             words.append(_overdue_words(self.overdue_tests, phase))
