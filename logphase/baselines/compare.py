@@ -163,13 +163,14 @@ class Comparison:
             words.append(f"successful runs of this setup never spent time in {phase}")
         elif self.eta is not None:  # none for a run that ended (crashed, timed out): nothing is left
             words.append(f"successful runs spend {format_duration(stats.median)} in {phase}")
-            words.append(self._eta_words(self.eta))
+            words.append(self.eta_words(self.eta))
         if self.overdue_tests is not None and self.overdue_tests.holds:
             words.append(_overdue_words(self.overdue_tests, phase))
         return words
 
-    def _eta_words(self, eta: Eta) -> str:
-        """`ready in ~20s (11s–26s), from 3 runs`; a figure without its spread when it is rough."""
+    def eta_words(self, eta: Eta) -> str:
+        """`ready in ~20s (11s–26s), from 3 runs`; a figure without its spread when it is rough. For the
+        table's first lines and watch's status line too: one wording."""
         caveat = self.eta_caveat
         spread = f" ({format_duration(eta.low)}–{format_duration(eta.high)})" if eta.high - eta.low >= 1 else ""
         if eta.high < 1:
