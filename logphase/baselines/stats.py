@@ -86,10 +86,6 @@ def learned_budgets(stats: Mapping[Phase, PhaseStats]) -> dict[Phase, float]:
     return {phase: phase_budget(s) for phase, s in stats.items() if s.runs >= MIN_RUNS_FOR_BUDGET}
 
 
-def budgets_with_baselines(defaults: Mapping[Phase, float], stats: Mapping[Phase, PhaseStats]) -> dict[Phase, float]:
-    return {**defaults, **learned_budgets(stats)}
-
-
 @dataclass(frozen=True)
 class Eta:
     """Expected time until ready (seconds): the median over successful runs, p10–p90 as the spread,
