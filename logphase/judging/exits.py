@@ -1,4 +1,4 @@
-"""Verdict → exit code (DESIGN.md §6): one exhaustive match, so a new Verdict member is a mypy error here."""
+"""Verdict → exit code (docs/design.md §6): one exhaustive match, so a new Verdict member is a mypy error here."""
 
 from __future__ import annotations
 

@@ -43,7 +43,7 @@ def judge(
     budgets: Budgets,
     last_activity: datetime | None = None,
 ) -> Judgement:
-    """DESIGN.md §4. `as_of` is *now* for a live log; `last_activity` (a file's mtime) stands in
+    """docs/design.md §4. `as_of` is *now* for a live log; `last_activity` (a file's mtime) stands in
     for the time of the last progress when the log has no timestamps at all."""
     phase, furthest = server_phase(timeline)
     failure = _first_root_failure(timeline, after=timeline.ready, interrupt=timeline.interrupt)
@@ -198,7 +198,7 @@ def _clean_exit(timeline: Timeline) -> Event | None:
 
 
 def server_phase(timeline: Timeline) -> tuple[Phase | None, Phase | None]:
-    """(phase of the slowest rank, phase of the fastest) — DESIGN.md §4.5."""
+    """(phase of the slowest rank, phase of the fastest) — docs/design.md §4.5."""
     states = [_lockstep(timeline, state) for state in timeline.ranks]
     main = timeline.main
     everyone = states + ([main] if main else [])

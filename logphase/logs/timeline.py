@@ -198,6 +198,14 @@ class TimelineBuilder:
         """Ranks whose lines the log shows, recognised or not (a training step, a warning)."""
         self.visible.update(ranks)
 
+    def restart(self) -> Timeline:
+        """The server started again in the same log (a restarted container's `docker logs`, a
+        relaunch appended to the file): the start so far, finished; the builder begins anew."""
+        finished = self.finish()
+        fresh = TimelineBuilder(job_systems=self.job_systems)
+        self.__dict__.update(fresh.__dict__)
+        return finished
+
     def add(self, event: Event) -> None:
         self.events += 1
         if event.time is not None:
@@ -266,7 +274,7 @@ class TimelineBuilder:
             self.latest_phase_event = event
 
     def _owner(self, event: Event) -> str | None:
-        """tqdm bars carry no rank tag: rank 0 prints them (DESIGN.md §1)."""
+        """tqdm bars carry no rank tag: rank 0 prints them (docs/design.md §1)."""
         if event.rank is None and event.kind is EventKind.PROGRESS and event.phase not in MAIN_PROCESS_PHASES:
             return self.lowest_rank or event.rank
         return event.rank
@@ -289,7 +297,7 @@ class TimelineBuilder:
 
     @staticmethod
     def _is_progress(event: Event, span: _SpanAcc | None) -> bool:
-        """A completed step (DESIGN.md §4.3): a new phase, an end, a bar that advanced, a new
+        """A completed step (docs/design.md §4.3): a new phase, an end, a bar that advanced, a new
         begin; not a repeated line."""
         if span is None or event.kind in (EventKind.END, EventKind.READY):
             return True

@@ -1,4 +1,4 @@
-"""The Report of `analyze`: everything the renderers show, and its stable JSON form (DESIGN.md §5)."""
+"""The Report of `analyze`: everything the renderers show, and its stable JSON form (docs/design.md §5)."""
 
 from __future__ import annotations
 
