@@ -164,6 +164,15 @@ def facts(report: Report) -> str:
     return " · ".join(parts)
 
 
+def unrecognised_lines(report: Report) -> list[str]:
+    """When nothing was recognised: the most frequent templates of the lines no rule knows."""
+    if not report.unrecognised:
+        return []
+    out = ["Lines no rule knows (most frequent first; try one with `logphase patterns explain LINE`):"]
+    out += [f"  {t.count:>5} × {t.template}   (e.g. line {t.line})" for t in report.unrecognised]
+    return out
+
+
 def confidence_line(report: Report) -> str | None:
     """`confidence: medium — <what speaks against the verdict>`; None when nothing does."""
     if report.confidence == "high":

@@ -7,7 +7,16 @@ from dataclasses import dataclass
 from tabulate import tabulate
 
 from logphase.phases import Verdict
-from logphase.report.analysis import confidence_line, context, facts, findings, phase_table, rank_table, root_title
+from logphase.report.analysis import (
+    confidence_line,
+    context,
+    facts,
+    findings,
+    phase_table,
+    rank_table,
+    root_title,
+    unrecognised_lines,
+)
 from logphase.report.model import Report
 from logphase.report.paint import paint
 from logphase.report.stacks import PROBLEM_HEADERS, problem_rows, render_groups, render_tree
@@ -46,6 +55,9 @@ class TableFormat:
         if root is not None:
             who = f", {root.rank}" if root.rank else ""
             out += [f"{root_title(report)} (line {root.line}{who}, rule {root.rule}):", *context(report), ""]
+        unknown = unrecognised_lines(report)
+        if unknown:
+            out += [*unknown, ""]
         for block in findings(report):
             for finding in block:
                 out.append(f"{finding.label}: {finding.text}")
