@@ -228,6 +228,26 @@ class FrameAnchor:
 
 
 @dataclass(frozen=True)
+class IgnoreEntry:
+    """Messages a pack leaves unmatched on purpose (`[[ignore]]`), with the reason: the source
+    inventory counts them as decided. The matcher never reads them."""
+
+    id: str
+    pack: str
+    systems: tuple[str, ...]  # the pack's systems; () for a generic pack: every system
+    pattern: PackRegex  # searched in the message, like a rule's
+    levels: tuple[str, ...]  # only templates logged at these levels (inventory levels); () any
+    why: str
+
+    def ignores(self, system: str, level: str, message: str) -> bool:
+        if self.systems and system not in self.systems:
+            return False
+        if self.levels and level not in self.levels:
+            return False
+        return self.pattern.search(message) is not None
+
+
+@dataclass(frozen=True)
 class Pack:
     name: str
     path: str
@@ -238,6 +258,7 @@ class Pack:
     rules: tuple[Rule, ...]
     signatures: tuple[StallSignature, ...]
     anchors: tuple[FrameAnchor, ...] = ()
+    ignores: tuple[IgnoreEntry, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -491,7 +512,28 @@ def parse_pack(data: Mapping[str, Any], path: str, *, trusted: bool = False, lin
         rules=rules,
         signatures=signatures,
         anchors=anchors,
+        ignores=parse_ignores(data, name, path, systems, trusted),
     )
+
+
+def parse_ignores(
+    data: Mapping[str, Any], pack: str, path: str, systems: tuple[str, ...], trusted: bool
+) -> tuple[IgnoreEntry, ...]:
+    """The pack's `[[ignore]]` tables: `id`, `regex`, `why` (all required), `levels` (optional)."""
+    entries = []
+    for item in _list(data, "ignore", path):
+        where = f"[[ignore]] {item.get('id', '?')}"
+        entries.append(
+            IgnoreEntry(
+                id=_text(item, "id", path, where),
+                pack=pack,
+                systems=systems,
+                pattern=_compile(_text(item, "regex", path, where), str(item.get("flags", "")), path, where, trusted),
+                levels=_strings(item, "levels", path, where),
+                why=_text(item, "why", path, where),
+            )
+        )
+    return tuple(entries)
 
 
 def _parse_anchor(item: Mapping[str, Any], pack: str, path: str, trusted: bool) -> FrameAnchor:

@@ -1,0 +1,79 @@
+"""A log line from a template: placeholders filled with plausible values, the system's real prefix added.
+
+The line is what the system would print at that call, so the packs can be asked how they read it."""
+
+from __future__ import annotations
+
+import re
+import string
+
+from logphase.inventory.store import InventoryEntry
+from logphase.inventory.templates import WORDY
+
+FORMATTER = string.Formatter()
+INT_NAME = re.compile(r"(?:rank|size|num|count|port|len|world|idx|index|step|_id$|^n_|^i$|^n$|tp|pp|dp|gpu|device|pid|version)", re.I)
+FLOAT_NAME = re.compile(r"(?:time|secs|seconds|elapsed|duration|mem|gb|gib|ratio|fraction|util|took|speed|throughput)", re.I)
+VLLM_LEVELS = {"debug": "DEBUG", "info": "INFO", "warning": "WARNING", "error": "ERROR", "critical": "CRITICAL"}
+TORCH_LEVELS = {"debug": "I", "info": "I", "warning": "W", "error": "E", "critical": "E"}
+BAR = ": 100%|██████████| 2/2 [00:01<00:00,  1.50it/s]"
+
+
+def fill_value(name: str, spec: str, conversion: str | None) -> str:
+    """A value a field of this name and format spec plausibly prints."""
+    if spec.endswith("d") or spec.endswith(","):
+        value = "2"
+    elif spec.endswith(("f", "g", "e", "%")):
+        digits = re.search(r"\.(\d+)", spec)
+        value = format(1.5, f".{digits.group(1) if digits else 2}f")
+    elif FLOAT_NAME.search(name):
+        value = "1.50"
+    elif INT_NAME.search(name) or not name:
+        value = "2"
+    else:
+        value = "x"
+    return f"'{value}'" if conversion == "r" else value
+
+
+def fill(text: str) -> str:
+    """A template's first worded line with every field filled; a template that is not valid format
+    syntax (a stray brace in the source) is used as it is."""
+    try:
+        parts = list(FORMATTER.parse(text))
+    except ValueError:
+        return first_line(text)
+    filled = []
+    for literal, name, spec, conversion in parts:
+        filled.append(literal)
+        if name is not None:
+            filled.append(fill_value(name, spec or "", conversion))
+    return first_line("".join(filled))
+
+
+def first_line(text: str) -> str:
+    """The first line with words: a multi-line message's continuation lines carry no prefix."""
+    for line in text.splitlines():
+        if WORDY.search(line):
+            return line.strip()
+    return text.strip()
+
+
+def synthesise(entry: InventoryEntry) -> str:
+    """The line the system prints for this template, with its prefix."""
+    message = fill(entry.text)
+    base = entry.file.rsplit("/", 1)[-1]
+    if entry.kind == "raise":
+        return f"{entry.level}: {message}"  # the exception line that ends the traceback
+    if entry.kind == "tqdm":
+        return message + BAR
+    if entry.kind == "print":
+        return message
+    if entry.kind == "native":
+        return f"[rank0]:[E1201 10:00:00.000000000 {base}:100] {message}"
+    if entry.system == "sglang":
+        return f"[2025-01-01 10:00:00 TP0] {message}"
+    if entry.system == "vllm":
+        return f"{VLLM_LEVELS.get(entry.level, 'INFO')} 01-01 10:00:00 [{base}:{entry.line}] {message}"
+    if entry.system == "torch":
+        path = entry.file.removeprefix("torch/")
+        return f"{TORCH_LEVELS.get(entry.level, 'I')}1201 10:00:00.000000 1234 {path}:{entry.line}] {message}"
+    return message
