@@ -37,6 +37,7 @@ def release_key(release: str) -> tuple[tuple[int, str], ...]:
             parts.append((int(number), "~"))  # a number sorts after any pre-release word
         else:
             parts.append((-1 if word in ("rc", "a", "b", "dev") else 1, word))
+    parts.append((0, ""))  # the end: after a pre-release word (`rc`), before a `post`
     return tuple(parts)
 
 

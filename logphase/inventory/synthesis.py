@@ -44,8 +44,11 @@ def fill(text: str) -> str:
     filled = []
     for literal, name, spec, conversion in parts:
         filled.append(literal)
-        if name is not None:
-            filled.append(fill_value(name, spec or "", conversion))
+        if name is None:
+            continue
+        if not name and not "".join(filled).strip():
+            continue  # a nameless field before any text is a caller's tag (vLLM's `%sCompiling …`), often empty
+        filled.append(fill_value(name, spec or "", conversion))
     return first_line("".join(filled))
 
 
