@@ -12,6 +12,7 @@ from logphase.inventory.templates import WORDY
 
 FORMATTER = string.Formatter()
 INT_NAME = re.compile(r"(?:rank|size|num|count|port|len|world|idx|index|step|_id$|^n_|^i$|^n$|tp|pp|dp|gpu|device|pid|version)", re.I)
+BOOL_NAME = re.compile(r"(?:^|[._])(?:is_|has_|enabled?\b|soft\b|use_)", re.I)
 FLOAT_NAME = re.compile(r"(?:time|secs|seconds|elapsed|duration|mem|gb|gib|ratio|fraction|util|took|speed|throughput)", re.I)
 VLLM_LEVELS = {"debug": "DEBUG", "info": "INFO", "warning": "WARNING", "error": "ERROR", "critical": "CRITICAL"}
 TORCH_LEVELS = {"debug": "I", "info": "I", "warning": "W", "error": "E", "critical": "E"}
@@ -19,7 +20,9 @@ BAR = ": 100%|██████████| 2/2 [00:01<00:00,  1.50it/s]"
 
 
 def fill_value(name: str, spec: str, conversion: str | None) -> str:
-    """A value a field of this name and format spec plausibly prints."""
+    """A value a field of this name and format spec plausibly prints; `!r` quotes only text."""
+    if BOOL_NAME.search(name):
+        return "False"
     if spec.endswith("d") or spec.endswith(","):
         value = "2"
     elif spec.endswith(("f", "g", "e", "%")):
@@ -31,7 +34,7 @@ def fill_value(name: str, spec: str, conversion: str | None) -> str:
         value = "2"
     else:
         value = "x"
-    return f"'{value}'" if conversion == "r" else value
+    return f"'{value}'" if conversion == "r" and value == "x" else value
 
 
 def fill(text: str) -> str:
