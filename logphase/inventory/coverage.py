@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from logphase.inventory.store import InventoryEntry, release_key
-from logphase.inventory.synthesis import synthesise
+from logphase.inventory.synthesis import synthesise_variants
 from logphase.logs.matcher import explain
 from logphase.packs import IgnoreEntry, PackSet, Rule
 
@@ -41,8 +41,16 @@ class Decision:
 
 
 def decide(entry: InventoryEntry, packs: PackSet) -> Decision:
-    line = synthesise(entry)
-    result = explain(line, packs)
+    """The first synthesised variant a rule reads decides; when none does, the ignore entries are
+    asked about the first (the best-guessed) variant."""
+    variants = synthesise_variants(entry)
+    line, result = variants[0], explain(variants[0], packs)
+    for variant in variants[1:]:
+        if result.matches:
+            break
+        candidate = explain(variant, packs)
+        if candidate.matches:
+            line, result = variant, candidate
     rule = result.matches[0][0] if result.matches else None
     ignore = next(
         (

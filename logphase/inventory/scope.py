@@ -15,7 +15,9 @@ disaggregated serving), the model loader, compilation (`compilation/`, the compi
 helpers (`utils.py`, `utils/__init__.py`, `v1/utils.py`).
 torch: `torch/distributed/`'s top-level modules (c10d, rendezvous, run, launch), `elastic/` and
 `launcher/`; not the parallelism libraries built on them (FSDP, tensor / pipeline parallel, RPC,
-checkpointing), which a server's start-up does not go through."""
+checkpointing), which a server's start-up does not go through.
+Neither system's modules for TPU, XPU, HPU (Gaudi), CPU, NPU (Ascend), OpenVINO or Neuron back-ends
+count (`tpu_model_runner.py`, `cpu/`, …): logphase reads NVIDIA / AMD GPU servers."""
 
 from __future__ import annotations
 
@@ -43,10 +45,14 @@ NATIVE_MESSAGE = re.compile(
 )
 
 
+# accelerators other than NVIDIA / AMD GPUs: their runners and workers are not what logphase reads
+OTHER_ACCELERATORS = re.compile(r"/(?:tpu|xpu|hpu|cpu|npu|openvino|neuron|neuronx)(?:_[^/]*)?(?:\.py$|/)")
+
+
 def in_scope(system: str, path: str) -> bool:
     """Whether the wheel member `path` is on the system's start-up / health / distributed / shutdown path."""
     pattern = SYSTEM_PATHS.get(system)
-    return bool(pattern and path.endswith(".py") and pattern.search(path))
+    return bool(pattern and path.endswith(".py") and pattern.search(path) and not OTHER_ACCELERATORS.search(path))
 
 
 def system_of_wheel(name: str) -> str | None:

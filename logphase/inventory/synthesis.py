@@ -11,7 +11,9 @@ from logphase.inventory.store import InventoryEntry
 from logphase.inventory.templates import WORDY
 
 FORMATTER = string.Formatter()
-INT_NAME = re.compile(r"(?:rank|size|num|count|port|len|world|idx|index|step|_id$|^n_|^i$|^n$|tp|pp|dp|gpu|device|pid|version)", re.I)
+INT_NAME = re.compile(
+    r"(?:rank|size|num|count|port|len|world|idx|index|step|_id$|^n_|^i$|^n$|tp|pp|dp|gpu|device|pid|version|code)", re.I
+)
 BOOL_NAME = re.compile(r"(?:^|[._])(?:is_|has_|enabled?\b|soft\b|use_)", re.I)
 FLOAT_NAME = re.compile(r"(?:time|secs|seconds|elapsed|duration|mem|gb|gib|ratio|fraction|util|took|speed|throughput)", re.I)
 VLLM_LEVELS = {"debug": "DEBUG", "info": "INFO", "warning": "WARNING", "error": "ERROR", "critical": "CRITICAL"}
@@ -19,8 +21,9 @@ TORCH_LEVELS = {"debug": "I", "info": "I", "warning": "W", "error": "E", "critic
 BAR = ": 100%|██████████| 2/2 [00:01<00:00,  1.50it/s]"
 
 
-def fill_value(name: str, spec: str, conversion: str | None) -> str:
-    """A value a field of this name and format spec plausibly prints; `!r` quotes only text."""
+def fill_value(name: str, spec: str, conversion: str | None, untyped: str | None = None) -> str:
+    """A value a field of this name and format spec plausibly prints; `!r` quotes only text.
+    `untyped` overrides the guess for a field whose spec and name tell no type."""
     if BOOL_NAME.search(name):
         return "False"
     if spec.endswith("d") or spec.endswith(","):
@@ -30,14 +33,16 @@ def fill_value(name: str, spec: str, conversion: str | None) -> str:
         value = format(1.5, f".{digits.group(1) if digits else 2}f")
     elif FLOAT_NAME.search(name):
         value = "1.50"
+    elif untyped is not None:
+        value = untyped
     elif INT_NAME.search(name) or not name:
         value = "2"
     else:
         value = "x"
-    return f"'{value}'" if conversion == "r" and value == "x" else value
+    return f"'{value}'" if conversion == "r" and not value[0].isdigit() else value
 
 
-def fill(text: str) -> str:
+def fill(text: str, untyped: str | None = None) -> str:
     """A template's first worded line with every field filled; a template that is not valid format
     syntax (a stray brace in the source) is used as it is."""
     try:
@@ -51,7 +56,7 @@ def fill(text: str) -> str:
             continue
         if not name and not "".join(filled).strip():
             continue  # a nameless field before any text is a caller's tag (vLLM's `%sCompiling …`), often empty
-        filled.append(fill_value(name, spec or "", conversion))
+        filled.append(fill_value(name, spec or "", conversion, untyped))
     return first_line("".join(filled))
 
 
@@ -63,9 +68,16 @@ def first_line(text: str) -> str:
     return text.strip()
 
 
-def synthesise(entry: InventoryEntry) -> str:
+def synthesise_variants(entry: InventoryEntry) -> list[str]:
+    """The line with its fields guessed from their names and specs, then with every field of no
+    known type a number, then a word: a rule that reads one of them reads the template."""
+    lines = [synthesise(entry, untyped) for untyped in (None, "2", "x")]
+    return list(dict.fromkeys(lines))
+
+
+def synthesise(entry: InventoryEntry, untyped: str | None = None) -> str:
     """The line the system prints for this template, with its prefix."""
-    message = fill(entry.text)
+    message = fill(entry.text, untyped)
     base = entry.file.rsplit("/", 1)[-1]
     if entry.kind == "raise":
         return f"{entry.level}: {message}"  # the exception line that ends the traceback
