@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from importlib import resources
 from pathlib import Path
 
@@ -18,6 +18,7 @@ SYSTEMS = ("sglang", "vllm", "torch")
 
 # printable runs in a shared library: C string literals
 PRINTABLE_RUN = re.compile(rb"[\x20-\x7e]{24,400}")
+CHUNK = 1 << 25
 
 
 def wheel_templates(path: Path, system: str) -> Iterator[Template]:
@@ -28,13 +29,25 @@ def wheel_templates(path: Path, system: str) -> Iterator[Template]:
                 source = wheel.read(member).decode("utf-8", errors="replace")
                 yield from extract_templates(source, member)
             elif NATIVE_LIBRARIES.search(member):
-                yield from native_templates(wheel.read(member), member)
+                with wheel.open(member) as library:
+                    yield from native_templates(iter(lambda: library.read(CHUNK), b""), member)
 
 
-def native_templates(data: bytes, file: str) -> Iterator[Template]:
+def native_templates(chunks: Iterable[bytes], file: str) -> Iterator[Template]:
     """C++ messages of the distributed runtime among a library's strings: a sentence (a capital or
-    `[` first, a space inside) that names c10d, NCCL, a watchdog or a timeout."""
+    `[` first, a space inside) that names c10d, NCCL, a watchdog or a timeout. The library (a GiB for
+    libtorch_cuda.so) is read in chunks; a string cut by a chunk's end is carried into the next."""
     seen: set[str] = set()
+    carry = b""
+    for chunk in chunks:
+        data = carry + chunk
+        cut = max(data.rfind(b"\0"), 0)
+        data, carry = data[:cut], data[cut:]
+        yield from _native_strings(data, file, seen)
+    yield from _native_strings(carry, file, seen)
+
+
+def _native_strings(data: bytes, file: str, seen: set[str]) -> Iterator[Template]:
     for found in PRINTABLE_RUN.finditer(data):
         text = found.group().decode("ascii").strip()
         if text in seen or " " not in text or not (text[0].isupper() or text[0] == "["):
