@@ -14,6 +14,13 @@ FORMATTER = string.Formatter()
 INT_NAME = re.compile(
     r"(?:rank|size|num|count|port|len|world|idx|index|step|_id$|^n_|^i$|^n$|tp|pp|dp|gpu|device|pid|version|code)", re.I
 )
+# fields whose values real logs show (shared/reference, the wheels' own dicts): SGLang's graph backend
+# name (`cuda graph` to 0.5.10, `CUDA graph` after), its capture names, captured batch sizes
+NAMED_VALUES: tuple[tuple[re.Pattern[str], tuple[str, ...]], ...] = (
+    (re.compile(r"graph_backend"), ("cuda graph", "CUDA graph")),
+    (re.compile(r"capture_name"), ("target decode",)),
+    (re.compile(r"capture_bs$"), ("[1, 2, 4, 8]",)),
+)
 BOOL_NAME = re.compile(r"(?:^|[._])(?:is_|has_|enabled?\b|soft\b|use_)", re.I)
 FLOAT_NAME = re.compile(r"(?:time|secs|seconds|elapsed|duration|mem|gb|gib|ratio|fraction|util|took|speed|throughput)", re.I)
 VLLM_LEVELS = {"debug": "DEBUG", "info": "INFO", "warning": "WARNING", "error": "ERROR", "critical": "CRITICAL"}
@@ -21,9 +28,13 @@ TORCH_LEVELS = {"debug": "I", "info": "I", "warning": "W", "error": "E", "critic
 BAR = ": 100%|██████████| 2/2 [00:01<00:00,  1.50it/s]"
 
 
-def fill_value(name: str, spec: str, conversion: str | None, untyped: str | None = None) -> str:
+def fill_value(name: str, spec: str, conversion: str | None, untyped: str | None = None, choice: int = 0) -> str:
     """A value a field of this name and format spec plausibly prints; `!r` quotes only text.
-    `untyped` overrides the guess for a field whose spec and name tell no type."""
+    `untyped` overrides the guess for a field whose spec and name tell no type; `choice` picks among
+    the values real logs print for a known field name (NAMED_VALUES)."""
+    for pattern, values in NAMED_VALUES:
+        if pattern.search(name):
+            return values[min(choice, len(values) - 1)]
     if BOOL_NAME.search(name):
         return "False"
     if spec.endswith("d") or spec.endswith(","):
@@ -42,7 +53,7 @@ def fill_value(name: str, spec: str, conversion: str | None, untyped: str | None
     return f"'{value}'" if conversion == "r" and not value[0].isdigit() else value
 
 
-def fill(text: str, untyped: str | None = None) -> str:
+def fill(text: str, untyped: str | None = None, choice: int = 0) -> str:
     """A template's first worded line with every field filled; a template that is not valid format
     syntax (a stray brace in the source) is used as it is."""
     try:
@@ -56,7 +67,7 @@ def fill(text: str, untyped: str | None = None) -> str:
             continue
         if not name and not "".join(filled).strip():
             continue  # a nameless field before any text is a caller's tag (vLLM's `%sCompiling …`), often empty
-        filled.append(fill_value(name, spec or "", conversion, untyped))
+        filled.append(fill_value(name, spec or "", conversion, untyped, choice))
     return first_line("".join(filled))
 
 
@@ -71,13 +82,13 @@ def first_line(text: str) -> str:
 def synthesise_variants(entry: InventoryEntry) -> list[str]:
     """The line with its fields guessed from their names and specs, then with every field of no
     known type a number, then a word: a rule that reads one of them reads the template."""
-    lines = [synthesise(entry, untyped) for untyped in (None, "2", "x")]
+    lines = [synthesise(entry, untyped, choice) for choice in (0, 1) for untyped in (None, "2", "x")]
     return list(dict.fromkeys(lines))
 
 
-def synthesise(entry: InventoryEntry, untyped: str | None = None) -> str:
+def synthesise(entry: InventoryEntry, untyped: str | None = None, choice: int = 0) -> str:
     """The line the system prints for this template, with its prefix."""
-    message = fill(entry.text, untyped)
+    message = fill(entry.text, untyped, choice)
     base = entry.file.rsplit("/", 1)[-1]
     if entry.kind == "raise":
         return f"{entry.level}: {message}"  # the exception line that ends the traceback

@@ -88,6 +88,17 @@ def message_of(node: ast.expr) -> str | None:
             if isinstance(value, ast.Constant) and isinstance(value.value, str):
                 parts.append(escape_braces(value.value))
             elif isinstance(value, ast.FormattedValue):
+                chosen = value.value
+                if (
+                    isinstance(chosen, ast.IfExp)
+                    and isinstance(chosen.orelse, ast.Constant)
+                    and isinstance(chosen.orelse.value, str)
+                    and value.conversion < 0
+                    and value.format_spec is None
+                ):
+                    # `{'cpu graph' if device == 'cpu' else 'cuda graph'}`: the else branch, the common path
+                    parts.append(escape_braces(chosen.orelse.value))
+                    continue
                 spec = ""
                 if isinstance(value.format_spec, ast.JoinedStr):
                     spec = "".join(
