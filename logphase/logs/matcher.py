@@ -36,6 +36,8 @@ MIDNIGHT_JUMP = timedelta(hours=12)
 FUTURE_SLACK = timedelta(days=1)
 # A traceback frame line (CPython: `  File "path", line N, in name`; faulthandler has no comma).
 TRACEBACK_FRAME = re.compile(r'\s+File "[^"]*", line \d+, in ')
+# libstdc++'s std::terminate prints the exception's text indented: `  what():  <message>`.
+CPP_WHAT = "what():"
 # A frame's quoted source line that raises: `    raise TimeoutError("Timed out waiting for ..."`.
 RAISE_STATEMENT = re.compile(r"\s+raise (?P<cls>[A-Za-z_][\w.]*)\((?P<args>.*)$")
 
@@ -204,7 +206,7 @@ class SourceMatcher:
         inside = self._continues_block(fields, message)
         cut = self._cut_exception(block) if self.block is not block else None
         before = (cut,) if cut is not None else _NOTHING
-        if message[:1].isspace() and (inside or message.lstrip().startswith('File "')):
+        if message[:1].isspace() and (inside or message.lstrip().startswith('File "')) and not _is_what(message):
             # a frame or a quoted code line: never a message, but a frame can tell the phase
             if not inside and TRACEBACK_FRAME.match(message):
                 # an excerpt cut before its `Traceback` line: the frames are the block
@@ -389,3 +391,8 @@ class SourceMatcher:
             completed += timedelta(days=1)
             self.day = completed.date()
         return completed
+
+
+def _is_what(message: str) -> bool:
+    """The indented `what():` of a C++ exception is its message, not a frame."""
+    return message.lstrip().startswith(CPP_WHAT)
