@@ -94,8 +94,14 @@ def explain(line: str, pattern_paths: tuple[Path, ...]) -> None:
 
 @patterns.command("inventory")
 @click.argument("wheels", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option("--out", "out", type=click.Path(file_okay=False, path_type=Path), default=Path("patterns/inventory"),
-              show_default=True, help="Folder of the data files (one per system).")
+@click.option(
+    "--out",
+    "out",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("patterns/inventory"),
+    show_default=True,
+    help="Folder of the data files (one per system).",
+)
 def inventory(wheels: tuple[Path, ...], out: Path) -> None:
     """Rebuild the message inventory from release WHEELS (sglang, vllm, torch).
 
@@ -110,8 +116,13 @@ def inventory(wheels: tuple[Path, ...], out: Path) -> None:
 @click.option("--system", "systems", multiple=True, type=click.Choice(SYSTEMS), help="Only this system (repeatable).")
 @click.option("--release", "releases", multiple=True, help="Only this release (repeatable).")
 @click.option("--undecided", is_flag=True, help="List the undecided templates and their synthesised lines.")
-@click.option("--data", "data_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Folder of the inventory data (default: the shipped one).")
+@click.option(
+    "--data",
+    "data_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Folder of the inventory data (default: the shipped one).",
+)
 @patterns_option
 def coverage(
     systems: tuple[str, ...],
@@ -132,10 +143,23 @@ def coverage(
         if releases and row.release not in releases:
             continue
         kinds = ", ".join(f"{label} {count}" for label, count in row.labels.most_common() if "/" in label)
-        rows.append([row.system, row.release, row.total, row.outcomes[RULE], row.outcomes[IGNORED],
-                     row.outcomes[UNDECIDED], f"{100 * row.share_decided:.1f} %", kinds])
-    click.echo(tabulate(rows, headers=["system", "release", "templates", "rule", "ignored", "undecided",
-                                       "decided", "by phase/kind"]))
+        rows.append(
+            [
+                row.system,
+                row.release,
+                row.total,
+                row.outcomes[RULE],
+                row.outcomes[IGNORED],
+                row.outcomes[UNDECIDED],
+                f"{100 * row.share_decided:.1f} %",
+                kinds,
+            ]
+        )
+    click.echo(
+        tabulate(
+            rows, headers=["system", "release", "templates", "rule", "ignored", "undecided", "decided", "by phase/kind"]
+        )
+    )
     if undecided:
         for decision in decisions:
             if decision.outcome == UNDECIDED:

@@ -9,7 +9,6 @@ from importlib import resources
 from pathlib import Path
 
 from logphase.errors import UsageError
-
 from logphase.inventory.scope import NATIVE_LIBRARIES, NATIVE_MESSAGE, in_scope, release_of_wheel, system_of_wheel
 from logphase.inventory.store import InventoryEntry, decode, encode, merge_releases
 from logphase.inventory.templates import Template, extract_templates

@@ -54,8 +54,15 @@ def merge_releases(system: str, found: Mapping[str, Iterable[Template]]) -> list
             if key not in where or where[key][0] < order:
                 where[key] = (order, template.file, template.line)
     entries = [
-        InventoryEntry(system, kind, level, text, where[(kind, level, text)][1], where[(kind, level, text)][2],
-                       tuple(sorted(seen, key=release_key)))
+        InventoryEntry(
+            system,
+            kind,
+            level,
+            text,
+            where[(kind, level, text)][1],
+            where[(kind, level, text)][2],
+            tuple(sorted(seen, key=release_key)),
+        )
         for (kind, level, text), seen in releases.items()
     ]
     return sorted(entries, key=lambda e: (e.file, e.line, e.kind, e.level, e.text))
@@ -65,8 +72,14 @@ def encode(entries: Iterable[InventoryEntry]) -> bytes:
     """Entries → gzipped JSON lines (mtime 0: the same data gives the same bytes)."""
     lines = [
         json.dumps(
-            {"kind": e.kind, "level": e.level, "text": e.text, "file": e.file, "line": e.line,
-             "releases": list(e.releases)},
+            {
+                "kind": e.kind,
+                "level": e.level,
+                "text": e.text,
+                "file": e.file,
+                "line": e.line,
+                "releases": list(e.releases),
+            },
             ensure_ascii=False,
             separators=(",", ":"),
         )
@@ -82,8 +95,15 @@ def decode(system: str, data: bytes) -> list[InventoryEntry]:
             continue
         item = json.loads(raw)
         entries.append(
-            InventoryEntry(system, item["kind"], item["level"], item["text"], item["file"], int(item["line"]),
-                           tuple(item["releases"]))
+            InventoryEntry(
+                system,
+                item["kind"],
+                item["level"],
+                item["text"],
+                item["file"],
+                int(item["line"]),
+                tuple(item["releases"]),
+            )
         )
     return entries
 

@@ -22,7 +22,9 @@ NAMED_VALUES: tuple[tuple[re.Pattern[str], tuple[str, ...]], ...] = (
     (re.compile(r"capture_bs$"), ("[1, 2, 4, 8]",)),
 )
 BOOL_NAME = re.compile(r"(?:^|[._])(?:is_|has_|enabled?\b|soft\b|use_)", re.I)
-FLOAT_NAME = re.compile(r"(?:time|secs|seconds|elapsed|duration|mem|gb|gib|ratio|fraction|util|took|speed|throughput)", re.I)
+FLOAT_NAME = re.compile(
+    r"(?:time|secs|seconds|elapsed|duration|mem|gb|gib|ratio|fraction|util|took|speed|throughput)", re.I
+)
 VLLM_LEVELS = {"debug": "DEBUG", "info": "INFO", "warning": "WARNING", "error": "ERROR", "critical": "CRITICAL"}
 TORCH_LEVELS = {"debug": "I", "info": "I", "warning": "W", "error": "E", "critical": "E"}
 BAR = ": 100%|██████████| 2/2 [00:01<00:00,  1.50it/s]"
@@ -42,10 +44,10 @@ def fill_value(name: str, spec: str, conversion: str | None, untyped: str | None
     elif spec.endswith(("f", "g", "e", "%")):
         digits = re.search(r"\.(\d+)", spec)
         value = format(1.5, f".{digits.group(1) if digits else 2}f")
+    elif untyped is not None:  # a variant: the name's guess (a float for `timeout`) may be wrong
+        value = untyped
     elif FLOAT_NAME.search(name):
         value = "1.50"
-    elif untyped is not None:
-        value = untyped
     elif INT_NAME.search(name) or not name:
         value = "2"
     else:

@@ -27,7 +27,9 @@ LOG_LEVELS = {
 }
 # `logger`, `self.logger`, `_logger`, `logging`, `log`: the objects whose level methods log a message
 LOGGER_NAME = re.compile(r"(?:^|\.|_)(?:logger|logging|log|LOGGER)$", re.IGNORECASE)
-PERCENT_FIELD = re.compile(r"%(?:\((?P<key>\w+)\))?(?P<flags>[-+ #0]*)(?P<width>\d+|\*)?(?:\.(?P<precision>\d+))?(?P<type>[sdirfgexXcoEGu%])")
+PERCENT_FIELD = re.compile(
+    r"%(?:\((?P<key>\w+)\))?(?P<flags>[-+ #0]*)(?P<width>\d+|\*)?(?:\.(?P<precision>\d+))?(?P<type>[sdirfgexXcoEGu%])"
+)
 # a template is worth keeping when it has a word of its own, not only placeholders
 WORDY = re.compile(r"[A-Za-z]{3}")
 
@@ -101,9 +103,7 @@ def message_of(node: ast.expr) -> str | None:
                     continue
                 spec = ""
                 if isinstance(value.format_spec, ast.JoinedStr):
-                    spec = "".join(
-                        str(v.value) for v in value.format_spec.values if isinstance(v, ast.Constant)
-                    )
+                    spec = "".join(str(v.value) for v in value.format_spec.values if isinstance(v, ast.Constant))
                 conversion = f"!{chr(value.conversion)}" if value.conversion > 0 else ""
                 parts.append("{" + _field_name(value.value) + conversion + (f":{spec}" if spec else "") + "}")
         return "".join(parts)
@@ -113,11 +113,11 @@ def message_of(node: ast.expr) -> str | None:
             return percent_to_format(left.value)
         return None
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
-        left, right = message_of(node.left), message_of(node.right)
-        if left is None and right is None:
+        head, tail = message_of(node.left), message_of(node.right)
+        if head is None and tail is None:
             return None
-        return (left if left is not None else "{" + _field_name(node.left) + "}") + (
-            right if right is not None else "{" + _field_name(node.right) + "}"
+        return (head if head is not None else "{" + _field_name(node.left) + "}") + (
+            tail if tail is not None else "{" + _field_name(node.right) + "}"
         )
     if (
         isinstance(node, ast.Call)
@@ -180,7 +180,8 @@ def _print_template(node: ast.Call) -> str | None:
     parts = [message_of(arg) for arg in node.args]
     if all(part is None for part in parts):
         return None
-    return " ".join(part if part is not None else "{" + _field_name(arg) + "}" for part, arg in zip(parts, node.args))
+    pieces = zip(parts, node.args, strict=True)
+    return " ".join(part if part is not None else "{" + _field_name(arg) + "}" for part, arg in pieces)
 
 
 def extract_templates(source: str, file: str) -> Iterator[Template]:
