@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import textwrap
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -273,3 +274,56 @@ def test_coverage_command_prints_one_row_per_release() -> None:
     assert result.exit_code == 0, result.output
     rows = [line.split()[:2] for line in result.output.splitlines()[2:]]
     assert rows == [["vllm", "0.8.5"]]
+
+
+def write_wheel(path: Path, members: dict[str, str]) -> Path:
+    with zipfile.ZipFile(path, "w") as wheel:
+        for name, text in members.items():
+            wheel.writestr(name, text)
+    return path
+
+
+def test_inventory_command_keeps_the_in_scope_files_of_each_release(tmp_path: Path) -> None:
+    # GIVEN two SGLang wheels: a scheduler message in both, a request handler's only in the older
+    scheduler = 'logger.info("Load weight begin. avail mem=%.2f GB", mem)\n'
+    old = write_wheel(
+        tmp_path / "sglang-0.4.0-py3-none-any.whl",
+        {
+            "sglang/srt/managers/scheduler.py": scheduler,
+            "sglang/srt/entrypoints/openai/serving_chat.py": 'logger.error("Error in request: %s", e)\n',
+        },
+    )
+    new = write_wheel(tmp_path / "sglang-0.5.1-py3-none-any.whl", {"sglang/srt/managers/scheduler.py": scheduler})
+    out = tmp_path / "inventory"
+    # WHEN the inventory is rebuilt from them
+    result = run_cli("patterns", "inventory", str(old), str(new), "--out", str(out))
+    # THEN the data file holds the scheduler's template with both releases, and nothing of the handler
+    assert result.exit_code == 0, result.output
+    assert read_inventory(out) == [
+        InventoryEntry(
+            "sglang",
+            "log",
+            "info",
+            "Load weight begin. avail mem={:.2f} GB",
+            "sglang/srt/managers/scheduler.py",
+            1,
+            ("0.4.0", "0.5.1"),
+        )
+    ]
+
+
+def test_coverage_lists_the_undecided_templates_with_their_lines(tmp_path: Path) -> None:
+    # GIVEN an inventory with one message no pack knows, naming a wait (never ignored by the broad entries)
+    entry = InventoryEntry(
+        "vllm", "log", "info", "Reticulating splines: waiting for {:d} peers", "vllm/v1/engine/core.py", 7, ("9.9",)
+    )
+    (tmp_path / "vllm.jsonl.gz").write_bytes(encode([entry]))
+    # WHEN its coverage is asked for with --undecided
+    result = run_cli("patterns", "coverage", "--data", str(tmp_path), "--undecided")
+    # THEN the release is 0 % decided and the template is listed with the line synthesised from it
+    assert result.exit_code == 0, result.output
+    assert ["vllm", "9.9", "1", "0", "0", "1", "0.0", "%"] in [line.split() for line in result.output.splitlines()]
+    assert (
+        "vllm vllm/v1/engine/core.py:7 [info] INFO 01-01 10:00:00 [core.py:7] Reticulating splines: waiting for 2 peers"
+        in result.output
+    )
