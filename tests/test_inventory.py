@@ -169,6 +169,21 @@ def test_every_vllm_wording_of_the_engine_core_wait_is_launch(line: str) -> None
     assert (rule.id, rule.phase, rule.kind.value) == ("vllm.launch.waiting_for_engine", "launch", "mark")
 
 
+@pytest.mark.parametrize(
+    "line",
+    [
+        # 0.9.2-0.11.0 v1/engine/core_client.py (`send` and `initial` glued in the source)
+        "TimeoutError: Timed out waiting for engines to sendinitial message on input socket.",
+        # 0.33.0 v1/engine/utils.py, after VLLM_ENGINE_READY_TIMEOUT_S
+        "TimeoutError: Timed out waiting for engine core processes to start. This is often caused by slow weight"
+        " loading for large models. Waited 600s (configured by VLLM_ENGINE_READY_TIMEOUT_S).",
+    ],
+)
+def test_every_vllm_wording_of_the_engine_start_up_timeout_is_a_launch_timeout(line: str) -> None:
+    rule, _ = explain(line, load_packs(check_examples=False)).matches[0]
+    assert (rule.phase, rule.kind.value, rule.role.value) == ("launch", "timeout", "root")
+
+
 @pytest.mark.parametrize("wording", ENGINE_WAITS[:3])
 def test_a_log_of_engine_core_waits_is_stalled_at_launch_not_unknown(tmp_path: Path, wording: str) -> None:
     # GIVEN a vLLM log that only waits for its engine core, ten seconds apart
