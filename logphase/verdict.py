@@ -8,7 +8,7 @@ from datetime import datetime
 
 from logphase.durations import format_duration
 from logphase.logs.matcher import Event
-from logphase.logs.timeline import JOB_SYSTEMS, RankState, Timeline, is_tagged, rank_number, rank_sort_key
+from logphase.logs.timeline import RankState, Timeline, is_tagged, rank_number, rank_sort_key
 from logphase.phases import MAIN_PROCESS_PHASES, EventKind, Phase, Role, Verdict
 
 # Without baselines or a pack budget, this much silence in a phase makes a live run `stalled`.
@@ -118,7 +118,7 @@ def _clean_exit(timeline: Timeline) -> Event | None:
     """The last clean exit of a job (torchrun, a script: no server lines) whose every rank exited
     after its last phase line; None otherwise. A server that exits before it was ready did not
     finish anything."""
-    server = timeline.system is not None and timeline.system not in JOB_SYSTEMS
+    server = timeline.system_is_server
     if server or not timeline.ranks:
         return None
     exits = [timeline.exits.get(state.rank) if state.rank else None for state in timeline.ranks]

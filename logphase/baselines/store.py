@@ -25,6 +25,7 @@ LOCK_RETRIES = 8
 # One column per Fingerprint field, named after it. A field added to Fingerprint needs its column
 # added by a new step in migrations.py (never by editing a released step).
 _FINGERPRINT_COLUMNS = tuple(field.name for field in fields(Fingerprint))
+_PHASE_NAMES = frozenset(phase.value for phase in Phase)
 
 T = TypeVar("T")
 
@@ -36,6 +37,7 @@ class RunStore:
     def __init__(self, path: Path, connection: sqlite3.Connection) -> None:
         self.path = path
         self._db = connection
+        self.unreadable: list[str] = []  # what the last read left out, and why
 
     @classmethod
     def open(cls, path: Path, *, create: bool) -> RunStore:
@@ -218,6 +220,10 @@ class RunStore:
 
     def get(self, run_id: int) -> RunRecord:
         runs = self._retry(lambda: self._select("WHERE id = ?", (run_id,)))
+        if not runs and self.unreadable:
+            raise StoreError(
+                self.unreadable[0], hint="use the logphase that recorded it, or remove it: logphase runs rm"
+            )
         if not runs:
             raise StoreError(f"no run {run_id} in {self.path}", hint="see the ids with: logphase runs list")
         return runs[0]
@@ -229,6 +235,8 @@ class RunStore:
         return self._retry(lambda: self._select("WHERE fingerprint_key = ?", (fingerprint_key,)))
 
     def _select(self, where: str, parameters: tuple[Any, ...]) -> list[RunRecord]:
+        """The runs that match; a row this version cannot read (a phase or verdict that a newer
+        logphase wrote, a damaged value) is left out and said in `unreadable`, never a traceback."""
         db = self._db
         db.execute("BEGIN")
         try:
@@ -236,6 +244,7 @@ class RunStore:
             names = [column[0] for column in cursor.description]
             rows = [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
             phases: dict[int, list[PhaseRecord]] = {}
+            unknown: dict[int, set[str]] = {}
             ids = [row["id"] for row in rows]
             for chunk_start in range(0, len(ids), 500):
                 chunk = ids[chunk_start : chunk_start + 500]
@@ -245,13 +254,27 @@ class RunStore:
                     f"WHERE run_id IN ({marks})",
                     chunk,
                 ):
+                    if phase not in _PHASE_NAMES:
+                        unknown.setdefault(run_id, set()).add(str(phase))
+                        continue
                     phases.setdefault(run_id, []).append(
                         PhaseRecord(Phase(phase), start_s, seconds, start_line, end_line, bool(ended))
                     )
         finally:
             if db.in_transaction:
                 db.execute("COMMIT")
-        return [self._record(row, phases.get(row["id"], [])) for row in rows]
+        records = []
+        self.unreadable = []
+        for row in rows:
+            try:
+                records.append(self._record(row, phases.get(row["id"], [])))
+            except (ValueError, TypeError, KeyError) as exc:
+                self.unreadable.append(f"run {row['id']} in {self.path} cannot be read by this logphase ({exc})")
+                continue
+            if row["id"] in unknown:
+                left_out = ", ".join(sorted(unknown[row["id"]]))
+                self.unreadable.append(f"run {row['id']}: phases unknown to this logphase left out ({left_out})")
+        return records
 
     @staticmethod
     def _row_values(run: RunRecord) -> dict[str, Any]:

@@ -37,6 +37,10 @@ _SHOW_RENDERERS: dict[str, Callable[[RunRecord], str]] = {
 }
 
 
+# A run id as SQLite stores it (a signed 64-bit integer): a larger number names no run.
+RUN_ID = click.IntRange(1, (1 << 63) - 1)
+
+
 def default_db_path() -> Path:
     """`$XDG_DATA_HOME/logphase/runs.db` (XDG's default data home is ~/.local/share)."""
     data_home = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
@@ -142,17 +146,20 @@ def list_runs(output_format: str, db_path: Path | None) -> None:
         return
     with RunStore.open(path, create=False) as store:
         records = store.all()
+        unreadable = store.unreadable
+    for note in unreadable:
+        click.echo(f"logphase: note: {note}", err=True)
     if output_format == "json":
         click.echo(render_runs_json(records, db=path))
         return
     if not records:
-        _emit_empty(output_format, f"no runs recorded yet ({path})")
+        _emit_empty(output_format, f"no readable runs ({path})" if unreadable else f"no runs recorded yet ({path})")
         return
     click.echo(_LIST_RENDERERS[output_format](records))
 
 
 @runs.command("show")
-@click.argument("run_id", type=int)
+@click.argument("run_id", type=RUN_ID)
 @click.option("--format", "output_format", type=FORMATS, default="table", show_default=True, help="Output format.")
 @db_option
 def show(run_id: int, output_format: str, db_path: Path | None) -> None:
@@ -163,7 +170,7 @@ def show(run_id: int, output_format: str, db_path: Path | None) -> None:
 
 
 @runs.command("rm")
-@click.argument("run_ids", type=int, nargs=-1, required=True)
+@click.argument("run_ids", type=RUN_ID, nargs=-1, required=True)
 @db_option
 def remove(run_ids: tuple[int, ...], db_path: Path | None) -> None:
     """Forget recorded runs."""

@@ -6,7 +6,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
+from logphase.frames import frame_key_of
 from logphase.packs import StallSignature
+from logphase.ranks import format_rank_set, list_ranks, natural_key
 from logphase.stacks.model import (
     Classification,
     Frame,
@@ -17,15 +19,7 @@ from logphase.stacks.model import (
     ThreadStack,
     TreeNode,
 )
-from logphase.stacks.tree import (
-    build_tree,
-    divergence_frame,
-    format_ranks,
-    list_ranks,
-    natural_key,
-    path_of,
-    selected_threads,
-)
+from logphase.stacks.tree import build_tree, divergence_frame, path_of, selected_threads
 
 # States that mean "blocked until another rank (or the GPU) does something".
 WAIT_STATES = frozenset({"collective_wait", "rendezvous", "gpu_sync"})
@@ -50,7 +44,8 @@ class Classifier:
     def classify(self, frames: Sequence[Frame]) -> Classification:
         """The highest-priority signature among the frames wins (innermost on ties); the nearest
         phase frame outside it is its context."""
-        matches = [(index, self.signature_for(signature_key(frame))) for index, frame in enumerate(frames)]
+        keys = [frame_key_of(frame.function, frame.file, native=frame.native) for frame in frames]
+        matches = [(index, self.signature_for(key)) for index, key in enumerate(keys)]
         best: tuple[int, StallSignature] | None = None
         for index, signature in matches:
             if signature is not None and (best is None or signature.priority > best[1].priority):
@@ -65,14 +60,6 @@ class Classifier:
                 context = frames[outer_index]
                 break
         return Classification(state=signature.state, frame=frames[index], context=context, signature=signature.id)
-
-
-def signature_key(frame: Frame) -> str:
-    """`function (file)` with py-spy 0.4's class qualifier dropped: `Popen._wait` → `_wait`."""
-    function = frame.function
-    if "." in function and not frame.native and not function.startswith("<"):
-        function = function.rsplit(".", 1)[1] or function
-    return f"{function} ({frame.file})"
 
 
 def classify(frames: Sequence[Frame], signatures: Sequence[StallSignature]) -> Classification:
@@ -317,7 +304,7 @@ def _judge(
         who = "all ranks" if len(group.labels) > 1 else group.labels[0]
         text = describe(group.labels, group.classification)
         if len(group.labels) > 1:
-            text = f"all ranks ({format_ranks(group.labels)})" + text[len(list_ranks(group.labels)) :]
+            text = f"all ranks ({format_rank_set(group.labels)})" + text[len(list_ranks(group.labels)) :]
         if group.state in WAIT_STATES:
             if group.moving:
                 return [], group.state, f"{text}, but their stacks change between samples: still working", False, []
