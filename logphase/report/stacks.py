@@ -6,9 +6,9 @@ import json
 
 from tabulate import tabulate
 
+from logphase.judging.stacks import WAIT_STATES
 from logphase.ranks import format_rank_set
 from logphase.stacks.model import Group, StacksReport, TreeNode
-from logphase.stacks.stalls import WAIT_STATES
 
 _COLOURS = {"red": "31", "green": "32", "yellow": "33", "cyan": "36", "bold": "1", "dim": "2"}
 
