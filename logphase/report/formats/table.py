@@ -12,6 +12,7 @@ from logphase.report.analysis import (
     context,
     facts,
     findings,
+    headline,
     phase_table,
     rank_table,
     root_title,
@@ -40,8 +41,7 @@ class TableFormat:
 
     def analysis(self, report: Report) -> str:
         verdict = paint(report.verdict.value.upper(), _VERDICT_COLOURS[report.verdict], self.colour)
-        where = f" at {report.phase}" if report.phase else ""
-        out: list[str] = [f"logphase: {verdict}{where} — {report.reason}", f"  {facts(report)}"]
+        out: list[str] = [headline(report, verdict), f"  {facts(report)}"]
         doubt = confidence_line(report)
         out += [f"  {doubt}", ""] if doubt else [""]
         phases, ranks = phase_table(report), rank_table(report)
@@ -54,7 +54,7 @@ class TableFormat:
         root = report.root_cause
         if root is not None:
             who = f", {root.rank}" if root.rank else ""
-            out += [f"{root_title(report)} (line {root.line}{who}, rule {root.rule}):", *context(report), ""]
+            out += [f"{root_title(report)} at {root.path}:{root.line} ({root.rule}{who}):", *context(report), ""]
         unknown = unrecognised_lines(report)
         if unknown:
             out += [*unknown, ""]
