@@ -19,6 +19,7 @@ from logphase.errors import LogphaseError
 # for the log pipeline's imports (a snapshot's wall time is what the user waits for).
 COMMANDS = {
     "analyze": "logphase.cli.analyze:analyze",
+    "bundle": "logphase.cli.bundle:bundle",
     "patterns": "logphase.cli.patterns:patterns",
     "runs": "logphase.cli.runs:runs",
     "stacks": "logphase.cli.stacks:stacks",
