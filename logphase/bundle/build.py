@@ -14,7 +14,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from logphase.bundle import environment
-from logphase.bundle.analysis_calls import analyse, failure_lines, stacks_json
+from logphase.bundle.analysis_calls import Analysis, analyse, failure_lines, stacks_json
 from logphase.bundle.excerpt import Excerpt, choose, render
 from logphase.bundle.live import LiveStacks
 from logphase.bundle.readme import Listed, render_readme
@@ -77,6 +77,9 @@ def collect(request: BundleRequest, packs: PackSet) -> Bundle:
         source.name = display_name(source.name, request.cwd)
     post_mortem = request.post_mortem if request.post_mortem is not None else all(s.finished for s in sources)
     analysis = analyse(sources, packs, flight_recorder_dumps=flight_dumps, as_of=request.as_of, post_mortem=post_mortem)
+    # the flight-recorder dumps are read by the paths given; the report names them as a bug report may
+    shown_paths = {path: display_name(path, request.cwd) for path in flight_dumps}
+    analysis = Analysis(_renamed(analysis.json, shown_paths), _renamed(analysis.markdown, shown_paths))
     texts: list[tuple[str, str, str]] = []  # member name, text, what
     cuts: list[tuple[str, Excerpt, int]] = []
     used: set[str] = set()
@@ -243,6 +246,21 @@ def _as_text(data: bytes) -> str | None:
         return data.decode("utf-8")
     except UnicodeDecodeError:
         return None
+
+
+def _renamed(value: Any, names: dict[str, str]) -> Any:
+    """`value` with each path of `names` (as given on the command line) replaced by its display name."""
+    if not names:
+        return value
+    if isinstance(value, str):
+        for path, shown in names.items():
+            value = value.replace(path, shown)
+        return value
+    if isinstance(value, dict):
+        return {key: _renamed(item, names) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_renamed(item, names) for item in value]
+    return value
 
 
 def _all_strings(value: Any) -> Iterator[str]:
