@@ -1,8 +1,10 @@
-"""The import rules of DESIGN.md §2: logs and stacks never meet below verdict; only cli prints."""
+"""The import rules of DESIGN.md §2: logs and stacks meet only in scanning, judging/evidence and the pipeline;
+judging is pure and below the pipeline; only cli assembles the pipeline, and only cli prints."""
 
 from __future__ import annotations
 
 import ast
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -35,8 +37,17 @@ def test_module_follows_the_import_rules(path: Path) -> None:
     found = imports(path)
     if relative.startswith("logs/"):
         assert not any(name.startswith("logphase.stacks") for name in found)
-    if relative.startswith("stacks/"):
+    if relative.startswith("stacks/") or relative == "judging/stacks.py":
         assert not any(name.startswith("logphase.logs") for name in found)
+    if relative == "judging/logs.py":
+        assert not any(name.startswith("logphase.stacks") for name in found)
+    if relative.startswith("judging/"):
+        # pure: no files, processes, clock reads or store; nothing that runs the pipeline
+        below = ("logphase.pipeline", "logphase.scanning", "logphase.watching", "logphase.cli", "logphase.health")
+        assert not any(name.startswith(below) for name in found)
+        assert not found & {"os", "sqlite3", "subprocess", "time", "socket"}
+    if not relative.startswith("cli/") and relative != "pipeline.py":
+        assert "logphase.pipeline" not in found, "the pipeline is assembled once, and run from the CLI"
     if not relative.startswith("cli/") and relative != "__main__.py":
         assert "click" not in found, "only logphase/cli may use click"
         assert not calls_print(path), "only logphase/cli prints"
@@ -45,3 +56,14 @@ def test_module_follows_the_import_rules(path: Path) -> None:
 @pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(PACKAGE)))
 def test_module_opens_with_a_docstring(path: Path) -> None:
     assert ast.get_docstring(ast.parse(path.read_text())), f"{path} needs a one-line docstring saying what it owns"
+
+
+_REPO = Path(__file__).resolve().parent.parent
+
+
+def test_every_package_is_in_the_wheel() -> None:
+    # GIVEN the packages under logphase/ WHEN pyproject's list is read THEN each one ships
+    # (an editable install hides a missing one; `pip install .` would not have it)
+    listed = set(tomllib.loads((_REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    found = {".".join(init.parent.relative_to(_REPO).parts) for init in (_REPO / "logphase").rglob("__init__.py")}
+    assert found <= listed, sorted(found - listed)

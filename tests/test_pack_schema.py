@@ -3,8 +3,10 @@ documents key by key; packs carry the system knowledge (server arguments, which 
 
 from __future__ import annotations
 
+import json
 import re
 import tomllib
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -12,9 +14,11 @@ import pytest
 from logphase.errors import PackError
 from logphase.fingerprint import Fingerprint, fingerprint_of_lines
 from logphase.logs.matcher import Event
+from logphase.logs.reader import Line
 from logphase.logs.timeline import TimelineBuilder
 from logphase.packs import Rule, load_packs, parse_pack, shipped_packs
 from logphase.packs.schema import TABLES, render_reference
+from logphase.watching import Ingest
 from tests.conftest import run_cli
 
 FORMAT_MD = Path(__file__).resolve().parent.parent / "patterns" / "FORMAT.md"
@@ -248,3 +252,30 @@ def test_patterns_list_shows_job_packs_and_their_server_args_formats() -> None:
     vllm_line = next(line for line in lines if line.startswith("vllm "))
     assert torch_line.startswith("torch (torch, job): ")
     assert vllm_line.startswith("vllm (vllm): ") and " 1 server_args — " in vllm_line
+
+
+def test_runs_add_and_watch_use_a_user_packs_server_args(tmp_path: Path) -> None:
+    # GIVEN the same user pack, and a log of that server with one phase line a rule of the pack knows
+    pack = write(
+        tmp_path,
+        '[pack]\nname = "myserve"\nschema = 1\nsystems = ["myserve"]\n'
+        "[[server_args]]\n"
+        "id = \"myserve.args\"\nregex = '^launch config: '\n"
+        'model_path = ["ckpt"]\ntp_size = ["tp"]\n'
+        'examples = ["launch config: ckpt=/m tp=1"]\n'
+        "[[rule]]\n"
+        'id = "myserve.weights"\nphase = "weight_load"\nkind = "begin"\nregex = \'^loading weights$\'\n'
+        'examples = ["loading weights"]\ncounter_examples = ["loading weights done"]\n',
+    )
+    log = tmp_path / "serve.log"
+    log.write_text("launch config: ckpt=/m/llama tp=4\nloading weights\n")
+    db = tmp_path / "runs.db"
+    # WHEN the log is recorded with the pack
+    assert run_cli("runs", "add", str(log), "--db", str(db), "--patterns", str(pack)).exit_code == 0
+    # THEN the recorded setup is the one the pack's server_args read
+    (run,) = json.loads(run_cli("runs", "list", "--db", str(db), "--format", "json").stdout)["runs"]
+    assert (run["fingerprint"]["model_path"], run["fingerprint"]["tp_size"]) == ("/m/llama", 4)
+    # AND watch's ingest reads it the same way
+    ingest = Ingest(load_packs([pack]), reference=datetime(2026, 1, 1))
+    ingest.feed([Line(1, "launch config: ckpt=/m/llama tp=4", 0)], arrived=0.0)
+    assert ingest.fingerprint.fingerprint().tp_size == 4

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from logphase.judging.stacks import ALL_IDLE
 from logphase.stacks.dumps import parse_dump_text, parse_frame_text
 from logphase.stacks.model import Frame, ProcessSnapshot, ThreadStack
-from logphase.stacks.stalls import ALL_IDLE, classify, summarize
+from logphase.stacks.stalls import classify, summarize
 
 from .conftest import REALWORLD, STACKS_FIXTURES
 

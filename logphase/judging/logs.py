@@ -1,18 +1,17 @@
-"""Where the pipelines meet: timeline (+ stacks, + baselines) and a point in time → a verdict (pure)."""
+"""Log judgement: a timeline, its budgets and a point in time → verdict, reason, culprits and root cause (pure)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from datetime import datetime
 
 from logphase.durations import format_duration
+from logphase.judging.budgets import Budgets
 from logphase.logs.matcher import Event
 from logphase.logs.timeline import RankState, Timeline, is_tagged, rank_number, rank_sort_key
 from logphase.phases import MAIN_PROCESS_PHASES, EventKind, Phase, Role, Verdict
 
-# Without baselines or a pack budget, this much silence in a phase makes a live run `stalled`.
-FALLBACK_BUDGET_S = 900.0
 # A rank this long behind the first rank to enter the furthest phase is behind, not just skewed.
 LAG_GRACE_S = 30.0
 _FAILURE_VERDICT = {
@@ -39,7 +38,7 @@ def judge(
     *,
     as_of: datetime,
     post_mortem: bool,
-    budgets: Mapping[Phase, float],
+    budgets: Budgets,
     last_activity: datetime | None = None,
 ) -> Judgement:
     """DESIGN.md §4. `as_of` is *now* for a live log; `last_activity` (a file's mtime) stands in
@@ -63,10 +62,16 @@ def judge(
         reason = f"{who}{_VERB[verdict]}{where}: {_message(root)} (line {root.line})"
         return Judgement(verdict, reason, phase, furthest, culprits, root, None, None)
 
-    if timeline.ready is not None or (phase in (Phase.READY, Phase.SERVING) and timeline.served):
+    unhealthy = _unhealthy(timeline)
+    if unhealthy is None and (
+        timeline.ready is not None or (phase in (Phase.READY, Phase.SERVING) and timeline.served)
+    ):
         ready = timeline.ready
         reason = f"ready: {_message(ready)} (line {ready.line})" if ready else f"the server is {phase}"
         return Judgement(Verdict.READY, reason, phase, furthest, (), None, None, None)
+    if unhealthy is not None and phase in (Phase.READY, Phase.SERVING):
+        # the health route outranks every other route: the newest answer said it is not up
+        phase = Phase.WARMUP if timeline.ready is None else phase
 
     if phase is None:
         return Judgement(Verdict.UNKNOWN, "no line matched any pattern", None, None, (), None, None, None)
@@ -82,26 +87,33 @@ def judge(
     if progress is not None:
         progress = replace(progress, rank=_canonical(timeline, progress.rank))
     culprits = _lagging_ranks(timeline)
-    budget = budgets.get(phase, FALLBACK_BUDGET_S)
+    health = (
+        ""
+        if unhealthy is None
+        else f"; the newest /health answered {_health_status(unhealthy)} (line {unhealthy.line})"
+    )
+    budget = budgets.for_phase(phase).seconds
     progress_time = progress.time if progress and progress.time else last_activity
     if post_mortem:
         end = timeline.last_time
         silence = (end - progress_time).total_seconds() if end and progress_time else None
         quiet = f"; last progress {format_duration(silence)} before the end" if silence else ""
         at = f" (line {progress.line})" if progress else ""
-        reason = f"the log ends during {phase} with no error{quiet}{at}"
+        reason = f"the log ends during {phase} with no error{quiet}{at}{health}"
         return Judgement(Verdict.STALLED, reason, phase, furthest, culprits, progress, silence, budget)
 
     silence = (as_of - progress_time).total_seconds() if progress_time else None
     if silence is None:
-        reason = f"in {phase}; the log has no timestamps to judge silence by"
+        reason = f"in {phase}; the log has no timestamps to judge silence by{health}"
         return Judgement(Verdict.PROGRESSING, reason, phase, furthest, culprits, None, None, budget)
     if silence > budget:
         reason = f"no progress for {format_duration(silence)} in {phase} (budget {format_duration(budget)})"
         if progress:
             reason += f"; last progress at line {progress.line}"
+        reason += health
         return Judgement(Verdict.STALLED, reason, phase, furthest, culprits, progress, silence, budget)
     reason = f"in {phase}; last progress {format_duration(silence)} ago, within the {format_duration(budget)} budget"
+    reason += health
     return Judgement(Verdict.PROGRESSING, reason, phase, furthest, culprits, None, silence, budget)
 
 
@@ -112,6 +124,22 @@ RELAYED_FROM = ("from_rank", "from_rank2")
 
 def _relayed_from(event: Event) -> str | None:
     return next((event.captures[key] for key in RELAYED_FROM if event.captures.get(key)), None)
+
+
+def _unhealthy(timeline: Timeline) -> Event | None:
+    """The health route's newest answer when it says the server is not up (a 5xx) and no ready
+    line came after it: /v1/models or /model_info answering 200 during warmup does not make a
+    server ready, and a script must never get exit 0 against it."""
+    health = timeline.health
+    if health is None or not _health_status(health).startswith("5"):
+        return None
+    if timeline.ready is not None and timeline.ready.order_key > health.order_key:
+        return None
+    return health
+
+
+def _health_status(event: Event) -> str:
+    return event.captures.get("health_status", "")
 
 
 def _clean_exit(timeline: Timeline) -> Event | None:
@@ -137,6 +165,10 @@ def server_phase(timeline: Timeline) -> tuple[Phase | None, Phase | None]:
     latest = timeline.latest_phase_event
     if main is not None and main.reached in MAIN_PROCESS_PHASES:
         phase = main.reached
+        if phase in (Phase.HTTP_START, Phase.WARMUP) and any(_progressed_in(state, Phase.SERVING) for state in states):
+            # a rank decoding real traffic (the warmup's few tokens never reach a decode batch):
+            # a log that starts mid-run shows /generate requests the main process reads as warmup
+            phase = Phase.SERVING
     elif states:
         phase = min(states, key=lambda state: state.position).current
     else:
@@ -145,6 +177,11 @@ def server_phase(timeline: Timeline) -> tuple[Phase | None, Phase | None]:
     if phase not in (Phase.READY, Phase.SERVING) and latest is not None and latest.phase is Phase.COMPILE:
         phase = Phase.COMPILE  # lazy JIT is what the server is doing while it is the latest news
     return phase, furthest
+
+
+def _progressed_in(state: RankState, phase: Phase) -> bool:
+    """The rank's own progress (not a failure that only places it) was last in `phase`."""
+    return state.last_progress is not None and state.last_progress.phase is phase
 
 
 def _lockstep(timeline: Timeline, state: RankState) -> RankState:
