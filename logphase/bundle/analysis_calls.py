@@ -1,7 +1,7 @@
-"""The one place the bundle calls the analysis library: the `analyze` report, its renderers, failure lines.
+"""The one place the bundle calls the analysis library: the `analyze` report, its formats, failure lines.
 
-When the analysis moves (analysis.py → pipeline.py, report/analysis.py → report/formats/), only
-this module is re-pointed; the bundle sees plain JSON, markdown and line numbers."""
+When the analysis moves, only this module is re-pointed; the bundle sees plain JSON, markdown and
+line numbers."""
 
 from __future__ import annotations
 
@@ -10,13 +10,13 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from logphase.analysis import analyze, with_flight_recorder
+from logphase import pipeline
 from logphase.flight_recorder import judge_dumps, read_dumps
 from logphase.logs.matcher import SourceMatcher
 from logphase.logs.reader import LogSource, read_lines
 from logphase.packs import PackSet
 from logphase.phases import FAILURE_KINDS
-from logphase.report.analysis import render_markdown
+from logphase.report.formats import OutputFormat, pick
 from logphase.stacks.model import ProcessSnapshot
 from logphase.stacks.stalls import summarize
 
@@ -38,10 +38,9 @@ def analyse(
     post_mortem: bool,
 ) -> Analysis:
     """The same library calls as `logphase analyze` (without a baseline)."""
-    report = analyze(sources, packs, as_of=as_of, post_mortem=post_mortem)
-    if flight_recorder_dumps:
-        report = with_flight_recorder(report, judge_dumps(read_dumps(list(flight_recorder_dumps))))
-    return Analysis(json=report.to_json(), markdown=render_markdown(report))
+    flight = judge_dumps(read_dumps(list(flight_recorder_dumps))) if flight_recorder_dumps else None
+    report = pipeline.report(sources, packs, pipeline.Options(as_of=as_of, post_mortem=post_mortem, flight=flight))
+    return Analysis(json=report.to_json(), markdown=pick(OutputFormat.MARKDOWN).analysis(report))
 
 
 def failure_lines(source: LogSource, packs: PackSet, as_of: datetime) -> set[int]:
