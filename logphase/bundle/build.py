@@ -85,7 +85,7 @@ def collect(request: BundleRequest, packs: PackSet) -> Bundle:
     used: set[str] = set()
     for index, source in enumerate(sources):
         summary = analysis.json["inputs"][index]
-        member = _unique(f"logs/{_member_path(source.name)}", used)
+        member = _unique(f"logs/{member_path(source.name)}", used)
         if summary["bytes"] > request.cut_over_bytes:
             marks = _marks(analysis.json, source.name) | failure_lines(source, packs, request.as_of)
             excerpt = choose(summary["lines"], marks)
@@ -98,7 +98,7 @@ def collect(request: BundleRequest, packs: PackSet) -> Bundle:
             texts.append((member, _whole_text(source), f"the log, whole ({summary['lines']:,} lines)"))
     binaries: list[Member] = []
     for path in [*flight_dumps, *request.dump_files]:
-        member = _unique(f"dumps/{_member_path(display_name(path, request.cwd))}", used)
+        member = _unique(f"dumps/{member_path(display_name(path, request.cwd))}", used)
         data = Path(path).read_bytes()
         text = _as_text(data)
         what = "a torch flight-recorder dump" if path in flight_dumps else "a stack dump given with --from"
@@ -184,7 +184,7 @@ def display_name(name: str, cwd: Path) -> str:
     return f"{archive}{separator}{member}"
 
 
-def _member_path(name: str) -> str:
+def member_path(name: str) -> str:
     """A display name as a safe path inside the bundle: no `..`, no absolute path, no `:`."""
     for suffix in COMPRESSED_SUFFIXES:
         if name.endswith(suffix):

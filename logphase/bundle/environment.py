@@ -50,8 +50,9 @@ def installed_versions(names: tuple[str, ...] = PACKAGES) -> dict[str, str | Non
     return versions
 
 
-def nvidia_smi(binary: str = "nvidia-smi", timeout_s: float = NVIDIA_SMI_TIMEOUT_S) -> SmiOutput:
+def nvidia_smi(binary: str = "nvidia-smi", timeout_s: float | None = None) -> SmiOutput:
     """`nvidia-smi` (driver, CUDA version, GPUs, their memory and processes) when it is installed."""
+    timeout_s = NVIDIA_SMI_TIMEOUT_S if timeout_s is None else timeout_s
     found = shutil.which(binary)
     if found is None:
         return SmiOutput(None, f"{binary} is not installed on the machine that made the bundle")

@@ -338,3 +338,78 @@ def test_without_o_the_bundle_is_named_by_the_time(work: Path) -> None:
     (made,) = [p.name for p in work.iterdir() if p.name != DEMO_NAME]
     assert re.fullmatch(r"logphase-bundle-\d{8}-\d{6}\.tar\.gz", made)
     assert result.stdout.startswith(f"{made}: ")
+
+
+def test_a_host_is_one_placeholder_in_every_file(work: Path) -> None:
+    # GIVEN a log whose NCCL lines name their host (`gpu-h100-07:pid:tid [dev]`) and its address
+    log = FIXTURES / "logs" / "sglang" / "nccl-info-tp8-rank5-missing-init-complete.log"
+    shutil.copy(log, work / "nccl.log")
+    # WHEN bundled
+    result = run_cli("bundle", "nccl.log", "-o", "b.tar.gz", "--as-of", AS_OF)
+    assert result.exit_code == 0, result.stderr
+    files = members(work / "b.tar.gz")
+    # THEN neither is left anywhere; the log and the analysis use the same placeholders
+    for name, data in files.items():
+        assert b"gpu-h100-07" not in data and b"10.20.3.17" not in data, name
+    expected = json.dumps(analyze_json("nccl.log", "--as-of", AS_OF), indent=2, ensure_ascii=False)
+    assert files["analysis.json"].decode().strip() == expected.replace("gpu-h100-07", "[host-1]").replace(
+        "10.20.3.17", "[ip-1]"
+    )
+    bundled_log = files["logs/nccl.log"].decode().split("\n")
+    original = log.read_bytes().decode().split("\n")
+    assert (
+        bundled_log[26]
+        == "[host-1]:51236:51236 [6] NCCL INFO Bootstrap : Using eth0:[ip-1]<0>"
+        == original[26].replace("gpu-h100-07", "[host-1]").replace("10.20.3.17", "[ip-1]")
+    )
+    assert re.search(r"^\| host \| 1 \| 16\d \|", files["README.md"].decode(), re.MULTILINE)
+
+
+def fake_nvidia_smi(folder: Path, script: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    folder.mkdir()
+    fake = folder / "nvidia-smi"
+    fake.write_text(f"#!/bin/sh\n{script}\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{folder}{os.pathsep}{os.environ['PATH']}")
+
+
+def test_nvidia_smi_output_goes_in_when_it_is_installed(
+    tmp_path: Path, work: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # GIVEN an nvidia-smi on PATH
+    text = "| NVIDIA-SMI 570.86.15    Driver Version: 570.86.15    CUDA Version: 12.8 |\n|   0  NVIDIA H200  On |\n"
+    fake_nvidia_smi(tmp_path / "bin", f"printf '{text}'", monkeypatch)
+    # WHEN bundled THEN its output is a file of the bundle, and versions.json points at it
+    result = run_cli("bundle", DEMO_NAME, "-o", "b.tar.gz")
+    assert result.exit_code == 0, result.stderr
+    files = members(work / "b.tar.gz")
+    assert files["nvidia-smi.txt"].decode() == text
+    assert json.loads(files["versions.json"])["nvidia_smi"] == "nvidia-smi.txt"
+    assert "nvidia-smi:" not in files["README.md"].decode()
+
+
+@pytest.mark.parametrize(
+    ("script", "note"),
+    [
+        (
+            "echo 'NVIDIA-SMI has failed because it could not communicate with the NVIDIA driver.'; exit 9",
+            "- nvidia-smi: nvidia-smi failed (exit 9): "
+            "NVIDIA-SMI has failed because it could not communicate with the NVIDIA driver.",
+        ),
+        ("exec sleep 30", "- nvidia-smi: nvidia-smi did not answer within 0.5s (a hung driver looks like this)"),
+    ],
+)
+def test_an_nvidia_smi_that_fails_or_hangs_is_said(
+    tmp_path: Path, work: Path, monkeypatch: pytest.MonkeyPatch, script: str, note: str
+) -> None:
+    # GIVEN an nvidia-smi that cannot reach the driver, or one that hangs
+    from logphase.bundle import environment
+
+    monkeypatch.setattr(environment, "NVIDIA_SMI_TIMEOUT_S", 0.5)
+    fake_nvidia_smi(tmp_path / "bin", script, monkeypatch)
+    # WHEN bundled THEN the bundle is written without it, and its README says why
+    result = run_cli("bundle", DEMO_NAME, "-o", "b.tar.gz")
+    assert result.exit_code == 0, result.stderr
+    files = members(work / "b.tar.gz")
+    assert "nvidia-smi.txt" not in files
+    assert note in files["README.md"].decode().splitlines()
