@@ -18,7 +18,7 @@ from logphase.bundle.analysis_calls import Analysis, analyse, failure_lines, sta
 from logphase.bundle.excerpt import Excerpt, choose, render
 from logphase.bundle.live import LiveStacks
 from logphase.bundle.readme import Listed, render_readme
-from logphase.bundle.redact import Redactor
+from logphase.bundle.redact import Redactor, map_strings
 from logphase.errors import UsageError
 from logphase.fingerprint import HEAD_LINES, fingerprint_of_lines
 from logphase.logs.reader import LogSource, open_sources, read_lines
@@ -133,8 +133,7 @@ def collect(request: BundleRequest, packs: PackSet) -> Bundle:
     if redact:
         if request.host:
             redactor.learn_host(request.host)
-        for learned in _all_strings([texts, analysis.json, analysis.markdown, stacks, request.nvidia_smi.text]):
-            redactor.learn(learned)
+        redactor.learn_all([texts, analysis.json, analysis.markdown, stacks, request.nvidia_smi.text])
 
     def clean(text: str) -> str:
         return redactor.text(text) if redact else text
@@ -250,28 +249,13 @@ def _as_text(data: bytes) -> str | None:
 
 def _renamed(value: Any, names: dict[str, str]) -> Any:
     """`value` with each path of `names` (as given on the command line) replaced by its display name."""
-    if not names:
-        return value
-    if isinstance(value, str):
+
+    def rename(text: str) -> str:
         for path, shown in names.items():
-            value = value.replace(path, shown)
-        return value
-    if isinstance(value, dict):
-        return {key: _renamed(item, names) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_renamed(item, names) for item in value]
-    return value
+            text = text.replace(path, shown)
+        return text
 
-
-def _all_strings(value: Any) -> Iterator[str]:
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, dict):
-        for item in value.values():
-            yield from _all_strings(item)
-    elif isinstance(value, (list, tuple)):
-        for item in value:
-            yield from _all_strings(item)
+    return map_strings(value, rename) if names else value
 
 
 def _json(value: Any) -> bytes:

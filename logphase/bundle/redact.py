@@ -16,6 +16,7 @@ from __future__ import annotations
 import ipaddress
 import re
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -116,13 +117,16 @@ class Redactor:
 
     def json(self, value: Any) -> Any:
         """Every string of a JSON value redacted (keys are the schema's names and stay)."""
-        if isinstance(value, str):
-            return self.text(value)
-        if isinstance(value, list):
-            return [self.json(item) for item in value]
-        if isinstance(value, dict):
-            return {key: self.json(item) for key, item in value.items()}
-        return value
+        return map_strings(value, self.text)
+
+    def learn_all(self, value: Any) -> None:
+        """`learn` from every string of a JSON-like value."""
+
+        def note(text: str) -> str:
+            self.learn(text)
+            return text
+
+        map_strings(value, note)
 
     def summary(self) -> dict[str, tuple[int, int]]:
         """Per kind: (distinct values, occurrences replaced)."""
@@ -165,6 +169,18 @@ class Redactor:
             names = sorted(self.hosts, key=len, reverse=True)  # `node0.cluster` before `node0`
             self._host_pattern = re.compile(r"(?<![\w.-])(?:" + "|".join(map(re.escape, names)) + r")(?![\w-])")
         return self._host_pattern
+
+
+def map_strings(value: Any, change: Callable[[str], str]) -> Any:
+    """A JSON-like value (strings, numbers, lists, tuples, dicts) with every string passed through
+    `change`; dict keys stay (they are a schema's names)."""
+    if isinstance(value, str):
+        return change(value)
+    if isinstance(value, (list, tuple)):
+        return [map_strings(item, change) for item in value]
+    if isinstance(value, dict):
+        return {key: map_strings(item, change) for key, item in value.items()}
+    return value
 
 
 def _address(text: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
