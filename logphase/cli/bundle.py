@@ -63,11 +63,13 @@ def bundle(
     py_spy_path: str | None,
     pattern_paths: tuple[Path, ...],
 ) -> None:
-    """Pack what a bug report needs into one .tar.gz: the logs (cut when huge), the analysis as
-    JSON and as markdown ready for a GitHub issue, live stacks (--pid) and dumps (--from, torch
-    flight-recorder dumps among the logs), and versions (logphase, Python, the log's, pip's,
-    nvidia-smi). IPs, host names, tokens and user names are redacted unless --no-redact; the
-    bundle's README says what was cut and redacted.
+    """One .tar.gz for a bug report, redacted.
+
+    It holds the logs (cut when huge, line numbers kept), the analysis as JSON and as markdown
+    ready for a GitHub issue, live stacks (--pid) and dumps (--from, torch flight-recorder dumps
+    among the logs), and versions (logphase, Python, the log's, pip's, nvidia-smi). IPs, host
+    names, tokens and user names are redacted unless --no-redact; the bundle's README says what
+    was cut and redacted.
 
     \b
     logphase bundle server.log                       -> logphase-bundle-DATE-TIME.tar.gz
