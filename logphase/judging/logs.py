@@ -14,6 +14,8 @@ from logphase.phases import MAIN_PROCESS_PHASES, EventKind, Phase, Role, Verdict
 
 # A rank this long behind the first rank to enter the furthest phase is behind, not just skewed.
 LAG_GRACE_S = 30.0
+# Stamps up to this far after the time of judging are the two clocks' drift, not a clock ahead.
+CLOCK_SLACK_S = 60.0
 _FAILURE_VERDICT = {
     EventKind.ERROR: Verdict.CRASHED,
     EventKind.FATAL: Verdict.ABORTED,
@@ -44,7 +46,7 @@ def judge(
     """DESIGN.md §4. `as_of` is *now* for a live log; `last_activity` (a file's mtime) stands in
     for the time of the last progress when the log has no timestamps at all."""
     phase, furthest = server_phase(timeline)
-    failure = _first_root_failure(timeline, after=timeline.ready)
+    failure = _first_root_failure(timeline, after=timeline.ready, interrupt=timeline.interrupt)
     if failure is not None:
         root = _exception_line(timeline, failure)
         verdict = _FAILURE_VERDICT[root.kind]
@@ -59,7 +61,7 @@ def judge(
         relayed = _relayed_from(root)
         if relayed is not None:  # this rank only heard of another rank's timeout
             who = f"rank {relayed} (reported by {root.rank or 'another rank'}) "
-        reason = f"{who}{_VERB[verdict]}{where}: {_message(root)} (line {root.line})"
+        reason = f"{who}{_VERB[verdict]}{where}: {_collective(root) or _message(root)} (line {root.line})"
         return Judgement(verdict, reason, phase, furthest, culprits, root, None, None)
 
     unhealthy = _unhealthy(timeline)
@@ -94,6 +96,15 @@ def judge(
     )
     budget = budgets.for_phase(phase).seconds
     progress_time = progress.time if progress and progress.time else last_activity
+    interrupt = timeline.interrupt
+    if interrupt is not None:
+        # a person stopped it: the run is stalled where it was, whatever the clock says now
+        end = interrupt.time or timeline.last_time
+        silence = (end - progress_time).total_seconds() if end and progress_time else None
+        quiet = f" after {format_duration(silence)} without progress" if silence else ""
+        at = f"; last progress at line {progress.line}" if progress else ""
+        reason = f"interrupted during {phase}{quiet} ({_message(interrupt)}, line {interrupt.line}){at}{health}"
+        return Judgement(Verdict.STALLED, reason, phase, furthest, culprits, progress, silence, budget)
     if post_mortem:
         end = timeline.last_time
         silence = (end - progress_time).total_seconds() if end and progress_time else None
@@ -103,6 +114,18 @@ def judge(
         return Judgement(Verdict.STALLED, reason, phase, furthest, culprits, progress, silence, budget)
 
     silence = (as_of - progress_time).total_seconds() if progress_time else None
+    if silence is not None and silence < -CLOCK_SLACK_S:
+        # the log's clock runs ahead of the one it is judged by (another host, another time zone,
+        # or --as-of before the log): no negative duration; measure on each clock apart instead
+        end = timeline.last_time
+        lead = (end - as_of).total_seconds() if end is not None else -silence
+        health += f"; the log's clock is {format_duration(lead)} ahead of the time it is judged at"
+        if end is not None and progress_time is not None and last_activity is not None:
+            silence = (end - progress_time).total_seconds() + max(0.0, (as_of - last_activity).total_seconds())
+        else:
+            silence = None
+    elif silence is not None:
+        silence = max(0.0, silence)
     if silence is None:
         reason = f"in {phase}; the log has no timestamps to judge silence by{health}"
         return Judgement(Verdict.PROGRESSING, reason, phase, furthest, culprits, None, None, budget)
@@ -124,6 +147,26 @@ RELAYED_FROM = ("from_rank", "from_rank2")
 
 def _relayed_from(event: Event) -> str | None:
     return next((event.captures[key] for key in RELAYED_FROM if event.captures.get(key)), None)
+
+
+def _collective(event: Event) -> str | None:
+    """A watchdog's collective timeout in words: which collective, of which process group, how long
+    it ran against its timeout (the captures of torch's `WorkNCCL(SeqNum=…, OpType=…)` lines)."""
+    captures = event.captures
+    if not captures.get("op") or not captures.get("seq"):
+        return None
+    words = f"collective {captures['op']} #{captures['seq']}"
+    group = captures.get("pg") or (f"process group {captures['pg_id']}" if captures.get("pg_id") else "")
+    if group:
+        words += f" of {group}"
+    if captures.get("pg_rank"):
+        words += f" (rank {captures['pg_rank']} in the group)"
+    ran, limit = captures.get("ran_ms"), captures.get("timeout_ms")
+    if ran and limit:
+        words += f" ran {format_duration(int(ran) / 1000)} against a {format_duration(int(limit) / 1000)} timeout"
+    elif limit:
+        words += f" timed out after {format_duration(int(limit) / 1000)}"
+    return words
 
 
 def _unhealthy(timeline: Timeline) -> Event | None:
@@ -196,15 +239,27 @@ def _lockstep(timeline: Timeline, state: RankState) -> RankState:
     return replace(state, reached=Phase.CUDA_GRAPH, current=current, position=position)
 
 
-def _first_root_failure(timeline: Timeline, after: Event | None) -> Event | None:
+def _first_root_failure(timeline: Timeline, after: Event | None, interrupt: Event | None = None) -> Event | None:
     """The first root failure in time, else the first cascade. A traceback counts with the role of
     its exception line (torchrun's own traceback ends in a cascade, ChildFailedError). A traceback
-    the server survived — it said it was ready afterwards — is not why the run failed."""
-    failures = [e for e in timeline.failures if after is None or e.order_key > after.order_key]
+    the server survived — it said it was ready afterwards — is not why the run failed; nor is what
+    a person's Ctrl-C set off: the interrupted traceback and every failure after the interrupt."""
+    failures = [
+        e
+        for e in timeline.failures
+        if (after is None or e.order_key > after.order_key) and not _after_interrupt(e, interrupt)
+    ]
     roots = [event for event in failures if _exception_line(timeline, event).role is Role.ROOT]
     if roots:
         return roots[0]
     return failures[0] if failures else None
+
+
+def _after_interrupt(event: Event, interrupt: Event | None) -> bool:
+    if interrupt is None:
+        return False
+    same_block = interrupt.block is not None and (event.source, event.block) == (interrupt.source, interrupt.block)
+    return same_block or event.order_key > interrupt.order_key
 
 
 def _exception_line(timeline: Timeline, failure: Event) -> Event:

@@ -97,6 +97,7 @@ class Timeline:
     visible_ranks: frozenset[str]  # every rank a prefix named, matched or not
     served: bool  # a line of the server itself (not a frame of a dump) says it is ready or serving
     health: Event | None  # the newest answer of the health route (a `health_status` capture)
+    interrupt: Event | None  # the first time a person stopped it (Ctrl-C)
     exits: Mapping[str, Event]  # per rank, its clean exit, when no phase line of it came after
     system: str | None
     system_is_server: bool  # a system, and not a job's (a pack with `job = true`: torchrun)
@@ -182,6 +183,7 @@ class TimelineBuilder:
     last_time: datetime | None = None
     served: bool = False
     health: Event | None = None
+    interrupt: Event | None = None
     visible: set[str] = field(default_factory=set)
     exits: dict[str, Event] = field(default_factory=dict)
     # systems that are jobs, not servers (packs with `job = true`); a caller with its own packs passes theirs
@@ -210,6 +212,8 @@ class TimelineBuilder:
             self.failures.append(event)
         if event.kind is EventKind.READY and self.ready is None:
             self.ready = event
+        if event.kind is EventKind.INTERRUPT and (self.interrupt is None or event.order_key < self.interrupt.order_key):
+            self.interrupt = event
         if event.kind is EventKind.EXIT and event.rank is not None:
             self.exits[event.rank] = event
         if event.phase is None:
@@ -370,6 +374,7 @@ class TimelineBuilder:
             visible_ranks=frozenset(self.visible),
             served=self.served,
             health=self.health,
+            interrupt=self.interrupt,
             exits=dict(self.exits),
             system=system,
             system_is_server=system is not None and system not in self.job_systems,
