@@ -65,9 +65,12 @@ IPV6 = re.compile(
 # port (`tcp://node0:29500`; a URL without a port is a public site such as huggingface.co).
 NCCL_HOST = re.compile(r"(?:^|[\s\]])(?P<value>[A-Za-z][\w.-]*):\d+:\d+ \[\d+\]")
 KEY_HOST = re.compile(
-    r"""(?i)(?<![\w-])(?:[a-z0-9]+[_-])*(?:host|hostname|ip|addr|address)['"]?\s*[=:]\s*['"]?"""
+    r"""(?i)(?<![\w-])(?:[a-z0-9]+[_-])*(?:host|hostname|ip|addr|address)['"]?\s*(?P<sep>[=:])\s*['"]?"""
     r"""(?P<value>[A-Za-z0-9][\w.-]*)"""
 )
+# After `host:` in prose (`cannot reach host: connection refused`) only a name that looks like a
+# machine's (a digit, a dot or a dash in it) is taken; `host=NAME` is always a setting.
+MACHINE_LIKE = re.compile(r"[\d.-]")
 OPTION_HOST = re.compile(
     r"""(?i)(?<![\w-])--(?:[a-z0-9]+-)*(?:host|hostname|ip|addr|address)(?:=|\s+)['"]?(?P<value>[A-Za-z0-9][\w.-]*)"""
 )
@@ -91,7 +94,10 @@ class Redactor:
         """Take note of the host names `text` names (call for every text before redacting any)."""
         for pattern in (NCCL_HOST, KEY_HOST, OPTION_HOST, URL_HOST):
             for found in pattern.finditer(text):
-                self.learn_host(found.group("value"))
+                value = found.group("value")
+                if pattern is KEY_HOST and found.group("sep") == ":" and not MACHINE_LIKE.search(value):
+                    continue
+                self.learn_host(value)
 
     def learn_host(self, name: str) -> None:
         name = name.strip(".-")

@@ -93,6 +93,8 @@ def test_localhost_and_unset_hosts_are_not_learnt() -> None:
     # GIVEN host fields that name no machine
     redactor = Redactor()
     redactor.learn("server_args=ServerArgs(host='0.0.0.0', dist_init_addr=None) url http://localhost:30000 ip=10.1.2.3")
+    # and prose after `host:` that names none
+    redactor.learn("Failed to connect to host: connection refused; address: 0x7f3a2c00")
     # THEN no host name is learnt (the address is redacted as an address, not as a host)
     assert redactor.hosts == set()
 
