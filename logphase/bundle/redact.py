@@ -66,7 +66,7 @@ IPV6 = re.compile(
 NCCL_HOST = re.compile(r"(?:^|[\s\]])(?P<value>[A-Za-z][\w.-]*):\d+:\d+ \[\d+\]")
 KEY_HOST = re.compile(
     r"""(?i)(?<![\w-])(?:[a-z0-9]+[_-])*(?:host|hostname|ip|addr|address)['"]?\s*(?P<sep>[=:])\s*['"]?"""
-    r"""(?P<value>[A-Za-z0-9][\w.-]*)"""
+    r"""(?P<value>[A-Za-z0-9][\w.-]*)(?![\w.-]|:/)"""  # not a URL's scheme: `addr='ipc:///tmp/x'`
 )
 # After `host:` in prose (`cannot reach host: connection refused`) only a name that looks like a
 # machine's (a digit, a dot or a dash in it) is taken; `host=NAME` is always a setting.

@@ -95,6 +95,7 @@ def test_localhost_and_unset_hosts_are_not_learnt() -> None:
     redactor.learn("server_args=ServerArgs(host='0.0.0.0', dist_init_addr=None) url http://localhost:30000 ip=10.1.2.3")
     # and prose after `host:` that names none
     redactor.learn("Failed to connect to host: connection refused; address: 0x7f3a2c00")
+    redactor.learn("local_subscribe_addr='ipc:///tmp/6a5a1e3b', remote_addr=tcp://10.0.0.1:5555")
     # THEN no host name is learnt (the address is redacted as an address, not as a host)
     assert redactor.hosts == set()
 
