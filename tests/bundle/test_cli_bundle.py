@@ -413,3 +413,26 @@ def test_an_nvidia_smi_that_fails_or_hangs_is_said(
     files = members(work / "b.tar.gz")
     assert "nvidia-smi.txt" not in files
     assert note in files["README.md"].decode().splitlines()
+
+
+def test_an_archive_of_logs_goes_in_member_by_member(work: Path) -> None:
+    # GIVEN a .tar.gz holding one log per node, and a gzipped log beside it
+    import gzip
+
+    with tarfile.open(work / "nodes.tar.gz", "w:gz") as archive:
+        archive.add(DEMO, arcname="node0/server.log")
+        archive.add(FIXTURES / "logs" / "sglang" / "tp8-ready-serving.log", arcname="node1/server.log")
+    (work / "extra.log.gz").write_bytes(gzip.compress(DEMO.read_bytes()))
+    # WHEN bundled
+    result = run_cli("bundle", "nodes.tar.gz", "extra.log.gz", "-o", "b.tar.gz", "--no-redact")
+    assert result.exit_code == 0, result.stderr
+    files = members(work / "b.tar.gz")
+    # THEN each member is a log of its own under the archive's name, the gzipped one decompressed
+    logs = sorted(name for name in files if name.startswith("logs/"))
+    assert logs == ["logs/extra.log", "logs/nodes.tar.gz/node0/server.log", "logs/nodes.tar.gz/node1/server.log"]
+    assert files["logs/extra.log"] == DEMO.read_bytes()
+    assert [i["path"] for i in json.loads(files["analysis.json"])["inputs"]] == [
+        "nodes.tar.gz:node0/server.log",
+        "nodes.tar.gz:node1/server.log",
+        "extra.log.gz",
+    ]
