@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import date, datetime, timedelta
 from functools import cache
 
@@ -229,6 +229,16 @@ class SourceMatcher:
         if event is None:
             return held
         return (*held, event) if held else (event,)
+
+    def restart_clock(self, event: Event) -> Event:
+        """A new start of the server in the same log: its clock starts again (a restarted container's
+        lines may be stamped before the old ones'); `event`, the line that began it, re-timed."""
+        self.last_time = None
+        fields, _ = self.packs.split_prefix(event.text)
+        if fields.time is None:
+            return event
+        self.last_time = self._complete_time(fields)
+        return replace(event, time=self.last_time)
 
     def _message_event(
         self, line: Line, fields: PrefixFields, message: str, stamp: datetime | None, inside: bool

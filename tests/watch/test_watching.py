@@ -107,9 +107,12 @@ def test_overdue_is_said_once_before_the_stall() -> None:
     stats = {Phase.CUDA_GRAPH: PhaseStats(Phase.CUDA_GRAPH, 3, 110.0, 118.0, 119.0)}
     settings = Settings(budgets=budgets_from({}, stats), stats=stats)
     state, _ = step(WatchState(), _obs(0.0), settings)
+    # 4 min in (2 × p90) is slow, not overdue: that takes 10 × p90 (19m40s) and 2 min without progress
     state, said = step(state, _obs(240.0, silence=120.0), settings)
-    assert _texts(said) == ["[+ 240.0s] overdue: 4m00s in cuda_graph, successful runs take 1m50s (p90 1m58s)"]
-    state, said = step(state, _obs(241.0, silence=121.0), settings)
+    assert said == ()
+    state, said = step(state, _obs(1180.0, silence=120.0), settings)
+    assert _texts(said) == ["[+1180.0s] overdue: 19m40s in cuda_graph, successful runs take 1m50s (p90 1m58s)"]
+    state, said = step(state, _obs(1181.0, silence=121.0), settings)
     assert (said, state.overdue, state.outcome) == ((), True, None)
 
 
