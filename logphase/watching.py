@@ -7,7 +7,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
 from logphase.baselines.records import RunRecord, StopPoint, stop_point
-from logphase.baselines.stats import PhaseStats, estimate_eta, overdue_check
+from logphase.baselines.stats import MIN_RUNS_FOR_BUDGET, PhaseStats, estimate_eta, overdue_check
 from logphase.durations import format_duration
 from logphase.errors import ExitCode
 from logphase.fingerprint import FingerprintCollector
@@ -218,7 +218,7 @@ class Observation:
 
 @dataclass(frozen=True)
 class Outcome:
-    """How the watch ends: the exit code (DESIGN.md §6) and the verdict it stands for."""
+    """How the watch ends: the exit code (docs/design.md §6) and the verdict it stands for."""
 
     verdict: Verdict
     message: str
@@ -339,7 +339,10 @@ def status_line(state: WatchState, obs: Observation, settings: Settings) -> str:
     eta = estimate_eta(settings.pool, obs.stop.phase, obs.in_phase_s, obs.stop.ended) if settings.pool else None
     if eta is not None:
         spread = f" ({format_duration(eta.low)}–{format_duration(eta.high)})" if eta.high - eta.low >= 1 else ""
-        parts.append(f"ETA {format_duration(eta.seconds)}{spread}")
+        rough = " (a rough guess)" if eta.runs < MIN_RUNS_FOR_BUDGET else ""
+        parts.append(
+            f"ready in ~{format_duration(eta.seconds)}{spread}, from {eta.runs} run{'s' * (eta.runs != 1)}{rough}"
+        )
     if state.overdue:
         parts.append("OVERDUE")
     if state.health is not None:

@@ -168,6 +168,16 @@ class Comparison:
             words.append(_overdue_words(self.overdue_tests, phase))
         return words
 
+    def headline_eta(self) -> str | None:
+        """What the table's first lines say of the time left (`ready in ~20s (11s–26s), from 3 runs`,
+        `overdue: …`), or None when nothing is known or the run is over."""
+        if self.this.verdict in SUCCESS_VERDICTS or self.post_mortem:
+            return None
+        words = [self.eta_words(self.eta)] if self.eta is not None else []
+        if self.overdue_tests is not None and self.overdue_tests.holds:
+            words.append("overdue")
+        return "; ".join(words) or None
+
     def eta_words(self, eta: Eta) -> str:
         """`ready in ~20s (11s–26s), from 3 runs`; a figure without its spread when it is rough. For the
         table's first lines and watch's status line too: one wording."""

@@ -47,3 +47,8 @@ def test_live_in_dist_init_gets_the_runs_time_to_ready_and_is_not_overdue(tmp_pa
     assert (baseline["runs_used"], baseline["eta_rough"], baseline["overdue"]) == (3, False, False)
     assert "; ready in ~" in baseline["summary"] and ", from 3 runs" in baseline["summary"]
     assert "overdue" not in baseline["summary"]
+    # AND the table's first lines say it too, as the summary does
+    table = run_cli(
+        "analyze", "--live", "--as-of", "2025-03-08 12:29:16", "--db", str(db), str(live), "--baseline", "auto",
+    ).stdout.splitlines()  # fmt: skip
+    assert " · ready in ~" in table[1] and ", from 3 runs · as of 2025-03-08 12:29:16" in table[1]

@@ -6,7 +6,7 @@ from dataclasses import replace
 from datetime import datetime
 
 from logphase.baselines.records import StopPoint
-from logphase.baselines.stats import PhaseStats
+from logphase.baselines.stats import PhaseStats, phase_stats
 from logphase.errors import ExitCode
 from logphase.health import Health, Probe
 from logphase.judging.budgets import Budgets, budgets_from
@@ -15,6 +15,7 @@ from logphase.logs.reader import Line
 from logphase.packs import load_packs
 from logphase.phases import Phase, Verdict
 from logphase.watching import Ingest, Observation, Settings, WatchState, status_line, step
+from tests.baselines.test_eta_words import _ready_run
 
 
 def _judged(verdict: Verdict, phase: Phase | None, reason: str = "") -> Judgement:
@@ -189,3 +190,14 @@ def test_ingest_dates_year_less_stamps_by_the_first_dated_line_as_analyze_does()
     # THEN the year-less stamp is of 2024, like the dated line after it (was: the watch's own year, 2025)
     spans = ingest.timeline().spans
     assert [(span.phase, span.start) for span in spans][:1] == [(Phase.WEIGHT_LOAD, datetime(2024, 11, 26, 14, 23, 34))]
+
+
+def test_the_status_line_gives_the_eta_as_the_report_words_it() -> None:
+    # GIVEN three recorded successful runs (capture 100, 110, 120 s), and a watch 30 s into its capture
+    runs = [_ready_run(capture, number=n) for n, capture in enumerate((100.0, 110.0, 120.0), start=1)]
+    stats = phase_stats(runs)
+    settings = Settings(budgets=budgets_from({}, stats), stats=stats, pool=runs)
+    obs = replace(_obs(30.0), in_phase_s=30.0)
+    # WHEN its status line is made THEN the ETA reads as in the report: `ready in ~…, from 3 runs`
+    line = status_line(WatchState(phase=Phase.CUDA_GRAPH), obs, settings)
+    assert line.endswith(" · ready in ~1m40s (1m32s–1m48s), from 3 runs"), line
