@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from logphase import __version__
 from logphase.durations import format_duration
-from tests.conftest import run_cli
+from tests.conftest import FIXTURES, run_cli
 
 
 @pytest.mark.parametrize(
@@ -58,3 +60,32 @@ def test_version(flag: str) -> None:
 )
 def test_durations_read_in_days_hours_minutes_seconds(seconds: float | None, text: str) -> None:
     assert format_duration(seconds) == text
+
+
+def test_the_root_cause_is_a_path_and_line_an_editor_opens() -> None:
+    # GIVEN a crash log WHEN read in the table THEN its root cause reads `path:line` like grep -n
+    log = FIXTURES / "logs" / "vllm" / "v1-tp4-worker-oom-engine-init-failed.log"
+    lines = run_cli("analyze", "--post-mortem", str(log)).stdout.splitlines()
+    title = next(line for line in lines if line.startswith("Root cause at "))
+    assert title.startswith(f"Root cause at {log}:")
+
+
+@pytest.mark.parametrize(
+    ("log", "counted"),
+    [
+        ("logs/vllm/v1-tp4-worker-oom-engine-init-failed.log", "4 ranks"),
+        ("realworld/logs/040_sglang-nccl-proxy-segfault-serving.log", "1 rank"),
+    ],
+)
+def test_rank_counts_read_as_words(log: str, counted: str) -> None:
+    facts = run_cli("analyze", "--post-mortem", str(FIXTURES / log)).stdout.splitlines()[1]
+    assert f" · {counted} (" in facts
+
+
+def test_a_headline_has_no_bar_glyphs_and_a_bounded_width(tmp_path: Path) -> None:
+    # GIVEN a stall whose last progress is a tqdm bar (blocks, padding)
+    log = FIXTURES / "logs" / "sglang" / "eagle3-tp8-hung-cuda-graph-247.log"
+    first = run_cli("analyze", "--post-mortem", str(log)).stdout.splitlines()[0]
+    # THEN the headline has no bar glyphs and stays within 160 characters
+    assert not any("\u2588" <= ch <= "\u258f" for ch in first)
+    assert len(first) <= 160

@@ -171,7 +171,7 @@ TP1     cuda_graph  10:00:45              9
 
 Culprit ranks: TP1
 
-Root cause (line 9, TP1, rule sglang.fail.cuda_error):
+Root cause at server.log:9 (sglang.fail.cuda_error, TP1):
      8 | [TP1] Capture cuda graph begin
   >  9 | RuntimeError: CUDA error
     10 | {EMPTY_LINE}

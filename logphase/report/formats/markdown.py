@@ -6,7 +6,16 @@ from dataclasses import dataclass
 
 from tabulate import tabulate
 
-from logphase.report.analysis import confidence_line, context, facts, findings, phase_table, rank_table, root_title
+from logphase.report.analysis import (
+    confidence_line,
+    context,
+    facts,
+    findings,
+    phase_table,
+    rank_table,
+    root_title,
+    unrecognised_lines,
+)
 from logphase.report.model import Report
 from logphase.report.stacks import GROUP_HEADERS, PROBLEM_HEADERS, group_rows, problem_rows, render_tree
 from logphase.stacks.model import StacksReport
@@ -30,6 +39,9 @@ class MarkdownFormat:
             out += [f"<details open><summary>{root_title(report)}: line {root.line}</summary>", "", "```"]
             out += [line.rstrip() for line in context(report, marker=False)]
             out += ["```", "</details>", ""]
+        unknown = unrecognised_lines(report)
+        if unknown:
+            out += [unknown[0], "", "```", *(line.strip() for line in unknown[1:]), "```", ""]
         listed = [finding for block in findings(report) for finding in block]
         for finding in listed:  # one tight list: a paragraph each would space them apart
             out.append(f"- **{finding.label}:** {finding.text}")
