@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from pathlib import PurePath
 
 from logphase.durations import format_duration
 from logphase.phases import MAIN_PROCESS_PHASES, Phase, Verdict
@@ -154,7 +155,13 @@ def rank_table(report: Report) -> Table:
     )
 
 
-def facts(report: Report) -> str:
+def shareable_path(path: str) -> str:
+    """A path to paste into an issue: a relative path as it is, an absolute one by its file name
+    (`/home/alice/runs/server.log` says nothing to a reader, and names a user)."""
+    return PurePath(path).name if PurePath(path).is_absolute() else path
+
+
+def facts(report: Report, *, path: Callable[[str], str] = str) -> str:
     """The line under the headline: `sglang 0.5 · 8 ranks (TP[0-7]) · server.log: 392 lines · post-mortem`."""
     parts = []
     if report.system:
@@ -163,7 +170,7 @@ def facts(report: Report) -> str:
         count = len(report.ranks)
         parts.append(f"{count} rank{'s' * (count != 1)} ({format_rank_set(report.ranks)})")
     for summary in report.inputs:
-        parts.append(f"{summary.path}: {summary.lines} lines")
+        parts.append(f"{path(summary.path)}: {summary.lines} lines")
     if report.last_line is not None:
         last = f"last line {report.last_line.line}"
         if report.last_line.time is not None:
