@@ -8,7 +8,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any, Protocol
 
 hyperscan: Any
-try:  # the optional accelerator: `pip install logphase[fast]`
+try:  # a default dependency where it has wheels (pyproject.toml); elsewhere the pure-Python scanner
     hyperscan = importlib.import_module("hyperscan")
 except ImportError:  # pragma: no cover - exercised where hyperscan is not installed
     hyperscan = None
