@@ -9,6 +9,8 @@ from collections.abc import Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
 
+from bench.shapes import SHAPES, shape_lines
+
 RANKS = 8
 HOST = "gpu-node-17"
 MODEL = "/models/Qwen2.5-72B-Instruct"
@@ -335,12 +337,12 @@ class LogGenerator:
         self.clock.now = saved
 
 
-def write_log(path: Path, size: int, seed: int = 20260101) -> Path:
+def write_log(path: Path, size: int, seed: int = 20260101, shape: str = "sglang-pooled") -> Path:
     """Write a log of about `size` bytes to `path` (deterministic for a seed)."""
     with path.open("w", encoding="utf-8", newline="\n") as out:
         batch: list[str] = []
         pending = 0
-        for line in LogGenerator(seed).lines(size):
+        for line in shape_lines(shape, seed, size):
             batch.append(line)
             pending += len(line) + 1
             if pending >= WRITE_BATCH:
@@ -356,8 +358,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("path", type=Path)
     parser.add_argument("--size", default="100M", help="approximate size: 100M, 1G, ...")
     parser.add_argument("--seed", type=int, default=20260101)
+    parser.add_argument("--shape", choices=sorted(SHAPES), default="sglang-pooled")
     args = parser.parse_args(argv)
-    write_log(args.path, parse_size(args.size), args.seed)
+    write_log(args.path, parse_size(args.size), args.seed, args.shape)
 
 
 if __name__ == "__main__":

@@ -106,6 +106,12 @@ class CandidateScan:
             self.dirty = True
         return changed
 
+    def sight(self, template: Template) -> bool:
+        """One sighting of the template of a line that made no event; True when it is adopted."""
+        adopted = self.learned.sight(template)
+        self.dirty = self.dirty or adopted
+        return adopted
+
     def _register(self, template: Template, rule: Rule, raw: bytes) -> bool:
         """Runs of this rule on this template, found by the factors this line holds (the others
         stay candidates until a line shows them: a search for an absent factor costs a full scan)."""

@@ -412,6 +412,8 @@ class FastLines:
             events = self._probe(lines) if any(f in raw for f in self.steady_bytes) else ()
         else:
             events = self._probe_at(offset, lines)
+            if not events:
+                self._learn_quiet(offset, raw, lines)
         self._book(events, (offset, raw, lines))
         self.stats.emitted += 1
         self.pos = end + 1
@@ -459,6 +461,16 @@ class FastLines:
             return
         template = learn_template(self.plan.packs, raw, lines[0].text)
         if template is not None and self.scan.learn(template, rule, raw):
+            self.kind_next.clear()
+
+    def _learn_quiet(self, offset: int, raw: bytes, lines: list[Line]) -> None:
+        """A line that made no event teaches its template too: lines of that shape without a
+        candidate factor then stay unread wherever they fall (a busy server interleaves its
+        request logs, access lines and NCCL chatter with the batches), not only inside a run."""
+        if len(lines) != 1 or self.scan.template_at(self.buf, offset) is not None:
+            return
+        template = learn_template(self.plan.packs, raw, lines[0].text)
+        if template is not None and self.scan.sight(template):
             self.kind_next.clear()
 
     def _count_skipped(self, lines: int) -> None:

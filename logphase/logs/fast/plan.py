@@ -16,6 +16,7 @@ from logphase.phases import EventKind
 # and the non-ASCII letters whose lower case is ASCII (a caseless literal could hide behind them).
 ALWAYS_BYTES = (b"\r", b"\x1b", b"%|")
 UNICODE_CASE_BYTES = (b"\xc4\xb0", b"\xe2\x84\xaa", b"\xc5\xbf")
+FRAME_LINE = b'File "'  # what TRACEBACK_FRAME needs
 
 
 def is_steady(rule: Rule) -> bool:
@@ -98,6 +99,8 @@ def _build_plan(packs: PackSet, triggers: Sequence[re.Pattern[str]]) -> Plan:
         trigger_patterns += [re.escape(b) for b in UNICODE_CASE_BYTES]
     markers = {m.encode() for m in (*BLOCK_MARKERS, *FRAME_HEADERS, *CHAINED)}
     trigger_patterns += [re.escape(m) for m in sorted(markers)]
+    # a frame without its `Traceback` line (a cut excerpt) opens a block too, whatever its prefix
+    trigger_patterns.append(re.escape(FRAME_LINE))
     trigger_patterns += [widen_classes(t.pattern).encode() for t in triggers]
     requires: dict[str, list[frozenset[bytes]]] = {}
     for rule in {id(r): r for r in steady.values()}.values():

@@ -1,0 +1,265 @@
+"""Log shapes for the benchmarks: serving formats, interleavings and wrappers a fast path must not be tuned to.
+
+Each shape is a busy TP8 server as it really writes: every rank logs its own batches, the HTTP
+server its access lines and probes, NCCL INFO its chatter, line by line in the order they happen
+(no two consecutive lines need be of one kind), every line fresh from the seed. The line formats
+are the reference ones (../shared/reference/sglang.md §1, nccl_torch_vllm.md §6).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+RANKS = 8
+HOST = "gpu-node-17"
+PIDS = [41200 + 7 * rank for rank in range(RANKS)]
+API_PID = 41190
+
+
+@dataclass(frozen=True)
+class Mix:
+    """How often each kind of serving line comes (the rest: NCCL INFO chatter)."""
+
+    decode: float = 0.45
+    prefill: float = 0.15
+    access: float = 0.20
+    probe: float = 0.03
+
+
+BUSY = Mix()
+NCCL_STORM = Mix(decode=0.15, prefill=0.05, access=0.12, probe=0.01)  # NCCL_DEBUG=INFO on a chatty fabric
+
+
+class Format:
+    """One server version's serving lines; `now` is the line's wall time."""
+
+    def decode(self, r: random.Random, now: datetime, rank: int) -> str:
+        raise NotImplementedError
+
+    def prefill(self, r: random.Random, now: datetime, rank: int) -> str:
+        raise NotImplementedError
+
+    def access(self, now: datetime, client: str, request: str) -> str:
+        raise NotImplementedError
+
+    def nccl(self, r: random.Random, now: datetime, rank: int) -> str:
+        pid = PIDS[rank]
+        peer = (rank + r.choice((1, -1))) % RANKS
+        return (
+            f"{HOST}:{pid}:{pid + r.randrange(60, 140)} [{rank}] NCCL INFO Channel "
+            f"{r.randrange(32):02d}/1 : {rank}[{rank}] -> {peer}[{peer}] via P2P/CUMEM/read"
+        )
+
+
+def _numbers(r: random.Random) -> tuple[int, int, float]:
+    running = r.randrange(8, 160)
+    tokens = running * r.randrange(300, 2400)
+    return running, tokens, tokens / 1623040
+
+
+class SGLang(Format):
+    """SGLang: `[%(asctime)s TPn] message`. 0.3.0: time of day only; until 0.5.3 `Decode batch.`,
+    then `Decode batch, `; until 0.4.0 uvicorn's access lines carry no timestamp; 0.4.10+: DP/TP/EP tags."""
+
+    def __init__(self, *, date: bool, comma: bool, stamped_access: bool, tags: str) -> None:
+        self.date, self.comma, self.stamped_access, self.tags = date, comma, stamped_access, tags
+
+    def _stamp(self, now: datetime, rank: int | None) -> str:
+        tags = "" if rank is None else " " + self.tags.format(rank=rank)
+        return f"[{now:%Y-%m-%d %H:%M:%S}{tags}] " if self.date else f"[{now:%H:%M:%S}{tags}] "
+
+    def decode(self, r: random.Random, now: datetime, rank: int) -> str:
+        running, tokens, usage = _numbers(r)
+        head = "Decode batch, " if self.comma else "Decode batch. "
+        graph = "cuda graph: True, " if self.comma else ""
+        return (
+            f"{self._stamp(now, rank)}{head}#running-req: {running}, #token: {tokens}, token usage: {usage:.2f}, "
+            f"{graph}gen throughput (token/s): {r.uniform(800, 3200):.2f}, #queue-req: {r.randrange(0, 3)}"
+            + (", " if self.comma else "")
+        )
+
+    def prefill(self, r: random.Random, now: datetime, rank: int) -> str:
+        running, _, usage = _numbers(r)
+        head = "Prefill batch, " if self.comma else "Prefill batch. "
+        return (
+            f"{self._stamp(now, rank)}{head}#new-seq: {1 + r.randrange(4)}, #new-token: {r.randrange(20, 4096)}, "
+            f"#cached-token: {r.randrange(0, 2048)}, token usage: {usage:.2f}, #running-req: {running}, "
+            f"#queue-req: {r.randrange(0, 3)}" + (", " if self.comma else "")
+        )
+
+    def access(self, now: datetime, client: str, request: str) -> str:
+        stamp = self._stamp(now, None) if self.stamped_access else ""
+        return f'{stamp}INFO:     {client} - "{request} HTTP/1.1" 200 OK'
+
+
+class VLLM(Format):
+    """vLLM: `INFO mm-dd HH:MM:SS file.py:line] message` (V0, no year), worker lines prefixed
+    `(VllmWorkerProcess pid=N) `; V1 (0.10): every process tagged `(APIServer pid=N) `,
+    `(Worker_TPn pid=N) `, the file in brackets, stats as `Engine 000: …`."""
+
+    def __init__(self, *, v1: bool) -> None:
+        self.v1 = v1
+
+    def _line(self, now: datetime, where: str, message: str, process: str) -> str:
+        place = f"[{where}]" if self.v1 else f"{where}]"
+        tag = f"({process}) " if process else ""
+        return f"{tag}INFO {now:%m-%d %H:%M:%S} {place} {message}"
+
+    def _api(self) -> str:
+        return f"APIServer pid={API_PID}" if self.v1 else ""
+
+    def _worker(self, rank: int) -> str:
+        if self.v1:
+            return f"Worker_TP{rank} pid={PIDS[rank]}"
+        return f"VllmWorkerProcess pid={PIDS[rank]}" if rank else ""
+
+    def decode(self, r: random.Random, now: datetime, rank: int) -> str:
+        running = r.randrange(8, 160)
+        if self.v1:
+            message = (
+                f"Engine 000: Avg prompt throughput: {r.uniform(0, 9000):.1f} tokens/s, Avg generation throughput: "
+                f"{r.uniform(0, 3000):.1f} tokens/s, Running: {running} reqs, Waiting: {r.randrange(3)} reqs, "
+                f"GPU KV cache usage: {r.uniform(0, 90):.1f}%, Prefix cache hit rate: {r.uniform(0, 60):.1f}%"
+            )
+            return self._line(now, "loggers.py:123", message, self._api())
+        message = (
+            f"Avg prompt throughput: {r.uniform(0, 9000):.1f} tokens/s, Avg generation throughput: "
+            f"{r.uniform(0, 3000):.1f} tokens/s, Running: {running} reqs, Swapped: 0 reqs, Pending: "
+            f"{r.randrange(3)} reqs, GPU KV cache usage: {r.uniform(0, 90):.1f}%, CPU KV cache usage: 0.0%."
+        )
+        return self._line(now, "metrics.py:399", message, "")
+
+    def prefill(self, r: random.Random, now: datetime, rank: int) -> str:
+        request = f"chatcmpl-{r.getrandbits(128):032x}"
+        if self.v1:
+            return self._line(
+                now, "logger.py:43", f"Received request {request}: prompt: '...', params: ...", self._api()
+            )
+        return self._line(now, "engine.py:267", f"Added request {request}.", "")
+
+    def access(self, now: datetime, client: str, request: str) -> str:
+        tag = f"({self._api()}) " if self.v1 else ""
+        return f'{tag}INFO:     {client} - "{request} HTTP/1.1" 200 OK'
+
+    def nccl(self, r: random.Random, now: datetime, rank: int) -> str:
+        worker = self._worker(rank)
+        return (f"({worker}) " if worker else "") + super().nccl(r, now, rank)
+
+
+def cri(line: str, now: datetime, r: random.Random) -> str:
+    """Kubernetes' container runtime wraps every line (`kubectl logs` strips it; a node's file keeps it)."""
+    return f"{now:%Y-%m-%dT%H:%M:%S}.{r.randrange(10**9):09d}Z stdout F {line}"
+
+
+def journald(line: str, now: datetime, r: random.Random) -> str:
+    """`journalctl -u sglang` output."""
+    return f"{now:%b %d %H:%M:%S} {HOST} sglang[{API_PID}]: {line}"
+
+
+@dataclass(frozen=True)
+class Shape:
+    """A log to benchmark: its serving format, its mix, whether the startup comes first (else the
+    log starts mid-run, as after a rotation), and the wrapper every line gets."""
+
+    format: Format
+    mix: Mix = BUSY
+    startup: bool = True
+    wrap: Callable[[str, datetime, random.Random], str] | None = None
+
+
+SGLANG_03 = SGLang(date=False, comma=False, stamped_access=False, tags="TP{rank}")
+SGLANG_04 = SGLang(date=True, comma=False, stamped_access=False, tags="TP{rank}")
+SGLANG_05 = SGLang(date=True, comma=True, stamped_access=True, tags="DP0 TP{rank} EP{rank}")
+
+SHAPES: dict[str, Shape | None] = {
+    "sglang-pooled": None,  # bench/loggen.py's LogGenerator: the log the fast path was first measured on
+    "sglang-0.3": Shape(SGLANG_03),
+    "sglang-0.4": Shape(SGLANG_04),
+    "sglang-0.5": Shape(SGLANG_05),
+    "vllm-v0": Shape(VLLM(v1=False), startup=False),
+    "vllm-v1": Shape(VLLM(v1=True), startup=False),
+    "rotated": Shape(SGLANG_05, startup=False),
+    "nccl-storm": Shape(SGLANG_05, mix=NCCL_STORM),
+    "cri": Shape(SGLANG_05, wrap=cri),
+    "journald": Shape(SGLANG_05, wrap=journald),
+}
+
+
+def serving(shape: Shape, r: random.Random, start: datetime) -> Iterator[tuple[datetime, str]]:
+    """Serving lines forever, interleaved as they happen, with their wall time."""
+    now, fmt, mix = start, shape.format, shape.mix
+    decode, prefill, access, probe = (
+        mix.decode,
+        mix.decode + mix.prefill,
+        mix.decode + mix.prefill + mix.access,
+        mix.decode + mix.prefill + mix.access + mix.probe,
+    )
+    while True:
+        now += timedelta(seconds=r.expovariate(200.0))
+        roll = r.random()
+        rank = r.randrange(RANKS)
+        if roll < decode:
+            yield now, fmt.decode(r, now, rank)
+        elif roll < prefill:
+            yield now, fmt.prefill(r, now, rank)
+        elif roll < access:
+            client = f"10.42.{r.randrange(0, 8)}.{r.randrange(2, 250)}:{r.randrange(30000, 65000)}"
+            yield now, fmt.access(now, client, "POST /v1/chat/completions")
+        elif roll < probe:
+            path = r.choice(("/health", "/metrics", "/get_model_info"))
+            yield now, fmt.access(now, f"127.0.0.1:{r.randrange(30000, 65000)}", f"GET {path}")
+        else:
+            yield now, fmt.nccl(r, now, rank)
+
+
+def shape_lines(name: str, seed: int, size: int) -> Iterator[str]:
+    """About `size` bytes of one shape's log, as lines without their newline."""
+    from bench.loggen import LogGenerator  # the SGLang startup and crash every SGLang shape shares
+
+    generator = LogGenerator(seed)
+    shape = SHAPES[name]
+    if shape is None:
+        yield from generator.lines(size)
+        return
+    r = random.Random(seed)
+    sglang = isinstance(shape.format, SGLang)
+    time_of_day = sglang and not shape.format.date
+    head = list(generator.startup()) if shape.startup else []
+    start = now = generator.clock.now
+    budget = size - sum(len(line) + 1 for line in head) - 2048  # the crash
+    written = 0
+    wrap = shape.wrap
+    for line in head:
+        yield _finish(line, start, r, wrap, time_of_day=time_of_day)
+    for now, line in serving(shape, r, start):
+        if written >= budget:
+            break
+        line = _finish(line, now, r, wrap, time_of_day=False)
+        written += len(line) + 1
+        yield line
+    if sglang:  # TP3 runs out of memory
+        generator.clock.now = now
+        for line in generator.crash():
+            yield _finish(line, now, r, wrap, time_of_day=time_of_day)
+
+
+def _finish(
+    line: str,
+    now: datetime,
+    r: random.Random,
+    wrap: Callable[[str, datetime, random.Random], str] | None,
+    *,
+    time_of_day: bool,
+) -> str:
+    line = _time_of_day(line) if time_of_day else line
+    return wrap(line, now, r) if wrap else line
+
+
+def _time_of_day(line: str) -> str:
+    """SGLang 0.3.0's stamps: `[23:17:01 TP7]`, no date."""
+    if line.startswith("[2026-") and line[11:12] == " ":
+        return "[" + line[12:]
+    return line
