@@ -226,7 +226,7 @@ def shape_lines(name: str, seed: int, size: int) -> Iterator[str]:
         return
     r = random.Random(seed)
     sglang = isinstance(shape.format, SGLang)
-    time_of_day = sglang and not shape.format.date
+    time_of_day = isinstance(shape.format, SGLang) and not shape.format.date
     head = list(generator.startup()) if shape.startup else []
     start = now = generator.clock.now
     budget = size - sum(len(line) + 1 for line in head) - 2048  # the crash
