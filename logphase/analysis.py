@@ -11,7 +11,7 @@ from itertools import chain, islice
 from logphase.flight_recorder import FlightReport
 from logphase.logs.matcher import SourceMatcher
 from logphase.logs.prefilter import FastLines, plan_for
-from logphase.logs.reader import Line, LogSource, read_lines
+from logphase.logs.reader import Line, LogSource, envelopes_of, read_lines
 from logphase.logs.timeline import PhaseSpan, Timeline, TimelineBuilder
 from logphase.packs import PackSet
 from logphase.phases import FAILURE_KINDS, Phase, Verdict
@@ -55,7 +55,9 @@ def scan(sources: list[LogSource], packs: PackSet, as_of: datetime, *, fast: boo
     failures_kept = 0
     plan = plan_for(packs, (TRIGGER,))
     for index, source in enumerate(sources):
-        filtered = FastLines(source, plan, as_of, plain_head=YEAR_LOOKAHEAD) if fast and plan.enabled else None
+        # the fast path reads bytes itself: a source in an envelope (docker, journald, a paste) takes the plain one
+        fast_here = fast and plan.enabled and not envelopes_of(source)
+        filtered = FastLines(source, plan, as_of, plain_head=YEAR_LOOKAHEAD) if fast_here else None
         lines = iter(filtered) if filtered is not None else read_lines(source)
         head = list(islice(lines, YEAR_LOOKAHEAD))
         matcher = SourceMatcher(packs, as_of, year=_first_year(head, packs))
@@ -68,7 +70,7 @@ def scan(sources: list[LogSource], packs: PackSet, as_of: datetime, *, fast: boo
         last: Line | None = None
         for line in chain(head, lines):
             last = line
-            dumps.feed(line.text)
+            dumps.feed(line.text, writer=line.rank)
             here = ContextLine(line.number, line.text)
             for pending in waiting:
                 if pending.lines[-1].line != line.number:  # one context line per physical line
@@ -117,6 +119,8 @@ def _first_year(lines: list[Line], packs: PackSet) -> int | None:
         fields, _ = packs.split_prefix(line.text)
         if fields.time is not None and fields.time_has_year:
             return fields.time.year
+        if line.stamp is not None:
+            return line.stamp.year  # the envelope's year, where the line's own stamp has none
     return None
 
 
@@ -199,6 +203,7 @@ def build_report(
             if state.rank is not None
         ),
         last_line=_last_line(result, names),
+        notes=tuple(f"{s.name}: {note}" for s in sources if s.envelopes for note in s.envelopes.notes()),
         as_of=as_of,
         post_mortem=post_mortem,
         silence_s=judgement.silence_s,

@@ -79,16 +79,14 @@ def test_carriage_returns_split_progress_updates_on_one_line_number(tmp_path: Pa
 
 
 def test_ansi_invalid_utf8_and_container_prefixes_are_cleaned(tmp_path: Path) -> None:
-    # GIVEN colour codes, a broken UTF-8 byte, a docker-compose and a Kubernetes CRI prefix
-    path = tmp_path / "mixed.log"
-    path.write_bytes(
-        b"\x1b[32mINFO\x1b[0m ready\n"
-        b"bad \xff byte\n"
-        b"sglang-1  | [2025-06-01 10:00:00 TP0] Init torch distributed begin.\n"
-        b"2025-06-01T10:00:00.123456789Z stdout F [2025-06-01 10:00:00] msg\n"
-    )
+    # GIVEN colour codes and a broken UTF-8 byte in a plain log, a docker-compose log and a Kubernetes
+    # CRI log (an envelope is decided per source: logs/envelope.py)
+    plain, compose, cri = tmp_path / "plain.log", tmp_path / "compose.log", tmp_path / "cri.log"
+    plain.write_bytes(b"\x1b[32mINFO\x1b[0m ready\nbad \xff byte\n")
+    compose.write_bytes(b"sglang-1  | [2025-06-01 10:00:00 TP0] Init torch distributed begin.\n")
+    cri.write_bytes(b"2025-06-01T10:00:00.123456789Z stdout F [2025-06-01 10:00:00] msg\n")
     # WHEN read THEN the text is what the server wrote
-    assert [t[2] for t in texts([str(path)])] == [
+    assert [t[2] for t in texts([str(plain), str(compose), str(cri)])] == [
         "INFO ready",
         "bad \ufffd byte",
         "[2025-06-01 10:00:00 TP0] Init torch distributed begin.",

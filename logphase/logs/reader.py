@@ -12,22 +12,20 @@ import tarfile
 import zlib
 from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import IO, cast
 
 import zstandard
 
 from logphase.errors import InputError
+from logphase.logs.envelope import Envelopes, Unwrapped, Unwrapper, sniff
 
 CHUNK_BYTES = 1 << 20
 # Longer lines keep their first MAX_LINE_BYTES: no pattern needs more, and memory stays bounded.
 MAX_LINE_BYTES = 1 << 16
 ANSI_ESCAPE = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
-KUBERNETES_PREFIX = re.compile(
-    r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d) (?:(?:stdout|stderr) [FP] )?"
-)
 BAR_THEN_LOG_LINE = re.compile(r"(?<=\])(?=\[(?:\d{4}-\d\d-\d\d )?\d\d:\d\d:\d\d)")
-COMPOSE_PREFIX = re.compile(r"^(?P<service>[\w.\[\]-]+)\s*\| ")
 
 GZIP_MAGIC = b"\x1f\x8b"
 BZIP2_MAGIC = b"BZh"
@@ -38,11 +36,14 @@ ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 @dataclass(frozen=True, slots=True)
 class Line:
     """One line of a log, cleaned: `number` is the physical line (the `\\r` updates of a progress
-    bar share their line's number), `source` indexes the inputs of this run."""
+    bar share their line's number), `source` indexes the inputs of this run. `stamp` and `rank` are
+    what the line's envelope told (logs/envelope.py): the matcher uses them where the line has none."""
 
     number: int
     text: str
     source: int
+    stamp: datetime | None = None
+    rank: str | None = None
 
 
 @dataclass
@@ -56,6 +57,7 @@ class LogSource:
     lines: int = 0
     bytes: int = 0
     truncated_lines: int = 0
+    envelopes: Envelopes | None = None  # sniffed from the first bytes; None: not yet
     _index: int = field(default=0, repr=False)
 
 
@@ -112,6 +114,7 @@ def _file_sources(path: Path, dumps: list[str] | None) -> list[LogSource]:
             open_stream=lambda: _decompressing(path.open("rb"), str(path)),
             finished=compressed,
             modified=None if compressed else stat.st_mtime,
+            envelopes=sniff_bytes(head),
         )
     ]
 
@@ -159,8 +162,9 @@ def _stdin_sources(stdin: IO[bytes]) -> list[LogSource]:
     head = peekable.peek(512)[:512]
     if len(head) == 512 and head[257:262] == b"ustar":
         return _stdin_tar_sources(peekable)
-    refuse_binary("<stdin>", peekable.peek(SNIFF_BYTES)[:SNIFF_BYTES])
-    return [LogSource(name="<stdin>", open_stream=lambda: peekable)]
+    head = peekable.peek(SNIFF_BYTES)[:SNIFF_BYTES]
+    refuse_binary("<stdin>", head)
+    return [LogSource(name="<stdin>", open_stream=lambda: peekable, envelopes=sniff_bytes(head))]
 
 
 def _stdin_tar_sources(stream: IO[bytes]) -> list[LogSource]:
@@ -283,11 +287,16 @@ class _ClosingStream(io.RawIOBase):
 
 
 def read_lines(source: LogSource, *, start_line: int = 0, start_byte: int = 0) -> Iterator[Line]:
-    """Stream a source as cleaned `Line`s in constant memory.
+    """Stream a source as cleaned `Line`s in constant memory (an export listed newest first is
+    held whole, to be read in time order), out of the envelopes it was collected or pasted in.
 
     Decompression and archive errors surface as InputError with what was read so far kept:
     the lines already yielded stay valid, so a truncated .gz still gets a report."""
     number = start_line
+    envelopes = envelopes_of(source) if not start_byte else (source.envelopes or Envelopes())
+    unwrapper = Unwrapper(envelopes) if envelopes else None
+    newest_first = envelopes.newest_first and not start_byte
+    held: list[Unwrapped] = []
     try:
         stream = source.open_stream()
     except OSError as exc:
@@ -298,7 +307,13 @@ def read_lines(source: LogSource, *, start_line: int = 0, start_byte: int = 0) -
         for raw in _raw_lines(source, stream):
             number += 1
             source.lines = number
-            yield from clean_line(raw, number, source._index)
+            if unwrapper is None:
+                yield from clean_line(raw, number, source._index)
+            elif newest_first:
+                held += unwrapper.feed(number, _decoded(raw))
+            else:
+                for line in unwrapper.feed(number, _decoded(raw)):
+                    yield from _updates(line, source._index)
     except (EOFError, OSError, zlib.error, lzma.LZMAError, zstandard.ZstdError, tarfile.TarError) as exc:
         raise InputError(
             f"{source.name}: the file ends early or is damaged after line {number}: {exc}",
@@ -307,6 +322,39 @@ def read_lines(source: LogSource, *, start_line: int = 0, start_byte: int = 0) -
         ) from None
     finally:
         stream.close()
+    if unwrapper is None:
+        return
+    if not newest_first:
+        for line in unwrapper.end():
+            yield from _updates(line, source._index)
+        return
+    held += unwrapper.end()
+    for order, line in enumerate(reversed(held), start_line + 1):
+        yield from _updates(Unwrapped(order, line.text, line.stamp, line.rank), source._index)
+
+
+def envelopes_of(source: LogSource) -> Envelopes:
+    """The envelopes of a source, sniffed from its first bytes once (files and stdin when opened;
+    archive members, which can be opened again, on first use)."""
+    if source.envelopes is None:
+        try:
+            stream = source.open_stream()
+            try:
+                head = stream.read(SNIFF_BYTES)
+            finally:
+                stream.close()
+        except (EOFError, OSError, zlib.error, lzma.LZMAError, zstandard.ZstdError, tarfile.TarError):
+            head = b""  # reading the source reports the damage
+        source.envelopes = sniff_bytes(head)
+    return source.envelopes
+
+
+def sniff_bytes(head: bytes) -> Envelopes:
+    """`envelope.sniff` over the first bytes of a source; a cut last line is left out."""
+    lines = head.split(b"\n")
+    if len(lines) > 1 and len(head) >= SNIFF_BYTES:
+        lines.pop()
+    return sniff(_decoded(line) for line in lines)
 
 
 def _raw_lines(source: LogSource, stream: IO[bytes]) -> Iterator[bytes]:
@@ -340,31 +388,30 @@ def _raw_lines(source: LogSource, stream: IO[bytes]) -> Iterator[bytes]:
 
 def clean_line(raw: bytes, number: int, source: int) -> Iterator[Line]:
     """One physical line's bytes as the Lines logphase reads: decoded (bad UTF-8 replaced), colour
-    codes and container prefixes stripped, tqdm's `\r` updates split (all keep `number`)."""
+    codes stripped, tqdm's `\r` updates split (all keep `number`). Envelopes are not removed here:
+    that needs the source's sniff (`read_lines`)."""
+    yield from _updates(Unwrapped(number, _decoded(raw)), source)
+
+
+def _decoded(raw: bytes) -> str:
     text = raw.decode("utf-8", "replace")
     if "\x1b" in text:
         text = ANSI_ESCAPE.sub("", text)
-    text = text.rstrip("\r")
-    text = _strip_container_prefix(text)
+    return text.rstrip("\r")
+
+
+def _updates(line: Unwrapped, source: int) -> Iterator[Line]:
+    text = line.text
     if "%|" in text and "][" in text:
         # a bar without its final newline, glued to the next log line: `…?it/s][2025-03-08 …] …`
         text = BAR_THEN_LOG_LINE.sub("\r", text)
     if "\r" not in text:
-        yield Line(number, text, source)
+        yield Line(line.number, text, source, line.stamp, line.rank)
         return
     # tqdm rewrites its bar with \r: each update is a line of its own at the same physical line
     for part in text.split("\r"):
-        part = _strip_container_prefix(part)
         if part.strip():
-            yield Line(number, part, source)
-
-
-def _strip_container_prefix(text: str) -> str:
-    if text[:2].isdigit() and (found := KUBERNETES_PREFIX.match(text)):
-        text = text[found.end() :]
-    if "| " in text[:64] and (found := COMPOSE_PREFIX.match(text)):
-        text = text[found.end() :]
-    return text
+            yield Line(line.number, part, source, line.stamp, line.rank)
 
 
 # --- follow mode (watch) ----------------------------------------------------------------------------
@@ -517,24 +564,32 @@ def _follow_stream(
             time.sleep(poll_s)  # batch a steady trickle instead of waking for every write
 
 
-# Bytes that make a line need clean_line (a bar's `\r`, colour, a glued bar, a compose prefix).
-CAREFUL_BYTES = (b"\r", b"\x1b", b"%|", b"| ")
+# Bytes that make a line need clean_line (a bar's `\r`, colour, a glued bar).
+CAREFUL_BYTES = (b"\r", b"\x1b", b"%|")
 
 
 class _LineSplitter:
     """Bytes as they arrive → cleaned `Line`s; keeps the unfinished line. `\\r` updates of an
-    unfinished line come out once a later update or a quiet poll shows they are complete."""
+    unfinished line come out once a later update or a quiet poll shows they are complete. The
+    envelopes are sniffed from the first bytes that arrive (a followed log is never newest first)."""
 
     def __init__(self) -> None:
         self.pending = bytearray()
         self.emitted = 0  # bytes at the start of `pending` already given out as `\r` updates
         self.number = 0
         self.dropping = False
+        self.unwrapper: Unwrapper | None = None
+        self.sniffed = False
 
     def feed(self, data: bytes) -> list[Line]:
+        if not self.sniffed and data:
+            self.sniffed = True
+            envelopes = sniff_bytes(data[:SNIFF_BYTES])
+            if envelopes:
+                self.unwrapper = Unwrapper(Envelopes(envelopes.layers, envelopes.wrap_width))
         out: list[Line] = []
         start = 0
-        bulk = True
+        bulk = self.unwrapper is None
         marks = dict.fromkeys(CAREFUL_BYTES, -1)  # where each marker is next found (-1: not looked for)
         while True:
             if bulk and not self.pending and not self.emitted and not self.dropping:
@@ -572,8 +627,8 @@ class _LineSplitter:
         except UnicodeDecodeError:
             return start, False
         texts.pop()  # after the last newline
-        if any(len(text) > MAX_LINE_BYTES // 4 or text[:2].isdigit() for text in texts):
-            return start, False  # maybe a runaway line (bytes, not characters, count) or a Kubernetes stamp
+        if any(len(text) > MAX_LINE_BYTES // 4 for text in texts):
+            return start, False  # maybe a runaway line (bytes, not characters, count)
         out.extend(Line(number, text, 0) for number, text in enumerate(texts, self.number + 1))
         self.number += len(texts)
         return end, True
@@ -588,9 +643,11 @@ class _LineSplitter:
 
     def end_line(self) -> list[Line]:
         """The input ended or was replaced: what is pending is a line of its own."""
+        tail = self.unwrapper.end() if self.unwrapper is not None else []
+        out = [line for held in tail for line in _updates(held, 0)]
         if not self.pending and not self.emitted:
-            return []
-        return self._complete()
+            return out
+        return self._complete() + out
 
     def _append(self, data: bytes) -> None:
         if self.dropping:
@@ -605,11 +662,16 @@ class _LineSplitter:
     def _complete(self) -> list[Line]:
         self.number += 1
         rest = bytes(self.pending[self.emitted :])
-        out = [] if self.emitted and not rest.strip(b"\r \t") else list(clean_line(rest, self.number, 0))
+        out = [] if self.emitted and not rest.strip(b"\r \t") else self._clean(rest, self.number)
         self.pending.clear()
         self.emitted = 0
         self.dropping = False
         return out
 
     def _segment(self, raw: bytes) -> list[Line]:
-        return list(clean_line(raw, self.number + 1, 0)) if raw.strip(b"\r \t") else []
+        return self._clean(raw, self.number + 1) if raw.strip(b"\r \t") else []
+
+    def _clean(self, raw: bytes, number: int) -> list[Line]:
+        if self.unwrapper is None:
+            return list(clean_line(raw, number, 0))
+        return [line for held in self.unwrapper.feed(number, _decoded(raw)) for line in _updates(held, 0)]

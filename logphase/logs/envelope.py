@@ -1,0 +1,298 @@
+"""Envelopes: the wrappers a log was collected or pasted in (docker, CRI, journald, kubectl, compose, stern,
+srun, Ray, log exports, markdown quotes, hard wraps), recognised once per source and removed from every
+line before any system pack sees it. Pure: text in, text out.
+
+An envelope is data (`ENVELOPES`): the shape of its prefix, where its timestamp and rank label are, how
+its time is written. One mechanism reads them: `sniff` decides from a source's first lines which
+envelopes it has, outermost first (they nest: `kubectl logs --prefix` over CRI, `> ` over `docker logs
+-t`), and whether hard wraps are to be joined and the order reversed; `Unwrapper` then applies exactly
+that to every line. Deciding per source, not per line, keeps a system's own lines that merely look
+like an envelope (a pylogging stamp, a `0: ` list item) from being stripped in logs that have none."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from itertools import pairwise
+
+# --- the envelopes (data) ------------------------------------------------------------------------
+
+_RFC3339 = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)"
+
+
+@dataclass(frozen=True)
+class Envelope:
+    """One kind of wrapper: a prefix on every line. Groups of `pattern`: `ts` (its timestamp), `rank`
+    (a rank label), `partial` (CRI's `P`: the line continues in the next one), `writer` (who wrote the
+    line: pod, service; its values stay few, which tells a wrapper from a log's own words)."""
+
+    name: str
+    pattern: re.Pattern[str]
+    time_formats: tuple[str, ...] = ()
+    newest_first_possible: bool = False  # exports list the newest line first
+    weak: bool = False  # a loose shape: needs several lines, all but a few of them matching
+
+
+def _envelope(name: str, pattern: str, *time_formats: str, newest_first: bool = False, weak: bool = False) -> Envelope:
+    return Envelope(name, re.compile(pattern), time_formats, newest_first, weak)
+
+
+_JOURNAL_UNIT = r" (?P<writer>[^\s:]+) [^\s\[:]+(?:\[\d+\])?: "
+ENVELOPES: tuple[Envelope, ...] = (
+    # containerd / CRI-O log files (/var/log/pods): `TS stdout F text`; `P` lines are cut at 16 KiB
+    _envelope("CRI container log", rf"^(?P<ts>{_RFC3339}) (?:stdout|stderr) (?P<partial>[FP])(?: |$)", "rfc3339"),
+    # `docker logs -t` / `kubectl logs --timestamps`: RFC 3339 with nanoseconds
+    _envelope("docker logs -t", rf"^(?P<ts>{_RFC3339}) ", "rfc3339"),
+    # log exports (Loki / Grafana / CloudWatch): tab-separated, a time column first, maybe a labels column
+    _envelope(
+        "log export (tab-separated)",
+        rf"^(?P<ts>{_RFC3339}|\d{{4}}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?|\d{{10}}(?:\d{{3}}|\d{{6}}|\d{{9}})?)\t"
+        r"(?:\{[^\t]*\}\t|[\w./-]+\t(?=.))?",
+        "rfc3339",
+        "%Y-%m-%d %H:%M:%S.%f",
+        "%Y-%m-%d %H:%M:%S",
+        "epoch",
+        newest_first=True,
+    ),
+    # Docker Desktop's log view: `YYYY-MM-DD HH:MM:SS ` (no fraction, no zone)
+    _envelope("Docker Desktop", r"^(?P<ts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d) (?![-,.])", "%Y-%m-%d %H:%M:%S"),
+    # journalctl -o short / short-precise (no year: the time is not taken) / short-iso (with a year)
+    _envelope("journald", rf"^(?:[A-Z][a-z]{{2}} [ \d]\d \d\d:\d\d:\d\d(?:\.\d+)?){_JOURNAL_UNIT}"),
+    _envelope("journald (short-iso)", rf"^(?P<ts>{_RFC3339}){_JOURNAL_UNIT}", "rfc3339"),
+    # kubectl logs --prefix: `[pod/NAME/CONTAINER] `
+    _envelope("kubectl logs --prefix", r"^\[(?P<writer>pod/[^/\]\s]+/[^\]\s]+)\] "),
+    # docker compose: `service-1  | ` (the name padded to the longest service's)
+    _envelope("docker compose", r"^(?P<writer>[A-Za-z0-9][\w.-]*) *\| "),
+    # stern: `POD CONTAINER ` (pod names have dashes: deployment-replicaset-suffix)
+    _envelope("stern", r"^(?P<writer>[a-z0-9]+(?:-[a-z0-9]+)+ [a-z0-9]+(?:-[a-z0-9]+)*) (?=\S)", weak=True),
+    # Slurm srun --label: `0: `, space padded to the widest task number
+    _envelope("srun --label", r"^ *(?P<rank>\d{1,5}): ", weak=True),
+    # Ray's log monitor: `(ActorName pid=123) `, `(pid=123, ip=10.0.0.1) `; actor names with a rank tag
+    # (vLLM's `(Worker_TP1 pid=42)`, SGLang's scheduler actors) are the systems' own prefixes
+    _envelope(
+        "Ray",
+        r"^\((?P<writer>(?:(?![\w]*(?:_?(?:TP|PP|DP|EP)\d|Scheduler))[A-Za-z_]\w* )?pid=\d+)(?:, ip=[\w.:]+)?\) ",
+    ),
+    # markdown quotes (one level per layer; `>` alone quotes an empty line)
+    _envelope("markdown quote", r"^>(?: |$)", weak=True),
+)
+ENVELOPE_NAMES = tuple(envelope.name for envelope in ENVELOPES)
+
+# Sniffing: the share of a source's first non-empty lines that must carry an envelope (pasted excerpts
+# start with a stray line or two), and the fewest lines a loose shape must show.
+SNIFF_LINES = 200
+SHARE_NEEDED = 0.9
+WEAK_LINES_NEEDED = 3
+MAX_WRITERS = 16  # a wrapper names a few pods / services; a log's own first words vary more
+MAX_LAYERS = 4
+WRAP_COLUMNS = range(60, 241)  # the columns a paste is hard-wrapped at (80-200, and some slack)
+WRAP_LINES_NEEDED = 3
+
+
+@dataclass(frozen=True)
+class Envelopes:
+    """What `sniff` found for one source: the envelopes outermost first, the column its lines were
+    hard-wrapped at, and whether it lists the newest line first."""
+
+    layers: tuple[Envelope, ...] = ()
+    wrap_width: int | None = None
+    newest_first: bool = False
+
+    def __bool__(self) -> bool:
+        return bool(self.layers) or self.wrap_width is not None or self.newest_first
+
+    def notes(self) -> tuple[str, ...]:
+        """What reading through these envelopes assumed, for the report's notes."""
+        notes: list[str] = []
+        if self.layers:
+            names = " inside ".join(envelope.name for envelope in self.layers)
+            notes.append(f"lines unwrapped from: {names} (found in the first lines)")
+        if self.wrap_width is not None:
+            notes.append(f"lines cut at column {self.wrap_width} were joined (a hard-wrapped paste)")
+        if self.newest_first:
+            notes.append("the export lists the newest line first: read in reverse, lines numbered in time order")
+        return tuple(notes)
+
+
+@dataclass(frozen=True, slots=True)
+class Unwrapped:
+    """One line out of its envelopes: its text, the envelope's time (only where it has a year) and the
+    rank label an envelope gave (srun's `3: `), and the physical line it started on."""
+
+    number: int
+    text: str
+    stamp: datetime | None = None
+    rank: str | None = None
+
+
+# --- sniffing ------------------------------------------------------------------------------------
+
+
+def sniff(head: Iterable[str]) -> Envelopes:
+    """Decide from a source's first lines (decoded, colour codes and `\\r` at the end removed) which
+    envelopes it has. Never raises; a source with none gets an empty `Envelopes`."""
+    head = list(head)[: SNIFF_LINES * 2]
+    lines = [line for line in head if line.strip()][:SNIFF_LINES]
+    wrap_width = _wrap_width(lines)
+    if wrap_width is not None:
+        lines = [joined for _, joined in _join_wraps(enumerate(lines), wrap_width)]
+    layers: list[Envelope] = []
+    for _ in range(MAX_LAYERS):
+        found = _envelope_of(lines)
+        if found is None:
+            break
+        layers.append(found)
+        lines = [line[m.end() :] if (m := found.pattern.match(line)) else line for line in lines]
+        lines = [line for line in lines if line.strip()]
+    newest_first = any(layer.newest_first_possible for layer in layers) and _descending(head, layers, wrap_width)
+    return Envelopes(tuple(layers), wrap_width, newest_first)
+
+
+def _envelope_of(lines: Sequence[str]) -> Envelope | None:
+    if not lines:
+        return None
+    for envelope in ENVELOPES:
+        if envelope.weak and len(lines) < WEAK_LINES_NEEDED:
+            continue
+        matches = [m for line in lines if (m := envelope.pattern.match(line))]
+        if len(matches) < SHARE_NEEDED * len(lines):
+            continue
+        if "writer" in envelope.pattern.groupindex and len({m["writer"] for m in matches}) > MAX_WRITERS:
+            continue
+        if all(m.end() == len(line) for m, line in zip(matches, lines, strict=False)) and envelope.weak:
+            continue  # nothing after the prefix anywhere: not a wrapper around a log
+        return envelope
+    return None
+
+
+def _wrap_width(lines: Sequence[str]) -> int | None:
+    """The column a paste cut its long lines at: the longest length, shared by several lines that are
+    followed by a shorter line that does not start like them (the rest of the cut line). A progress
+    bar redrawn at its full width is followed by itself, so it does not count."""
+    if len(lines) < WRAP_LINES_NEEDED + 1:
+        return None
+    width = max(len(line) for line in lines)
+    if width not in WRAP_COLUMNS:
+        return None
+    cut = [i for i, line in enumerate(lines[:-1]) if len(line) == width]
+    continued = [i for i in cut if lines[i + 1][:6] != lines[i][:6]]
+    if len(continued) < WRAP_LINES_NEEDED or len(continued) * 2 < len(cut):
+        return None
+    return width
+
+
+def _descending(head: Iterable[str], layers: Sequence[Envelope], wrap_width: int | None) -> bool:
+    """Most of the stamps the envelopes give go back in time from line to line."""
+    unwrapper = Unwrapper(Envelopes(tuple(layers), wrap_width))
+    stamps = [u.stamp for line in head for u in unwrapper.feed(0, line) if u.stamp is not None]
+    stamps += [u.stamp for u in unwrapper.end() if u.stamp is not None]
+    pairs = list(pairwise(stamps))
+    falling = sum(1 for a, b in pairs if b < a)
+    rising = sum(1 for a, b in pairs if b > a)
+    return falling > rising
+
+
+def _join_wraps(numbered: Iterable[tuple[int, str]], width: int) -> Iterable[tuple[int, str]]:
+    pending: tuple[int, str] | None = None
+    for number, text in numbered:
+        if pending is not None:
+            number, text = pending[0], pending[1] + text
+        pending = (number, text) if len(text) % width == 0 and text else None
+        if pending is None:
+            yield number, text
+    if pending is not None:
+        yield pending
+
+
+# --- unwrapping ----------------------------------------------------------------------------------
+
+
+@dataclass
+class Unwrapper:
+    """Removes one source's envelopes line by line. Stateful: a hard-wrapped line and CRI's partial
+    lines are held until their last piece arrives (`end` gives back what the source ends with)."""
+
+    envelopes: Envelopes
+    _wrapped: tuple[int, str] | None = field(default=None, repr=False)
+    _partial: Unwrapped | None = field(default=None, repr=False)
+
+    def feed(self, number: int, text: str) -> list[Unwrapped]:
+        width = self.envelopes.wrap_width
+        if width is None:
+            return self._unwrap(number, text)
+        if self._wrapped is not None:
+            number, text = self._wrapped[0], self._wrapped[1] + text
+            self._wrapped = None
+        if text and len(text) % width == 0:
+            self._wrapped = (number, text)  # the paste cut it here: the rest is on the next line
+            return []
+        return self._unwrap(number, text)
+
+    def end(self) -> list[Unwrapped]:
+        out: list[Unwrapped] = []
+        if self._wrapped is not None:
+            number, text = self._wrapped
+            self._wrapped = None
+            out += self._unwrap(number, text)
+        if self._partial is not None:
+            out.append(self._partial)
+            self._partial = None
+        return out
+
+    def _unwrap(self, number: int, text: str) -> list[Unwrapped]:
+        stamp: datetime | None = None
+        rank: str | None = None
+        partial = False
+        for envelope in self.envelopes.layers:
+            found = envelope.pattern.match(text)
+            if found is None:
+                continue  # a line the wrapper left bare (a paste's stray line); inner layers may still apply
+            text = text[found.end() :]
+            groups = found.groupdict()
+            if stamp is None and groups.get("ts"):
+                stamp = parse_stamp(groups["ts"], envelope.time_formats)
+            rank = rank or groups.get("rank")
+            partial = partial or groups.get("partial") == "P"
+        if self._partial is not None:
+            held = self._partial
+            text = held.text + text
+            number, stamp, rank = held.number, held.stamp or stamp, held.rank or rank
+            self._partial = None
+        line = Unwrapped(number, text, stamp, rank)
+        if partial:
+            self._partial = line  # CRI cut a long line: its parts follow, the last one marked F
+            return []
+        return [line]
+
+
+def parse_stamp(text: str, formats: Sequence[str]) -> datetime | None:
+    """An envelope's timestamp as a naive datetime in the zone it was written in; None when no format
+    fits (a stamp the pattern admitted but the calendar does not)."""
+    for name in formats:
+        try:
+            if name == "rfc3339":
+                if "T" not in text:
+                    continue
+                return _rfc3339(text)
+            if name == "epoch":
+                if not text.isdigit():
+                    continue
+                seconds = int(text) / 10 ** max(0, len(text) - 10)
+                return datetime.fromtimestamp(seconds, UTC).replace(tzinfo=None)
+            return datetime.strptime(text, name)
+        except (ValueError, OverflowError, OSError):
+            continue
+    return None
+
+
+_RFC3339_PARTS = re.compile(r"^(?P<base>[\d-]+T[\d:]+)(?:\.(?P<fraction>\d+))?(?P<zone>Z|[+-]\d\d:?\d\d)$")
+
+
+def _rfc3339(text: str) -> datetime | None:
+    parts = _RFC3339_PARTS.match(text)
+    if parts is None:
+        return None
+    fraction = (parts["fraction"] or "0")[:6].ljust(6, "0")  # nanoseconds: datetime keeps micro
+    return datetime.strptime(f"{parts['base']}.{fraction}", "%Y-%m-%dT%H:%M:%S.%f")
