@@ -33,16 +33,28 @@ class Envelope:
     time_formats: tuple[str, ...] = ()
     newest_first_possible: bool = False  # exports list the newest line first
     weak: bool = False  # a loose shape: needs several lines, all but a few of them matching
+    rank_name: str = ""  # what its `rank` label counts: srun's tasks, torchrun's local ranks
+    share: float = 0.9  # of the first lines that must carry it (pasted excerpts start with a stray line)
 
 
-def _envelope(name: str, pattern: str, *time_formats: str, newest_first: bool = False, weak: bool = False) -> Envelope:
-    return Envelope(name, re.compile(pattern), time_formats, newest_first, weak)
+def _envelope(
+    name: str,
+    pattern: str,
+    *time_formats: str,
+    newest_first: bool = False,
+    weak: bool = False,
+    rank_name: str = "",
+    share: float = 0.9,
+) -> Envelope:
+    return Envelope(name, re.compile(pattern), time_formats, newest_first, weak, rank_name, share)
 
 
 _JOURNAL_UNIT = r" (?P<writer>[^\s:]+) [^\s\[:]+(?:\[\d+\])?: "
 ENVELOPES: tuple[Envelope, ...] = (
     # containerd / CRI-O log files (/var/log/pods): `TS stdout F text`; `P` lines are cut at 16 KiB
     _envelope("CRI container log", rf"^(?P<ts>{_RFC3339}) (?:stdout|stderr) (?P<partial>[FP])(?: |$)", "rfc3339"),
+    # journalctl -o short-iso (before docker's stamp, which its own starts like)
+    _envelope("journald (short-iso)", rf"^(?P<ts>{_RFC3339}){_JOURNAL_UNIT}", "rfc3339"),
     # `docker logs -t` / `kubectl logs --timestamps`: RFC 3339 with nanoseconds
     _envelope("docker logs -t", rf"^(?P<ts>{_RFC3339}) ", "rfc3339"),
     # log exports (Loki / Grafana / CloudWatch): tab-separated, a time column first, maybe a labels column
@@ -60,20 +72,21 @@ ENVELOPES: tuple[Envelope, ...] = (
     _envelope("Docker Desktop", r"^(?P<ts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d) (?![-,.])", "%Y-%m-%d %H:%M:%S"),
     # journalctl -o short / short-precise (no year: the time is not taken) / short-iso (with a year)
     _envelope("journald", rf"^(?:[A-Z][a-z]{{2}} [ \d]\d \d\d:\d\d:\d\d(?:\.\d+)?){_JOURNAL_UNIT}"),
-    _envelope("journald (short-iso)", rf"^(?P<ts>{_RFC3339}){_JOURNAL_UNIT}", "rfc3339"),
     # kubectl logs --prefix: `[pod/NAME/CONTAINER] `
     _envelope("kubectl logs --prefix", r"^\[(?P<writer>pod/[^/\]\s]+/[^\]\s]+)\] "),
     # docker compose: `service-1  | ` (the name padded to the longest service's)
     _envelope("docker compose", r"^(?P<writer>[A-Za-z0-9][\w.-]*) *\| "),
     # stern: `POD CONTAINER ` (pod names have dashes: deployment-replicaset-suffix)
-    _envelope("stern", r"^(?P<writer>[a-z0-9]+(?:-[a-z0-9]+)+ [a-z0-9]+(?:-[a-z0-9]+)*) (?=\S)", weak=True),
+    _envelope("stern", r"^(?P<writer>[a-z0-9]+(?:-[a-z0-9]+)+ [a-z0-9]+(?:-[a-z0-9]+)*)(?: |$)", weak=True),
     # Slurm srun --label: `0: `, space padded to the widest task number
-    _envelope("srun --label", r"^ *(?P<rank>\d{1,5}): ", weak=True),
+    _envelope("srun --label", r"^ *(?P<rank>\d{1,5}): ", weak=True, rank_name="task"),
+    # torchrun --tee / --log-dir: `[default0]:` (role, local rank); the agent's own lines go unlabelled
+    _envelope("torchrun --tee", r"^\[default(?P<rank>\d{1,5})\]:", rank_name="local_rank", share=0.3),
     # Ray's log monitor: `(ActorName pid=123) `, `(pid=123, ip=10.0.0.1) `; actor names with a rank tag
     # (vLLM's `(Worker_TP1 pid=42)`, SGLang's scheduler actors) are the systems' own prefixes
     _envelope(
         "Ray",
-        r"^\((?P<writer>(?:(?![\w]*(?:_?(?:TP|PP|DP|EP)\d|Scheduler))[A-Za-z_]\w* )?pid=\d+)(?:, ip=[\w.:]+)?\) ",
+        r"^\((?:(?P<writer>(?!\w*(?:_?(?:TP|PP|DP|EP)\d|Scheduler))[A-Za-z_]\w*) )?pid=\d+(?:, ip=[\w.:]+)?\) ",
     ),
     # markdown quotes (one level per layer; `>` alone quotes an empty line)
     _envelope("markdown quote", r"^>(?: |$)", weak=True),
@@ -83,22 +96,25 @@ ENVELOPE_NAMES = tuple(envelope.name for envelope in ENVELOPES)
 # Sniffing: the share of a source's first non-empty lines that must carry an envelope (pasted excerpts
 # start with a stray line or two), and the fewest lines a loose shape must show.
 SNIFF_LINES = 200
-SHARE_NEEDED = 0.9
 WEAK_LINES_NEEDED = 3
+STRAY_LINES = 1  # a short excerpt may have one line without it (a header, a line cut by the paste)
 MAX_WRITERS = 16  # a wrapper names a few pods / services; a log's own first words vary more
 MAX_LAYERS = 4
 WRAP_COLUMNS = range(60, 241)  # the columns a paste is hard-wrapped at (80-200, and some slack)
-WRAP_LINES_NEEDED = 3
+WRAP_LINES_NEEDED = 2
 
 
 @dataclass(frozen=True)
 class Envelopes:
     """What `sniff` found for one source: the envelopes outermost first, the column its lines were
-    hard-wrapped at, and whether it lists the newest line first."""
+    hard-wrapped at, whether it lists the newest line first, and whether its rank labels tell ranks
+    apart: a label that is the same on every line (one srun task running a whole TP8 server) names a
+    node or a launcher, not the rank of each line."""
 
     layers: tuple[Envelope, ...] = ()
     wrap_width: int | None = None
     newest_first: bool = False
+    ranks_apart: bool = False
 
     def __bool__(self) -> bool:
         return bool(self.layers) or self.wrap_width is not None or self.newest_first
@@ -119,7 +135,7 @@ class Envelopes:
 @dataclass(frozen=True, slots=True)
 class Unwrapped:
     """One line out of its envelopes: its text, the envelope's time (only where it has a year) and the
-    rank label an envelope gave (srun's `3: `), and the physical line it started on."""
+    rank label an envelope gave (srun's `3: ` is `task 3`), and the physical line it started on."""
 
     number: int
     text: str
@@ -139,15 +155,20 @@ def sniff(head: Iterable[str]) -> Envelopes:
     if wrap_width is not None:
         lines = [joined for _, joined in _join_wraps(enumerate(lines), wrap_width)]
     layers: list[Envelope] = []
+    ranks: set[str] = set()
     for _ in range(MAX_LAYERS):
         found = _envelope_of(lines)
         if found is None:
             break
         layers.append(found)
-        lines = [line[m.end() :] if (m := found.pattern.match(line)) else line for line in lines]
+        matches = [found.pattern.match(line) for line in lines]
+        ranks |= {m["rank"] for m in matches if m is not None and m.groupdict().get("rank")}
+        lines = _join_partials(
+            [line[m.end() :] if m else line for line, m in zip(lines, matches, strict=True)], matches
+        )
         lines = [line for line in lines if line.strip()]
     newest_first = any(layer.newest_first_possible for layer in layers) and _descending(head, layers, wrap_width)
-    return Envelopes(tuple(layers), wrap_width, newest_first)
+    return Envelopes(tuple(layers), wrap_width, newest_first, ranks_apart=len({int(r) for r in ranks}) > 1)
 
 
 def _envelope_of(lines: Sequence[str]) -> Envelope | None:
@@ -157,7 +178,7 @@ def _envelope_of(lines: Sequence[str]) -> Envelope | None:
         if envelope.weak and len(lines) < WEAK_LINES_NEEDED:
             continue
         matches = [m for line in lines if (m := envelope.pattern.match(line))]
-        if len(matches) < SHARE_NEEDED * len(lines):
+        if len(matches) < min(envelope.share * len(lines), len(lines) - STRAY_LINES):
             continue
         if "writer" in envelope.pattern.groupindex and len({m["writer"] for m in matches}) > MAX_WRITERS:
             continue
@@ -165,6 +186,19 @@ def _envelope_of(lines: Sequence[str]) -> Envelope | None:
             continue  # nothing after the prefix anywhere: not a wrapper around a log
         return envelope
     return None
+
+
+def _join_partials(lines: Sequence[str], matches: Sequence[re.Match[str] | None]) -> list[str]:
+    """CRI's `P` parts joined with the parts that follow, so the envelopes inside are sniffed whole."""
+    joined: list[str] = []
+    held = ""
+    for line, found in zip(lines, matches, strict=True):
+        if found is not None and found.groupdict().get("partial") == "P":
+            held += line
+            continue
+        joined.append(held + line)
+        held = ""
+    return [*joined, held] if held else joined
 
 
 def _wrap_width(lines: Sequence[str]) -> int | None:
@@ -177,7 +211,7 @@ def _wrap_width(lines: Sequence[str]) -> int | None:
     if width not in WRAP_COLUMNS:
         return None
     cut = [i for i, line in enumerate(lines[:-1]) if len(line) == width]
-    continued = [i for i in cut if lines[i + 1][:6] != lines[i][:6]]
+    continued = [i for i in cut if continues(lines[i], lines[i + 1])]
     if len(continued) < WRAP_LINES_NEEDED or len(continued) * 2 < len(cut):
         return None
     return width
@@ -194,11 +228,20 @@ def _descending(head: Iterable[str], layers: Sequence[Envelope], wrap_width: int
     return falling > rising
 
 
+def continues(cut: str, text: str) -> bool:
+    """Whether `text` is the rest of a line the paste cut at the column: not when it starts the way
+    that line did (the log's next line, written by the same code: `[2025-`, `gpu-h100-07:`, `INFO`)."""
+    return cut[:4] != text[:4]
+
+
 def _join_wraps(numbered: Iterable[tuple[int, str]], width: int) -> Iterable[tuple[int, str]]:
     pending: tuple[int, str] | None = None
     for number, text in numbered:
         if pending is not None:
-            number, text = pending[0], pending[1] + text
+            if continues(pending[1], text):
+                number, text = pending[0], pending[1] + text
+            else:
+                yield pending
         pending = (number, text) if len(text) % width == 0 and text else None
         if pending is None:
             yield number, text
@@ -216,19 +259,24 @@ class Unwrapper:
 
     envelopes: Envelopes
     _wrapped: tuple[int, str] | None = field(default=None, repr=False)
-    _partial: Unwrapped | None = field(default=None, repr=False)
+    _partial: dict[int, Unwrapped] = field(default_factory=dict, repr=False)  # by layer: CRI in CRI
 
     def feed(self, number: int, text: str) -> list[Unwrapped]:
         width = self.envelopes.wrap_width
         if width is None:
             return self._unwrap(number, text)
+        out: list[Unwrapped] = []
         if self._wrapped is not None:
-            number, text = self._wrapped[0], self._wrapped[1] + text
+            held_number, held = self._wrapped
             self._wrapped = None
+            if continues(held, text):
+                number, text = held_number, held + text
+            else:
+                out = self._unwrap(held_number, held)  # a line as long as the column, not a cut one
         if text and len(text) % width == 0:
             self._wrapped = (number, text)  # the paste cut it here: the rest is on the next line
-            return []
-        return self._unwrap(number, text)
+            return out
+        return out + self._unwrap(number, text)
 
     def end(self) -> list[Unwrapped]:
         out: list[Unwrapped] = []
@@ -236,16 +284,14 @@ class Unwrapper:
             number, text = self._wrapped
             self._wrapped = None
             out += self._unwrap(number, text)
-        if self._partial is not None:
-            out.append(self._partial)
-            self._partial = None
+        out += self._partial.values()
+        self._partial.clear()
         return out
 
     def _unwrap(self, number: int, text: str) -> list[Unwrapped]:
         stamp: datetime | None = None
         rank: str | None = None
-        partial = False
-        for envelope in self.envelopes.layers:
+        for layer, envelope in enumerate(self.envelopes.layers):
             found = envelope.pattern.match(text)
             if found is None:
                 continue  # a line the wrapper left bare (a paste's stray line); inner layers may still apply
@@ -253,18 +299,17 @@ class Unwrapper:
             groups = found.groupdict()
             if stamp is None and groups.get("ts"):
                 stamp = parse_stamp(groups["ts"], envelope.time_formats)
-            rank = rank or groups.get("rank")
-            partial = partial or groups.get("partial") == "P"
-        if self._partial is not None:
-            held = self._partial
-            text = held.text + text
-            number, stamp, rank = held.number, held.stamp or stamp, held.rank or rank
-            self._partial = None
-        line = Unwrapped(number, text, stamp, rank)
-        if partial:
-            self._partial = line  # CRI cut a long line: its parts follow, the last one marked F
-            return []
-        return [line]
+            if rank is None and groups.get("rank") and self.envelopes.ranks_apart:
+                rank = f"{envelope.rank_name} {int(groups['rank'])}"
+            if groups.get("partial") is None:
+                continue
+            held = self._partial.pop(layer, None)
+            if held is not None:  # the parts join before the envelopes inside them are read
+                number, text, stamp, rank = held.number, held.text + text, held.stamp or stamp, held.rank or rank
+            if groups["partial"] == "P":
+                self._partial[layer] = Unwrapped(number, text, stamp, rank)  # CRI cut a long line: the rest follows
+                return []
+        return [Unwrapped(number, text, stamp, rank)]
 
 
 def parse_stamp(text: str, formats: Sequence[str]) -> datetime | None:

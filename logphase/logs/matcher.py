@@ -327,7 +327,8 @@ class SourceMatcher:
         the year of a year-less stamp, the time of an unstamped line (shifted by the offset between
         the envelope's clock and the log's own, which a line with both showed)."""
         if line.rank is not None and fields.rank is None:
-            fields = replace(fields, rank=f"rank {int(line.rank)}", prefixes=(*fields.prefixes, ENVELOPE_RANK))
+            number = line.rank.rsplit(" ", 1)[-1]  # `task 3`, `local_rank 3`: the timeline counts ranks
+            fields = replace(fields, rank=f"rank {number}", prefixes=(*fields.prefixes, ENVELOPE_RANK))
         envelope = line.stamp
         if envelope is None:
             return fields

@@ -11,7 +11,7 @@ import re
 import tarfile
 import zlib
 from collections.abc import Callable, Generator, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import IO, cast
@@ -586,7 +586,7 @@ class _LineSplitter:
             self.sniffed = True
             envelopes = sniff_bytes(data[:SNIFF_BYTES])
             if envelopes:
-                self.unwrapper = Unwrapper(Envelopes(envelopes.layers, envelopes.wrap_width))
+                self.unwrapper = Unwrapper(replace(envelopes, newest_first=False))
         out: list[Line] = []
         start = 0
         bulk = self.unwrapper is None

@@ -139,11 +139,6 @@ def rank_from_prefix(prefix: str) -> str | None:
     return None
 
 
-def rank_of_writer(writer: str | None) -> str | None:
-    """The rank an envelope's label names: srun's task number."""
-    return f"task {int(writer)}" if writer is not None and writer.isdigit() else None
-
-
 def pid_from_prefix(prefix: str) -> int | None:
     found = re.search(r"\bpid=(\d+)\)", prefix)
     return int(found.group(1)) if found else None
@@ -280,7 +275,7 @@ class _Process:
 @dataclass
 class _Stream:
     prefix: str = ""
-    writer: str | None = None  # the rank label of the line's envelope (srun's `3: `)
+    writer: str | None = None  # the rank label of the line's envelope (srun's `3: ` is `task 3`)
     proc: _Process | None = None
     thread: _Thread | None = None
     hint: tuple[int | None, str | None] | None = None  # (pid, rank) announced by `Pyspy dump for PID N:`
@@ -465,7 +460,7 @@ def _writer_key(writer: str | None) -> str:
 
 
 def _stream_rank(stream: _Stream) -> str | None:
-    return rank_from_prefix(stream.prefix) or rank_of_writer(stream.writer)
+    return rank_from_prefix(stream.prefix) or stream.writer
 
 
 def parse_dumps_in_text(lines: Iterable[str]) -> list[ProcessSnapshot]:
