@@ -178,7 +178,7 @@ def _envelope_of(lines: Sequence[str]) -> Envelope | None:
         if envelope.weak and len(lines) < WEAK_LINES_NEEDED:
             continue
         matches = [m for line in lines if (m := envelope.pattern.match(line))]
-        if len(matches) < min(envelope.share * len(lines), len(lines) - STRAY_LINES):
+        if len(matches) < max(1, min(envelope.share * len(lines), len(lines) - STRAY_LINES)):
             continue
         if "writer" in envelope.pattern.groupindex and len({m["writer"] for m in matches}) > MAX_WRITERS:
             continue

@@ -580,13 +580,16 @@ class _LineSplitter:
         self.dropping = False
         self.unwrapper: Unwrapper | None = None
         self.sniffed = False
+        self.head = bytearray()  # the first bytes, until the envelopes are decided
 
     def feed(self, data: bytes) -> list[Line]:
-        if not self.sniffed and data:
-            self.sniffed = True
-            envelopes = sniff_bytes(data[:SNIFF_BYTES])
-            if envelopes:
-                self.unwrapper = Unwrapper(replace(envelopes, newest_first=False))
+        if not self.sniffed:
+            # the envelopes are decided on the first whole lines that arrive (at most SNIFF_BYTES, as
+            # `read_lines` does), or on what came before the first quiet moment
+            self.head += data
+            if b"\n" not in self.head and len(self.head) < SNIFF_BYTES:
+                return []
+            data = self._sniff()
         out: list[Line] = []
         start = 0
         bulk = self.unwrapper is None
@@ -633,8 +636,19 @@ class _LineSplitter:
         self.number += len(texts)
         return end, True
 
+    def _sniff(self) -> bytes:
+        self.sniffed = True
+        head, self.head = bytes(self.head), bytearray()
+        whole = head[: head.rfind(b"\n", 0, SNIFF_BYTES) + 1] or head[:SNIFF_BYTES]
+        envelopes = sniff_bytes(whole)
+        if envelopes:
+            self.unwrapper = Unwrapper(replace(envelopes, newest_first=False))
+        return head
+
     def settle(self) -> list[Line]:
         """Nothing new arrived: the bar update that is pending is complete."""
+        if not self.sniffed:
+            return self.feed(self._sniff()) + self.settle() if self.head else []
         if b"\r" not in self.pending or len(self.pending) <= self.emitted:
             return []
         out = self._segment(bytes(self.pending[self.emitted :]))
@@ -643,11 +657,11 @@ class _LineSplitter:
 
     def end_line(self) -> list[Line]:
         """The input ended or was replaced: what is pending is a line of its own."""
+        out = self.feed(self._sniff()) if not self.sniffed else []
+        if self.pending or self.emitted:
+            out += self._complete()
         tail = self.unwrapper.end() if self.unwrapper is not None else []
-        out = [line for held in tail for line in _updates(held, 0)]
-        if not self.pending and not self.emitted:
-            return out
-        return self._complete() + out
+        return out + [line for held in tail for line in _updates(held, 0)]
 
     def _append(self, data: bytes) -> None:
         if self.dropping:
