@@ -35,6 +35,7 @@ class Envelope:
     weak: bool = False  # a loose shape: needs several lines, all but a few of them matching
     rank_name: str = ""  # what its `rank` label counts: srun's tasks, torchrun's local ranks
     share: float = 0.9  # of the first lines that must carry it (pasted excerpts start with a stray line)
+    max_writers: int = 16  # a wrapper names a few pods / services; a log's own first words vary more
 
 
 def _envelope(
@@ -45,8 +46,9 @@ def _envelope(
     weak: bool = False,
     rank_name: str = "",
     share: float = 0.9,
+    max_writers: int = 16,
 ) -> Envelope:
-    return Envelope(name, re.compile(pattern), time_formats, newest_first, weak, rank_name, share)
+    return Envelope(name, re.compile(pattern), time_formats, newest_first, weak, rank_name, share, max_writers)
 
 
 _JOURNAL_UNIT = r" (?P<writer>[^\s:]+) [^\s\[:]+(?:\[\d+\])?: "
@@ -82,11 +84,13 @@ ENVELOPES: tuple[Envelope, ...] = (
     _envelope("srun --label", r"^ *(?P<rank>\d{1,5}): ", weak=True, rank_name="task"),
     # torchrun --tee / --log-dir: `[default0]:` (role, local rank); the agent's own lines go unlabelled
     _envelope("torchrun --tee", r"^\[default(?P<rank>\d{1,5})\]:", rank_name="local_rank", share=0.3),
-    # Ray's log monitor: `(ActorName pid=123) `, `(pid=123, ip=10.0.0.1) `; actor names with a rank tag
-    # (vLLM's `(Worker_TP1 pid=42)`, SGLang's scheduler actors) are the systems' own prefixes
+    # Ray's log monitor: `(ActorName pid=123) `, `(pid=123, ip=10.0.0.1) `. Only a single actor's: the
+    # lines of several actors need their tag to stay apart (the packs read vLLM's and SGLang's actors'
+    # tags, with their ranks: `(Worker_TP1 pid=42)`, `(SchedulerActor pid=7)`)
     _envelope(
         "Ray",
-        r"^\((?:(?P<writer>(?!\w*(?:_?(?:TP|PP|DP|EP)\d|Scheduler))[A-Za-z_]\w*) )?pid=\d+(?:, ip=[\w.:]+)?\) ",
+        r"^\((?P<writer>(?:(?!\w*(?:_?(?:TP|PP|DP|EP)\d|Scheduler))[A-Za-z_]\w* )?pid=\d+)(?:, ip=[\w.:]+)?\) ",
+        max_writers=1,
     ),
     # markdown quotes (one level per layer; `>` alone quotes an empty line)
     _envelope("markdown quote", r"^>(?: |$)", weak=True),
@@ -98,7 +102,6 @@ ENVELOPE_NAMES = tuple(envelope.name for envelope in ENVELOPES)
 SNIFF_LINES = 200
 WEAK_LINES_NEEDED = 3
 STRAY_LINES = 1  # a short excerpt may have one line without it (a header, a line cut by the paste)
-MAX_WRITERS = 16  # a wrapper names a few pods / services; a log's own first words vary more
 MAX_LAYERS = 4
 WRAP_COLUMNS = range(60, 241)  # the columns a paste is hard-wrapped at (80-200, and some slack)
 WRAP_LINES_NEEDED = 2
@@ -180,7 +183,7 @@ def _envelope_of(lines: Sequence[str]) -> Envelope | None:
         matches = [m for line in lines if (m := envelope.pattern.match(line))]
         if len(matches) < max(1, min(envelope.share * len(lines), len(lines) - STRAY_LINES)):
             continue
-        if "writer" in envelope.pattern.groupindex and len({m["writer"] for m in matches}) > MAX_WRITERS:
+        if "writer" in envelope.pattern.groupindex and len({m["writer"] for m in matches}) > envelope.max_writers:
             continue
         if all(m.end() == len(line) for m, line in zip(matches, lines, strict=False)) and envelope.weak:
             continue  # nothing after the prefix anywhere: not a wrapper around a log
