@@ -154,7 +154,9 @@ def test_a_hard_wrapped_paste_is_joined() -> None:
 
 def test_a_log_whose_long_lines_all_have_one_length_is_not_a_hard_wrap() -> None:
     # GIVEN a log whose longest lines are all one template of one length, each followed by its like
-    template = "gpu-h100-07:5123{0}:5123{0} [{0}] NCCL INFO ncclCommInitRank comm 0x55d4a3c1ce40 rank {0} nranks 8 - Init COMPLETE"
+    template = (
+        "gpu-h100-07:5123{0}:5123{0} [{0}] NCCL INFO ncclCommInitRank comm 0x55d4a3c1ce40 rank {0} nranks 8 - Init"
+    )
     head = [SGLANG[0], *(template.format(i) for i in range(8)), SGLANG[1]]
     # WHEN sniffed THEN no hard wrap is assumed
     assert sniff(head).wrap_width is None
