@@ -4,18 +4,27 @@ from __future__ import annotations
 
 import io
 import json
+import lzma
 import pickle
+import zlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import zstandard
+
 from logphase.errors import InputError
+from logphase.logs.reader import decompressing
 from logphase.stacks.dumps import rank_from_file_name, short_path
 from logphase.stacks.model import Frame
 
-# A dump holds at most TORCH_FR_BUFFER_SIZE entries (a few MB); more is not a flight-recorder dump.
-MAX_DUMP_BYTES = 256 << 20
+# A dump holds at most TORCH_FR_BUFFER_SIZE entries (2,000 by default; 20,000 with their frames is
+# ~10 MB): more is not a flight-recorder dump. The bound keeps unpickling within ~100 MB even for a
+# pickle made of nothing but references to one object.
+MAX_DUMP_BYTES = 32 << 20
+# Entries judged per dump: the newest, where the pending collective is (a ring buffer's tail).
+MAX_ENTRIES = 100_000
 FRAMES_SHOWN = 6
 
 
@@ -141,33 +150,40 @@ def read_dumps(paths: Iterable[str]) -> list[RankDump]:
 
 
 def _read(path: str) -> bytes:
+    """The dump's bytes, decompressed when it was compressed (a gzipped dump is read as torch wrote it)."""
     try:
-        with open(path, "rb") as stream:
-            data = stream.read(MAX_DUMP_BYTES + 1)
+        with open(path, "rb") as raw:
+            data = decompressing(raw, path).read(MAX_DUMP_BYTES + 1)
     except OSError as exc:
         raise InputError(f"{path}: cannot read: {exc.strerror}", hint="check the path and its permissions") from None
+    except (EOFError, zlib.error, lzma.LZMAError, zstandard.ZstdError) as exc:
+        raise InputError(f"{path}: the compressed dump ends early or is damaged: {exc}", hint=_WHOLE) from None
     if len(data) > MAX_DUMP_BYTES:
-        raise InputError(f"{path}: over {MAX_DUMP_BYTES >> 20} MB, too big for a flight-recorder dump")
+        raise InputError(
+            f"{path}: over {MAX_DUMP_BYTES >> 20} MB, too big for a flight-recorder dump",
+            hint="a dump holds TORCH_FR_BUFFER_SIZE entries of one rank; give the files torch wrote, one per rank",
+        )
     return data
 
 
 def parse_dump(data: bytes, path: str) -> RankDump:
     """One rank's dump; its rank from the file name (torch writes `<prefix><rank>`)."""
-    broken = InputError(
-        f"{path}: not a readable flight-recorder dump",
-        hint="give the files torch wrote (TORCH_FR_DUMP_TEMP_FILE / TORCH_NCCL_DEBUG_INFO_TEMP_FILE + rank), whole",
-    )
+    broken = InputError(f"{path}: not a readable flight-recorder dump", hint=_WHOLE)
     try:
         document = _PlainData(io.BytesIO(data)).load()
     except (pickle.UnpicklingError, EOFError, ValueError, TypeError, IndexError, KeyError, AttributeError) as exc:
-        raise InputError(f"{broken.message}: {exc}", hint=broken.hint) from None
+        raise InputError(f"{broken.message}: {' '.join(str(exc).split())}", hint=broken.hint) from None
     if not isinstance(document, dict) or not isinstance(document.get("entries", []), list):
         raise broken
     try:
-        entries = tuple(_collective(entry) for entry in document.get("entries", []) if not entry.get("is_p2p"))
+        listed = document.get("entries", [])
+        entries = tuple(
+            _collective(entry) for entry in listed[-MAX_ENTRIES:] if isinstance(entry, dict) and not entry.get("is_p2p")
+        )
         status = {
-            str(pg): (int(s.get("last_enqueued_collective", -1)), int(s.get("last_completed_collective", -1)))
-            for pg, s in (document.get("pg_status") or {}).items()
+            str(pg): (_int(s.get("last_enqueued_collective")), _int(s.get("last_completed_collective")))
+            for pg, s in _table(document.get("pg_status")).items()
+            if isinstance(s, dict)
         }
         if not status:  # dumps before `pg_status` (torch < 2.5): the ring buffer's own record
             for entry in entries:
@@ -180,31 +196,59 @@ def parse_dump(data: bytes, path: str) -> RankDump:
             version=str(document.get("version", "")),
             status=status,
             groups={
-                str(pg): (str(c.get("desc", "")), _ranks(c.get("ranks")))
-                for pg, c in (document.get("pg_config") or {}).items()
+                str(pg): (_text(c.get("desc"), ""), _ranks(c.get("ranks")))
+                for pg, c in _table(document.get("pg_config")).items()
+                if isinstance(c, dict)
             },
             entries=entries,
         )
-    except (AttributeError, TypeError, ValueError) as exc:
+    except (AttributeError, TypeError, ValueError, RecursionError) as exc:
         raise InputError(f"{broken.message}: {exc}", hint=broken.hint) from None
 
 
+_WHOLE = "give the files torch wrote (TORCH_FR_DUMP_TEMP_FILE / TORCH_NCCL_DEBUG_INFO_TEMP_FILE + rank), whole"
+
+
+# Field readers: a dump is untrusted data, so each field is taken only in the type torch writes;
+# anything else (a float infinity, a list nested 100,000 deep where a name belongs) reads as unknown.
+
+
+def _int(value: Any, default: int = -1) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else default
+
+
+def _text(value: Any, default: str = "?") -> str:
+    return value if isinstance(value, str) else str(value) if isinstance(value, int) else default
+
+
+def _table(value: Any) -> Mapping[Any, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _items(value: Any) -> Sequence[Any]:
+    return value if isinstance(value, list | tuple) else []
+
+
 def _ranks(text: Any) -> tuple[int, ...]:
-    values = json.loads(text) if isinstance(text, str) else text
-    return tuple(int(value) for value in values or ())
+    try:
+        values = json.loads(text) if isinstance(text, str) else text
+    except ValueError:
+        return ()
+    return tuple(value for value in _items(values) if isinstance(value, int))
 
 
 def _collective(entry: Mapping[str, Any]) -> Collective:
-    group = entry.get("process_group") or (entry.get("pg_id"), "")
+    group = _items(entry.get("process_group")) or [entry.get("pg_id")]
     return Collective(
-        seq=int(entry.get("collective_seq_id", -1)),
-        pg=str(group[0]),
-        op=str(entry.get("profiling_name", "?")),
-        state=str(entry.get("state", "?")),
-        input_sizes=tuple(tuple(int(n) for n in sizes) for sizes in entry.get("input_sizes") or ()),
+        seq=_int(entry.get("collective_seq_id")),
+        pg=_text(group[0]),
+        op=_text(entry.get("profiling_name")),
+        state=_text(entry.get("state")),
+        input_sizes=tuple(tuple(_int(n) for n in _items(sizes)) for sizes in _items(entry.get("input_sizes"))),
         frames=tuple(
-            str(Frame(str(frame.get("name", "?")), _short(str(frame.get("filename", "?"))), _line(frame.get("line"))))
-            for frame in (entry.get("frames") or ())[:FRAMES_SHOWN]
+            str(Frame(_text(frame.get("name")), _short(_text(frame.get("filename"))), _line(frame.get("line"))))
+            for frame in _items(entry.get("frames"))[:FRAMES_SHOWN]
+            if isinstance(frame, dict)
         ),
     )
 
@@ -216,7 +260,7 @@ def _short(path: str) -> str:
 
 
 def _line(value: Any) -> int | None:
-    return value if isinstance(value, int) else None
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 # --- judging (pure) ----------------------------------------------------------------------------------------

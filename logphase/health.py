@@ -60,7 +60,13 @@ class Probe:
 def parse_url(text: str) -> HealthURL:
     """`http://127.0.0.1:30000` → its /health; `127.0.0.1:30000/health_generate` works too."""
     candidate = text if "://" in text else f"http://{text}"
-    parts = urlsplit(candidate)
+    try:
+        parts = urlsplit(candidate)
+    except ValueError as exc:  # an unclosed `[` of an IPv6 address
+        raise UsageError(
+            f"--url {text!r} is not a URL: {exc}",
+            hint="write it as http://HOST:PORT, an IPv6 host as http://[::1]:PORT",
+        ) from None
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise UsageError(
             f"--url {text!r} is not an http(s) URL", hint="write it as http://HOST:PORT or http://HOST:PORT/health"

@@ -6,6 +6,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime
 
+from logphase.durations import format_duration
 from logphase.logs.matcher import Event
 from logphase.logs.timeline import JOB_SYSTEMS, RankState, Timeline, is_tagged, rank_number, rank_sort_key
 from logphase.phases import MAIN_PROCESS_PHASES, EventKind, Phase, Role, Verdict
@@ -281,16 +282,3 @@ def _canonical(timeline: Timeline, rank: str | None) -> str | None:
 def _message(event: Event) -> str:
     text = event.message.strip()
     return text if len(text) <= 160 else text[:157] + "..."
-
-
-def format_duration(seconds: float | None) -> str:
-    if seconds is None:
-        return "?"
-    seconds = round(seconds)
-    if seconds < 60:
-        return f"{seconds}s"
-    minutes, seconds = divmod(seconds, 60)
-    if minutes < 60:
-        return f"{minutes}m{seconds:02d}s"
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours}h{minutes:02d}m"

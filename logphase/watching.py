@@ -6,7 +6,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
-from logphase.baselines import OVERDUE_FACTOR, PhaseStats, RunRecord, StopPoint, estimate_eta, stop_point
+from logphase.baselines.records import RunRecord, StopPoint, stop_point
+from logphase.baselines.stats import OVERDUE_FACTOR, PhaseStats, estimate_eta
+from logphase.durations import format_duration
 from logphase.errors import ExitCode
 from logphase.fingerprint import FingerprintCollector
 from logphase.health import Health, Probe
@@ -17,7 +19,7 @@ from logphase.logs.timeline import Timeline, TimelineBuilder
 from logphase.packs import PackSet
 from logphase.phases import PROBLEM_VERDICTS, SUCCESS_VERDICTS, Phase, Verdict
 from logphase.stacks.dumps import TRIGGER
-from logphase.verdict import FALLBACK_BUDGET_S, Judgement, format_duration, judge
+from logphase.verdict import FALLBACK_BUDGET_S, Judgement, judge
 
 # lines/s is averaged over this many seconds: smooth enough to read, recent enough to mean "now".
 RATE_WINDOW_S = 5.0

@@ -14,7 +14,10 @@ from logphase.logs import prefilter
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "fixtures"
+# The team's shared folder beside the checkout (not in a clone): only for cases newer than the copy
 SHARED = REPO.parent / "shared"
+# Real logs users pasted into public issues, copied from ../shared/realworld with their labels and URLs
+REALWORLD = FIXTURES / "realworld"
 
 
 def run_cli(*args: str, input: bytes | str | None = None) -> Result:

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import bz2
 import gzip
 import json
+import lzma
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
+import zstandard
 
-from tests.conftest import FIXTURES, SHARED, run_cli
+from tests.conftest import FIXTURES, REALWORLD, run_cli
 
 STARTING = (
     "[2025-06-01 10:00:00 TP0] Init torch distributed begin.\n"
@@ -179,10 +183,21 @@ def test_bad_paths_exit_3_with_a_hint(tmp_path: Path, make: object, message: str
     assert result.stderr.splitlines()[1].startswith("  hint: ")
 
 
-def test_truncated_gzip_exits_3_with_a_hint(tmp_path: Path) -> None:
-    data = gzip.compress(STARTING.encode() * 5000)
-    path = tmp_path / "cut.log.gz"
+@pytest.mark.parametrize(
+    ("suffix", "compress"),
+    [
+        (".gz", gzip.compress),
+        (".bz2", bz2.compress),
+        (".xz", lzma.compress),
+        (".zst", lambda data: zstandard.ZstdCompressor().compress(data)),
+    ],
+)
+def test_truncated_archive_exits_3_with_a_hint(tmp_path: Path, suffix: str, compress: Any) -> None:
+    # GIVEN a compressed log cut in the middle (a download or a copy that stopped)
+    data = compress(STARTING.encode() * 5000)
+    path = tmp_path / f"cut.log{suffix}"
     path.write_bytes(data[: len(data) // 2])
+    # WHEN analysed THEN it says the file ends early (never an empty log read as UNKNOWN)
     result = run_cli("analyze", str(path))
     assert result.exit_code == 3
     assert "ends early or is damaged" in result.stderr
@@ -196,9 +211,7 @@ def test_bad_as_of_is_a_usage_error(starting_log: Path) -> None:
 
 def test_stack_dumps_in_a_log_are_merged_under_stacks() -> None:
     # GIVEN the realworld log where SGLang's watchdog printed py-spy dumps of its schedulers
-    log = SHARED / "realworld" / "stacks" / "064_sglang-pp-watchdog-pyspy-dump.txt"
-    if not log.exists():
-        pytest.skip("../shared/realworld is not beside this checkout")
+    log = REALWORLD / "stacks" / "064_sglang-pp-watchdog-pyspy-dump.txt"
     # WHEN analysed
     result = run_cli("analyze", "--post-mortem", str(log), "--format", "json")
     report = json.loads(result.stdout)
@@ -206,3 +219,15 @@ def test_stack_dumps_in_a_log_are_merged_under_stacks() -> None:
     assert report["verdict"] == "timeout"
     assert report["stacks"]["schema"] == "logphase.stacks/1"
     assert report["stacks"]["summary"].startswith("PP2 TP1 waits in gloo::transport::tcp::UnboundBuffer::waitRecv")
+
+
+@pytest.mark.parametrize("command", [["analyze"], ["stacks", "--from"]])
+def test_a_device_that_never_ends_is_refused(command: list[str]) -> None:
+    # GIVEN /dev/zero (endless NUL bytes: read as a log it would never end)
+    result = run_cli(*command, "/dev/zero")
+    # THEN exit 3 at once, saying what it is
+    assert result.exit_code == 3
+    assert result.stderr.splitlines() == [
+        "logphase: error: /dev/zero: a device, not a log (it never ends)",
+        "  hint: give a log file, or pipe a stream in: COMMAND | logphase analyze -",
+    ]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import os
 import pickle
 from pathlib import Path
@@ -10,7 +11,7 @@ from typing import Any
 import pytest
 
 from logphase.errors import InputError
-from logphase.flight_recorder import judge_dumps, parse_dump, read_dumps
+from logphase.flight_recorder import MAX_ENTRIES, judge_dumps, parse_dump, read_dumps
 from tests.conftest import FIXTURES, run_json
 
 GPU2 = FIXTURES / "real" / "gpu-h200x2"
@@ -149,3 +150,80 @@ def test_analyze_of_dumps_alone() -> None:
     code, report = run_json("analyze", *DUMPS)
     assert (code, report["verdict"], report["reason"]) == (6, "unknown", "no log given; see the flight recorder")
     assert report["culprit_ranks"] == ["rank 1"]
+
+
+# --- hostile and large dumps ---------------------------------------------------------------------------
+
+
+def _big_job_dump(groups: int, ranks: int, rank: int, enqueued: int) -> bytes:
+    """A dump of a job with many process groups of many ranks: `pg_config` and `pg_status` come
+    first and fill the first kilobytes, as torch writes them."""
+    config = {str(g): {"name": str(g), "desc": f"pg{g}", "ranks": str(list(range(ranks)))} for g in range(groups)}
+    status = {str(g): {"last_enqueued_collective": 3, "last_completed_collective": 3} for g in range(groups)}
+    status["0"] = {"last_enqueued_collective": enqueued, "last_completed_collective": 3}
+    entries = [entry(seq, [[4]], "completed" if seq <= 3 else "scheduled") for seq in range(1, enqueued + 1)]
+    document = {"version": "2.10", "pg_config": config, "pg_status": status, "entries": entries}
+    return pickle.dumps(document, protocol=2)
+
+
+@pytest.mark.parametrize(("groups", "ranks"), [(5, 512), (60, 16)])
+def test_dumps_of_large_jobs_are_recognised_by_analyze(tmp_path: Path, groups: int, ranks: int) -> None:
+    # GIVEN the dumps of two ranks of a big job: rank 0 enqueued #4 of group 0, rank 1 never did
+    paths = []
+    for rank, enqueued in ((0, 4), (1, 3)):
+        path = tmp_path / f"fr-rank-{rank}"
+        path.write_bytes(_big_job_dump(groups, ranks, rank, enqueued))
+        paths.append(str(path))
+    assert b"entries" not in Path(paths[0]).read_bytes()[:8192]
+    # WHEN analyze is given them with no log
+    code, report = run_json("analyze", *paths)
+    # THEN they are read as dumps, and rank 1 is the missing rank
+    assert report["flight_recorder"]["missing_ranks"] == ["rank 1"]
+    assert code == 6
+
+
+def test_a_gzipped_dump_is_read(tmp_path: Path) -> None:
+    # GIVEN the real two-GPU dumps, gzipped as they are often archived
+    paths = []
+    for name in ("fr-rank-0", "fr-rank-1"):
+        path = tmp_path / f"{name}"
+        path.write_bytes(gzip.compress((GPU2 / "fr" / name).read_bytes()))
+        paths.append(str(path))
+    # WHEN read THEN the finding is the one of the plain dumps
+    assert judge_dumps(read_dumps(paths)).summary == SUMMARY
+
+
+def test_a_pickle_of_five_million_references_to_one_entry_stays_small() -> None:
+    # GIVEN a 10 MB pickle whose `entries` list refers 5 million times to one memoised dict
+    one = entry(1, [[4]])
+    document = {"version": "2.10", "pg_config": {}, "pg_status": {}, "entries": [one] * 5_000_000}
+    data = pickle.dumps(document, protocol=2)
+    assert len(data) < 16 << 20
+    # WHEN parsed THEN only the newest MAX_ENTRIES entries are judged
+    dumped = parse_dump(data, "fr-rank-0")
+    assert len(dumped.entries) == MAX_ENTRIES
+
+
+NESTED = "placeholder for a list nested 100,000 deep"
+
+
+@pytest.mark.parametrize(
+    "bad_entry",
+    [
+        {**entry(1, [[4]]), "collective_seq_id": float("inf")},
+        {**entry(1, [[4]]), "frames": [{"name": NESTED}]},
+        {**entry(1, [[4]]), "input_sizes": [[float("nan")]]},
+        {**entry(1, [[4]]), "process_group": "not a pair"},
+        "not an entry at all",
+    ],
+    ids=["seq-inf", "name-nested-100k", "size-nan", "group-string", "entry-string"],
+)
+def test_fields_of_the_wrong_type_read_as_unknown(bad_entry: Any) -> None:
+    # GIVEN a dump with one good entry and one entry whose field has a type torch never writes
+    data = pickle.dumps({"version": "2.10", "pg_config": {}, "entries": [entry(2, [[4]]), bad_entry]}, protocol=2)
+    # a list nested 100,000 deep cannot be pickled by Python itself: its opcodes are put in by hand
+    nested = b"]" * 100_000 + b"a" * 99_999  # EMPTY_LIST x N, then APPEND each into the one below
+    data = data.replace(b"X" + len(NESTED).to_bytes(4, "little") + NESTED.encode(), nested)
+    # WHEN parsed THEN nothing raises, and the good entry is read as it is
+    dumped = parse_dump(data, "fr-rank-0")
+    assert dumped.entries[0].seq == 2

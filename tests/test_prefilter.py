@@ -20,11 +20,11 @@ from logphase.logs.reader import open_sources
 from logphase.packs import PackSet, load_packs
 from logphase.report.analysis import render_json
 from logphase.stacks.dumps import TRIGGER
-from tests.conftest import FIXTURES, SHARED
+from tests.conftest import FIXTURES, REALWORLD
 
 AS_OF = datetime(2030, 1, 1)
 LOGS = sorted(p for p in (FIXTURES / "logs").glob("*/*.log") if not p.name.endswith(".part.log"))
-LOGS += sorted((SHARED / "realworld" / "logs").glob("*.log"))
+LOGS += sorted((REALWORLD / "logs").glob("*.log"))
 
 
 @pytest.fixture(scope="module")

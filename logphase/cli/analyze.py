@@ -9,7 +9,7 @@ import click
 
 from logphase.analysis import analyze as analyze_run
 from logphase.analysis import with_flight_recorder
-from logphase.baselines import analyze_run as analyze_compared
+from logphase.baselines_run import analyze_run as analyze_compared
 from logphase.cli.common import FORMATS, load_all_packs, parse_as_of, patterns_option, use_colour
 from logphase.cli.runs import db_option, open_store_for, record
 from logphase.flight_recorder import judge_dumps, read_dumps

@@ -2,23 +2,43 @@
 
 from __future__ import annotations
 
-import json
 import os
 import sys
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import Any
 
 import click
-from tabulate import tabulate
 
-from logphase.baselines import Analysed, RunRecord, RunStore, analyze_run, reference_kind
+from logphase.baselines.records import RunRecord
+from logphase.baselines.store import RunStore
+from logphase.baselines_run import Analysed, analyze_run, reference_kind
 from logphase.cli.common import FORMATS, load_all_packs, parse_as_of, patterns_option
 from logphase.errors import StoreError, UsageError
 from logphase.logs.reader import open_sources
-from logphase.verdict import format_duration
+from logphase.report.runs import (
+    render_run_json,
+    render_run_markdown,
+    render_run_table,
+    render_runs_json,
+    render_runs_markdown,
+    render_runs_table,
+)
 
-RUNS_SCHEMA = "logphase.runs/1"
+# `--format` → renderer; json is rendered apart (it names the store, and prints even when empty).
+_LIST_RENDERERS: dict[str, Callable[[Sequence[RunRecord]], str]] = {
+    "table": render_runs_table,
+    "markdown": render_runs_markdown,
+}
+_SHOW_RENDERERS: dict[str, Callable[[RunRecord], str]] = {
+    "table": render_run_table,
+    "markdown": render_run_markdown,
+    "json": render_run_json,
+}
+
+
+# A run id as SQLite stores it (a signed 64-bit integer): a larger number names no run.
+RUN_ID = click.IntRange(1, (1 << 63) - 1)
 
 
 def default_db_path() -> Path:
@@ -126,76 +146,31 @@ def list_runs(output_format: str, db_path: Path | None) -> None:
         return
     with RunStore.open(path, create=False) as store:
         records = store.all()
+        unreadable = store.unreadable
+    for note in unreadable:
+        click.echo(f"logphase: note: {note}", err=True)
     if output_format == "json":
-        click.echo(
-            json.dumps({"schema": RUNS_SCHEMA, "db": str(path), "runs": [run_json(r) for r in records]}, indent=2)
-        )
+        click.echo(render_runs_json(records, db=path))
         return
     if not records:
-        _emit_empty(output_format, f"no runs recorded yet ({path})")
+        _emit_empty(output_format, f"no readable runs ({path})" if unreadable else f"no runs recorded yet ({path})")
         return
-    rows = [
-        [
-            r.id,
-            _when(r.recorded_at),
-            r.outcome,
-            r.fingerprint.describe(),
-            r.lines,
-            f"{r.stop.phase or '?'} @{r.stop.line}",
-            format_duration(r.ready_s) if r.ready_s is not None else "",
-            ", ".join(r.paths),
-        ]
-        for r in records
-    ]
-    headers = ["id", "recorded", "outcome", "setup", "lines", "stopped", "ready in", "log"]
-    click.echo(tabulate(rows, headers=headers, tablefmt="github" if output_format == "markdown" else "simple"))
+    click.echo(_LIST_RENDERERS[output_format](records))
 
 
 @runs.command("show")
-@click.argument("run_id", type=int)
+@click.argument("run_id", type=RUN_ID)
 @click.option("--format", "output_format", type=FORMATS, default="table", show_default=True, help="Output format.")
 @db_option
 def show(run_id: int, output_format: str, db_path: Path | None) -> None:
     """One run: its setup, outcome, where it stopped and how long each phase took."""
     with RunStore.open(resolve_db(db_path), create=False) as store:
         run = store.get(run_id)
-    if output_format == "json":
-        click.echo(json.dumps({"schema": RUNS_SCHEMA, **run_json(run)}, indent=2))
-        return
-    fingerprint = run.fingerprint
-    facts = [
-        ("run", run.id),
-        ("recorded", _when(run.recorded_at)),
-        ("outcome", run.outcome + (f" (verdict {run.verdict.value})" if run.label else "")),
-        ("setup", fingerprint.describe()),
-        *((name.replace("_", " "), value) for name, value in fingerprint.to_json().items() if value is not None),
-        ("lines", run.lines),
-        ("stopped", f"{run.stop.milestone} at line {run.stop.line}"),
-        ("last line", run.last_text[:160]),
-        ("ready in", format_duration(run.ready_s) if run.ready_s is not None else "-"),
-        ("log", ", ".join(run.paths)),
-        ("content hash", run.content_hash[:16]),
-    ]
-    tablefmt = "github" if output_format == "markdown" else "plain"
-    click.echo(tabulate(facts, tablefmt=tablefmt))
-    click.echo("")
-    rows = [
-        [
-            p.phase.value,
-            format_duration(p.start_s),
-            format_duration(p.seconds),
-            p.start_line,
-            p.end_line,
-            "yes" if p.ended else "no",
-        ]
-        for p in run.phases
-    ]
-    headers = ["phase", "began after", "took", "first line", "last line", "ended"]
-    click.echo(tabulate(rows, headers=headers, tablefmt="github" if output_format == "markdown" else "simple"))
+    click.echo(_SHOW_RENDERERS[output_format](run))
 
 
 @runs.command("rm")
-@click.argument("run_ids", type=int, nargs=-1, required=True)
+@click.argument("run_ids", type=RUN_ID, nargs=-1, required=True)
 @db_option
 def remove(run_ids: tuple[int, ...], db_path: Path | None) -> None:
     """Forget recorded runs."""
@@ -205,44 +180,7 @@ def remove(run_ids: tuple[int, ...], db_path: Path | None) -> None:
             click.echo(f"removed run {run_id}", err=True)
 
 
-def run_json(run: RunRecord) -> dict[str, Any]:
-    return {
-        "id": run.id,
-        "recorded_at": _when(run.recorded_at),
-        "outcome": run.outcome,
-        "verdict": run.verdict.value,
-        "label": run.label,
-        "fingerprint": run.fingerprint.to_json(),
-        "lines": run.lines,
-        "stop_point": {
-            "phase": run.stop.phase.value if run.stop.phase else None,
-            "line": run.stop.line,
-            "milestone": run.stop.milestone,
-        },
-        "last_text": run.last_text,
-        "ready_s": run.ready_s,
-        "started": run.started.isoformat(sep=" ") if run.started else None,
-        "paths": list(run.paths),
-        "content_hash": run.content_hash,
-        "phases": [
-            {
-                "phase": p.phase.value,
-                "start_s": p.start_s,
-                "seconds": p.seconds,
-                "start_line": p.start_line,
-                "end_line": p.end_line,
-                "ended": p.ended,
-            }
-            for p in run.phases
-        ],
-    }
-
-
 def _emit_empty(output_format: str, message: str) -> None:
     if output_format == "json":
-        click.echo(json.dumps({"schema": RUNS_SCHEMA, "runs": []}, indent=2))
+        click.echo(render_runs_json([], db=None))
     click.echo(message, err=True)
-
-
-def _when(moment: datetime | None) -> str:
-    return moment.isoformat(sep=" ", timespec="seconds") if moment else ""

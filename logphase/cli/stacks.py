@@ -2,85 +2,72 @@
 
 from __future__ import annotations
 
-import bz2
-import gzip
 import io
 import lzma
+import re
 import socket
 import sys
-from collections.abc import Iterator
+import zlib
+from dataclasses import replace
 from pathlib import Path
-from typing import IO
+from typing import cast
 
 import click
+import zstandard
 
 from logphase.cli.common import FORMATS, load_all_packs, patterns_option, use_colour
 from logphase.errors import ExitCode, InputError, UsageError
+from logphase.logs.reader import LogSource, open_sources, read_lines
 from logphase.report.stacks import render
 from logphase.stacks import pyspy
-from logphase.stacks.dumps import looks_like_json, parse_dumps_in_text, parse_json_text, rank_from_file_name
+from logphase.stacks.dumps import parse_dumps_in_text, parse_json_text, rank_from_file_name
 from logphase.stacks.model import ProcessSnapshot, StacksReport
 from logphase.stacks.stalls import summarize
 
-_OPENERS = {".gz": gzip.open, ".bz2": bz2.open, ".xz": lzma.open}
-
-
-def _open_text(path: str) -> IO[str]:
-    """The dump as text; a binary file is refused from the first bytes of the same read."""
-    if path == "-":
-        return sys.stdin
-    from logphase.logs.reader import SNIFF_BYTES, refuse_binary  # here: a live snapshot needs none of it
-
-    opener = _OPENERS.get(Path(path).suffix, open)
-    try:
-        raw = opener(path, "rb")  # type: ignore[operator]
-        buffered = raw if hasattr(raw, "peek") else io.BufferedReader(raw)
-        try:
-            head = buffered.peek(SNIFF_BYTES)[:SNIFF_BYTES]
-        except (OSError, EOFError, lzma.LZMAError):
-            head = b""  # the read says what is wrong
-        try:
-            refuse_binary(path, head)
-        except InputError:
-            buffered.close()
-            raise
-        return io.TextIOWrapper(buffered, encoding="utf-8", errors="replace")
-    except IsADirectoryError as exc:
-        raise InputError(f"{path} is a directory", hint="give the dump files inside it") from exc
-    except FileNotFoundError as exc:
-        raise InputError(f"{path} does not exist", hint="check the path") from exc
-    except OSError as exc:
-        raise InputError(f"cannot read {path}: {exc.strerror}", hint="check the path and its permissions") from exc
+# A py-spy / logphase JSON dump is read whole: 512 processes of 50 frames are ~5 MB.
+MAX_JSON_BYTES = 16 << 20
+# JSON opens with `[` or `{` and then a value or its end; a log line such as `[2025-10-29 ...` does not.
+JSON_START = re.compile(rb"\s*[\[{]\s*(?:[\[{\]}\"]|$)")
 
 
 def read_dump_file(path: str) -> list[ProcessSnapshot]:
-    """JSON (py-spy or logphase) is read whole; text (logs, faulthandler, py-spy, pystack) streams."""
-    stream = _open_text(path)
+    """Dumps in a file or on stdin ('-'), opened as `analyze` opens logs: compression by magic
+    bytes, tar members, binary files refused, lines of bounded length. JSON (py-spy or logphase)
+    is read whole up to MAX_JSON_BYTES; text (logs, faulthandler, py-spy, pystack) streams."""
+    snapshots: list[ProcessSnapshot] = []
+    for source in open_sources([path], stdin=sys.stdin.buffer if path == "-" else None):
+        snapshots.extend(_with_source(_read_source(source), source.name if path != "-" else "-"))
+    return snapshots
+
+
+def _read_source(source: LogSource) -> list[ProcessSnapshot]:
+    stream = source.open_stream()
+    buffered = stream if hasattr(stream, "peek") else io.BufferedReader(cast(io.RawIOBase, stream))
     try:
-        head = stream.read(4096)
-        if looks_like_json(head):
-            text = head + stream.read()
-            try:
-                return _with_source(parse_json_text(text), path)
-            except ValueError:
-                return _with_source(parse_dumps_in_text(text.splitlines()), path)
-
-        def lines() -> Iterator[str]:
-            rest = stream.readline()
-            yield from (head + rest).splitlines()
-            yield from stream
-
-        return _with_source(parse_dumps_in_text(lines()), path)
-    except (OSError, EOFError, lzma.LZMAError) as exc:
-        raise InputError(f"cannot read {path}: {exc}", hint="is the file complete?") from exc
-    finally:
-        if stream is not sys.stdin:
-            stream.close()
+        head = cast(io.BufferedReader, buffered).peek(64)[:64]
+    except (OSError, EOFError, lzma.LZMAError, zlib.error, zstandard.ZstdError):
+        head = b""  # reading says what is wrong
+    if not JSON_START.match(head):
+        opened = replace(source, open_stream=lambda: buffered)
+        return parse_dumps_in_text(line.text for line in read_lines(opened))
+    with buffered:
+        data = buffered.read(MAX_JSON_BYTES + 1)
+    if len(data) > MAX_JSON_BYTES:
+        raise InputError(
+            f"{source.name}: a JSON dump over {MAX_JSON_BYTES >> 20} MB",
+            hint="give one file per node: logphase stacks --pid PID --format json > node.json",
+        )
+    try:
+        return parse_json_text(data.decode("utf-8", errors="replace"))
+    except (ValueError, TypeError, AttributeError, KeyError, RecursionError) as exc:
+        raise InputError(
+            f"{source.name}: JSON that is neither py-spy's `dump --json` nor `logphase stacks --format json` "
+            f"({type(exc).__name__}: {' '.join(str(exc).split())})"[:400],
+            hint="give the file py-spy or logphase wrote, unedited",
+        ) from None
 
 
 def _with_source(snapshots: list[ProcessSnapshot], path: str) -> list[ProcessSnapshot]:
-    from dataclasses import replace
-
     name = "stdin" if path == "-" else Path(path).name
     if len(snapshots) == 1 and snapshots[0].rank is None:
         # one process saved as `pyspy-rank1.json`: py-spy's JSON and a bare faulthandler dump name no rank

@@ -14,13 +14,9 @@ from pathlib import Path
 
 import click
 
-from logphase.baselines import (
-    RunStore,
-    build_run,
-    learned_budgets,
-    phase_stats,
-    successful_pool,
-)
+from logphase.baselines.records import build_run
+from logphase.baselines.stats import learned_budgets, phase_stats, successful_pool
+from logphase.baselines.store import RunStore
 from logphase.cli.common import load_all_packs, patterns_option, use_colour
 from logphase.cli.runs import db_option, resolve_db
 from logphase.errors import ExitCode, LogphaseError, StoreError

@@ -33,6 +33,15 @@ _NOTHING: tuple[Event, ...] = ()
 ENVELOPE_RANK = "envelope.rank"
 # A time-of-day stamp that jumps back by more than this crossed midnight.
 MIDNIGHT_JUMP = timedelta(hours=12)
+# A year-less date this far after the reference time is last year's (syslog's rule): a log is
+# never read before it was written, but clocks and time zones differ by up to a day.
+FUTURE_SLACK = timedelta(days=1)
+# A traceback frame line (CPython: `  File "path", line N, in name`; faulthandler has no comma).
+TRACEBACK_FRAME = re.compile(r'\s+File "[^"]*", line \d+, in ')
+# libstdc++'s std::terminate prints the exception's text indented: `  what():  <message>`.
+CPP_WHAT = "what():"
+# A frame's quoted source line that raises: `    raise TimeoutError("Timed out waiting for ..."`.
+RAISE_STATEMENT = re.compile(r"\s+raise (?P<cls>[A-Za-z_][\w.]*)\((?P<args>.*)$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,6 +124,9 @@ class _Block:
     rank: str | None
     prefixes: tuple[str, ...]
     finished: bool = False  # its exception line was seen: the next message ends it
+    # the innermost frame's `raise` statement so far: it stands for the exception line when the
+    # traceback is cut before it (an excerpt pasted mid-traceback, a log that ends there)
+    raised: tuple[Line, PrefixFields, str] | None = None
 
 
 @dataclass
@@ -151,8 +163,40 @@ class SourceMatcher:
         yield from self.finish()
 
     def finish(self) -> tuple[Event, ...]:
-        """Events still held back at the end of the source (a dump's last frame group)."""
-        return self._flush_frames()
+        """Events still held back at the end of the source (a dump's last frame group, the
+        exception of a traceback cut before its last line)."""
+        held = self._flush_frames()
+        cut = self._cut_exception(self.block)
+        return (*held, cut) if cut is not None else held
+
+    def _cut_exception(self, block: _Block | None) -> Event | None:
+        """A traceback that ended (a new message, the end of the source) before its exception
+        line: the innermost frame's `raise Cls("message"` says what was raised, read as the line
+        `Cls: message`."""
+        if block is None or block.finished or block.raised is None:
+            return None
+        line, fields, statement = block.raised
+        found = RAISE_STATEMENT.match(statement)
+        assert found is not None
+        args = found["args"].strip().rstrip(")").rstrip(",").strip()
+        text = re.sub(r'^[rfbu]{0,2}(["\'])(.*?)\1?$', r"\2", args)
+        message = f"{found['cls']}: {text}" if text else found["cls"]
+        best = self._best_rule(message, fields.prefixes, True)
+        if best is None:
+            return None
+        rule, captures = best
+        return Event(
+            source=line.source,
+            line=line.number,
+            time=self.last_time,
+            rank=fields.rank if fields.rank is not None else block.rank,
+            rule=rule,
+            captures=captures,
+            text=line.text,
+            message=message,
+            block=block.opener_line,
+            stamped=False,
+        )
 
     def match_line(self, line: Line) -> tuple[Event, ...]:
         fields, message = self.packs.split_prefix(line.text)
@@ -166,12 +210,24 @@ class SourceMatcher:
             # never backwards within one file: ranks' stamps interleave out of order by fractions
             # of a second, and file order is what one writer's lines really are in
             self.last_time = stamp if self.last_time is None or stamp > self.last_time else self.last_time
+        block = self.block
         inside = self._continues_block(fields, message)
-        if message[:1].isspace() and (inside or message.lstrip().startswith('File "')):
+        cut = self._cut_exception(block) if self.block is not block else None
+        before = (cut,) if cut is not None else _NOTHING
+        if message[:1].isspace() and (inside or message.lstrip().startswith('File "')) and not _is_what(message):
             # a frame or a quoted code line: never a message, but a frame can tell the phase
+            if not inside and TRACEBACK_FRAME.match(message):
+                # an excerpt cut before its `Traceback` line: the frames are the block
+                self.block = _Block(line.number, fields.rank, fields.prefixes)
+                inside = True
+            if self.block is not None and inside:
+                if RAISE_STATEMENT.match(message):
+                    self.block.raised = (line, fields, message)
+                elif TRACEBACK_FRAME.match(message):
+                    self.block.raised = None  # a deeper frame: its own source line comes next
             self._note_frame(line, fields, message, inside)
-            return _NOTHING
-        held = self._flush_frames()
+            return before
+        held = (*before, *self._flush_frames())
         if message.startswith(FRAME_HEADERS):
             self._frames = _FrameGroup(innermost_first=not message.startswith("Traceback"))
         event = self._message_event(line, fields, message, stamp, inside)
@@ -348,7 +404,10 @@ class SourceMatcher:
             self.year, self.day = stamp.year, stamp.date()
             return stamp
         if fields.time_has_date:
-            return stamp.replace(year=self.year or self.reference.year)
+            if self.year is not None:
+                return stamp.replace(year=self.year)
+            dated = stamp.replace(year=self.reference.year)
+            return dated.replace(year=dated.year - 1) if dated > self.reference + FUTURE_SLACK else dated
         if self.day is None:
             completed = datetime.combine(self.reference.date(), stamp.time())
             if completed > self.reference:
@@ -359,3 +418,8 @@ class SourceMatcher:
             completed += timedelta(days=1)
             self.day = completed.date()
         return completed
+
+
+def _is_what(message: str) -> bool:
+    """The indented `what():` of a C++ exception is its message, not a frame."""
+    return message.lstrip().startswith(CPP_WHAT)

@@ -14,7 +14,8 @@ from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
-from typing import IO, cast
+from stat import S_ISBLK, S_ISCHR
+from typing import IO, Any, cast
 
 import zstandard
 
@@ -93,6 +94,11 @@ def _file_sources(path: Path, dumps: list[str] | None) -> list[LogSource]:
     try:
         with path.open("rb") as raw:
             stat = os.fstat(raw.fileno())
+            if (S_ISCHR(stat.st_mode) or S_ISBLK(stat.st_mode)) and path.resolve() != Path(os.devnull):
+                raise InputError(
+                    f"{path}: a device, not a log (it never ends)",
+                    hint="give a log file, or pipe a stream in: COMMAND | logphase analyze -",
+                )
             compressed = _compression(raw.read(6)) is not None
             raw.seek(0)
             head = _decompressed_head(raw, str(path))
@@ -111,7 +117,7 @@ def _file_sources(path: Path, dumps: list[str] | None) -> list[LogSource]:
     return [
         LogSource(
             name=str(path),
-            open_stream=lambda: _decompressing(path.open("rb"), str(path)),
+            open_stream=lambda: decompressing(path.open("rb"), str(path)),
             finished=compressed,
             modified=None if compressed else stat.st_mtime,
             envelopes=sniff_bytes(head),
@@ -121,7 +127,7 @@ def _file_sources(path: Path, dumps: list[str] | None) -> list[LogSource]:
 
 def _decompressed_head(raw: IO[bytes], name: str) -> bytes:
     """The first SNIFF_BYTES of a file's content; what a damaged archive gives before it breaks."""
-    stream = _decompressing(raw, name)
+    stream = decompressing(raw, name)
     head = b""
     try:
         while len(head) < SNIFF_BYTES and (part := stream.read(SNIFF_BYTES - len(head))):
@@ -157,7 +163,7 @@ def _tar_sources(path: Path) -> list[LogSource]:
 
 
 def _stdin_sources(stdin: IO[bytes]) -> list[LogSource]:
-    stream = _decompressing(stdin, "<stdin>")
+    stream = decompressing(stdin, "<stdin>")
     peekable = io.BufferedReader(cast(io.RawIOBase, stream), CHUNK_BYTES)
     head = peekable.peek(512)[:512]
     if len(head) == 512 and head[257:262] == b"ustar":
@@ -212,8 +218,9 @@ _CONTROL = bytes(sorted(set(range(32)) - {8, 9, 10, 12, 13, 27}))
 
 
 def looks_like_flight_recorder(head: bytes) -> bool:
-    """A pickled dict (protocol 2+) whose first keys are torch's flight recorder's."""
-    return head.startswith(b"\x80") and b"pg_config" in head and b"entries" in head
+    """A pickled dict (protocol 2+) that opens with torch's flight-recorder keys: `version` first,
+    then `pg_config` (large in a job of many ranks and groups: `entries` can be megabytes on)."""
+    return head.startswith(b"\x80") and b"version" in head[:64] and (b"pg_config" in head or b"entries" in head)
 
 
 def refuse_binary(name: str, head: bytes) -> None:
@@ -247,8 +254,9 @@ def _compression(head: bytes) -> str | None:
     return None
 
 
-def _decompressing(raw: IO[bytes], name: str) -> IO[bytes]:
-    """Decompress by magic bytes, not by file name: logs get renamed, pipes have no name."""
+def decompressing(raw: IO[bytes], name: str) -> IO[bytes]:
+    """Decompress by magic bytes, not by file name: logs get renamed, pipes have no name. Every
+    input (logs, flight-recorder dumps, stack dumps) is opened through this."""
     buffered = cast(io.BufferedReader, raw if hasattr(raw, "peek") else io.BufferedReader(cast(io.RawIOBase, raw)))
     kind = _compression(buffered.peek(6)[:6])
     if kind == "gzip":
@@ -258,9 +266,47 @@ def _decompressing(raw: IO[bytes], name: str) -> IO[bytes]:
     if kind == "xz":
         return cast(IO[bytes], lzma.LZMAFile(buffered))
     if kind == "zstd":
-        reader = zstandard.ZstdDecompressor().stream_reader(buffered, read_across_frames=True)
-        return cast(IO[bytes], io.BufferedReader(reader, CHUNK_BYTES))
+        return cast(IO[bytes], io.BufferedReader(_ZstdFrames(buffered), CHUNK_BYTES))
     return cast(IO[bytes], buffered)
+
+
+class _ZstdFrames(io.RawIOBase):
+    """zstd frames one after the other; a frame cut short raises EOFError like gzip, bz2 and xz do
+    (zstandard's own stream reader ends quietly there: a truncated .zst read as empty)."""
+
+    def __init__(self, raw: IO[bytes]) -> None:
+        self._raw = raw
+        self._frame = zstandard.ZstdDecompressor().decompressobj()
+        self._fed = False  # the current frame has had input
+        self._pending = b""
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        while not self._pending:
+            chunk = self._raw.read(CHUNK_BYTES)
+            if not chunk:
+                if self._fed and not self._frame.eof:
+                    raise EOFError("compressed file ended before the end-of-stream marker was reached")
+                return 0
+            self._pending = self._feed(chunk)
+        size = min(len(buffer), len(self._pending))
+        buffer[:size] = self._pending[:size]
+        self._pending = self._pending[size:]
+        return size
+
+    def _feed(self, chunk: bytes) -> bytes:
+        out = []
+        while chunk:
+            self._fed = True
+            out.append(self._frame.decompress(chunk))
+            if not self._frame.eof:
+                break
+            chunk = self._frame.unused_data  # the next frame starts here
+            self._frame = zstandard.ZstdDecompressor().decompressobj()
+            self._fed = False
+        return b"".join(out)
 
 
 class _ClosingStream(io.RawIOBase):

@@ -163,6 +163,7 @@ class TimelineBuilder:
     """Feed events of each source in order (sources may come one after the other); `finish`."""
 
     ranks: dict[str | None, _RankAcc] = field(default_factory=dict)
+    lowest_rank: str | None = None  # the named rank that sorts first: tqdm bars are its (kept, not searched)
     failures: list[Event] = field(default_factory=list)
     ready: Event | None = None
     last_progress: Event | None = None
@@ -211,7 +212,11 @@ class TimelineBuilder:
         rank = self._owner(event)
         if rank != event.rank:
             event = replace(event, rank=rank)
-        acc = self.ranks.setdefault(rank, _RankAcc(rank))
+        acc = self.ranks.get(rank)
+        if acc is None:
+            acc = self.ranks[rank] = _RankAcc(rank)
+            if rank is not None and (self.lowest_rank is None or rank_sort_key(rank) < rank_sort_key(self.lowest_rank)):
+                self.lowest_rank = rank
         phase, draft = self._effective_phase(event, acc)
         if event.kind is EventKind.MARK and acc.reached is not None and phase.order < acc.reached.order:
             return  # a mark of a phase the rank has left: an NCCL line while serving, a late /generate
@@ -247,9 +252,7 @@ class TimelineBuilder:
     def _owner(self, event: Event) -> str | None:
         """tqdm bars carry no rank tag: rank 0 prints them (DESIGN.md §1)."""
         if event.rank is None and event.kind is EventKind.PROGRESS and event.phase not in MAIN_PROCESS_PHASES:
-            named = [rank for rank in self.ranks if rank is not None]
-            if named:
-                return min(named, key=rank_sort_key)
+            return self.lowest_rank or event.rank
         return event.rank
 
     @staticmethod

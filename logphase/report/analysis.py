@@ -9,10 +9,10 @@ from datetime import datetime
 
 from tabulate import tabulate
 
+from logphase.durations import format_duration
 from logphase.phases import MAIN_PROCESS_PHASES, Phase, Verdict
 from logphase.report.model import Report, SpanRow
 from logphase.report.ranks import format_rank_set
-from logphase.verdict import format_duration
 
 _COLOURS = {
     Verdict.READY: "\x1b[32m",

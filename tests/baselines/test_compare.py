@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from logphase.baselines import BUDGET_FACTOR, percentile
+from logphase.baselines.stats import BUDGET_FACTOR, percentile
 from tests.baselines.sglang_logs import startup_log
 from tests.conftest import FIXTURES, run_cli
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from logphase.baselines import APPLICATION_ID, RunStore
+from logphase.baselines.store import APPLICATION_ID, RunStore
 from logphase.errors import StoreError
 from tests.baselines.sglang_logs import startup_log
 from tests.conftest import REPO, run_cli

@@ -22,9 +22,7 @@ from logphase.packs import StallSignature, load_pack
 APP = Path(__file__).resolve().parent / "app"
 REPO = Path(__file__).resolve().parents[2]
 STACKS_FIXTURES = REPO / "fixtures" / "stacks"
-REALWORLD = REPO.parent / "shared" / "realworld" / "stacks"
-# CI lays ../shared beside the checkout; a clone elsewhere has no labelled real-world dumps
-needs_realworld = pytest.mark.skipif(not REALWORLD.exists(), reason="../shared/realworld is not beside this checkout")
+REALWORLD = REPO / "fixtures" / "realworld" / "stacks"
 
 
 def py_spy_path() -> str | None:

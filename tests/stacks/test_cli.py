@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
-from tests.conftest import run_cli
+import pytest
+import zstandard
 
-from .conftest import REALWORLD, STACKS_FIXTURES, needs_realworld
+from tests.conftest import run_cli, run_json
+
+from .conftest import REALWORLD, STACKS_FIXTURES
 
 SGLANG_LOG = str(STACKS_FIXTURES / "sglang-watchdog-pyspy-tp4.log")
 HEADLINE = (
@@ -120,7 +125,6 @@ def test_idle_json_exits_zero_with_markdown() -> None:
     ]
 
 
-@needs_realworld
 def test_realworld_dumps_through_the_cli() -> None:
     for name, code in [
         ("064_sglang-pp-watchdog-pyspy-dump.txt", 4),
@@ -140,9 +144,65 @@ def test_a_file_without_dumps_reads_nothing(tmp_path: Path) -> None:
 
 
 def test_missing_file_is_an_input_error() -> None:
+    # GIVEN a dump path that does not exist WHEN read THEN exit 3 with analyze's own wording and hint
     result = run_cli("stacks", "--from", "/nonexistent/dump.txt")
     assert result.exit_code == 3
-    assert result.stderr.splitlines()[0] == "logphase: error: /nonexistent/dump.txt does not exist"
+    assert result.stderr.splitlines() == [
+        "logphase: error: /nonexistent/dump.txt: no such file",
+        "  hint: check the path; use '-' to read standard input",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("name", "compress"),
+    [
+        ("dump.txt.gz", gzip.compress),
+        ("dump.txt", gzip.compress),  # compressed without saying so: read by its magic bytes
+        ("dump.txt.zst", lambda data: zstandard.ZstdCompressor().compress(data)),
+    ],
+)
+def test_compressed_dumps_are_read_by_their_magic_bytes(tmp_path: Path, name: str, compress: Any) -> None:
+    # GIVEN a text dump compressed as gzip or zstd, with or without a suffix that says so
+    plain = run_json("stacks", "--from", SGLANG_LOG)[1]
+    path = tmp_path / name
+    path.write_bytes(compress(Path(SGLANG_LOG).read_bytes()))
+    # WHEN read THEN the groups are those of the plain file
+    assert [g["ranks"] for g in run_json("stacks", "--from", str(path))[1]["groups"]] == [
+        g["ranks"] for g in plain["groups"]
+    ]
+
+
+def test_a_gzipped_dump_on_stdin_is_decompressed() -> None:
+    # GIVEN a gzipped dump piped in
+    result = run_cli("stacks", "--from", "-", "--format", "json", input=gzip.compress(Path(SGLANG_LOG).read_bytes()))
+    # THEN it is read like the file
+    assert [g["ranks"] for g in json.loads(result.stdout)["groups"]] == [
+        g["ranks"] for g in run_json("stacks", "--from", SGLANG_LOG)[1]["groups"]
+    ]
+
+
+@pytest.mark.parametrize(
+    "document",
+    [
+        "{}",
+        '{"schema": "logphase.stacks/1", "processes": 5}',
+        '{"schema": "logphase.stacks/1", "processes": [{"pid": "x", "threads": 3}]}',
+        "[1, 2, 3]",
+        '[{"frames": 7}]',
+        '[{"frames": [42]}]',
+        "[" * 100_000 + "]" * 100_000,
+    ],
+    ids=["empty-object", "processes-int", "threads-int", "ints", "frames-int", "frame-int", "deep"],
+)
+def test_json_of_the_wrong_shape_is_an_input_error(tmp_path: Path, document: str) -> None:
+    # GIVEN JSON that py-spy and logphase never write
+    path = tmp_path / "odd.json"
+    path.write_text(document)
+    # WHEN read THEN exit 3 with what it is and a hint, never a traceback
+    result = run_cli("stacks", "--from", str(path))
+    assert result.exit_code == 3, result.stderr
+    assert result.stderr.startswith("logphase: error: ")
+    assert result.stderr.splitlines()[1].startswith("  hint: ")
 
 
 def test_usage_errors() -> None:

@@ -13,7 +13,7 @@ from logphase.stacks.dumps import (
     role_and_rank_from_title,
 )
 
-from .conftest import REALWORLD, STACKS_FIXTURES, needs_realworld
+from .conftest import REALWORLD, STACKS_FIXTURES
 
 
 def main_frames(snapshot) -> list[str]:  # type: ignore[no-untyped-def]
@@ -122,7 +122,6 @@ def test_pyspy_json_concatenated_arrays() -> None:
     ]
 
 
-@needs_realworld
 def test_native_address_frames_are_dropped_and_orphans_kept() -> None:
     snaps = parse_dump_text((REALWORLD / "064_sglang-pp-watchdog-pyspy-dump.txt").read_text())
     orphan, ranked = snaps

@@ -7,7 +7,7 @@ from logphase.stacks.model import Frame, ProcessSnapshot, ThreadStack
 from logphase.stacks.stalls import ALL_IDLE, classify, summarize
 from logphase.stacks.tree import format_ranks
 
-from .conftest import REALWORLD, STACKS_FIXTURES, needs_realworld
+from .conftest import REALWORLD, STACKS_FIXTURES
 
 
 def snap(
@@ -112,7 +112,6 @@ def test_repeated_dumps_of_one_process_are_samples(signatures) -> None:  # type:
     assert len(report.processes) == 1 and report.processes[0].moving is True
 
 
-@needs_realworld
 def test_realworld_dumps_get_a_sensible_headline(signatures) -> None:  # type: ignore[no-untyped-def]
     def headline(name: str) -> str:
         return summarize(parse_dump_text((REALWORLD / name).read_text()), signatures).summary

@@ -13,11 +13,11 @@ from bench.loggen import write_log
 from logphase.logs.reader import Line, LogSource, read_lines
 from logphase.packs import PackSet, load_packs
 from logphase.watching import Ingest
-from tests.conftest import FIXTURES, SHARED
+from tests.conftest import FIXTURES, REALWORLD
 
 REFERENCE = datetime(2030, 1, 1)
 LOGS = sorted(p for p in (FIXTURES / "logs").glob("*/*.log") if not p.name.endswith(".part.log"))
-LOGS += sorted((SHARED / "realworld" / "logs").glob("*.log"))
+LOGS += sorted((REALWORLD / "logs").glob("*.log"))
 LOGS += sorted((FIXTURES / "real").glob("*/*.log"))
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import datetime
 
-from logphase.baselines import PhaseStats, StopPoint
+from logphase.baselines.records import StopPoint
+from logphase.baselines.stats import PhaseStats
 from logphase.errors import ExitCode
 from logphase.health import Health, Probe
 from logphase.logs.reader import Line

@@ -1,0 +1,219 @@
+"""This run against earlier ones (a reference run's stop point, phase times, ETA, overdue) as JSON and in words."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from logphase.baselines.records import RunRecord
+from logphase.baselines.stats import (
+    OVERDUE_FACTOR,
+    PHASES_WITHOUT_DURATION,
+    Eta,
+    PhaseStats,
+    estimate_eta,
+    learned_budgets,
+    phase_stats,
+)
+from logphase.durations import format_duration
+from logphase.phases import PROBLEM_VERDICTS, SUCCESS_VERDICTS, Phase, Verdict
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """This run against a reference run (where that one stopped) and successful runs (how long
+    phases take): what `report.baseline` holds."""
+
+    ref: str
+    this: RunRecord
+    reference: RunRecord | None
+    pool_size: int
+    stats: Mapping[Phase, PhaseStats]
+    budgets: Mapping[Phase, float]
+    in_phase_s: float | None
+    silence_s: float | None
+    eta: Eta | None
+    overdue: bool
+    post_mortem: bool
+    notes: tuple[str, ...] = ()
+
+    @property
+    def passed_stop_point(self) -> bool | None:
+        if self.reference is None:
+            return None
+        if self.reference.successful:
+            return self.this.verdict in SUCCESS_VERDICTS
+        return self.this.stop.position > self.reference.stop.position
+
+    def to_json(self) -> dict[str, Any]:
+        reference = self.reference
+        return {
+            "ref": self.ref,
+            "run_id": reference.id if reference else None,
+            "paths": list(reference.paths) if reference else [],
+            "outcome": reference.outcome if reference else None,
+            "same_setup": reference.fingerprint.key == self.this.fingerprint.key if reference else None,
+            "fingerprint": self.this.fingerprint.to_json(),
+            "lines": {"this": self.this.lines, "baseline": reference.lines if reference else None},
+            "stop_point": reference.stop.to_json() if reference else None,
+            "this_point": self.this.stop.to_json(),
+            "passed_stop_point": self.passed_stop_point,
+            "phases": self._phase_rows(),
+            "runs": self.pool_size,
+            "in_phase_s": _round(self.in_phase_s),
+            "eta_s": _round(self.eta.seconds) if self.eta else None,
+            "eta_range_s": [_round(self.eta.low), _round(self.eta.high)] if self.eta else None,
+            "overdue": self.overdue,
+            "learned_budgets": {phase.value: _round(seconds) for phase, seconds in self.budgets.items()},
+            "summary": self.summary(),
+        }
+
+    def _phase_rows(self) -> list[dict[str, Any]]:
+        phases = {record.phase for record in self.this.phases} | set(self.stats)
+        rows = []
+        current = self.this.stop.phase
+        for phase in sorted(phases, key=lambda p: p.order):
+            if phase in PHASES_WITHOUT_DURATION:
+                continue
+            record = self.this.phase(phase)
+            seconds = record.seconds if record else None
+            if phase is current and self.in_phase_s is not None and not self.this.stop.ended:
+                seconds = self.in_phase_s
+            stats = self.stats.get(phase)
+            rows.append(
+                {
+                    "phase": phase.value,
+                    "seconds": _round(seconds),
+                    "median": _round(stats.median) if stats else None,
+                    "p90": _round(stats.p90) if stats else None,
+                    "runs": stats.runs if stats else 0,
+                }
+            )
+        return rows
+
+    def summary(self) -> str:
+        """`392 lines vs 247 in the run that hung (stopped in cuda_graph at line 247): past its stall
+        point; successful runs spend 6m in warmup, 2m left`."""
+        parts: list[str] = []
+        reference = self.reference
+        if reference is not None:
+            where = (
+                f"{'done' if reference.verdict is Verdict.FINISHED else 'ready'} at line {reference.stop.line}"
+                if reference.successful
+                else f"stopped in {reference.stop.phase or 'an unknown phase'} at line {reference.stop.line}"
+            )
+            head = f"{self.this.lines} lines vs {reference.lines} in {_describe(reference)} ({where})"
+            parts.append(f"{head}: {self._progress_words(reference)}")
+        elif self.ref == "auto":
+            parts.append(f"no earlier run of this setup ({self.this.fingerprint.describe()}) in the run store")
+        parts.extend(self._timing_words())
+        parts.extend(self.notes)
+        return "; ".join(parts)
+
+    def _progress_words(self, reference: RunRecord) -> str:
+        this = self.this
+        here = this.stop.phase or "an unknown phase"
+        if reference.successful:
+            if this.verdict in SUCCESS_VERDICTS:
+                return f"{this.verdict.value} like it"
+            if this.verdict in PROBLEM_VERDICTS and this.verdict is not Verdict.STALLED:
+                return f"{this.verdict.value} in {here}, a phase that run got through"
+            return f"not there yet (this run is in {here})"
+        if self.passed_stop_point:
+            return "past its stall point"
+        if this.verdict in PROBLEM_VERDICTS and this.verdict is not Verdict.STALLED:
+            return f"{this.verdict.value} before reaching its stall point (in {here})"
+        if this.stop.position == reference.stop.position:
+            return f"at its stall point ({reference.stop.milestone})"
+        return f"not yet at its stall point (this run is in {here})"
+
+    def _timing_words(self) -> list[str]:
+        phase = self.this.stop.phase
+        stats = self.stats.get(phase) if phase else None
+        if self.this.verdict in SUCCESS_VERDICTS or phase is None:
+            return []
+        if not self.pool_size:
+            return ["no successful run of this setup is recorded, so no ETA (logphase runs add LOG)"]
+        words = []
+        if stats is not None and self.eta is not None:
+            spread = (
+                f" ({format_duration(self.eta.low)}–{format_duration(self.eta.high)})"
+                if self.eta.high - self.eta.low >= 1
+                else ""
+            )
+            if self.eta.high < 1:
+                left = "they were ready by now" if not self.post_mortem else "it ran longer than they took to be ready"
+            elif self.post_mortem:
+                left = f"it ended {format_duration(self.eta.seconds)}{spread} before they are ready"
+            else:
+                left = f"{format_duration(self.eta.seconds)}{spread} left"
+            words.append(f"successful runs spend {format_duration(stats.median)} in {phase}, {left}")
+        elif stats is None:
+            words.append(f"successful runs of this setup never spent time in {phase}")
+        if self.overdue and stats is not None:
+            words.append(
+                f"overdue: {format_duration(self.in_phase_s)} in {phase}, "
+                f"where successful runs take at most {format_duration(stats.p90)} (p90)"
+            )
+        return words
+
+
+def compare(
+    this: RunRecord,
+    *,
+    ref: str,
+    reference: RunRecord | None,
+    pool: Sequence[RunRecord],
+    in_phase_s: float | None,
+    silence_s: float | None,
+    post_mortem: bool,
+    notes: Sequence[str] = (),
+) -> Comparison:
+    stats = phase_stats(pool)
+    phase = this.stop.phase
+    finished = this.verdict in SUCCESS_VERDICTS or (
+        this.verdict in PROBLEM_VERDICTS and this.verdict is not Verdict.STALLED
+    )
+    eta = None if finished else estimate_eta(pool, phase, in_phase_s)
+    phase_stat = stats.get(phase) if phase else None
+    overdue = bool(
+        not finished
+        and phase_stat is not None
+        and in_phase_s is not None
+        and in_phase_s > OVERDUE_FACTOR * phase_stat.p90
+        and (silence_s is None or silence_s > phase_stat.p90)
+    )
+    return Comparison(
+        ref=ref,
+        this=this,
+        reference=reference,
+        pool_size=len(pool),
+        stats=stats,
+        budgets=learned_budgets(stats),
+        in_phase_s=in_phase_s,
+        silence_s=silence_s,
+        eta=eta,
+        overdue=overdue,
+        post_mortem=post_mortem,
+        notes=tuple(notes),
+    )
+
+
+def _describe(run: RunRecord) -> str:
+    if run.label:
+        label = run.label.lower()
+        return "the run that hung" if label in ("hung", "stuck") else f"the run labelled {run.label!r}"
+    return {
+        Verdict.STALLED: "the run that hung",
+        Verdict.CRASHED: "the run that crashed",
+        Verdict.ABORTED: "the run that aborted",
+        Verdict.TIMEOUT: "the run that timed out",
+        Verdict.READY: "the run that was ready",
+        Verdict.FINISHED: "the run that finished",
+        Verdict.PROGRESSING: "the run that was still starting",
+    }.get(run.verdict, "the earlier run")
+
+
+def _round(seconds: float | None) -> float | None:
+    return None if seconds is None else round(seconds, 1)
