@@ -1,11 +1,11 @@
 """Parse stack dumps found in text: faulthandler, py-spy text (also SGLang's `Pyspy dump for PID N:`
 blocks inside logs), pystack text, py-spy JSON and logphase's own `stacks` JSON. Pure: no I/O.
 
-Lines may carry a log prefix (`[2025-01-01 10:00:00 TP3] `, torchrun's `[default0]:`, `[rank0]:`,
-vLLM's `(Worker_TP1 pid=42) `) or come from a writer their envelope named (srun's `3: `, removed by
-logs/envelope.py); lines of different prefixes or writers are demultiplexed into separate streams, so
-that dumps of several ranks interleaved line by line still parse. Lines torn
-apart by concurrent writes are parsed for whatever whole frames they still contain."""
+Lines may carry a log prefix (`[2025-01-01 10:00:00 TP3] `, `[rank0]:`, vLLM's `(Worker_TP1 pid=42) `)
+or come from a writer their envelope named (srun's `3: `, torchrun's `[default0]:`, removed by
+logphase/envelope.py); lines of different prefixes or writers are demultiplexed into separate streams,
+so that dumps of several ranks interleaved line by line still parse. Lines torn apart by concurrent
+writes are parsed for whatever whole frames they still contain."""
 
 from __future__ import annotations
 
@@ -14,9 +14,9 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from itertools import chain, islice
-from typing import Any
+from typing import Any, Protocol
 
-from logphase.logs.envelope import SNIFF_LINES, Unwrapper, sniff
+from logphase.envelope import SNIFF_LINES, Unwrapped, Unwrapper, sniff
 from logphase.packs import rank_from_tags
 from logphase.stacks.model import SCHEMA, Frame, ProcessSnapshot, ThreadStack
 
@@ -24,7 +24,7 @@ from logphase.stacks.model import SCHEMA, Frame, ProcessSnapshot, ThreadStack
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 # One layer of a system's log prefix; stripped up to three times (a Ray actor, then `[ts TP0] `).
-# Envelopes (docker, compose, srun's labels) are logs/envelope.py's.
+# Envelopes (docker, compose, srun's labels) are logphase/envelope.py's.
 PREFIXES = (
     re.compile(r"^\[(?:\d{4}-\d\d-\d\d[ T])?\d\d:\d\d:\d\d(?:[.,]\d+)?(?: (?:DP|PP|ATTN_CP|MOE_DP|TP|EP)\d+)*\] "),
     re.compile(r"^\[(?:rank|default|worker|trainer|[A-Za-z_]+)\d+\]:"),
@@ -463,20 +463,38 @@ def _stream_rank(stream: _Stream) -> str | None:
     return rank_from_prefix(stream.prefix) or stream.writer
 
 
+class WrittenLine(Protocol):
+    """A line out of its envelope (`logphase.logs.reader.Line`, `envelope.Unwrapped`)."""
+
+    @property
+    def text(self) -> str: ...
+
+    @property
+    def rank(self) -> str | None: ...
+
+
+def parse_dumps_in_lines(lines: Iterable[WrittenLine]) -> list[ProcessSnapshot]:
+    """Every stack dump found in these lines, one ProcessSnapshot per process dump, in the order the
+    dumps end; the rank label of a line's envelope (srun's `3: `) keeps its writer's lines apart.
+    Lines that are not part of a dump are ignored."""
+    parser = DumpParser()
+    for line in lines:
+        parser.feed(line.text, writer=line.rank)
+    return parser.finish()
+
+
 def parse_dumps_in_text(lines: Iterable[str]) -> list[ProcessSnapshot]:
-    """Every stack dump found in these lines (a log, a dump file), one ProcessSnapshot per process
-    dump, in the order the dumps end, read out of their envelopes. Lines that are not part of a dump
-    are ignored."""
+    """`parse_dumps_in_lines` for raw text lines (a dump file), read out of their envelopes."""
     texts = (ANSI.sub("", line.rstrip("\r\n")) for line in lines)
     head = list(islice(texts, SNIFF_LINES))
     unwrapper = Unwrapper(sniff(head))
-    parser = DumpParser()
-    for number, text in enumerate(chain(head, texts), 1):
-        for line in unwrapper.feed(number, text):
-            parser.feed(line.text, writer=line.rank)
-    for line in unwrapper.end():
-        parser.feed(line.text, writer=line.rank)
-    return parser.finish()
+
+    def unwrapped() -> Iterator[Unwrapped]:
+        for number, text in enumerate(chain(head, texts), 1):
+            yield from unwrapper.feed(number, text)
+        yield from unwrapper.end()
+
+    return parse_dumps_in_lines(unwrapped())
 
 
 # --- JSON ----------------------------------------------------------------------------------------

@@ -7,7 +7,7 @@ import io
 from datetime import datetime
 from pathlib import Path
 
-from logphase.logs.envelope import Unwrapper, sniff
+from logphase.envelope import Unwrapper, sniff
 from logphase.logs.matcher import SourceMatcher
 from logphase.logs.reader import Line, LogSource, read_lines
 from logphase.packs import load_packs
