@@ -20,12 +20,15 @@ from typing import Any
 from logphase.analysis import analyze
 from logphase.logs.reader import open_sources
 from logphase.packs import PackSet, load_packs
-from tests.conftest import FIXTURES, SHARED
+from tests.conftest import FIXTURES, REALWORLD, SHARED
 from tests.paste.wrappers import BY_NAME, PAIRS, WRAPPERS, line_times
 
-REALWORLD_LOGS = SHARED / "realworld" / "logs"
 FIXTURE_LOGS = sorted((FIXTURES / "logs").glob("*/*.log"))
-REAL_LOGS = sorted(REALWORLD_LOGS.glob("*.log")) if REALWORLD_LOGS.is_dir() else []
+# The realworld logs copied into the repo, and those added to ../shared/realworld since (when it is beside)
+REAL_LOGS = sorted((REALWORLD / "logs").glob("*.log"))
+REAL_LOGS += sorted(
+    log for log in (SHARED / "realworld" / "logs").glob("*.log") if log.name not in {c.name for c in REAL_LOGS}
+)
 # Every wrapper alone, then the pairs (inner+outer).
 AS_OF = datetime.now()
 COMBINATIONS: tuple[tuple[str, ...], ...] = (*((w.name,) for w in WRAPPERS), *PAIRS)

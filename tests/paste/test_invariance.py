@@ -11,7 +11,6 @@ from tests.paste.harness import (
     COMBINATIONS,
     FIXTURE_LOGS,
     REAL_LOGS,
-    REALWORLD_LOGS,
     differences,
     judge_plain,
     judge_wrapped,
@@ -44,7 +43,6 @@ def test_a_fixture_log_wrapped_gets_the_plain_answer(log: Path, tmp_path: Path) 
     _check(log, tmp_path)
 
 
-@pytest.mark.skipif(not REAL_LOGS, reason=f"{REALWORLD_LOGS} is not beside this checkout")
 @pytest.mark.parametrize("log", REAL_LOGS, ids=lambda p: p.stem[:3])
 def test_a_realworld_log_wrapped_gets_the_plain_answer(log: Path, tmp_path: Path) -> None:
     _check(log, tmp_path)
