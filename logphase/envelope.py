@@ -343,4 +343,4 @@ def _rfc3339(text: str) -> datetime | None:
     if parts is None:
         return None
     fraction = (parts["fraction"] or "0")[:6].ljust(6, "0")  # nanoseconds: datetime keeps micro
-    return datetime.strptime(f"{parts['base']}.{fraction}", "%Y-%m-%dT%H:%M:%S.%f")
+    return datetime.fromisoformat(f"{parts['base']}.{fraction}")  # strptime is ten times slower
