@@ -126,7 +126,7 @@ class Envelopes:
         """What reading through these envelopes assumed, for the report's notes."""
         notes: list[str] = []
         if self.layers:
-            names = " inside ".join(envelope.name for envelope in self.layers)
+            names = " inside ".join(envelope.name for envelope in reversed(self.layers))
             notes.append(f"lines unwrapped from: {names} (found in the first lines)")
         if self.wrap_width is not None:
             notes.append(f"lines cut at column {self.wrap_width} were joined (a hard-wrapped paste)")

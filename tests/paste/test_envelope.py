@@ -9,7 +9,7 @@ from pathlib import Path
 
 from logphase.envelope import Unwrapper, sniff
 from logphase.logs.matcher import SourceMatcher
-from logphase.logs.reader import Line, LogSource, read_lines
+from logphase.logs.reader import Line, LogSource, _LineSplitter, read_lines
 from logphase.packs import load_packs
 from tests.conftest import run_json
 
@@ -198,3 +198,28 @@ def test_an_unstamped_line_takes_the_envelope_time_on_the_log_own_clock() -> Non
     matcher.match_line(Line(2, bar, 0, stamp=datetime(2025, 3, 8, 20, 29, 15)))
     # THEN its time is the envelope's, moved by the offset the stamped line showed: 2 s later on the log's clock
     assert matcher.last_time == datetime(2025, 3, 8, 12, 29, 15)
+
+
+def test_a_followed_log_is_unwrapped_as_it_arrives() -> None:
+    # GIVEN `kubectl logs -f --timestamps` output arriving in two pieces, the second cutting a line
+    data = b"".join(f"2025-03-08T12:29:1{i}.000000001Z {line}\n".encode() for i, line in enumerate(SGLANG))
+    splitter = _LineSplitter()
+    # WHEN the watcher's splitter reads the pieces
+    lines = splitter.feed(data[:100]) + splitter.feed(data[100:]) + splitter.end_line()
+    # THEN the lines are the server's, with the envelope's time
+    assert [(line.text, line.stamp) for line in lines] == [
+        (text, datetime(2025, 3, 8, 12, 29, 10 + i)) for i, text in enumerate(SGLANG)
+    ]
+
+
+def test_the_note_names_the_envelopes_inside_out(tmp_path: Path) -> None:
+    # GIVEN a CRI file's lines under `kubectl logs --prefix`
+    log = tmp_path / "pod.log"
+    log.write_text(
+        "".join(f"[pod/sglang-0/server] 2025-03-08T12:29:1{i}.5Z stdout F {t}\n" for i, t in enumerate(SGLANG))
+    )
+    # WHEN analysed THEN the note says what was unwrapped, the innermost envelope first
+    _, report = run_json("analyze", "--post-mortem", str(log))
+    assert report["notes"] == [
+        f"{log}: lines unwrapped from: CRI container log inside kubectl logs --prefix (found in the first lines)"
+    ]
