@@ -70,9 +70,10 @@ ENVELOPES: tuple[Envelope, ...] = (
         "epoch",
         newest_first=True,
     ),
-    # Docker Desktop's log view: `YYYY-MM-DD HH:MM:SS ` (no fraction, no zone)
+    # Docker Desktop's log view: `YYYY-MM-DD HH:MM:SS ` (no fraction, no zone; not a logger's own
+    # `YYYY-MM-DD HH:MM:SS - name - LEVEL - `)
     _envelope("Docker Desktop", r"^(?P<ts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d) (?![-,.])", "%Y-%m-%d %H:%M:%S"),
-    # journalctl -o short / short-precise (no year: the time is not taken) / short-iso (with a year)
+    # journalctl -o short / short-precise: no year, so the time is not taken
     _envelope("journald", rf"^(?:[A-Z][a-z]{{2}} [ \d]\d \d\d:\d\d:\d\d(?:\.\d+)?){_JOURNAL_UNIT}"),
     # kubectl logs --prefix: `[pod/NAME/CONTAINER] `
     _envelope("kubectl logs --prefix", r"^\[(?P<writer>pod/[^/\]\s]+/[^\]\s]+)\] "),
@@ -95,10 +96,9 @@ ENVELOPES: tuple[Envelope, ...] = (
     # markdown quotes (one level per layer; `>` alone quotes an empty line)
     _envelope("markdown quote", r"^>(?: |$)", weak=True),
 )
-ENVELOPE_NAMES = tuple(envelope.name for envelope in ENVELOPES)
 
-# Sniffing: the share of a source's first non-empty lines that must carry an envelope (pasted excerpts
-# start with a stray line or two), and the fewest lines a loose shape must show.
+# Sniffing: how many of a source's first non-empty lines are looked at, and the fewest lines a loose
+# shape must show.
 SNIFF_LINES = 200
 WEAK_LINES_NEEDED = 3
 STRAY_LINES = 1  # a short excerpt may have one line without it (a header, a line cut by the paste)
@@ -185,7 +185,7 @@ def _envelope_of(lines: Sequence[str]) -> Envelope | None:
             continue
         if "writer" in envelope.pattern.groupindex and len({m["writer"] for m in matches}) > envelope.max_writers:
             continue
-        if all(m.end() == len(line) for m, line in zip(matches, lines, strict=False)) and envelope.weak:
+        if envelope.weak and all(m.end() == len(m.string) for m in matches):
             continue  # nothing after the prefix anywhere: not a wrapper around a log
         return envelope
     return None
