@@ -77,8 +77,8 @@ ENVELOPES: tuple[Envelope, ...] = (
     _envelope("journald", rf"^(?:[A-Z][a-z]{{2}} [ \d]\d \d\d:\d\d:\d\d(?:\.\d+)?){_JOURNAL_UNIT}"),
     # kubectl logs --prefix: `[pod/NAME/CONTAINER] `
     _envelope("kubectl logs --prefix", r"^\[(?P<writer>pod/[^/\]\s]+/[^\]\s]+)\] "),
-    # docker compose: `service-1  | ` (the name padded to the longest service's)
-    _envelope("docker compose", r"^(?P<writer>[A-Za-z0-9][\w.-]*) *\| "),
+    # docker compose: `service-1  | ` (the name padded to the longest service's; `[name]` by some wrappers)
+    _envelope("docker compose", r"^(?P<writer>\[?[A-Za-z0-9][\w.-]*\]?) *\|(?: |$)"),
     # stern: `POD CONTAINER ` (pod names have dashes: deployment-replicaset-suffix)
     _envelope("stern", r"^(?P<writer>[a-z0-9]+(?:-[a-z0-9]+)+ [a-z0-9]+(?:-[a-z0-9]+)*)(?: |$)", weak=True),
     # Slurm srun --label: `0: `, space padded to the widest task number
@@ -101,7 +101,8 @@ ENVELOPES: tuple[Envelope, ...] = (
 # shape must show.
 SNIFF_LINES = 200
 WEAK_LINES_NEEDED = 3
-STRAY_LINES = 1  # a short excerpt may have one line without it (a header, a line cut by the paste)
+# An excerpt may have two lines without it (cut at both ends: realworld 013), but never half of its share.
+STRAY_LINES = 2
 MAX_LAYERS = 4
 WRAP_COLUMNS = range(60, 241)  # the columns a paste is hard-wrapped at (80-200, and some slack)
 WRAP_LINES_NEEDED = 2
@@ -181,7 +182,8 @@ def _envelope_of(lines: Sequence[str]) -> Envelope | None:
         if envelope.weak and len(lines) < WEAK_LINES_NEEDED:
             continue
         matches = [m for line in lines if (m := envelope.pattern.match(line))]
-        if len(matches) < max(1, min(envelope.share * len(lines), len(lines) - STRAY_LINES)):
+        share = envelope.share
+        if len(matches) < max(1, share / 2 * len(lines), min(share * len(lines), len(lines) - STRAY_LINES)):
             continue
         if "writer" in envelope.pattern.groupindex and len({m["writer"] for m in matches}) > envelope.max_writers:
             continue
