@@ -1,4 +1,4 @@
-"""How a duration reads to a person: `45s`, `3m05s`, `1h02m`."""
+"""How a duration reads to a person: `45s`, `3m05s`, `1h02m`, `6d 8h`."""
 
 from __future__ import annotations
 
@@ -13,4 +13,7 @@ def format_duration(seconds: float | None) -> str:
     if minutes < 60:
         return f"{minutes}m{seconds:02d}s"
     hours, minutes = divmod(minutes, 60)
-    return f"{hours}h{minutes:02d}m"
+    if hours < 24:
+        return f"{hours}h{minutes:02d}m"
+    days, hours = divmod(hours, 24)
+    return f"{days}d {hours}h"

@@ -123,8 +123,8 @@ class Envelopes:
     def __bool__(self) -> bool:
         return bool(self.layers) or self.wrap_width is not None or self.newest_first
 
-    def notes(self) -> tuple[str, ...]:
-        """What reading through these envelopes assumed, for the report's notes."""
+    def notes(self, source: str) -> tuple[str, ...]:
+        """What reading `source` through these envelopes assumed, for the report's notes."""
         notes: list[str] = []
         if self.layers:
             names = " inside ".join(envelope.name for envelope in reversed(self.layers))
@@ -133,7 +133,7 @@ class Envelopes:
             notes.append(f"lines cut at column {self.wrap_width} were joined (a hard-wrapped paste)")
         if self.newest_first:
             notes.append("the export lists the newest line first: read in reverse, lines numbered in time order")
-        return tuple(notes)
+        return tuple(f"{source}: {note}" for note in notes)
 
 
 @dataclass(frozen=True, slots=True)

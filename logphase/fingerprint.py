@@ -6,10 +6,11 @@ import hashlib
 import io
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import IO, Any
 
 from logphase.logs.reader import CHUNK_BYTES, LogSource, read_lines
+from logphase.packs import ServerArgsFormat, shipped_packs
 
 # The setup lines (server_args, vLLM's config) come within the first few dozen lines; 2000 leaves
 # room for warnings, NCCL_DEBUG chatter and a banner, and bounds the cost on huge logs.
@@ -22,14 +23,6 @@ HEAD_BYTES = 1 << 20
 # log grew since it was recorded. A shorter log is identified by its whole content.
 HEAD_HASH_BYTES = 2048
 
-# `server_args=ServerArgs(model_path='…', tp_size=8, …)` (SGLang ≤0.5.15) and
-# `server_args={'model_path': '…', 'tp_size': 8, …}` (≥0.5.19); sglang.md §2.1 #2.
-SGLANG_ARGS = re.compile(r"\bserver_args\s*=\s*(?:ServerArgs\(|\{)")
-# vLLM: `non-default args: {…}` (0.10+), `args: Namespace(…)` (≤0.7), and the engine's
-# `Initializing a V1 LLM engine (v0.10.2) with config: model='…', …` (nccl_torch_vllm.md §6.3).
-VLLM_ARGS = re.compile(
-    r"\b(?:non-default args: \{|args: Namespace\(|Initializing an? (?:V1 )?LLM engine \(v[^)]*\) with config: )"
-)
 VLLM_VERSION = re.compile(
     r"\b(?:vLLM API server version |vLLM server version |LLM engine \(v)(?P<version>\d+\.\d+[\w.+-]*)"
 )
@@ -43,15 +36,7 @@ KEY_VALUE = re.compile(
     r"""(?:^|[\s,({])'?(?P<key>[A-Za-z_][A-Za-z0-9_]*)'?\s*[=:]\s*"""
     r"""(?P<value>'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"|[^,)}\s]+)"""
 )
-SPECULATIVE_CONFIG = re.compile(r"""'?speculative_config'?\s*[=:]\s*""")
-
-_MODEL_KEYS = ("model_path", "model")
-_TP_KEYS = ("tp_size", "tensor_parallel_size")
-_PP_KEYS = ("pp_size", "pipeline_parallel_size")
-_DP_KEYS = ("dp_size", "data_parallel_size")
-_EP_KEYS = ("ep_size", "expert_parallel_size")
-_SPEC_KEYS = ("speculative_algorithm",)
-_DRAFT_KEYS = ("speculative_draft_model_path", "speculative_model")
+SIZES = ("tp_size", "pp_size", "dp_size", "ep_size")
 
 
 @dataclass(frozen=True)
@@ -118,16 +103,23 @@ class Fingerprint:
         return " ".join(parts)
 
 
+def shipped_server_args() -> tuple[ServerArgsFormat, ...]:
+    """The server-argument formats of the shipped packs, for a caller that passes none."""
+    return shipped_packs().server_args
+
+
 @dataclass
 class FingerprintCollector:
     """Feed a log's lines in order; `fingerprint()` at any time. Pure, incremental (watch feeds it
-    line by line), and done after HEAD_LINES lines."""
+    line by line), and done after HEAD_LINES lines. `formats` are the packs' `[[server_args]]`."""
 
+    formats: tuple[ServerArgsFormat, ...] = field(default_factory=shipped_server_args)
     seen: int = 0
     system: str | None = None
     version: str | None = None
+    args_format: ServerArgsFormat | None = None  # the format whose line gave `args`
     args: dict[str, str] | None = None
-    speculative: dict[str, str] | None = None
+    nested: dict[str, dict[str, str]] = field(default_factory=dict)  # `speculative_config` → its keys
     nccl_version: str | None = None
     gpu_name: str | None = None
     smi_gpus: dict[int, str] | None = None
@@ -140,7 +132,7 @@ class FingerprintCollector:
         if self.done:
             return
         self.seen += 1
-        if self.args is None or self.system == "vllm":
+        if self.args_format is None or self.args_format.repeats:
             self._setup_line(text)
         if self.nccl_version is None and ("CCL" in text or "ccl" in text) and (found := NCCL_VERSION.search(text)):
             self.nccl_version = found["version"]
@@ -159,32 +151,42 @@ class FingerprintCollector:
         return self
 
     def _setup_line(self, text: str) -> None:
-        if "server_args" in text and (found := SGLANG_ARGS.search(text)):
-            self.system = "sglang"
-            self.args, self.speculative = _parse_args(text[found.end() :])
-        elif "args" in text or "config" in text:
-            found = VLLM_ARGS.search(text)
+        """The first server-arguments line sets the system; a format that `repeats` goes on adding
+        the keys not seen yet (vLLM prints its CLI's non-default args, then the engine config)."""
+        chosen = self.args_format
+        for candidate in self.formats if chosen is None else (chosen,):
+            found = candidate.pattern.search(text)
             if found is None:
-                return
-            args, speculative = _parse_args(text[found.end() :])
-            self.system = "vllm"
-            # vLLM prints both the CLI's non-default args and the engine config: merge, first wins
+                continue
+            args, nested = _parse_args(text[found.end() :], candidate.nested)
+            self.args_format, self.system = candidate, candidate.system
             self.args = {**args, **(self.args or {})}
-            self.speculative = self.speculative or speculative
+            for name, values in nested.items():
+                self.nested.setdefault(name, values)
+            return
+
+    def _fact(self, fact: str) -> str | None:
+        """A setup fact from the printed keys the format names for it, first found wins."""
+        if self.args_format is None:
+            return None
+        for key in self.args_format.keys.get(fact, ()):
+            config, _, inner = key.rpartition(".")
+            value = self.nested.get(config, {}).get(inner) if config else (self.args or {}).get(key)
+            if value:
+                return value
+        return None
 
     def fingerprint(self, system: str | None = None, version: str | None = None) -> Fingerprint:
         """`system` and `version` from the timeline (the pattern packs know them better) win."""
-        args = self.args or {}
-        model = _first(args, _MODEL_KEYS)
-        spec = self.speculative or {}
-        algorithm = _first(args, _SPEC_KEYS) or spec.get("method")
-        draft = _first(args, _DRAFT_KEYS) or (spec.get("model") if spec else None)
-        sizes = [_int(_first(args, keys)) for keys in (_TP_KEYS, _PP_KEYS, _DP_KEYS, _EP_KEYS)]
+        model = self._fact("model_path")
+        algorithm = self._fact("speculative_algorithm")
+        sizes = [_int(self._fact(name)) for name in SIZES]
         if model is not None:
             # a version that does not print a size runs without that kind of parallelism
             sizes = [1 if size is None else size for size in sizes]
-            if args.get("enable_expert_parallel") == "True" and _first(args, _EP_KEYS) is None:
-                sizes[3] = (sizes[0] or 1) * (sizes[2] or 1)  # vLLM's EP spans TP × DP
+            flag = self.args_format.expert_parallel_flag if self.args_format else None
+            if flag and (self.args or {}).get(flag) == "True" and self._fact("ep_size") is None:
+                sizes[3] = (sizes[0] or 1) * (sizes[2] or 1)  # the flag's EP spans TP × DP
         gpus = self.smi_gpus or {}
         gpu_name = self.gpu_name or (next(iter(gpus.values())) if gpus else None)
         return Fingerprint(
@@ -196,28 +198,36 @@ class FingerprintCollector:
             dp_size=sizes[2],
             ep_size=sizes[3],
             speculative_algorithm=algorithm.upper() if algorithm else None,
-            draft_model_path=draft,
+            draft_model_path=self._fact("draft_model_path"),
             gpu_name=gpu_name,
             gpu_count=len(gpus) if gpus else None,
             nccl_version=self.nccl_version,
         )
 
 
-def fingerprint_of_lines(lines: Iterable[str], system: str | None = None, version: str | None = None) -> Fingerprint:
-    return FingerprintCollector().feed_all(lines).fingerprint(system, version)
+def fingerprint_of_lines(
+    lines: Iterable[str],
+    system: str | None = None,
+    version: str | None = None,
+    formats: tuple[ServerArgsFormat, ...] | None = None,
+) -> Fingerprint:
+    collector = FingerprintCollector() if formats is None else FingerprintCollector(formats=formats)
+    return collector.feed_all(lines).fingerprint(system, version)
 
 
-def _parse_args(text: str) -> tuple[dict[str, str], dict[str, str] | None]:
-    """Top-level key/values of a repr, with the speculative config (which has its own `model`)
-    taken out first so that it cannot be mistaken for the target model."""
-    speculative: dict[str, str] | None = None
-    found = SPECULATIVE_CONFIG.search(text)
-    if found is not None:
+def _parse_args(text: str, nested: Sequence[str]) -> tuple[dict[str, str], dict[str, dict[str, str]]]:
+    """Top-level key/values of a repr, with the nested configs (`speculative_config`, which has its
+    own `model`) taken out first so that their keys cannot be mistaken for the top-level ones."""
+    configs: dict[str, dict[str, str]] = {}
+    for name in nested:
+        found = re.search(rf"""'?\b{re.escape(name)}'?\s*[=:]\s*""", text)
+        if found is None:
+            continue
         body, end = _balanced(text, found.end())
         if body is not None:
-            speculative = _key_values(body)
+            configs[name] = _key_values(body)
             text = text[: found.start()] + text[end:]
-    return _key_values(text), speculative
+    return _key_values(text), configs
 
 
 def _balanced(text: str, start: int) -> tuple[str | None, int]:
@@ -259,13 +269,6 @@ def _key_values(text: str) -> dict[str, str]:
     return values
 
 
-def _first(args: Mapping[str, str], keys: Sequence[str]) -> str | None:
-    for key in keys:
-        if key in args:
-            return args[key]
-    return None
-
-
 def _int(text: str | None) -> int | None:
     return int(text) if text is not None and text.isdigit() else None
 
@@ -287,8 +290,9 @@ class SourceTap:
     """Wraps sources so that the one pass of the analysis also hashes them and keeps their heads:
     no second read, so stdin and archives work too."""
 
-    def __init__(self, sources: Sequence[LogSource]) -> None:
+    def __init__(self, sources: Sequence[LogSource], formats: tuple[ServerArgsFormat, ...] | None = None) -> None:
         self.sources = list(sources)
+        self.formats = shipped_server_args() if formats is None else formats
         self._digests: list[Any] = [hashlib.sha256() for _ in self.sources]
         self._heads: list[bytearray] = [bytearray() for _ in self.sources]
         for index, source in enumerate(self.sources):
@@ -304,7 +308,7 @@ class SourceTap:
         return open_tapped
 
     def identity(self, system: str | None = None, version: str | None = None) -> LogIdentity:
-        collector = FingerprintCollector()
+        collector = FingerprintCollector(formats=self.formats)
         for head in self._heads:
             head_source = LogSource(name="<head>", open_stream=lambda head=head: io.BytesIO(bytes(head)))  # type: ignore[misc]
             collector.seen = 0  # each source's head counts on its own

@@ -15,8 +15,9 @@ from typing import Any
 import zstandard
 
 from logphase.errors import InputError
+from logphase.frames import short_path
 from logphase.logs.reader import decompressing
-from logphase.stacks.dumps import rank_from_file_name, short_path
+from logphase.stacks.dumps import rank_from_file_name
 from logphase.stacks.model import Frame
 
 # A dump holds at most TORCH_FR_BUFFER_SIZE entries (2,000 by default; 20,000 with their frames is

@@ -1,7 +1,8 @@
-"""One stack-frame line of a traceback or a dump → `function (file)`, the key stall signatures read.
+"""Stack frames as text: the one py-spy frame regex, the path shortening py-spy applies, and the one
+frame key `function (file)` that stall signatures and frame anchors are matched against.
 
-Shared by the log matcher (frames inside tracebacks tell which phase a rank failed in) and kept
-free of both pipelines so that neither imports the other."""
+Shared by the log matcher (frames inside tracebacks tell which phase a rank failed in) and the
+stacks pipeline (dumps, classification), and kept free of both so that neither imports the other."""
 
 from __future__ import annotations
 
@@ -10,22 +11,35 @@ import re
 # `  File "/x/cuda_graph_runner.py", line 147, in __init__` (traceback) and
 # `  File "/x/scheduler.py", line 510 in event_loop_overlap` (faulthandler)
 PYTHON_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?:\d+|\?\?\?),? in (?P<function>[^\s"]+)')
-# `    load_weights (sglang/srt/models/llama.py:410)` (py-spy text)
-PYSPY_FRAME = re.compile(r"^\s{2,}(?P<function>[\w.<>]+) \((?P<file>[^()]+?)(?::\d+)?\)\s*$")
+# `    load_weights (sglang/srt/models/llama.py:410)` (py-spy text: four spaces, then the function,
+# which may be a native C++ name with spaces and parentheses; the last `(…)` is the file). Exactly
+# four: the `--locals` lines under a frame are indented further and must not read as frames.
+PYSPY_FRAME = re.compile(r"^\s{4}(?P<function>\S(?:.*?\S)?) \((?P<file>[^()]*?)(?::(?P<line>\d+))?\)\s*$")
 INSTALL_ROOTS = ("/site-packages/", "/dist-packages/")
+STDLIB_ROOT = re.compile(r"/lib/python3(?:\.\d+)?/(.*)$")
+
+
+def short_path(path: str) -> str:
+    """A full path shortened the way py-spy prints it: below `site-packages` for installed packages,
+    below `lib/python3.X` for the standard library."""
+    for root in INSTALL_ROOTS:
+        if root in path:
+            return path.rsplit(root, 1)[1]
+    found = STDLIB_ROOT.search(path)
+    return found.group(1) if found else path
+
+
+def frame_key_of(function: str, file: str, *, native: bool = False) -> str:
+    """`function (file)`, with py-spy ≥0.4's class qualifier dropped (`Popen._wait` → `_wait`) so
+    that signatures match every py-spy version; native (C/C++) names are kept whole."""
+    if "." in function and not native and not function.startswith("<"):
+        function = function.rsplit(".", 1)[1] or function
+    return f"{function} ({file})"
 
 
 def frame_key(line: str) -> str | None:
-    """`function (file)` for a frame line, with installed paths shortened as py-spy prints them."""
+    """The frame key of a traceback, faulthandler or py-spy frame line; None for other lines."""
     found = PYTHON_FRAME.match(line) or PYSPY_FRAME.match(line)
     if found is None:
         return None
-    path = found.group("file")
-    for root in INSTALL_ROOTS:
-        if root in path:
-            path = path.rsplit(root, 1)[1]
-            break
-    function = found.group("function")
-    if "." in function and not function.startswith("<"):
-        function = function.rsplit(".", 1)[1]  # py-spy ≥0.4 qualifies methods: Popen._wait → _wait
-    return f"{function} ({path})"
+    return frame_key_of(found.group("function"), short_path(found.group("file")))

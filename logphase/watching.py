@@ -12,14 +12,17 @@ from logphase.durations import format_duration
 from logphase.errors import ExitCode
 from logphase.fingerprint import FingerprintCollector
 from logphase.health import Health, Probe
+from logphase.judging.budgets import Budgets
+from logphase.judging.exits import exit_code
+from logphase.judging.logs import Judgement, judge
 from logphase.logs.matcher import Event, SourceMatcher
 from logphase.logs.prefilter import FollowRuns, plan_for
 from logphase.logs.reader import Line
 from logphase.logs.timeline import Timeline, TimelineBuilder
 from logphase.packs import PackSet
-from logphase.phases import PROBLEM_VERDICTS, SUCCESS_VERDICTS, Phase, Verdict
+from logphase.phases import Phase, Verdict
+from logphase.scanning import YEAR_LOOKAHEAD, ScanResult, SourceFeed, first_year
 from logphase.stacks.dumps import TRIGGER
-from logphase.verdict import FALLBACK_BUDGET_S, Judgement, judge
 
 # lines/s is averaged over this many seconds: smooth enough to read, recent enough to mean "now".
 RATE_WINDOW_S = 5.0
@@ -30,8 +33,8 @@ RATE_WINDOW_S = 5.0
 
 @dataclass
 class Ingest:
-    """Keeps one SourceMatcher and one TimelineBuilder and feeds them each new line once: the
-    cost of a tick is the new lines, never the whole log.
+    """Keeps one SourceFeed (the matcher, the timeline builder, dumps and contexts of `analyze`'s
+    scan) and feeds it each new line once: the cost of a tick is the new lines, never the whole log.
 
     Times are of two clocks: the log's own stamps, and `arrived` (seconds on the watcher's
     monotonic clock when a batch came in). Silence is measured with differences within each
@@ -43,8 +46,10 @@ class Ingest:
     fast: bool = True  # steady runs summarised (logs/prefilter.py FollowRuns); same state either way
     matcher: SourceMatcher = field(init=False)
     runs: FollowRuns | None = field(init=False)
-    builder: TimelineBuilder = field(default_factory=TimelineBuilder)
-    fingerprint: FingerprintCollector = field(default_factory=FingerprintCollector)
+    builder: TimelineBuilder = field(init=False)
+    source: SourceFeed = field(init=False)
+    scanned: ScanResult = field(init=False)
+    fingerprint: FingerprintCollector = field(init=False)
     lines: int = 0
     skipped_lines: int = 0  # steady-run lines the matcher never read
     last_line: Line | None = None
@@ -59,20 +64,25 @@ class Ingest:
 
     def __post_init__(self) -> None:
         self.matcher = SourceMatcher(self.packs, self.reference)
+        self.builder = TimelineBuilder(job_systems=self.packs.job_systems)  # the user's packs' facts too
+        self.fingerprint = FingerprintCollector(formats=self.packs.server_args)
+        self.scanned = ScanResult(timeline=self.builder.finish())
+        self.source = SourceFeed(0, self.matcher, self.builder, self.scanned)
         plan = plan_for(self.packs, (TRIGGER,))
         self.runs = FollowRuns(plan) if self.fast and plan.enabled else None
 
     def feed(self, lines: Sequence[Line], arrived: float) -> None:
         matcher, builder, fingerprint = self.matcher, self.builder, self.fingerprint
         added = False
+        if not self.lines and lines and matcher.year is None:
+            # as analyze's scan: year-less stamps before the first dated line take its year
+            matcher.year = first_year(lines[:YEAR_LOOKAHEAD], self.packs)
         if not fingerprint.done:
             fingerprint.feed_all(line.text for line in lines)
         chosen: Iterable[Line] = lines if self.runs is None else self.runs.lines(lines, matcher)
         for line in chosen:
-            events = matcher.match_line(line)
-            for event in events:
-                builder.add(event)
-                added = True
+            events = self.source.feed(line)
+            added = added or bool(events)
             if self.runs is not None:
                 self.runs.book(line, events)
         if self.runs is not None:
@@ -82,6 +92,7 @@ class Ingest:
             builder.systems.update(systems)
         if lines:
             builder.see_ranks(matcher.ranks_seen)
+            self.source.passed(lines[-1])
             self.last_line = lines[-1]
             self.lines = max(self.lines, lines[-1].number)
         if matcher.last_time is not None and matcher.last_time != self.log_time:
@@ -96,12 +107,13 @@ class Ingest:
         if added:
             self._timeline = self._judgement = self._stop = None
 
+    def note(self, text: str) -> None:
+        """What reading the log assumed (its envelopes: logphase/envelope.py), for the final report."""
+        self.scanned.notes.append(text)
+
     def end(self) -> None:
         """The input ended (or the watch does): events the matcher held back (a dump's last frames)."""
-        held = self.matcher.finish()
-        for event in held:
-            self.builder.add(event)
-        if held:
+        if self.source.end():
             self._timeline = self._judgement = self._stop = None
 
     def timeline(self) -> Timeline:
@@ -109,7 +121,12 @@ class Ingest:
             self._timeline = self.builder.finish()
         return self._timeline
 
-    def judgement(self, budgets: Mapping[Phase, float], now: float) -> Judgement:
+    def scan_result(self) -> ScanResult:
+        """What `analyze`'s scan would have left for the lines fed so far: the final report's input."""
+        self.scanned.timeline = self.timeline()
+        return self.scanned
+
+    def judgement(self, budgets: Budgets, now: float) -> Judgement:
         """Failure, ready and phase come from the lines; stalled vs progressing is `observe`'s
         (by arrival), so the judgement is only renewed when new events came in."""
         if self._judgement is None:
@@ -148,7 +165,7 @@ class Ingest:
         now: float,
         *,
         since: float,
-        budgets: Mapping[Phase, float],
+        budgets: Budgets,
         probe: Probe | None = None,
         process_alive: bool | None = None,
         input_ended: bool = False,
@@ -176,23 +193,11 @@ class Ingest:
 class Settings:
     """What the watch was asked for, and what baselines know about this setup."""
 
-    stall_after_s: float | None = None
+    budgets: Budgets = field(default_factory=Budgets)  # --stall-after, learned, the packs' defaults
     timeout_s: float | None = None
-    budgets: Mapping[Phase, float] = field(default_factory=dict)  # the packs' defaults
-    learned: Mapping[Phase, float] = field(default_factory=dict)  # from successful runs of this setup
     stats: Mapping[Phase, PhaseStats] = field(default_factory=dict)
     pool: Sequence[RunRecord] = ()
     pid: int | None = None
-
-    def budget(self, phase: Phase | None) -> tuple[float, str]:
-        if self.stall_after_s is not None:
-            return self.stall_after_s, "--stall-after"
-        if phase is not None and phase in self.learned:
-            runs = self.stats[phase].runs if phase in self.stats else 0
-            return self.learned[phase], f"learned from {runs} successful runs"
-        if phase is not None and phase in self.budgets:
-            return self.budgets[phase], "pack default"
-        return FALLBACK_BUDGET_S, "default"
 
 
 @dataclass(frozen=True)
@@ -219,9 +224,12 @@ class Observation:
 class Outcome:
     """How the watch ends: the exit code (DESIGN.md §6) and the verdict it stands for."""
 
-    exit_code: ExitCode
     verdict: Verdict
     message: str
+
+    @property
+    def exit_code(self) -> ExitCode:
+        return exit_code(self.verdict)
 
     @property
     def stalled(self) -> bool:
@@ -272,36 +280,36 @@ def step(state: WatchState, obs: Observation, settings: Settings) -> tuple[Watch
         said.append(Transition(obs.t, f"phase: {phase}{where}"))
         state = replace(state, phase=phase, phase_since=obs.t, overdue=False)
 
-    def finish(code: ExitCode, verdict: Verdict, message: str) -> tuple[WatchState, tuple[Transition, ...]]:
+    def finish(verdict: Verdict, message: str) -> tuple[WatchState, tuple[Transition, ...]]:
         said.append(Transition(obs.t, message))
-        return replace(state, outcome=Outcome(code, verdict, message)), tuple(said)
+        return replace(state, outcome=Outcome(verdict, message)), tuple(said)
 
-    if judgement is not None and judgement.verdict in PROBLEM_VERDICTS and judgement.verdict is not Verdict.STALLED:
-        return finish(ExitCode.PROBLEM, judgement.verdict, f"{judgement.verdict}: {judgement.reason}")
+    # the log's failures and successes end the watch; its silence is judged here, by arrival
+    logged = exit_code(judgement.verdict) if judgement is not None else None
+    if judgement is not None and logged is ExitCode.PROBLEM and judgement.verdict is not Verdict.STALLED:
+        return finish(judgement.verdict, f"{judgement.verdict}: {judgement.reason}")
     if probe is not None and probe.health is Health.READY:
-        return finish(ExitCode.OK, Verdict.READY, f"ready: health {probe.text} after {format_duration(obs.t)}")
-    if judgement is not None and judgement.verdict in SUCCESS_VERDICTS:
+        return finish(Verdict.READY, f"ready: health {probe.text} after {format_duration(obs.t)}")
+    if judgement is not None and logged is ExitCode.OK:
         # a finished job's reason says so itself ("the job finished: ...")
         message = f"ready: {judgement.reason}" if judgement.verdict is Verdict.READY else judgement.reason
-        return finish(ExitCode.OK, judgement.verdict, message)
+        return finish(judgement.verdict, message)
     if obs.process_alive is False:
         where = f" during {phase}" if phase else ""
-        return finish(
-            ExitCode.PROBLEM, Verdict.CRASHED, f"crashed: process {settings.pid} exited{where} without a ready line"
-        )
+        return finish(Verdict.CRASHED, f"crashed: process {settings.pid} exited{where} without a ready line")
     silence = obs.silence_s
     if state.health_changed is not None:
         silence = min(silence, obs.t - state.health_changed)
-    budget, source = settings.budget(phase)
-    if silence > budget:
+    budget = settings.budgets.for_phase(phase)
+    if silence > budget.seconds:
         where = f" in {phase}" if phase else ""
         last = f"; last progress at line {obs.last_progress_line}" if obs.last_progress_line else ""
         quiet = f"no progress for {format_duration(silence)}{where}"
-        message = f"stalled: {quiet} (budget {format_duration(budget)}, {source}){last}"
-        return finish(ExitCode.PROBLEM, Verdict.STALLED, message)
+        message = f"stalled: {quiet} (budget {format_duration(budget.seconds)}, {budget.source}){last}"
+        return finish(Verdict.STALLED, message)
     if obs.input_ended:
         where = f" during {phase}" if phase else ""
-        return finish(ExitCode.PROBLEM, Verdict.STALLED, f"stalled: the log ended{where} without a ready line")
+        return finish(Verdict.STALLED, f"stalled: the log ended{where} without a ready line")
     stats = settings.stats.get(obs.stop.phase) if obs.stop.phase else None
     in_phase = obs.in_phase_s
     # overdue (a warning): far longer in the phase than successful runs, and nothing moved for as long as it takes
@@ -315,9 +323,7 @@ def step(state: WatchState, obs: Observation, settings: Settings) -> tuple[Watch
         state = replace(state, overdue=True)
     if settings.timeout_s is not None and obs.t >= settings.timeout_s:
         where = f" (in {phase})" if phase else ""
-        return finish(
-            ExitCode.STARTING, Verdict.PROGRESSING, f"still starting after {format_duration(obs.t)}{where}: --timeout"
-        )
+        return finish(Verdict.PROGRESSING, f"still starting after {format_duration(obs.t)}{where}: --timeout")
     return state, tuple(said)
 
 

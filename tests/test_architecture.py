@@ -1,4 +1,5 @@
-"""The import rules of DESIGN.md §2: logs and stacks never meet below verdict; only cli prints."""
+"""The import rules of DESIGN.md §2: logs and stacks meet only in scanning, judging/evidence and the pipeline;
+judging is pure and below the pipeline; only cli assembles the pipeline, and only cli prints."""
 
 from __future__ import annotations
 
@@ -35,8 +36,17 @@ def test_module_follows_the_import_rules(path: Path) -> None:
     found = imports(path)
     if relative.startswith("logs/"):
         assert not any(name.startswith("logphase.stacks") for name in found)
-    if relative.startswith("stacks/"):
+    if relative.startswith("stacks/") or relative == "judging/stacks.py":
         assert not any(name.startswith("logphase.logs") for name in found)
+    if relative == "judging/logs.py":
+        assert not any(name.startswith("logphase.stacks") for name in found)
+    if relative.startswith("judging/"):
+        # pure: no files, processes, clock reads or store; nothing that runs the pipeline
+        below = ("logphase.pipeline", "logphase.scanning", "logphase.watching", "logphase.cli", "logphase.health")
+        assert not any(name.startswith(below) for name in found)
+        assert not found & {"os", "sqlite3", "subprocess", "time", "socket"}
+    if not relative.startswith("cli/") and relative != "pipeline.py":
+        assert "logphase.pipeline" not in found, "the pipeline is assembled once, and run from the CLI"
     if not relative.startswith("cli/") and relative != "__main__.py":
         assert "click" not in found, "only logphase/cli may use click"
         assert not calls_print(path), "only logphase/cli prints"

@@ -221,6 +221,27 @@ def test_stack_dumps_in_a_log_are_merged_under_stacks() -> None:
     assert report["stacks"]["summary"].startswith("PP2 TP1 waits in gloo::transport::tcp::UnboundBuffer::waitRecv")
 
 
+@pytest.mark.parametrize("mode", ["plain", "baseline", "record"])
+def test_stack_dumps_in_a_log_stay_under_stacks_with_baseline_and_record(mode: str, tmp_path: Path) -> None:
+    # GIVEN a log where SGLang's watchdog printed py-spy dumps: TP0-TP2 in all_reduce inside the
+    # CUDA-graph capture, TP3 still loading weights (the stacks fixture's own labels)
+    log = FIXTURES / "stacks" / "sglang-watchdog-pyspy-tp4.log"
+    extra = {
+        "plain": [],
+        "baseline": ["--baseline", str(FIXTURES / "logs" / "sglang" / "tp8-ready-serving.log")],
+        "record": ["--record", "--db", str(tmp_path / "runs.db")],
+    }[mode]
+    # WHEN analysed, plain or against a baseline or recorded (the latter two once lost `stacks`: null)
+    result = run_cli("analyze", "--post-mortem", str(log), *extra, "--format", "json")
+    report = json.loads(result.stdout)
+    # THEN the dumps are judged under `stacks`: TP3 is the one behind
+    assert report["stacks"]["summary"] == (
+        "TP0, TP1, TP2 wait in all_reduce (torch.distributed) inside capture_one_batch_size (cuda_graph_runner.py); "
+        "TP3 is still in load_file (safetensors/torch.py) (weight_load) — TP3 is behind"
+    )
+    assert report["stacks"]["culprit_ranks"] == ["TP3"]
+
+
 @pytest.mark.parametrize("command", [["analyze"], ["stacks", "--from"]])
 def test_a_device_that_never_ends_is_refused(command: list[str]) -> None:
     # GIVEN /dev/zero (endless NUL bytes: read as a log it would never end)

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from bench.loggen import write_log
-from logphase import analysis
+from logphase import pipeline, scanning
 from logphase.errors import InputError
 from logphase.logs import prefilter
 from logphase.logs.prefilter import Factor, learn_template, plan_for, regex_factors, rule_factors, widen_classes
@@ -36,19 +36,13 @@ def packs() -> PackSet:
 def short_head(monkeypatch: pytest.MonkeyPatch) -> None:
     """The matcher reads the first YEAR_LOOKAHEAD lines in full; one line leaves the rest of
     every fixture to the fast path."""
-    monkeypatch.setattr(analysis, "YEAR_LOOKAHEAD", 1)
+    monkeypatch.setattr(scanning, "YEAR_LOOKAHEAD", 1)
 
 
 def report(path: Path, packs: PackSet, *, fast: bool) -> str:
     """The JSON report of `analyze`, its scan told to use the fast path or not."""
-    original = analysis.scan
-
-    def scan(*args: Any, **kwargs: Any) -> analysis.ScanResult:
-        return original(*args, **{**kwargs, "fast": fast})
-
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(analysis, "scan", scan)
-        return render_json(analysis.analyze(open_sources([str(path)]), packs, as_of=AS_OF, post_mortem=True))
+    options = pipeline.Options(as_of=AS_OF, post_mortem=True, fast=fast)
+    return render_json(pipeline.report(open_sources([str(path)]), packs, options))
 
 
 _PLAIN: dict[tuple[Path, int, int], str] = {}
@@ -56,7 +50,7 @@ _PLAIN: dict[tuple[Path, int, int], str] = {}
 
 def reports(path: Path, packs: PackSet) -> tuple[str, str]:
     """(plain, fast) reports; the plain one is the same for both scanners: read it once."""
-    key = (path, path.stat().st_mtime_ns, analysis.YEAR_LOOKAHEAD)
+    key = (path, path.stat().st_mtime_ns, scanning.YEAR_LOOKAHEAD)
     if key not in _PLAIN:
         _PLAIN[key] = report(path, packs, fast=False)
     return _PLAIN[key], report(path, packs, fast=True)
@@ -122,8 +116,8 @@ def test_source_counters_are_those_of_the_reader(packs: PackSet, tmp_path: Path)
     log.write_bytes(log.read_bytes().rstrip(b"\n"))
     # WHEN both paths read it
     plain, fast = open_sources([str(log)]), open_sources([str(log)])
-    analysis.scan(plain, packs, AS_OF, fast=False)
-    analysis.scan(fast, packs, AS_OF, fast=True)
+    scanning.scan(plain, packs, AS_OF, fast=False)
+    scanning.scan(fast, packs, AS_OF, fast=True)
     # THEN they count the same lines and bytes
     assert (fast[0].lines, fast[0].bytes) == (plain[0].lines, plain[0].bytes)
     assert fast[0].lines == log.read_bytes().count(b"\n") + 1
@@ -253,7 +247,7 @@ def test_a_truncated_archive_fails_after_the_same_line(packs: PackSet, tmp_path:
     errors = []
     for fast in (False, True):
         with pytest.raises(InputError) as caught:
-            analysis.scan(open_sources([str(archive)]), packs, AS_OF, fast=fast)
+            scanning.scan(open_sources([str(archive)]), packs, AS_OF, fast=fast)
         errors.append(str(caught.value))
     assert errors[0] == errors[1]
     assert "after line 0" not in errors[1]

@@ -80,10 +80,6 @@ def learned_budgets(stats: Mapping[Phase, PhaseStats]) -> dict[Phase, float]:
     }
 
 
-def budgets_with_baselines(defaults: Mapping[Phase, float], stats: Mapping[Phase, PhaseStats]) -> dict[Phase, float]:
-    return {**defaults, **learned_budgets(stats)}
-
-
 @dataclass(frozen=True)
 class Eta:
     """Expected time until ready: the median over successful runs of (their time from this phase's

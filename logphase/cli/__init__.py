@@ -4,8 +4,10 @@ One module per command; each exposes a click command that is registered on `main
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import sys
+from collections.abc import Sequence
 from typing import Any
 
 import click
@@ -24,6 +26,10 @@ COMMANDS = {
 }
 
 
+# Ctrl-C: the shell's own code for a process ended by SIGINT (128 + 2).
+INTERRUPTED = 130
+
+
 class LogphaseGroup(click.Group):
     """Loads commands on demand, and turns every LogphaseError into one line on stderr, its hint,
     and the error's exit code."""
@@ -39,6 +45,35 @@ class LogphaseGroup(click.Group):
         command: click.Command = getattr(importlib.import_module(module_name), attribute)
         return command
 
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        name = args[0] if args else ""
+        if name and not name.startswith("-") and name not in COMMANDS:
+            close = difflib.get_close_matches(name, COMMANDS, n=1)
+            suggestion = f" Did you mean '{close[0]}'?" if close else ""
+            raise click.UsageError(f"No such command '{name}'.{suggestion}", ctx)
+        return super().resolve_command(ctx, args)
+
+    def main(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, prog_name: str | None = None, **extra: Any
+    ) -> Any:
+        """Click's own errors (usage, bad option values) in the house form: one `logphase: error:`
+        line and a hint, exit 2 — the same shape as every other error."""
+        try:
+            return super().main(args, prog_name, standalone_mode=False, **extra)
+        except click.exceptions.Exit as done:
+            sys.exit(done.exit_code)
+        except (click.exceptions.Abort, KeyboardInterrupt):
+            click.echo("logphase: interrupted", err=True)
+            sys.exit(INTERRUPTED)
+        except click.ClickException as error:
+            click.echo(f"logphase: error: {error.format_message()}", err=True)
+            context = getattr(error, "ctx", None)
+            command = context.command_path if context is not None else "logphase"
+            click.echo(f"  hint: see '{command} --help'", err=True)
+            sys.exit(error.exit_code)
+
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
@@ -49,8 +84,8 @@ class LogphaseGroup(click.Group):
             sys.exit(int(error.exit_code))
 
 
-@click.group(cls=LogphaseGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, prog_name="logphase")
+@click.group("logphase", cls=LogphaseGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, "-V", "--version", prog_name="logphase")
 def main() -> None:
     """Is a multi-GPU LLM server hung or still starting — and if hung, where?
 

@@ -7,12 +7,11 @@ from pathlib import Path
 
 import click
 
-from logphase.analysis import analyze as analyze_run
-from logphase.analysis import with_flight_recorder
-from logphase.baselines_run import analyze_run as analyze_compared
+from logphase import pipeline
 from logphase.cli.common import FORMATS, load_all_packs, parse_as_of, patterns_option, use_colour
 from logphase.cli.runs import db_option, open_store_for, record
 from logphase.flight_recorder import judge_dumps, read_dumps
+from logphase.judging.exits import exit_code
 from logphase.logs.reader import open_sources
 from logphase.report.analysis import render_json, render_markdown, render_table
 
@@ -64,32 +63,32 @@ def analyze(
     as_of = parse_as_of(as_of_text)
     if post_mortem is None:
         post_mortem = all(source.finished for source in sources)
-    if baseline_ref is None and not record_run:
-        report = analyze_run(sources, packs, as_of=as_of, post_mortem=post_mortem)
-    else:
-        store, store_error = open_store_for(db_path, ref=baseline_ref, record=record_run)
-        try:
-            analysed = analyze_compared(
-                sources,
-                packs,
-                as_of=as_of,
-                post_mortem=post_mortem,
-                ref=baseline_ref,
-                store=store,
-                store_error=store_error,
-            )
-            if record_run and store is not None:
-                click.echo(record(store, analysed), err=True)
-        finally:
-            if store is not None:
-                store.close()
-        report = analysed.report
-    if flight is not None:
-        report = with_flight_recorder(report, flight)
+    store, store_error = (
+        open_store_for(db_path, ref=baseline_ref, record=record_run)
+        if baseline_ref is not None or record_run
+        else (None, None)
+    )
+    try:
+        options = pipeline.Options(
+            as_of=as_of,
+            post_mortem=post_mortem,
+            baseline=baseline_ref,
+            store=store,
+            store_error=store_error,
+            flight=flight,
+        )
+        if record_run and store is not None:
+            report, run = pipeline.run(sources, packs, options)
+            click.echo(record(store, run), err=True)
+        else:
+            report = pipeline.report(sources, packs, options)
+    finally:
+        if store is not None:
+            store.close()
     if output_format == "json":
         click.echo(render_json(report))
     elif output_format == "markdown":
         click.echo(render_markdown(report), nl=False)
     else:
         click.echo(render_table(report, colour=use_colour()), nl=False)
-    sys.exit(int(report.exit_code))
+    sys.exit(int(exit_code(report.verdict)))

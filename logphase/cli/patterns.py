@@ -25,10 +25,11 @@ def list_rules(pattern_paths: tuple[Path, ...]) -> None:
     """Every pack and rule: id, phase, kind, role."""
     packs = load_all_packs(pattern_paths)
     for pack in packs.packs:
-        systems = ", ".join(pack.systems) or "generic"
+        systems = (", ".join(pack.systems) or "generic") + (", job" if pack.job else "")
         click.echo(
             f"{pack.name} ({systems}): {len(pack.prefixes)} prefixes, {len(pack.rules)} rules, "
-            f"{len(pack.signatures)} signatures — {pack.path}"
+            f"{len(pack.signatures)} signatures, {len(pack.anchors)} anchors, "
+            f"{len(pack.server_args)} server_args — {pack.path}"
         )
     rows = [[r.id, r.phase.value if r.phase else "", r.kind.value, r.role.value, r.priority] for r in packs.rules]
     click.echo(tabulate(sorted(rows), headers=["rule", "phase", "kind", "role", "priority"]))
@@ -54,7 +55,7 @@ def test_packs(targets: tuple[str, ...]) -> None:
     checked = [pack for pack in selected.packs if pack.path in wanted]
     examples = 0
     for pack in checked:
-        for examples_of in (pack.prefixes, pack.rules, pack.signatures):
+        for examples_of in (pack.prefixes, pack.rules, pack.signatures, pack.anchors, pack.server_args):
             examples += sum(len(item.examples) + len(item.counter_examples) for item in examples_of)
     for failure in failures:
         click.echo(f"FAIL {failure}")

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import click
 
+from logphase import pipeline
 from logphase.baselines.records import RunRecord
 from logphase.baselines.store import RunStore
-from logphase.baselines_run import Analysed, analyze_run, reference_kind
 from logphase.cli.common import FORMATS, load_all_packs, parse_as_of, patterns_option
 from logphase.errors import StoreError, UsageError
 from logphase.logs.reader import open_sources
@@ -68,7 +68,7 @@ def open_store_for(db_path: Path | None, *, ref: str | None, record: bool) -> tu
     path = resolve_db(db_path)
     if record:
         return RunStore.open(path, create=True), None
-    needed = ref is not None and reference_kind(ref) != "path"
+    needed = ref is not None and pipeline.reference_kind(ref) != "path"
     if not needed and not path.exists():
         return None, None
     try:
@@ -79,11 +79,11 @@ def open_store_for(db_path: Path | None, *, ref: str | None, record: bool) -> tu
         return None, error
 
 
-def record(store: RunStore, analysed: Analysed) -> str:
+def record(store: RunStore, run: RunRecord) -> str:
     """Store a run; the one line that says so (stderr)."""
-    run_id, created = store.add(analysed.run, recorded_at=datetime.now().replace(microsecond=0))
+    run_id, created = store.add(run, recorded_at=datetime.now().replace(microsecond=0))
     verb = "recorded" if created else "updated"
-    return f"{verb} run {run_id}: {analysed.run.outcome}, {analysed.run.fingerprint.describe()}"
+    return f"{verb} run {run_id}: {run.outcome}, {run.fingerprint.describe()}"
 
 
 @click.group()
@@ -126,13 +126,11 @@ def add(
     groups = [list(logs)] if together else [[log] for log in logs]
     # read every log before touching the store: a typo in the third path records nothing
     stdin = sys.stdin.buffer if "-" in logs else None
-    analysed = [
-        analyze_run(open_sources(group, stdin=stdin), packs, as_of=as_of, post_mortem=True, label=label)
-        for group in groups
-    ]
+    options = pipeline.Options(as_of=as_of, post_mortem=True, label=label)
+    analysed = [pipeline.run(open_sources(group, stdin=stdin), packs, options)[1] for group in groups]
     with RunStore.open(resolve_db(db_path), create=True) as store:
-        for result in analysed:
-            click.echo(record(store, result), err=True)
+        for run in analysed:
+            click.echo(record(store, run), err=True)
 
 
 @runs.command("list")

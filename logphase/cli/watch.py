@@ -14,17 +14,20 @@ from pathlib import Path
 
 import click
 
-from logphase.baselines.records import build_run
-from logphase.baselines.stats import learned_budgets, phase_stats, successful_pool
+from logphase import pipeline
+from logphase.baselines.stats import phase_stats, successful_pool
 from logphase.baselines.store import RunStore
 from logphase.cli.common import load_all_packs, patterns_option, use_colour
-from logphase.cli.runs import db_option, resolve_db
-from logphase.errors import ExitCode, LogphaseError, StoreError
+from logphase.cli.runs import db_option, record, resolve_db
+from logphase.errors import LogphaseError, StoreError
 from logphase.fingerprint import HEAD_HASH_BYTES, LogIdentity, combine_digests, head_digest
 from logphase.health import parse_url, probe
+from logphase.judging.budgets import Budgets, budgets_from
+from logphase.judging.evidence import WatchVerdict
 from logphase.logs.reader import FOLLOW_POLL_S, follow_lines
 from logphase.packs import PackSet
 from logphase.phases import Phase, Verdict
+from logphase.report.model import InputSummary
 from logphase.report.stacks import render
 from logphase.stacks import pyspy
 from logphase.stacks.stalls import summarize
@@ -100,10 +103,11 @@ def watch(
     clock = time.monotonic
     began = clock()
     ingest = Ingest(packs, reference=datetime.now())
-    settings = Settings(stall_after_s=stall_after_s, timeout_s=timeout_s, pid=pid)
+    settings = Settings(budgets=Budgets(stall_after_s=stall_after_s), timeout_s=timeout_s, pid=pid)
     state = WatchState()
     digest = hashlib.sha256()
     head = bytearray()
+    read_bytes = 0
     live_status = False
 
     def say(transitions: tuple[Transition, ...] | list[Transition]) -> None:
@@ -117,7 +121,13 @@ def watch(
     def note(text: str) -> None:
         say([Transition(clock() - began, text)])
 
+    def unwrapped(text: str) -> None:
+        note(text)  # what the follower assumed (the log's envelopes), said now and in the final report
+        ingest.note(text)
+
     def on_bytes(data: bytes) -> None:
+        nonlocal read_bytes
+        read_bytes += len(data)
         digest.update(data)
         if len(head) < HEAD_HASH_BYTES:
             head.extend(data[: HEAD_HASH_BYTES - len(head)])
@@ -135,6 +145,7 @@ def watch(
         stdin=sys.stdin.buffer if log == "-" else None,
         on_bytes=on_bytes,
         on_note=note,
+        on_envelopes=unwrapped,
     )
     observation: Observation | None = None
     try:
@@ -159,7 +170,7 @@ def watch(
             observation = ingest.observe(
                 now,
                 since=0.0,
-                budgets={**settings.budgets, **settings.learned},
+                budgets=settings.budgets,
                 probe=probed,
                 process_alive=_alive(pid) if pid is not None else None,
             )
@@ -175,13 +186,11 @@ def watch(
         if ended and state.outcome is None:
             ingest.end()
             now = clock() - began
-            observation = ingest.observe(
-                now, since=0.0, budgets={**settings.budgets, **settings.learned}, input_ended=True
-            )
+            observation = ingest.observe(now, since=0.0, budgets=settings.budgets, input_ended=True)
             state, said = step(state, observation, settings)
             say(said)
     except KeyboardInterrupt:
-        state = replace(state, outcome=Outcome(ExitCode.STARTING, Verdict.PROGRESSING, "interrupted"))
+        state = replace(state, outcome=Outcome(Verdict.PROGRESSING, "interrupted"))
         say([Transition(clock() - began, "interrupted")])
     finally:
         follower.close()
@@ -191,7 +200,19 @@ def watch(
         _stacks_at_stall(pid, packs, colour)
     if record_run:
         ingest.end()
-        _record(ingest, outcome, log, digest.hexdigest(), bytes(head), store_path)
+        as_of = ingest.log_now(clock() - began) or datetime.now()
+        name = str(Path(log).resolve()) if log != "-" else "<stdin>"
+        inputs = [InputSummary(name, ingest.lines, read_bytes)]
+        identity = _identity(ingest, digest.hexdigest(), bytes(head))
+        last_write = datetime.fromtimestamp(modified) if modified is not None else None
+        options = pipeline.Options(
+            as_of=as_of, post_mortem=ended, watched=WatchVerdict(outcome.verdict, outcome.message)
+        )
+        _, run = pipeline.assemble(
+            inputs, ingest.scan_result(), packs, options, identity=identity, last_activity=last_write
+        )
+        with RunStore.open(store_path, create=True) as store:
+            click.echo(record(store, run), err=True)
     sys.exit(int(outcome.exit_code))
 
 
@@ -199,7 +220,8 @@ def _with_baselines(
     settings: Settings, defaults: Mapping[Phase, float], key: str | None, store_path: Path, note: Callable[[str], None]
 ) -> Settings:
     """Budgets and ETA from successful recorded runs of this setup, once its fingerprint is known."""
-    settings = replace(settings, budgets=defaults)
+    stall_after_s = settings.budgets.stall_after_s
+    settings = replace(settings, budgets=Budgets(defaults, stall_after_s=stall_after_s))
     if key is None or not store_path.exists():
         return settings
     try:
@@ -211,7 +233,8 @@ def _with_baselines(
     stats = phase_stats(pool)
     if pool:
         note(f"baselines: {len(pool)} successful run(s) of this setup")
-    return replace(settings, stats=stats, learned=learned_budgets(stats), pool=tuple(pool))
+    budgets = budgets_from(defaults, stats, stall_after_s=stall_after_s)
+    return replace(settings, budgets=budgets, stats=stats, pool=tuple(pool))
 
 
 def _stacks_at_stall(pid: int, packs: PackSet, colour: bool) -> None:
@@ -233,28 +256,13 @@ def _stacks_at_stall(pid: int, packs: PackSet, colour: bool) -> None:
     click.echo(render(report, "table", color=colour), nl=False)
 
 
-def _record(ingest: Ingest, outcome: Outcome, log: str, content: str, head: bytes, store_path: Path) -> None:
+def _identity(ingest: Ingest, content: str, head: bytes) -> LogIdentity:
+    """The followed log's identity from what the watch read of it (no second read)."""
     timeline = ingest.timeline()
-    verdict = outcome.verdict
-    identity = LogIdentity(
+    return LogIdentity(
         content_hash=combine_digests([content]),
         head_hash=combine_digests([head_digest(head, content)]),
         fingerprint=ingest.fingerprint.fingerprint(timeline.system, timeline.version),
-    )
-    last = ingest.last_line
-    run = build_run(
-        timeline.spans,
-        verdict=verdict,
-        lines=ingest.lines,
-        last_line=last.number if last else 0,
-        last_text=last.text if last else "",
-        paths=[str(Path(log).resolve()) if log != "-" else "<stdin>"],
-        identity=identity,
-    )
-    with RunStore.open(store_path, create=True) as store:
-        run_id, created = store.add(run, recorded_at=datetime.now().replace(microsecond=0))
-    click.echo(
-        f"{'recorded' if created else 'updated'} run {run_id}: {run.outcome}, {run.fingerprint.describe()}", err=True
     )
 
 

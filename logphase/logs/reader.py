@@ -473,6 +473,7 @@ def follow_lines(
     stdin: IO[bytes] | None = None,
     on_bytes: Callable[[bytes], None] | None = None,
     on_note: Callable[[str], None] | None = None,
+    on_envelopes: Callable[[str], None] | None = None,
 ) -> Generator[list[Line], None, None]:
     """Follow a growing log like `tail -F`, in batches: each item is the lines completed since the
     last one, an empty list when nothing arrived within `poll_s` (so the caller can do its periodic
@@ -482,8 +483,9 @@ def follow_lines(
     its start; a file that shrinks (truncation, copytruncate) is read again from its start; a file
     that does not exist yet is waited for. Line numbers run on across rotations. A progress bar
     updated with `\\r` yields each update once it has settled, before its line ends. `on_bytes`
-    sees every byte read (the content hash of `--record`), `on_note` what happened to the file."""
-    splitter = _LineSplitter()
+    sees every byte read (the content hash of `--record`), `on_note` what happened to the file,
+    `on_envelopes` what reading it out of its envelopes assumed (logphase/envelope.py)."""
+    splitter = _LineSplitter(path if path != "-" else "<stdin>", on_envelopes)
     if path == "-":
         if stdin is None:
             raise InputError(
@@ -619,7 +621,8 @@ class _LineSplitter:
     unfinished line come out once a later update or a quiet poll shows they are complete. The
     envelopes are sniffed from the first bytes that arrive (a followed log is never newest first)."""
 
-    def __init__(self) -> None:
+    def __init__(self, name: str = "<stdin>", on_envelopes: Callable[[str], None] | None = None) -> None:
+        self.name, self.on_envelopes = name, on_envelopes
         self.pending = bytearray()
         self.emitted = 0  # bytes at the start of `pending` already given out as `\r` updates
         self.number = 0
@@ -686,9 +689,12 @@ class _LineSplitter:
         self.sniffed = True
         head, self.head = bytes(self.head), bytearray()
         whole = head[: head.rfind(b"\n", 0, SNIFF_BYTES) + 1] or head[:SNIFF_BYTES]
-        envelopes = sniff_bytes(whole)
+        envelopes = replace(sniff_bytes(whole), newest_first=False)
         if envelopes:
-            self.unwrapper = Unwrapper(replace(envelopes, newest_first=False))
+            self.unwrapper = Unwrapper(envelopes)
+            for note in envelopes.notes(self.name):
+                if self.on_envelopes is not None:
+                    self.on_envelopes(note)
         return head
 
     def settle(self) -> list[Line]:

@@ -9,13 +9,13 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from logphase.logs.matcher import Event
+from logphase.packs import shipped_packs
 from logphase.phases import FAILURE_KINDS, MAIN_PROCESS_PHASES, EventKind, Phase, Role
 
 # Enough failures to find the first root and what followed it; a crash loop adds no information.
 MAX_FAILURES = 2000
 # The phases a speculative draft worker repeats after the target's CUDA graphs (SGLang ≤0.5.10).
 DRAFT_REPEATED = frozenset({Phase.DIST_INIT, Phase.WEIGHT_LOAD, Phase.KV_CACHE, Phase.CUDA_GRAPH})
-JOB_SYSTEMS = frozenset({"torch"})
 DRAFT_STAGE_INIT, DRAFT_STAGE_CAPTURE = 1, 2
 RANK_NUMBERS = re.compile(r"(DP|PP|ATTN_CP|MOE_DP|TP|EP|rank )(\d+)")
 
@@ -98,6 +98,7 @@ class Timeline:
     served: bool  # a line of the server itself (not a frame of a dump) says it is ready or serving
     exits: Mapping[str, Event]  # per rank, its clean exit, when no phase line of it came after
     system: str | None
+    system_is_server: bool  # a system, and not a job's (a pack with `job = true`: torchrun)
     version: str | None
     comms: tuple[CommInit, ...]
     work: tuple[WorkCounters, ...]
@@ -181,6 +182,8 @@ class TimelineBuilder:
     served: bool = False
     visible: set[str] = field(default_factory=set)
     exits: dict[str, Event] = field(default_factory=dict)
+    # systems that are jobs, not servers (packs with `job = true`); a caller with its own packs passes theirs
+    job_systems: frozenset[str] = field(default_factory=lambda: shipped_packs().job_systems)
 
     def see_ranks(self, ranks: Iterable[str]) -> None:
         """Ranks whose lines the log shows, recognised or not (a training step, a warning)."""
@@ -349,7 +352,7 @@ class TimelineBuilder:
         failures = sorted(self.failures, key=lambda event: event.order_key)
         # torch.distributed lines appear inside every SGLang / vLLM log: they name the system only
         # of a job that shows nothing else (a torchrun training job)
-        servers = Counter({name: n for name, n in self.systems.items() if name not in JOB_SYSTEMS})
+        servers = Counter({name: n for name, n in self.systems.items() if name not in self.job_systems})
         votes = servers or self.systems or self.implied
         system = votes.most_common(1)[0][0] if votes else None
         return Timeline(
@@ -364,6 +367,7 @@ class TimelineBuilder:
             served=self.served,
             exits=dict(self.exits),
             system=system,
+            system_is_server=system is not None and system not in self.job_systems,
             version=self.version,
             comms=tuple(
                 CommInit(

@@ -11,8 +11,8 @@ from tabulate import tabulate
 
 from logphase.durations import format_duration
 from logphase.phases import MAIN_PROCESS_PHASES, Phase, Verdict
+from logphase.ranks import format_rank_set
 from logphase.report.model import Report, SpanRow
-from logphase.report.ranks import format_rank_set
 
 _COLOURS = {
     Verdict.READY: "\x1b[32m",

@@ -7,20 +7,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from logphase.errors import ExitCode
 from logphase.phases import Phase, Verdict
 
 SCHEMA = "logphase.analysis/1"
-VERDICT_EXIT = {
-    Verdict.READY: ExitCode.OK,
-    Verdict.FINISHED: ExitCode.OK,
-    Verdict.PROGRESSING: ExitCode.STARTING,
-    Verdict.STALLED: ExitCode.PROBLEM,
-    Verdict.CRASHED: ExitCode.PROBLEM,
-    Verdict.ABORTED: ExitCode.PROBLEM,
-    Verdict.TIMEOUT: ExitCode.PROBLEM,
-    Verdict.UNKNOWN: ExitCode.UNKNOWN,
-}
 
 
 @dataclass(frozen=True)
@@ -103,10 +92,6 @@ class Report:
     stacks: Mapping[str, Any] | None = None
     flight_recorder: Mapping[str, Any] | None = None
     notes: tuple[str, ...] = field(default=())
-
-    @property
-    def exit_code(self) -> ExitCode:
-        return VERDICT_EXIT[self.verdict]
 
     @property
     def last_line_age_s(self) -> float | None:

@@ -6,9 +6,9 @@ import json
 
 from tabulate import tabulate
 
+from logphase.judging.stacks import WAIT_STATES
+from logphase.ranks import format_rank_set
 from logphase.stacks.model import Group, StacksReport, TreeNode
-from logphase.stacks.stalls import WAIT_STATES
-from logphase.stacks.tree import format_ranks
 
 _COLOURS = {"red": "31", "green": "32", "yellow": "33", "cyan": "36", "bold": "1", "dim": "2"}
 
@@ -39,7 +39,7 @@ def render_tree(report: StacksReport, *, color: bool = False, max_chain: int = 6
             chain.append(chain[-1].children[0])
         keep = set(range(2)) | set(range(len(chain) - 3, len(chain)))
         keep |= {i for i, n in enumerate(chain) if n.state}
-        label = f"{format_ranks(node.labels)} ({len(node.labels)})"
+        label = f"{format_rank_set(node.labels)} ({len(node.labels)})"
         painted = _paint(
             label, "red" if culprits & set(node.labels) and culprits >= set(node.labels) else "bold", color
         )
@@ -82,7 +82,7 @@ def group_rows(report: StacksReport) -> list[list[str]]:
         rows.append(
             [
                 str(index),
-                format_ranks(group.labels),
+                format_rank_set(group.labels),
                 str(len(group.labels)),
                 group.state,
                 _moving(group),

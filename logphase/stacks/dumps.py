@@ -17,6 +17,7 @@ from itertools import chain, islice
 from typing import Any, Protocol
 
 from logphase.envelope import SNIFF_LINES, Unwrapped, Unwrapper, sniff
+from logphase.frames import PYSPY_FRAME, short_path
 from logphase.packs import rank_from_tags
 from logphase.stacks.model import SCHEMA, Frame, ProcessSnapshot, ThreadStack
 
@@ -41,7 +42,6 @@ PYSPY_PYTHON = re.compile(r"^(?:Python v\S+|Parent Process \d+:|Signal \d+:)")
 PYSPY_THREAD = re.compile(
     r'^Thread (?P<tid>0[xX][0-9A-Fa-f]+|\d+) \((?P<status>idle|active\+gil|active|[^)]*)\)(?:: "(?P<name>.*)")?\s*$'
 )
-PYSPY_FRAME = re.compile(r"^\s{4}(?P<func>\S(?:.*?\S)?) \((?P<file>[^()]*?)(?::(?P<line>\d+))?\)\s*$")
 SGLANG_PYSPY = re.compile(r"Pyspy dump for PID (?P<pid>\d+)(?: \((?P<cmd>.*)\))?:\s*$")
 SGLANG_PYSPY_FAILED = re.compile(
     r"(?:Pyspy failed to dump PID (?P<pid>\d+)\. Error: (?P<err>.*)"
@@ -163,17 +163,6 @@ def stream_key(prefix: str) -> str:
     return " ".join(TIMESTAMP.sub("", prefix).split())
 
 
-def short_path(path: str) -> str:
-    """Shorten a faulthandler/pystack full path the way py-spy would for installed packages."""
-    for marker in ("/site-packages/", "/dist-packages/"):
-        if marker in path:
-            return path.rsplit(marker, 1)[1]
-    found = re.search(r"/lib/python3(?:\.\d+)?/(.*)$", path)
-    if found:
-        return found.group(1)
-    return path
-
-
 def is_native_file(file: str) -> bool:
     return not file.endswith((".py", ".pyx", ">")) and not file.endswith(".py\u200b")
 
@@ -190,10 +179,13 @@ def make_frame(function: str, file: str, line: int | None, native: bool | None =
 def parse_frame_text(text: str) -> Frame | None:
     """`all_reduce (torch/distributed/distributed_c10d.py:2501)` (as py-spy and logphase's JSON print it)."""
     found = PYSPY_FRAME.match("    " + text.strip())
-    if not found:
-        return None
+    return pyspy_frame(found) if found else None
+
+
+def pyspy_frame(found: re.Match[str]) -> Frame | None:
+    """The Frame of a `PYSPY_FRAME` match."""
     line = found.group("line")
-    return make_frame(found.group("func"), found.group("file"), int(line) if line else None)
+    return make_frame(found.group("function"), found.group("file"), int(line) if line else None)
 
 
 # --- the main-thread heuristic --------------------------------------------------------------------
@@ -421,10 +413,7 @@ class DumpParser:
             return
         # -- frames
         if mode == "py-spy text" and (found := PYSPY_FRAME.match(body)):
-            line = found.group("line")
-            self.frame(
-                stream, "py-spy text", make_frame(found.group("func"), found.group("file"), int(line) if line else None)
-            )
+            self.frame(stream, "py-spy text", pyspy_frame(found))
             return
         frames = FH_FRAME.findall(body)
         if frames:
@@ -437,10 +426,7 @@ class DumpParser:
             return  # a torn or noise line inside a faulthandler dump
         if mode is None and (found := PYSPY_FRAME.match(body)) and stream.thread is None and key_is_bare(stream):
             # py-spy frames with no header at all: the tail of a truncated dump (unprefixed only)
-            line = found.group("line")
-            self.frame(
-                stream, "py-spy text", make_frame(found.group("func"), found.group("file"), int(line) if line else None)
-            )
+            self.frame(stream, "py-spy text", pyspy_frame(found))
             return
         if proc is not None:
             self.close(stream)

@@ -1,12 +1,15 @@
-"""Classify where each rank waits with the stall signatures of `patterns/stacks.toml`, find the odd
-ranks, and write the headline a person can act on (pure: snapshots in, StacksReport out)."""
+"""Classify where each rank waits with the stall signatures of `patterns/stacks.toml` and merge the
+ranks into groups; judging/stacks.py judges them (pure: snapshots in, StacksReport out)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
+from logphase.frames import frame_key_of
+from logphase.judging.stacks import judge_stacks
 from logphase.packs import StallSignature
+from logphase.ranks import natural_key
 from logphase.stacks.model import (
     Classification,
     Frame,
@@ -17,22 +20,11 @@ from logphase.stacks.model import (
     ThreadStack,
     TreeNode,
 )
-from logphase.stacks.tree import (
-    build_tree,
-    divergence_frame,
-    format_ranks,
-    list_ranks,
-    natural_key,
-    path_of,
-    selected_threads,
-)
+from logphase.stacks.tree import build_tree, divergence_frame, path_of, selected_threads
 
-# States that mean "blocked until another rank (or the GPU) does something".
-WAIT_STATES = frozenset({"collective_wait", "rendezvous", "gpu_sync"})
 # States that name the startup phase a wait happens in ("waits in all_reduce inside capture").
 CONTEXT_STATES = frozenset({"weight_load", "kv_cache", "cuda_graph", "compile", "import", "rendezvous"})
 RANK_ROLES = frozenset({"scheduler", "worker"})
-ALL_IDLE = "all ranks idle in the event loop: the server is up; look at the health check, not the server"
 
 
 class Classifier:
@@ -50,7 +42,8 @@ class Classifier:
     def classify(self, frames: Sequence[Frame]) -> Classification:
         """The highest-priority signature among the frames wins (innermost on ties); the nearest
         phase frame outside it is its context."""
-        matches = [(index, self.signature_for(signature_key(frame))) for index, frame in enumerate(frames)]
+        keys = [frame_key_of(frame.function, frame.file, native=frame.native) for frame in frames]
+        matches = [(index, self.signature_for(key)) for index, key in enumerate(keys)]
         best: tuple[int, StallSignature] | None = None
         for index, signature in matches:
             if signature is not None and (best is None or signature.priority > best[1].priority):
@@ -67,63 +60,8 @@ class Classifier:
         return Classification(state=signature.state, frame=frames[index], context=context, signature=signature.id)
 
 
-def signature_key(frame: Frame) -> str:
-    """`function (file)` with py-spy 0.4's class qualifier dropped: `Popen._wait` → `_wait`."""
-    function = frame.function
-    if "." in function and not frame.native and not function.startswith("<"):
-        function = function.rsplit(".", 1)[1] or function
-    return f"{function} ({frame.file})"
-
-
 def classify(frames: Sequence[Frame], signatures: Sequence[StallSignature]) -> Classification:
     return Classifier(signatures).classify(frames)
-
-
-# --- wording --------------------------------------------------------------------------------------
-
-
-def frame_phrase(frame: Frame | None) -> str:
-    """`all_reduce (torch.distributed)`, `load_weights (llama.py)`."""
-    if frame is None:
-        return "an empty stack"
-    file = frame.file
-    if "torch/distributed/" in file:
-        where = "torch.distributed"
-    elif frame.native:
-        where = file
-    else:
-        where = file.rsplit("/", 1)[-1] if file.startswith("/") else file
-    return f"{frame.function} ({where})"
-
-
-def describe(labels: Sequence[str], cls: Classification, fatal: str | None = None, still: bool = False) -> str:
-    """ "TP0, TP1, TP3 wait in all_reduce (torch.distributed) inside capture (cuda_graph_runner.py)"."""
-    who = list_ranks(labels)
-    one = len(set(labels)) == 1
-    where = frame_phrase(cls.frame)
-    if cls.context is not None:
-        where += f" inside {cls.context.function} ({cls.context.file.rsplit('/', 1)[-1]})"
-    is_ = "is" if one else "are"
-    if fatal:
-        return f"{who} crashed ({fatal}); last frame {where}"
-    verbs = {
-        "collective_wait": f"{'waits' if one else 'wait'} in {where}",
-        "rendezvous": f"{'waits' if one else 'wait'} for peers in {where}",
-        "gpu_sync": f"{'waits' if one else 'wait'} for the GPU in {where}",
-        "subprocess_wait": f"{'waits' if one else 'wait'} for a child process in {where}",
-        "idle": f"{is_} idle in {where}",
-        "unknown": f"{is_} {'still ' if still else ''}in {where}",
-    }
-    default = f"{is_} {'still ' if still else ''}in {where} ({cls.state})"
-    return f"{who} {verbs.get(cls.state, default)}"
-
-
-def motion(moving: bool | None) -> str:
-    if moving is True:
-        return " (working: its stack changes between samples)"
-    if moving is False:
-        return " (frozen: the same stack in every sample)"
-    return ""
 
 
 # --- summarize ------------------------------------------------------------------------------------
@@ -243,25 +181,21 @@ def summarize(
     peer_threads = [next((t for t in m.threads if t.main), m.threads[0]) for m in members if m.peer]
     divergence = divergence_frame(peer_threads) if len(peer_groups) > 1 else None
     fatal_by_label = {m.label: m.snap.fatal for m in members}
-    culprits, state, summary, stuck, stall_groups = _judge(peer_groups, groups, fatal_by_label, samples)
+    judgement = judge_stacks(peer_groups, groups, fatal_by_label, samples, processes=processes)
 
     all_notes = list(notes)
     for snap, label in zip(processes, labels, strict=True):
         if snap.error and not snap.skipped:
             all_notes.append(f"{label}: {snap.error}")
-    if not members:
-        unreadable = [p for p in processes if not p.skipped]
-        summary = "no process could be read" if unreadable or not processes else "no Python process to read"
-        state, stuck = "unknown", False
 
     stall = None
-    if stuck and stall_groups:
-        first_group = stall_groups[0]
+    if judgement.stuck and judgement.stall_groups:
+        first_group = judgement.stall_groups[0]
         stall = StallFinding(
-            state=state,
-            ranks=tuple(label for g in stall_groups for label in g.labels),
+            state=judgement.state,
+            ranks=tuple(label for g in judgement.stall_groups for label in g.labels),
             frame=first_group.classification.frame,
-            summary=summary,
+            summary=judgement.summary,
         )
     return StacksReport(
         samples=samples,
@@ -269,106 +203,15 @@ def summarize(
         processes=tuple(processes),
         groups=tuple(groups),
         tree=tree,
-        culprit_ranks=tuple(culprits),
+        culprit_ranks=judgement.culprits,
         stall=stall,
-        state=state,
-        summary=summary,
-        stuck=stuck,
+        state=judgement.state,
+        summary=judgement.summary,
+        stuck=judgement.stuck,
         divergence=divergence,
         skew_s=skew_s,
         notes=tuple(all_notes),
     )
-
-
-def _judge(
-    peer_groups: list[Group], groups: list[Group], fatal: dict[str, str | None], samples: int
-) -> tuple[list[str], str, str, bool, list[Group]]:
-    """(culprit labels, state, headline, stuck, the groups the stall is about)."""
-    if not peer_groups:
-        return [], "unknown", "no rank could be read", False, []
-    crashed = [g for g in groups if g.state == "crashed"]
-    if crashed:
-        parts = [describe(g.labels, g.classification, fatal=fatal.get(g.labels[0])) for g in crashed]
-        rest = [g for g in peer_groups if g.state != "crashed"]
-        if rest:
-            parts += [describe(g.labels, g.classification) for g in rest[:2]]
-        labels = [label for g in crashed for label in g.labels if g.peer] or [crashed[0].labels[0]]
-        return labels, "crashed", "; ".join(parts), True, crashed
-
-    states = {g.state for g in peer_groups}
-    everyone = [label for g in peer_groups for label in g.labels]
-    if states == {"idle"}:
-        moving_note = ""
-        if any(g.moving is False for g in peer_groups) and samples > 1:
-            moving_note = " (their stacks did not change; an idle server does not need to)"
-        if len(everyone) == 1:
-            return (
-                [],
-                "idle",
-                f"{everyone[0]} is idle in the event loop: the server is up; "
-                f"look at the health check, not the server{moving_note}",
-                False,
-                [],
-            )
-        return [], "idle", ALL_IDLE + moving_note, False, []
-
-    if len(peer_groups) == 1:
-        group = peer_groups[0]
-        who = "all ranks" if len(group.labels) > 1 else group.labels[0]
-        text = describe(group.labels, group.classification)
-        if len(group.labels) > 1:
-            text = f"all ranks ({format_ranks(group.labels)})" + text[len(list_ranks(group.labels)) :]
-        if group.state in WAIT_STATES:
-            if group.moving:
-                return [], group.state, f"{text}, but their stacks change between samples: still working", False, []
-            advice = (
-                ": nobody here is behind; the rank they wait for is outside these processes (another node?), "
-                "or the GPU / network hangs"
-                if len(group.labels) > 1
-                else ": the peer it waits for is not in this snapshot; look at the other ranks"
-            )
-            return [], group.state, text + advice, True, [group]
-        if group.moving is True:
-            return [], group.state, f"{text}: working, their stacks change between samples; still starting", False, []
-        if group.moving is False:
-            return [], group.state, f"{text}: frozen, the same stack in all {samples} samples ({who})", True, [group]
-        return (
-            [],
-            group.state,
-            f"{text}; take --samples 3 --interval 2 to tell working from frozen",
-            False,
-            [],
-        )
-
-    waiting = [g for g in peer_groups if g.state in WAIT_STATES]
-    others = [g for g in peer_groups if g.state not in WAIT_STATES]
-    n_wait = sum(len(g.labels) for g in waiting)
-    n_other = sum(len(g.labels) for g in others)
-    if waiting and others and n_wait >= n_other:
-        culprits = [label for g in others for label in g.labels]
-        parts = [describe(g.labels, g.classification) for g in waiting]
-        parts += [describe(g.labels, g.classification, still=True) + motion(g.moving) for g in others]
-        verb = "is" if len(culprits) == 1 else "are"
-        headline = "; ".join(parts) + f" — {list_ranks(culprits)} {verb} behind"
-        return culprits, others[0].state, headline, True, others
-
-    sizes = [len(g.labels) for g in peer_groups]
-    smallest, largest = min(sizes), max(sizes)
-    if smallest < largest:
-        odd = [g for g in peer_groups if len(g.labels) == smallest]
-        rest = [g for g in peer_groups if len(g.labels) != smallest]
-        culprits = [label for g in odd for label in g.labels]
-        verb = "differs" if len(culprits) == 1 else "differ"
-        parts = [describe(g.labels, g.classification) + motion(g.moving) for g in odd]
-        parts += [describe(g.labels, g.classification) for g in rest]
-        return culprits, odd[0].state, f"{list_ranks(culprits)} {verb} from the rest: " + "; ".join(parts), True, odd
-
-    parts = [describe(g.labels, g.classification) + motion(g.moving) for g in peer_groups]
-    if all(g.state in WAIT_STATES for g in peer_groups):
-        headline = "ranks wait in different places: " + "; ".join(parts) + " — mismatched collectives"
-        return [], peer_groups[0].state, headline, True, peer_groups
-    stuck = any(g.moving is False for g in peer_groups) or bool(waiting)
-    return [], peer_groups[0].state, "ranks are split: " + "; ".join(parts), stuck, peer_groups
 
 
 def _mark_states(tree: TreeNode, groups: Sequence[Group]) -> TreeNode:

@@ -1,54 +1,13 @@
 """Merge stacks STAT-style (pure): a prefix tree of frames labelled with rank sets, equivalence
-classes of ranks that share a path, the frame where the classes diverge, rank ranges `TP[0-1,3]`."""
+classes of ranks that share a path, the frame where the classes diverge."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from logphase.ranks import natural_key
 from logphase.stacks.model import Frame, ProcessSnapshot, ThreadStack, TreeNode
-
-_NUMBERED = re.compile(r"^(?P<stem>.*?)(?P<n>\d+)$")
-
-
-def natural_key(label: str) -> tuple[object, ...]:
-    """`TP2` < `TP10`; `DP0 TP3` < `DP1 TP0`."""
-    return tuple(int(part) if part.isdigit() else part for part in re.split(r"(\d+)", label))
-
-
-def format_ranks(labels: Iterable[str]) -> str:
-    """`['TP0', 'TP1', 'TP3']` → `TP[0-1,3]`; `['rank 0', 'rank 1']` → `rank [0-1]`; one label as is."""
-    stems: dict[str, list[int]] = {}
-    plain: list[str] = []
-    for label in sorted(set(labels), key=natural_key):
-        found = _NUMBERED.match(label)
-        if found and not found.group("stem").endswith(tuple("0123456789")):
-            stems.setdefault(found.group("stem"), []).append(int(found.group("n")))
-        else:
-            plain.append(label)
-    parts: list[str] = []
-    for stem, numbers in stems.items():
-        if len(numbers) == 1:
-            parts.append(f"{stem}{numbers[0]}")
-            continue
-        ranges: list[str] = []
-        start = prev = numbers[0]
-        for number in [*numbers[1:], None]:
-            if number is not None and number == prev + 1:
-                prev = number
-                continue
-            ranges.append(f"{start}-{prev}" if prev != start else f"{start}")
-            if number is not None:
-                start = prev = number
-        parts.append(f"{stem}[{','.join(ranges)}]")
-    return ",".join(parts + plain)
-
-
-def list_ranks(labels: Sequence[str], limit: int = 4) -> str:
-    """For headlines: `TP0, TP1, TP3` when few, else the range form."""
-    ordered = sorted(set(labels), key=natural_key)
-    return ", ".join(ordered) if len(ordered) <= limit else format_ranks(ordered)
 
 
 def selected_threads(snapshot: ProcessSnapshot, threads: str = "main") -> list[ThreadStack]:

@@ -11,13 +11,11 @@ SUBMODULES = ("records", "stats", "compare", "store", "migrations")
 # What runs the pipeline (today and after issue 11's pipeline.py / judging/): the package takes its results
 # (spans, a Report) and must not reach back into it.
 PIPELINE = (
-    "logphase.analysis",
+    "logphase.scanning",
     "logphase.pipeline",
-    "logphase.verdict",
     "logphase.judging",
     "logphase.watching",
     "logphase.flight_recorder",
-    "logphase.baselines_run",
     "logphase.logs.matcher",
     "logphase.logs.timeline",
     "logphase.logs.prefilter",

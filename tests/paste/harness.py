@@ -17,7 +17,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from logphase.analysis import analyze
+from logphase import pipeline
 from logphase.logs.reader import open_sources
 from logphase.packs import PackSet, load_packs
 from tests.conftest import FIXTURES, REALWORLD, SHARED
@@ -95,7 +95,7 @@ def wrap(log: Path, names: Sequence[str]) -> bytes:
 
 def judge(path: Path) -> Answer:
     """`logphase analyze --post-mortem PATH` (a pasted excerpt is a finished log), with the packs loaded once."""
-    report = analyze(open_sources([str(path)]), packs(), as_of=AS_OF, post_mortem=True)
+    report = pipeline.report(open_sources([str(path)]), packs(), pipeline.Options(as_of=AS_OF, post_mortem=True))
     return Answer.of(report.to_json())
 
 

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from logphase.judging.stacks import ALL_IDLE
 from logphase.stacks.dumps import parse_dump_text, parse_frame_text
 from logphase.stacks.model import Frame, ProcessSnapshot, ThreadStack
-from logphase.stacks.stalls import ALL_IDLE, classify, summarize
-from logphase.stacks.tree import format_ranks
+from logphase.stacks.stalls import classify, summarize
 
 from .conftest import REALWORLD, STACKS_FIXTURES
 
@@ -34,14 +34,6 @@ IDLE = (
     "event_loop_normal (scheduler.py:700)",
     "run_scheduler_process (scheduler.py:2500)",
 )
-
-
-def test_rank_ranges() -> None:
-    assert format_ranks(["TP0", "TP1", "TP3"]) == "TP[0-1,3]"
-    assert format_ranks(["TP3", "TP10", "TP2", "TP11", "TP4"]) == "TP[2-4,10-11]"
-    assert format_ranks(["TP2"]) == "TP2"
-    assert format_ranks(["DP0 TP0", "DP0 TP1", "DP1 TP0"]) == "DP0 TP[0-1],DP1 TP0"
-    assert format_ranks(["rank 0", "rank 1", "rank 2"]) == "rank [0-2]"
 
 
 def test_classification_prefers_the_wait_and_names_its_phase(signatures) -> None:  # type: ignore[no-untyped-def]

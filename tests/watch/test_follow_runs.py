@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from bench.loggen import write_log
+from logphase.judging.budgets import Budgets
 from logphase.logs.reader import Line, LogSource, read_lines
 from logphase.packs import PackSet, load_packs
 from logphase.watching import Ingest
@@ -46,7 +47,10 @@ def assert_same_watch(path: Path, packs: PackSet, size: int) -> Ingest:
             ingest.feed(batch, arrived=float(number))
         # THEN after every batch: the same timeline, observation and counts
         assert fast.timeline() == full.timeline(), f"{path.name}: batch {number}"
-        seen_fast, seen_full = fast.observe(number, since=0.0, budgets={}), full.observe(number, since=0.0, budgets={})
+        seen_fast, seen_full = (
+            fast.observe(number, since=0.0, budgets=Budgets()),
+            full.observe(number, since=0.0, budgets=Budgets()),
+        )
         assert seen_fast == seen_full
     fast.end()
     full.end()

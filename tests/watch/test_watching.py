@@ -9,10 +9,11 @@ from logphase.baselines.records import StopPoint
 from logphase.baselines.stats import PhaseStats
 from logphase.errors import ExitCode
 from logphase.health import Health, Probe
+from logphase.judging.budgets import Budgets, budgets_from
+from logphase.judging.logs import Judgement
 from logphase.logs.reader import Line
 from logphase.packs import load_packs
 from logphase.phases import Phase, Verdict
-from logphase.verdict import Judgement
 from logphase.watching import Ingest, Observation, Settings, WatchState, status_line, step
 
 
@@ -38,7 +39,7 @@ def _texts(transitions: tuple[object, ...]) -> list[str]:
 
 
 def test_health_changes_and_phase_changes_are_transitions_and_200_ends_it_ready() -> None:
-    settings = Settings(stall_after_s=5)
+    settings = Settings(budgets=Budgets(stall_after_s=5))
     state, said = step(WatchState(), _obs(0.0, probe=Probe(Health.REFUSED, None, "connection refused", 0.0)), settings)
     assert _texts(said) == [
         "[+   0.0s] health: connection refused (not listening yet)",
@@ -60,7 +61,7 @@ def test_a_job_whose_ranks_all_shut_down_ends_it_finished_exit_0() -> None:
     # GIVEN a watched torch job WHEN its log says every rank destroyed its communicators
     reason = "the job finished: every rank shut down cleanly (the last: rank 1, line 65, ...)"
     finished = _obs(9.0, judgement=_judged(Verdict.FINISHED, Phase.DIST_INIT, reason))
-    state, said = step(WatchState(), finished, Settings(stall_after_s=5))
+    state, said = step(WatchState(), finished, Settings(budgets=Budgets(stall_after_s=5)))
     # THEN the watch ends with exit 0 and says why
     assert _texts(said)[-1] == f"[+   9.0s] {reason}"
     assert state.outcome is not None and (state.outcome.exit_code, state.outcome.verdict) == (
@@ -70,7 +71,7 @@ def test_a_job_whose_ranks_all_shut_down_ends_it_finished_exit_0() -> None:
 
 
 def test_silence_past_stall_after_ends_it_stalled_exit_4() -> None:
-    settings = Settings(stall_after_s=5)
+    settings = Settings(budgets=Budgets(stall_after_s=5))
     state, _ = step(WatchState(), _obs(0.0), settings)
     state, said = step(state, _obs(5.0, silence=5.0), settings)
     assert state.outcome is None  # at the budget: not yet
@@ -82,7 +83,7 @@ def test_silence_past_stall_after_ends_it_stalled_exit_4() -> None:
 
 
 def test_a_health_change_is_progress_while_the_log_is_quiet() -> None:
-    settings = Settings(stall_after_s=5)
+    settings = Settings(budgets=Budgets(stall_after_s=5))
     state, _ = step(WatchState(), _obs(0.0, probe=Probe(Health.REFUSED, None, "", 0.0)), settings)
     state, _ = step(state, _obs(4.0, silence=4.0, probe=Probe(Health.STARTING, 503, "", 0.0)), settings)
     state, _ = step(state, _obs(8.0, silence=8.0), settings)
@@ -93,7 +94,7 @@ def test_a_health_change_is_progress_while_the_log_is_quiet() -> None:
 
 def test_learned_budgets_win_over_pack_defaults_and_say_where_they_come_from() -> None:
     stats = {Phase.CUDA_GRAPH: PhaseStats(Phase.CUDA_GRAPH, 3, 110.0, 118.0, 119.0)}
-    settings = Settings(budgets={Phase.CUDA_GRAPH: 1800.0}, learned={Phase.CUDA_GRAPH: 357.0}, stats=stats)
+    settings = Settings(budgets=budgets_from({Phase.CUDA_GRAPH: 1800.0}, stats), stats=stats)
     state, _ = step(WatchState(), _obs(0.0), settings)
     state, said = step(state, _obs(400.0, silence=358.0), settings)
     assert _texts(said)[-1] == (
@@ -104,7 +105,7 @@ def test_learned_budgets_win_over_pack_defaults_and_say_where_they_come_from() -
 
 def test_overdue_is_said_once_before_the_stall() -> None:
     stats = {Phase.CUDA_GRAPH: PhaseStats(Phase.CUDA_GRAPH, 3, 110.0, 118.0, 119.0)}
-    settings = Settings(learned={Phase.CUDA_GRAPH: 357.0}, stats=stats)
+    settings = Settings(budgets=budgets_from({}, stats), stats=stats)
     state, _ = step(WatchState(), _obs(0.0), settings)
     state, said = step(state, _obs(240.0, silence=120.0), settings)
     assert _texts(said) == ["[+ 240.0s] overdue: 4m00s in cuda_graph, successful runs take 1m50s (p90 1m58s)"]
@@ -167,3 +168,21 @@ def test_ingest_measures_silence_by_the_log_clock_and_arrival_not_the_wall_clock
     # THEN 10 s of log time after the progress (less a second of stamp resolution) plus 5 s since arrival
     assert ingest.silence(105.0, since=0.0) == 14.0
     assert (ingest.stop_point().phase, ingest.lines) == (Phase.WEIGHT_LOAD, 3)
+
+
+def test_ingest_dates_year_less_stamps_by_the_first_dated_line_as_analyze_does() -> None:
+    # GIVEN a log whose first stamps carry no year (vLLM's `INFO 11-26 …`) and a later line that
+    # does (SGLang's `[2024-11-26 …]`), watched a year later
+    packs = load_packs(builtin=True)
+    ingest = Ingest(packs, reference=datetime(2025, 12, 1, 0, 0, 0))
+    # WHEN the existing file is caught up on in one batch
+    ingest.feed(
+        [
+            Line(1, "INFO 11-26 14:23:34 weight_utils.py:243] Using model weights format ['*.safetensors']", 0),
+            Line(2, "[2024-11-26 14:25:58] Initialization failed. warmup error: Traceback (most recent call last):", 0),
+        ],
+        arrived=0.0,
+    )
+    # THEN the year-less stamp is of 2024, like the dated line after it (was: the watch's own year, 2025)
+    spans = ingest.timeline().spans
+    assert [(span.phase, span.start) for span in spans][:1] == [(Phase.WEIGHT_LOAD, datetime(2024, 11, 26, 14, 23, 34))]

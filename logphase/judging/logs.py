@@ -1,18 +1,17 @@
-"""Where the pipelines meet: timeline (+ stacks, + baselines) and a point in time → a verdict (pure)."""
+"""Log judgement: a timeline, its budgets and a point in time → verdict, reason, culprits and root cause (pure)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from datetime import datetime
 
 from logphase.durations import format_duration
+from logphase.judging.budgets import Budgets
 from logphase.logs.matcher import Event
-from logphase.logs.timeline import JOB_SYSTEMS, RankState, Timeline, is_tagged, rank_number, rank_sort_key
+from logphase.logs.timeline import RankState, Timeline, is_tagged, rank_number, rank_sort_key
 from logphase.phases import MAIN_PROCESS_PHASES, EventKind, Phase, Role, Verdict
 
-# Without baselines or a pack budget, this much silence in a phase makes a live run `stalled`.
-FALLBACK_BUDGET_S = 900.0
 # A rank this long behind the first rank to enter the furthest phase is behind, not just skewed.
 LAG_GRACE_S = 30.0
 _FAILURE_VERDICT = {
@@ -39,7 +38,7 @@ def judge(
     *,
     as_of: datetime,
     post_mortem: bool,
-    budgets: Mapping[Phase, float],
+    budgets: Budgets,
     last_activity: datetime | None = None,
 ) -> Judgement:
     """DESIGN.md §4. `as_of` is *now* for a live log; `last_activity` (a file's mtime) stands in
@@ -82,7 +81,7 @@ def judge(
     if progress is not None:
         progress = replace(progress, rank=_canonical(timeline, progress.rank))
     culprits = _lagging_ranks(timeline)
-    budget = budgets.get(phase, FALLBACK_BUDGET_S)
+    budget = budgets.for_phase(phase).seconds
     progress_time = progress.time if progress and progress.time else last_activity
     if post_mortem:
         end = timeline.last_time
@@ -118,7 +117,7 @@ def _clean_exit(timeline: Timeline) -> Event | None:
     """The last clean exit of a job (torchrun, a script: no server lines) whose every rank exited
     after its last phase line; None otherwise. A server that exits before it was ready did not
     finish anything."""
-    server = timeline.system is not None and timeline.system not in JOB_SYSTEMS
+    server = timeline.system_is_server
     if server or not timeline.ranks:
         return None
     exits = [timeline.exits.get(state.rank) if state.rank else None for state in timeline.ranks]

@@ -1,0 +1,55 @@
+"""Pattern packs: the TOML data that holds all system knowledge (model), its schema, and loading."""
+
+from logphase.packs.loading import (
+    MATCH_TIMEOUT_S,
+    SCHEMA,
+    builtin_pack_paths,
+    check_pack_examples,
+    expand_pack_paths,
+    load_pack,
+    load_packs,
+    parse_pack,
+    shipped_packs,
+    user_pack_dir,
+)
+from logphase.packs.model import (
+    FrameAnchor,
+    Pack,
+    PackRegex,
+    PackSet,
+    PrefixFields,
+    PrefixRule,
+    Rule,
+    ServerArgsFormat,
+    StallSignature,
+    parse_time,
+    rank_from_tags,
+)
+from logphase.packs.regex_facts import derive_literal, first_characters, leading_literal
+
+__all__ = [
+    "MATCH_TIMEOUT_S",
+    "SCHEMA",
+    "FrameAnchor",
+    "Pack",
+    "PackRegex",
+    "PackSet",
+    "PrefixFields",
+    "PrefixRule",
+    "Rule",
+    "ServerArgsFormat",
+    "StallSignature",
+    "builtin_pack_paths",
+    "check_pack_examples",
+    "derive_literal",
+    "expand_pack_paths",
+    "first_characters",
+    "leading_literal",
+    "load_pack",
+    "load_packs",
+    "parse_pack",
+    "parse_time",
+    "rank_from_tags",
+    "shipped_packs",
+    "user_pack_dir",
+]

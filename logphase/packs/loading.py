@@ -1,0 +1,388 @@
+"""Loading packs: find the shipped, user and given pack files, check them against the schema,
+compile their regexes once, refuse duplicate names and ids, and check every example."""
+
+from __future__ import annotations
+
+import os
+import re as stdlib_re
+import tomllib
+from collections.abc import Iterable, Mapping
+from dataclasses import replace
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import regex
+
+from logphase.errors import PackError
+from logphase.packs.model import (
+    FrameAnchor,
+    Pack,
+    PackRegex,
+    PackSet,
+    PrefixRule,
+    Rule,
+    ServerArgsFormat,
+    StallSignature,
+)
+from logphase.packs.regex_facts import derive_literal, first_characters
+from logphase.packs.schema import (
+    ANCHOR,
+    PACK,
+    PREFIX,
+    RULE,
+    SERVER_ARGS,
+    SERVER_ARGS_FACTS,
+    SIGNATURE,
+    Table,
+    check_top_level,
+    checked,
+    checked_budgets,
+    where,
+)
+from logphase.phases import EventKind, Phase, Role
+
+SCHEMA = 1
+# A user regex that backtracks for longer than this on one line is stopped, not waited for.
+MATCH_TIMEOUT_S = 0.5
+
+
+def builtin_pack_paths() -> list[Path]:
+    root = resources.files("logphase.patterns")
+    return sorted(Path(str(entry)) for entry in root.iterdir() if entry.name.endswith(".toml"))
+
+
+def user_pack_dir(config_home: str | None) -> Path | None:
+    """`$XDG_CONFIG_HOME/logphase/patterns` (the CLI passes the environment value in)."""
+    if not config_home:
+        return None
+    directory = Path(config_home) / "logphase" / "patterns"
+    try:
+        return directory if directory.is_dir() else None
+    except PermissionError:  # `sudo -u other` with HOME kept: the config folder is someone else's
+        raise PackError(
+            f"{directory}: permission denied (your pattern packs folder)",
+            hint="make it readable (chmod -R u+rX), or point XDG_CONFIG_HOME elsewhere",
+        ) from None
+
+
+def expand_pack_paths(paths: Iterable[Path]) -> list[Path]:
+    expanded: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            if not os.access(path, os.R_OK | os.X_OK):  # glob would find nothing, silently
+                raise PackError(
+                    f"{path}: permission denied (a folder of pattern packs)",
+                    hint="make it readable (chmod -R u+rX), or leave it out",
+                )
+            expanded.extend(sorted(path.glob("*.toml")))
+        elif path.exists():
+            expanded.append(path)
+        else:
+            raise PackError(f"pattern pack {path} does not exist", hint="give a .toml file or a directory of them")
+    return expanded
+
+
+def load_packs(
+    extra: Iterable[Path] = (),
+    *,
+    builtin: bool = True,
+    check_examples: bool = True,
+    check_builtin: bool = False,
+    line_rules: bool = True,
+) -> PackSet:
+    """Load the shipped packs and `extra` ones. The examples of every extra (user) pack are checked
+    as it loads; the shipped packs' examples are checked by `logphase patterns test` and the test
+    suite instead (`check_builtin`), since they cannot change after install and checking them costs
+    every command a quarter of a second. `line_rules=False` skips prefixes and rules: stack
+    snapshots need only the signatures, and compiling 300 regexes is most of the load."""
+    builtin_paths = builtin_pack_paths() if builtin else []
+    # a file named twice (`patterns test sglang` names a shipped pack) is one pack, loaded once
+    paths: list[Path] = []
+    for path in [*builtin_paths, *expand_pack_paths(extra)]:
+        if all(path.resolve() != known.resolve() for known in paths):
+            paths.append(path)
+    packs = [load_pack(path, trusted=path in builtin_paths, line_rules=line_rules) for path in paths]
+    named: dict[str, str] = {}
+    for pack in packs:
+        if pack.name in named:
+            raise PackError(
+                f"{pack.path}: pack name {pack.name!r} is taken by {named[pack.name]}",
+                hint="every pack needs its own [pack] name; rename one, or load only one of the two",
+            )
+        named[pack.name] = pack.path
+    seen: dict[str, str] = {}
+    for pack in packs:
+        ids = [p.id for p in pack.prefixes] + [r.id for r in pack.rules]
+        ids += [s.id for s in pack.signatures] + [a.id for a in pack.anchors] + [f.id for f in pack.server_args]
+        for item_id in ids:
+            if item_id in seen:
+                raise PackError(
+                    f"{pack.path}: id {item_id!r} is defined twice (also in {seen[item_id]})",
+                    hint="every prefix, rule, signature, anchor and server_args id must be unique across packs",
+                )
+            seen[item_id] = pack.path
+    pack_set = PackSet(tuple(packs))
+    if check_examples:
+        shipped = set() if check_builtin else {str(path) for path in builtin_paths}
+        failures = [f for f in check_pack_examples(pack_set) if f.split(": ", 1)[0] not in shipped]
+        if failures:
+            first = failures[0]
+            more = f" (and {len(failures) - 1} more)" if len(failures) > 1 else ""
+            raise PackError(
+                f"{first}{more}",
+                hint="fix the rule or its example; `logphase patterns test` lists every failure",
+            )
+    return pack_set
+
+
+@cache
+def shipped_packs() -> PackSet:
+    """The shipped packs without their line rules (stall signatures, server-argument formats, which
+    systems are jobs), read once: the default of the stages that take these facts when a caller
+    passes no PackSet of its own."""
+    return load_packs(check_examples=False, line_rules=False)
+
+
+def load_pack(path: Path, *, trusted: bool = False, line_rules: bool = True) -> Pack:
+    """One pack file; a shipped (`trusted`) one is read and parsed once per process."""
+    data = _read_shipped(path) if trusted else _read(path)
+    return parse_pack(data, str(path), trusted=trusted, line_rules=line_rules)
+
+
+def _read(path: Path) -> dict[str, Any]:
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise PackError(
+            f"cannot read pattern pack {path}: {exc.strerror}", hint="check the path and its permissions"
+        ) from exc
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise PackError(f"{path}: not valid TOML: {exc}", hint="regexes belong in TOML literal strings: '...'") from exc
+
+
+@cache
+def _read_shipped(path: Path) -> dict[str, Any]:
+    # parsing the shipped TOML is most of a load: the CLI's packs and `shipped_packs` share it
+    return _read(path)
+
+
+def parse_pack(data: Mapping[str, Any], path: str, *, trusted: bool = False, line_rules: bool = True) -> Pack:
+    """A pack from its parsed TOML, every table checked against the schema (`logphase.packs.schema`)."""
+    check_top_level(data, path)
+    if "pack" not in data:
+        raise PackError(f"{path}: [pack] is missing", hint="a pack starts with [pack] name = …, schema = 1")
+    header = checked(PACK, data["pack"], path)
+    if header["schema"] != SCHEMA:
+        raise PackError(f"{path}: [pack]: schema must be {SCHEMA}", hint=f"this logphase reads pack schema {SCHEMA}")
+    name: str = header["name"]
+    systems = tuple(header["systems"])
+    if header["job"] and not systems:
+        raise PackError(f"{path}: [pack]: job = true needs the systems that are jobs", hint='e.g. systems = ["torch"]')
+    # a rule of a single-system pack identifies that system unless it says otherwise
+    pack_system = systems[0] if len(systems) == 1 else None
+    prefixes = tuple(_parse_prefix(item, name, path, trusted) for item in _items(data, PREFIX, path) if line_rules)
+    rules = tuple(
+        _parse_rule(item, name, path, pack_system, trusted) for item in _items(data, RULE, path) if line_rules
+    )
+    implies = header["implies"]
+    if implies is not None:
+        if not implies:
+            raise PackError(f"{path}: [pack]: implies must be a system name", hint='e.g. implies = "torch"')
+        rules = tuple(rule if rule.system else replace(rule, implied_system=implies) for rule in rules)
+    return Pack(
+        name=name,
+        path=path,
+        systems=systems,
+        description=header["description"],
+        budgets=checked_budgets(header["budgets"], path),
+        prefixes=prefixes,
+        rules=rules,
+        signatures=tuple(_parse_signature(item, name, path, trusted) for item in _items(data, SIGNATURE, path)),
+        anchors=tuple(_parse_anchor(item, name, path, trusted) for item in _items(data, ANCHOR, path)),
+        server_args=tuple(
+            _parse_server_args(item, name, path, pack_system, trusted) for item in _items(data, SERVER_ARGS, path)
+        ),
+        job=header["job"],
+    )
+
+
+def _items(data: Mapping[str, Any], table: Table, path: str) -> list[tuple[str, dict[str, Any]]]:
+    """Each item of an array of tables, checked, with the name errors give it."""
+    value = data.get(table.title.strip("[]"), [])
+    if not isinstance(value, list):
+        raise PackError(f"{path}: {table.title} must be an array of tables", hint="write each item as " + table.title)
+    return [(where(table, item, index), checked(table, item, path, index)) for index, item in enumerate(value)]
+
+
+def _parse_anchor(entry: tuple[str, dict[str, Any]], pack: str, path: str, trusted: bool) -> FrameAnchor:
+    place, item = entry
+    return FrameAnchor(
+        id=item["id"],
+        pack=pack,
+        phase=Phase(item["phase"]),
+        pattern=_compile(item["regex"], item["flags"], path, place, trusted),
+        examples=tuple(item["examples"]),
+        counter_examples=tuple(item["counter_examples"]),
+    )
+
+
+def _parse_prefix(entry: tuple[str, dict[str, Any]], pack: str, path: str, trusted: bool) -> PrefixRule:
+    place, item = entry
+    pattern_text: str = item["regex"]
+    if not pattern_text.startswith("^"):
+        raise PackError(
+            f"{path}: {place}: a prefix regex must start with ^", hint="prefixes are matched at the line start"
+        )
+    return PrefixRule(
+        id=item["id"],
+        pack=pack,
+        first_chars=first_characters(pattern_text),
+        literal=derive_literal(pattern_text, minimum=2),
+        pattern=_compile(pattern_text, "", path, place, trusted),
+        time_formats=tuple(item["time_formats"]),
+        priority=item["priority"],
+        examples=tuple(item["examples"]),
+        counter_examples=tuple(item["counter_examples"]),
+    )
+
+
+def _parse_rule(
+    entry: tuple[str, dict[str, Any]], pack: str, path: str, pack_system: str | None, trusted: bool
+) -> Rule:
+    place, item = entry
+    flags: str = item["flags"]
+    pattern_text: str = item["regex"]
+    ignore_case = "i" in flags
+    literal: str | None = item["literal"]
+    if literal is None:
+        literal = derive_literal(pattern_text)
+    elif not literal:
+        raise PackError(f"{path}: {place}: literal must be a non-empty string", hint=RULE.key("literal").doc)
+    if literal is not None and ignore_case:
+        literal = literal.lower()
+    system: str | None = item["system"]
+    return Rule(
+        id=item["id"],
+        pack=pack,
+        phase=Phase(item["phase"]) if item["phase"] else None,
+        kind=EventKind(item["kind"]),
+        role=Role(item["role"]),
+        priority=item["priority"],
+        literal=literal,
+        pattern=_compile(pattern_text, flags, path, place, trusted),
+        ignore_case=ignore_case,
+        draft=item["draft"],
+        system=pack_system if system is None else system,
+        versions=item["versions"],
+        after_prefix=tuple(item["after_prefix"]),
+        in_block=item["in_block"],
+        opens_block=item["opens_block"],
+        summary=item["summary"],
+        examples=tuple(item["examples"]),
+        counter_examples=tuple(item["counter_examples"]),
+    )
+
+
+def _parse_signature(entry: tuple[str, dict[str, Any]], pack: str, path: str, trusted: bool) -> StallSignature:
+    place, item = entry
+    return StallSignature(
+        id=item["id"],
+        pack=pack,
+        state=item["state"],
+        pattern=_compile(item["regex"], item["flags"], path, place, trusted),
+        priority=item["priority"],
+        phase=Phase(item["phase"]) if item["phase"] else None,
+        summary=item["summary"],
+        examples=tuple(item["examples"]),
+        counter_examples=tuple(item["counter_examples"]),
+    )
+
+
+def _parse_server_args(
+    entry: tuple[str, dict[str, Any]], pack: str, path: str, pack_system: str | None, trusted: bool
+) -> ServerArgsFormat:
+    place, item = entry
+    system: str | None = item["system"] or pack_system
+    if system is None:
+        raise PackError(
+            f"{path}: {place}: 'system' is missing",
+            hint="a pack with other than one system names it per [[server_args]]",
+        )
+    return ServerArgsFormat(
+        id=item["id"],
+        pack=pack,
+        system=system,
+        pattern=_compile(item["regex"], "", path, place, trusted),
+        repeats=item["repeats"],
+        keys={fact: tuple(item[fact]) for fact, _ in SERVER_ARGS_FACTS},
+        expert_parallel_flag=item["expert_parallel_flag"],
+        examples=tuple(item["examples"]),
+        counter_examples=tuple(item["counter_examples"]),
+    )
+
+
+def check_pack_examples(pack_set: PackSet) -> list[str]:
+    """Every example must match its rule after prefix stripping; no counter-example may."""
+    failures: list[str] = []
+    for pack in pack_set.packs:
+        for prefix in pack.prefixes:
+            failures += [
+                f"{pack.path}: prefix {prefix.id}: example does not match: {e!r}"
+                for e in prefix.examples
+                if prefix.apply(e) is None
+            ]
+            failures += [
+                f"{pack.path}: prefix {prefix.id}: counter-example matches: {e!r}"
+                for e in prefix.counter_examples
+                if prefix.apply(e) is not None
+            ]
+        for rule in pack.rules:
+            for example in rule.examples:
+                fields, message = pack_set.split_prefix(example)
+                if rule.match(message, fields.prefixes) is None:
+                    failures.append(f"{pack.path}: rule {rule.id}: example does not match: {example!r}")
+            for counter in rule.counter_examples:
+                fields, message = pack_set.split_prefix(counter)
+                if rule.match(message, fields.prefixes) is not None:
+                    failures.append(f"{pack.path}: rule {rule.id}: counter-example matches: {counter!r}")
+        frame_patterns: list[StallSignature | FrameAnchor | ServerArgsFormat] = [
+            *pack.signatures,
+            *pack.anchors,
+            *pack.server_args,
+        ]
+        for searched in frame_patterns:
+            failures += [
+                f"{pack.path}: {searched.id}: example does not match: {e!r}"
+                for e in searched.examples
+                if searched.pattern.search(e) is None
+            ]
+            failures += [
+                f"{pack.path}: {searched.id}: counter-example matches: {e!r}"
+                for e in searched.counter_examples
+                if searched.pattern.search(e) is not None
+            ]
+    return failures
+
+
+def _compile(pattern_text: str, flags: str, path: str, place: str, trusted: bool) -> PackRegex:
+    unknown = set(flags) - {"i"}
+    if unknown:
+        raise PackError(
+            f"{path}: {place}: unknown flags {''.join(sorted(unknown))!r}", hint="the only flag is 'i' (ignore case)"
+        )
+    if trusted:
+        try:
+            return PackRegex(
+                pattern_text, stdlib_re.compile(pattern_text, stdlib_re.IGNORECASE if "i" in flags else 0), None
+            )
+        except stdlib_re.error:
+            pass  # syntax only the regex module knows: compiled below, without a timeout (shipped, tested)
+    try:
+        compiled = regex.compile(pattern_text, regex.IGNORECASE if "i" in flags else 0)
+    except regex.error as exc:
+        raise PackError(
+            f"{path}: {place}: bad regex: {exc}", hint="test it with `logphase patterns explain LINE`"
+        ) from exc
+    return PackRegex(pattern_text, compiled, None if trusted else MATCH_TIMEOUT_S)

@@ -1,0 +1,391 @@
+"""The pack model: prefix rules, line rules, stall signatures and frame anchors as loaded, and the
+PackSet that orders and indexes them for the matcher."""
+
+from __future__ import annotations
+
+import re as stdlib_re
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from logphase.packs.regex_facts import EDGE_KEY, LEAD_KEY, WORD, index_key
+from logphase.phases import EventKind, Phase, Role
+
+CANDIDATE_CACHE = 4096
+WORD_CACHE = 65536
+RANK_TAG = stdlib_re.compile(r"(DP|PP|ATTN_CP|MOE_DP|TP|EP)_?(\d+)")
+
+
+@dataclass(frozen=True)
+class PrefixFields:
+    """What a line prefix told: when, which rank, which process."""
+
+    time: datetime | None = None
+    time_has_year: bool = True  # False: a year-less stamp (vLLM, glog); the matcher supplies it
+    time_has_date: bool = True  # False: time of day only (SGLang 0.3.0)
+    rank: str | None = None
+    pid: int | None = None
+    level: str | None = None
+    prefixes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class PackRegex:
+    """A compiled pack regex. Shipped packs are trusted and tested: the stdlib `re` runs them, several
+    times faster. A user's pack runs on the `regex` module with a timeout, so a pathological regex
+    cannot hang the tool (DESIGN.md §3)."""
+
+    text: str
+    compiled: Any  # re.Pattern[str] or regex.Pattern[str]
+    timeout: float | None
+
+    @property
+    def pattern(self) -> str:
+        return self.text
+
+    @property
+    def groupindex(self) -> Mapping[str, int]:
+        groups: Mapping[str, int] = self.compiled.groupindex
+        return groups
+
+    def search(self, string: str) -> Any:
+        if self.timeout is None:
+            return self.compiled.search(string)
+        return self.compiled.search(string, timeout=self.timeout)
+
+    def match(self, string: str, pos: int = 0) -> Any:
+        if self.timeout is None:
+            return self.compiled.match(string, pos)
+        return self.compiled.match(string, pos, timeout=self.timeout)
+
+
+def rank_from_tags(tags: str) -> str | None:
+    """`' DP0 TP3'`, `'TP13_EP13'` → `'DP0 TP3'`, `'TP13 EP13'`; no tag → None."""
+    found = RANK_TAG.findall(tags)
+    return " ".join(f"{kind}{number}" for kind, number in found) or None
+
+
+def parse_time(text: str, formats: Sequence[str]) -> tuple[datetime, bool, bool] | None:
+    """Parse a prefix timestamp with the first format that fits → (time, has year, has date).
+
+    glog's `E1218 20:27:21.426871257` has its level letter removed by the prefix regex; fractions
+    longer than 6 digits are cut to what strptime reads."""
+    text = stdlib_re.sub(r"(\.\d{6})\d+", r"\1", text.strip())
+    for fmt in formats:
+        try:
+            parsed = datetime.strptime(text, fmt)
+        except ValueError:
+            continue
+        return parsed, "%Y" in fmt or "%y" in fmt, "%d" in fmt or "%j" in fmt
+    return None
+
+
+@dataclass(frozen=True)
+class PrefixRule:
+    """Strips one layer of line prefix and reads the timestamp, rank tags and pid it carries."""
+
+    id: str
+    pack: str
+    pattern: PackRegex
+    time_formats: tuple[str, ...]
+    priority: int
+    examples: tuple[str, ...]
+    counter_examples: tuple[str, ...]
+    first_chars: frozenset[str] | None = None  # what a match can start with (1 or 2 characters), if known
+    literal: str | None = None  # text every match contains (` NCCL `, `| `): checked before the regex
+    _last_time: list[Any] = field(default_factory=list, repr=False, compare=False)
+
+    def _parse_time(self, text: str) -> tuple[datetime, bool, bool] | None:
+        # lines come many to the second: the stamp is usually the one just parsed
+        cache = self._last_time
+        if cache and cache[0] == text:
+            remembered: tuple[datetime, bool, bool] | None = cache[1]
+            return remembered
+        parsed = parse_time(text, self.time_formats)
+        cache[:] = [text, parsed]
+        return parsed
+
+    def may_start(self, start: str) -> bool:
+        """Whether a text beginning with `start` can match: most lines' first one or two characters
+        rule most prefixes out without a regex call. Non-ASCII starts are never ruled out."""
+        gate = self.first_chars
+        if gate is None or not start.isascii():
+            return True
+        width = len(next(iter(gate)))
+        return start[:width] in gate if len(start) >= width else any(g.startswith(start) for g in gate)
+
+    def apply(self, text: str) -> tuple[PrefixFields, str] | None:
+        if not self.may_start(text[:2]):
+            return None
+        return self.apply_gated(text)
+
+    def apply_gated(self, text: str) -> tuple[PrefixFields, str] | None:
+        """`apply` for a caller that already checked `may_start`."""
+        if self.literal is not None and self.literal not in text:
+            return None
+        found = self.pattern.match(text)
+        if found is None:
+            return None
+        groups = found.groupdict()
+        ts, tags, rank, pid = groups.get("ts"), groups.get("tags"), groups.get("rank"), groups.get("pid")
+        parsed = self._parse_time(ts) if ts else None
+        fields = PrefixFields(
+            time=parsed[0] if parsed else None,
+            time_has_year=parsed[1] if parsed else True,
+            time_has_date=parsed[2] if parsed else True,
+            rank=rank_from_tags(tags) if tags else (f"rank {int(rank)}" if rank else None),
+            pid=int(pid) if pid and pid.isdigit() else None,
+            level=groups.get("level"),
+            prefixes=(self.id,),
+        )
+        return fields, text[found.end() :]
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One line pattern: which phase it proves, what kind of event it is, how much it explains."""
+
+    id: str
+    pack: str
+    phase: Phase | None
+    kind: EventKind
+    role: Role
+    priority: int
+    literal: str | None
+    pattern: PackRegex
+    ignore_case: bool
+    draft: bool
+    system: str | None
+    versions: str
+    after_prefix: tuple[str, ...]
+    in_block: bool
+    opens_block: bool
+    summary: str
+    examples: tuple[str, ...]
+    counter_examples: tuple[str, ...]
+    implied_system: str | None = None  # the system a log of only generic lines like this one is
+
+    def prefilter(self, message: str, lowered: str) -> bool:
+        """Cheap test before the regex: the literal the regex cannot match without."""
+        if self.literal is None:
+            return True
+        return self.literal in (lowered if self.ignore_case else message)
+
+    def match(self, message: str, prefixes: tuple[str, ...] = ()) -> dict[str, str] | None:
+        if self.after_prefix and not any(prefix in prefixes for prefix in self.after_prefix):
+            return None
+        if not self.prefilter(message, message.lower() if self.ignore_case else message):
+            return None
+        found = self.pattern.search(message)
+        if found is None:
+            return None
+        return {name: value for name, value in found.groupdict().items() if value is not None}
+
+
+@dataclass(frozen=True)
+class StallSignature:
+    """A frame pattern of `patterns/stacks.toml` that names the state a waiting rank is in."""
+
+    id: str
+    pack: str
+    state: str
+    pattern: PackRegex  # matched against "function (file)"
+    priority: int
+    phase: Phase | None
+    summary: str
+    examples: tuple[str, ...]
+    counter_examples: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class FrameAnchor:
+    """A frame that places a traceback in a phase (`maybe_init_draft_worker` → draft_init), for
+    frames no stall signature names with a phase."""
+
+    id: str
+    pack: str
+    phase: Phase
+    pattern: PackRegex  # matched against "function (file)"
+    examples: tuple[str, ...]
+    counter_examples: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ServerArgsFormat:
+    """Where a server prints the arguments it started with, and which printed keys give the setup
+    (`model_path`, `tp_size`, …) that baselines compare."""
+
+    id: str
+    pack: str
+    system: str
+    pattern: PackRegex  # searched in a head line; the arguments follow the match
+    repeats: bool  # printed more than once (vLLM: CLI args, then the engine config): each adds keys
+    keys: Mapping[str, tuple[str, ...]]  # fact → printed keys, first found wins; `config.key`: nested
+    expert_parallel_flag: str | None  # `True` with no EP size printed: EP spans TP × DP
+    examples: tuple[str, ...]
+    counter_examples: tuple[str, ...]
+
+    @property
+    def nested(self) -> tuple[str, ...]:
+        """The nested configs some of the keys read (`speculative_config`), in order of mention."""
+        names = [key.split(".", 1)[0] for keys in self.keys.values() for key in keys if "." in key]
+        return tuple(dict.fromkeys(names))
+
+
+@dataclass(frozen=True)
+class Pack:
+    name: str
+    path: str
+    systems: tuple[str, ...]
+    description: str
+    budgets: Mapping[Phase, float]
+    prefixes: tuple[PrefixRule, ...]
+    rules: tuple[Rule, ...]
+    signatures: tuple[StallSignature, ...]
+    anchors: tuple[FrameAnchor, ...] = ()
+    server_args: tuple[ServerArgsFormat, ...] = ()
+    job: bool = False  # the pack's systems are jobs that end, not servers
+
+
+@dataclass(frozen=True)
+class PackSet:
+    """All packs in use, with their rules in the order the matcher tries them."""
+
+    packs: tuple[Pack, ...]
+    prefixes: tuple[PrefixRule, ...] = field(init=False)
+    rules: tuple[Rule, ...] = field(init=False)
+    signatures: tuple[StallSignature, ...] = field(init=False)
+    phase_frames: tuple[tuple[PackRegex, Phase], ...] = field(init=False)
+    _rules_by_key: dict[tuple[str, str], tuple[int, ...]] = field(init=False, repr=False)
+    _always: tuple[int, ...] = field(init=False, repr=False)
+    _candidates: dict[frozenset[tuple[str, str]], tuple[Rule, ...]] = field(init=False, repr=False)
+    _word_hits: dict[str, tuple[tuple[str, str], ...]] = field(init=False, repr=False)
+    _prefixes_by_first: dict[str, tuple[PrefixRule, ...]] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        prefixes = sorted((p for pack in self.packs for p in pack.prefixes), key=lambda p: -p.priority)
+        rules = sorted((r for pack in self.packs for r in pack.rules), key=lambda r: -r.priority)
+        signatures = sorted((s for pack in self.packs for s in pack.signatures), key=lambda s: -s.priority)
+        object.__setattr__(self, "prefixes", tuple(prefixes))
+        object.__setattr__(self, "rules", tuple(rules))
+        object.__setattr__(self, "signatures", tuple(signatures))
+        # frames that tell a traceback's phase: anchors first, then signatures that name a phase
+        phase_frames = [(a.pattern, a.phase) for pack in self.packs for a in pack.anchors]
+        phase_frames += [(s.pattern, s.phase) for s in signatures if s.phase is not None]
+        object.__setattr__(self, "phase_frames", tuple(phase_frames))
+        self._index_literals()
+
+    def _index_literals(self) -> None:
+        """Index the rules so that a line picks the few worth trying (the per-rule prefilter, done
+        once for all rules): by the first two characters of a literal anchored at the message's
+        start (`^Load weight begin`); else by a whole word inside the literal (non-word characters
+        on both sides: a whole word of any matching line); else by the literal's last word, which
+        begins a word of a matching line, or its first, which ends one (three characters of it).
+        A rule with none of these is always tried."""
+        indexes: dict[tuple[str, str], list[int]] = {}
+        always: list[int] = []
+        for index, rule in enumerate(self.rules):
+            key = index_key(rule.pattern.text, rule.literal)
+            if key is None:
+                always.append(index)
+            else:
+                indexes.setdefault(key, []).append(index)
+        object.__setattr__(self, "_rules_by_key", {key: tuple(rules) for key, rules in indexes.items()})
+        object.__setattr__(self, "_always", tuple(always))
+        object.__setattr__(self, "_candidates", {})
+        object.__setattr__(self, "_word_hits", {})
+        object.__setattr__(self, "_prefixes_by_first", {})
+
+    @property
+    def job_systems(self) -> frozenset[str]:
+        """Systems that are jobs that end (torchrun), not servers (`job = true` packs)."""
+        return frozenset(system for pack in self.packs if pack.job for system in pack.systems)
+
+    @property
+    def server_args(self) -> tuple[ServerArgsFormat, ...]:
+        return tuple(found for pack in self.packs for found in pack.server_args)
+
+    def frame_phase(self, key: str) -> Phase | None:
+        """The phase a `function (file)` frame proves, if any."""
+        for pattern, phase in self.phase_frames:
+            if pattern.search(key):
+                return phase
+        return None
+
+    def candidate_rules(self, lowered: str) -> tuple[Rule, ...]:
+        """The rules that may match a (lower-cased) message, in priority order; each still checks
+        its literal exactly before its regex. Lines repeat their shape, so the answer is
+        remembered per set of index keys the line hit."""
+        index = self._rules_by_key
+        lead = ("lead", lowered[:LEAD_KEY])
+        hits = [lead] if lead in index else []
+        words = self._word_hits
+        for word in set(WORD.findall(lowered)):
+            found_hits = words.get(word)
+            if found_hits is None:
+                keys = (("word", word), ("starts", word[:EDGE_KEY]), ("ends", word[-EDGE_KEY:]))
+                found_hits = tuple(hit for hit in keys if hit in index)
+                if len(words) < WORD_CACHE:
+                    words[word] = found_hits
+            hits.extend(found_hits)
+        key = frozenset(hits)
+        found = self._candidates.get(key)
+        if found is None:
+            chosen = set(self._always)
+            for hit in key:
+                chosen.update(index[hit])
+            found = tuple(self.rules[i] for i in sorted(chosen))
+            if len(self._candidates) < CANDIDATE_CACHE:
+                self._candidates[key] = found
+        return found
+
+    def budgets(self, system: str | None) -> dict[Phase, float]:
+        """Default stall budgets (seconds per phase): generic packs first, the system's pack wins."""
+        merged: dict[Phase, float] = {}
+        for pack in sorted(self.packs, key=lambda p: system in p.systems if system else False):
+            merged.update(pack.budgets)
+        return merged
+
+    def _prefixes_for(self, start: str) -> tuple[PrefixRule, ...]:
+        """The prefix rules a text beginning with `start` (two characters) can match, by priority."""
+        chosen = self._prefixes_by_first.get(start)
+        if chosen is None:
+            chosen = tuple(p for p in self.prefixes if p.may_start(start))
+            if len(self._prefixes_by_first) < CANDIDATE_CACHE:
+                self._prefixes_by_first[start] = chosen
+        return chosen
+
+    def split_prefix(self, text: str, depth: int = 4) -> tuple[PrefixFields, str]:
+        """Strip stacked prefixes (a Ray actor tag, then `[ts TP0]`; `[rank0]:[E… file:line]`)."""
+        fields = PrefixFields()
+        used: set[str] = set()
+        for _ in range(depth):
+            for prefix in self._prefixes_for(text[:2]):
+                if prefix.id in used:
+                    continue
+                applied = prefix.apply_gated(text)
+                if applied is None:
+                    continue
+                inner, text = applied
+                used.add(prefix.id)
+                timed = inner if inner.time else fields
+                fields = PrefixFields(
+                    time=timed.time,
+                    time_has_year=timed.time_has_year,
+                    time_has_date=timed.time_has_date,
+                    rank=inner.rank or fields.rank,
+                    pid=inner.pid or fields.pid,
+                    level=inner.level or fields.level,
+                    prefixes=(*fields.prefixes, prefix.id),
+                )
+                break
+            else:
+                break
+        return fields, text
+
+    def matching_rules(self, message: str, prefixes: tuple[str, ...] = ()) -> Iterator[tuple[Rule, dict[str, str]]]:
+        for rule in self.rules:
+            captures = rule.match(message, prefixes)
+            if captures is not None:
+                yield rule, captures

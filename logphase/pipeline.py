@@ -1,0 +1,270 @@
+"""The one assembly of a run's analysis: scan → judge → report → evidence → run record → baseline.
+
+`analyze` (plain: `report`; --baseline, --record: `run`), `runs add` and baseline logs go through
+`assemble`; `watch` feeds the same SourceFeed line by line and builds its final report with it."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime
+from pathlib import Path
+from typing import overload
+
+from logphase.baselines.compare import compare
+from logphase.baselines.records import RunRecord, run_from_report
+from logphase.baselines.stats import in_phase_seconds, phase_stats, successful_pool
+from logphase.baselines.store import RunStore
+from logphase.errors import StoreError, UsageError
+from logphase.fingerprint import LogIdentity, SourceTap
+from logphase.flight_recorder import FlightReport
+from logphase.judging.budgets import budgets_from
+from logphase.judging.evidence import Evidence, WatchVerdict, with_evidence
+from logphase.judging.logs import Judgement, judge
+from logphase.logs.reader import LogSource, open_sources
+from logphase.logs.timeline import PhaseSpan
+from logphase.packs import PackSet
+from logphase.report.model import InputSummary, LastLine, RankRow, Report, RootCause, SpanRow
+from logphase.scanning import ScanResult, scan
+from logphase.stacks.stalls import summarize
+
+
+@dataclass(frozen=True)
+class Options:
+    """How to judge a run, and what to judge it with besides its logs."""
+
+    as_of: datetime  # now for a live log; dates year-less stamps
+    post_mortem: bool  # the log is finished: ending mid-startup is a stall
+    baseline: str | None = None  # compare with: a run id, "auto" or the path of an earlier log
+    store: RunStore | None = None  # the run store, when there is one
+    store_error: StoreError | None = None  # why it could not be opened, for a baseline that does not need it
+    label: str | None = None  # the outcome to record instead of the verdict
+    flight: FlightReport | None = None  # torch flight-recorder dumps given with the logs
+    watched: WatchVerdict | None = None  # watch's own verdict (health, process, arrival times)
+    fast: bool = True  # the fast path over steady lines (logs/prefilter.py); the same result
+
+
+def run(sources: list[LogSource], packs: PackSet, options: Options) -> tuple[Report, RunRecord]:
+    """Read every source once, hashing it, and judge the run: the report and the run as it would be recorded."""
+    tap = SourceTap(sources, packs.server_args)
+    result = scan(tap.sources, packs, options.as_of, fast=options.fast)
+    identity = tap.identity(result.timeline.system, result.timeline.version)
+    return assemble(_inputs(sources), result, packs, options, identity=identity, last_activity=_last_write(sources))
+
+
+def report(sources: list[LogSource], packs: PackSet, options: Options) -> Report:
+    """`run` for a report alone (plain `analyze`): without a run record the logs need no hashing,
+    a tenth of the CPU of a pass. With a baseline to compare with, it is `run`."""
+    if options.baseline is not None:
+        return run(sources, packs, options)[0]
+    result = scan(sources, packs, options.as_of, fast=options.fast)
+    return assemble(_inputs(sources), result, packs, options, identity=None, last_activity=_last_write(sources))[0]
+
+
+@overload
+def assemble(
+    inputs: Sequence[InputSummary],
+    result: ScanResult,
+    packs: PackSet,
+    options: Options,
+    *,
+    identity: LogIdentity,
+    last_activity: datetime | None,
+) -> tuple[Report, RunRecord]: ...
+
+
+@overload
+def assemble(
+    inputs: Sequence[InputSummary],
+    result: ScanResult,
+    packs: PackSet,
+    options: Options,
+    *,
+    identity: None,
+    last_activity: datetime | None,
+) -> tuple[Report, None]: ...
+
+
+def assemble(
+    inputs: Sequence[InputSummary],
+    result: ScanResult,
+    packs: PackSet,
+    options: Options,
+    *,
+    identity: LogIdentity | None,
+    last_activity: datetime | None,
+) -> tuple[Report, RunRecord | None]:
+    """A scanned run → its report, and its run record when the logs' identity is known (a baseline
+    needs it). `last_activity` (a file's mtime) stands in for the time of the last progress when the
+    log has no timestamps at all."""
+    timeline = result.timeline
+    baseline: Baseline | None = None
+    if options.baseline is not None:
+        if identity is None:
+            raise ValueError("a baseline comparison needs the logs' identity")
+        baseline = find_baseline(options.baseline, identity, packs, options)
+    pool = baseline.pool if baseline is not None else []
+    budgets = budgets_from(packs.budgets(timeline.system), phase_stats(pool))
+    judgement = judge(
+        timeline, as_of=options.as_of, post_mortem=options.post_mortem, budgets=budgets, last_activity=last_activity
+    )
+    report = build_report(inputs, result, judgement, as_of=options.as_of, post_mortem=options.post_mortem)
+    # stack dumps printed into the log (SGLang's watchdog py-spy, faulthandler): the report's `stacks`
+    stacks = summarize(result.dumps, packs.signatures) if result.dumps else None
+    report = with_evidence(report, Evidence(stacks=stacks, flight=options.flight, watched=options.watched))
+    if identity is None:
+        return report, None
+    run = run_from_report(report, identity, options.label)
+    if baseline is not None:
+        now = timeline.last_time if options.post_mortem else options.as_of
+        comparison = compare(
+            run,
+            ref=baseline.ref,
+            reference=baseline.reference,
+            pool=pool,
+            in_phase_s=in_phase_seconds(run, now),
+            silence_s=judgement.silence_s,
+            post_mortem=options.post_mortem,
+            notes=baseline.notes,
+        )
+        report = replace(report, baseline=comparison.to_json())
+    return report, run
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """What a run is compared with: the reference REF names, and the successful runs of its setup."""
+
+    ref: str
+    reference: RunRecord | None
+    pool: list[RunRecord]  # successful runs, the judged one left out: the learned budgets' input
+    notes: list[str]
+
+
+def find_baseline(ref: str, identity: LogIdentity, packs: PackSet, options: Options) -> Baseline:
+    """`ref` is a run id, `auto` (the latest stored run of this setup) or the path of an earlier log.
+    A REF that is a path does not need the store; a store that could not be opened is then a note."""
+    notes: list[str] = []
+    reference: RunRecord | None = None
+    stored: list[RunRecord] = []
+    kind = reference_kind(ref)
+    if kind != "path" and options.store is None:
+        raise options.store_error or StoreError("no run store", hint="record runs first: logphase runs add LOG")
+    if options.store is not None:
+        stored = options.store.matching(identity.fingerprint.key)
+    elif options.store_error is not None:
+        notes.append(f"run store not used: {options.store_error.message}")
+    if kind == "id":
+        assert options.store is not None
+        reference = options.store.get(int(ref))
+    elif kind == "auto":
+        earlier = [run for run in stored if run.content_hash != identity.content_hash]
+        reference = max(earlier, key=lambda run: run.id or 0) if earlier else None
+    else:
+        reference = load_reference(ref, packs, options.as_of)
+    pool = successful_pool([*stored, *([reference] if reference else [])], exclude_hash=identity.content_hash)
+    return Baseline(ref, reference, pool, notes)
+
+
+def reference_kind(ref: str) -> str:
+    """What a --baseline REF names: `auto`, a run `id` or the `path` of an earlier log."""
+    if ref == "auto":
+        return "auto"
+    if ref.isdigit():
+        return "id"
+    return "path"
+
+
+def load_reference(path: str, packs: PackSet, as_of: datetime) -> RunRecord:
+    """An earlier log, analysed on the fly as a finished run."""
+    if not Path(path).exists():
+        raise UsageError(
+            f"--baseline {path!r}: not a run id, 'auto' or an existing log",
+            hint="give a run id from `logphase runs list`, 'auto', or the path of an earlier log",
+        )
+    return run(open_sources([path]), packs, Options(as_of=as_of, post_mortem=True))[1]
+
+
+# --- the report -----------------------------------------------------------------------------------
+
+
+def build_report(
+    inputs: Sequence[InputSummary], result: ScanResult, judgement: Judgement, *, as_of: datetime, post_mortem: bool
+) -> Report:
+    timeline = result.timeline
+    names = [summary.path for summary in inputs]
+    root = judgement.root_cause
+    return Report(
+        inputs=tuple(inputs),
+        system=timeline.system,
+        version=timeline.version,
+        ranks=tuple(state.rank for state in timeline.ranks if state.rank is not None),
+        phase=judgement.phase,
+        furthest_phase=judgement.furthest_phase,
+        verdict=judgement.verdict,
+        reason=judgement.reason,
+        culprit_ranks=judgement.culprit_ranks,
+        root_cause=None
+        if root is None
+        else RootCause(
+            line=root.line,
+            text=root.text,
+            rule=root.rule.id,
+            rank=root.rank,
+            path=names[root.source],
+            context=result.contexts.get((root.source, root.line), ()),
+        ),
+        phases=tuple(_span_row(span, names) for span in timeline.spans),
+        rank_rows=tuple(
+            RankRow(
+                rank=state.rank,
+                reached=state.reached,
+                current=state.current,
+                last_progress_line=state.last_progress.line if state.last_progress else None,
+                last_progress=state.last_progress.time if state.last_progress else None,
+            )
+            for state in timeline.ranks
+            if state.rank is not None
+        ),
+        last_line=_last_line(result, names),
+        notes=tuple(result.notes),
+        as_of=as_of,
+        post_mortem=post_mortem,
+        silence_s=judgement.silence_s,
+        budget_s=judgement.budget_s,
+    )
+
+
+def _span_row(span: PhaseSpan, names: list[str]) -> SpanRow:
+    progress = span.progress
+    return SpanRow(
+        phase=span.phase,
+        rank=span.rank,
+        draft=span.draft,
+        path=names[span.source],
+        start_line=span.start_line,
+        end_line=span.end_line,
+        start=span.start,
+        end=span.end,
+        seconds=span.seconds,
+        ended=span.ended,
+        progress=None
+        if progress is None
+        else {"done": progress.done, "total": progress.total, "rate_per_s": progress.rate_per_s},
+    )
+
+
+def _inputs(sources: list[LogSource]) -> tuple[InputSummary, ...]:
+    return tuple(InputSummary(s.name, s.lines, s.bytes) for s in sources)
+
+
+def _last_write(sources: list[LogSource]) -> datetime | None:
+    modified = [s.modified for s in sources if s.modified is not None]
+    return datetime.fromtimestamp(max(modified)) if modified else None
+
+
+def _last_line(result: ScanResult, names: list[str]) -> LastLine | None:
+    if not result.last_lines:
+        return None
+    index, (line, when) = max(result.last_lines.items(), key=lambda item: (item[1][1] or datetime.min, item[0]))
+    return LastLine(line.number, line.text, when, names[index])

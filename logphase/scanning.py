@@ -1,0 +1,157 @@
+"""One pass over the log lines: match them, build the timeline, keep the context and dumps a report quotes."""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from itertools import chain, islice
+
+from logphase.logs.matcher import Event, SourceMatcher
+from logphase.logs.prefilter import FastLines, plan_for
+from logphase.logs.reader import Line, LogSource, envelopes_of, read_lines
+from logphase.logs.timeline import Timeline, TimelineBuilder
+from logphase.packs import PackSet
+from logphase.phases import FAILURE_KINDS
+from logphase.report.model import ContextLine
+from logphase.stacks.dumps import TRIGGER, DumpParser
+from logphase.stacks.model import ProcessSnapshot
+
+# Year-less stamps (vLLM's `INFO 03-07 09:19:58`) before the first dated line take its year.
+YEAR_LOOKAHEAD = 500
+CONTEXT_BEFORE = 2
+CONTEXT_AFTER = 3
+# Only the first failures keep their context: the root cause is among them.
+MAX_CONTEXTS = 200
+
+
+@dataclass
+class _Context:
+    event_key: tuple[int, int]
+    lines: list[ContextLine]
+    wanted_after: int = CONTEXT_AFTER
+
+
+@dataclass
+class ScanResult:
+    """What one pass over the sources leaves: the timeline and what the report quotes."""
+
+    timeline: Timeline
+    last_lines: dict[int, tuple[Line, datetime | None]] = field(default_factory=dict)
+    contexts: dict[tuple[int, int], tuple[ContextLine, ...]] = field(default_factory=dict)
+    dumps: list[ProcessSnapshot] = field(default_factory=list)
+    failures_kept: int = 0  # failures whose context is kept (at most MAX_CONTEXTS over all sources)
+    notes: list[str] = field(default_factory=list)  # what reading the sources assumed (their envelopes)
+
+
+class SourceFeed:
+    """Feeds one source's lines, each once, to its matcher, the shared timeline builder and a dump
+    parser, and keeps a little context around failures and around the latest phase event (the root
+    cause of a stall). `analyze` feeds a whole file; `watch` feeds batches as they arrive."""
+
+    def __init__(self, index: int, matcher: SourceMatcher, builder: TimelineBuilder, result: ScanResult) -> None:
+        self.index, self.matcher, self.builder, self.result = index, matcher, builder, result
+        self.dumps = DumpParser()  # faulthandler / py-spy dumps printed into the log
+        self.before: deque[ContextLine] = deque(maxlen=CONTEXT_BEFORE)
+        self.waiting: list[_Context] = []
+        self.latest: _Context | None = None
+        self.last: Line | None = None
+        self.ended = False
+
+    def feed(self, line: Line) -> Sequence[Event]:
+        """One line → the events it made (already in the builder)."""
+        result = self.result
+        self.last = line
+        self.dumps.feed(line.text, writer=line.rank)
+        here = ContextLine(line.number, line.text)
+        for pending in self.waiting:
+            if pending.lines[-1].line != line.number:  # one context line per physical line
+                pending.lines.append(here)
+                pending.wanted_after -= 1
+        events = self.matcher.match_line(line)
+        for event in events:
+            self.builder.add(event)
+            if event.line != line.number:
+                continue  # a frame group's event, held back until its group ended
+            if event.kind in FAILURE_KINDS and result.failures_kept < MAX_CONTEXTS:
+                result.failures_kept += 1
+                self.waiting.append(_Context((self.index, line.number), [*self.before, here]))
+            elif event.phase is not None and event.kind not in FAILURE_KINDS:
+                if self.latest is not None:
+                    result.contexts.pop(self.latest.event_key, None)
+                    if self.latest in self.waiting:
+                        self.waiting.remove(self.latest)
+                self.latest = _Context((self.index, line.number), [*self.before, here])
+                self.waiting.append(self.latest)
+        if self.before and self.before[-1].line == line.number:
+            self.before[-1] = here
+        else:
+            self.before.append(here)
+        if any(pending.wanted_after <= 0 for pending in self.waiting):
+            for pending in self.waiting:
+                if pending.wanted_after <= 0:
+                    result.contexts[pending.event_key] = tuple(pending.lines)
+            self.waiting = [pending for pending in self.waiting if pending.wanted_after > 0]
+        return events
+
+    def passed(self, line: Line) -> None:
+        """A line read but not fed (a steady run summarised): it still is the source's last line."""
+        self.last = line
+
+    def end(self) -> Sequence[Event]:
+        """The source ended: the events the matcher held back (a dump's last frames), the contexts
+        still waiting for lines, the last line and the dumps. Once; later calls change nothing."""
+        if self.ended:
+            return ()
+        self.ended = True
+        held = self.matcher.finish()
+        for event in held:
+            self.builder.add(event)
+        self.builder.see_ranks(self.matcher.ranks_seen)
+        for pending in self.waiting:
+            self.result.contexts[pending.event_key] = tuple(pending.lines)
+        self.waiting = []
+        if self.last is not None:
+            self.result.last_lines[self.index] = (self.last, self.matcher.last_time)
+        self.result.dumps.extend(self.dumps.finish())
+        return held
+
+
+def scan(sources: list[LogSource], packs: PackSet, as_of: datetime, *, fast: bool = True) -> ScanResult:
+    """One streaming pass over every source. `fast`: the matcher sees only the lines that can
+    change the result (logs/prefilter.py); the result is the same."""
+    builder = TimelineBuilder(job_systems=packs.job_systems)
+    result = ScanResult(timeline=builder.finish())
+    plan = plan_for(packs, (TRIGGER,))
+    for index, source in enumerate(sources):
+        envelopes = envelopes_of(source)
+        result.notes += envelopes.notes(source.name)
+        # the fast path reads bytes itself: a source in an envelope (docker, journald, a paste) takes the plain one
+        fast_here = fast and plan.enabled and not envelopes
+        filtered = FastLines(source, plan, as_of, plain_head=YEAR_LOOKAHEAD) if fast_here else None
+        lines = iter(filtered) if filtered is not None else read_lines(source)
+        head = list(islice(lines, YEAR_LOOKAHEAD))
+        matcher = SourceMatcher(packs, as_of, year=first_year(head, packs))
+        feed = SourceFeed(index, matcher, builder, result)
+        if filtered is not None:
+            filtered.attach(matcher, feed.dumps)
+        for line in chain(head, lines):
+            feed.feed(line)
+        feed.end()
+        if filtered is not None:
+            builder.events += filtered.stats.skipped_events  # steady events counted, not read
+            builder.systems.update(filtered.stats.skipped_systems)
+    result.timeline = builder.finish()
+    return result
+
+
+def first_year(lines: Sequence[Line], packs: PackSet) -> int | None:
+    """The year of the first dated line: year-less stamps before it take it."""
+    for line in lines:
+        fields, _ = packs.split_prefix(line.text)
+        if fields.time is not None and fields.time_has_year:
+            return fields.time.year
+        if line.stamp is not None:
+            return line.stamp.year  # the envelope's year, where the line's own stamp has none
+    return None
