@@ -11,6 +11,7 @@ from logphase.envelope import Unwrapper, sniff
 from logphase.logs.matcher import SourceMatcher
 from logphase.logs.reader import Line, LogSource, _LineSplitter, read_lines
 from logphase.packs import load_packs
+from logphase.stacks.dumps import parse_dumps_in_text
 from tests.conftest import run_json
 
 SGLANG = [
@@ -223,3 +224,47 @@ def test_the_note_names_the_envelopes_inside_out(tmp_path: Path) -> None:
     assert report["notes"] == [
         f"{log}: lines unwrapped from: CRI container log inside kubectl logs --prefix (found in the first lines)"
     ]
+
+
+def test_srun_labelled_dumps_of_two_tasks_interleaved_stay_apart() -> None:
+    # GIVEN faulthandler dumps of two srun tasks, interleaved line by line under their labels
+    task0 = [
+        "Fatal Python error: Aborted",
+        "",
+        "Thread 0x00007f01 (most recent call first):",
+        '  File "/app/train.py", line 10 in step',
+        '  File "/app/train.py", line 20 in main',
+    ]
+    task1 = [
+        "Fatal Python error: Aborted",
+        "",
+        "Thread 0x00007f02 (most recent call first):",
+        '  File "/app/train.py", line 11 in wait',
+        '  File "/app/train.py", line 21 in main',
+    ]
+    text = [
+        f"{task}: {line}" for pair in zip(task0, task1, strict=True) for task, line in zip((0, 1), pair, strict=True)
+    ]
+    # WHEN parsed
+    snapshots = parse_dumps_in_text(text)
+    # THEN one process per task, each with its own frames
+    assert sorted((s.rank, [f.function for t in s.threads for f in t.frames]) for s in snapshots) == [
+        ("task 0", ["step", "main"]),
+        ("task 1", ["wait", "main"]),
+    ]
+
+
+def test_the_rank_of_an_srun_label_names_the_failing_task(tmp_path: Path) -> None:
+    # GIVEN a two-task srun job whose task 1 crashed with a CUDA out-of-memory error
+    log = tmp_path / "job.log"
+    log.write_text(
+        "0: [2025-03-08 12:29:13 TP0] Load weight begin. avail mem=21.63 GB\n"
+        "1: [2025-03-08 12:29:13 TP0] Load weight begin. avail mem=21.63 GB\n"
+        "1: Traceback (most recent call last):\n"
+        '1:   File "/app/model_runner.py", line 10, in load_model\n'
+        "1: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n"
+    )
+    # WHEN analysed
+    _, report = run_json("analyze", "--post-mortem", str(log))
+    # THEN the crash is task 1's
+    assert (report["verdict"], report["root_cause"]["rank"]) == ("crashed", "rank 1")
