@@ -162,7 +162,7 @@ def test_followed_lines_in_bulk_are_the_lines_one_by_one() -> None:
     # bad UTF-8, a runaway line), arriving in random pieces
     from random import Random
 
-    from logphase.logs.reader import _LineSplitter
+    from logphase.logs.follow import _LineSplitter
 
     rng = Random(20261129)
     for trial in range(300):

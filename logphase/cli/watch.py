@@ -24,7 +24,7 @@ from logphase.fingerprint import HEAD_HASH_BYTES, LogIdentity, combine_digests, 
 from logphase.health import parse_url, probe
 from logphase.judging.budgets import Budgets, budgets_from
 from logphase.judging.evidence import WatchVerdict
-from logphase.logs.reader import FOLLOW_POLL_S, follow_lines
+from logphase.logs.follow import FOLLOW_POLL_S, follow_lines
 from logphase.packs import PackSet
 from logphase.phases import Phase, Verdict
 from logphase.report.model import InputSummary

@@ -8,8 +8,9 @@ from datetime import datetime
 from pathlib import Path
 
 from logphase.envelope import Unwrapper, sniff
+from logphase.logs.follow import _LineSplitter
 from logphase.logs.matcher import SourceMatcher
-from logphase.logs.reader import Line, LogSource, _LineSplitter, read_lines
+from logphase.logs.reader import Line, LogSource, read_lines
 from logphase.packs import load_packs
 from logphase.stacks.dumps import parse_dumps_in_text
 from tests.conftest import run_json
