@@ -62,6 +62,7 @@ class EventKind(StrEnum):
     TIMEOUT = "timeout"  # a watchdog fired
     READY = "ready"  # the server says it is ready
     EXIT = "exit"  # the rank shut down cleanly (its communicator destroyed); no phase
+    INTERRUPT = "interrupt"  # a person stopped it (Ctrl-C): ends a stall, is not a crash; no phase
 
 
 FAILURE_KINDS = frozenset({EventKind.ERROR, EventKind.FATAL, EventKind.TIMEOUT})

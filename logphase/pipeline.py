@@ -127,7 +127,7 @@ def assemble(
             post_mortem=options.post_mortem,
             notes=baseline.notes,
         )
-        report = replace(report, baseline=comparison.to_json())
+        report = replace(report, baseline=comparison)
     return report, run
 
 

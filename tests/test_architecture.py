@@ -4,6 +4,7 @@ judging is pure and below the pipeline; only cli assembles the pipeline, and onl
 from __future__ import annotations
 
 import ast
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -55,3 +56,14 @@ def test_module_follows_the_import_rules(path: Path) -> None:
 @pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(PACKAGE)))
 def test_module_opens_with_a_docstring(path: Path) -> None:
     assert ast.get_docstring(ast.parse(path.read_text())), f"{path} needs a one-line docstring saying what it owns"
+
+
+_REPO = Path(__file__).resolve().parent.parent
+
+
+def test_every_package_is_in_the_wheel() -> None:
+    # GIVEN the packages under logphase/ WHEN pyproject's list is read THEN each one ships
+    # (an editable install hides a missing one; `pip install .` would not have it)
+    listed = set(tomllib.loads((_REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    found = {".".join(init.parent.relative_to(_REPO).parts) for init in (_REPO / "logphase").rglob("__init__.py")}
+    assert found <= listed, sorted(found - listed)

@@ -18,7 +18,7 @@ from logphase.logs import prefilter
 from logphase.logs.prefilter import Factor, learn_template, plan_for, regex_factors, rule_factors, widen_classes
 from logphase.logs.reader import open_sources
 from logphase.packs import PackSet, load_packs
-from logphase.report.analysis import render_json
+from logphase.report.formats.json import JsonFormat
 from logphase.stacks.dumps import TRIGGER
 from tests.conftest import FIXTURES, REALWORLD
 
@@ -42,7 +42,7 @@ def short_head(monkeypatch: pytest.MonkeyPatch) -> None:
 def report(path: Path, packs: PackSet, *, fast: bool) -> str:
     """The JSON report of `analyze`, its scan told to use the fast path or not."""
     options = pipeline.Options(as_of=AS_OF, post_mortem=True, fast=fast)
-    return render_json(pipeline.report(open_sources([str(path)]), packs, options))
+    return JsonFormat().analysis(pipeline.report(open_sources([str(path)]), packs, options))
 
 
 _PLAIN: dict[tuple[Path, int, int], str] = {}

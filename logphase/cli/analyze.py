@@ -13,7 +13,7 @@ from logphase.cli.runs import db_option, open_store_for, record
 from logphase.flight_recorder import judge_dumps, read_dumps
 from logphase.judging.exits import exit_code
 from logphase.logs.reader import open_sources
-from logphase.report.analysis import render_json, render_markdown, render_table
+from logphase.report.formats import OutputFormat, pick
 
 
 @click.command()
@@ -38,7 +38,7 @@ from logphase.report.analysis import render_json, render_markdown, render_table
 @patterns_option
 def analyze(
     logs: tuple[str, ...],
-    output_format: str,
+    output_format: OutputFormat,
     post_mortem: bool | None,
     as_of_text: str | None,
     baseline_ref: str | None,
@@ -85,10 +85,5 @@ def analyze(
     finally:
         if store is not None:
             store.close()
-    if output_format == "json":
-        click.echo(render_json(report))
-    elif output_format == "markdown":
-        click.echo(render_markdown(report), nl=False)
-    else:
-        click.echo(render_table(report, colour=use_colour()), nl=False)
+    click.echo(pick(output_format, colour=use_colour()).analysis(report), nl=False)
     sys.exit(int(exit_code(report.verdict)))

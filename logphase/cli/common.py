@@ -11,8 +11,10 @@ import click
 
 from logphase.errors import UsageError
 from logphase.packs import PackSet, load_packs, user_pack_dir
+from logphase.report.formats import OutputFormat
 
-FORMATS = click.Choice(["table", "json", "markdown"])
+# `--format`: the command receives the OutputFormat itself (its value is what one types)
+FORMATS = click.Choice(OutputFormat, case_sensitive=False)
 TIME_FORMATS = (
     "%Y-%m-%d %H:%M:%S.%f",
     "%Y-%m-%d %H:%M:%S",

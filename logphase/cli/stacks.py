@@ -18,7 +18,7 @@ import zstandard
 from logphase.cli.common import FORMATS, load_all_packs, patterns_option, use_colour
 from logphase.errors import ExitCode, InputError, UsageError
 from logphase.logs.reader import LogSource, open_sources, read_lines
-from logphase.report.stacks import render
+from logphase.report.formats import OutputFormat, pick
 from logphase.stacks import pyspy
 from logphase.stacks.dumps import parse_dumps_in_lines, parse_json_text, rank_from_file_name
 from logphase.stacks.model import ProcessSnapshot, StacksReport
@@ -131,7 +131,7 @@ def stacks(
     native: bool,
     nonblocking: bool,
     timeout_s: float,
-    output_format: str,
+    output_format: OutputFormat,
     py_spy_path: str | None,
     pattern_paths: tuple[Path, ...],
 ) -> None:
@@ -201,7 +201,7 @@ def stacks(
         interval_s=interval_s if samples > 1 else 0.0,
         skew_s=skew,
     )
-    click.echo(render(report, output_format, color=use_colour()), nl=False)
+    click.echo(pick(output_format, colour=use_colour()).stacks(report), nl=False)
     sys.exit(exit_code(report))
 
 

@@ -27,8 +27,8 @@ from logphase.judging.evidence import WatchVerdict
 from logphase.logs.follow import FOLLOW_POLL_S, follow_lines
 from logphase.packs import PackSet
 from logphase.phases import Phase, Verdict
+from logphase.report.formats import OutputFormat, pick
 from logphase.report.model import InputSummary
-from logphase.report.stacks import render
 from logphase.stacks import pyspy
 from logphase.stacks.stalls import summarize
 from logphase.watching import Ingest, Observation, Outcome, Settings, Transition, WatchState, status_line, step
@@ -253,7 +253,7 @@ def _stacks_at_stall(pid: int, packs: PackSet, colour: bool) -> None:
         return
     report = summarize(snapshots, packs.signatures, samples=2, interval_s=0.5, skew_s=skew)
     click.echo(f"Stall point (stacks of {report.readable} processes): {report.summary}", err=True)
-    click.echo(render(report, "table", color=colour), nl=False)
+    click.echo(pick(OutputFormat.TABLE, colour=colour).stacks(report), nl=False)
 
 
 def _identity(ingest: Ingest, content: str, head: bytes) -> LogIdentity:

@@ -28,7 +28,7 @@ class Evidence:
 
 def with_evidence(report: Report, evidence: Evidence) -> Report:
     if evidence.stacks is not None:
-        report = replace(report, stacks=evidence.stacks.to_json())
+        report = replace(report, stacks=evidence.stacks)
     if evidence.flight is not None:
         report = with_flight_recorder(report, evidence.flight)
     if evidence.watched is not None:
@@ -50,4 +50,4 @@ def with_flight_recorder(report: Report, flight: FlightReport) -> Report:
     reason = report.reason
     if not report.inputs and report.verdict is Verdict.UNKNOWN:
         reason = "no log given; see the flight recorder"
-    return replace(report, flight_recorder=flight.to_json(), culprit_ranks=culprits, notes=tuple(notes), reason=reason)
+    return replace(report, flight_recorder=flight, culprit_ranks=culprits, notes=tuple(notes), reason=reason)

@@ -44,7 +44,7 @@ def judge(
     """DESIGN.md §4. `as_of` is *now* for a live log; `last_activity` (a file's mtime) stands in
     for the time of the last progress when the log has no timestamps at all."""
     phase, furthest = server_phase(timeline)
-    failure = _first_root_failure(timeline, after=timeline.ready)
+    failure = _first_root_failure(timeline, after=timeline.ready, interrupt=timeline.interrupt)
     if failure is not None:
         root = _exception_line(timeline, failure)
         verdict = _FAILURE_VERDICT[root.kind]
@@ -59,13 +59,19 @@ def judge(
         relayed = _relayed_from(root)
         if relayed is not None:  # this rank only heard of another rank's timeout
             who = f"rank {relayed} (reported by {root.rank or 'another rank'}) "
-        reason = f"{who}{_VERB[verdict]}{where}: {_message(root)} (line {root.line})"
+        reason = f"{who}{_VERB[verdict]}{where}: {_collective(root) or _message(root)} (line {root.line})"
         return Judgement(verdict, reason, phase, furthest, culprits, root, None, None)
 
-    if timeline.ready is not None or (phase in (Phase.READY, Phase.SERVING) and timeline.served):
+    unhealthy = _unhealthy(timeline)
+    if unhealthy is None and (
+        timeline.ready is not None or (phase in (Phase.READY, Phase.SERVING) and timeline.served)
+    ):
         ready = timeline.ready
         reason = f"ready: {_message(ready)} (line {ready.line})" if ready else f"the server is {phase}"
         return Judgement(Verdict.READY, reason, phase, furthest, (), None, None, None)
+    if unhealthy is not None and phase in (Phase.READY, Phase.SERVING):
+        # the health route outranks every other route: the newest answer said it is not up
+        phase = Phase.WARMUP if timeline.ready is None else phase
 
     if phase is None:
         return Judgement(Verdict.UNKNOWN, "no line matched any pattern", None, None, (), None, None, None)
@@ -81,26 +87,42 @@ def judge(
     if progress is not None:
         progress = replace(progress, rank=_canonical(timeline, progress.rank))
     culprits = _lagging_ranks(timeline)
+    health = (
+        ""
+        if unhealthy is None
+        else f"; the newest /health answered {_health_status(unhealthy)} (line {unhealthy.line})"
+    )
     budget = budgets.for_phase(phase).seconds
     progress_time = progress.time if progress and progress.time else last_activity
+    interrupt = timeline.interrupt
+    if interrupt is not None:
+        # a person stopped it: the run is stalled where it was, whatever the clock says now
+        end = interrupt.time or timeline.last_time
+        silence = (end - progress_time).total_seconds() if end and progress_time else None
+        quiet = f" after {format_duration(silence)} without progress" if silence else ""
+        at = f"; last progress at line {progress.line}" if progress else ""
+        reason = f"interrupted during {phase}{quiet} ({_message(interrupt)}, line {interrupt.line}){at}{health}"
+        return Judgement(Verdict.STALLED, reason, phase, furthest, culprits, progress, silence, budget)
     if post_mortem:
         end = timeline.last_time
         silence = (end - progress_time).total_seconds() if end and progress_time else None
         quiet = f"; last progress {format_duration(silence)} before the end" if silence else ""
         at = f" (line {progress.line})" if progress else ""
-        reason = f"the log ends during {phase} with no error{quiet}{at}"
+        reason = f"the log ends during {phase} with no error{quiet}{at}{health}"
         return Judgement(Verdict.STALLED, reason, phase, furthest, culprits, progress, silence, budget)
 
     silence = (as_of - progress_time).total_seconds() if progress_time else None
     if silence is None:
-        reason = f"in {phase}; the log has no timestamps to judge silence by"
+        reason = f"in {phase}; the log has no timestamps to judge silence by{health}"
         return Judgement(Verdict.PROGRESSING, reason, phase, furthest, culprits, None, None, budget)
     if silence > budget:
         reason = f"no progress for {format_duration(silence)} in {phase} (budget {format_duration(budget)})"
         if progress:
             reason += f"; last progress at line {progress.line}"
+        reason += health
         return Judgement(Verdict.STALLED, reason, phase, furthest, culprits, progress, silence, budget)
     reason = f"in {phase}; last progress {format_duration(silence)} ago, within the {format_duration(budget)} budget"
+    reason += health
     return Judgement(Verdict.PROGRESSING, reason, phase, furthest, culprits, None, silence, budget)
 
 
@@ -111,6 +133,42 @@ RELAYED_FROM = ("from_rank", "from_rank2")
 
 def _relayed_from(event: Event) -> str | None:
     return next((event.captures[key] for key in RELAYED_FROM if event.captures.get(key)), None)
+
+
+def _collective(event: Event) -> str | None:
+    """A watchdog's collective timeout in words: which collective, of which process group, how long
+    it ran against its timeout (the captures of torch's `WorkNCCL(SeqNum=…, OpType=…)` lines)."""
+    captures = event.captures
+    if not captures.get("op") or not captures.get("seq"):
+        return None
+    words = f"collective {captures['op']} #{captures['seq']}"
+    group = captures.get("pg") or (f"process group {captures['pg_id']}" if captures.get("pg_id") else "")
+    if group:
+        words += f" of {group}"
+    if captures.get("pg_rank"):
+        words += f" (rank {captures['pg_rank']} in the group)"
+    ran, limit = captures.get("ran_ms"), captures.get("timeout_ms")
+    if ran and limit:
+        words += f" ran {format_duration(int(ran) / 1000)} against a {format_duration(int(limit) / 1000)} timeout"
+    elif limit:
+        words += f" timed out after {format_duration(int(limit) / 1000)}"
+    return words
+
+
+def _unhealthy(timeline: Timeline) -> Event | None:
+    """The health route's newest answer when it says the server is not up (a 5xx) and no ready
+    line came after it: /v1/models or /model_info answering 200 during warmup does not make a
+    server ready, and a script must never get exit 0 against it."""
+    health = timeline.health
+    if health is None or not _health_status(health).startswith("5"):
+        return None
+    if timeline.ready is not None and timeline.ready.order_key > health.order_key:
+        return None
+    return health
+
+
+def _health_status(event: Event) -> str:
+    return event.captures.get("health_status", "")
 
 
 def _clean_exit(timeline: Timeline) -> Event | None:
@@ -136,6 +194,10 @@ def server_phase(timeline: Timeline) -> tuple[Phase | None, Phase | None]:
     latest = timeline.latest_phase_event
     if main is not None and main.reached in MAIN_PROCESS_PHASES:
         phase = main.reached
+        if phase in (Phase.HTTP_START, Phase.WARMUP) and any(_progressed_in(state, Phase.SERVING) for state in states):
+            # a rank decoding real traffic (the warmup's few tokens never reach a decode batch):
+            # a log that starts mid-run shows /generate requests the main process reads as warmup
+            phase = Phase.SERVING
     elif states:
         phase = min(states, key=lambda state: state.position).current
     else:
@@ -144,6 +206,11 @@ def server_phase(timeline: Timeline) -> tuple[Phase | None, Phase | None]:
     if phase not in (Phase.READY, Phase.SERVING) and latest is not None and latest.phase is Phase.COMPILE:
         phase = Phase.COMPILE  # lazy JIT is what the server is doing while it is the latest news
     return phase, furthest
+
+
+def _progressed_in(state: RankState, phase: Phase) -> bool:
+    """The rank's own progress (not a failure that only places it) was last in `phase`."""
+    return state.last_progress is not None and state.last_progress.phase is phase
 
 
 def _lockstep(timeline: Timeline, state: RankState) -> RankState:
@@ -158,15 +225,27 @@ def _lockstep(timeline: Timeline, state: RankState) -> RankState:
     return replace(state, reached=Phase.CUDA_GRAPH, current=current, position=position)
 
 
-def _first_root_failure(timeline: Timeline, after: Event | None) -> Event | None:
+def _first_root_failure(timeline: Timeline, after: Event | None, interrupt: Event | None = None) -> Event | None:
     """The first root failure in time, else the first cascade. A traceback counts with the role of
     its exception line (torchrun's own traceback ends in a cascade, ChildFailedError). A traceback
-    the server survived — it said it was ready afterwards — is not why the run failed."""
-    failures = [e for e in timeline.failures if after is None or e.order_key > after.order_key]
+    the server survived — it said it was ready afterwards — is not why the run failed; nor is what
+    a person's Ctrl-C set off: the interrupted traceback and every failure after the interrupt."""
+    failures = [
+        e
+        for e in timeline.failures
+        if (after is None or e.order_key > after.order_key) and not _after_interrupt(e, interrupt)
+    ]
     roots = [event for event in failures if _exception_line(timeline, event).role is Role.ROOT]
     if roots:
         return roots[0]
     return failures[0] if failures else None
+
+
+def _after_interrupt(event: Event, interrupt: Event | None) -> bool:
+    if interrupt is None:
+        return False
+    same_block = interrupt.block is not None and (event.source, event.block) == (interrupt.source, interrupt.block)
+    return same_block or event.order_key > interrupt.order_key
 
 
 def _exception_line(timeline: Timeline, failure: Event) -> Event:

@@ -96,6 +96,8 @@ class Timeline:
     latest_phase_event: Event | None
     visible_ranks: frozenset[str]  # every rank a prefix named, matched or not
     served: bool  # a line of the server itself (not a frame of a dump) says it is ready or serving
+    health: Event | None  # the newest answer of the health route (a `health_status` capture)
+    interrupt: Event | None  # the first time a person stopped it (Ctrl-C)
     exits: Mapping[str, Event]  # per rank, its clean exit, when no phase line of it came after
     system: str | None
     system_is_server: bool  # a system, and not a job's (a pack with `job = true`: torchrun)
@@ -180,6 +182,8 @@ class TimelineBuilder:
     first_time: datetime | None = None
     last_time: datetime | None = None
     served: bool = False
+    health: Event | None = None
+    interrupt: Event | None = None
     visible: set[str] = field(default_factory=set)
     exits: dict[str, Event] = field(default_factory=dict)
     # systems that are jobs, not servers (packs with `job = true`); a caller with its own packs passes theirs
@@ -201,11 +205,15 @@ class TimelineBuilder:
         if "version" in event.captures and self.version is None:
             self.version = event.captures["version"]
         self._note_counters(event)
+        if "health_status" in event.captures and (self.health is None or event.order_key >= self.health.order_key):
+            self.health = event  # kept before any phase logic: a 503 after `serving` is news
         failed = event.kind in FAILURE_KINDS
         if failed and event.role in (Role.ROOT, Role.CASCADE) and len(self.failures) < MAX_FAILURES:
             self.failures.append(event)
         if event.kind is EventKind.READY and self.ready is None:
             self.ready = event
+        if event.kind is EventKind.INTERRUPT and (self.interrupt is None or event.order_key < self.interrupt.order_key):
+            self.interrupt = event
         if event.kind is EventKind.EXIT and event.rank is not None:
             self.exits[event.rank] = event
         if event.phase is None:
@@ -365,6 +373,8 @@ class TimelineBuilder:
             latest_phase_event=self.latest_phase_event,
             visible_ranks=frozenset(self.visible),
             served=self.served,
+            health=self.health,
+            interrupt=self.interrupt,
             exits=dict(self.exits),
             system=system,
             system_is_server=system is not None and system not in self.job_systems,

@@ -1,1 +1,1 @@
-"""The Report model and its pure renderers (table, json, markdown)."""
+"""The Report and its sections, what the formats share of them, and the formats (report/formats/)."""

@@ -1,34 +1,28 @@
-"""Renders an `analyze` Report as a terminal table, JSON or GitHub markdown (pure: returns strings)."""
+"""What every format shows of an `analyze` Report, worked out once: phase rows, rank rows, facts, findings."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-
-from tabulate import tabulate
 
 from logphase.durations import format_duration
 from logphase.phases import MAIN_PROCESS_PHASES, Phase, Verdict
 from logphase.ranks import format_rank_set
 from logphase.report.model import Report, SpanRow
-
-_COLOURS = {
-    Verdict.READY: "\x1b[32m",
-    Verdict.FINISHED: "\x1b[32m",
-    Verdict.PROGRESSING: "\x1b[36m",
-    Verdict.STALLED: "\x1b[33m",
-    Verdict.CRASHED: "\x1b[31m",
-    Verdict.ABORTED: "\x1b[31m",
-    Verdict.TIMEOUT: "\x1b[31m",
-    Verdict.UNKNOWN: "\x1b[2m",
-}
-_RESET = "\x1b[0m"
+from logphase.report.sections import FlightSection
 
 
 @dataclass(frozen=True)
-class PhaseRow:
+class Table:
+    """A table as every format lays it out: the column names and rows of text (no rows: not shown)."""
+
+    headers: tuple[str, ...]
+    rows: list[list[str]]
+
+
+@dataclass(frozen=True)
+class _PhaseRow:
     """One phase across the ranks that went through it."""
 
     phase: Phase
@@ -36,117 +30,64 @@ class PhaseRow:
     ranks: tuple[str | None, ...]
     start: datetime | None
     end: datetime | None
-    seconds: float | None
-    slowest: tuple[str | None, float] | None
     progress: str
-    ended_on_all: bool
     first_line: int
 
 
-def render_json(report: Report) -> str:
-    return json.dumps(report.to_json(), indent=2, ensure_ascii=False)
+@dataclass(frozen=True)
+class Finding:
+    """One line a section adds below the root cause (`Baseline: …`, `note: …`), the same in every format."""
+
+    label: str
+    text: str
+    detail: str | None = None  # a second line: where the pending collective was issued
 
 
-def render_table(report: Report, *, colour: bool = False) -> str:
-    out: list[str] = [_headline(report, colour), _facts(report), ""]
-    rows = phase_rows(report.phases)
-    if rows:
-        out.append(tabulate(_phase_table(rows), headers=["phase", "ranks", "start", "end", "took", "progress"]))
-        out.append("")
-    divergent = _rank_table(report)
-    if divergent:
-        out.append("Ranks diverge:")
-        out.append(tabulate(divergent, headers=["rank", "phase", "last progress", "line"]))
-        out.append("")
-    if report.culprit_ranks:
-        out.append(f"Culprit ranks: {', '.join(report.culprit_ranks)}")
-        out.append("")
-    if report.root_cause is not None:
-        root = report.root_cause
-        title = _root_title(report)
-        who = f", {root.rank}" if root.rank else ""
-        out.append(f"{title} (line {root.line}{who}, rule {root.rule}):")
-        out.extend(_context(report))
-        out.append("")
-    if report.baseline:
-        summary = report.baseline.get("summary")
-        if summary:
-            out.append(f"Baseline: {summary}")
-            out.append("")
-    if report.stacks:
-        stall = report.stacks.get("stall")
-        if isinstance(stall, dict) and stall.get("summary"):
-            out.append(f"Stacks in the log: {stall['summary']}")
-            out.append("")
-    out.extend(_flight_lines(report))
-    for note in report.notes:
-        out.append(f"note: {note}")
-    return "\n".join(out).rstrip() + "\n"
+def findings(report: Report) -> list[tuple[Finding, ...]]:
+    """What the baseline, the in-log stacks, the flight recorder and the notes say, one block each."""
+    blocks: list[tuple[Finding, ...]] = []
+    if report.baseline is not None and (summary := report.baseline.summary()):
+        blocks.append((Finding("Baseline", summary),))
+    stall = report.stacks.stall if report.stacks is not None else None
+    if stall is not None and stall.summary:
+        blocks.append((Finding("Stacks in the log", stall.summary),))
+    if report.flight_recorder is not None:
+        blocks.append(_flight_findings(report.flight_recorder))
+    if report.notes:
+        blocks.append(tuple(Finding("note", note) for note in report.notes))
+    return blocks
 
 
-def render_markdown(report: Report) -> str:
-    out = [
-        f"**logphase: {report.verdict.value.upper()}**"
-        + (f" at `{report.phase}`" if report.phase else "")
-        + f" — {report.reason}",
-        "",
-    ]
-    out.append(_facts(report).strip())
-    out.append("")
-    rows = phase_rows(report.phases)
-    if rows:
-        out.append(
-            tabulate(
-                _phase_table(rows), headers=["phase", "ranks", "start", "end", "took", "progress"], tablefmt="github"
-            )
-        )
-        out.append("")
-    divergent = _rank_table(report)
-    if divergent:
-        out.append(tabulate(divergent, headers=["rank", "phase", "last progress", "line"], tablefmt="github"))
-        out.append("")
-    if report.culprit_ranks:
-        out.append(f"Culprit ranks: {', '.join(f'`{r}`' for r in report.culprit_ranks)}")
-        out.append("")
-    if report.root_cause is not None:
-        root = report.root_cause
-        out.append(f"<details open><summary>{_root_title(report)}: line {root.line}</summary>")
-        out.append("")
-        out.append("```")
-        out.extend(line.rstrip() for line in _context(report, marker=False))
-        out.append("```")
-        out.append("</details>")
-        out.append("")
-    out.extend(line.replace("Flight recorder:", "**Flight recorder:**", 1) for line in _flight_lines(report))
-    out.append("<sub>generated by logphase</sub>")
-    return "\n".join(out) + "\n"
-
-
-def _flight_lines(report: Report) -> list[str]:
+def _flight_findings(flight: FlightSection) -> tuple[Finding, ...]:
     """The flight recorder's finding per process group, and where the pending collective was issued."""
-    flight = report.flight_recorder
-    if not flight:
-        return []
     out = []
-    for group in flight.get("groups", []):
-        pending = group.get("pending")
-        if not group.get("summary") or not pending:
+    for group in flight.groups:
+        summary = group.summary()
+        if not summary or group.pending is None:
             continue
-        out.append(f"Flight recorder: {group['summary']}")
-        frames = pending.get("frames") or []
+        frames = group.pending.frames
         caller = next((frame for frame in frames if " (torch/" not in frame), None)  # past torch's own frames
-        if caller:
-            out.append(f"  issued from {caller}")
+        out.append(Finding("Flight recorder", summary, f"issued from {caller}" if caller else None))
     if not out:
-        out.append(f"Flight recorder: {len(flight.get('dumps', []))} dump(s), no collective in flight")
-    return [*out, ""]
+        out.append(Finding("Flight recorder", f"{len(flight.dumps)} dump(s), no collective in flight"))
+    return tuple(out)
 
 
-def _root_title(report: Report) -> str:
+def root_title(report: Report) -> str:
     return "Last progress" if report.verdict is Verdict.STALLED else "Root cause"
 
 
-def phase_rows(spans: Sequence[SpanRow]) -> list[PhaseRow]:
+def phase_table(report: Report) -> Table:
+    """One row per phase (a draft model's apart), in the order the phases began."""
+    rows = []
+    for row in _phase_rows(report.phases):
+        name = f"{row.phase.value} (draft)" if row.draft and row.phase is not Phase.DRAFT_INIT else row.phase.value
+        took = format_duration((row.end - row.start).total_seconds()) if row.start and row.end else ""
+        rows.append([name, format_rank_set(row.ranks), clock(row.start), clock(row.end), took, row.progress])
+    return Table(("phase", "ranks", "start", "end", "took", "progress"), rows)
+
+
+def _phase_rows(spans: Sequence[SpanRow]) -> list[_PhaseRow]:
     grouped: dict[tuple[Phase, bool], list[SpanRow]] = {}
     for span in spans:
         grouped.setdefault((span.phase, span.draft), []).append(span)
@@ -154,20 +95,14 @@ def phase_rows(spans: Sequence[SpanRow]) -> list[PhaseRow]:
     for (phase, draft), members in grouped.items():
         starts = [s.start for s in members if s.start]
         ends = [s.end for s in members if s.end]
-        start, end = (min(starts) if starts else None), (max(ends) if ends else None)
-        timed = [(s.rank, s.seconds) for s in members if s.seconds is not None]
-        slowest = max(timed, key=lambda item: item[1]) if len(timed) > 1 else None
         rows.append(
-            PhaseRow(
+            _PhaseRow(
                 phase=phase,
                 draft=draft,
                 ranks=tuple(s.rank for s in members),
-                start=start,
-                end=end,
-                seconds=(end - start).total_seconds() if start and end else None,
-                slowest=(slowest[0], slowest[1]) if slowest else None,
+                start=min(starts) if starts else None,
+                end=max(ends) if ends else None,
                 progress=_bar_text(members),
-                ended_on_all=all(s.ended for s in members),
                 first_line=min(s.start_line for s in members),
             )
         )
@@ -185,35 +120,23 @@ def _bar_text(members: Sequence[SpanRow]) -> str:
     return f"{bar['done']}{total}{rate}"
 
 
-def _phase_table(rows: Sequence[PhaseRow]) -> list[list[str]]:
-    table = []
-    for row in rows:
-        name = f"{row.phase.value} (draft)" if row.draft and row.phase is not Phase.DRAFT_INIT else row.phase.value
-        took = format_duration(row.seconds) if row.seconds is not None else ""
-        table.append([name, format_rank_set(row.ranks), _clock(row.start), _clock(row.end), took, row.progress])
-    return table
-
-
-def _rank_table(report: Report) -> list[list[str]]:
+def rank_table(report: Report) -> Table:
     """Per-rank rows, only when they tell something: culprits, or ranks in different phases
     before the main process took over (after that, every rank finished its init)."""
+    headers = ("rank", "phase", "last progress", "line")
     rows = report.rank_rows
     if len({row.current for row in rows}) < 2 and not report.culprit_ranks:
-        return []
+        return Table(headers, [])
     if report.phase in MAIN_PROCESS_PHASES and not report.culprit_ranks:
-        return []
-    return [[row.rank, row.current.value, _clock(row.last_progress), str(row.last_progress_line or "")] for row in rows]
+        return Table(headers, [])
+    return Table(
+        headers,
+        [[row.rank, row.current.value, clock(row.last_progress), str(row.last_progress_line or "")] for row in rows],
+    )
 
 
-def _headline(report: Report, colour: bool) -> str:
-    verdict = report.verdict.value.upper()
-    if colour:
-        verdict = f"{_COLOURS[report.verdict]}{verdict}{_RESET}"
-    where = f" at {report.phase}" if report.phase else ""
-    return f"logphase: {verdict}{where} — {report.reason}"
-
-
-def _facts(report: Report) -> str:
+def facts(report: Report) -> str:
+    """The line under the headline: `sglang 0.5 · 8 ranks (TP[0-7]) · server.log: 392 lines · post-mortem`."""
     parts = []
     if report.system:
         parts.append(f"{report.system}{' ' + report.version if report.version else ''}")
@@ -235,10 +158,10 @@ def _facts(report: Report) -> str:
             + (f" of a {format_duration(report.budget_s)} budget" if report.budget_s else "")
         )
     parts.append("post-mortem" if report.post_mortem else f"as of {report.as_of:%Y-%m-%d %H:%M:%S}")
-    return "  " + " · ".join(parts)
+    return " · ".join(parts)
 
 
-def _context(report: Report, *, marker: bool = True) -> list[str]:
+def context(report: Report, *, marker: bool = True) -> list[str]:
     root = report.root_cause
     assert root is not None
     lines = root.context or ()
@@ -252,5 +175,5 @@ def _clip(text: str, width: int = 220) -> str:
     return text if len(text) <= width else text[: width - 3] + "..."
 
 
-def _clock(moment: datetime | None) -> str:
+def clock(moment: datetime | None) -> str:
     return f"{moment:%H:%M:%S}" if moment else ""

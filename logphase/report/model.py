@@ -8,6 +8,7 @@ from datetime import datetime
 from typing import Any
 
 from logphase.phases import Phase, Verdict
+from logphase.report.sections import BaselineSection, FlightSection, Section, StacksSection
 
 SCHEMA = "logphase.analysis/1"
 
@@ -88,9 +89,9 @@ class Report:
     silence_s: float | None
     budget_s: float | None
     rank_rows: tuple[RankRow, ...] = ()
-    baseline: Mapping[str, Any] | None = None
-    stacks: Mapping[str, Any] | None = None
-    flight_recorder: Mapping[str, Any] | None = None
+    baseline: BaselineSection | None = None
+    stacks: StacksSection | None = None
+    flight_recorder: FlightSection | None = None
     notes: tuple[str, ...] = field(default=())
 
     @property
@@ -160,11 +161,15 @@ class Report:
             "post_mortem": self.post_mortem,
             "silence_s": self.silence_s,
             "budget_s": self.budget_s,
-            "baseline": dict(self.baseline) if self.baseline is not None else None,
-            "stacks": dict(self.stacks) if self.stacks is not None else None,
-            "flight_recorder": dict(self.flight_recorder) if self.flight_recorder is not None else None,
+            "baseline": _section(self.baseline),
+            "stacks": _section(self.stacks),
+            "flight_recorder": _section(self.flight_recorder),
             "notes": list(self.notes),
         }
+
+
+def _section(section: Section | None) -> dict[str, Any] | None:
+    return section.to_json() if section is not None else None
 
 
 def _value(phase: Phase | None) -> str | None:

@@ -1,20 +1,13 @@
-"""Pure renderers of a StacksReport: the merged tree, the table of groups, JSON, markdown (strings)."""
+"""What the formats show of a StacksReport, worked out once: the merged tree, the groups, the processes not read."""
 
 from __future__ import annotations
-
-import json
 
 from tabulate import tabulate
 
 from logphase.judging.stacks import WAIT_STATES
 from logphase.ranks import format_rank_set
+from logphase.report.paint import paint
 from logphase.stacks.model import Group, StacksReport, TreeNode
-
-_COLOURS = {"red": "31", "green": "32", "yellow": "33", "cyan": "36", "bold": "1", "dim": "2"}
-
-
-def _paint(text: str, colour: str, enabled: bool) -> str:
-    return f"\x1b[{_COLOURS[colour]}m{text}\x1b[0m" if enabled else text
 
 
 def _state_colour(state: str) -> str:
@@ -27,7 +20,7 @@ def _state_colour(state: str) -> str:
     return "cyan"
 
 
-def render_tree(report: StacksReport, *, color: bool = False, max_chain: int = 6) -> str:
+def render_tree(report: StacksReport, *, colour: bool = False, max_chain: int = 6) -> str:
     """STAT-style prefix tree: each branch labelled with its rank set and count; a chain of frames
     shared by the same ranks prints as one block (long chains are elided in the middle)."""
     out: list[str] = []
@@ -40,8 +33,8 @@ def render_tree(report: StacksReport, *, color: bool = False, max_chain: int = 6
         keep = set(range(2)) | set(range(len(chain) - 3, len(chain)))
         keep |= {i for i, n in enumerate(chain) if n.state}
         label = f"{format_rank_set(node.labels)} ({len(node.labels)})"
-        painted = _paint(
-            label, "red" if culprits & set(node.labels) and culprits >= set(node.labels) else "bold", color
+        painted = paint(
+            label, "red" if culprits & set(node.labels) and culprits >= set(node.labels) else "bold", colour
         )
         pad = " " * len(label)
         lines: list[str] = []
@@ -51,11 +44,11 @@ def render_tree(report: StacksReport, *, color: bool = False, max_chain: int = 6
                 skipped += 1
                 continue
             if skipped:
-                lines.append(_paint(f"… {skipped} frame{'s' if skipped != 1 else ''} …", "dim", color))
+                lines.append(paint(f"… {skipped} frame{'s' if skipped != 1 else ''} …", "dim", colour))
                 skipped = 0
             text = item.key
             if item.state:
-                text += "  " + _paint(f"[{item.state}]", _state_colour(item.state), color)
+                text += "  " + paint(f"[{item.state}]", _state_colour(item.state), colour)
             lines.append(text)
         for index, text in enumerate(lines):
             out.append(f"{first if index == 0 else rest}{painted if index == 0 else pad}  {text}")
@@ -100,69 +93,12 @@ def render_groups(report: StacksReport) -> str:
     return tabulate(group_rows(report), headers=GROUP_HEADERS, tablefmt="simple")
 
 
+PROBLEM_HEADERS = ["pid", "rank", "title", "not read"]
+
+
 def problem_rows(report: StacksReport) -> list[list[str]]:
     return [
         [str(p.pid) if p.pid is not None else "-", p.rank or p.role or "-", p.title or "-", p.error or ""]
         for p in report.processes
         if p.error
     ]
-
-
-def render_table(report: StacksReport, *, color: bool = False) -> str:
-    parts = [_paint(report.summary, "red" if report.stuck else "green", color)]
-    if report.culprit_ranks:
-        parts.append(f"odd ranks: {', '.join(report.culprit_ranks)}")
-    if report.divergence is not None:
-        parts.append(f"the groups diverge below {report.divergence}")
-    details = [f"{report.readable} of {len(report.processes)} processes read", f"{report.samples} sample(s)"]
-    if report.samples > 1:
-        details.append(f"every {report.interval_s:g}s")
-    if report.skew_s is not None:
-        details.append(f"capture skew {report.skew_s * 1000:.0f} ms")
-    parts.append(", ".join(details))
-    tree = render_tree(report, color=color)
-    if tree:
-        parts += ["", tree]
-    if report.groups:
-        parts += ["", render_groups(report)]
-    problems = problem_rows(report)
-    if problems:
-        parts += ["", tabulate(problems, headers=["pid", "rank", "title", "not read"], tablefmt="simple")]
-    return "\n".join(parts) + "\n"
-
-
-def render_json(report: StacksReport) -> str:
-    return json.dumps(report.to_json(), indent=2) + "\n"
-
-
-def _md_cell(text: str) -> str:
-    return text.replace("|", "\\|")
-
-
-def render_markdown(report: StacksReport) -> str:
-    lines = ["## logphase stacks", "", f"**{_md_cell(report.summary)}**", ""]
-    if report.culprit_ranks:
-        lines += [f"- odd ranks: {', '.join(report.culprit_ranks)}"]
-    if report.divergence is not None:
-        lines += [f"- the groups diverge below `{report.divergence}`"]
-    lines += [f"- {report.readable} of {len(report.processes)} processes read, {report.samples} sample(s)"]
-    if report.skew_s is not None:
-        lines += [f"- capture skew {report.skew_s * 1000:.0f} ms"]
-    lines += ["", "### Groups", ""]
-    lines += [tabulate(group_rows(report), headers=GROUP_HEADERS, tablefmt="github")]
-    tree = render_tree(report)
-    if tree:
-        lines += ["", "### Merged stacks", "", "```", tree, "```"]
-    problems = problem_rows(report)
-    if problems:
-        lines += ["", "### Not read", ""]
-        lines += [tabulate(problems, headers=["pid", "rank", "title", "not read"], tablefmt="github")]
-    return "\n".join(lines) + "\n"
-
-
-def render(report: StacksReport, fmt: str, *, color: bool = False) -> str:
-    if fmt == "json":
-        return render_json(report)
-    if fmt == "markdown":
-        return render_markdown(report)
-    return render_table(report, color=color)

@@ -1,0 +1,47 @@
+"""Output formats: the `Format` every format module meets, and the `OutputFormat` that `--format` names.
+
+Adding a format is one module here with a class that has every `Format` method, one `OutputFormat`
+member, and its case in `pick` (mypy flags the missing case and any missing method).
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Protocol, assert_never
+
+from logphase.report.formats.json import JsonFormat
+from logphase.report.formats.markdown import MarkdownFormat
+from logphase.report.formats.table import TableFormat
+from logphase.report.model import Report
+from logphase.stacks.model import StacksReport
+
+
+class OutputFormat(StrEnum):
+    TABLE = "table"
+    JSON = "json"
+    MARKDOWN = "markdown"
+
+
+class Format(Protocol):
+    """How one format writes each document logphase prints; every text ends with a newline."""
+
+    def analysis(self, report: Report) -> str:
+        """`logphase analyze`: every section of the Report."""
+        ...
+
+    def stacks(self, report: StacksReport) -> str:
+        """`logphase stacks`: the merged stacks, their groups and the processes not read."""
+        ...
+
+
+def pick(choice: OutputFormat, *, colour: bool = False) -> Format:
+    """The format `--format` names; `colour` paints a terminal's table and is ignored elsewhere."""
+    match choice:
+        case OutputFormat.TABLE:
+            return TableFormat(colour=colour)
+        case OutputFormat.JSON:
+            return JsonFormat()
+        case OutputFormat.MARKDOWN:
+            return MarkdownFormat()
+        case _:
+            assert_never(choice)

@@ -1,0 +1,75 @@
+"""The terminal table: what a person reads first, with the verdict in colour when stdout is a terminal."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tabulate import tabulate
+
+from logphase.phases import Verdict
+from logphase.report.analysis import context, facts, findings, phase_table, rank_table, root_title
+from logphase.report.model import Report
+from logphase.report.paint import paint
+from logphase.report.stacks import PROBLEM_HEADERS, problem_rows, render_groups, render_tree
+from logphase.stacks.model import StacksReport
+
+_VERDICT_COLOURS = {
+    Verdict.READY: "green",
+    Verdict.FINISHED: "green",
+    Verdict.PROGRESSING: "cyan",
+    Verdict.STALLED: "yellow",
+    Verdict.CRASHED: "red",
+    Verdict.ABORTED: "red",
+    Verdict.TIMEOUT: "red",
+    Verdict.UNKNOWN: "dim",
+}
+
+
+@dataclass(frozen=True)
+class TableFormat:
+    colour: bool = False
+
+    def analysis(self, report: Report) -> str:
+        verdict = paint(report.verdict.value.upper(), _VERDICT_COLOURS[report.verdict], self.colour)
+        where = f" at {report.phase}" if report.phase else ""
+        out: list[str] = [f"logphase: {verdict}{where} — {report.reason}", f"  {facts(report)}", ""]
+        phases, ranks = phase_table(report), rank_table(report)
+        if phases.rows:
+            out += [tabulate(phases.rows, headers=phases.headers), ""]
+        if ranks.rows:
+            out += ["Ranks diverge:", tabulate(ranks.rows, headers=ranks.headers), ""]
+        if report.culprit_ranks:
+            out += [f"Culprit ranks: {', '.join(report.culprit_ranks)}", ""]
+        root = report.root_cause
+        if root is not None:
+            who = f", {root.rank}" if root.rank else ""
+            out += [f"{root_title(report)} (line {root.line}{who}, rule {root.rule}):", *context(report), ""]
+        for block in findings(report):
+            for finding in block:
+                out.append(f"{finding.label}: {finding.text}")
+                if finding.detail:
+                    out.append(f"  {finding.detail}")
+            out.append("")
+        return "\n".join(out).rstrip() + "\n"
+
+    def stacks(self, report: StacksReport) -> str:
+        parts = [paint(report.summary, "red" if report.stuck else "green", self.colour)]
+        if report.culprit_ranks:
+            parts.append(f"odd ranks: {', '.join(report.culprit_ranks)}")
+        if report.divergence is not None:
+            parts.append(f"the groups diverge below {report.divergence}")
+        details = [f"{report.readable} of {len(report.processes)} processes read", f"{report.samples} sample(s)"]
+        if report.samples > 1:
+            details.append(f"every {report.interval_s:g}s")
+        if report.skew_s is not None:
+            details.append(f"capture skew {report.skew_s * 1000:.0f} ms")
+        parts.append(", ".join(details))
+        tree = render_tree(report, colour=self.colour)
+        if tree:
+            parts += ["", tree]
+        if report.groups:
+            parts += ["", render_groups(report)]
+        problems = problem_rows(report)
+        if problems:
+            parts += ["", tabulate(problems, headers=PROBLEM_HEADERS, tablefmt="simple")]
+        return "\n".join(parts) + "\n"
