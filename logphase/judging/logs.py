@@ -14,6 +14,8 @@ from logphase.phases import MAIN_PROCESS_PHASES, EventKind, Phase, Role, Verdict
 
 # A rank this long behind the first rank to enter the furthest phase is behind, not just skewed.
 LAG_GRACE_S = 30.0
+# Stamps up to this far after the time of judging are the two clocks' drift, not a clock ahead.
+CLOCK_SLACK_S = 60.0
 _FAILURE_VERDICT = {
     EventKind.ERROR: Verdict.CRASHED,
     EventKind.FATAL: Verdict.ABORTED,
@@ -112,6 +114,18 @@ def judge(
         return Judgement(Verdict.STALLED, reason, phase, furthest, culprits, progress, silence, budget)
 
     silence = (as_of - progress_time).total_seconds() if progress_time else None
+    if silence is not None and silence < -CLOCK_SLACK_S:
+        # the log's clock runs ahead of the one it is judged by (another host, another time zone,
+        # or --as-of before the log): no negative duration; measure on each clock apart instead
+        end = timeline.last_time
+        lead = (end - as_of).total_seconds() if end is not None else -silence
+        health += f"; the log's clock is {format_duration(lead)} ahead of the time it is judged at"
+        if end is not None and progress_time is not None and last_activity is not None:
+            silence = (end - progress_time).total_seconds() + max(0.0, (as_of - last_activity).total_seconds())
+        else:
+            silence = None
+    elif silence is not None:
+        silence = max(0.0, silence)
     if silence is None:
         reason = f"in {phase}; the log has no timestamps to judge silence by{health}"
         return Judgement(Verdict.PROGRESSING, reason, phase, furthest, culprits, None, None, budget)

@@ -98,7 +98,8 @@ class Report:
     def last_line_age_s(self) -> float | None:
         if self.last_line is None or self.last_line.time is None:
             return None
-        return (self.as_of - self.last_line.time).total_seconds()
+        age = (self.as_of - self.last_line.time).total_seconds()
+        return age if age >= 0 else None  # a line stamped after as_of (clocks apart): no negative age
 
     def to_json(self) -> dict[str, Any]:
         root = self.root_cause
