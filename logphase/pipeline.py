@@ -18,7 +18,7 @@ from logphase.baselines.store import RunStore
 from logphase.errors import StoreError, UsageError
 from logphase.fingerprint import LogIdentity, SourceTap
 from logphase.flight_recorder import FlightReport
-from logphase.judging.budgets import budgets_from
+from logphase.judging.budgets import Budgets, budgets_from
 from logphase.judging.evidence import Evidence, WatchVerdict, with_evidence
 from logphase.judging.logs import Judgement, judge
 from logphase.logs.reader import LogSource, open_sources
@@ -109,6 +109,8 @@ def assemble(
         timeline, as_of=options.as_of, post_mortem=options.post_mortem, budgets=budgets, last_activity=last_activity
     )
     report = build_report(inputs, result, judgement, as_of=options.as_of, post_mortem=options.post_mortem)
+    if result.earlier:
+        report = replace(report, notes=(*report.notes, *_earlier_starts(result, budgets, options.as_of)))
     # stack dumps printed into the log (SGLang's watchdog py-spy, faulthandler): the report's `stacks`
     stacks = summarize(result.dumps, packs.signatures) if result.dumps else None
     report = with_evidence(report, Evidence(stacks=stacks, flight=options.flight, watched=options.watched))
@@ -268,3 +270,19 @@ def _last_line(result: ScanResult, names: list[str]) -> LastLine | None:
         return None
     index, (line, when) = max(result.last_lines.items(), key=lambda item: (item[1][1] or datetime.min, item[0]))
     return LastLine(line.number, line.text, when, names[index])
+
+
+def _earlier_starts(result: ScanResult, budgets: Budgets, as_of: datetime) -> list[str]:
+    """The starts a later start in the same log replaced: each judged as a finished log, listed;
+    the report is the last start's."""
+    notes = []
+    for earlier in result.earlier:
+        judged = judge(earlier.timeline, as_of=as_of, post_mortem=True, budgets=budgets)
+        where = f" at {judged.phase}" if judged.phase else ""
+        notes.append(
+            f"an earlier start in this log (lines {earlier.first_line}-{earlier.last_line}) ended "
+            f"{judged.verdict}{where}: {judged.reason}"
+        )
+    last = result.earlier[-1].last_line + 1
+    notes.append(f"the server started again at line {last}: this report is that start's")
+    return notes

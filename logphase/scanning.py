@@ -13,7 +13,7 @@ from logphase.logs.prefilter import FastLines, plan_for
 from logphase.logs.reader import Line, LogSource, envelopes_of, read_lines
 from logphase.logs.timeline import Timeline, TimelineBuilder
 from logphase.packs import PackSet
-from logphase.phases import FAILURE_KINDS
+from logphase.phases import FAILURE_KINDS, EventKind, Phase
 from logphase.report.model import ContextLine
 from logphase.stacks.dumps import TRIGGER, DumpParser
 from logphase.stacks.model import ProcessSnapshot
@@ -33,6 +33,15 @@ class _Context:
     wanted_after: int = CONTEXT_AFTER
 
 
+@dataclass(frozen=True)
+class EarlierStart:
+    """A start of the server that a later start in the same log replaced: judged apart, listed."""
+
+    timeline: Timeline
+    first_line: int
+    last_line: int
+
+
 @dataclass
 class ScanResult:
     """What one pass over the sources leaves: the timeline and what the report quotes."""
@@ -43,6 +52,7 @@ class ScanResult:
     dumps: list[ProcessSnapshot] = field(default_factory=list)
     failures_kept: int = 0  # failures whose context is kept (at most MAX_CONTEXTS over all sources)
     notes: list[str] = field(default_factory=list)  # what reading the sources assumed (their envelopes)
+    earlier: list[EarlierStart] = field(default_factory=list)  # starts a later one in the same log replaced
 
 
 class SourceFeed:
@@ -50,8 +60,15 @@ class SourceFeed:
     parser, and keeps a little context around failures and around the latest phase event (the root
     cause of a stall). `analyze` feeds a whole file; `watch` feeds batches as they arrive."""
 
-    def __init__(self, index: int, matcher: SourceMatcher, builder: TimelineBuilder, result: ScanResult) -> None:
+    def __init__(
+        self, index: int, matcher: SourceMatcher, builder: TimelineBuilder, result: ScanResult, *, restarts: bool = True
+    ) -> None:
         self.index, self.matcher, self.builder, self.result = index, matcher, builder, result
+        # a second start in this log judges apart (only where this source is the whole run: with a
+        # log per node, the timeline is shared and another node's start is no restart)
+        self.restarts = restarts
+        self.start_line = 1
+        self.progressed = False  # this start went past its launch
         self.dumps = DumpParser()  # faulthandler / py-spy dumps printed into the log
         self.before: deque[ContextLine] = deque(maxlen=CONTEXT_BEFORE)
         self.waiting: list[_Context] = []
@@ -70,7 +87,10 @@ class SourceFeed:
                 pending.lines.append(here)
                 pending.wanted_after -= 1
         events = self.matcher.match_line(line)
-        for event in events:
+        for index, event in enumerate(events):
+            if self._launched_again(event):
+                event = self._restart(event)
+                events = (*events[:index], event, *events[index + 1 :])
             self.builder.add(event)
             if event.line != line.number:
                 continue  # a frame group's event, held back until its group ended
@@ -94,6 +114,22 @@ class SourceFeed:
                     result.contexts[pending.event_key] = tuple(pending.lines)
             self.waiting = [pending for pending in self.waiting if pending.wanted_after > 0]
         return events
+
+    def _launched_again(self, event: Event) -> bool:
+        """A launch line after this start went past its launch: the server started again."""
+        if event.phase is None or event.kind in FAILURE_KINDS:
+            return False
+        if event.phase is not Phase.LAUNCH:
+            self.progressed = True
+            return False
+        return self.restarts and self.progressed and event.kind is EventKind.BEGIN and event.rank is None
+
+    def _restart(self, event: Event) -> Event:
+        self.builder.see_ranks(self.matcher.ranks_seen)
+        self.result.earlier.append(EarlierStart(self.builder.restart(), self.start_line, event.line - 1))
+        self.matcher.ranks_seen.clear()  # the earlier start's ranks are not this one's
+        self.start_line, self.progressed = event.line, False
+        return self.matcher.restart_clock(event)
 
     def passed(self, line: Line) -> None:
         """A line read but not fed (a steady run summarised): it still is the source's last line."""
@@ -133,7 +169,7 @@ def scan(sources: list[LogSource], packs: PackSet, as_of: datetime, *, fast: boo
         lines = iter(filtered) if filtered is not None else read_lines(source)
         head = list(islice(lines, YEAR_LOOKAHEAD))
         matcher = SourceMatcher(packs, as_of, year=first_year(head, packs))
-        feed = SourceFeed(index, matcher, builder, result)
+        feed = SourceFeed(index, matcher, builder, result, restarts=len(sources) == 1)
         if filtered is not None:
             filtered.attach(matcher, feed.dumps)
         for line in chain(head, lines):

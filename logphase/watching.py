@@ -7,7 +7,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
 from logphase.baselines.records import RunRecord, StopPoint, stop_point
-from logphase.baselines.stats import OVERDUE_FACTOR, PhaseStats, estimate_eta
+from logphase.baselines.stats import MIN_RUNS_FOR_BUDGET, PhaseStats, estimate_eta, overdue_check
 from logphase.durations import format_duration
 from logphase.errors import ExitCode
 from logphase.fingerprint import FingerprintCollector
@@ -312,10 +312,9 @@ def step(state: WatchState, obs: Observation, settings: Settings) -> tuple[Watch
         return finish(Verdict.STALLED, f"stalled: the log ended{where} without a ready line")
     stats = settings.stats.get(obs.stop.phase) if obs.stop.phase else None
     in_phase = obs.in_phase_s
-    # overdue (a warning): far longer in the phase than successful runs, and nothing moved for as long as it takes
-    overdue = (
-        stats is not None and in_phase is not None and in_phase > OVERDUE_FACTOR * stats.p90 and silence > stats.p90
-    )
+    # overdue (a warning): far longer in the phase than successful runs, and nothing moved for its budget
+    tests = overdue_check(stats, in_phase, silence)
+    overdue = tests is not None and tests.holds
     if overdue and not state.overdue and stats is not None and in_phase is not None:
         usual = f"{format_duration(stats.median)} (p90 {format_duration(stats.p90)})"
         text = f"overdue: {format_duration(in_phase)} in {obs.stop.phase}, successful runs take {usual}"
@@ -341,10 +340,13 @@ def status_line(state: WatchState, obs: Observation, settings: Settings) -> str:
         parts.append(f"{phase} {format_duration(in_phase)}{usual}")
     parts.append(f"{rate(state.samples):.0f} lines/s")
     parts.append(f"progress {format_duration(obs.silence_s)} ago")
-    eta = estimate_eta(settings.pool, obs.stop.phase, obs.in_phase_s) if settings.pool else None
+    eta = estimate_eta(settings.pool, obs.stop.phase, obs.in_phase_s, obs.stop.ended) if settings.pool else None
     if eta is not None:
         spread = f" ({format_duration(eta.low)}–{format_duration(eta.high)})" if eta.high - eta.low >= 1 else ""
-        parts.append(f"ETA {format_duration(eta.seconds)}{spread}")
+        rough = " (a rough guess)" if eta.runs < MIN_RUNS_FOR_BUDGET else ""
+        parts.append(
+            f"ready in ~{format_duration(eta.seconds)}{spread}, from {eta.runs} run{'s' * (eta.runs != 1)}{rough}"
+        )
     if state.overdue:
         parts.append("OVERDUE")
     if state.health is not None:

@@ -8,12 +8,17 @@ from typing import Any
 
 from logphase.baselines.records import RunRecord
 from logphase.baselines.stats import (
+    MIN_RUNS_FOR_BUDGET,
     OVERDUE_FACTOR,
+    OVERDUE_FLOOR_S,
     PHASES_WITHOUT_DURATION,
     Eta,
+    Overdue,
     PhaseStats,
-    estimate_eta,
+    estimate_eta_from,
+    eta_anchors,
     learned_budgets,
+    overdue_check,
     phase_stats,
 )
 from logphase.durations import format_duration
@@ -34,9 +39,25 @@ class Comparison:
     in_phase_s: float | None
     silence_s: float | None
     eta: Eta | None
-    overdue: bool
+    overdue_tests: Overdue | None
     post_mortem: bool
+    other_setups: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
+
+    @property
+    def overdue(self) -> bool:
+        return self.overdue_tests is not None and self.overdue_tests.holds
+
+    @property
+    def eta_caveat(self) -> str | None:
+        """Why the ETA is only a rough figure (too few runs, runs of another setup), or None."""
+        if self.eta is None:
+            return None
+        if self.other_setups:
+            return f"from runs of another setup: {', '.join(self.other_setups)}"
+        if self.eta.runs < MIN_RUNS_FOR_BUDGET:
+            return f"from only {_runs(self.eta.runs)}, fewer than {MIN_RUNS_FOR_BUDGET}"
+        return None
 
     @property
     def passed_stop_point(self) -> bool | None:
@@ -64,6 +85,8 @@ class Comparison:
             "in_phase_s": _round(self.in_phase_s),
             "eta_s": _round(self.eta.seconds) if self.eta else None,
             "eta_range_s": [_round(self.eta.low), _round(self.eta.high)] if self.eta else None,
+            "runs_used": self.eta.runs if self.eta else 0,
+            "eta_rough": self.eta_caveat is not None if self.eta else None,
             "overdue": self.overdue,
             "learned_budgets": {phase.value: _round(seconds) for phase, seconds in self.budgets.items()},
             "summary": self.summary(),
@@ -136,27 +159,50 @@ class Comparison:
         if not self.pool_size:
             return ["no successful run of this setup is recorded, so no ETA (logphase runs add LOG)"]
         words = []
-        if stats is not None and self.eta is not None:
-            spread = (
-                f" ({format_duration(self.eta.low)}–{format_duration(self.eta.high)})"
-                if self.eta.high - self.eta.low >= 1
-                else ""
-            )
-            if self.eta.high < 1:
-                left = "they were ready by now" if not self.post_mortem else "it ran longer than they took to be ready"
-            elif self.post_mortem:
-                left = f"it ended {format_duration(self.eta.seconds)}{spread} before they are ready"
-            else:
-                left = f"{format_duration(self.eta.seconds)}{spread} left"
-            words.append(f"successful runs spend {format_duration(stats.median)} in {phase}, {left}")
-        elif stats is None:
+        if stats is None:
             words.append(f"successful runs of this setup never spent time in {phase}")
-        if self.overdue and stats is not None:
-            words.append(
-                f"overdue: {format_duration(self.in_phase_s)} in {phase}, "
-                f"where successful runs take at most {format_duration(stats.p90)} (p90)"
-            )
+        elif self.eta is not None:  # none for a run that ended (crashed, timed out): nothing is left
+            words.append(f"successful runs spend {format_duration(stats.median)} in {phase}")
+            words.append(self.eta_words(self.eta))
+        if self.overdue_tests is not None and self.overdue_tests.holds:
+            words.append(_overdue_words(self.overdue_tests, phase))
         return words
+
+    def headline_eta(self) -> str | None:
+        """What the table's first lines say of the time left (`ready in ~20s (11s–26s), from 3 runs`,
+        `overdue: …`), or None when nothing is known or the run is over."""
+        if self.this.verdict in SUCCESS_VERDICTS or self.post_mortem:
+            return None
+        words = [self.eta_words(self.eta)] if self.eta is not None else []
+        if self.overdue_tests is not None and self.overdue_tests.holds:
+            words.append("overdue")
+        return "; ".join(words) or None
+
+    def eta_words(self, eta: Eta) -> str:
+        """`ready in ~20s (11s–26s), from 3 runs`; a figure without its spread when it is rough. For the
+        table's first lines and watch's status line too: one wording."""
+        caveat = self.eta_caveat
+        spread = f" ({format_duration(eta.low)}–{format_duration(eta.high)})" if eta.high - eta.low >= 1 else ""
+        if eta.high < 1:
+            return "they were ready by now" if not self.post_mortem else "it ran longer than they took to be ready"
+        if caveat is None:
+            figure, source = f"~{format_duration(eta.seconds)}{spread}", f", from {_runs(eta.runs)}"
+        else:
+            figure, source = f"roughly {format_duration(eta.seconds)}", f" (a rough guess, {caveat})"
+        if self.post_mortem:
+            return f"it ended {figure} before they were ready{source}"
+        return f"ready in {figure}{source}"
+
+
+def _overdue_words(tests: Overdue, phase: Phase) -> str:
+    """Which tests held: all three do, or it would not be called overdue."""
+    silence = tests.in_phase_s if tests.silence_s is None else tests.silence_s
+    return (
+        f"overdue: {format_duration(tests.in_phase_s)} in {phase}, past {OVERDUE_FACTOR:g} × its p90 "
+        f"({format_duration(tests.factor_limit)}) and p90 + {format_duration(OVERDUE_FLOOR_S)} "
+        f"({format_duration(tests.floor_limit)}), no progress for {format_duration(silence)} "
+        f"(p90 {format_duration(tests.quiet_limit)})"
+    )
 
 
 def compare(
@@ -175,15 +221,10 @@ def compare(
     finished = this.verdict in SUCCESS_VERDICTS or (
         this.verdict in PROBLEM_VERDICTS and this.verdict is not Verdict.STALLED
     )
-    eta = None if finished else estimate_eta(pool, phase, in_phase_s)
+    eta = None if finished else estimate_eta_from(pool, eta_anchors(this, in_phase_s))
     phase_stat = stats.get(phase) if phase else None
-    overdue = bool(
-        not finished
-        and phase_stat is not None
-        and in_phase_s is not None
-        and in_phase_s > OVERDUE_FACTOR * phase_stat.p90
-        and (silence_s is None or silence_s > phase_stat.p90)
-    )
+    overdue_tests = None if finished else overdue_check(phase_stat, in_phase_s, silence_s)
+    other_setups = sorted({run.fingerprint.describe() for run in pool if run.fingerprint.key != this.fingerprint.key})
     return Comparison(
         ref=ref,
         this=this,
@@ -194,8 +235,9 @@ def compare(
         in_phase_s=in_phase_s,
         silence_s=silence_s,
         eta=eta,
-        overdue=overdue,
+        overdue_tests=overdue_tests,
         post_mortem=post_mortem,
+        other_setups=tuple(other_setups),
         notes=tuple(notes),
     )
 
@@ -213,6 +255,10 @@ def _describe(run: RunRecord) -> str:
         Verdict.FINISHED: "the run that finished",
         Verdict.PROGRESSING: "the run that was still starting",
     }.get(run.verdict, "the earlier run")
+
+
+def _runs(count: int) -> str:
+    return f"{count} run{'s' if count != 1 else ''}"
 
 
 def _round(seconds: float | None) -> float | None:

@@ -238,6 +238,16 @@ class SourceMatcher:
             return held
         return (*held, event) if held else (event,)
 
+    def restart_clock(self, event: Event) -> Event:
+        """A new start of the server in the same log: its clock starts again (a restarted container's
+        lines may be stamped before the old ones'); `event`, the line that began it, re-timed."""
+        self.last_time = None
+        fields, _ = self.packs.split_prefix(event.text)
+        if fields.time is None:
+            return event
+        self.last_time = self._complete_time(fields)
+        return replace(event, time=self.last_time)
+
     def _message_event(
         self, line: Line, fields: PrefixFields, message: str, stamp: datetime | None, inside: bool
     ) -> Event | None:

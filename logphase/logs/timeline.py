@@ -193,6 +193,14 @@ class TimelineBuilder:
         """Ranks whose lines the log shows, recognised or not (a training step, a warning)."""
         self.visible.update(ranks)
 
+    def restart(self) -> Timeline:
+        """The server started again in the same log (a restarted container's `docker logs`, a
+        relaunch appended to the file): the start so far, finished; the builder begins anew."""
+        finished = self.finish()
+        fresh = TimelineBuilder(job_systems=self.job_systems)
+        self.__dict__.update(fresh.__dict__)
+        return finished
+
     def add(self, event: Event) -> None:
         self.events += 1
         if event.time is not None:

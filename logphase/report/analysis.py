@@ -157,6 +157,9 @@ def facts(report: Report) -> str:
             f"no progress for {format_duration(report.silence_s)}"
             + (f" of a {format_duration(report.budget_s)} budget" if report.budget_s else "")
         )
+    eta = report.baseline.headline_eta() if report.baseline is not None else None
+    if eta:
+        parts.append(eta)
     parts.append("post-mortem" if report.post_mortem else f"as of {report.as_of:%Y-%m-%d %H:%M:%S}")
     return " · ".join(parts)
 

@@ -22,6 +22,8 @@ class BaselineSection(Section, Protocol):
 
     def summary(self) -> str: ...
 
+    def headline_eta(self) -> str | None: ...  # the time left, for the first lines
+
 
 class StallSection(Protocol):
     @property

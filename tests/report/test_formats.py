@@ -26,6 +26,9 @@ class Comparison:
     def summary(self) -> str:
         return self.said
 
+    def headline_eta(self) -> str | None:
+        return None
+
     def to_json(self) -> dict[str, Any]:
         return {"ref": "auto", "summary": self.said}
 

@@ -6,7 +6,7 @@ from dataclasses import replace
 from datetime import datetime
 
 from logphase.baselines.records import StopPoint
-from logphase.baselines.stats import PhaseStats
+from logphase.baselines.stats import PhaseStats, phase_stats
 from logphase.errors import ExitCode
 from logphase.health import Health, Probe
 from logphase.judging.budgets import Budgets, budgets_from
@@ -15,6 +15,7 @@ from logphase.logs.reader import Line
 from logphase.packs import load_packs
 from logphase.phases import Phase, Verdict
 from logphase.watching import Ingest, Observation, Settings, WatchState, status_line, step
+from tests.baselines.test_eta_words import _ready_run
 
 
 def _judged(verdict: Verdict, phase: Phase | None, reason: str = "") -> Judgement:
@@ -107,9 +108,12 @@ def test_overdue_is_said_once_before_the_stall() -> None:
     stats = {Phase.CUDA_GRAPH: PhaseStats(Phase.CUDA_GRAPH, 3, 110.0, 118.0, 119.0)}
     settings = Settings(budgets=budgets_from({}, stats), stats=stats)
     state, _ = step(WatchState(), _obs(0.0), settings)
+    # 4 min in (2 × p90) is slow, not overdue: that takes 10 × p90 (19m40s) and 2 min without progress
     state, said = step(state, _obs(240.0, silence=120.0), settings)
-    assert _texts(said) == ["[+ 240.0s] overdue: 4m00s in cuda_graph, successful runs take 1m50s (p90 1m58s)"]
-    state, said = step(state, _obs(241.0, silence=121.0), settings)
+    assert said == ()
+    state, said = step(state, _obs(1180.0, silence=120.0), settings)
+    assert _texts(said) == ["[+1180.0s] overdue: 19m40s in cuda_graph, successful runs take 1m50s (p90 1m58s)"]
+    state, said = step(state, _obs(1181.0, silence=121.0), settings)
     assert (said, state.overdue, state.outcome) == ((), True, None)
 
 
@@ -186,3 +190,14 @@ def test_ingest_dates_year_less_stamps_by_the_first_dated_line_as_analyze_does()
     # THEN the year-less stamp is of 2024, like the dated line after it (was: the watch's own year, 2025)
     spans = ingest.timeline().spans
     assert [(span.phase, span.start) for span in spans][:1] == [(Phase.WEIGHT_LOAD, datetime(2024, 11, 26, 14, 23, 34))]
+
+
+def test_the_status_line_gives_the_eta_as_the_report_words_it() -> None:
+    # GIVEN three recorded successful runs (capture 100, 110, 120 s), and a watch 30 s into its capture
+    runs = [_ready_run(capture, number=n) for n, capture in enumerate((100.0, 110.0, 120.0), start=1)]
+    stats = phase_stats(runs)
+    settings = Settings(budgets=budgets_from({}, stats), stats=stats, pool=runs)
+    obs = replace(_obs(30.0), in_phase_s=30.0)
+    # WHEN its status line is made THEN the ETA reads as in the report: `ready in ~…, from 3 runs`
+    line = status_line(WatchState(phase=Phase.CUDA_GRAPH), obs, settings)
+    assert line.endswith(" · ready in ~1m40s (1m32s–1m48s), from 3 runs"), line
