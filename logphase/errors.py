@@ -6,7 +6,7 @@ from enum import IntEnum
 
 
 class ExitCode(IntEnum):
-    """Process exit codes, DESIGN.md §6."""
+    """Process exit codes, docs/design.md §6."""
 
     OK = 0
     BUG = 1

@@ -6,7 +6,7 @@ from enum import StrEnum
 
 
 class Phase(StrEnum):
-    """Startup phases in the order a server passes them (DESIGN.md §1)."""
+    """Startup phases in the order a server passes them (docs/design.md §1)."""
 
     LAUNCH = "launch"
     TOKENIZER = "tokenizer"
@@ -69,7 +69,7 @@ FAILURE_KINDS = frozenset({EventKind.ERROR, EventKind.FATAL, EventKind.TIMEOUT})
 
 
 class Role(StrEnum):
-    """How much a line can explain (DESIGN.md §4.1)."""
+    """How much a line can explain (docs/design.md §4.1)."""
 
     ROOT = "root"  # can be the root cause of a failure
     CASCADE = "cascade"  # a consequence of a failure elsewhere; root only when nothing else is

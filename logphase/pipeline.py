@@ -19,12 +19,13 @@ from logphase.errors import StoreError, UsageError
 from logphase.fingerprint import LogIdentity, SourceTap
 from logphase.flight_recorder import FlightReport
 from logphase.judging.budgets import Budgets, budgets_from
+from logphase.judging.confidence import assess
 from logphase.judging.evidence import Evidence, WatchVerdict, with_evidence
 from logphase.judging.logs import Judgement, judge
 from logphase.logs.reader import LogSource, open_sources
 from logphase.logs.timeline import PhaseSpan
 from logphase.packs import PackSet
-from logphase.report.model import InputSummary, LastLine, RankRow, Report, RootCause, SpanRow
+from logphase.report.model import EvidenceLine, InputSummary, LastLine, RankRow, Report, RootCause, SpanRow
 from logphase.scanning import ScanResult, scan
 from logphase.stacks.stalls import summarize
 
@@ -111,6 +112,14 @@ def assemble(
     report = build_report(inputs, result, judgement, as_of=options.as_of, post_mortem=options.post_mortem)
     if result.earlier:
         report = replace(report, notes=(*report.notes, *_earlier_starts(result, budgets, options.as_of)))
+    assessment = assess(timeline, judgement, post_mortem=options.post_mortem, earlier_starts=len(result.earlier))
+    names = [summary.path for summary in inputs]
+    report = replace(
+        report,
+        confidence=assessment.confidence.value,
+        support=tuple(EvidenceLine(names[e.source], e.line, e.text) for e in assessment.support),
+        doubts=assessment.doubts,
+    )
     # stack dumps printed into the log (SGLang's watchdog py-spy, faulthandler): the report's `stacks`
     stacks = summarize(result.dumps, packs.signatures) if result.dumps else None
     report = with_evidence(report, Evidence(stacks=stacks, flight=options.flight, watched=options.watched))

@@ -222,7 +222,7 @@ class Observation:
 
 @dataclass(frozen=True)
 class Outcome:
-    """How the watch ends: the exit code (DESIGN.md §6) and the verdict it stands for."""
+    """How the watch ends: the exit code (docs/design.md §6) and the verdict it stands for."""
 
     verdict: Verdict
     message: str

@@ -1,4 +1,4 @@
-"""The import rules of DESIGN.md §2: logs and stacks meet only in scanning, judging/evidence and the pipeline;
+"""The import rules of docs/design.md §2: logs and stacks meet only in scanning, judging/evidence and the pipeline;
 judging is pure and below the pipeline; only cli assembles the pipeline, and only cli prints."""
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ from logphase.judging.budgets import Budget, Budgets, budgets_from
 from logphase.judging.exits import exit_code
 from logphase.phases import Phase, Verdict
 
-# The exit codes of DESIGN.md §6 as `analyze --help` states them: 0 ready (a finished job too),
+# The exit codes of docs/design.md §6 as `analyze --help` states them: 0 ready (a finished job too),
 # 4 stalled/crashed/aborted/timeout, 5 still starting, 6 unknown.
 EXPECTED_EXITS = {
     Verdict.READY: 0,

@@ -140,7 +140,7 @@ def in_start_order(records: Iterable[PhaseRecord]) -> tuple[PhaseRecord, ...]:
 
 
 def stop_point(spans: Iterable[SpanLike], last_line: int) -> StopPoint:
-    """The server's milestone (DESIGN.md §4.5): the main process's phase once it is past the
+    """The server's milestone (docs/design.md §4.5): the main process's phase once it is past the
     ranks' init, else the slowest rank's. Lazy compile is not a milestone of its own."""
     by_rank: dict[str | None, list[SpanLike]] = {}
     for span in spans:

@@ -10,7 +10,7 @@ from logphase.baselines.records import RunRecord
 from logphase.phases import Phase
 
 # Stalled when the silence in a phase exceeds BUDGET_FACTOR × p95 of that phase's duration in
-# successful runs of the same setup (DESIGN.md §4.6). 3 × p95: a phase that is slow once in twenty
+# successful runs of the same setup (docs/design.md §4.6). 3 × p95: a phase that is slow once in twenty
 # runs still gets three times that before it is called hung; a real hang still ends in a few
 # multiples of the usual time instead of the pack's worst-case default (often 30 min).
 BUDGET_FACTOR = 3.0

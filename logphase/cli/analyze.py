@@ -86,4 +86,4 @@ def analyze(
         if store is not None:
             store.close()
     click.echo(pick(output_format, colour=use_colour()).analysis(report), nl=False)
-    sys.exit(int(exit_code(report.verdict)))
+    sys.exit(int(exit_code(report.verdict, doubtful=report.confidence == "low")))

@@ -1,4 +1,4 @@
-"""Verdict → exit code (DESIGN.md §6): one exhaustive match, so a new Verdict member is a mypy error here."""
+"""Verdict → exit code (docs/design.md §6): one exhaustive match, so a new Verdict member is a mypy error here."""
 
 from __future__ import annotations
 
@@ -8,10 +8,12 @@ from logphase.errors import ExitCode
 from logphase.phases import Verdict
 
 
-def exit_code(verdict: Verdict) -> ExitCode:
+def exit_code(verdict: Verdict, *, doubtful: bool = False) -> ExitCode:
+    """`doubtful`: the evidence does not carry the verdict (low confidence): a success is then no
+    exit 0 — a script must never take it for one."""
     match verdict:
         case Verdict.READY | Verdict.FINISHED:
-            return ExitCode.OK
+            return ExitCode.UNKNOWN if doubtful else ExitCode.OK
         case Verdict.PROGRESSING:
             return ExitCode.STARTING
         case Verdict.STALLED | Verdict.CRASHED | Verdict.ABORTED | Verdict.TIMEOUT:

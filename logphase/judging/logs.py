@@ -33,6 +33,7 @@ class Judgement:
     root_cause: Event | None
     silence_s: float | None  # as_of − last progress (live), or last line − last progress (post-mortem)
     budget_s: float | None
+    doubts: tuple[str, ...] = ()  # what the judging had to weigh against the verdict, in words
 
 
 def judge(
@@ -43,7 +44,7 @@ def judge(
     budgets: Budgets,
     last_activity: datetime | None = None,
 ) -> Judgement:
-    """DESIGN.md §4. `as_of` is *now* for a live log; `last_activity` (a file's mtime) stands in
+    """docs/design.md §4. `as_of` is *now* for a live log; `last_activity` (a file's mtime) stands in
     for the time of the last progress when the log has no timestamps at all."""
     phase, furthest = server_phase(timeline)
     failure = _first_root_failure(timeline, after=timeline.ready, interrupt=timeline.interrupt)
@@ -94,6 +95,7 @@ def judge(
         if unhealthy is None
         else f"; the newest /health answered {_health_status(unhealthy)} (line {unhealthy.line})"
     )
+    doubts = [] if unhealthy is None else ["the health route outranked other routes that said it was up"]
     budget = budgets.for_phase(phase).seconds
     progress_time = progress.time if progress and progress.time else last_activity
     interrupt = timeline.interrupt
@@ -104,14 +106,14 @@ def judge(
         quiet = f" after {format_duration(silence)} without progress" if silence else ""
         at = f"; last progress at line {progress.line}" if progress else ""
         reason = f"interrupted during {phase}{quiet} ({_message(interrupt)}, line {interrupt.line}){at}{health}"
-        return Judgement(Verdict.STALLED, reason, phase, furthest, culprits, progress, silence, budget)
+        return Judgement(Verdict.STALLED, reason, phase, furthest, culprits, progress, silence, budget, tuple(doubts))
     if post_mortem:
         end = timeline.last_time
         silence = (end - progress_time).total_seconds() if end and progress_time else None
         quiet = f"; last progress {format_duration(silence)} before the end" if silence else ""
         at = f" (line {progress.line})" if progress else ""
         reason = f"the log ends during {phase} with no error{quiet}{at}{health}"
-        return Judgement(Verdict.STALLED, reason, phase, furthest, culprits, progress, silence, budget)
+        return Judgement(Verdict.STALLED, reason, phase, furthest, culprits, progress, silence, budget, tuple(doubts))
 
     silence = (as_of - progress_time).total_seconds() if progress_time else None
     if silence is not None and silence < -CLOCK_SLACK_S:
@@ -120,6 +122,7 @@ def judge(
         end = timeline.last_time
         lead = (end - as_of).total_seconds() if end is not None else -silence
         health += f"; the log's clock is {format_duration(lead)} ahead of the time it is judged at"
+        doubts.append("the log's clock runs ahead of the time it is judged at: silence measured on each clock")
         if end is not None and progress_time is not None and last_activity is not None:
             silence = (end - progress_time).total_seconds() + max(0.0, (as_of - last_activity).total_seconds())
         else:
@@ -128,16 +131,16 @@ def judge(
         silence = max(0.0, silence)
     if silence is None:
         reason = f"in {phase}; the log has no timestamps to judge silence by{health}"
-        return Judgement(Verdict.PROGRESSING, reason, phase, furthest, culprits, None, None, budget)
+        return Judgement(Verdict.PROGRESSING, reason, phase, furthest, culprits, None, None, budget, tuple(doubts))
     if silence > budget:
         reason = f"no progress for {format_duration(silence)} in {phase} (budget {format_duration(budget)})"
         if progress:
             reason += f"; last progress at line {progress.line}"
         reason += health
-        return Judgement(Verdict.STALLED, reason, phase, furthest, culprits, progress, silence, budget)
+        return Judgement(Verdict.STALLED, reason, phase, furthest, culprits, progress, silence, budget, tuple(doubts))
     reason = f"in {phase}; last progress {format_duration(silence)} ago, within the {format_duration(budget)} budget"
     reason += health
-    return Judgement(Verdict.PROGRESSING, reason, phase, furthest, culprits, None, silence, budget)
+    return Judgement(Verdict.PROGRESSING, reason, phase, furthest, culprits, None, silence, budget, tuple(doubts))
 
 
 _VERB = {Verdict.CRASHED: "crashed", Verdict.ABORTED: "aborted", Verdict.TIMEOUT: "timed out"}
@@ -198,7 +201,7 @@ def _clean_exit(timeline: Timeline) -> Event | None:
 
 
 def server_phase(timeline: Timeline) -> tuple[Phase | None, Phase | None]:
-    """(phase of the slowest rank, phase of the fastest) — DESIGN.md §4.5."""
+    """(phase of the slowest rank, phase of the fastest) — docs/design.md §4.5."""
     states = [_lockstep(timeline, state) for state in timeline.ranks]
     main = timeline.main
     everyone = states + ([main] if main else [])

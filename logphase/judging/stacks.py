@@ -30,7 +30,7 @@ def judge_stacks(
     *,
     processes: Sequence[ProcessSnapshot],
 ) -> StacksJudgement:
-    """Where the ranks wait, who is behind, and whether the run is stuck (DESIGN.md §3.4). `groups`
+    """Where the ranks wait, who is behind, and whether the run is stuck (docs/design.md §3.4). `groups`
     are the classified stacks of `processes` that could be read; `peer_groups` the ranks' among them."""
     if not groups:
         unreadable = [p for p in processes if not p.skipped]

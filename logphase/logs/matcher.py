@@ -38,6 +38,8 @@ MIDNIGHT_JUMP = timedelta(hours=12)
 FUTURE_SLACK = timedelta(days=1)
 # A traceback frame line (CPython: `  File "path", line N, in name`; faulthandler has no comma).
 TRACEBACK_FRAME = re.compile(r'\s+File "[^"]*", line \d+, in ')
+# The capture an exception read from a cut traceback's `raise` statement carries (judging says so).
+CUT_TRACEBACK = "read_from"
 # libstdc++'s std::terminate prints the exception's text indented: `  what():  <message>`.
 CPP_WHAT = "what():"
 # A frame's quoted source line that raises: `    raise TimeoutError("Timed out waiting for ..."`.
@@ -191,7 +193,7 @@ class SourceMatcher:
             time=self.last_time,
             rank=fields.rank if fields.rank is not None else block.rank,
             rule=rule,
-            captures=captures,
+            captures={**captures, CUT_TRACEBACK: "raise"},
             text=line.text,
             message=message,
             block=block.opener_line,

@@ -269,7 +269,7 @@ class TimelineBuilder:
             self.latest_phase_event = event
 
     def _owner(self, event: Event) -> str | None:
-        """tqdm bars carry no rank tag: rank 0 prints them (DESIGN.md §1)."""
+        """tqdm bars carry no rank tag: rank 0 prints them (docs/design.md §1)."""
         if event.rank is None and event.kind is EventKind.PROGRESS and event.phase not in MAIN_PROCESS_PHASES:
             return self.lowest_rank or event.rank
         return event.rank
@@ -292,7 +292,7 @@ class TimelineBuilder:
 
     @staticmethod
     def _is_progress(event: Event, span: _SpanAcc | None) -> bool:
-        """A completed step (DESIGN.md §4.3): a new phase, an end, a bar that advanced, a new
+        """A completed step (docs/design.md §4.3): a new phase, an end, a bar that advanced, a new
         begin; not a repeated line."""
         if span is None or event.kind in (EventKind.END, EventKind.READY):
             return True

@@ -34,7 +34,7 @@ class PrefixFields:
 class PackRegex:
     """A compiled pack regex. Shipped packs are trusted and tested: the stdlib `re` runs them, several
     times faster. A user's pack runs on the `regex` module with a timeout, so a pathological regex
-    cannot hang the tool (DESIGN.md §3)."""
+    cannot hang the tool (docs/design.md §3)."""
 
     text: str
     compiled: Any  # re.Pattern[str] or regex.Pattern[str]

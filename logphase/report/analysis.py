@@ -164,6 +164,13 @@ def facts(report: Report) -> str:
     return " · ".join(parts)
 
 
+def confidence_line(report: Report) -> str | None:
+    """`confidence: medium — <what speaks against the verdict>`; None when nothing does."""
+    if report.confidence == "high":
+        return None
+    return f"confidence: {report.confidence} — {'; '.join(report.doubts)}"
+
+
 def context(report: Report, *, marker: bool = True) -> list[str]:
     root = report.root_cause
     assert root is not None

@@ -1,4 +1,4 @@
-"""The Report of `analyze`: everything the renderers show, and its stable JSON form (DESIGN.md §5)."""
+"""The Report of `analyze`: everything the renderers show, and its stable JSON form (docs/design.md §5)."""
 
 from __future__ import annotations
 
@@ -22,6 +22,15 @@ class InputSummary:
 
 @dataclass(frozen=True)
 class ContextLine:
+    line: int
+    text: str
+
+
+@dataclass(frozen=True)
+class EvidenceLine:
+    """A line a verdict rests on."""
+
+    path: str
     line: int
     text: str
 
@@ -93,6 +102,9 @@ class Report:
     stacks: StacksSection | None = None
     flight_recorder: FlightSection | None = None
     notes: tuple[str, ...] = field(default=())
+    confidence: str = "high"  # high | medium | low: how far the evidence carries the verdict
+    support: tuple[EvidenceLine, ...] = ()  # the lines the verdict rests on
+    doubts: tuple[str, ...] = ()  # what speaks against it, said, never silently resolved
 
     @property
     def last_line_age_s(self) -> float | None:
@@ -166,6 +178,11 @@ class Report:
             "stacks": _section(self.stacks),
             "flight_recorder": _section(self.flight_recorder),
             "notes": list(self.notes),
+            "confidence": self.confidence,
+            "evidence": {
+                "for": [{"path": e.path, "line": e.line, "text": e.text} for e in self.support],
+                "against": list(self.doubts),
+            },
         }
 
 

@@ -136,7 +136,7 @@ class StacksReport:
         return sum(1 for p in self.processes if p.threads)
 
     def to_json(self) -> dict[str, Any]:
-        """The DESIGN.md §5 `stacks` contract, plus `state`, `summary`, `divergence`, `skew_s` and
+        """The docs/design.md §5 `stacks` contract, plus `state`, `summary`, `divergence`, `skew_s` and
         per-process `threads` (so that `logphase stacks --from out.json` reads it back losslessly)."""
         return {
             "schema": SCHEMA,

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from tabulate import tabulate
 
-from logphase.report.analysis import context, facts, findings, phase_table, rank_table, root_title
+from logphase.report.analysis import confidence_line, context, facts, findings, phase_table, rank_table, root_title
 from logphase.report.model import Report
 from logphase.report.stacks import GROUP_HEADERS, PROBLEM_HEADERS, group_rows, problem_rows, render_tree
 from logphase.stacks.model import StacksReport
@@ -17,6 +17,9 @@ class MarkdownFormat:
     def analysis(self, report: Report) -> str:
         where = f" at `{report.phase}`" if report.phase else ""
         out = [f"**logphase: {report.verdict.value.upper()}**{where} — {report.reason}", "", facts(report), ""]
+        doubt = confidence_line(report)
+        if doubt:
+            out += [f"_{doubt}_", ""]
         for table in (phase_table(report), rank_table(report)):
             if table.rows:
                 out += [tabulate(table.rows, headers=table.headers, tablefmt="github"), ""]

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from tabulate import tabulate
 
 from logphase.phases import Verdict
-from logphase.report.analysis import context, facts, findings, phase_table, rank_table, root_title
+from logphase.report.analysis import confidence_line, context, facts, findings, phase_table, rank_table, root_title
 from logphase.report.model import Report
 from logphase.report.paint import paint
 from logphase.report.stacks import PROBLEM_HEADERS, problem_rows, render_groups, render_tree
@@ -32,7 +32,9 @@ class TableFormat:
     def analysis(self, report: Report) -> str:
         verdict = paint(report.verdict.value.upper(), _VERDICT_COLOURS[report.verdict], self.colour)
         where = f" at {report.phase}" if report.phase else ""
-        out: list[str] = [f"logphase: {verdict}{where} — {report.reason}", f"  {facts(report)}", ""]
+        out: list[str] = [f"logphase: {verdict}{where} — {report.reason}", f"  {facts(report)}"]
+        doubt = confidence_line(report)
+        out += [f"  {doubt}", ""] if doubt else [""]
         phases, ranks = phase_table(report), rank_table(report)
         if phases.rows:
             out += [tabulate(phases.rows, headers=phases.headers), ""]

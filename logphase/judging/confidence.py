@@ -1,0 +1,58 @@
+"""How far the evidence carries a verdict: the lines for it, what speaks against it, a confidence (pure)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+from logphase.judging.logs import Judgement
+from logphase.logs.matcher import CUT_TRACEBACK, Event
+from logphase.logs.timeline import Timeline
+from logphase.phases import SUCCESS_VERDICTS, Verdict
+
+# A post-mortem excerpt with fewer phase spans than this cannot tell a stall from slow progress.
+SHORT_EXCERPT_SPANS = 3
+
+
+class Confidence(StrEnum):
+    HIGH = "high"  # nothing in the log speaks against the verdict
+    MEDIUM = "medium"  # something does, and is said
+    LOW = "low"  # the log does not carry a verdict; a success never exits 0 on it
+
+
+@dataclass(frozen=True)
+class Assessment:
+    confidence: Confidence
+    support: tuple[Event, ...]  # the lines the verdict rests on
+    doubts: tuple[str, ...]  # what speaks against it, in words with line numbers
+
+
+def assess(timeline: Timeline, judgement: Judgement, *, post_mortem: bool, earlier_starts: int = 0) -> Assessment:
+    """The judgement's own doubts, and what the timeline shows against its verdict."""
+    verdict = judgement.verdict
+    support = tuple(e for e in (judgement.root_cause, timeline.ready) if e is not None)
+    if verdict is Verdict.UNKNOWN:
+        return Assessment(Confidence.LOW, (), ("no line of the log matched a rule",))
+    doubts = list(judgement.doubts)
+    root = judgement.root_cause
+    if root is not None and CUT_TRACEBACK in root.captures:
+        doubts.append(
+            f"the traceback is cut before its exception line: read from its raise statement (line {root.line})"
+        )
+    if verdict is Verdict.READY and timeline.ready is not None:
+        survived = [f for f in timeline.failures if f.order_key < timeline.ready.order_key]
+        if survived:
+            doubts.append(f"a failure came before the ready line (line {survived[0].line}); the server went on")
+    if verdict is Verdict.READY and timeline.ready is None:
+        doubts.append("no ready line: ready because the server serves requests (the log may start mid-run)")
+    if earlier_starts:
+        doubts.append(f"the log holds {earlier_starts} earlier start(s): the last one is judged")
+    spans = len(timeline.spans)
+    if post_mortem and verdict in (Verdict.STALLED, Verdict.PROGRESSING) and spans < SHORT_EXCERPT_SPANS:
+        doubts.append(f"a short excerpt ({spans} phase spans): a stall and slow progress look alike in it")
+    if timeline.system is None:
+        doubts.append("no server or job system recognised: judged from generic lines only")
+        if verdict in SUCCESS_VERDICTS and timeline.ready is None:
+            # uvicorn access lines alone: any web app writes them; no server of ours said it was up
+            return Assessment(Confidence.LOW, support, tuple(doubts))
+    return Assessment(Confidence.MEDIUM if doubts else Confidence.HIGH, support, tuple(doubts))
