@@ -25,7 +25,17 @@ from logphase.judging.logs import Judgement, judge
 from logphase.logs.reader import LogSource, open_sources
 from logphase.logs.timeline import PhaseSpan
 from logphase.packs import PackSet
-from logphase.report.model import EvidenceLine, InputSummary, LastLine, RankRow, Report, RootCause, SpanRow
+from logphase.phases import Verdict
+from logphase.report.model import (
+    EvidenceLine,
+    InputSummary,
+    LastLine,
+    RankRow,
+    Report,
+    RootCause,
+    SpanRow,
+    UnknownTemplate,
+)
 from logphase.scanning import ScanResult, scan
 from logphase.stacks.stalls import summarize
 
@@ -112,6 +122,9 @@ def assemble(
     report = build_report(inputs, result, judgement, as_of=options.as_of, post_mortem=options.post_mortem)
     if result.earlier:
         report = replace(report, notes=(*report.notes, *_earlier_starts(result, budgets, options.as_of)))
+    if judgement.verdict is Verdict.UNKNOWN and result.unrecognised is not None:
+        unknown = tuple(UnknownTemplate(t.text, t.count, t.example_line, t.example) for t in result.unrecognised.top())
+        report = replace(report, unrecognised=unknown)
     assessment = assess(timeline, judgement, post_mortem=options.post_mortem, earlier_starts=len(result.earlier))
     names = [summary.path for summary in inputs]
     report = replace(

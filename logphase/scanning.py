@@ -11,6 +11,7 @@ from itertools import chain, islice
 from logphase.logs.matcher import Event, SourceMatcher
 from logphase.logs.prefilter import FastLines, plan_for
 from logphase.logs.reader import Line, LogSource, envelopes_of, read_lines
+from logphase.logs.templates import TemplateMiner
 from logphase.logs.timeline import Timeline, TimelineBuilder
 from logphase.packs import PackSet
 from logphase.phases import FAILURE_KINDS, EventKind, Phase
@@ -53,6 +54,8 @@ class ScanResult:
     failures_kept: int = 0  # failures whose context is kept (at most MAX_CONTEXTS over all sources)
     notes: list[str] = field(default_factory=list)  # what reading the sources assumed (their envelopes)
     earlier: list[EarlierStart] = field(default_factory=list)  # starts a later one in the same log replaced
+    # the head lines no rule knew, by template: shown when nothing was recognised
+    unrecognised: TemplateMiner | None = None
 
 
 class SourceFeed:
@@ -69,6 +72,7 @@ class SourceFeed:
         self.restarts = restarts
         self.start_line = 1
         self.progressed = False  # this start went past its launch
+        self.fed = 0
         self.dumps = DumpParser()  # faulthandler / py-spy dumps printed into the log
         self.before: deque[ContextLine] = deque(maxlen=CONTEXT_BEFORE)
         self.waiting: list[_Context] = []
@@ -87,6 +91,9 @@ class SourceFeed:
                 pending.lines.append(here)
                 pending.wanted_after -= 1
         events = self.matcher.match_line(line)
+        self.fed += 1
+        if not events and self.fed <= YEAR_LOOKAHEAD and result.unrecognised is not None:
+            result.unrecognised.feed((line,))  # the head: read in full on every path, fast or not
         for index, event in enumerate(events):
             if self._launched_again(event):
                 event = self._restart(event)
@@ -158,7 +165,7 @@ def scan(sources: list[LogSource], packs: PackSet, as_of: datetime, *, fast: boo
     """One streaming pass over every source. `fast`: the matcher sees only the lines that can
     change the result (logs/prefilter.py); the result is the same."""
     builder = TimelineBuilder(job_systems=packs.job_systems)
-    result = ScanResult(timeline=builder.finish())
+    result = ScanResult(timeline=builder.finish(), unrecognised=TemplateMiner(packs))
     plan = plan_for(packs, (TRIGGER,))
     for index, source in enumerate(sources):
         envelopes = envelopes_of(source)

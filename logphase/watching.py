@@ -18,6 +18,7 @@ from logphase.judging.logs import Judgement, judge
 from logphase.logs.matcher import Event, SourceMatcher
 from logphase.logs.prefilter import FollowRuns, plan_for
 from logphase.logs.reader import Line
+from logphase.logs.templates import TemplateMiner
 from logphase.logs.timeline import Timeline, TimelineBuilder
 from logphase.packs import PackSet
 from logphase.phases import Phase, Verdict
@@ -66,7 +67,7 @@ class Ingest:
         self.matcher = SourceMatcher(self.packs, self.reference)
         self.builder = TimelineBuilder(job_systems=self.packs.job_systems)  # the user's packs' facts too
         self.fingerprint = FingerprintCollector(formats=self.packs.server_args)
-        self.scanned = ScanResult(timeline=self.builder.finish())
+        self.scanned = ScanResult(timeline=self.builder.finish(), unrecognised=TemplateMiner(self.packs))
         self.source = SourceFeed(0, self.matcher, self.builder, self.scanned)
         plan = plan_for(self.packs, (TRIGGER,))
         self.runs = FollowRuns(plan) if self.fast and plan.enabled else None

@@ -1,4 +1,4 @@
-"""`logphase patterns list|test|explain`: inspect and check the pattern packs."""
+"""`logphase patterns list|test|explain|inventory|coverage`: inspect and check the pattern packs."""
 
 from __future__ import annotations
 
@@ -10,6 +10,8 @@ from tabulate import tabulate
 
 from logphase.cli.common import load_all_packs, patterns_option
 from logphase.errors import ExitCode
+from logphase.inventory.coverage import IGNORED, RULE, UNDECIDED, coverage_by_release, decide
+from logphase.inventory.files import SYSTEMS, build_inventory, builtin_inventory_dir, data_path, read_inventory
 from logphase.logs.matcher import explain as explain_line
 from logphase.packs import builtin_pack_paths, check_pack_examples, expand_pack_paths, load_packs
 
@@ -89,3 +91,78 @@ def explain(line: str, pattern_paths: tuple[Path, ...]) -> None:
             click.echo(f"      {name} = {value}")
     if len(result.matches) > 1:
         click.echo("(* wins: the highest priority)")
+
+
+@patterns.command("inventory")
+@click.argument("wheels", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option(
+    "--out",
+    "out",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("patterns/inventory"),
+    show_default=True,
+    help="Folder of the data files (one per system).",
+)
+def inventory(wheels: tuple[Path, ...], out: Path) -> None:
+    """Rebuild the message inventory from release WHEELS (sglang, vllm, torch).
+
+    A dev command: pass every release of a system at once, its data file is rewritten from them.
+    e.g. `pip download --no-deps vllm==0.11.0 -d /tmp/wheels`, then
+    `logphase patterns inventory /tmp/wheels/*.whl`."""
+    for system, count in sorted(build_inventory(list(wheels), out).items()):
+        click.echo(f"{system}: {count} templates → {data_path(out, system)}")
+
+
+@patterns.command("coverage")
+@click.option("--system", "systems", multiple=True, type=click.Choice(SYSTEMS), help="Only this system (repeatable).")
+@click.option("--release", "releases", multiple=True, help="Only this release (repeatable).")
+@click.option("--undecided", is_flag=True, help="List the undecided templates and their synthesised lines.")
+@click.option(
+    "--data",
+    "data_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Folder of the inventory data (default: the shipped one).",
+)
+@patterns_option
+def coverage(
+    systems: tuple[str, ...],
+    releases: tuple[str, ...],
+    undecided: bool,
+    data_dir: Path | None,
+    pattern_paths: tuple[Path, ...],
+) -> None:
+    """Per release: how many source templates the packs map to each phase / event kind, how many
+    they knowingly ignore, and how many are undecided."""
+    packs = load_all_packs(pattern_paths)
+    entries = read_inventory(data_dir or builtin_inventory_dir(), systems or SYSTEMS)
+    if releases:
+        entries = [e for e in entries if set(e.releases) & set(releases)]
+    decisions = [decide(entry, packs) for entry in entries]
+    rows = []
+    for row in coverage_by_release(decisions):
+        if releases and row.release not in releases:
+            continue
+        kinds = ", ".join(f"{label} {count}" for label, count in row.labels.most_common() if "/" in label)
+        rows.append(
+            [
+                row.system,
+                row.release,
+                row.total,
+                row.outcomes[RULE],
+                row.outcomes[IGNORED],
+                row.outcomes[UNDECIDED],
+                f"{100 * row.share_decided:.1f} %",
+                kinds,
+            ]
+        )
+    click.echo(
+        tabulate(
+            rows, headers=["system", "release", "templates", "rule", "ignored", "undecided", "decided", "by phase/kind"]
+        )
+    )
+    if undecided:
+        for decision in decisions:
+            if decision.outcome == UNDECIDED:
+                entry = decision.entry
+                click.echo(f"{entry.system} {entry.file}:{entry.line} [{entry.level}] {decision.line}")

@@ -65,16 +65,16 @@ def judge(
         reason = f"{who}{_VERB[verdict]}{where}: {_collective(root) or _message(root)} (line {root.line})"
         return Judgement(verdict, reason, phase, furthest, culprits, root, None, None)
 
-    unhealthy = _unhealthy(timeline)
-    if unhealthy is None and (
-        timeline.ready is not None or (phase in (Phase.READY, Phase.SERVING) and timeline.served)
-    ):
+    looks_ready = timeline.ready is not None or (phase in (Phase.READY, Phase.SERVING) and timeline.served)
+    # the health route outranks every other route: its newest answer said it is not up. Said only
+    # where it overrules other evidence (a 503 during warmup with nothing else is just warmup)
+    unhealthy = _unhealthy(timeline) if looks_ready else None
+    if looks_ready and unhealthy is None:
         ready = timeline.ready
         reason = f"ready: {_message(ready)} (line {ready.line})" if ready else f"the server is {phase}"
         return Judgement(Verdict.READY, reason, phase, furthest, (), None, None, None)
-    if unhealthy is not None and phase in (Phase.READY, Phase.SERVING):
-        # the health route outranks every other route: the newest answer said it is not up
-        phase = Phase.WARMUP if timeline.ready is None else phase
+    if unhealthy is not None and timeline.ready is None:
+        phase = Phase.WARMUP
 
     if phase is None:
         return Judgement(Verdict.UNKNOWN, "no line matched any pattern", None, None, (), None, None, None)

@@ -14,6 +14,7 @@ from logphase.packs.loading import (
 )
 from logphase.packs.model import (
     FrameAnchor,
+    IgnoreEntry,
     Pack,
     PackRegex,
     PackSet,
@@ -31,6 +32,7 @@ __all__ = [
     "MATCH_TIMEOUT_S",
     "SCHEMA",
     "FrameAnchor",
+    "IgnoreEntry",
     "Pack",
     "PackRegex",
     "PackSet",

@@ -18,6 +18,7 @@ import regex
 from logphase.errors import PackError
 from logphase.packs.model import (
     FrameAnchor,
+    IgnoreEntry,
     Pack,
     PackRegex,
     PackSet,
@@ -29,6 +30,7 @@ from logphase.packs.model import (
 from logphase.packs.regex_facts import derive_literal, first_characters
 from logphase.packs.schema import (
     ANCHOR,
+    IGNORE,
     PACK,
     PREFIX,
     RULE,
@@ -116,11 +118,12 @@ def load_packs(
     for pack in packs:
         ids = [p.id for p in pack.prefixes] + [r.id for r in pack.rules]
         ids += [s.id for s in pack.signatures] + [a.id for a in pack.anchors] + [f.id for f in pack.server_args]
+        ids += [i.id for i in pack.ignores]
         for item_id in ids:
             if item_id in seen:
                 raise PackError(
                     f"{pack.path}: id {item_id!r} is defined twice (also in {seen[item_id]})",
-                    hint="every prefix, rule, signature, anchor and server_args id must be unique across packs",
+                    hint="every prefix, rule, signature, anchor, server_args and ignore id must be unique across packs",
                 )
             seen[item_id] = pack.path
     pack_set = PackSet(tuple(packs))
@@ -205,6 +208,21 @@ def parse_pack(data: Mapping[str, Any], path: str, *, trusted: bool = False, lin
             _parse_server_args(item, name, path, pack_system, trusted) for item in _items(data, SERVER_ARGS, path)
         ),
         job=header["job"],
+        ignores=tuple(_parse_ignore(item, name, path, systems, trusted) for item in _items(data, IGNORE, path)),
+    )
+
+
+def _parse_ignore(
+    entry: tuple[str, dict[str, Any]], pack: str, path: str, systems: tuple[str, ...], trusted: bool
+) -> IgnoreEntry:
+    place, item = entry
+    return IgnoreEntry(
+        id=item["id"],
+        pack=pack,
+        systems=systems,
+        pattern=_compile(item["regex"], item["flags"], path, place, trusted),
+        levels=tuple(item["levels"]),
+        why=item["why"],
     )
 
 

@@ -234,6 +234,26 @@ class ServerArgsFormat:
 
 
 @dataclass(frozen=True)
+class IgnoreEntry:
+    """Messages a pack leaves unmatched on purpose (`[[ignore]]`), with the reason: the source
+    inventory counts them as decided. The matcher never reads them."""
+
+    id: str
+    pack: str
+    systems: tuple[str, ...]  # the pack's systems; () for a generic pack: every system
+    pattern: PackRegex  # searched in the message, like a rule's
+    levels: tuple[str, ...]  # only templates logged at these levels (inventory levels); () any
+    why: str
+
+    def ignores(self, system: str, level: str, message: str) -> bool:
+        if self.systems and system not in self.systems:
+            return False
+        if self.levels and level not in self.levels:
+            return False
+        return self.pattern.search(message) is not None
+
+
+@dataclass(frozen=True)
 class Pack:
     name: str
     path: str
@@ -246,6 +266,7 @@ class Pack:
     anchors: tuple[FrameAnchor, ...] = ()
     server_args: tuple[ServerArgsFormat, ...] = ()
     job: bool = False  # the pack's systems are jobs that end, not servers
+    ignores: tuple[IgnoreEntry, ...] = ()  # `[[ignore]]`: read only by the source inventory
 
 
 @dataclass(frozen=True)

@@ -227,7 +227,26 @@ SERVER_ARGS = Table(
     ),
     "Where a server prints its arguments, and which printed keys give the setup a baseline compares.",
 )
-ARRAYS = (PREFIX, RULE, SIGNATURE, ANCHOR, SERVER_ARGS)
+IGNORE = Table(
+    "[[ignore]]",
+    (
+        ID,
+        Key("regex", STRING, True, "searched in the message of the line synthesised from a source template"),
+        Key("why", STRING, True, "the reason the pack leaves these messages unmatched"),
+        Key(
+            "levels",
+            STRINGS,
+            False,
+            "only templates logged at these levels (`debug` … `critical`, `print`, `progress` for tqdm bars, "
+            "`native` for torch's library strings, an exception class for raised messages); any when empty",
+            default=[],
+        ),
+        FLAGS,
+    ),
+    "Messages of the source inventory the pack knowingly leaves unmatched (`patterns coverage`); never "
+    "read by the matcher.",
+)
+ARRAYS = (PREFIX, RULE, SIGNATURE, ANCHOR, SERVER_ARGS, IGNORE)
 TABLES = (PACK, *ARRAYS)
 TOP_LEVEL = ("pack", *(table.title.strip("[]") for table in ARRAYS))
 

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from pathlib import PurePath
 
 from logphase.durations import format_duration
 from logphase.phases import MAIN_PROCESS_PHASES, Phase, Verdict
@@ -77,6 +79,24 @@ def root_title(report: Report) -> str:
     return "Last progress" if report.verdict is Verdict.STALLED else "Root cause"
 
 
+def headline(report: Report, verdict: str) -> str:
+    """`logphase: STALLED at warmup — <reason>`: the reason without tqdm's padding and bar glyphs, the
+    phase not said twice (`READY at ready — ready: …`), cut at HEADLINE_WIDTH."""
+    where = f" at {report.phase}" if report.phase else ""
+    reason = " ".join(_BAR_GLYPHS.sub("", report.reason).split())
+    if report.phase is not None and reason.startswith(f"{report.phase}: "):
+        reason = reason[len(f"{report.phase}: ") :]
+    line = f"logphase: {verdict}{where} — {reason}"
+    width = HEADLINE_WIDTH + len(verdict) - len(report.verdict.value)  # colour codes take no room
+    return line if len(line) <= width else line[: width - 1] + "…"
+
+
+# The headline is read at a glance: the whole reason stays in the JSON and in the markdown.
+HEADLINE_WIDTH = 160
+# tqdm's bar blocks: `▏▎▍▌▋▊▉█` and the ASCII `#`-less padding between them.
+_BAR_GLYPHS = re.compile("[\u2588-\u258f]+")
+
+
 def phase_table(report: Report) -> Table:
     """One row per phase (a draft model's apart), in the order the phases began."""
     rows = []
@@ -135,15 +155,22 @@ def rank_table(report: Report) -> Table:
     )
 
 
-def facts(report: Report) -> str:
+def shareable_path(path: str) -> str:
+    """A path to paste into an issue: a relative path as it is, an absolute one by its file name
+    (`/home/alice/runs/server.log` says nothing to a reader, and names a user)."""
+    return PurePath(path).name if PurePath(path).is_absolute() else path
+
+
+def facts(report: Report, *, path: Callable[[str], str] = str) -> str:
     """The line under the headline: `sglang 0.5 · 8 ranks (TP[0-7]) · server.log: 392 lines · post-mortem`."""
     parts = []
     if report.system:
         parts.append(f"{report.system}{' ' + report.version if report.version else ''}")
     if report.ranks:
-        parts.append(f"{len(report.ranks)} ranks ({format_rank_set(report.ranks)})")
+        count = len(report.ranks)
+        parts.append(f"{count} rank{'s' * (count != 1)} ({format_rank_set(report.ranks)})")
     for summary in report.inputs:
-        parts.append(f"{summary.path}: {summary.lines} lines")
+        parts.append(f"{path(summary.path)}: {summary.lines} lines")
     if report.last_line is not None:
         last = f"last line {report.last_line.line}"
         if report.last_line.time is not None:
@@ -162,6 +189,15 @@ def facts(report: Report) -> str:
         parts.append(eta)
     parts.append("post-mortem" if report.post_mortem else f"as of {report.as_of:%Y-%m-%d %H:%M:%S}")
     return " · ".join(parts)
+
+
+def unrecognised_lines(report: Report) -> list[str]:
+    """When nothing was recognised: the most frequent templates of the lines no rule knows."""
+    if not report.unrecognised:
+        return []
+    out = ["Lines no rule knows (most frequent first; try one with `logphase patterns explain LINE`):"]
+    out += [f"  {t.count:>5} × {t.template}   (e.g. line {t.line})" for t in report.unrecognised]
+    return out
 
 
 def confidence_line(report: Report) -> str | None:

@@ -36,6 +36,16 @@ class EvidenceLine:
 
 
 @dataclass(frozen=True)
+class UnknownTemplate:
+    """Lines no rule knows, as one template (numbers, paths, ids masked): how many, and one of them."""
+
+    template: str
+    count: int
+    line: int
+    example: str
+
+
+@dataclass(frozen=True)
 class RootCause:
     line: int
     text: str
@@ -105,6 +115,7 @@ class Report:
     confidence: str = "high"  # high | medium | low: how far the evidence carries the verdict
     support: tuple[EvidenceLine, ...] = ()  # the lines the verdict rests on
     doubts: tuple[str, ...] = ()  # what speaks against it, said, never silently resolved
+    unrecognised: tuple[UnknownTemplate, ...] = ()  # when nothing was recognised: what the packs missed
 
     @property
     def last_line_age_s(self) -> float | None:
@@ -183,6 +194,10 @@ class Report:
                 "for": [{"path": e.path, "line": e.line, "text": e.text} for e in self.support],
                 "against": list(self.doubts),
             },
+            "unrecognised": [
+                {"template": t.template, "count": t.count, "line": t.line, "example": t.example}
+                for t in self.unrecognised
+            ],
         }
 
 

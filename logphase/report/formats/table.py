@@ -7,7 +7,17 @@ from dataclasses import dataclass
 from tabulate import tabulate
 
 from logphase.phases import Verdict
-from logphase.report.analysis import confidence_line, context, facts, findings, phase_table, rank_table, root_title
+from logphase.report.analysis import (
+    confidence_line,
+    context,
+    facts,
+    findings,
+    headline,
+    phase_table,
+    rank_table,
+    root_title,
+    unrecognised_lines,
+)
 from logphase.report.model import Report
 from logphase.report.paint import paint
 from logphase.report.stacks import PROBLEM_HEADERS, problem_rows, render_groups, render_tree
@@ -31,8 +41,7 @@ class TableFormat:
 
     def analysis(self, report: Report) -> str:
         verdict = paint(report.verdict.value.upper(), _VERDICT_COLOURS[report.verdict], self.colour)
-        where = f" at {report.phase}" if report.phase else ""
-        out: list[str] = [f"logphase: {verdict}{where} — {report.reason}", f"  {facts(report)}"]
+        out: list[str] = [headline(report, verdict), f"  {facts(report)}"]
         doubt = confidence_line(report)
         out += [f"  {doubt}", ""] if doubt else [""]
         phases, ranks = phase_table(report), rank_table(report)
@@ -45,7 +54,10 @@ class TableFormat:
         root = report.root_cause
         if root is not None:
             who = f", {root.rank}" if root.rank else ""
-            out += [f"{root_title(report)} (line {root.line}{who}, rule {root.rule}):", *context(report), ""]
+            out += [f"{root_title(report)} at {root.path}:{root.line} ({root.rule}{who}):", *context(report), ""]
+        unknown = unrecognised_lines(report)
+        if unknown:
+            out += [*unknown, ""]
         for block in findings(report):
             for finding in block:
                 out.append(f"{finding.label}: {finding.text}")

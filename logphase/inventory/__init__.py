@@ -1,0 +1,1 @@
+"""The message inventory: the templates SGLang, vLLM and torch print, taken from their released wheels."""
