@@ -251,6 +251,7 @@ def build_report(
             if state.rank is not None
         ),
         last_line=_last_line(result, names),
+        notes=tuple(result.notes),
         as_of=as_of,
         post_mortem=post_mortem,
         silence_s=judgement.silence_s,
