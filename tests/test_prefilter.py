@@ -116,7 +116,7 @@ def test_generated_serving_log_is_read_the_same(
 
 
 # Shapes whose every line the matcher still reads: SGLang 0.3's time-of-day stamps (their midnight
-# rollover needs every line) and wrapped lines (the reader strips the wrapper: no byte template).
+# rollover needs every line) and wrapped lines (a source in an envelope takes the plain path).
 READ_IN_FULL = {"sglang-0.3", "cri", "journald"}
 
 
@@ -132,9 +132,9 @@ def test_every_shape_of_generated_log_is_read_the_same(
     # THEN the reports are the same, and wherever line templates apply the matcher saw under a
     # fifth of the lines, whatever their order
     assert fast == plain
-    stats = captured[-1].stats
-    assert stats.lines == log.read_bytes().count(b"\n")
     if shape not in READ_IN_FULL:
+        stats = captured[-1].stats
+        assert stats.lines == log.read_bytes().count(b"\n")
         assert stats.emitted * 5 < stats.lines
 
 
