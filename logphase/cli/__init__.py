@@ -26,6 +26,18 @@ COMMANDS = {
     "watch": "logphase.cli.watch:watch",
 }
 
+# What `logphase --help` lists for each command, without importing it (that would cost every
+# command's imports, ~200 ms); tests/test_cli_help.py holds each equal to the command's own.
+SUMMARIES = {
+    "analyze": "Which phase each rank reached, whether the server is ready, progressing, stalled or crashed, "
+    "and the line that explains it.",
+    "bundle": "One .tar.gz for a bug report, redacted.",
+    "patterns": "The rules logphase matches log lines with.",
+    "runs": "Recorded runs: what `analyze --baseline` and `watch` compare a run with.",
+    "stacks": "Snapshot the Python stacks of every rank of a server (or read dumps), merge them into one tree, "
+    "and name the odd rank and where the rest wait.",
+    "watch": "Follow a growing log (rotation and truncation handled; '-' for standard input, e.g.",
+}
 
 # Ctrl-C: the shell's own code for a process ended by SIGINT (128 + 2).
 INTERRUPTED = 130
@@ -37,6 +49,14 @@ class LogphaseGroup(click.Group):
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(COMMANDS)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The command list from SUMMARIES: `--help` imports no command."""
+        commands = self.list_commands(ctx)
+        limit = formatter.width - 6 - max(len(name) for name in commands)
+        rows = [(name, click.Command(name, help=SUMMARIES[name]).get_short_help_str(limit)) for name in commands]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         target = COMMANDS.get(cmd_name)
