@@ -9,6 +9,7 @@ import click
 
 from logphase import pipeline
 from logphase.cli.common import FORMATS, load_all_packs, parse_as_of, patterns_option, use_colour
+from logphase.cli.progress import progress_on_stderr
 from logphase.cli.runs import db_option, open_store_for, record
 from logphase.flight_recorder import judge_dumps, read_dumps
 from logphase.judging.exits import exit_code
@@ -77,11 +78,13 @@ def analyze(
             store_error=store_error,
             flight=flight,
         )
-        if record_run and store is not None:
-            report, run = pipeline.run(sources, packs, options)
+        with progress_on_stderr(sources):
+            if record_run and store is not None:
+                report, run = pipeline.run(sources, packs, options)
+            else:
+                report, run = pipeline.report(sources, packs, options), None
+        if run is not None and store is not None:
             click.echo(record(store, run), err=True)
-        else:
-            report = pipeline.report(sources, packs, options)
     finally:
         if store is not None:
             store.close()
