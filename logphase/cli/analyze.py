@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -13,6 +14,7 @@ from logphase.cli.progress import progress_on_stderr
 from logphase.cli.runs import db_option, open_store_for, record
 from logphase.flight_recorder import judge_dumps, read_dumps
 from logphase.judging.exits import exit_code
+from logphase.logs.fast.scanners import use_cache
 from logphase.logs.reader import open_sources
 from logphase.report.formats import OutputFormat, pick
 
@@ -57,6 +59,7 @@ def analyze(
 
     Exit: 0 ready, 4 stalled/crashed/aborted/timeout, 5 still starting, 6 unknown, 3 unreadable.
     """
+    use_cache(cache_folder() / "scanners")
     packs = load_all_packs(pattern_paths)
     dump_paths: list[str] = []
     sources = open_sources(logs, stdin=sys.stdin.buffer if "-" in logs else None, dumps=dump_paths)
@@ -90,3 +93,9 @@ def analyze(
             store.close()
     click.echo(pick(output_format, colour=use_colour()).analysis(report), nl=False)
     sys.exit(int(exit_code(report.verdict, doubtful=report.confidence == "low")))
+
+
+def cache_folder() -> Path:
+    """logphase's cache: `$XDG_CACHE_HOME/logphase`, by default `~/.cache/logphase`."""
+    base = os.environ.get("XDG_CACHE_HOME") or ""
+    return (Path(base) if os.path.isabs(base) else Path.home() / ".cache") / "logphase"

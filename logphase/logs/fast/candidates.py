@@ -82,7 +82,7 @@ class CandidateScan:
                     by_set.setdefault(hosts, []).append(factor)
             for hosts, factors in by_set.items():
                 trie = TemplateTrie()
-                for template in hosts:
+                for template in sorted(hosts, key=lambda t: t.atoms):  # the same regex in every process
                     trie.add(template.atoms)
                 rest = trie.complement(ends=False)
                 if rest is None:

@@ -91,7 +91,7 @@ def _build_plan(packs: PackSet, triggers: Sequence[re.Pattern[str]]) -> Plan:
             continue
         # a factor two steady rules share cannot tell their runs apart: both go to the matcher
         if all(len(owners[f.text]) == 1 for f in factors):
-            steady.update((f.text, rule) for f in factors)
+            steady.update((f.text, rule) for f in sorted(factors, key=lambda f: f.text))  # one order in every process
         else:
             candidates |= factors
     trigger_patterns = [re.escape(b).replace(b"\\\r", b"\\r") for b in ALWAYS_BYTES]

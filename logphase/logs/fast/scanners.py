@@ -5,7 +5,11 @@ from __future__ import annotations
 import importlib
 import re
 from collections.abc import Iterable, Sequence
+from importlib import metadata
+from pathlib import Path
 from typing import Any, Protocol
+
+from logphase.logs.fast.cache import ScannerCache
 
 hyperscan: Any
 try:  # a default dependency where it has wheels (pyproject.toml); elsewhere the pure-Python scanner
@@ -163,10 +167,19 @@ class HsScanner:
             if caseless:
                 flag |= hyperscan.HS_FLAG_CASELESS
             flags.append(flag)
-        self.db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
-        self.db.compile(
-            expressions=[p for p, _ in patterns], ids=list(range(len(patterns))), elements=len(patterns), flags=flags
-        )
+        cache = _CACHE[0]
+        key = cache.key(patterns) if cache is not None else ""
+        self.db = _cached_database(cache, key)
+        if self.db is None:
+            self.db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+            self.db.compile(
+                expressions=[p for p, _ in patterns],
+                ids=list(range(len(patterns))),
+                elements=len(patterns),
+                flags=flags,
+            )
+            if cache is not None:
+                cache.store(key, hyperscan.dumpb(self.db))
         self.scratch = hyperscan.Scratch(self.db)
 
     def matches(self, data: bytes | bytearray, start: int, end: int) -> list[tuple[int, int]]:
@@ -180,6 +193,28 @@ class HsScanner:
         self.db.scan(memoryview(data)[start:end], match_event_handler=on_match, scratch=self.scratch)
         found.sort(key=lambda item: item[1])
         return found
+
+
+# The compiled-database cache, where the caller set one (the CLI: under $XDG_CACHE_HOME); the
+# library alone writes nothing to disk.
+_CACHE: list[ScannerCache | None] = [None]
+
+
+def use_cache(folder: Path | None) -> None:
+    """Keep compiled scanner databases in `folder` (None: compile every time)."""
+    engine = f"hyperscan {metadata.version('hyperscan')}" if hyperscan is not None else ""
+    _CACHE[0] = ScannerCache(folder, engine) if folder is not None and engine else None
+
+
+def _cached_database(cache: ScannerCache | None, key: str) -> Any:
+    """The database stored under `key`; None when there is none or hyperscan refuses it."""
+    payload = cache.load(key) if cache is not None else None
+    if payload is None:
+        return None
+    try:
+        return hyperscan.loadb(payload, hyperscan.HS_MODE_BLOCK)
+    except hyperscan.error:  # another build's format: compiled afresh, and stored over it
+        return None
 
 
 def make_scanner(patterns: Sequence[tuple[bytes, bool]], *, accelerate: bool = True) -> Scanner:
