@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
-from bench.loggen import parse_size, write_log
+from bench.loggen import parse_size, write_logs
 from bench.shapes import SHAPES
 
 DEFAULT_SIZES = "100M"
@@ -135,7 +135,8 @@ def main() -> None:
                 continue
             for shape in shapes:
                 wc, grep, analyze = measure(Path(folder) / f"bench-{size}-{shape}.log", wanted, shape, seed, pattern)
-                lines = wc.output.split()[0] if wc.output else "?"
+                counts = wc.output.split()
+                lines = (counts[-2] if len(counts) > 2 else counts[0]) if counts else "?"
                 verdict = re.search(r'"verdict": "(\w+)"', analyze.output)
                 failed = "" if analyze.code in (0, 4, 5, 6) else f" (exit {analyze.code})"
                 ratio = analyze.seconds / grep.seconds
@@ -157,22 +158,24 @@ def main() -> None:
 
 
 def measure(path: Path, size: int, shape: str, seed: int, pattern: Path) -> tuple[Run, Run, Run]:
-    """wc -l, grep and analyze on one generated log (deleted afterwards), file in the page cache."""
-    log = write_log(path, size, seed=seed, shape=shape)
+    """wc -l, grep and analyze on one generated log or set of per-rank logs (deleted afterwards),
+    files in the page cache. wc's output ends with the line count (a total for several files)."""
+    logs = write_logs(path, size, seed=seed, shape=shape)
     try:
-        with log.open("rb") as warm:  # every tool reads from the page cache
-            while warm.read(1 << 24):
-                pass
+        for log in logs:
+            with log.open("rb") as warm:  # every tool reads from the page cache
+                while warm.read(1 << 24):
+                    pass
         repeats = REPEATS.get(f"{size >> 20}M", 2) if size < 1 << 30 else 1
         logphase = shutil.which("logphase") or str(Path(sys.executable).parent / "logphase")
-        wc = best("wc -l", ["wc", "-l", str(log)], repeats)
-        grep = best("grep -c -E", ["grep", "-c", "-E", "-f", str(pattern), str(log)], repeats)
-        analyze = best(
-            "logphase analyze", [logphase, "analyze", "--post-mortem", "--format", "json", str(log)], repeats
-        )
+        names = [str(log) for log in logs]
+        wc = best("wc -l", ["wc", "-l", *names], repeats)
+        grep = best("grep -c -E", ["grep", "-c", "-E", "-f", str(pattern), *names], repeats)
+        analyze = best("logphase analyze", [logphase, "analyze", "--post-mortem", "--format", "json", *names], repeats)
         return wc, grep, analyze
     finally:
-        log.unlink()
+        for log in logs:
+            log.unlink()
 
 
 if __name__ == "__main__":

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from bench.shapes import SHAPES, shape_lines
+from bench.shapes import SHAPES, rank_of, shape_lines, shape_per_rank
 
 RANKS = 8
 HOST = "gpu-node-17"
@@ -339,18 +339,37 @@ class LogGenerator:
 
 def write_log(path: Path, size: int, seed: int = 20260101, shape: str = "sglang-pooled") -> Path:
     """Write a log of about `size` bytes to `path` (deterministic for a seed)."""
-    with path.open("w", encoding="utf-8", newline="\n") as out:
-        batch: list[str] = []
-        pending = 0
-        for line in shape_lines(shape, seed, size):
-            batch.append(line)
-            pending += len(line) + 1
-            if pending >= WRITE_BATCH:
-                out.write("\n".join(batch) + "\n")
-                batch, pending = [], 0
-        if batch:
-            out.write("\n".join(batch) + "\n")
+    write_logs(path, size, seed, shape)
     return path
+
+
+def write_logs(path: Path, size: int, seed: int = 20260101, shape: str = "sglang-pooled") -> list[Path]:
+    """Write a shape's log(s), about `size` bytes in all: `path` itself, or for a per-rank shape one
+    file per rank beside it (`NAME.rank3.log`; lines without a rank go to rank 0's, as a launcher
+    with one log per local rank writes them)."""
+    per_rank = shape_per_rank(shape)
+    outputs: dict[int, list[str]] = {}
+    files: dict[int, Path] = {}
+    handles = {}
+    try:
+        for line in shape_lines(shape, seed, size):
+            rank = rank_of(line) if per_rank else 0
+            if rank not in handles:
+                files[rank] = path.with_suffix(f".rank{rank}.log") if per_rank else path
+                handles[rank] = files[rank].open("w", encoding="utf-8", newline="\n")
+                outputs[rank] = []
+            batch = outputs[rank]
+            batch.append(line)
+            if len(batch) >= WRITE_BATCH // 128:
+                handles[rank].write("\n".join(batch) + "\n")
+                batch.clear()
+        for rank, batch in outputs.items():
+            if batch:
+                handles[rank].write("\n".join(batch) + "\n")
+    finally:
+        for handle in handles.values():
+            handle.close()
+    return [files[rank] for rank in sorted(files)]
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -9,6 +9,7 @@ are the reference ones (../shared/reference/sglang.md §1, nccl_torch_vllm.md §
 from __future__ import annotations
 
 import random
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -168,6 +169,7 @@ class Shape:
     mix: Mix = BUSY
     startup: bool = True
     wrap: Callable[[str, datetime, random.Random], str] | None = None
+    per_rank: bool = False  # one file per rank (bench/loggen.py: write_logs)
 
 
 SGLANG_03 = SGLang(date=False, comma=False, stamped_access=False, tags="TP{rank}")
@@ -183,9 +185,24 @@ SHAPES: dict[str, Shape | None] = {
     "vllm-v1": Shape(VLLM(v1=True), startup=False),
     "rotated": Shape(SGLANG_05, startup=False),
     "nccl-storm": Shape(SGLANG_05, mix=NCCL_STORM),
+    "per-rank": Shape(SGLANG_05, per_rank=True),
     "cri": Shape(SGLANG_05, wrap=cri),
     "journald": Shape(SGLANG_05, wrap=journald),
 }
+
+
+RANK_TAG = re.compile(r"^\[[^]]* TP(\d+)|^\S+:\d+:\d+ \[(\d+)\] NCCL")
+
+
+def shape_per_rank(name: str) -> bool:
+    shape = SHAPES[name]
+    return shape is not None and shape.per_rank
+
+
+def rank_of(line: str) -> int:
+    """The rank that wrote a line (its TP tag or NCCL's `[rank]`); 0 for the rest."""
+    found = RANK_TAG.match(line)
+    return int(found.group(1) or found.group(2)) if found else 0
 
 
 def serving(shape: Shape, r: random.Random, start: datetime) -> Iterator[tuple[datetime, str]]:
