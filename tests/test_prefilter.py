@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from bench.loggen import write_log
+from bench.loggen import write_log, write_logs
 from bench.shapes import SHAPES
 from logphase import pipeline, scanning
 from logphase.errors import InputError
@@ -125,17 +125,25 @@ def test_every_shape_of_generated_log_is_read_the_same(
     shape: str, packs: PackSet, tmp_path: Path, scanner: str, captured: list[Any]
 ) -> None:
     # GIVEN a generated 1 MB serving log of one shape (a version's format, 8 ranks and the HTTP
-    # server interleaved line by line, NCCL chatter, a rotated start or a wrapper)
-    log = write_log(tmp_path / f"{shape}.log", 1_000_000, seed=7, shape=shape)
+    # server interleaved line by line, NCCL chatter, a rotated start, a wrapper, a file per rank)
+    logs = write_logs(tmp_path / f"{shape}.log", 1_000_000, seed=7, shape=shape)
     # WHEN it is analysed with and without the fast path
-    plain, fast = reports(log, packs)
+    plain, fast = (report_of(logs, packs, fast=fast) for fast in (False, True))
     # THEN the reports are the same, and wherever line templates apply the matcher saw under a
-    # fifth of the lines, whatever their order
+    # fifth of the lines (of each file past its head), whatever their order
     assert fast == plain
     if shape not in READ_IN_FULL:
-        stats = captured[-1].stats
-        assert stats.lines == log.read_bytes().count(b"\n")
-        assert stats.emitted * 5 < stats.lines
+        assert len(captured) == len(logs)
+        for log, filtered in zip(logs, captured, strict=True):
+            stats = filtered.stats
+            assert stats.lines == log.read_bytes().count(b"\n")
+            assert (stats.emitted - scanning.YEAR_LOOKAHEAD) * 5 < stats.lines
+
+
+def report_of(logs: list[Path], packs: PackSet, *, fast: bool) -> str:
+    """The JSON report of `analyze` over several logs as one run."""
+    options = pipeline.Options(as_of=AS_OF, post_mortem=True, fast=fast)
+    return JsonFormat().analysis(pipeline.report(open_sources([str(log) for log in logs]), packs, options))
 
 
 def test_source_counters_are_those_of_the_reader(packs: PackSet, tmp_path: Path) -> None:
