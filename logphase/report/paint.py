@@ -2,7 +2,39 @@
 
 from __future__ import annotations
 
-_CODES = {"red": "31", "green": "32", "yellow": "33", "cyan": "36", "bold": "1", "dim": "2"}
+from logphase.phases import Verdict
+
+_CODES = {
+    "red": "31",
+    "green": "32",
+    "yellow": "33",
+    "cyan": "36",
+    "bold": "1",
+    "dim": "2",
+    # bars: dark letters on a coloured ground, so a bar reads as a block and still names its phase
+    "on_grey": "30;47",
+    "on_cyan": "30;46",
+    "on_blue": "97;44",
+    "on_magenta": "30;45",
+    "on_yellow": "30;43",
+    "on_green": "30;42",
+    "on_bright_cyan": "30;106",
+    "on_bright_yellow": "30;103",
+    "on_bright_green": "30;102",
+    "on_bright_magenta": "30;105",
+    "on_red": "97;41",
+}
+
+VERDICT_COLOURS = {
+    Verdict.READY: "green",
+    Verdict.FINISHED: "green",
+    Verdict.PROGRESSING: "cyan",
+    Verdict.STALLED: "yellow",
+    Verdict.CRASHED: "red",
+    Verdict.ABORTED: "red",
+    Verdict.TIMEOUT: "red",
+    Verdict.UNKNOWN: "dim",
+}
 
 
 def paint(text: str, colour: str, enabled: bool) -> str:

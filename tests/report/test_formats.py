@@ -30,6 +30,9 @@ class Comparison:
     def headline_eta(self) -> str | None:
         return None
 
+    def reference_phase_ends(self) -> list[tuple[Phase, float]]:
+        return [(Phase.WEIGHT_LOAD, 20.0), (Phase.CUDA_GRAPH, 30.0)]
+
     def to_json(self) -> dict[str, Any]:
         return {"ref": "auto", "summary": self.said}
 
@@ -119,6 +122,7 @@ def full_report(flight: Flight | None = None) -> Report:
                 ContextLine(9, "RuntimeError: CUDA error"),
                 ContextLine(10, ""),
             ),
+            time=at("10:00:45"),
         ),
         phases=(
             span(Phase.WEIGHT_LOAD, "TP0", "10:00:00", "10:00:30", {"done": 15, "total": 15}),

@@ -11,7 +11,7 @@ from typing import Protocol, assert_never
 
 from logphase.report.formats.json import JsonFormat
 from logphase.report.formats.markdown import MarkdownFormat
-from logphase.report.formats.table import TableFormat
+from logphase.report.formats.table import DEFAULT_WIDTH, TableFormat
 from logphase.report.model import Report
 from logphase.stacks.model import StacksReport
 
@@ -34,11 +34,12 @@ class Format(Protocol):
         ...
 
 
-def pick(choice: OutputFormat, *, colour: bool = False) -> Format:
-    """The format `--format` names; `colour` paints a terminal's table and is ignored elsewhere."""
+def pick(choice: OutputFormat, *, colour: bool = False, width: int = DEFAULT_WIDTH) -> Format:
+    """The format `--format` names; `colour` paints a terminal's table and `width` (its columns)
+    scales its timeline; both are ignored elsewhere."""
     match choice:
         case OutputFormat.TABLE:
-            return TableFormat(colour=colour)
+            return TableFormat(colour=colour, width=width)
         case OutputFormat.JSON:
             return JsonFormat()
         case OutputFormat.MARKDOWN:
