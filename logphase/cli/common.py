@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 from datetime import datetime
 from pathlib import Path
@@ -11,7 +12,7 @@ import click
 
 from logphase.errors import UsageError
 from logphase.packs import PackSet, load_packs, user_pack_dir
-from logphase.report.formats import OutputFormat
+from logphase.report.formats import DEFAULT_WIDTH, OutputFormat
 
 # `--format`: the command receives the OutputFormat itself (its value is what one types)
 FORMATS = click.Choice(OutputFormat, case_sensitive=False)
@@ -60,3 +61,9 @@ def parse_as_of(text: str | None) -> datetime:
 
 def use_colour() -> bool:
     return sys.stdout.isatty() and "NO_COLOR" not in os.environ
+
+
+def terminal_width() -> int:
+    """The columns the table's timeline may fill: COLUMNS when set, else the terminal's; where stdout
+    is no terminal (a pipe, a file), the table's default width."""
+    return shutil.get_terminal_size((DEFAULT_WIDTH, 24)).columns

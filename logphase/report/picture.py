@@ -122,11 +122,14 @@ def picture(report: Report) -> Picture | None:
     end = max(max(moments), start + timedelta(seconds=1))  # an axis of one instant gets a second
     tolerance = max(SAME_MOMENT_FLOOR_S, SAME_MOMENT_SHARE * (end - start).total_seconds())
     marked = _marked_ranks(report)
-    lanes = _lanes(bars_by_rank, marked, tolerance)
+    lanes = [
+        Lane(ranks, bars, report.verdict if set(ranks) & marked else None)
+        for ranks, bars in _groups(bars_by_rank, marked, tolerance)
+    ]
     return Picture(
         start=start,
         end=end,
-        lanes=tuple(Lane(lane.ranks, lane.bars, report.verdict if set(lane.ranks) & marked else None) for lane in lanes),
+        lanes=tuple(lanes),
         cause=cause,
         ticks=ticks,
     )
@@ -157,7 +160,9 @@ def _marked_ranks(report: Report) -> set[str | None]:
     return set()
 
 
-def _lanes(bars_by_rank: dict[str | None, list[Bar]], marked: set[str | None], tolerance: float) -> list[Lane]:
+def _groups(
+    bars_by_rank: dict[str | None, list[Bar]], marked: set[str | None], tolerance: float
+) -> list[tuple[tuple[str | None, ...], tuple[Bar, ...]]]:
     """Ranks grouped with the first rank they match; the main process first, then ranks in natural order."""
     order = sorted(bars_by_rank, key=lambda rank: (rank is not None, natural_key(rank or MAIN)))
     groups: list[tuple[list[str | None], list[Bar]]] = []
@@ -176,7 +181,7 @@ def _lanes(bars_by_rank: dict[str | None, list[Bar]], marked: set[str | None], t
             continue
         home[0].append(rank)
         home[1][:] = [_merge(mine, theirs) for mine, theirs in zip(home[1], bars, strict=True)]
-    return [Lane(tuple(ranks), tuple(bars)) for ranks, bars in groups]
+    return [(tuple(ranks), tuple(bars)) for ranks, bars in groups]
 
 
 def _alike(ours: Sequence[Bar], theirs: Sequence[Bar], tolerance: float) -> bool:

@@ -74,8 +74,10 @@ def _draw(drawn: Picture, width: int, colour: bool) -> list[str]:
         at = column(drawn.cause.at)
         caret = paint("^", "red", colour)
         text = drawn.cause.label
-        fits = at + 2 + len(text) <= cells + mark_width
-        out.append(indent + (" " * at + caret + " " + text if fits else " " * (at - len(text) - 1) + text + " " + caret))
+        if at + 2 + len(text) <= cells + mark_width:
+            out.append(f"{indent}{' ' * at}{caret} {text}")
+        else:  # no room to its right: the words before the caret
+            out.append(f"{indent}{' ' * max(0, at - len(text) - 1)}{text} {caret}")
     out += _legend(drawn, indent, width, colour)
     if drawn.ticks:
         out.append(f"{indent}baseline: where the earlier run's phases ended, from its first timestamp")

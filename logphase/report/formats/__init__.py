@@ -15,6 +15,8 @@ from logphase.report.formats.table import DEFAULT_WIDTH, TableFormat
 from logphase.report.model import Report
 from logphase.stacks.model import StacksReport
 
+__all__ = ["DEFAULT_WIDTH", "Format", "OutputFormat", "pick"]
+
 
 class OutputFormat(StrEnum):
     TABLE = "table"
