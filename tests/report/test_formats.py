@@ -353,11 +353,11 @@ def test_analyze_markdown_shows_the_baseline(tmp_path: Path) -> None:
 @pytest.mark.parametrize("command", [("analyze", "--post-mortem", str(SEGFAULT)), ("stacks", "--from", str(SEGFAULT))])
 def test_format_takes_the_name_in_any_case_and_refuses_others(command: tuple[str, ...]) -> None:
     # GIVEN a command with --format
-    # WHEN given MARKDOWN THEN markdown; WHEN given html THEN a usage error that names the choices
+    # WHEN given MARKDOWN THEN markdown; WHEN given yaml THEN a usage error that names the choices
     assert run_cli(*command, "--format", "MARKDOWN").stdout == run_cli(*command, "--format", "markdown").stdout
-    refused = run_cli(*command, "--format", "html")
+    refused = run_cli(*command, "--format", "yaml")
     assert refused.exit_code == 2
-    assert "'html' is not one of 'table', 'json', 'markdown'" in refused.output
+    assert "'yaml' is not one of 'table', 'json', 'markdown', 'html'" in refused.output
 
 
 def test_mermaid_names_escape_colon_and_hash() -> None:

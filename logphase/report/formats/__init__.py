@@ -9,6 +9,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Protocol, assert_never
 
+from logphase.report.formats.html import HtmlFormat
 from logphase.report.formats.json import JsonFormat
 from logphase.report.formats.markdown import MarkdownFormat
 from logphase.report.formats.table import DEFAULT_WIDTH, TableFormat
@@ -22,6 +23,7 @@ class OutputFormat(StrEnum):
     TABLE = "table"
     JSON = "json"
     MARKDOWN = "markdown"
+    HTML = "html"
 
 
 class Format(Protocol):
@@ -46,5 +48,7 @@ def pick(choice: OutputFormat, *, colour: bool = False, width: int = DEFAULT_WID
             return JsonFormat()
         case OutputFormat.MARKDOWN:
             return MarkdownFormat()
+        case OutputFormat.HTML:
+            return HtmlFormat()
         case _:
             assert_never(choice)
