@@ -12,8 +12,8 @@ from logphase.ranks import MAIN, format_rank_set, natural_key
 from logphase.report.model import Report, SpanRow
 
 # Ranks whose bars begin and end this close (a share of the whole axis, at least a second) are drawn
-# as one row: a column of the terminal is about 1 % of the axis, so a closer difference is not seen.
-SAME_MOMENT_SHARE = 0.01
+# as one row: a column of the terminal is about 1 % of the axis, so two columns apart is the same moment.
+SAME_MOMENT_SHARE = 0.02
 SAME_MOMENT_FLOOR_S = 1.0
 
 # One letter per phase (lower case: the draft model's own), so bars read without colour.

@@ -393,7 +393,8 @@ def test_the_timeline_is_scaled_to_the_width_and_painted_only_with_colour() -> N
     assert "\x1b[97;44mWWW" in painted
 
 
-EAGLE3_WARMUP = FIXTURES / "logs" / "sglang" / "eagle3-tp8-warmup-health-503.log"
+LOGS = FIXTURES / "logs" / "sglang"
+EAGLE3_WARMUP = LOGS / "eagle3-tp8-warmup-health-503.log"
 
 
 def test_analyze_draws_the_ranks_timeline(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -412,5 +413,24 @@ TP[1-7]   DDWWWWWWWWWWWWWWWWWWWWWWWWWKGGGGGGGEEgggg
                                                   ^ last progress, line 261
          L launch · D dist_init · T tokenizer · W weight_load · K kv_cache · G cuda_graph
          E draft_init · g cuda_graph (draft) · H http_start · U warmup
+"""
+    assert timeline in table
+
+
+def test_analyze_marks_the_crashed_rank_and_the_root_cause(monkeypatch: pytest.MonkeyPatch) -> None:
+    # GIVEN TP3 out of memory in CUDA-graph capture (line 117, 20:16:16), the other ranks cut down after it,
+    # in 100 columns
+    monkeypatch.setenv("COLUMNS", "100")
+    table = run_cli("analyze", "--post-mortem", str(LOGS / "capture-oom-tp3-sigquit-cascade.log")).stdout
+    # THEN 104 s over 76 columns (100 less 13 of labels, 11 of `  < crashed`): the seven alike ranks in one row (their starts within 2 s: 2 % of the
+    # axis), TP3 apart and marked crashed, the root cause's moment at the axis's end
+    timeline = """\
+Timeline, 1m44s (a column is 1.4s):
+             20:14:32                                                            20:16:16
+main         LLLLLT
+TP[0-2,4-7]      DDDDWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWKG
+TP3              DDDWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWKG  < crashed
+                                                                   root cause, line 117 ^
+             L launch · D dist_init · T tokenizer · W weight_load · K kv_cache · G cuda_graph
 """
     assert timeline in table
