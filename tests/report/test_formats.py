@@ -422,8 +422,9 @@ def test_analyze_marks_the_crashed_rank_and_the_root_cause(monkeypatch: pytest.M
     # in 100 columns
     monkeypatch.setenv("COLUMNS", "100")
     table = run_cli("analyze", "--post-mortem", str(LOGS / "capture-oom-tp3-sigquit-cascade.log")).stdout
-    # THEN 104 s over 76 columns (100 less 13 of labels, 11 of `  < crashed`): the seven alike ranks in one row (their starts within 2 s: 2 % of the
-    # axis), TP3 apart and marked crashed, the root cause's moment at the axis's end
+    # THEN 104 s over 76 columns (100 less 13 of labels, 11 of `  < crashed`): the seven alike ranks in
+    # one row (their starts within 2 s: 2 % of the axis), TP3 apart and marked crashed, the root cause's
+    # moment at the axis's end
     timeline = """\
 Timeline, 1m44s (a column is 1.4s):
              20:14:32                                                            20:16:16
