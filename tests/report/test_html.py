@@ -136,3 +136,12 @@ def _rgb(fill: str) -> tuple[int, int, int]:
 
 def _near(pixel: tuple[int, int, int], rgb: tuple[int, int, int]) -> bool:
     return all(abs(a - b) <= 3 for a, b in zip(pixel, rgb, strict=True))
+
+
+@pytest.mark.parametrize("command", [("runs", "list"), ("runs", "show", "1")])
+def test_runs_have_no_page_and_say_so(command: tuple[str, ...], tmp_path: Path) -> None:
+    # GIVEN the run store's commands, whose tables have no HTML page WHEN asked for one
+    refused = run_cli(*command, "--db", str(tmp_path / "runs.db"), "--format", "html")
+    # THEN a usage error naming the formats they have, not a traceback
+    assert refused.exit_code == 2
+    assert "'html' is not one of 'table', 'json', 'markdown'." in refused.output
