@@ -7,7 +7,7 @@ from datetime import datetime
 from html import escape
 
 from logphase import __version__
-from logphase.phases import Phase, Verdict
+from logphase.phases import Phase
 from logphase.report.analysis import (
     Table,
     confidence_line,
@@ -21,6 +21,7 @@ from logphase.report.analysis import (
     unrecognised_lines,
 )
 from logphase.report.model import Report
+from logphase.report.paint import verdict_colour
 from logphase.report.picture import NO_TIMESTAMPS, PHASE_LETTERS, Picture, picture
 from logphase.report.stacks import GROUP_HEADERS, PROBLEM_HEADERS, group_rows, problem_rows, render_tree
 from logphase.stacks.model import StacksReport
@@ -40,16 +41,8 @@ PHASE_FILLS = {
     Phase.READY: "#7ad67a",
     Phase.SERVING: "#2e8b57",
 }
-_VERDICT_FILLS = {
-    Verdict.READY: "#2e8b57",
-    Verdict.FINISHED: "#2e8b57",
-    Verdict.PROGRESSING: "#1f7a99",
-    Verdict.STALLED: "#b8860b",
-    Verdict.CRASHED: "#c62828",
-    Verdict.ABORTED: "#c62828",
-    Verdict.TIMEOUT: "#c62828",
-    Verdict.UNKNOWN: "#666666",
-}
+# The terminal's verdict colours (report/paint.py: one exhaustive match) as the page draws them.
+_COLOUR_FILLS = {"green": "#2e8b57", "cyan": "#1f7a99", "yellow": "#b8860b", "red": "#c62828", "dim": "#666666"}
 _STYLE = """
 body{font:15px/1.45 system-ui,sans-serif;margin:2em auto;max-width:1100px;padding:0 1em;color:#222}
 h1{font-size:1.4em}h2{font-size:1.1em;margin-top:1.6em;border-bottom:1px solid #ddd}
@@ -68,7 +61,7 @@ LABEL_WIDTH = 130
 @dataclass(frozen=True)
 class HtmlFormat:
     def analysis(self, report: Report) -> str:
-        fill = _VERDICT_FILLS[report.verdict]
+        fill = _COLOUR_FILLS[verdict_colour(report.verdict)]
         where = f" at {escape(report.phase)}" if report.phase else ""
         body = [
             f'<h1 id="verdict"><span class="verdict" style="background:{fill}">'
@@ -191,7 +184,7 @@ def _svg(drawn: Picture) -> str:
     ]
     for index, lane in enumerate(drawn.lanes):
         y = top + index * LANE_HEIGHT
-        colour = _VERDICT_FILLS[lane.mark] if lane.mark is not None else "#222"
+        colour = _COLOUR_FILLS[verdict_colour(lane.mark)] if lane.mark is not None else "#222"
         mark = f" ({lane.mark.value})" if lane.mark is not None else ""
         parts.append(f'<text x="4" y="{y + 15}" fill="{colour}">{escape(lane.label + mark)}</text>')
         for bar in lane.bars:
