@@ -237,6 +237,7 @@ def build_report(
             rank=root.rank,
             path=names[root.source],
             context=result.contexts.get((root.source, root.line), ()),
+            time=root.time,
         ),
         phases=tuple(_span_row(span, names) for span in timeline.spans),
         rank_rows=tuple(
