@@ -371,3 +371,43 @@ def test_scanners_agree() -> None:
         return {(SCANNER_TEXT.rfind(b"\n", 0, stop - 1) + 1, index) for index, stop in found}
 
     assert lines(scanners.ReScanner(patterns)) == lines(scanners.HsScanner(patterns))
+
+
+def test_quiet_lines_teach_their_template_and_a_cut_frame_on_it_is_still_read(
+    packs: PackSet, tmp_path: Path, scanner: str, captured: list[Any]
+) -> None:
+    # GIVEN a vLLM V1 log: 3,000 interleaved stats, request and worker NCCL lines (the request
+    # lines make no event), then a traceback excerpt cut before its `Traceback` line, on the request lines' prefix
+    api = "(APIServer pid=41190) INFO 03-02 09:{minute:02d}:{second:02d} [{where}] {message}"
+    lines = []
+    for index in range(3000):
+        minute, second = divmod(index // 10, 60)
+        if (
+            index % 5 == 4
+        ):  # a worker's NCCL line (where 9 lines in 10 carried one process tag, it would be an envelope)
+            lines.append(
+                "(Worker_TP1 pid=41207) gpu-node-17:41207:41303 [1] NCCL INFO Channel 19/1 : 1[1] -> 2[2] via P2P"
+            )
+            continue
+        if index % 2:
+            where, message = "logger.py:43", f"Received request chatcmpl-{index:032x}: prompt: '...'"
+        else:
+            where = "loggers.py:123"
+            message = (
+                "Engine 000: Avg prompt throughput: 1.0 tokens/s, Avg generation throughput: 2.0 tokens/s, "
+                f"Running: {index % 7} reqs, Waiting: 0 reqs, GPU KV cache usage: 1.0%, Prefix cache hit rate: 0.0%"
+            )
+        lines.append(api.format(minute=minute, second=second, where=where, message=message))
+    lines += [
+        '(APIServer pid=41190)   File "/usr/lib/python3/dist-packages/vllm/v1/engine/core.py", line 701, in run',
+        "(APIServer pid=41190)     raise EngineDeadError()",
+        "(APIServer pid=41190) vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue.",
+    ]
+    log = tmp_path / "vllm.log"
+    log.write_text("\n".join(lines) + "\n")
+    # WHEN it is analysed with and without the fast path
+    plain, fast = reports(log, packs)
+    # THEN the reports are the same; the matcher read under a fifth of the lines after the head
+    assert fast == plain
+    stats = captured[-1].stats
+    assert (stats.emitted - scanning.YEAR_LOOKAHEAD) * 5 < 3000 - scanning.YEAR_LOOKAHEAD
