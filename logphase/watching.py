@@ -280,22 +280,22 @@ class Transition:
 
 
 def ended(
-    state: WatchState, t: float, verdict: Verdict, message: str, **fields: JsonScalar
+    state: WatchState, t: float, verdict: Verdict, message: str, settings: Settings
 ) -> tuple[WatchState, Transition]:
-    """The watch's last word: its outcome, and the transition that tells it."""
+    """The watch's last word: its outcome, and the transition that tells it (with both sides when
+    the health URL overruled a log that says ready)."""
+    log_says = state.log_ready if verdict is not Verdict.READY and state.health_text is not None else None
+    if log_says is not None and state.health_text is not None:
+        message += f"; {unconfirmed(settings.health_url, state.health_text, log_says)}"
     outcome = Outcome(verdict, message)
-    said = Transition(
-        t,
-        WatchEvent.OUTCOME,
-        message,
-        {"verdict": str(verdict), "exit_code": int(outcome.exit_code), **fields},
-    )
+    fields: dict[str, JsonScalar] = {"verdict": str(verdict), "exit_code": int(outcome.exit_code)}
+    said = Transition(t, WatchEvent.OUTCOME, message, {**fields, "log_says_ready": log_says})
     return replace(state, outcome=outcome), said
 
 
-def interrupted(state: WatchState, t: float) -> tuple[WatchState, Transition]:
+def interrupted(state: WatchState, t: float, settings: Settings) -> tuple[WatchState, Transition]:
     """A person stopped the watch (Ctrl-C, SIGTERM): the server was still starting as far as it knows."""
-    return ended(state, t, Verdict.PROGRESSING, "interrupted")
+    return ended(state, t, Verdict.PROGRESSING, "interrupted", settings)
 
 
 def step(state: WatchState, obs: Observation, settings: Settings) -> tuple[WatchState, tuple[Transition, ...]]:
@@ -325,10 +325,7 @@ def step(state: WatchState, obs: Observation, settings: Settings) -> tuple[Watch
         state = replace(state, phase=phase, phase_since=obs.t, overdue=False)
 
     def finish(verdict: Verdict, message: str) -> tuple[WatchState, tuple[Transition, ...]]:
-        log_says = state.log_ready if verdict is not Verdict.READY else None
-        if log_says is not None and state.health_text is not None:
-            message += f"; {unconfirmed(settings.health_url, state.health_text, log_says)}"
-        done, last = ended(state, obs.t, verdict, message, log_says_ready=log_says)
+        done, last = ended(state, obs.t, verdict, message, settings)
         return done, (*said, last)
 
     # the log's failures and successes end the watch; its silence is judged here, by arrival
@@ -337,18 +334,22 @@ def step(state: WatchState, obs: Observation, settings: Settings) -> tuple[Watch
         return finish(judgement.verdict, f"{judgement.verdict}: {judgement.reason}")
     if probe is not None and probe.health is Health.READY:
         return finish(Verdict.READY, f"ready: health {probe.text} after {format_duration(obs.t)}")
-    if judgement is not None and judgement.verdict is Verdict.READY and settings.health_url is not None:
+    # the judgement's reason for ready reads `ready: <the line> (line N)`: said once, not `ready: ready:`
+    log_ready = None
+    if judgement is not None and judgement.verdict is Verdict.READY:
+        log_ready = judgement.reason.removeprefix("ready: ")
+    if log_ready is not None and settings.health_url is not None:
         if state.log_ready is None:
-            state = replace(state, log_ready=judgement.reason)
+            state = replace(state, log_ready=log_ready)
         if probe is not None and not state.unconfirmed_said:  # a probe taken after the log said ready
-            text = f"not ready: {unconfirmed(settings.health_url, probe.text, judgement.reason)}"
-            fields = {"log_says_ready": judgement.reason, "health": str(probe.health), "status": probe.status}
+            text = f"not ready: {unconfirmed(settings.health_url, probe.text, log_ready)}"
+            fields = {"log_says_ready": log_ready, "health": str(probe.health), "status": probe.status}
             said.append(Transition(obs.t, WatchEvent.READY_UNCONFIRMED, text, fields))
             state = replace(state, unconfirmed_said=True)
+    elif log_ready is not None:
+        return finish(Verdict.READY, f"ready: {log_ready}")
     elif judgement is not None and logged is ExitCode.OK:
-        # a finished job's reason says so itself ("the job finished: ...")
-        message = f"ready: {judgement.reason}" if judgement.verdict is Verdict.READY else judgement.reason
-        return finish(judgement.verdict, message)
+        return finish(judgement.verdict, judgement.reason)  # a finished job's reason says so ("the job finished: …")
     if obs.process_alive is False:
         where = f" during {phase}" if phase else ""
         return finish(Verdict.CRASHED, f"crashed: process {settings.pid} exited{where} without a ready line")

@@ -159,6 +159,8 @@ def watch(
     Exit: 0 ready, 4 crashed or stalled, 5 --timeout (or an interrupt) ended it first, 3 unreadable
     input or no such --pid.
     """
+    clock = time.monotonic
+    began = clock()  # --timeout counts from here: loading the packs is part of it
     if pid is not None and not _exists(pid):
         raise LogphaseError(
             f"--pid {pid}: no such process",
@@ -169,8 +171,6 @@ def watch(
     tty = sys.stderr.isatty()
     colour = use_colour()
     store_path = resolve_db(db_path)
-    clock = time.monotonic
-    began = clock()
     printer = _Printer(jsonl=output_format is WatchFormat.JSONL)
     ingest = Ingest(packs, reference=datetime.now())
     settings = Settings(
@@ -258,7 +258,7 @@ def watch(
             state, said = step(state, observation, settings)
             printer.transitions(said)
     except KeyboardInterrupt:
-        state, last = interrupted(state, clock() - began)
+        state, last = interrupted(state, clock() - began, settings)
         printer.transitions([last])
     finally:
         signal.signal(signal.SIGTERM, previous_sigterm)

@@ -159,4 +159,4 @@ def test_stdin_dash_follows_a_pipe_until_ready(tmp_path: Path) -> None:
     said = _lines(watcher.stdout.decode())
     # THEN the ready line in the log ends it (no --url here)
     assert watcher.returncode == 0, watcher.stderr.decode()
-    assert said[-1] == "ready: ready: The server is fired up and ready to roll! (line 32)"
+    assert said[-1] == "ready: The server is fired up and ready to roll! (line 32)"  # said once, not `ready: ready:`
