@@ -160,3 +160,25 @@ def test_stdin_dash_follows_a_pipe_until_ready(tmp_path: Path) -> None:
     # THEN the ready line in the log ends it (no --url here)
     assert watcher.returncode == 0, watcher.stderr.decode()
     assert said[-1] == "ready: The server is fired up and ready to roll! (line 32)"  # said once, not `ready: ready:`
+
+
+def test_jsonl_stall_with_pid_keeps_stdout_json_and_adds_the_stacks_as_an_event(tmp_path: Path) -> None:
+    # GIVEN a server that hangs mid-capture, watched with --format jsonl and its pid
+    with server(tmp_path, "stall", step=0.05) as (proc, log, url):
+        result = watch_server(tmp_path, log, url, "--pid", str(proc.pid), "--stall-after", "3", "--format", "jsonl")
+    # THEN every stdout line is one JSON event; the outcome is a stall; the stacks follow as an event
+    assert result.exit_code == 4, result.stderr
+    events = [json.loads(line) for line in result.stdout.splitlines()]
+    outcomes = [e for e in events if e["event"] == "outcome"]
+    assert [(e["verdict"], e["exit_code"]) for e in outcomes] == [("stalled", 4)]
+    assert events[0] == {
+        "t": events[0]["t"],
+        "event": "health",
+        "health": "refused",
+        "status": None,
+        "text": "health: connection refused (not listening yet)",
+    }
+    if "logphase: stacks not taken: " not in result.stderr:  # py-spy may be denied ptrace here
+        assert events[-1]["event"] == "stacks" and events[-1]["stacks"]["schema"] == "logphase.stacks/1"
+    else:
+        assert events[-1] is outcomes[0]
