@@ -19,6 +19,7 @@ from logphase.errors import LogphaseError
 # for the log pipeline's imports (a snapshot's wall time is what the user waits for).
 COMMANDS = {
     "analyze": "logphase.cli.analyze:analyze",
+    "bundle": "logphase.cli.bundle:bundle",
     "patterns": "logphase.cli.patterns:patterns",
     "runs": "logphase.cli.runs:runs",
     "stacks": "logphase.cli.stacks:stacks",
@@ -93,6 +94,7 @@ def main() -> None:
     logphase analyze server.log        phase timeline, verdict, root-cause line
     logphase stacks --pid 1234         every rank's Python stack, merged
     logphase watch server.log --url URL   follow a starting server until ready, stalled or crashed
+    logphase bundle server.log         one redacted .tar.gz for a bug report
     logphase runs list                 earlier runs, the baselines for ETAs
     logphase patterns list             the rules logphase knows
     """

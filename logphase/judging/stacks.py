@@ -108,9 +108,11 @@ def judge_stacks(
 
     sizes = [len(g.labels) for g in peer_groups]
     smallest, largest = min(sizes), max(sizes)
-    if smallest < largest:
-        odd = [g for g in peer_groups if len(g.labels) == smallest]
-        rest = [g for g in peer_groups if len(g.labels) != smallest]
+    biggest = next(g for g in peer_groups if len(g.labels) == largest)
+    # ranks in the very same stack as the majority are never odd, whatever their motion says
+    if smallest < largest and any(g.frames != biggest.frames for g in peer_groups if len(g.labels) == smallest):
+        odd = [g for g in peer_groups if len(g.labels) == smallest and g.frames != biggest.frames]
+        rest = [g for g in peer_groups if g not in odd]
         culprits = [label for g in odd for label in g.labels]
         verb = "differs" if len(culprits) == 1 else "differ"
         parts = [describe(g.labels, g.classification) + motion(g.moving) for g in odd]

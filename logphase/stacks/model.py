@@ -53,6 +53,9 @@ class ProcessSnapshot:
     error: str | None = None
     fatal: str | None = None  # "Fatal Python error: Aborted": the dump was written by a dying process
     moving: bool | None = None
+    # on the CPU between the first and the last sample (its CPU time grew, or py-spy marked its main
+    # thread active in every sample): working even when its stack looks the same, unless it waits
+    busy: bool | None = None
     source: str | None = None  # "py-spy", "faulthandler", "py-spy text", "pystack", "json", a file name
     skipped: bool = False  # listed but deliberately not snapshotted (not Python, a helper process)
 

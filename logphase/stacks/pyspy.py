@@ -54,6 +54,10 @@ class ProcInfo:
 
 # --- /proc ---------------------------------------------------------------------------------------
 
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+# A process on the CPU this share of the time between its first and last sample is working.
+BUSY_SHARE = 0.2
+
 
 def _read(path: Path) -> bytes | None:
     try:
@@ -73,6 +77,18 @@ def read_stat(pid: int, proc: Path = Path("/proc")) -> tuple[str, str, int] | No
     if open_paren < 0 or close_paren < 0 or len(rest) < 2:
         return None
     return text[open_paren + 1 : close_paren], rest[0], int(rest[1])
+
+
+def read_cpu_seconds(pid: int, proc: Path = Path("/proc")) -> float | None:
+    """User + system CPU time of a process (/proc/PID/stat fields 14 and 15), None if it is gone."""
+    raw = _read(proc / str(pid) / "stat")
+    if raw is None:
+        return None
+    rest = raw.decode("utf-8", "replace").rsplit(")", 1)[-1].split()
+    try:
+        return (int(rest[11]) + int(rest[12])) / CLOCK_TICKS
+    except (IndexError, ValueError):
+        return None
 
 
 def read_environ(pid: int, proc: Path = Path("/proc")) -> dict[str, str]:
@@ -350,16 +366,20 @@ def snapshot(
     host: str | None = None,
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] = time.sleep,
+    read_cpu: Callable[[int], float | None] = read_cpu_seconds,
 ) -> tuple[list[ProcessSnapshot], float | None]:
     """Snapshot every Python process of `procs` `samples` times. Returns the snapshots (one per
     process, non-Python ones listed as skipped) and the skew: the longest time between the first
     and the last capture of one round (a capture is the middle of its py-spy run)."""
     targets = [p for p in procs if p.python and p.state != "Z" and p.role not in HELPER_ROLES]
     rounds: list[dict[int, DumpResult]] = []
+    cpu: list[tuple[float, dict[int, float | None]]] = []  # per round: when, and each target's CPU time
     skew: float | None = None
     for index in range(max(1, samples)):
         if index:
             sleep(interval_s)
+        if samples > 1:
+            cpu.append((clock(), {p.pid: read_cpu(p.pid) for p in targets}))
         results = dump_all(
             py_spy, [p.pid for p in targets], native=native, nonblocking=nonblocking, timeout_s=timeout_s, clock=clock
         )
@@ -395,12 +415,35 @@ def snapshot(
             last = results[-1] if results else None
             out.append(replace(base, error=(last.error if last else None) or "py-spy found no threads"))
             continue
-        moving = None
+        if len(results) > 1 and not results[-1].threads and read_cpu(info.pid) is None:
+            # it exited while it was sampled: its last stacks say nothing of motion
+            exited = f"exited during sampling (read in {len(good)} of {len(results)} samples)"
+            out.append(replace(base, threads=good[-1].threads, error=exited))
+            continue
+        moving: bool | None = None
+        busy: bool | None = None
         if len(good) > 1:
             moving = len({_signature(r.threads) for r in good}) > 1
-        error = None
+            busy = _on_cpu(info.pid, cpu) or all(_main_active(r.threads) for r in good)
+        error: str | None = None
         if len(good) < len(results):
             first_error = next(r.error for r in results if not r.threads)
             error = f"{len(results) - len(good)} of {len(results)} samples failed: {first_error}"
-        out.append(replace(base, threads=good[-1].threads, moving=moving, error=error))
+        out.append(replace(base, threads=good[-1].threads, moving=moving, busy=busy, error=error))
     return out, skew
+
+
+def _on_cpu(pid: int, cpu: Sequence[tuple[float, dict[int, float | None]]]) -> bool:
+    """CPU time grew by BUSY_SHARE of the wall time between the first and the last sample."""
+    readings = [(when, seconds[pid]) for when, seconds in cpu if seconds.get(pid) is not None]
+    if len(readings) < 2:
+        return False
+    (start, first), (end, last) = readings[0], readings[-1]
+    assert first is not None and last is not None
+    return end > start and (last - first) >= BUSY_SHARE * (end - start)
+
+
+def _main_active(threads: Sequence[ThreadStack]) -> bool:
+    """py-spy's own mark: the main thread was running, not waiting in a system call."""
+    main = next((t for t in threads if t.main), None)
+    return main is not None and main.active is True

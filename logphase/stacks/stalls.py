@@ -7,7 +7,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
 from logphase.frames import frame_key_of
-from logphase.judging.stacks import judge_stacks
+from logphase.judging.stacks import WAIT_STATES, judge_stacks
 from logphase.packs import StallSignature
 from logphase.ranks import natural_key
 from logphase.stacks.model import (
@@ -126,6 +126,17 @@ class _Member:
     peer: bool
 
 
+def _working(member: _Member, classifier: Classifier) -> bool | None:
+    """Whether the process works: its stack changed between samples, or it stayed on the CPU in the
+    same stack (a loop, a kernel launch) — except where it waits: NCCL and CUDA busy-poll while a
+    collective hangs, so CPU time there is no progress."""
+    snap = member.snap
+    if snap.moving or not snap.busy:
+        return snap.moving
+    main = next((t for t in member.threads if t.main), member.threads[0])
+    return classifier.classify(main.frames).state not in WAIT_STATES
+
+
 def summarize(
     snapshots: Iterable[ProcessSnapshot],
     signatures: Sequence[StallSignature],
@@ -153,7 +164,12 @@ def summarize(
     # equivalence classes: same merged path(s), same motion, same fate
     classes: dict[tuple[bool, tuple[tuple[str, ...], ...], bool | None, bool], list[_Member]] = {}
     for member in members:
-        key = (member.peer, tuple(path_of(t) for t in member.threads), member.snap.moving, bool(member.snap.fatal))
+        key = (
+            member.peer,
+            tuple(path_of(t) for t in member.threads),
+            _working(member, classifier),
+            bool(member.snap.fatal),
+        )
         classes.setdefault(key, []).append(member)
     groups: list[Group] = []
     for key, group_members in classes.items():
@@ -168,7 +184,7 @@ def summarize(
                 state=state,
                 frames=representative.frames,
                 classification=cls,
-                moving=first.snap.moving,
+                moving=key[2],
                 peer=bool(key[0]),
             )
         )

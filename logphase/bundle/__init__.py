@@ -1,0 +1,1 @@
+"""`logphase bundle`: one .tar.gz for a bug report — logs (cut when huge), analysis, stacks, versions, redacted."""

@@ -1,0 +1,60 @@
+"""The one place the bundle calls the analysis library: the `analyze` report, its formats, failure lines.
+
+When the analysis moves, only this module is re-pointed; the bundle sees plain JSON, markdown and
+line numbers."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from logphase import pipeline
+from logphase.flight_recorder import judge_dumps, read_dumps
+from logphase.logs.matcher import SourceMatcher
+from logphase.logs.reader import LogSource, read_lines
+from logphase.packs import PackSet
+from logphase.phases import FAILURE_KINDS
+from logphase.report.formats import OutputFormat, pick
+from logphase.stacks.model import ProcessSnapshot
+from logphase.stacks.stalls import summarize
+
+
+@dataclass(frozen=True)
+class Analysis:
+    """What `logphase analyze --format json` and `--format markdown` print for the same inputs."""
+
+    json: dict[str, Any]
+    markdown: str
+
+
+def analyse(
+    sources: list[LogSource],
+    packs: PackSet,
+    *,
+    flight_recorder_dumps: Sequence[str],
+    as_of: datetime,
+    post_mortem: bool,
+) -> Analysis:
+    """The same library calls as `logphase analyze` (without a baseline)."""
+    flight = judge_dumps(read_dumps(list(flight_recorder_dumps))) if flight_recorder_dumps else None
+    report = pipeline.report(sources, packs, pipeline.Options(as_of=as_of, post_mortem=post_mortem, flight=flight))
+    return Analysis(json=report.to_json(), markdown=pick(OutputFormat.MARKDOWN).analysis(report))
+
+
+def failure_lines(source: LogSource, packs: PackSet, as_of: datetime) -> set[int]:
+    """Every line of `source` a rule calls an error, fatal or timeout, and the first line of
+    the traceback it ends (one more pass over the source: used only for logs that are cut)."""
+    lines: set[int] = set()
+    for event in SourceMatcher(packs, as_of).match(read_lines(source)):
+        if event.kind in FAILURE_KINDS:
+            lines.add(event.line)
+            if event.block is not None:
+                lines.add(event.block)
+    return lines
+
+
+def stacks_json(snapshots: Sequence[ProcessSnapshot], packs: PackSet, notes: Sequence[str] = ()) -> dict[str, Any]:
+    """What `logphase stacks --format json` prints for these snapshots."""
+    return summarize(snapshots, packs.signatures, notes=notes).to_json()
