@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import ipaddress
 import re
 import socket
 import ssl
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -18,6 +20,8 @@ DEFAULT_PATH = "/health"
 # `HTTP/1.1 503 Service Unavailable`: the status is all a probe needs of the answer.
 STATUS_LINE = re.compile(rb"HTTP/\d(?:\.\d)? (\d{3})\b")
 MAX_HEAD_BYTES = 4096
+# (family, address) as getaddrinfo gives them: what a connection needs of a name
+Address = tuple[socket.AddressFamily, tuple[str, int] | tuple[str, int, int, int] | tuple[int, bytes]]
 
 
 class Health(StrEnum):
@@ -104,7 +108,7 @@ def probe(url: HealthURL, timeout_s: float) -> Probe:
         return Probe(health, status, detail, time.monotonic() - started)
 
     try:
-        connection = socket.create_connection((url.host, url.port), timeout=left())
+        connection = _connect(url.host, url.port, left)
     except ConnectionRefusedError:
         return said(Health.REFUSED, "connection refused")
     except TimeoutError:
@@ -132,6 +136,53 @@ def probe(url: HealthURL, timeout_s: float) -> Probe:
     if status == 503:
         return said(Health.STARTING, "service unavailable", status)
     return said(Health.OTHER, f"HTTP {status}", status)
+
+
+def _connect(host: str, port: int, left: Callable[[], float]) -> socket.socket:
+    """A TCP connection within the time left, the name lookup included."""
+    error: OSError = OSError(f"no address for {host}")
+    for family, address in _lookup(host, port, left()):
+        candidate = socket.socket(family, socket.SOCK_STREAM)
+        try:
+            candidate.settimeout(left())
+            candidate.connect(address)
+            return candidate
+        except OSError as exc:  # the next address, as socket.create_connection does
+            candidate.close()
+            error = exc
+    raise error
+
+
+def _lookup(host: str, port: int, timeout_s: float) -> list[Address]:
+    """getaddrinfo has no timeout of its own (a dead DNS server holds it for many seconds): a name
+    is looked up in a thread the probe stops waiting for at its deadline; an address needs none."""
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        pass
+    else:
+        return _addresses(host, port)
+    found: list[list[Address] | OSError] = []
+    done = threading.Event()
+
+    def look_up() -> None:
+        try:
+            found.append(_addresses(host, port))
+        except OSError as exc:
+            found.append(exc)
+        finally:
+            done.set()
+
+    threading.Thread(target=look_up, name="logphase-health-lookup", daemon=True).start()
+    if not done.wait(timeout_s):
+        raise TimeoutError(f"looking up {host} took longer than {timeout_s:.1f}s")
+    if isinstance(found[0], OSError):
+        raise found[0]
+    return found[0]
+
+
+def _addresses(host: str, port: int) -> list[Address]:
+    return [(info[0], info[4]) for info in socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)]
 
 
 def _status_head(url: HealthURL, connection: socket.socket, left: Callable[[], float]) -> bytes:

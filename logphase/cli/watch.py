@@ -8,6 +8,7 @@ import os
 import signal
 import socket
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
@@ -209,8 +210,7 @@ def watch(
         on_note=note,
     )
     observation: Observation | None = None
-    # SIGTERM (kill, docker stop, timeout(1)) ends the watch as Ctrl-C does: said, and recorded
-    previous_sigterm = signal.signal(signal.SIGTERM, _interrupt)
+    restore_sigterm = _sigterm_interrupts()
     try:
         ended = True
         for batch in follower:
@@ -261,7 +261,7 @@ def watch(
         state, last = interrupted(state, clock() - began, settings)
         printer.transitions([last])
     finally:
-        signal.signal(signal.SIGTERM, previous_sigterm)
+        restore_sigterm()
         follower.close()
     outcome = state.outcome
     assert outcome is not None
@@ -285,8 +285,21 @@ def watch(
     sys.exit(int(outcome.exit_code))
 
 
-def _interrupt(signum: int, frame: FrameType | None) -> None:
-    raise KeyboardInterrupt
+def _sigterm_interrupts() -> Callable[[], None]:
+    """SIGTERM (kill, docker stop, timeout(1)) ends the watch as Ctrl-C does: said, and the run
+    recorded. Returns what puts the previous handler back (only the main thread handles signals)."""
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+
+    def interrupt(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+
+    def restore() -> None:
+        signal.signal(signal.SIGTERM, previous if previous is not None else signal.SIG_DFL)
+
+    return restore
 
 
 def _with_baselines(

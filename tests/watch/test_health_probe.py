@@ -105,3 +105,29 @@ def test_a_server_trickling_one_byte_per_1_5_s_cannot_stretch_the_probe_past_its
     assert 1.9 <= took < 2.5, took
     assert probed == Probe(Health.NO_ANSWER, None, "timed out", probed.seconds)
     assert probed.text == f"no answer within {probed.seconds:.1f}s"
+
+
+def test_a_host_name_is_looked_up_and_each_of_its_addresses_tried() -> None:
+    # GIVEN a server on 127.0.0.1 WHEN probed as `localhost` (which may name ::1 first)
+    with serving(answer(b"HTTP/1.1 503 Service Unavailable\r\n\r\n")) as url:
+        probed = probe(HealthURL("http", "localhost", url.port, "/health"), 2.0)
+    assert (probed.health, probed.status) == (Health.STARTING, 503)
+
+
+def test_a_name_lookup_that_hangs_cannot_stretch_the_probe(monkeypatch: pytest.MonkeyPatch) -> None:
+    # GIVEN a DNS server that does not answer (getaddrinfo has no timeout of its own)
+    released = threading.Event()
+
+    def hanging_lookup(*args: object, **kwargs: object) -> list[object]:
+        released.wait(30)
+        raise socket.gaierror(socket.EAI_AGAIN, "Temporary failure in name resolution")
+
+    monkeypatch.setattr(socket, "getaddrinfo", hanging_lookup)
+    started = time.monotonic()
+    # WHEN a host name is probed with 1 s
+    probed = probe(HealthURL("http", "health.example", 80, "/health"), 1.0)
+    took = time.monotonic() - started
+    released.set()
+    # THEN it is over in 1 s, as no answer
+    assert (probed.health, probed.detail) == (Health.NO_ANSWER, "timed out")
+    assert 0.9 <= took < 1.5, took
