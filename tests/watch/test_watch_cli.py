@@ -14,6 +14,8 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
+
 from logphase.errors import ExitCode
 from tests.conftest import REPO, run_cli
 from tests.watch.test_health_probe import serving, trickle
@@ -126,12 +128,14 @@ def test_a_health_endpoint_trickling_bytes_cannot_hold_the_watch_past_its_timeou
     assert _transitions(result.stdout)[-1] == "still starting after 3s (in weight_load): --timeout"
 
 
-def test_a_device_is_refused_at_once_with_a_hint() -> None:
+@pytest.mark.parametrize("device", ["/dev/zero", "/dev/urandom"])
+def test_a_device_is_refused_at_once_with_a_hint(device: str) -> None:
+    # GIVEN a device that never ends (was: /dev/zero ran past --timeout 8, /dev/urandom read as text)
     started = time.monotonic()
-    result = run_cli("watch", "/dev/zero", "--timeout", "8")
+    result = run_cli("watch", device, "--timeout", "8")
     assert result.exit_code == ExitCode.CANNOT_RUN
     assert result.stderr.splitlines() == [
-        "logphase: error: /dev/zero: a device, not a log (it never ends)",
+        f"logphase: error: {device}: a device, not a log (it never ends)",
         "  hint: give a log file, or pipe a stream in: COMMAND | logphase watch -",
     ]
     assert time.monotonic() - started < 8
