@@ -284,9 +284,9 @@ def ended(
 ) -> tuple[WatchState, Transition]:
     """The watch's last word: its outcome, and the transition that tells it (with both sides when
     the health URL overruled a log that says ready)."""
-    log_says = state.log_ready if verdict is not Verdict.READY and state.health_text is not None else None
-    if log_says is not None and state.health_text is not None:
-        message += f"; {unconfirmed(settings.health_url, state.health_text, log_says)}"
+    log_says = state.log_ready if verdict is not Verdict.READY else None
+    if log_says is not None:
+        message += f"; {unconfirmed(settings.health_url, state.health_text or 'not asked yet', log_says)}"
     outcome = Outcome(verdict, message)
     fields: dict[str, JsonScalar] = {"verdict": str(verdict), "exit_code": int(outcome.exit_code)}
     said = Transition(t, WatchEvent.OUTCOME, message, {**fields, "log_says_ready": log_says})

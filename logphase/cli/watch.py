@@ -352,7 +352,7 @@ def _exists(pid: int) -> bool:
     except ProcessLookupError:
         return False
     except PermissionError:
-        return True
+        pass  # another user's process: it exists
     return True
 
 
