@@ -58,7 +58,7 @@ def best(tool: str, argv: list[str], repeats: int) -> Run:
 def pack_literals() -> list[str]:
     """The literals the packs filter on (each rule's prefilter literal, or the factors the fast
     path derives for it), as one list for grep."""
-    from logphase.logs.prefilter import plan_for
+    from logphase.logs.fast import plan_for
     from logphase.packs import load_packs
     from logphase.stacks.dumps import TRIGGER
 

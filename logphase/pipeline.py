@@ -52,7 +52,7 @@ class Options:
     label: str | None = None  # the outcome to record instead of the verdict
     flight: FlightReport | None = None  # torch flight-recorder dumps given with the logs
     watched: WatchVerdict | None = None  # watch's own verdict (health, process, arrival times)
-    fast: bool = True  # the fast path over steady lines (logs/prefilter.py); the same result
+    fast: bool = True  # the fast path over steady lines (logs/fast/); the same result
 
 
 def run(sources: list[LogSource], packs: PackSet, options: Options) -> tuple[Report, RunRecord]:

@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from itertools import chain, islice
 
+from logphase.logs.fast import FastLines, plan_for
 from logphase.logs.matcher import Event, SourceMatcher
-from logphase.logs.prefilter import FastLines, plan_for
 from logphase.logs.reader import Line, LogSource, read_lines
 from logphase.logs.templates import TemplateMiner
 from logphase.logs.timeline import Timeline, TimelineBuilder
@@ -162,12 +162,16 @@ class SourceFeed:
 
 def scan(sources: list[LogSource], packs: PackSet, as_of: datetime, *, fast: bool = True) -> ScanResult:
     """One streaming pass over every source. `fast`: the matcher sees only the lines that can
-    change the result (logs/prefilter.py); the result is the same."""
+    change the result (logs/fast/); the result is the same."""
     builder = TimelineBuilder(job_systems=packs.job_systems)
     result = ScanResult(timeline=builder.finish(), unrecognised=TemplateMiner(packs))
     plan = plan_for(packs, (TRIGGER,))
     for index, source in enumerate(sources):
-        filtered = FastLines(source, plan, as_of, plain_head=YEAR_LOOKAHEAD) if fast and plan.enabled else None
+        filtered: FastLines | None = None
+        if fast and plan.enabled:
+            filtered = FastLines(
+                source, plan, as_of, context=(CONTEXT_BEFORE, CONTEXT_AFTER), plain_head=YEAR_LOOKAHEAD
+            )
         lines = iter(filtered) if filtered is not None else read_lines(source)
         head = list(islice(lines, YEAR_LOOKAHEAD))
         matcher = SourceMatcher(packs, as_of, year=first_year(head, packs))
@@ -178,8 +182,8 @@ def scan(sources: list[LogSource], packs: PackSet, as_of: datetime, *, fast: boo
             feed.feed(line)
         feed.end()
         if filtered is not None:
-            builder.events += filtered.stats.skipped_events  # steady events counted, not read
-            builder.systems.update(filtered.stats.skipped_systems)
+            filtered.stats.count_input(source)
+            filtered.stats.count_events(builder)  # steady events counted, not read
     result.timeline = builder.finish()
     return result
 

@@ -16,8 +16,8 @@ from logphase.health import Health, Probe
 from logphase.judging.budgets import Budgets
 from logphase.judging.exits import exit_code
 from logphase.judging.logs import Judgement, judge
+from logphase.logs.fast import FollowRuns, plan_for
 from logphase.logs.matcher import Event, SourceMatcher
-from logphase.logs.prefilter import FollowRuns, plan_for
 from logphase.logs.reader import Line
 from logphase.logs.templates import TemplateMiner
 from logphase.logs.timeline import Timeline, TimelineBuilder
@@ -45,7 +45,7 @@ class Ingest:
 
     packs: PackSet
     reference: datetime  # dates year-less stamps (SourceMatcher)
-    fast: bool = True  # steady runs summarised (logs/prefilter.py FollowRuns); same state either way
+    fast: bool = True  # steady runs summarised (logs/fast/ FollowRuns); same state either way
     matcher: SourceMatcher = field(init=False)
     runs: FollowRuns | None = field(init=False)
     builder: TimelineBuilder = field(init=False)
@@ -88,10 +88,9 @@ class Ingest:
             if self.runs is not None:
                 self.runs.book(line, events)
         if self.runs is not None:
-            skipped, systems = self.runs.take_skipped()
-            self.skipped_lines += skipped
-            builder.events += skipped  # steady events counted, not read (as analyze's fast path)
-            builder.systems.update(systems)
+            skipped = self.runs.take_stats()
+            self.skipped_lines += skipped.skipped_events
+            skipped.count_events(builder)  # steady events counted, not read (as analyze's fast path)
         if lines:
             builder.see_ranks(matcher.ranks_seen)
             self.source.passed(lines[-1])

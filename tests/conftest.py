@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from logphase.cli import main
-from logphase.logs import prefilter
+from logphase.logs.fast import scanners
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "fixtures"
@@ -37,8 +37,8 @@ def cli() -> Any:
 @pytest.fixture(params=["hyperscan", "stdlib"])
 def scanner(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """Both byte scanners: hyperscan when installed, and the pure-Python one."""
-    if request.param == "hyperscan" and prefilter.hyperscan is None:
+    if request.param == "hyperscan" and scanners.hyperscan is None:
         pytest.skip("hyperscan is not installed")
     if request.param == "stdlib":
-        monkeypatch.setattr(prefilter, "hyperscan", None)
+        monkeypatch.setattr(scanners, "hyperscan", None)
     return str(request.param)

@@ -1,4 +1,4 @@
-"""The fast scan (logs/prefilter.py) gives the same report as reading every line, and what it derives is sound."""
+"""The fast scan (logs/fast/) gives the same report as reading every line, and what it derives is sound."""
 
 from __future__ import annotations
 
@@ -14,9 +14,13 @@ import pytest
 from bench.loggen import write_log
 from logphase import pipeline, scanning
 from logphase.errors import InputError
-from logphase.logs import prefilter
-from logphase.logs.prefilter import Factor, learn_template, plan_for, regex_factors, rule_factors, widen_classes
+from logphase.logs import timeline
+from logphase.logs.fast import FastLines, plan_for, scanners
+from logphase.logs.fast.factors import Factor, regex_factors, rule_factors
+from logphase.logs.fast.plan import widen_classes
+from logphase.logs.fast.templates import learn_template
 from logphase.logs.reader import open_sources
+from logphase.logs.timeline import LATEST_CAPTURES, TIMELINE_CAPTURES
 from logphase.packs import PackSet, load_packs
 from logphase.report.formats.json import JsonFormat
 from logphase.stacks.dumps import TRIGGER
@@ -60,13 +64,13 @@ def reports(path: Path, packs: PackSet) -> tuple[str, str]:
 def captured(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[Any]]:
     """The FastLines objects a scan creates, to read their statistics."""
     made: list[Any] = []
-    original = prefilter.FastLines.__init__
+    original = FastLines.__init__
 
     def init(self: Any, *args: Any, **kwargs: Any) -> None:
         original(self, *args, **kwargs)
         made.append(self)
 
-    monkeypatch.setattr(prefilter.FastLines, "__init__", init)
+    monkeypatch.setattr(FastLines, "__init__", init)
     yield made
 
 
@@ -121,6 +125,23 @@ def test_source_counters_are_those_of_the_reader(packs: PackSet, tmp_path: Path)
     # THEN they count the same lines and bytes
     assert (fast[0].lines, fast[0].bytes) == (plain[0].lines, plain[0].bytes)
     assert fast[0].lines == log.read_bytes().count(b"\n") + 1
+
+
+def test_the_counts_come_back_in_scan_stats_not_in_the_source(packs: PackSet, tmp_path: Path) -> None:
+    # GIVEN a generated serving log of 1 MB (steady runs: most lines are skipped)
+    log = write_log(tmp_path / "served.log", 1_000_000)
+    (source,) = open_sources([str(log)])
+    fast = FastLines(source, plan_for(packs, (TRIGGER,)), AS_OF, context=(2, 3))
+    # WHEN the fast path reads it alone, attached to no matcher
+    emitted = sum(1 for _ in fast)
+    # THEN the source's counters are untouched, and ScanStats holds what the reader would count
+    assert (source.lines, source.bytes, source.truncated_lines) == (0, 0, 0)
+    assert (fast.stats.lines, fast.stats.bytes) == (log.read_bytes().count(b"\n"), log.stat().st_size)
+    assert 0 < emitted < fast.stats.lines
+    assert fast.stats.skipped_events > 0 and fast.stats.skipped_systems["sglang"] > 0
+    # AND merged by the caller, they are the reader's
+    fast.stats.count_input(source)
+    assert (source.lines, source.bytes) == (fast.stats.lines, log.stat().st_size)
 
 
 # --- what the fast path derives from the packs -----------------------------------------------------
@@ -187,6 +208,18 @@ def test_the_plan_filters_every_rule_of_the_shipped_packs(packs: PackSet) -> Non
     # GIVEN the shipped packs WHEN the plan is built THEN every rule outside tracebacks has factors
     plan = plan_for(packs, (TRIGGER,))
     assert plan.enabled, plan.reason
+
+
+def test_timeline_captures_name_every_capture_the_timeline_reads() -> None:
+    # GIVEN the timeline's source: what it reads from an event's captures
+    source = Path(timeline.__file__).read_text()
+    read = set(re.findall(r'captures(?:\.get\(|\[)"(\w+)"', source))
+    read |= set(re.findall(r'"(\w+)" in (?:event\.)?captures', source))
+    # THEN TIMELINE_CAPTURES (which keeps such rules out of steady runs) or LATEST_CAPTURES (the
+    # newest event only) names each of them, and no capture is in both
+    assert read == TIMELINE_CAPTURES | LATEST_CAPTURES
+    assert not TIMELINE_CAPTURES & LATEST_CAPTURES
+    assert "done" in read and "comm" in read
 
 
 def test_widened_classes_match_unicode_spaces() -> None:
@@ -278,7 +311,7 @@ SCANNER_TEXT = (
 
 def test_pure_python_scanner_finds_every_pattern_on_every_line() -> None:
     # GIVEN literals, caseless literals, line-anchored patterns and alternations, and lines with each
-    scanner = prefilter._ReScanner(SCANNER_PATTERNS)
+    scanner = scanners.ReScanner(SCANNER_PATTERNS)
     # WHEN the pure-Python scanner reads the text from its second line on
     start = SCANNER_TEXT.index(b"\n") + 1
     found = scanner.matches(SCANNER_TEXT, start, len(SCANNER_TEXT))
@@ -297,12 +330,12 @@ def test_pure_python_scanner_finds_every_pattern_on_every_line() -> None:
 
 def test_scanners_agree() -> None:
     # GIVEN the same patterns in both scanners WHEN they read the same text THEN they find the same lines
-    if prefilter.hyperscan is None:
+    if scanners.hyperscan is None:
         pytest.skip("hyperscan is not installed")
     patterns = [p for p in SCANNER_PATTERNS if not p[0].startswith(b"(?i)")]  # hyperscan takes flags apart
 
-    def lines(scanner: prefilter.Scanner) -> set[tuple[int, int]]:
+    def lines(scanner: scanners.Scanner) -> set[tuple[int, int]]:
         found = scanner.matches(SCANNER_TEXT, 0, len(SCANNER_TEXT))
         return {(SCANNER_TEXT.rfind(b"\n", 0, stop - 1) + 1, index) for index, stop in found}
 
-    assert lines(prefilter._ReScanner(patterns)) == lines(prefilter._HsScanner(patterns))
+    assert lines(scanners.ReScanner(patterns)) == lines(scanners.HsScanner(patterns))

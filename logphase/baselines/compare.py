@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, assert_never
 
 from logphase.baselines.records import RunRecord
 from logphase.baselines.stats import (
@@ -246,15 +246,25 @@ def _describe(run: RunRecord) -> str:
     if run.label:
         label = run.label.lower()
         return "the run that hung" if label in ("hung", "stuck") else f"the run labelled {run.label!r}"
-    return {
-        Verdict.STALLED: "the run that hung",
-        Verdict.CRASHED: "the run that crashed",
-        Verdict.ABORTED: "the run that aborted",
-        Verdict.TIMEOUT: "the run that timed out",
-        Verdict.READY: "the run that was ready",
-        Verdict.FINISHED: "the run that finished",
-        Verdict.PROGRESSING: "the run that was still starting",
-    }.get(run.verdict, "the earlier run")
+    match run.verdict:
+        case Verdict.STALLED:
+            return "the run that hung"
+        case Verdict.CRASHED:
+            return "the run that crashed"
+        case Verdict.ABORTED:
+            return "the run that aborted"
+        case Verdict.TIMEOUT:
+            return "the run that timed out"
+        case Verdict.READY:
+            return "the run that was ready"
+        case Verdict.FINISHED:
+            return "the run that finished"
+        case Verdict.PROGRESSING:
+            return "the run that was still starting"
+        case Verdict.UNKNOWN:
+            return "the earlier run"
+        case _:
+            assert_never(run.verdict)
 
 
 def _runs(count: int) -> str:

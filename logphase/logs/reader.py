@@ -31,6 +31,16 @@ KUBERNETES_PREFIX = re.compile(
 BAR_THEN_LOG_LINE = re.compile(r"(?<=\])(?=\[(?:\d{4}-\d\d-\d\d )?\d\d:\d\d:\d\d)")
 COMPOSE_PREFIX = re.compile(r"^(?P<service>[\w.\[\]-]+)\s*\| ")
 
+# What reading a source's stream raises when the file ends early or is damaged (see `damaged`).
+READ_ERRORS: tuple[type[BaseException], ...] = (
+    EOFError,
+    OSError,
+    zlib.error,
+    lzma.LZMAError,
+    zstandard.ZstdError,
+    tarfile.TarError,
+)
+
 GZIP_MAGIC = b"\x1f\x8b"
 BZIP2_MAGIC = b"BZh"
 XZ_MAGIC = b"\xfd7zXZ\x00"
@@ -146,7 +156,7 @@ def _tar_sources(path: Path) -> list[LogSource]:
     try:
         with tarfile.open(path, "r:*") as archive:
             members = [m.name for m in archive.getmembers() if m.isfile()]
-    except (tarfile.TarError, EOFError, OSError, zlib.error, lzma.LZMAError, zstandard.ZstdError) as exc:
+    except READ_ERRORS as exc:
         raise InputError(
             f"{path}: broken or truncated archive: {exc}", hint="check the download or re-create the archive"
         ) from None
@@ -190,7 +200,7 @@ def _stdin_tar_sources(stream: IO[bytes]) -> list[LogSource]:
                 continue
             # stream mode forbids going back: spool the member to a temporary file, not memory
             sources.append(LogSource(name=f"<stdin>:{member.name}", open_stream=_rewinder(_spool(extracted))))
-    except (tarfile.TarError, EOFError, OSError, zlib.error, lzma.LZMAError, zstandard.ZstdError) as exc:
+    except READ_ERRORS as exc:
         raise InputError(
             f"<stdin>: broken or truncated archive: {exc}", hint="check the archive that was piped in"
         ) from None
@@ -335,16 +345,30 @@ class _ClosingStream(io.RawIOBase):
 # --- bytes → lines ----------------------------------------------------------------------------------
 
 
+def open_source(source: LogSource) -> IO[bytes]:
+    """The source's stream; a failure to open it as the InputError a user can act on."""
+    try:
+        return source.open_stream()
+    except OSError as exc:
+        raise InputError(f"{source.name}: cannot open: {exc}", hint="check the file and its permissions") from None
+
+
+def damaged(source: LogSource, after_line: int, error: BaseException) -> InputError:
+    """One of READ_ERRORS, raised after `after_line` whole lines, as the error the user sees."""
+    return InputError(
+        f"{source.name}: the file ends early or is damaged after line {after_line}: {error}",
+        hint="the file is truncated or corrupt: copy it again, or save what is left "
+        "(zcat FILE > part.log) and analyze that",
+    )
+
+
 def read_lines(source: LogSource, *, start_line: int = 0, start_byte: int = 0) -> Iterator[Line]:
     """Stream a source as cleaned `Line`s in constant memory.
 
     Decompression and archive errors surface as InputError with what was read so far kept:
     the lines already yielded stay valid, so a truncated .gz still gets a report."""
     number = start_line
-    try:
-        stream = source.open_stream()
-    except OSError as exc:
-        raise InputError(f"{source.name}: cannot open: {exc}", hint="check the file and its permissions") from None
+    stream = open_source(source)
     try:
         if start_byte:
             stream.seek(start_byte)
@@ -352,12 +376,8 @@ def read_lines(source: LogSource, *, start_line: int = 0, start_byte: int = 0) -
             number += 1
             source.lines = number
             yield from clean_line(raw, number, source._index)
-    except (EOFError, OSError, zlib.error, lzma.LZMAError, zstandard.ZstdError, tarfile.TarError) as exc:
-        raise InputError(
-            f"{source.name}: the file ends early or is damaged after line {number}: {exc}",
-            hint="the file is truncated or corrupt: copy it again, or save what is left "
-            "(zcat FILE > part.log) and analyze that",
-        ) from None
+    except READ_ERRORS as exc:
+        raise damaged(source, number, exc) from None
     finally:
         stream.close()
 

@@ -16,6 +16,11 @@ from logphase.phases import FAILURE_KINDS, MAIN_PROCESS_PHASES, EventKind, Phase
 MAX_FAILURES = 2000
 # The phases a speculative draft worker repeats after the target's CUDA graphs (SGLang ≤0.5.10).
 DRAFT_REPEATED = frozenset({Phase.DIST_INIT, Phase.WEIGHT_LOAD, Phase.KV_CACHE, Phase.CUDA_GRAPH})
+# The captures this module reads from an event. Every event with one of TIMELINE_CAPTURES counts:
+# the fast path never summarises a rule with one. Of LATEST_CAPTURES only the newest event counts,
+# and the last line of a summarised run is always read: such rules may be summarised.
+TIMELINE_CAPTURES = frozenset({"version", "comm", "nranks", "seq", "last_enqueued", "last_completed", "done", "total"})
+LATEST_CAPTURES = frozenset({"health_status"})
 DRAFT_STAGE_INIT, DRAFT_STAGE_CAPTURE = 1, 2
 RANK_NUMBERS = re.compile(r"(DP|PP|ATTN_CP|MOE_DP|TP|EP|rank )(\d+)")
 

@@ -18,7 +18,6 @@ PIPELINE = (
     "logphase.flight_recorder",
     "logphase.logs.matcher",
     "logphase.logs.timeline",
-    "logphase.logs.prefilter",
     "logphase.logs.fast",
     "logphase.stacks",
     "logphase.cli",

@@ -1,4 +1,4 @@
-"""Watch's summary of steady runs (logs/prefilter.py FollowRuns) leaves the state it would reach
+"""Watch's summary of steady runs (logs/fast/follow.py FollowRuns) leaves the state it would reach
 reading every line: the same timeline after every batch, and the same observations."""
 
 from __future__ import annotations

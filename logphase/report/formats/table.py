@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import assert_never
 
 from tabulate import tabulate
 
@@ -23,16 +24,21 @@ from logphase.report.paint import paint
 from logphase.report.stacks import PROBLEM_HEADERS, problem_rows, render_groups, render_tree
 from logphase.stacks.model import StacksReport
 
-_VERDICT_COLOURS = {
-    Verdict.READY: "green",
-    Verdict.FINISHED: "green",
-    Verdict.PROGRESSING: "cyan",
-    Verdict.STALLED: "yellow",
-    Verdict.CRASHED: "red",
-    Verdict.ABORTED: "red",
-    Verdict.TIMEOUT: "red",
-    Verdict.UNKNOWN: "dim",
-}
+
+def _colour(verdict: Verdict) -> str:
+    match verdict:
+        case Verdict.READY | Verdict.FINISHED:
+            return "green"
+        case Verdict.PROGRESSING:
+            return "cyan"
+        case Verdict.STALLED:
+            return "yellow"
+        case Verdict.CRASHED | Verdict.ABORTED | Verdict.TIMEOUT:
+            return "red"
+        case Verdict.UNKNOWN:
+            return "dim"
+        case _:
+            assert_never(verdict)
 
 
 @dataclass(frozen=True)
@@ -40,7 +46,7 @@ class TableFormat:
     colour: bool = False
 
     def analysis(self, report: Report) -> str:
-        verdict = paint(report.verdict.value.upper(), _VERDICT_COLOURS[report.verdict], self.colour)
+        verdict = paint(report.verdict.value.upper(), _colour(report.verdict), self.colour)
         out: list[str] = [headline(report, verdict), f"  {facts(report)}"]
         doubt = confidence_line(report)
         out += [f"  {doubt}", ""] if doubt else [""]

@@ -1,0 +1,14 @@
+"""The fast path: one pass over a log's bytes that hands the matcher only the lines it needs (grep speed on big logs).
+
+Seams, in pipeline order: factors (what a rule's lines must contain) → plan (per pack set) →
+scanners (bytes → hits) and templates (line shapes) → candidates (the compiled scan of one
+source) → runs (steady-run book-keeping) → lines (FastLines, a file) and follow (FollowRuns,
+watch's batches); stats (ScanStats) is what they counted instead of reading, for the caller.
+"""
+
+from logphase.logs.fast.follow import FollowRuns
+from logphase.logs.fast.lines import FastLines
+from logphase.logs.fast.plan import Plan, plan_for
+from logphase.logs.fast.stats import ScanStats
+
+__all__ = ["FastLines", "FollowRuns", "Plan", "ScanStats", "plan_for"]

@@ -1,0 +1,150 @@
+"""Which lines of a chunk the matcher must see: one compiled scan, grown with the templates and steady kinds learned."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from logphase.logs.fast.plan import Plan
+from logphase.logs.fast.scanners import ReScanner, Scanner, make_scanner
+from logphase.logs.fast.templates import Template, TemplateSet, TemplateTrie
+from logphase.packs import Rule
+
+RECOMPILE_EVERY = 256  # emitted lines between two recompiles of the scanners
+
+
+@dataclass
+class Kind:
+    """Lines of one template that hold one steady factor."""
+
+    template: Template
+    factor: bytes
+    rule: Rule
+    pattern: re.Pattern[bytes]
+
+
+class CandidateScan:
+    """The scanner of one source: candidate literals and triggers from the plan, lines that start
+    with no learned template, and lines with a steady factor whose template has not shown that
+    factor's run yet. Learning a template or a kind marks it stale; `refresh` recompiles."""
+
+    def __init__(self, plan: Plan, *, accelerate: bool) -> None:
+        self.plan = plan
+        self.accelerate = accelerate
+        self.learned = TemplateSet()
+        self.templates = self.learned.known
+        self.kinds: list[Kind] = []
+        self.registered: set[tuple[Template, bytes]] = set()
+        self.factors_of: dict[str, list[bytes]] = {}
+        for factor, rule in plan.steady.items():
+            self.factors_of.setdefault(rule.id, []).append(factor)
+        self.dirty = False
+        self.compiled_at = 0
+        self.ready = False
+        self.loose_factors: list[list[bytes]] = []
+        self.plain_patterns = 0
+        self.template_re: re.Pattern[bytes] | None = None
+        self.scanner: Scanner = ReScanner([])
+
+    def refresh(self, emitted: int) -> bool:
+        """Recompile for new templates and kinds, but not after every one: a scanner that lags
+        only sends more lines to the matcher (each compile costs ~50 ms). True when it did."""
+        if self.dirty and (emitted - self.compiled_at >= RECOMPILE_EVERY or not self.ready):
+            self._compile(emitted)
+            return True
+        return False
+
+    def _compile(self, emitted: int) -> None:
+        self.dirty = False
+        self.compiled_at = emitted
+        self.ready = bool(self.templates)
+        patterns: list[tuple[bytes, bool]] = [(re.escape(f.text), f.caseless) for f in self.plan.candidates]
+        patterns += [(trigger, False) for trigger in self.plan.triggers]
+        self.template_re = None
+        if self.templates:
+            trie = TemplateTrie()
+            for template in self.templates:
+                trie.add(template.atoms)
+            rest = trie.complement(ends=True)
+            if rest is not None:
+                patterns.append((b"^" + rest, False))
+            self.template_re = self.learned.regex()
+        self.plain_patterns = len(patterns)
+        self.loose_factors = []
+        if self.templates:
+            by_set: dict[frozenset[Template], list[bytes]] = {}
+            for factor in self.plan.steady:
+                hosts = frozenset(t for t in self.templates if (t, factor) in self.registered)
+                if not hosts:
+                    patterns.append((re.escape(factor), False))  # every line with it: checked here
+                    self.loose_factors.append([factor])
+                else:
+                    by_set.setdefault(hosts, []).append(factor)
+            for hosts, factors in by_set.items():
+                trie = TemplateTrie()
+                for template in hosts:
+                    trie.add(template.atoms)
+                rest = trie.complement(ends=False)
+                if rest is None:
+                    continue
+                alternatives = b"(?:" + b"|".join(re.escape(f) for f in factors) + b")"
+                # a line that leaves the templates at byte p and holds the factor after p; or one
+                # that holds it from a byte before the longest template ends (it may start at p)
+                early = max(len(t.atoms) for t in hosts) - 1
+                patterns.append((b"^" + rest + b"[^\\n]*" + alternatives, False))
+                patterns.append((b"^[^\\n]{0,%d}" % early + alternatives, False))
+                self.loose_factors += [factors, factors]
+        self.scanner = make_scanner(patterns, accelerate=self.accelerate)
+
+    def learn(self, template: Template, rule: Rule, raw: bytes) -> bool:
+        """One sighting of a steady line's template; True when the scan must change (a template
+        adopted, or a factor of this rule first seen on it)."""
+        changed = self.learned.sight(template)
+        if template in self.templates:
+            changed = self._register(template, rule, raw) or changed
+        if changed:
+            self.dirty = True
+        return changed
+
+    def _register(self, template: Template, rule: Rule, raw: bytes) -> bool:
+        """Runs of this rule on this template, found by the factors this line holds (the others
+        stay candidates until a line shows them: a search for an absent factor costs a full scan)."""
+        changed = False
+        for factor in self.factors_of.get(rule.id, ()):
+            if factor in raw and (template, factor) not in self.registered:
+                self.registered.add((template, factor))
+                self.kinds.append(Kind(template, factor, rule, re.compile(template.regex())))
+                changed = True
+        return changed
+
+    def template_at(self, buf: bytes, offset: int) -> Template | None:
+        if self.template_re is None:
+            return None
+        found = self.template_re.match(buf, offset)
+        if found is None or found.lastindex is None:
+            return None
+        return self.templates[found.lastindex - 1]
+
+    def line_starts(self, buf: bytes, start: int, end: int, chunk_end: int) -> list[int]:
+        """The starts of the lines in buf[start:end] the matcher must see, in order (the chunk's
+        lines end by `chunk_end`)."""
+        starts: set[int] = set()
+        loose: dict[int, list[bytes]] = {}
+        for index, stop in self.scanner.matches(buf, start, end):
+            line_start = buf.rfind(b"\n", 0, stop) + 1
+            if index < self.plain_patterns:
+                starts.add(line_start)
+            else:
+                loose.setdefault(line_start, []).extend(self.loose_factors[index - self.plain_patterns])
+        steady, could_match = self.plan.steady, self.plan.could_match
+        for line_start, factors in loose.items():
+            if line_start in starts:
+                continue
+            template = self.template_at(buf, line_start)
+            line_end = buf.find(b"\n", line_start)
+            line = buf[line_start : line_end if 0 <= line_end <= chunk_end else chunk_end]
+            if template is None or any(
+                (template, f) not in self.registered and f in line and could_match(steady[f], line) for f in factors
+            ):
+                starts.add(line_start)
+        return sorted(s for s in starts if s >= start)

@@ -1,0 +1,141 @@
+"""FollowRuns: watch's summary of steady runs, for lines that arrive a batch at a time."""
+
+from __future__ import annotations
+
+import bisect
+import itertools
+import re
+from collections.abc import Iterator, Sequence
+
+from logphase.logs.fast.plan import Plan
+from logphase.logs.fast.runs import Run, Runs, book_runs
+from logphase.logs.fast.scanners import make_scanner
+from logphase.logs.fast.stats import ScanStats
+from logphase.logs.fast.templates import TemplateSet, learn_template
+from logphase.logs.matcher import Event, SourceMatcher
+from logphase.logs.reader import Line
+from logphase.packs import Rule
+
+
+class FollowRuns:
+    """What FastLines does for a file, for lines that arrive a batch at a time (`logphase watch`):
+    once the matcher has seen two lines of a steady run (a serving batch, an access line, NCCL
+    chatter on one template), later members are held back, each replacing the one before, and
+    handed to the matcher only when a line of another kind comes or the batch ends. The matcher
+    then ends in the state it would reach reading every line; the lines skipped are counted for
+    the system vote, as FastLines does. One difference from FastLines: a member is known by its
+    template and factors, not probed, so if the latest one held turned out to be no event of its
+    run (its rule's regex needs more than the factors say), the run's last mark is the one before
+    the lines skipped. No shipped rule and no test log shows it (tests/watch/test_follow_runs.py)."""
+
+    def __init__(self, plan: Plan, *, accelerate: bool = True) -> None:
+        self.plan = plan
+        self.packs = plan.packs
+        patterns = [(re.escape(f.text), f.caseless) for f in plan.candidates]
+        patterns += [(trigger, False) for trigger in plan.triggers]
+        self.candidates = make_scanner(patterns, accelerate=accelerate)
+        self.steady_factors = list(plan.steady)
+        self.rule_of = {factor: rule.id for factor, rule in plan.steady.items()}
+        self.steady_scanner = make_scanner([(re.escape(f), False) for f in self.steady_factors], accelerate=accelerate)
+        self.learned = TemplateSet()
+        self.templates = self.learned.known
+        self.template_re: re.Pattern[bytes] | None = None
+        self.registered: list[set[bytes]] = []  # the steady factors registered on each template
+        self.runs: Runs = {}
+        self.factors_of: dict[str, list[bytes]] = {}
+        for factor, rule in plan.steady.items():
+            self.factors_of.setdefault(rule.id, []).append(factor)
+        self.stats = ScanStats()  # since the last `take_stats`
+
+    def take_stats(self) -> ScanStats:
+        """What was skipped since the last call, for the caller to merge (ScanStats.count_events)."""
+        taken, self.stats = self.stats, ScanStats()
+        return taken
+
+    def lines(self, batch: Sequence[Line], matcher: SourceMatcher) -> Iterator[Line]:
+        """The lines of `batch` the matcher must read, in order, with the held ones due before
+        them; then every line still held (the batch is over: the state must be current)."""
+        raws = [line.text.encode("utf-8", "surrogateescape") for line in batch]
+        marked, factors = self._scan(raws) if self.templates else (set(), {})
+        for index, line in enumerate(batch):
+            run = None
+            if index in factors and index not in marked and matcher.block is None:
+                run = self._run_of(raws[index], factors[index])
+            if run is not None and run.stage >= 2:
+                if run.held is not None:
+                    self._skip(run.rule, matcher)
+                run.held = line
+                continue
+            yield from self._release()
+            yield line
+        yield from self._release()
+
+    def book(self, line: Line, events: Sequence[Event]) -> None:
+        """Keep the runs' state as the matcher reads this line's events (as FastLines does)."""
+        for event in events:
+            run = book_runs(self.runs, self.factors_of, event)
+            if run is not None and len(events) == 1:
+                self._learn(line, event.rule)
+
+    def _scan(self, raws: list[bytes]) -> tuple[set[int], dict[int, set[bytes]]]:
+        """One pass over the batch: the lines with a rule's literal or a trigger (the matcher
+        reads them), and the steady factors each line holds."""
+        data = b"\n".join(raws)
+        starts = list(itertools.accumulate((len(raw) + 1 for raw in raws[:-1]), initial=0))
+
+        def line_of(stop: int) -> int:
+            return bisect.bisect_right(starts, stop - 1) - 1
+
+        marked = {line_of(stop) for _, stop in self.candidates.matches(data, 0, len(data))}
+        factors: dict[int, set[bytes]] = {}
+        for pattern, stop in self.steady_scanner.matches(data, 0, len(data)):
+            factors.setdefault(line_of(stop), set()).add(self.steady_factors[pattern])
+        return marked, factors
+
+    def _run_of(self, raw: bytes, factors: set[bytes]) -> Run | None:
+        """The run this line can only continue: it starts with a known template, and its steady
+        factors are all of one rule, one of them registered on that template (else the matcher
+        reads it: another rule's events would be lost)."""
+        assert self.template_re is not None
+        rule_of = self.rule_of
+        rules = {rule_of[factor] for factor in factors}
+        if len(rules) != 1:
+            return None
+        found = self.template_re.match(raw)
+        if found is None or found.lastindex is None:
+            return None
+        index = found.lastindex - 1
+        if factors.isdisjoint(self.registered[index]):
+            return None
+        run = self.runs.get((rules.pop(), self.templates[index].rank))
+        if run is None or not self.plan.could_match(run.rule, raw):
+            return None
+        return run
+
+    def _release(self) -> Iterator[Line]:
+        held = sorted((run.held for run in self.runs.values() if run.held is not None), key=lambda line: line.number)
+        for run in self.runs.values():
+            run.held = None
+        yield from held
+
+    def _skip(self, rule: Rule, matcher: SourceMatcher) -> None:
+        self.stats.skip(rule.system, 1)
+        if rule.system:
+            matcher.count_unread(rule.system, 1)  # the rule choice follows the log's system
+
+    def _learn(self, line: Line, rule: Rule) -> None:
+        raw = line.text.encode("utf-8", "surrogateescape")
+        known = self.template_re.match(raw) if self.template_re is not None else None
+        if known is not None and known.lastindex is not None:
+            registered = self.registered[known.lastindex - 1]
+            if all(f in registered for f in self.factors_of[rule.id] if f in raw):
+                return  # nothing new to learn (learning costs a prefix parse per line)
+        template = learn_template(self.packs, raw, line.text)
+        if template is None:
+            return
+        if self.learned.sight(template):
+            self.registered.append(set())
+            self.template_re = self.learned.regex()
+        if template not in self.templates:
+            return
+        self.registered[self.templates.index(template)].update(f for f in self.factors_of[rule.id] if f in raw)

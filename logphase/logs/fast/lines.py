@@ -1,0 +1,497 @@
+"""FastLines: the lines of one source the matcher needs, read in big chunks and chosen by a byte scan."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
+from datetime import datetime
+from typing import IO, Protocol
+
+from logphase.logs.fast.candidates import CandidateScan, Kind
+from logphase.logs.fast.plan import Plan
+from logphase.logs.fast.runs import Run, Runs, book_runs
+from logphase.logs.fast.stats import ScanStats
+from logphase.logs.fast.templates import learn_template
+from logphase.logs.matcher import Event, SourceMatcher
+from logphase.logs.reader import CHUNK_BYTES as READ_BYTES
+from logphase.logs.reader import MAX_LINE_BYTES, READ_ERRORS, Line, LogSource, clean_line, damaged, open_source
+from logphase.packs import Rule
+
+# Big chunks: the per-chunk Python work is constant, the scan itself is C.
+CHUNK_BYTES = 8 << 20
+WINDOW_BYTES = 1 << 16  # the first window of a candidate scan
+SPARSE = 64  # fewer candidates than this in a window: the next window is twice as big
+PROBE_CACHE = 4096  # lines whose events are remembered (walks ask about a line more than once)
+
+
+class OpenDumps(Protocol):
+    """The dump parser, as far as the fast path asks: how many dumps are open."""
+
+    open: int
+
+
+class FastLines:
+    """The lines of one source the matcher needs, in order: candidate lines (a rule's literal, a
+    dump's trigger), the lines around them (the caller's context, the timestamp they inherit), the
+    first two and the last line of each steady run, and everything while a traceback or dump is
+    open (`busy`).
+
+    A template line with no candidate factor produces no event and changes nothing the matcher
+    keeps but its time, which is handed over by the nearest stamped line before the next line
+    the matcher sees. Steady events (serving batches, access lines, NCCL chatter) between the
+    second and the last of a run only repeat what the last says; they are counted in `stats`,
+    not read, for the caller to merge (ScanStats)."""
+
+    def __init__(
+        self,
+        source: LogSource,
+        plan: Plan,
+        reference: datetime,
+        *,
+        context: tuple[int, int],
+        plain_head: int = 0,
+        accelerate: bool = True,
+    ) -> None:
+        self.source = source
+        self.plan = plan
+        self.reference = reference
+        self.context_before, self.context_after = context  # the lines the report quotes around an event
+        self.plain_head = plain_head
+        self.matcher: SourceMatcher | None = None
+        self.dumps: OpenDumps | None = None
+        self.stats = ScanStats()
+        self.scan = CandidateScan(plan, accelerate=accelerate)
+        self.runs: Runs = {}
+        self.steady_rules = {rule.id: rule for rule in plan.steady.values()}
+        self.steady_bytes = list(plan.steady)
+        self.after = 0  # context lines still owed after the last emission
+        self.carried_stamps: list[tuple[int, bytes, str]] = []  # stamped lines after the last emission
+        self.failure: BaseException | None = None
+        self.probe_cache: dict[tuple[int, int], tuple[Event, ...]] = {}
+
+    def attach(self, matcher: SourceMatcher, dumps: OpenDumps | None = None) -> None:
+        """The matcher (and dump parser) that read these lines: what they hold decides what the
+        next line must be (a copy of the matcher's state predicts its events)."""
+        self.matcher, self.dumps = matcher, dumps
+
+    def busy(self) -> bool:
+        """A traceback or a dump is open: the matcher must see every line until it closes."""
+        matcher = self.matcher
+        return matcher is not None and (matcher.block is not None or (self.dumps is not None and self.dumps.open > 0))
+
+    # -- reading
+
+    def __iter__(self) -> Iterator[Line]:
+        stream = open_source(self.source)
+        try:
+            yield from self._chunks(stream)
+        except READ_ERRORS as exc:
+            raise damaged(self.source, self.stats.lines, exc) from None
+        finally:
+            stream.close()
+
+    def _chunks(self, stream: IO[bytes]) -> Iterator[Line]:
+        read = getattr(stream, "read1", stream.read)
+        pending = b""
+        base = 0
+        upcoming = self._read(read)
+        while upcoming:
+            data = pending + upcoming
+            upcoming = self._read(read) if self.failure is None else b""
+            cut = data.rfind(b"\n") + 1
+            final = not upcoming and self.failure is None
+            if final:
+                cut = len(data)
+            elif cut == 0:
+                pending = self._long_line(data)
+                continue
+            yield from self._chunk(data, cut, base, final=final)
+            pending = data[cut:]
+            base = self.stats.lines
+        if self.failure is not None:
+            raise self.failure  # after the whole lines read before it, as the reader does
+        if pending:
+            yield from self._chunk(pending, len(pending), base, final=True)
+
+    def _read(self, read: Callable[[int], bytes]) -> bytes:
+        """Up to CHUNK_BYTES, in the reader's own read sizes: a damaged archive then fails after
+        the same bytes, and the error names the same line."""
+        parts: list[bytes] = []
+        size = 0
+        while size < CHUNK_BYTES:
+            try:
+                part = read(READ_BYTES)
+            except READ_ERRORS as exc:
+                self.failure = exc
+                break
+            if not part:
+                break
+            parts.append(part)
+            size += len(part)
+            self.stats.bytes += len(part)
+        return b"".join(parts)
+
+    @staticmethod
+    def _long_line(data: bytes) -> bytes:
+        """A line longer than a chunk: only its first MAX_LINE_BYTES matter (the reader's rule)."""
+        return data[: MAX_LINE_BYTES + 1]
+
+    # -- one chunk: whole lines, `base` lines before it
+
+    def _chunk(self, buf: bytes, end: int, base: int, *, final: bool) -> Iterator[Line]:
+        """The whole lines of buf[:end] (what follows is the next chunk's first line)."""
+        self.buf = buf
+        self.end = end
+        self.base = base
+        self.pos = 0
+        self._number_cache = (0, base + 1)
+        self.targets: list[int] = []
+        self.target_index = 0
+        self.targets_from = -1
+        self.targets_to = 0
+        self.window = WINDOW_BYTES
+        self.kind_next: dict[int, tuple[int, int | None, int]] = {}
+        for run in self.runs.values():
+            run.member = -1
+        emitted_before = self.stats.emitted
+        last_start = buf.rfind(b"\n", 0, end - 1) + 1 if end else 0
+        while self.pos < end:
+            if self._plain():
+                yield from self._emit_line(self.pos)
+                continue
+            target = self._next_target()
+            if final and (target is None or target > last_start) and self.pos <= last_start:
+                target = last_start  # the last line: the report quotes it, with its time
+            limit = end if target is None else target
+            first = self._next_unstable(limit)
+            if first is not None:
+                yield from self._emit_with_context(first)
+            elif target is not None:
+                yield from self._emit_with_context(target)
+            else:
+                break
+        self._carry(end)
+        known, number = self._number_cache
+        lines = number - 1 - base + buf.count(b"\n", known, end) + (0 if buf[end - 1 : end] == b"\n" else 1)
+        self._count_skipped(lines - (self.stats.emitted - emitted_before))
+        self.stats.lines = base + lines
+
+    def _plain(self) -> bool:
+        """Every line goes to the matcher: the head (read for the log's year), while a traceback
+        or dump is open, while owed context lines, or before any template is known."""
+        if self.after > 0:
+            return True
+        if self._number(self.pos) <= self.plain_head or not self.scan.templates:
+            return True
+        if self.busy():
+            for run in self.runs.values():
+                run.stage = 0
+            return True
+        return False
+
+    def _number(self, offset: int) -> int:
+        """The line number of the line that starts at `offset` (newlines counted in C)."""
+        known, number = self._number_cache
+        if offset >= known:
+            number += self.buf.count(b"\n", known, offset)
+        else:
+            number -= self.buf.count(b"\n", offset, known)
+        self._number_cache = (offset, number)
+        return number
+
+    def _line_end(self, offset: int) -> int:
+        end = self.buf.find(b"\n", offset)
+        return self.end if end < 0 or end > self.end else end
+
+    def _line_start(self, offset: int) -> int:
+        return self.buf.rfind(b"\n", 0, offset) + 1
+
+    def _previous(self, offset: int) -> int:
+        """The start of the line before the one at `offset`."""
+        return self.buf.rfind(b"\n", 0, max(0, offset - 1)) + 1
+
+    # -- candidates
+
+    def _next_target(self) -> int | None:
+        if self.scan.refresh(self.stats.emitted):
+            self.stats.recompiles += 1
+            self.targets_from = -1
+        if self.targets_from < 0 or self.targets_from > self.pos:
+            self._find_targets(self.pos)
+        while True:
+            while self.target_index < len(self.targets) and self.targets[self.target_index] < self.pos:
+                self.target_index += 1
+            if self.target_index < len(self.targets):
+                return self.targets[self.target_index]
+            if self.targets_to >= self.end:
+                return None
+            self._find_targets(max(self.pos, self.targets_to))
+
+    def _find_targets(self, start: int) -> None:
+        """Candidates in a window from `start`: small while they are dense (the matcher reads most
+        lines anyway), doubling while they are sparse, so a scan never runs far ahead for nothing."""
+        end = self.end
+        if start + self.window < end:
+            end = self.buf.find(b"\n", start + self.window) + 1 or end
+        self._scan_targets(start, end)
+        self.window = min(self.window * 2, CHUNK_BYTES) if len(self.targets) < SPARSE else WINDOW_BYTES
+        self.targets_from, self.targets_to = start, end
+
+    def _scan_targets(self, start: int, end: int) -> None:
+        self.targets = self.scan.line_starts(self.buf, start, end, self.end)
+        self.target_index = 0
+
+    # -- steady runs
+
+    def _next_unstable(self, limit: int) -> int | None:
+        """The first line before `limit` that starts or restarts a steady run: its run has no
+        two events the matcher saw since the last change."""
+        best: int | None = None
+        need = [
+            index
+            for index, kind in enumerate(self.scan.kinds)
+            if self.runs.get((kind.rule.id, kind.template.rank), Run(kind.rule, None)).stage < 2
+        ]
+        if not need:
+            return None
+        for index in need:
+            found = self._next_member(index, limit if best is None else min(best, limit))
+            if found is not None and (best is None or found < best):
+                best = found
+        return best
+
+    def _next_member(self, index: int, limit: int) -> int | None:
+        """The first line from `pos` on, before `limit`, that is an event of this kind's run."""
+        kind = self.scan.kinds[index]
+        cached = self.kind_next.get(index)
+        if cached is not None and cached[0] <= self.pos and (cached[1] is None or cached[1] >= self.pos):
+            found: int | None = cached[1]
+            if cached[1] is None and cached[2] < limit:
+                found = self._walk_members(index, kind, cached[2], limit)
+        else:
+            found = self._walk_members(index, kind, self.pos, limit)
+        return found if found is not None and found < limit else None
+
+    def _walk_members(self, index: int, kind: Kind, start: int, limit: int) -> int | None:
+        origin = self.pos
+        while start < limit:
+            found = self.presence_of(index, start, limit)
+            if found is None:
+                break
+            if self._is_member(kind, found):
+                self.kind_next[index] = (origin, found, found)
+                return found
+            start = self._line_end(found) + 1
+        self.kind_next[index] = (origin, None, max(start, limit))
+        return None
+
+    def presence_of(self, index: int, start: int, limit: int) -> int | None:
+        """The first line in [start, limit) of this kind's template that holds its factor."""
+        kind = self.scan.kinds[index]
+        offset = self.buf.find(kind.factor, start, limit)
+        while offset >= 0:
+            line = self._line_start(offset)
+            if (
+                line >= start
+                and kind.pattern.match(self.buf, line)
+                and self.plan.could_match(kind.rule, self.buf[line : self._line_end(line)])
+            ):
+                return line
+            offset = self.buf.find(kind.factor, self._line_end(offset) + 1, limit)
+        return None
+
+    def _is_member(self, kind: Kind, offset: int) -> bool:
+        events = self._probe_at(offset)
+        return any(e.rule.id == kind.rule.id and e.rank == kind.template.rank for e in events)
+
+    def _unseen_lasts(self, limit: int) -> Iterator[tuple[Run, int | None]]:
+        """Each stable run, with its last member before `limit` the matcher has not seen."""
+        for run in self.runs.values():
+            if run.stage == 2:
+                yield run, self._last_member(run, max(self.pos, run.member + 1), limit)
+
+    def _last_member(self, run: Run, low: int, high: int) -> int | None:
+        """The last line in [low, high) that is an event of this run."""
+        best: int | None = None
+        for kind in self.scan.kinds:
+            if kind.rule.id != run.rule.id or kind.template.rank != run.rank:
+                continue
+            offset = self.buf.rfind(kind.factor, low, high)
+            while offset >= 0 and (best is None or offset > best):
+                line = self._line_start(offset)
+                if line < low:
+                    break
+                if (
+                    kind.pattern.match(self.buf, line)
+                    and self.plan.could_match(kind.rule, self.buf[line : self._line_end(line)])
+                    and self._is_member(kind, line)
+                ):
+                    best = line if best is None or line > best else best
+                    break
+                offset = self.buf.rfind(kind.factor, low, max(low, line))
+        return best
+
+    # -- emitting
+
+    def _emit_with_context(self, offset: int) -> Iterator[Line]:
+        """Emit a line with what the matcher must see first: each steady run's last line since
+        the matcher's last look, the two lines before (context), the nearest timestamp."""
+        wanted: set[int] = {offset}
+        carried: list[tuple[int, bytes]] = []
+        for run, last in self._unseen_lasts(offset):
+            if last is not None:
+                wanted.add(last)
+            elif run.carried is not None:
+                carried.append(run.carried)
+            run.carried = None
+        line = offset
+        for _ in range(self.context_before):
+            if line <= self.pos:
+                break
+            line = self._previous(line)
+            wanted.add(line)
+        stamps, old = self._time_lines(sorted(wanted))
+        wanted |= stamps
+        carried += old
+        for number, raw in sorted(set(carried)):
+            yield from self._emit_raw(raw, number)
+        self.carried_stamps = []
+        for line_start in sorted(wanted):
+            if line_start >= self.pos:
+                yield from self._emit_line(line_start)
+        self.after = self.context_after
+
+    def _time_lines(self, wanted: list[int]) -> tuple[set[int], list[tuple[int, bytes]]]:
+        """For each line the matcher will see without a full date of its own, the nearest stamped
+        line before it that it would have seen (and, for a year-less stamp, the nearest line with
+        a year): the time the line inherits. Lines of this chunk as offsets; lines of an earlier
+        chunk as (number, bytes)."""
+        found: set[int] = set()
+        old: list[tuple[int, bytes]] = []
+        low = self.pos
+        for index, line in enumerate(wanted):
+            template = self.scan.template_at(self.buf, line)
+            if template is None or template.stamp != "year":
+                need = "any"
+                walk = line
+                while walk > low and need:
+                    walk = self._previous(walk)
+                    template = self.scan.template_at(self.buf, walk)
+                    if template is None or template.stamp == "none" or (need == "year" and template.stamp != "year"):
+                        continue
+                    found.add(walk)
+                    need = "year" if template.stamp == "date" and need == "any" else ""
+                if need and index == 0 and low == self.pos:
+                    for number, raw, stamp in reversed(self.carried_stamps):
+                        if need == "any" or stamp == "year":
+                            old.append((number, raw))
+                            need = "year" if stamp == "date" and need == "any" else ""
+                            if not need:
+                                break
+            low = line
+        return found, old
+
+    def _emit_raw(self, raw: bytes, number: int) -> Iterator[Line]:
+        lines = list(clean_line(raw, number, self.source._index))
+        self._book(self._probe(lines), None)
+        self.stats.emitted += 1
+        yield from lines
+
+    def _emit_line(self, offset: int) -> Iterator[Line]:
+        end = self._line_end(offset)
+        raw = self.buf[offset:end]
+        if len(raw) > MAX_LINE_BYTES:
+            raw = raw[:MAX_LINE_BYTES]
+            self.stats.truncated_lines += 1
+        number = self._number(offset)
+        lines = list(clean_line(raw, number, self.source._index))
+        if self.after > 0:
+            self.after -= 1
+        if self._plain_now(offset):
+            self.stats.plain_lines += 1
+            events = self._probe(lines) if any(f in raw for f in self.steady_bytes) else ()
+        else:
+            events = self._probe_at(offset, lines)
+        self._book(events, (offset, raw, lines))
+        self.stats.emitted += 1
+        self.pos = end + 1
+        self.carried_stamps = []
+        yield from lines
+
+    def _plain_now(self, offset: int) -> bool:
+        return not self.scan.templates or self._number(offset) <= self.plain_head
+
+    # -- what a line is
+
+    def _probe_at(self, offset: int, lines: list[Line] | None = None) -> tuple[Event, ...]:
+        """The events of the line at `offset` (remembered: walks ask about a line more than once)."""
+        cache = self.probe_cache
+        key = (self.base, offset)
+        if key in cache:
+            return cache[key]
+        if lines is None:
+            raw = self.buf[offset : self._line_end(offset)][:MAX_LINE_BYTES]
+            lines = list(clean_line(raw, self._number(offset), self.source._index))
+        events = self._probe(lines)
+        if len(cache) > PROBE_CACHE:
+            cache.clear()
+        cache[key] = events
+        return events
+
+    def _probe(self, lines: Iterable[Line]) -> tuple[Event, ...]:
+        """What the matcher will make of these lines: a fork of it reads them (before the
+        matcher is attached, while the head is read, a fresh one)."""
+        self.stats.probed += 1
+        probe = self.matcher.fork() if self.matcher is not None else SourceMatcher(self.plan.packs, self.reference)
+        return tuple(event for line in lines for event in probe.match_line(line))
+
+    def _book(self, events: tuple[Event, ...], where: tuple[int, bytes, list[Line]] | None) -> None:
+        """Keep the runs' state as the matcher sees this line's events; learn templates."""
+        for event in events:
+            run = book_runs(self.runs, self.steady_rules, event)
+            if run is not None and where is not None:
+                run.member = where[0]
+                self._learn(where, event.rule)
+
+    def _learn(self, where: tuple[int, bytes, list[Line]], rule: Rule) -> None:
+        _, raw, lines = where
+        if len(lines) != 1:
+            return
+        template = learn_template(self.plan.packs, raw, lines[0].text)
+        if template is not None and self.scan.learn(template, rule, raw):
+            self.kind_next.clear()
+
+    def _count_skipped(self, lines: int) -> None:
+        """Events of runs the matcher never saw: a chunk's unread lines, shared among the runs in
+        progress (approximate: only the system vote and the event count read them). The matcher's
+        vote takes them now: which rule wins a line follows the log's system."""
+        systems = [run.rule.system for run in self.runs.values() if run.stage == 2 and run.rule.system]
+        if lines <= 0 or not systems:
+            return
+        self.stats.skipped_events += lines
+        for system, share in Counter(systems).items():
+            counted = lines * share // len(systems)
+            self.stats.skipped_systems[system] += counted
+            if self.matcher is not None:
+                self.matcher.count_unread(system, counted)
+
+    def _carry(self, end: int) -> None:
+        """At a chunk's end: each run's last line and the last stamped lines the matcher has not
+        seen, for the next chunk to hand over."""
+        for run, last in self._unseen_lasts(end):
+            if last is not None:
+                run.carried = (self._number(last), self.buf[last : self._line_end(last)][:MAX_LINE_BYTES])
+        stamps: list[tuple[int, bytes, str]] = []
+        line = end
+        while line > self.pos and len(stamps) < 1 + 1:
+            line = self._previous(line)
+            template = self.scan.template_at(self.buf, line)
+            if template is None or template.stamp == "none":
+                continue
+            if not stamps or template.stamp == "year":
+                stamps.insert(0, (self._number(line), self.buf[line : self._line_end(line)], template.stamp))
+                if template.stamp == "year":
+                    break
+        if stamps:
+            older = [s for s in self.carried_stamps if s[2] == "year"]
+            self.carried_stamps = (older[-1:] if stamps[0][2] != "year" else []) + stamps

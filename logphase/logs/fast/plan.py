@@ -1,0 +1,149 @@
+"""The scan plan of a pack set: the factors that make a line a candidate, the steady rules, the triggers."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from logphase.logs.fast.factors import Factor, regex_requirements, rule_factors
+from logphase.logs.matcher import BLOCK_MARKERS, CHAINED, FRAME_HEADERS, RANK_CAPTURES
+from logphase.logs.timeline import TIMELINE_CAPTURES
+from logphase.packs import PackSet, Rule
+from logphase.phases import EventKind
+
+# Lines that always reach the matcher: progress-bar rewrites, colour codes, a bar glued to a line,
+# and the non-ASCII letters whose lower case is ASCII (a caseless literal could hide behind them).
+ALWAYS_BYTES = (b"\r", b"\x1b", b"%|")
+UNICODE_CASE_BYTES = (b"\xc4\xb0", b"\xe2\x84\xaa", b"\xc5\xbf")
+
+
+def is_steady(rule: Rule) -> bool:
+    """A rule whose repeats only move the timeline's "last seen" marks: a phase mark that carries
+    nothing the timeline counts. Its lines can be summarised by the first and last of a run."""
+    return (
+        rule.kind is EventKind.MARK
+        and rule.phase is not None
+        and not rule.in_block
+        and not rule.opens_block
+        and not (RANK_CAPTURES | TIMELINE_CAPTURES) & set(rule.pattern.groupindex)
+    )
+
+
+@dataclass
+class Plan:
+    """The packs turned into what the byte scan needs: the factors that make a line a candidate,
+    the steady rules and the factors that identify them."""
+
+    packs: PackSet
+    enabled: bool
+    candidates: list[Factor]
+    steady: dict[bytes, Rule]  # factor → the one steady rule it belongs to
+    triggers: list[bytes]  # regexes (bytes) whose lines always reach the matcher
+    requires: dict[str, list[frozenset[bytes]]] = field(default_factory=dict)  # steady rule → sets
+    reason: str = ""
+
+    def could_match(self, rule: Rule, line: bytes) -> bool:
+        """False when the line lacks one of the strings the rule's regex needs."""
+        return all(any(text in line for text in options) for options in self.requires.get(rule.id, ()))
+
+    @property
+    def steady_factors(self) -> list[bytes]:
+        return sorted(self.steady)
+
+
+_PLANS: dict[tuple[int, tuple[str, ...]], Plan] = {}
+
+
+def plan_for(packs: PackSet, triggers: Sequence[re.Pattern[str]] = ()) -> Plan:
+    """The scan plan of a pack set (cached: packs are immutable once loaded)."""
+    key = (id(packs), tuple(t.pattern for t in triggers))
+    plan = _PLANS.get(key)
+    if plan is None or plan.packs is not packs:
+        plan = _PLANS[key] = _build_plan(packs, triggers)
+    return plan
+
+
+def _build_plan(packs: PackSet, triggers: Sequence[re.Pattern[str]]) -> Plan:
+    prefixes = {p.id: p for p in packs.prefixes}
+    owners: dict[bytes, list[Rule]] = {}
+    candidates: set[Factor] = set()
+    unfiltered: list[str] = []
+    steady_factors: dict[str, frozenset[Factor]] = {}
+    for rule in packs.rules:
+        if rule.in_block:
+            continue  # only inside a traceback, and the matcher sees every line of one (`busy`)
+        factors = rule_factors(rule, prefixes)
+        if factors is None:
+            unfiltered.append(rule.id)
+            continue
+        if is_steady(rule) and not any(f.caseless for f in factors):
+            steady_factors[rule.id] = factors
+            for factor in factors:
+                owners.setdefault(factor.text, []).append(rule)
+        else:
+            candidates |= factors
+    steady: dict[bytes, Rule] = {}
+    for rule in packs.rules:
+        factors = steady_factors.get(rule.id)
+        if factors is None:
+            continue
+        # a factor two steady rules share cannot tell their runs apart: both go to the matcher
+        if all(len(owners[f.text]) == 1 for f in factors):
+            steady.update((f.text, rule) for f in factors)
+        else:
+            candidates |= factors
+    trigger_patterns = [re.escape(b).replace(b"\\\r", b"\\r") for b in ALWAYS_BYTES]
+    if any(f.caseless for f in candidates):
+        trigger_patterns += [re.escape(b) for b in UNICODE_CASE_BYTES]
+    markers = {m.encode() for m in (*BLOCK_MARKERS, *FRAME_HEADERS, *CHAINED)}
+    trigger_patterns += [re.escape(m) for m in sorted(markers)]
+    trigger_patterns += [widen_classes(t.pattern).encode() for t in triggers]
+    requires: dict[str, list[frozenset[bytes]]] = {}
+    for rule in {id(r): r for r in steady.values()}.values():
+        sets = regex_requirements(rule.pattern.pattern)
+        if rule.literal is not None and not rule.ignore_case:
+            sets.append(frozenset({rule.literal.encode()}))
+        requires[rule.id] = sets
+    return Plan(
+        packs=packs,
+        requires=requires,
+        enabled=not unfiltered,
+        candidates=sorted(candidates, key=lambda f: (f.text, f.caseless)),
+        steady=steady,
+        triggers=trigger_patterns,
+        reason=f"rules without a literal to filter on: {', '.join(unfiltered)}" if unfiltered else "",
+    )
+
+
+def widen_classes(pattern: str) -> str:
+    """A str regex as a bytes regex that matches at least as much: `\\s`, `\\d` and `\\w` also
+    take any non-ASCII byte (the str versions match Unicode spaces, digits and letters)."""
+    out: list[str] = []
+    in_class = False
+    index = 0
+    while index < len(pattern):
+        char = pattern[index]
+        if char == "\\" and index + 1 < len(pattern):
+            escaped = pattern[index + 1]
+            if escaped in "sdw":
+                extra = r"\x1c-\x1f\x80-\xff" if escaped == "s" else r"\x80-\xff"
+                out.append(f"\\{escaped}{extra}" if in_class else f"[\\{escaped}{extra}]")
+            else:
+                out.append(char + escaped)
+            index += 2
+            continue
+        if char == "[" and not in_class:
+            in_class = True
+            if pattern[index + 1 : index + 2] == "^":
+                out.append("[^")
+                index += 2
+                if pattern[index : index + 1] == "]":
+                    out.append("]")
+                    index += 1
+                continue
+        elif char == "]" and in_class:
+            in_class = False
+        out.append(char)
+        index += 1
+    return "".join(out)

@@ -1,0 +1,84 @@
+"""SourceMatcher.fork: the copy the fast path probes with carries every field and shares no state."""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import fields
+from datetime import date, datetime
+
+import pytest
+
+from logphase.logs.matcher import SHARED_ON_FORK, SourceMatcher
+from logphase.logs.reader import Line
+from logphase.packs import PackSet, load_packs
+from tests.conftest import FIXTURES
+
+REFERENCE = datetime(2030, 1, 1)
+# PP2 x TP4 SGLang startup (192 lines); line 169 opens a traceback whose frames (170-182) place it in
+# weight_load; the OOM at 190 ends it, the main process follows.
+LOG = FIXTURES / "logs" / "sglang" / "pp2-tp4-oom-weight-load.log"
+INSIDE_THE_TRACEBACK = 182
+CONSTRUCTOR_INPUTS = {"packs", "reference"}
+
+
+@pytest.fixture(scope="module")
+def packs() -> PackSet:
+    return load_packs()
+
+
+def lines(first: int, last: int) -> list[Line]:
+    texts = LOG.read_text().splitlines()
+    return [Line(number, texts[number - 1], 0) for number in range(first, last + 1)]
+
+
+def read_into_the_traceback(packs: PackSet) -> SourceMatcher:
+    matcher = SourceMatcher(packs, REFERENCE)
+    for line in lines(1, INSIDE_THE_TRACEBACK):
+        matcher.match_line(line)
+    return matcher
+
+
+def immutable(value: object) -> bool:
+    return value is None or isinstance(value, (int, str, date, tuple, frozenset))
+
+
+def test_every_field_holds_state_in_the_sample(packs: PackSet) -> None:
+    # GIVEN a matcher that read an SGLang log into the middle of a traceback's frames
+    matcher = read_into_the_traceback(packs)
+    # WHEN its fields are compared with a fresh matcher's
+    fresh = SourceMatcher(packs, REFERENCE)
+    unset = [f.name for f in fields(SourceMatcher) if getattr(matcher, f.name) == getattr(fresh, f.name)]
+    # THEN only the constructor's inputs are the same: every other field (a new one too) is exercised
+    assert set(unset) == CONSTRUCTOR_INPUTS
+    assert matcher.system == "sglang"
+
+
+def test_a_fork_carries_every_field(packs: PackSet) -> None:
+    # GIVEN the matcher inside the traceback
+    matcher = read_into_the_traceback(packs)
+    # WHEN it is forked
+    fork = matcher.fork()
+    # THEN every field is equal in the fork, the system vote's winner included
+    assert {f.name: getattr(fork, f.name) for f in fields(SourceMatcher)} == {
+        f.name: getattr(matcher, f.name) for f in fields(SourceMatcher)
+    }
+    assert fork.system == "sglang"
+    # AND no mutable field is the same object, but the packs and their memo
+    shared = [
+        f.name
+        for f in fields(SourceMatcher)
+        if getattr(fork, f.name) is getattr(matcher, f.name) and not immutable(getattr(matcher, f.name))
+    ]
+    assert set(shared) == SHARED_ON_FORK
+
+
+def test_a_fork_reading_on_leaves_the_matcher_as_it_was(packs: PackSet) -> None:
+    # GIVEN the matcher inside the traceback, and its state
+    matcher = read_into_the_traceback(packs)
+    before = {name: copy.deepcopy(value) for name, value in vars(matcher).items() if name not in SHARED_ON_FORK}
+    # WHEN a fork reads the rest of the traceback and the lines after it
+    fork = matcher.fork()
+    events = [event for line in lines(INSIDE_THE_TRACEBACK + 1, 192) for event in fork.match_line(line)]
+    # THEN the fork moved on (the traceback ended, its events came), the matcher did not
+    assert events and fork.block != matcher.block
+    assert {name: value for name, value in vars(matcher).items() if name not in SHARED_ON_FORK} == before
