@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from enum import StrEnum
+from typing import assert_never
 
 
 class Phase(StrEnum):
@@ -45,9 +46,23 @@ class Verdict(StrEnum):
     UNKNOWN = "unknown"
 
 
-# The run did what it was started for: a server is up, or a job ran to its end.
-SUCCESS_VERDICTS = frozenset({Verdict.READY, Verdict.FINISHED})
-PROBLEM_VERDICTS = frozenset({Verdict.STALLED, Verdict.CRASHED, Verdict.ABORTED, Verdict.TIMEOUT})
+def is_success(verdict: Verdict) -> bool | None:
+    """The run did what it was started for (a server is up, a job ran to its end): True; a problem
+    (stalled, crashed, aborted, timeout): False; neither yet (progressing, unknown): None. One
+    exhaustive match: a new Verdict member is a mypy error here until it is placed."""
+    match verdict:
+        case Verdict.READY | Verdict.FINISHED:
+            return True
+        case Verdict.STALLED | Verdict.CRASHED | Verdict.ABORTED | Verdict.TIMEOUT:
+            return False
+        case Verdict.PROGRESSING | Verdict.UNKNOWN:
+            return None
+        case _:
+            assert_never(verdict)
+
+
+SUCCESS_VERDICTS = frozenset(verdict for verdict in Verdict if is_success(verdict) is True)
+PROBLEM_VERDICTS = frozenset(verdict for verdict in Verdict if is_success(verdict) is False)
 
 
 class EventKind(StrEnum):

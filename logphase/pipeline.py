@@ -237,6 +237,7 @@ def build_report(
             rank=root.rank,
             path=names[root.source],
             context=result.contexts.get((root.source, root.line), ()),
+            time=root.time,
         ),
         phases=tuple(_span_row(span, names) for span in timeline.spans),
         rank_rows=tuple(
@@ -251,6 +252,7 @@ def build_report(
             if state.rank is not None
         ),
         last_line=_last_line(result, names),
+        notes=tuple(result.notes),
         as_of=as_of,
         post_mortem=post_mortem,
         silence_s=judgement.silence_s,

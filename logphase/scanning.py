@@ -10,7 +10,7 @@ from itertools import chain, islice
 
 from logphase.logs.fast import FastLines, plan_for
 from logphase.logs.matcher import Event, SourceMatcher
-from logphase.logs.reader import Line, LogSource, read_lines
+from logphase.logs.reader import Line, LogSource, envelopes_of, read_lines
 from logphase.logs.templates import TemplateMiner
 from logphase.logs.timeline import Timeline, TimelineBuilder
 from logphase.packs import PackSet
@@ -52,6 +52,7 @@ class ScanResult:
     contexts: dict[tuple[int, int], tuple[ContextLine, ...]] = field(default_factory=dict)
     dumps: list[ProcessSnapshot] = field(default_factory=list)
     failures_kept: int = 0  # failures whose context is kept (at most MAX_CONTEXTS over all sources)
+    notes: list[str] = field(default_factory=list)  # what reading the sources assumed (their envelopes)
     earlier: list[EarlierStart] = field(default_factory=list)  # starts a later one in the same log replaced
     # the head lines no rule knew, by template: shown when nothing was recognised
     unrecognised: TemplateMiner | None = None
@@ -83,7 +84,7 @@ class SourceFeed:
         """One line → the events it made (already in the builder)."""
         result = self.result
         self.last = line
-        self.dumps.feed(line.text)
+        self.dumps.feed(line.text, writer=line.rank)
         here = ContextLine(line.number, line.text)
         for pending in self.waiting:
             if pending.lines[-1].line != line.number:  # one context line per physical line
@@ -167,8 +168,11 @@ def scan(sources: list[LogSource], packs: PackSet, as_of: datetime, *, fast: boo
     result = ScanResult(timeline=builder.finish(), unrecognised=TemplateMiner(packs))
     plan = plan_for(packs, (TRIGGER,))
     for index, source in enumerate(sources):
+        envelopes = envelopes_of(source)
+        result.notes += envelopes.notes(source.name)
+        # the fast path reads bytes itself: a source in an envelope (docker, journald, a paste) takes the plain one
         filtered: FastLines | None = None
-        if fast and plan.enabled:
+        if fast and plan.enabled and not envelopes:
             filtered = FastLines(
                 source, plan, as_of, context=(CONTEXT_BEFORE, CONTEXT_AFTER), plain_head=YEAR_LOOKAHEAD
             )
@@ -194,4 +198,6 @@ def first_year(lines: Sequence[Line], packs: PackSet) -> int | None:
         fields, _ = packs.split_prefix(line.text)
         if fields.time is not None and fields.time_has_year:
             return fields.time.year
+        if line.stamp is not None:
+            return line.stamp.year  # the envelope's year, where the line's own stamp has none
     return None

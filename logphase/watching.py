@@ -108,6 +108,10 @@ class Ingest:
         if added:
             self._timeline = self._judgement = self._stop = None
 
+    def note(self, text: str) -> None:
+        """What reading the log assumed (its envelopes: logphase/envelope.py), for the final report."""
+        self.scanned.notes.append(text)
+
     def end(self) -> None:
         """The input ended (or the watch does): events the matcher held back (a dump's last frames)."""
         if self.source.end():

@@ -29,7 +29,8 @@ from tests.conftest import FIXTURES, run_cli
         (
             ["analyze", "--format", "yaml", "x.log"],
             [
-                "logphase: error: Invalid value for '--format': 'yaml' is not one of 'table', 'json', 'markdown'.",
+                "logphase: error: Invalid value for '--format': "
+                "'yaml' is not one of 'table', 'json', 'markdown', 'html'.",
                 "  hint: see 'logphase analyze --help'",
             ],
         ),

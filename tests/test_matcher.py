@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import copy
 from dataclasses import fields
-from datetime import date, datetime
+from datetime import date, datetime, timedelta
 
 import pytest
 
@@ -27,8 +27,14 @@ def packs() -> PackSet:
 
 
 def lines(first: int, last: int) -> list[Line]:
+    """The log's lines as read out of an envelope whose clock (docker logs -t) runs apart from the
+    log's own, so that the matcher's envelope state is exercised too."""
     texts = LOG.read_text().splitlines()
-    return [Line(number, texts[number - 1], 0) for number in range(first, last + 1)]
+    envelope = datetime(2029, 12, 31, 23, 0, 0)
+    return [
+        Line(number, texts[number - 1], 0, stamp=envelope + timedelta(seconds=number))
+        for number in range(first, last + 1)
+    ]
 
 
 def read_into_the_traceback(packs: PackSet) -> SourceMatcher:
@@ -39,7 +45,7 @@ def read_into_the_traceback(packs: PackSet) -> SourceMatcher:
 
 
 def immutable(value: object) -> bool:
-    return value is None or isinstance(value, (int, str, date, tuple, frozenset))
+    return value is None or isinstance(value, (int, float, str, date, timedelta, tuple, frozenset))
 
 
 def test_every_field_holds_state_in_the_sample(packs: PackSet) -> None:

@@ -79,16 +79,14 @@ def test_carriage_returns_split_progress_updates_on_one_line_number(tmp_path: Pa
 
 
 def test_ansi_invalid_utf8_and_container_prefixes_are_cleaned(tmp_path: Path) -> None:
-    # GIVEN colour codes, a broken UTF-8 byte, a docker-compose and a Kubernetes CRI prefix
-    path = tmp_path / "mixed.log"
-    path.write_bytes(
-        b"\x1b[32mINFO\x1b[0m ready\n"
-        b"bad \xff byte\n"
-        b"sglang-1  | [2025-06-01 10:00:00 TP0] Init torch distributed begin.\n"
-        b"2025-06-01T10:00:00.123456789Z stdout F [2025-06-01 10:00:00] msg\n"
-    )
+    # GIVEN colour codes and a broken UTF-8 byte in a plain log, a docker-compose log and a Kubernetes
+    # CRI log (an envelope is decided per source: logphase/envelope.py)
+    plain, compose, cri = tmp_path / "plain.log", tmp_path / "compose.log", tmp_path / "cri.log"
+    plain.write_bytes(b"\x1b[32mINFO\x1b[0m ready\nbad \xff byte\n")
+    compose.write_bytes(b"sglang-1  | [2025-06-01 10:00:00 TP0] Init torch distributed begin.\n")
+    cri.write_bytes(b"2025-06-01T10:00:00.123456789Z stdout F [2025-06-01 10:00:00] msg\n")
     # WHEN read THEN the text is what the server wrote
-    assert [t[2] for t in texts([str(path)])] == [
+    assert [t[2] for t in texts([str(plain), str(compose), str(cri)])] == [
         "INFO ready",
         "bad \ufffd byte",
         "[2025-06-01 10:00:00 TP0] Init torch distributed begin.",
@@ -164,7 +162,7 @@ def test_followed_lines_in_bulk_are_the_lines_one_by_one() -> None:
     # bad UTF-8, a runaway line), arriving in random pieces
     from random import Random
 
-    from logphase.logs.reader import _LineSplitter
+    from logphase.logs.follow import _LineSplitter
 
     rng = Random(20261129)
     for trial in range(300):
@@ -172,12 +170,14 @@ def test_followed_lines_in_bulk_are_the_lines_one_by_one() -> None:
         data += rng.choice([b"\n", b"", b"\npartial"])
         cuts = sorted(rng.sample(range(len(data) + 1), k=3))
         # WHEN the follower splits them (plain runs decoded in one go) and, for reference, line by line
+        # (the same pieces: the envelopes are sniffed from the first whole lines that arrive)
         bulk, single = _LineSplitter(), _LineSplitter()
         single._plain_lines = lambda data, start, out, marks: (start, False)  # type: ignore[method-assign]
-        got = []
+        got, expected = [], []
         for begin, end in zip([0, *cuts], [*cuts, len(data)], strict=True):
             got += bulk.feed(data[begin:end])
+            expected += single.feed(data[begin:end])
         got += bulk.end_line()
-        expected = single.feed(data) + single.end_line()
+        expected += single.end_line()
         # THEN the same lines, numbered the same
         assert [(line.number, line.text) for line in got] == [(line.number, line.text) for line in expected], trial

@@ -168,6 +168,16 @@ class Comparison:
             words.append(_overdue_words(self.overdue_tests, phase))
         return words
 
+    def reference_phase_ends(self) -> list[tuple[Phase, float]]:
+        """The reference run's ended phases: where each ended, in seconds after its first timestamp."""
+        if self.reference is None:
+            return []
+        return [
+            (record.phase, record.start_s + record.seconds)
+            for record in self.reference.phases
+            if record.ended and record.start_s is not None and record.seconds is not None
+        ]
+
     def headline_eta(self) -> str | None:
         """What the table's first lines say of the time left (`ready in ~20s (11s–26s), from 3 runs`,
         `overdue: …`), or None when nothing is known or the run is over."""

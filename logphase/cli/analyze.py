@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from logphase import pipeline
-from logphase.cli.common import FORMATS, load_all_packs, parse_as_of, patterns_option, use_colour
+from logphase.cli.common import FORMATS, load_all_packs, parse_as_of, patterns_option, terminal_width, use_colour
 from logphase.cli.runs import db_option, open_store_for, record
 from logphase.flight_recorder import judge_dumps, read_dumps
 from logphase.judging.exits import exit_code
@@ -85,5 +85,5 @@ def analyze(
     finally:
         if store is not None:
             store.close()
-    click.echo(pick(output_format, colour=use_colour()).analysis(report), nl=False)
+    click.echo(pick(output_format, colour=use_colour(), width=terminal_width()).analysis(report), nl=False)
     sys.exit(int(exit_code(report.verdict, doubtful=report.confidence == "low")))

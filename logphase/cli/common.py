@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 from datetime import datetime
 from pathlib import Path
@@ -11,10 +12,12 @@ import click
 
 from logphase.errors import UsageError
 from logphase.packs import PackSet, load_packs, user_pack_dir
-from logphase.report.formats import OutputFormat
+from logphase.report.formats import DEFAULT_WIDTH, OutputFormat
 
 # `--format`: the command receives the OutputFormat itself (its value is what one types)
 FORMATS = click.Choice(OutputFormat, case_sensitive=False)
+# `runs list|show`: a list of runs has no page of its own, so no html
+RUNS_FORMATS = click.Choice([f for f in OutputFormat if f is not OutputFormat.HTML], case_sensitive=False)
 TIME_FORMATS = (
     "%Y-%m-%d %H:%M:%S.%f",
     "%Y-%m-%d %H:%M:%S",
@@ -60,3 +63,9 @@ def parse_as_of(text: str | None) -> datetime:
 
 def use_colour() -> bool:
     return sys.stdout.isatty() and "NO_COLOR" not in os.environ
+
+
+def terminal_width() -> int:
+    """The columns the table's timeline may fill: COLUMNS when set, else the terminal's; where stdout
+    is no terminal (a pipe, a file), the table's default width."""
+    return shutil.get_terminal_size((DEFAULT_WIDTH, 24)).columns

@@ -13,7 +13,7 @@ import click
 from logphase import pipeline
 from logphase.baselines.records import RunRecord
 from logphase.baselines.store import RunStore
-from logphase.cli.common import FORMATS, load_all_packs, parse_as_of, patterns_option
+from logphase.cli.common import RUNS_FORMATS, load_all_packs, parse_as_of, patterns_option
 from logphase.errors import StoreError, UsageError
 from logphase.logs.reader import open_sources
 from logphase.report.runs import (
@@ -134,7 +134,7 @@ def add(
 
 
 @runs.command("list")
-@click.option("--format", "output_format", type=FORMATS, default="table", show_default=True, help="Output format.")
+@click.option("--format", "output_format", type=RUNS_FORMATS, default="table", show_default=True, help="Output format.")
 @db_option
 def list_runs(output_format: str, db_path: Path | None) -> None:
     """Every recorded run, oldest first."""
@@ -158,7 +158,7 @@ def list_runs(output_format: str, db_path: Path | None) -> None:
 
 @runs.command("show")
 @click.argument("run_id", type=RUN_ID)
-@click.option("--format", "output_format", type=FORMATS, default="table", show_default=True, help="Output format.")
+@click.option("--format", "output_format", type=RUNS_FORMATS, default="table", show_default=True, help="Output format.")
 @db_option
 def show(run_id: int, output_format: str, db_path: Path | None) -> None:
     """One run: its setup, outcome, where it stopped and how long each phase took."""

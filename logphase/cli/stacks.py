@@ -20,7 +20,7 @@ from logphase.errors import ExitCode, InputError, UsageError
 from logphase.logs.reader import LogSource, open_sources, read_lines
 from logphase.report.formats import OutputFormat, pick
 from logphase.stacks import pyspy
-from logphase.stacks.dumps import parse_dumps_in_text, parse_json_text, rank_from_file_name
+from logphase.stacks.dumps import parse_dumps_in_lines, parse_json_text, rank_from_file_name
 from logphase.stacks.model import ProcessSnapshot, StacksReport
 from logphase.stacks.stalls import summarize
 
@@ -49,7 +49,7 @@ def _read_source(source: LogSource) -> list[ProcessSnapshot]:
         head = b""  # reading says what is wrong
     if not JSON_START.match(head):
         opened = replace(source, open_stream=lambda: buffered)
-        return parse_dumps_in_text(line.text for line in read_lines(opened))
+        return parse_dumps_in_lines(read_lines(opened))
     with buffered:
         data = buffered.read(MAX_JSON_BYTES + 1)
     if len(data) > MAX_JSON_BYTES:

@@ -29,7 +29,7 @@ from logphase.fingerprint import HEAD_HASH_BYTES, LogIdentity, combine_digests, 
 from logphase.health import parse_url, probe
 from logphase.judging.budgets import Budgets, budgets_from
 from logphase.judging.evidence import WatchVerdict
-from logphase.logs.reader import FOLLOW_POLL_S, follow_lines
+from logphase.logs.follow import FOLLOW_POLL_S, follow_lines
 from logphase.packs import PackSet
 from logphase.phases import Phase
 from logphase.report.formats import OutputFormat, pick
@@ -188,6 +188,10 @@ def watch(
     def note(text: str) -> None:
         printer.note(clock() - began, text)
 
+    def unwrapped(text: str) -> None:
+        note(text)  # what the follower assumed (the log's envelopes), said now and in the final report
+        ingest.note(text)
+
     def on_bytes(data: bytes) -> None:
         nonlocal read_bytes
         read_bytes += len(data)
@@ -208,6 +212,7 @@ def watch(
         stdin=sys.stdin.buffer if log == "-" else None,
         on_bytes=on_bytes,
         on_note=note,
+        on_envelopes=unwrapped,
     )
     observation: Observation | None = None
     restore_sigterm = _sigterm_interrupts()

@@ -29,6 +29,8 @@ _UNSEEN = object()
 # Lines that start a group of frames (a dump's thread, a traceback).
 FRAME_HEADERS = ("Traceback (most recent call last)", "Thread 0x", "Current thread 0x", "Stack (most recent", "Thread ")
 _NOTHING: tuple[Event, ...] = ()
+# The prefix id a rank label from a line's envelope counts as (one writer's lines stay together).
+ENVELOPE_RANK = "envelope.rank"
 # A time-of-day stamp that jumps back by more than this crossed midnight.
 MIDNIGHT_JUMP = timedelta(hours=12)
 # The captures (and prefix groups) `_rank` reads an event's rank from.
@@ -111,7 +113,7 @@ SHARED_ON_FORK = frozenset({"packs", "_frame_phases"})
 
 
 # Field values a fork takes as they are (a datetime is a date).
-IMMUTABLE = (int, str, date, tuple, frozenset, type(None))
+IMMUTABLE = (int, float, bool, str, date, timedelta, tuple, frozenset, type(None))
 
 
 def _copied(value: object) -> object:
@@ -179,6 +181,7 @@ class SourceMatcher:
     ranks_seen: set[str] = field(default_factory=set, repr=False)
     _frames: _FrameGroup | None = field(default=None, repr=False)
     _frame_phases: dict[str, object] = field(default_factory=dict, repr=False)
+    _envelope_offset: timedelta = field(default=timedelta(0), repr=False)
 
     def fork(self) -> SourceMatcher:
         """An independent copy, every field carried: what it makes of lines to come is what this
@@ -240,7 +243,12 @@ class SourceMatcher:
 
     def match_line(self, line: Line) -> tuple[Event, ...]:
         fields, message = self.packs.split_prefix(line.text)
+        own_time = fields.time is not None
+        if line.stamp is not None or line.rank is not None:
+            fields = self._with_envelope(fields, line)
         stamp = self._complete_time(fields) if fields.time else None
+        if own_time and stamp is not None and line.stamp is not None:
+            self._envelope_offset = stamp - line.stamp
         if stamp is not None:
             # never backwards within one file: ranks' stamps interleave out of order by fractions
             # of a second, and file order is what one writer's lines really are in
@@ -421,6 +429,25 @@ class SourceMatcher:
         if inside and self.block is not None:
             return self.block.rank
         return None
+
+    def _with_envelope(self, fields: PrefixFields, line: Line) -> PrefixFields:
+        """What the line's envelope told (logphase/envelope.py), where the line itself has none: the
+        rank of a label like srun's `3: ` (kept apart from other writers as a prefix of its own),
+        the year of a year-less stamp, the time of an unstamped line (shifted by the offset between
+        the envelope's clock and the log's own, which a line with both showed)."""
+        if line.rank is not None and fields.rank is None:
+            number = line.rank.rsplit(" ", 1)[-1]  # `task 3`, `local_rank 3`: the timeline counts ranks
+            fields = replace(fields, rank=f"rank {number}", prefixes=(*fields.prefixes, ENVELOPE_RANK))
+        envelope = line.stamp
+        if envelope is None:
+            return fields
+        if fields.time is None:
+            return replace(fields, time=envelope + self._envelope_offset, time_has_year=True, time_has_date=True)
+        if not fields.time_has_year and self.year is None:
+            self.year = envelope.year
+            if not fields.time_has_date and self.day is None:
+                self.day = envelope.date()
+        return fields
 
     def _complete_time(self, fields: PrefixFields) -> datetime:
         """Give year-less and date-less stamps the date the rest of the log implies."""

@@ -1,4 +1,5 @@
-"""The only log I/O: files, stdin, compressed files and tar members, read in chunks as `Line`s."""
+"""Log I/O: files, stdin, compressed files and tar members, read in chunks as `Line`s out of their
+envelopes (following a growing log is logs/follow.py's)."""
 
 from __future__ import annotations
 
@@ -10,26 +11,23 @@ import os
 import re
 import tarfile
 import zlib
-from collections.abc import Callable, Generator, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from functools import partial
+from datetime import datetime
 from pathlib import Path
-from stat import S_ISBLK, S_ISCHR, S_ISDIR, S_ISFIFO
+from stat import S_ISBLK, S_ISCHR
 from typing import IO, Any, cast
 
 import zstandard
 
+from logphase.envelope import Envelopes, Unwrapped, Unwrapper, sniff
 from logphase.errors import InputError
 
 CHUNK_BYTES = 1 << 20
 # Longer lines keep their first MAX_LINE_BYTES: no pattern needs more, and memory stays bounded.
 MAX_LINE_BYTES = 1 << 16
 ANSI_ESCAPE = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
-KUBERNETES_PREFIX = re.compile(
-    r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d) (?:(?:stdout|stderr) [FP] )?"
-)
 BAR_THEN_LOG_LINE = re.compile(r"(?<=\])(?=\[(?:\d{4}-\d\d-\d\d )?\d\d:\d\d:\d\d)")
-COMPOSE_PREFIX = re.compile(r"^(?P<service>[\w.\[\]-]+)\s*\| ")
 
 # What reading a source's stream raises when the file ends early or is damaged (see `damaged`).
 READ_ERRORS: tuple[type[BaseException], ...] = (
@@ -50,11 +48,14 @@ ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 @dataclass(frozen=True, slots=True)
 class Line:
     """One line of a log, cleaned: `number` is the physical line (the `\\r` updates of a progress
-    bar share their line's number), `source` indexes the inputs of this run."""
+    bar share their line's number), `source` indexes the inputs of this run. `stamp` and `rank` are
+    what the line's envelope told (logphase/envelope.py): the matcher uses them where the line has none."""
 
     number: int
     text: str
     source: int
+    stamp: datetime | None = None
+    rank: str | None = None
 
 
 @dataclass
@@ -68,6 +69,7 @@ class LogSource:
     lines: int = 0
     bytes: int = 0
     truncated_lines: int = 0
+    envelopes: Envelopes | None = None  # sniffed from the first bytes; None: not yet
     _index: int = field(default=0, repr=False)
 
 
@@ -114,7 +116,7 @@ def _file_sources(path: Path, dumps: list[str] | None) -> list[LogSource]:
                     f"{path}: a device, not a log (it never ends)",
                     hint="give a log file, or pipe a stream in: COMMAND | logphase analyze -",
                 )
-            compressed = _compression(raw.read(6)) is not None
+            compressed = compression_of(raw.read(6)) is not None
             raw.seek(0)
             head = _decompressed_head(raw, str(path))
     except PermissionError:
@@ -135,6 +137,7 @@ def _file_sources(path: Path, dumps: list[str] | None) -> list[LogSource]:
             open_stream=lambda: decompressing(path.open("rb"), str(path)),
             finished=compressed,
             modified=None if compressed else stat.st_mtime,
+            envelopes=sniff_bytes(head),
         )
     ]
 
@@ -182,8 +185,9 @@ def _stdin_sources(stdin: IO[bytes]) -> list[LogSource]:
     head = peekable.peek(512)[:512]
     if len(head) == 512 and head[257:262] == b"ustar":
         return _stdin_tar_sources(peekable)
-    refuse_binary("<stdin>", peekable.peek(SNIFF_BYTES)[:SNIFF_BYTES])
-    return [LogSource(name="<stdin>", open_stream=lambda: peekable)]
+    head = peekable.peek(SNIFF_BYTES)[:SNIFF_BYTES]
+    refuse_binary("<stdin>", head)
+    return [LogSource(name="<stdin>", open_stream=lambda: peekable, envelopes=sniff_bytes(head))]
 
 
 def _stdin_tar_sources(stream: IO[bytes]) -> list[LogSource]:
@@ -260,7 +264,8 @@ def refuse_binary(name: str, head: bytes) -> None:
         )
 
 
-def _compression(head: bytes) -> str | None:
+def compression_of(head: bytes) -> str | None:
+    """The compression a stream's first bytes announce (gzip, bzip2, xz, zstd), or None."""
     for magic, name in ((GZIP_MAGIC, "gzip"), (BZIP2_MAGIC, "bzip2"), (XZ_MAGIC, "xz"), (ZSTD_MAGIC, "zstd")):
         if head.startswith(magic):
             return name
@@ -271,7 +276,7 @@ def decompressing(raw: IO[bytes], name: str) -> IO[bytes]:
     """Decompress by magic bytes, not by file name: logs get renamed, pipes have no name. Every
     input (logs, flight-recorder dumps, stack dumps) is opened through this."""
     buffered = cast(io.BufferedReader, raw if hasattr(raw, "peek") else io.BufferedReader(cast(io.RawIOBase, raw)))
-    kind = _compression(buffered.peek(6)[:6])
+    kind = compression_of(buffered.peek(6)[:6])
     if kind == "gzip":
         return cast(IO[bytes], gzip.GzipFile(fileobj=buffered, mode="rb"))
     if kind == "bzip2":
@@ -363,11 +368,16 @@ def damaged(source: LogSource, after_line: int, error: BaseException) -> InputEr
 
 
 def read_lines(source: LogSource, *, start_line: int = 0, start_byte: int = 0) -> Iterator[Line]:
-    """Stream a source as cleaned `Line`s in constant memory.
+    """Stream a source as cleaned `Line`s in constant memory (an export listed newest first is
+    held whole, to be read in time order), out of the envelopes it was collected or pasted in.
 
     Decompression and archive errors surface as InputError with what was read so far kept:
     the lines already yielded stay valid, so a truncated .gz still gets a report."""
     number = start_line
+    envelopes = envelopes_of(source) if not start_byte else (source.envelopes or Envelopes())
+    unwrapper = Unwrapper(envelopes) if envelopes else None
+    newest_first = envelopes.newest_first and not start_byte
+    held: list[Unwrapped] = []
     stream = open_source(source)
     try:
         if start_byte:
@@ -375,11 +385,50 @@ def read_lines(source: LogSource, *, start_line: int = 0, start_byte: int = 0) -
         for raw in _raw_lines(source, stream):
             number += 1
             source.lines = number
-            yield from clean_line(raw, number, source._index)
+            if unwrapper is None:
+                yield from clean_line(raw, number, source._index)
+            elif newest_first:
+                held += unwrapper.feed(number, decoded_text(raw))
+            else:
+                for line in unwrapper.feed(number, decoded_text(raw)):
+                    yield from line_updates(line, source._index)
     except READ_ERRORS as exc:
         raise damaged(source, number, exc) from None
     finally:
         stream.close()
+    if unwrapper is None:
+        return
+    if not newest_first:
+        for line in unwrapper.end():
+            yield from line_updates(line, source._index)
+        return
+    held += unwrapper.end()
+    for order, line in enumerate(reversed(held), start_line + 1):
+        yield from line_updates(Unwrapped(order, line.text, line.stamp, line.rank), source._index)
+
+
+def envelopes_of(source: LogSource) -> Envelopes:
+    """The envelopes of a source, sniffed from its first bytes once (files and stdin when opened;
+    archive members, which can be opened again, on first use)."""
+    if source.envelopes is None:
+        try:
+            stream = source.open_stream()
+            try:
+                head = stream.read(SNIFF_BYTES)
+            finally:
+                stream.close()
+        except (EOFError, OSError, zlib.error, lzma.LZMAError, zstandard.ZstdError, tarfile.TarError):
+            head = b""  # reading the source reports the damage
+        source.envelopes = sniff_bytes(head)
+    return source.envelopes
+
+
+def sniff_bytes(head: bytes) -> Envelopes:
+    """`envelope.sniff` over the first bytes of a source; a cut last line is left out."""
+    lines = head.split(b"\n")
+    if len(lines) > 1 and len(head) >= SNIFF_BYTES:
+        lines.pop()
+    return sniff(decoded_text(line) for line in lines)
 
 
 def _raw_lines(source: LogSource, stream: IO[bytes]) -> Iterator[bytes]:
@@ -413,319 +462,29 @@ def _raw_lines(source: LogSource, stream: IO[bytes]) -> Iterator[bytes]:
 
 def clean_line(raw: bytes, number: int, source: int) -> Iterator[Line]:
     """One physical line's bytes as the Lines logphase reads: decoded (bad UTF-8 replaced), colour
-    codes and container prefixes stripped, tqdm's `\r` updates split (all keep `number`)."""
+    codes stripped, tqdm's `\r` updates split (all keep `number`). Envelopes are not removed here:
+    that needs the source's sniff (`read_lines`)."""
+    yield from line_updates(Unwrapped(number, decoded_text(raw)), source)
+
+
+def decoded_text(raw: bytes) -> str:
+    """A physical line's bytes as text: bad UTF-8 replaced, colour codes and the `\r` of CRLF removed."""
     text = raw.decode("utf-8", "replace")
     if "\x1b" in text:
         text = ANSI_ESCAPE.sub("", text)
-    text = text.rstrip("\r")
-    text = _strip_container_prefix(text)
+    return text.rstrip("\r")
+
+
+def line_updates(line: Unwrapped, source: int) -> Iterator[Line]:
+    """An unwrapped line as the `Line`s logphase reads: a progress bar's `\r` updates each a line."""
+    text = line.text
     if "%|" in text and "][" in text:
         # a bar without its final newline, glued to the next log line: `…?it/s][2025-03-08 …] …`
         text = BAR_THEN_LOG_LINE.sub("\r", text)
     if "\r" not in text:
-        yield Line(number, text, source)
+        yield Line(line.number, text, source, line.stamp, line.rank)
         return
     # tqdm rewrites its bar with \r: each update is a line of its own at the same physical line
     for part in text.split("\r"):
-        part = _strip_container_prefix(part)
         if part.strip():
-            yield Line(number, part, source)
-
-
-def _strip_container_prefix(text: str) -> str:
-    if text[:2].isdigit() and (found := KUBERNETES_PREFIX.match(text)):
-        text = text[found.end() :]
-    if "| " in text[:64] and (found := COMPOSE_PREFIX.match(text)):
-        text = text[found.end() :]
-    return text
-
-
-# --- follow mode (watch) ----------------------------------------------------------------------------
-
-FOLLOW_POLL_S = 0.25
-
-
-def follow_lines(
-    path: str,
-    stop: Callable[[], bool],
-    poll_s: float = FOLLOW_POLL_S,
-    *,
-    stdin: IO[bytes] | None = None,
-    on_bytes: Callable[[bytes], None] | None = None,
-    on_note: Callable[[str], None] | None = None,
-) -> Generator[list[Line], None, None]:
-    """Follow a growing log like `tail -F`, in batches: each item is the lines completed since the
-    last one, an empty list when nothing arrived within `poll_s` (so the caller can do its periodic
-    work), until `stop()` is true or standard input ends.
-
-    A file replaced by another (rotation: a new inode) is read to its end, then the new file from
-    its start; a file that shrinks (truncation, copytruncate) is read again from its start; a file
-    that does not exist yet is waited for. Line numbers run on across rotations. A progress bar
-    updated with `\\r` yields each update once it has settled, before its line ends. `on_bytes`
-    sees every byte read (the content hash of `--record`), `on_note` what happened to the file."""
-    splitter = _LineSplitter()
-    if path == "-":
-        if stdin is None:
-            raise InputError(
-                "'-' given but there is no standard input", hint="pipe a log in: kubectl logs -f POD | logphase watch -"
-            )
-        yield from _follow_stream(stdin, splitter, stop, poll_s, on_bytes)
-    else:
-        yield from _follow_file(Path(path), splitter, stop, poll_s, on_bytes, on_note or (lambda _: None))
-
-
-def _follow_file(
-    path: Path,
-    splitter: _LineSplitter,
-    stop: Callable[[], bool],
-    poll_s: float,
-    on_bytes: Callable[[bytes], None] | None,
-    on_note: Callable[[str], None],
-) -> Generator[list[Line], None, None]:
-    import time
-
-    handle: IO[bytes] | None = None
-    identity: tuple[int, int] | None = None
-    position = 0
-    waiting_noted = False
-    try:
-        while not stop():
-            if handle is None:
-                handle = _open_followed(path)
-                if handle is None:
-                    if not waiting_noted:
-                        on_note(f"waiting for {path} to appear")
-                        waiting_noted = True
-                    yield []
-                    time.sleep(poll_s)
-                    continue
-                stat = os.fstat(handle.fileno())
-                if S_ISFIFO(stat.st_mode):
-                    # a named pipe is a stream: nothing to rotate or re-read, it ends when its writer closes
-                    waiting = partial(on_note, f"waiting for a writer on {path} (a named pipe)")
-                    yield from _follow_stream(handle, splitter, stop, poll_s, on_bytes, on_no_writer=waiting)
-                    return
-                identity, position = (stat.st_dev, stat.st_ino), 0
-            data = handle.read(CHUNK_BYTES)
-            if data:
-                if position == 0:
-                    _refuse_unfollowable(path, data)
-                position += len(data)
-                if on_bytes is not None:
-                    on_bytes(data)
-                lines = splitter.feed(data)
-                yield lines  # even empty (a runaway line): the caller keeps its deadlines while a big file is read
-                if len(data) == CHUNK_BYTES:
-                    continue  # more is waiting: read on before sleeping
-            else:
-                replaced = _replaced(path, identity)
-                if replaced:
-                    on_note(f"{path} was replaced (rotated): following the new file")
-                    yield splitter.end_line()
-                    handle.close()
-                    handle = None
-                    continue
-                if os.fstat(handle.fileno()).st_size < position:
-                    on_note(f"{path} shrank (truncated): reading it again from the start")
-                    handle.seek(0)
-                    position = 0
-                    yield splitter.end_line()
-                    continue
-                yield splitter.settle()
-            time.sleep(poll_s)
-    finally:
-        if handle is not None:
-            handle.close()
-
-
-def _open_followed(path: Path) -> IO[bytes] | None:
-    """The log opened for following, or None while it does not exist. A named pipe is opened
-    without waiting for its writer (a plain open blocks until one comes, past any --timeout)."""
-    try:
-        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-    except FileNotFoundError:
-        return None
-    except PermissionError:
-        raise InputError(f"{path}: permission denied", hint="run as a user that can read it") from None
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read: {exc.strerror or exc}", hint="check the file and the disk") from None
-    mode = os.fstat(descriptor).st_mode
-    refusal: InputError | None = None
-    if S_ISDIR(mode):
-        refusal = InputError(f"{path}: is a directory", hint="name the log file inside it")
-    elif (S_ISCHR(mode) or S_ISBLK(mode)) and path.resolve() != Path(os.devnull):
-        refusal = InputError(
-            f"{path}: a device, not a log (it never ends)",
-            hint="give a log file, or pipe a stream in: COMMAND | logphase watch -",
-        )
-    if refusal is not None:
-        os.close(descriptor)
-        raise refusal
-    if not S_ISFIFO(mode):
-        os.set_blocking(descriptor, True)
-    return open(descriptor, "rb", buffering=0)
-
-
-def _refuse_unfollowable(path: Path, head: bytes) -> None:
-    """A followed file's first bytes: a compressed file is finished (analyze reads it), binary is no log."""
-    if _compression(head[:6]) is not None:
-        raise InputError(f"{path}: a compressed file cannot be followed", hint=f"use: logphase analyze {path}")
-    refuse_binary(str(path), head[:SNIFF_BYTES])
-
-
-def _replaced(path: Path, identity: tuple[int, int] | None) -> bool:
-    try:
-        stat = path.stat()
-    except OSError:
-        return False  # rotated away and not yet re-created: keep the old file until it is
-    return (stat.st_dev, stat.st_ino) != identity
-
-
-def _follow_stream(
-    stream: IO[bytes],
-    splitter: _LineSplitter,
-    stop: Callable[[], bool],
-    poll_s: float,
-    on_bytes: Callable[[bytes], None] | None,
-    *,
-    on_no_writer: Callable[[], None] | None = None,
-) -> Generator[list[Line], None, None]:
-    """Standard input or a named pipe, until it ends. With `on_no_writer` (a named pipe), an end
-    before the first byte is a pipe no writer has opened yet: it is waited for, and said once."""
-    import select
-    import time
-
-    try:
-        descriptor: int | None = stream.fileno()
-    except (OSError, AttributeError, io.UnsupportedOperation):
-        descriptor = None  # an in-memory stream: reads never block for long
-    started = False
-    while not stop():
-        if descriptor is not None:
-            ready, _, _ = select.select([descriptor], [], [], poll_s)
-            if not ready:
-                yield splitter.settle()
-                continue
-            try:
-                data = os.read(descriptor, CHUNK_BYTES)
-            except BlockingIOError:  # a non-blocking pipe whose writer has not written yet
-                data = b""
-        else:
-            data = stream.read(CHUNK_BYTES)
-        if not data:
-            if on_no_writer is not None and not started:
-                on_no_writer()
-                on_no_writer = _said_once
-                yield []
-                time.sleep(poll_s)
-                continue
-            yield splitter.end_line()
-            return
-        started = True
-        if on_bytes is not None:
-            on_bytes(data)
-        yield splitter.feed(data)
-        if len(data) < CHUNK_BYTES:
-            time.sleep(poll_s)  # batch a steady trickle instead of waking for every write
-
-
-def _said_once() -> None:
-    """The note about a pipe without a writer, after it was said."""
-
-
-# Bytes that make a line need clean_line (a bar's `\r`, colour, a glued bar, a compose prefix).
-CAREFUL_BYTES = (b"\r", b"\x1b", b"%|", b"| ")
-
-
-class _LineSplitter:
-    """Bytes as they arrive → cleaned `Line`s; keeps the unfinished line. `\\r` updates of an
-    unfinished line come out once a later update or a quiet poll shows they are complete."""
-
-    def __init__(self) -> None:
-        self.pending = bytearray()
-        self.emitted = 0  # bytes at the start of `pending` already given out as `\r` updates
-        self.number = 0
-        self.dropping = False
-
-    def feed(self, data: bytes) -> list[Line]:
-        out: list[Line] = []
-        start = 0
-        bulk = True
-        marks = dict.fromkeys(CAREFUL_BYTES, -1)  # where each marker is next found (-1: not looked for)
-        while True:
-            if bulk and not self.pending and not self.emitted and not self.dropping:
-                start, bulk = self._plain_lines(data, start, out, marks)
-            end = data.find(b"\n", start)
-            if end < 0:
-                break
-            self._append(data[start:end])
-            out.extend(self._complete())
-            start = end + 1
-        self._append(data[start:])
-        cut = self.pending.rfind(b"\r")
-        if cut > 0 and cut >= self.emitted:
-            out.extend(self._segment(bytes(self.pending[self.emitted : cut])))
-            del self.pending[:cut]
-            self.emitted = 0
-        return out
-
-    def _plain_lines(self, data: bytes, start: int, out: list[Line], marks: dict[bytes, int]) -> tuple[int, bool]:
-        """The whole lines from `start` up to the next one that needs `clean_line`'s care (a
-        `\r`, a colour code, a container prefix, a glued bar), decoded in one go; returns where
-        the rest starts, and whether to try again after that line (not when these lines hold
-        invalid UTF-8, a runaway line or a Kubernetes stamp: then every line takes the slow way)."""
-        end = data.rfind(b"\n", start) + 1
-        for marker, found in marks.items():
-            if found < start:  # passed (or not looked for yet): each byte is searched once per feed
-                found = data.find(marker, start)
-                marks[marker] = found = len(data) if found < 0 else found
-            if found < end:
-                end = data.rfind(b"\n", start, found) + 1
-        if end <= start:
-            return start, True
-        try:
-            texts = data[start:end].decode("utf-8").split("\n")
-        except UnicodeDecodeError:
-            return start, False
-        texts.pop()  # after the last newline
-        if any(len(text) > MAX_LINE_BYTES // 4 or text[:2].isdigit() for text in texts):
-            return start, False  # maybe a runaway line (bytes, not characters, count) or a Kubernetes stamp
-        out.extend(Line(number, text, 0) for number, text in enumerate(texts, self.number + 1))
-        self.number += len(texts)
-        return end, True
-
-    def settle(self) -> list[Line]:
-        """Nothing new arrived: the bar update that is pending is complete."""
-        if b"\r" not in self.pending or len(self.pending) <= self.emitted:
-            return []
-        out = self._segment(bytes(self.pending[self.emitted :]))
-        self.emitted = len(self.pending)
-        return out
-
-    def end_line(self) -> list[Line]:
-        """The input ended or was replaced: what is pending is a line of its own."""
-        if not self.pending and not self.emitted:
-            return []
-        return self._complete()
-
-    def _append(self, data: bytes) -> None:
-        if self.dropping:
-            return
-        room = MAX_LINE_BYTES - len(self.pending)
-        if len(data) > room and b"\r" not in self.pending and b"\r" not in data:
-            self.pending += data[: max(0, room)]
-            self.dropping = True  # a runaway line keeps its head; the rest waits for its newline
-            return
-        self.pending += data
-
-    def _complete(self) -> list[Line]:
-        self.number += 1
-        rest = bytes(self.pending[self.emitted :])
-        out = [] if self.emitted and not rest.strip(b"\r \t") else list(clean_line(rest, self.number, 0))
-        self.pending.clear()
-        self.emitted = 0
-        self.dropping = False
-        return out
-
-    def _segment(self, raw: bytes) -> list[Line]:
-        return list(clean_line(raw, self.number + 1, 0)) if raw.strip(b"\r \t") else []
+            yield Line(line.number, part, source, line.stamp, line.rank)

@@ -53,6 +53,7 @@ class RootCause:
     rank: str | None
     path: str
     context: tuple[ContextLine, ...] = ()
+    time: datetime | None = None  # the line's stamp, or the last one before it (the picture marks it)
 
 
 @dataclass(frozen=True)
@@ -145,6 +146,7 @@ class Report:
                 "rule": root.rule,
                 "rank": root.rank,
                 "path": root.path,
+                "time": _time(root.time),
                 "context": [{"line": c.line, "text": c.text} for c in root.context],
             },
             "phases": [

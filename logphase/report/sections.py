@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Protocol
 
+from logphase.phases import Phase
+
 
 class Section(Protocol):
     """A section's JSON form is its producer's: `Report.to_json()` nests it unchanged."""
@@ -23,6 +25,10 @@ class BaselineSection(Section, Protocol):
     def summary(self) -> str: ...
 
     def headline_eta(self) -> str | None: ...  # the time left, for the first lines
+
+    def reference_phase_ends(self) -> Sequence[tuple[Phase, float]]:
+        """Where the earlier run's phases ended, in seconds after its first timestamp (the picture's ticks)."""
+        ...
 
 
 class StallSection(Protocol):

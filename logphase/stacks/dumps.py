@@ -1,10 +1,11 @@
 """Parse stack dumps found in text: faulthandler, py-spy text (also SGLang's `Pyspy dump for PID N:`
 blocks inside logs), pystack text, py-spy JSON and logphase's own `stacks` JSON. Pure: no I/O.
 
-Lines may carry a log prefix (`[2025-01-01 10:00:00 TP3] `, torchrun's `[default0]:`, `[rank0]:`,
-srun's `3: `, vLLM's `(Worker_TP1 pid=42) `); lines of different prefixes are demultiplexed into
-separate streams, so that dumps of several ranks interleaved line by line still parse. Lines torn
-apart by concurrent writes are parsed for whatever whole frames they still contain."""
+Lines may carry a log prefix (`[2025-01-01 10:00:00 TP3] `, `[rank0]:`, vLLM's `(Worker_TP1 pid=42) `)
+or come from a writer their envelope named (srun's `3: `, torchrun's `[default0]:`, removed by
+logphase/envelope.py); lines of different prefixes or writers are demultiplexed into separate streams,
+so that dumps of several ranks interleaved line by line still parse. Lines torn apart by concurrent
+writes are parsed for whatever whole frames they still contain."""
 
 from __future__ import annotations
 
@@ -12,8 +13,10 @@ import json
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
-from typing import Any
+from itertools import chain, islice
+from typing import Any, Protocol
 
+from logphase.envelope import SNIFF_LINES, Unwrapped, Unwrapper, sniff
 from logphase.frames import PYSPY_FRAME, short_path
 from logphase.packs import rank_from_tags
 from logphase.stacks.model import SCHEMA, Frame, ProcessSnapshot, ThreadStack
@@ -21,14 +24,12 @@ from logphase.stacks.model import SCHEMA, Frame, ProcessSnapshot, ThreadStack
 # --- line shapes --------------------------------------------------------------------------------
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
-# One layer of log prefix; stripped up to three times (a container tag, then `[ts TP0] `).
+# One layer of a system's log prefix; stripped up to three times (a Ray actor, then `[ts TP0] `).
+# Envelopes (docker, compose, srun's labels) are logphase/envelope.py's.
 PREFIXES = (
     re.compile(r"^\[(?:\d{4}-\d\d-\d\d[ T])?\d\d:\d\d:\d\d(?:[.,]\d+)?(?: (?:DP|PP|ATTN_CP|MOE_DP|TP|EP)\d+)*\] "),
     re.compile(r"^\[(?:rank|default|worker|trainer|[A-Za-z_]+)\d+\]:"),
     re.compile(r"^\((?:\w|-)+(?: rank=\d+)? pid=\d+\) "),
-    re.compile(r"^\d{1,5}: "),
-    re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)? "),
-    re.compile(r"^[\w.-]+\s+\| "),  # docker compose
 )
 TIMESTAMP = re.compile(r"(?:\d{4}-\d\d-\d\d[ T])?\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?")
 TRIGGER = re.compile(
@@ -135,9 +136,6 @@ def rank_from_prefix(prefix: str) -> str | None:
     found = re.search(r"\((?:VllmWorker rank=(\d+)|\S+?) pid=\d+\)", prefix)
     if found and found.group(1):
         return f"TP{found.group(1)}"
-    found = re.match(r"^(\d{1,5}): ", prefix)
-    if found:
-        return f"task {int(found.group(1))}"
     return None
 
 
@@ -269,6 +267,7 @@ class _Process:
 @dataclass
 class _Stream:
     prefix: str = ""
+    writer: str | None = None  # the rank label of the line's envelope (srun's `3: ` is `task 3`)
     proc: _Process | None = None
     thread: _Thread | None = None
     hint: tuple[int | None, str | None] | None = None  # (pid, rank) announced by `Pyspy dump for PID N:`
@@ -295,7 +294,7 @@ class DumpParser:
 
     def start(self, stream: _Stream, mode: str, pid: int | None = None, title: str | None = None) -> _Process:
         self.close(stream)
-        rank = rank_from_prefix(stream.prefix)
+        rank = _stream_rank(stream)
         pid = pid if pid is not None else pid_from_prefix(stream.prefix)
         if stream.hint is not None:
             hint_pid, hint_rank = stream.hint
@@ -327,17 +326,17 @@ class DumpParser:
             stream.thread.frames.append(frame)
 
     # -- one line
-    def feed(self, raw: str) -> None:
+    def feed(self, raw: str, writer: str | None = None) -> None:
         line = ANSI.sub("", raw.rstrip("\r\n"))
         if "\r" in line:
             line = line.rsplit("\r", 1)[1]
         if not self.open and not TRIGGER.search(line):
             return
         prefix, body = split_prefix(line)
-        key = stream_key(prefix)
+        key = _writer_key(writer) + stream_key(prefix)
         stream = self.streams.get(key)
         if stream is None:
-            stream = self.streams[key] = _Stream(prefix=prefix)
+            stream = self.streams[key] = _Stream(prefix=prefix, writer=writer)
         stream.prefix = prefix
         self.body(stream, body)
 
@@ -354,10 +353,10 @@ class DumpParser:
             return
         if found := SGLANG_PYSPY.search(body):
             # the dump follows unprefixed: hand the rank of this line's prefix to the bare stream
-            bare = self.streams.setdefault("", _Stream())
+            bare = self.streams.setdefault(_writer_key(stream.writer), _Stream(writer=stream.writer))
             self.close(bare)
             self.close(stream)
-            bare.hint = (int(found.group("pid")), rank_from_prefix(stream.prefix))
+            bare.hint = (int(found.group("pid")), _stream_rank(stream))
             return
         if found := SGLANG_PYSPY_FAILED.search(body):
             pid = int(found.group("pid") or found.group("pid2"))
@@ -367,7 +366,7 @@ class DumpParser:
             self.out.append(
                 (
                     self.seq,
-                    ProcessSnapshot(pid=pid, rank=rank_from_prefix(stream.prefix), error=error, source="py-spy text"),
+                    ProcessSnapshot(pid=pid, rank=_stream_rank(stream), error=error, source="py-spy text"),
                 )
             )
             return
@@ -442,13 +441,46 @@ def key_is_bare(stream: _Stream) -> bool:
     return not stream.prefix
 
 
-def parse_dumps_in_text(lines: Iterable[str]) -> list[ProcessSnapshot]:
-    """Every stack dump found in these lines (a log, a dump file), one ProcessSnapshot per process
-    dump, in the order the dumps end. Lines that are not part of a dump are ignored."""
+def _writer_key(writer: str | None) -> str:
+    return "" if writer is None else f"{writer}: "
+
+
+def _stream_rank(stream: _Stream) -> str | None:
+    return rank_from_prefix(stream.prefix) or stream.writer
+
+
+class WrittenLine(Protocol):
+    """A line out of its envelope (`logphase.logs.reader.Line`, `envelope.Unwrapped`)."""
+
+    @property
+    def text(self) -> str: ...
+
+    @property
+    def rank(self) -> str | None: ...
+
+
+def parse_dumps_in_lines(lines: Iterable[WrittenLine]) -> list[ProcessSnapshot]:
+    """Every stack dump found in these lines, one ProcessSnapshot per process dump, in the order the
+    dumps end; the rank label of a line's envelope (srun's `3: `) keeps its writer's lines apart.
+    Lines that are not part of a dump are ignored."""
     parser = DumpParser()
     for line in lines:
-        parser.feed(line)
+        parser.feed(line.text, writer=line.rank)
     return parser.finish()
+
+
+def parse_dumps_in_text(lines: Iterable[str]) -> list[ProcessSnapshot]:
+    """`parse_dumps_in_lines` for raw text lines (a dump file), read out of their envelopes."""
+    texts = (ANSI.sub("", line.rstrip("\r\n")) for line in lines)
+    head = list(islice(texts, SNIFF_LINES))
+    unwrapper = Unwrapper(sniff(head))
+
+    def unwrapped() -> Iterator[Unwrapped]:
+        for number, text in enumerate(chain(head, texts), 1):
+            yield from unwrapper.feed(number, text)
+        yield from unwrapper.end()
+
+    return parse_dumps_in_lines(unwrapped())
 
 
 # --- JSON ----------------------------------------------------------------------------------------

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -29,6 +29,9 @@ class Comparison:
 
     def headline_eta(self) -> str | None:
         return None
+
+    def reference_phase_ends(self) -> list[tuple[Phase, float]]:
+        return [(Phase.WEIGHT_LOAD, 20.0), (Phase.CUDA_GRAPH, 30.0)]
 
     def to_json(self) -> dict[str, Any]:
         return {"ref": "auto", "summary": self.said}
@@ -119,6 +122,7 @@ def full_report(flight: Flight | None = None) -> Report:
                 ContextLine(9, "RuntimeError: CUDA error"),
                 ContextLine(10, ""),
             ),
+            time=at("10:00:45"),
         ),
         phases=(
             span(Phase.WEIGHT_LOAD, "TP0", "10:00:00", "10:00:30", {"done": 15, "total": 15}),
@@ -155,9 +159,30 @@ def full_report(flight: Flight | None = None) -> Report:
 EMPTY_LINE = ""  # the table writes the context's empty line 10 after `| `, as it writes every line
 FACTS = "sglang 0.5.6 · 2 ranks (TP[0-1]) · server.log: 120 lines · last line 10 at 2026-05-01 10:00:45 · post-mortem"
 
+# The timeline at the default 100 columns: labels 8 wide + 2, `  < crashed` 11, so 79 columns for the
+# 45 s from 10:00:00 to the last line at 10:00:45, 45/79 = 0.57 s each. A bar covers the column of its
+# start to the column its end reaches: TP0 weight_load 0-30 s → columns 0-52, its cuda_graph (no end:
+# to the log's end) 41-45 s → 71-78; TP1 1-40 s → 1-70 and 42-45 s → 73-78. The baseline run's
+# weight_load ended at 20 s (column 35), its cuda_graph at 30 s (52); the root cause at 45 s (78),
+# its words before the caret as they do not fit after it.
+TIMELINE = "\n".join(
+    [
+        "Timeline, 45s (a column is 0.57s):",
+        " " * 10 + "10:00:00" + " " * 63 + "10:00:45",
+        "TP0" + " " * 7 + "W" * 53 + " " * 18 + "G" * 8,
+        "TP1" + " " * 7 + " " + "W" * 70 + " " * 2 + "G" * 6 + "  < crashed",
+        "baseline" + " " * 2 + " " * 35 + "W" + " " * 16 + "G",
+        " " * 10 + " " * 59 + "root cause, line 9 ^",
+        " " * 10 + "W weight_load · G cuda_graph",
+        " " * 10 + "baseline: where the earlier run's phases ended, from its first timestamp",
+    ]
+)
+
 TABLE = f"""\
 logphase: CRASHED at cuda_graph — TP1 crashed during cuda_graph: RuntimeError: CUDA error (line 9)
   {FACTS}
+
+{TIMELINE}
 
 phase        ranks    start     end       took    progress
 -----------  -------  --------  --------  ------  ----------
@@ -188,11 +213,34 @@ note: {NOTES[0]}
 note: {NOTES[1]}
 """
 
+# Mermaid's gantt: a section per rank group (the culprit's marked, its tasks `crit`), a task per phase
+# from its start to its end (`done` when it ended, `active` when not: to the log's end), the baseline
+# run's phase ends and the root cause as milestones.
+GANTT = """\
+```mermaid
+gantt
+    dateFormat YYYY-MM-DD HH:mm:ss
+    axisFormat %H:%M:%S
+    section TP0
+    weight_load :done, 2026-05-01 10:00:00, 2026-05-01 10:00:30
+    cuda_graph :active, 2026-05-01 10:00:41, 2026-05-01 10:00:45
+    section TP1 (crashed)
+    weight_load :crit, done, 2026-05-01 10:00:01, 2026-05-01 10:00:40
+    cuda_graph :crit, active, 2026-05-01 10:00:42, 2026-05-01 10:00:45
+    section baseline
+    weight_load ended in the baseline run :milestone, 2026-05-01 10:00:20, 0s
+    cuda_graph ended in the baseline run :milestone, 2026-05-01 10:00:30, 0s
+    section cause
+    root cause, line 9 :milestone, crit, 2026-05-01 10:00:45, 0s
+```
+"""
+
 MARKDOWN = f"""\
 **logphase: CRASHED** at `cuda_graph` — TP1 crashed during cuda_graph: RuntimeError: CUDA error (line 9)
 
 {FACTS}
 
+{GANTT}
 | phase       | ranks   | start    | end      | took   | progress   |
 |-------------|---------|----------|----------|--------|------------|
 | weight_load | TP[0-1] | 10:00:00 | 10:00:40 | 40s    | 15/15      |
@@ -305,8 +353,85 @@ def test_analyze_markdown_shows_the_baseline(tmp_path: Path) -> None:
 @pytest.mark.parametrize("command", [("analyze", "--post-mortem", str(SEGFAULT)), ("stacks", "--from", str(SEGFAULT))])
 def test_format_takes_the_name_in_any_case_and_refuses_others(command: tuple[str, ...]) -> None:
     # GIVEN a command with --format
-    # WHEN given MARKDOWN THEN markdown; WHEN given html THEN a usage error that names the choices
+    # WHEN given MARKDOWN THEN markdown; WHEN given yaml THEN a usage error that names the choices
     assert run_cli(*command, "--format", "MARKDOWN").stdout == run_cli(*command, "--format", "markdown").stdout
-    refused = run_cli(*command, "--format", "html")
+    refused = run_cli(*command, "--format", "yaml")
     assert refused.exit_code == 2
-    assert "'html' is not one of 'table', 'json', 'markdown'" in refused.output
+    assert "'yaml' is not one of 'table', 'json', 'markdown', 'html'" in refused.output
+
+
+def test_mermaid_names_escape_colon_and_hash() -> None:
+    # GIVEN rank names with Mermaid's separators in them (`:` ends a task name, `#` opens an entity)
+    def rank_span(rank: str) -> SpanRow:
+        return replace(span(Phase.WEIGHT_LOAD, "TP0", "10:00:00", "10:00:30"), rank=rank)
+
+    report = replace(full_report(), phases=(rank_span("node:1 #0"),), culprit_ranks=(), baseline=None)
+    # WHEN written as markdown THEN the section names them as entities
+    assert "    section node#58;1 #35;0" in pick(OutputFormat.MARKDOWN).analysis(report).splitlines()
+
+
+def test_a_log_without_timestamps_says_so_in_one_line() -> None:
+    # GIVEN a report whose phases carry no time
+    untimed = tuple(replace(s, start=None, end=None, seconds=None) for s in full_report().phases)
+    report = replace(full_report(), phases=untimed)
+    expected = "Timeline: the log has no timestamps, so there is no time axis."
+    # WHEN written as a table or as markdown THEN no axis, one line that says why
+    assert expected in pick(OutputFormat.TABLE).analysis(report).splitlines()
+    assert f"_{expected}_" in pick(OutputFormat.MARKDOWN).analysis(report).splitlines()
+    assert "mermaid" not in pick(OutputFormat.MARKDOWN).analysis(report)
+
+
+def test_the_timeline_is_scaled_to_the_width_and_painted_only_with_colour() -> None:
+    # GIVEN the report WHEN drawn at 60 columns (TP1's row: 10 of label, 39 columns, `  < crashed`)
+    rows = pick(OutputFormat.TABLE, width=60).analysis(full_report()).splitlines()
+    tp1 = next(row for row in rows if row.startswith("TP1 "))
+    assert len(tp1) == 60
+    assert tp1.endswith("G  < crashed")
+    # THEN plain characters without colour; with colour, weight_load's W on a blue ground
+    assert "\x1b[" not in "\n".join(rows)
+    painted = pick(OutputFormat.TABLE, colour=True, width=60).analysis(full_report())
+    assert "\x1b[97;44mWWW" in painted
+
+
+LOGS = FIXTURES / "logs" / "sglang"
+EAGLE3_WARMUP = LOGS / "eagle3-tp8-warmup-health-503.log"
+
+
+def test_analyze_draws_the_ranks_timeline(monkeypatch: pytest.MonkeyPatch) -> None:
+    # GIVEN the 8-rank EAGLE3 log (launch 09:12:06, uvicorn's /health 503 until 09:21:13) in 100 columns
+    monkeypatch.setenv("COLUMNS", "100")
+    # WHEN analysed post-mortem
+    table = run_cli("analyze", "--post-mortem", str(EAGLE3_WARMUP)).stdout
+    # THEN 547 s over 91 columns (6.0 s each): the main process (launch, tokenizer, http_start, warmup to
+    # the end), TP0 (its own warmup line), TP[1-7] alike; the last progress (line 261, 09:16:16) marked
+    timeline = """\
+Timeline, 9m07s (a column is 6.0s):
+         09:12:06                                                                           09:21:13
+main     LT                                       HUUUUUUUUUUUUUUUUUUUUUUUUUUUUUUUUUUUUUUUUUUUUUUUUU
+TP0       DDWWWWWWWWWWWWWWWWWWWWWWWWWKGGGGGGGEEgggU
+TP[1-7]   DDWWWWWWWWWWWWWWWWWWWWWWWWWKGGGGGGGEEgggg
+                                                  ^ last progress, line 261
+         L launch · D dist_init · T tokenizer · W weight_load · K kv_cache · G cuda_graph
+         E draft_init · g cuda_graph (draft) · H http_start · U warmup
+"""
+    assert timeline in table
+
+
+def test_analyze_marks_the_crashed_rank_and_the_root_cause(monkeypatch: pytest.MonkeyPatch) -> None:
+    # GIVEN TP3 out of memory in CUDA-graph capture (line 117, 20:16:16), the other ranks cut down after it,
+    # in 100 columns
+    monkeypatch.setenv("COLUMNS", "100")
+    table = run_cli("analyze", "--post-mortem", str(LOGS / "capture-oom-tp3-sigquit-cascade.log")).stdout
+    # THEN 104 s over 76 columns (100 less 13 of labels, 11 of `  < crashed`): the seven alike ranks in
+    # one row (their starts within 2 s: 2 % of the axis), TP3 apart and marked crashed, the root cause's
+    # moment at the axis's end
+    timeline = """\
+Timeline, 1m44s (a column is 1.4s):
+             20:14:32                                                            20:16:16
+main         LLLLLT
+TP[0-2,4-7]      DDDDWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWKG
+TP3              DDDWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWKG  < crashed
+                                                                   root cause, line 117 ^
+             L launch · D dist_init · T tokenizer · W weight_load · K kv_cache · G cuda_graph
+"""
+    assert timeline in table

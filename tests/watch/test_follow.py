@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from logphase.errors import InputError
-from logphase.logs.reader import Line, follow_lines
+from logphase.logs.follow import follow_lines
+from logphase.logs.reader import Line
 
 
 def _texts(batch: list[Line]) -> list[tuple[int, str]]:

@@ -9,17 +9,21 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Protocol, assert_never
 
+from logphase.report.formats.html import HtmlFormat
 from logphase.report.formats.json import JsonFormat
 from logphase.report.formats.markdown import MarkdownFormat
-from logphase.report.formats.table import TableFormat
+from logphase.report.formats.table import DEFAULT_WIDTH, TableFormat
 from logphase.report.model import Report
 from logphase.stacks.model import StacksReport
+
+__all__ = ["DEFAULT_WIDTH", "Format", "OutputFormat", "pick"]
 
 
 class OutputFormat(StrEnum):
     TABLE = "table"
     JSON = "json"
     MARKDOWN = "markdown"
+    HTML = "html"
 
 
 class Format(Protocol):
@@ -34,14 +38,17 @@ class Format(Protocol):
         ...
 
 
-def pick(choice: OutputFormat, *, colour: bool = False) -> Format:
-    """The format `--format` names; `colour` paints a terminal's table and is ignored elsewhere."""
+def pick(choice: OutputFormat, *, colour: bool = False, width: int = DEFAULT_WIDTH) -> Format:
+    """The format `--format` names; `colour` paints a terminal's table and `width` (its columns)
+    scales its timeline; both are ignored elsewhere."""
     match choice:
         case OutputFormat.TABLE:
-            return TableFormat(colour=colour)
+            return TableFormat(colour=colour, width=width)
         case OutputFormat.JSON:
             return JsonFormat()
         case OutputFormat.MARKDOWN:
             return MarkdownFormat()
+        case OutputFormat.HTML:
+            return HtmlFormat()
         case _:
             assert_never(choice)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 
 from tabulate import tabulate
 
@@ -19,6 +20,7 @@ from logphase.report.analysis import (
     unrecognised_lines,
 )
 from logphase.report.model import Report
+from logphase.report.picture import NO_TIMESTAMPS, picture
 from logphase.report.stacks import GROUP_HEADERS, PROBLEM_HEADERS, group_rows, problem_rows, render_tree
 from logphase.stacks.model import StacksReport
 
@@ -36,6 +38,7 @@ class MarkdownFormat:
         doubt = confidence_line(report)
         if doubt:
             out += [f"_{doubt}_", ""]
+        out += gantt(report)
         for table in (phase_table(report), rank_table(report)):
             if table.rows:
                 out += [tabulate(table.rows, headers=table.headers, tablefmt="github"), ""]
@@ -78,6 +81,43 @@ class MarkdownFormat:
             lines += ["", "### Not read", ""]
             lines += [tabulate(problems, headers=PROBLEM_HEADERS, tablefmt="github")]
         return "\n".join(lines) + "\n"
+
+
+def gantt(report: Report) -> list[str]:
+    """The picture as a Mermaid `gantt` block (GitHub draws it): a section per rank group, a task per
+    phase (`done` when it ended, `active` when not, `crit` on the group that caused the verdict), the
+    root cause and the baseline run's phase ends as milestones; then an empty line."""
+    drawn = picture(report)
+    if drawn is None:
+        return [f"_{NO_TIMESTAMPS}_", ""] if report.phases else []
+    out = ["```mermaid", "gantt", f"    dateFormat {MERMAID_DATE}", f"    axisFormat {MERMAID_AXIS}"]
+    for lane in drawn.lanes:
+        out.append(f"    section {_mermaid_name(lane.label)}{f' ({lane.mark.value})' if lane.mark else ''}")
+        for bar in lane.bars:
+            tags = ("crit, " if lane.mark is not None else "") + ("done" if bar.ended else "active")
+            end = max(bar.end, bar.start + timedelta(seconds=1))  # a phase of no time still shows
+            out.append(f"    {_mermaid_name(bar.name)} :{tags}, {_mermaid_time(bar.start)}, {_mermaid_time(end)}")
+    if drawn.ticks:
+        out.append("    section baseline")
+        out += [f"    {_mermaid_name(t.label)} :milestone, {_mermaid_time(t.at)}, 0s" for t in drawn.ticks]
+    if drawn.cause is not None:
+        out.append("    section cause")
+        out.append(f"    {_mermaid_name(drawn.cause.label)} :milestone, crit, {_mermaid_time(drawn.cause.at)}, 0s")
+    return [*out, "```", ""]
+
+
+# Mermaid's own names for the time formats: dayjs for the tasks' times, d3 for the axis.
+MERMAID_DATE = "YYYY-MM-DD HH:mm:ss"
+MERMAID_AXIS = "%H:%M:%S"
+
+
+def _mermaid_time(moment: datetime) -> str:
+    return f"{moment:%Y-%m-%d %H:%M:%S}"
+
+
+def _mermaid_name(text: str) -> str:
+    """A task or section name: `:` ends a name and `#` opens an entity, so both are written as entities."""
+    return text.replace("#", "#35;").replace(":", "#58;")
 
 
 def _cell(text: str) -> str:

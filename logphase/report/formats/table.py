@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import assert_never
 
 from tabulate import tabulate
 
-from logphase.phases import Verdict
 from logphase.report.analysis import (
     confidence_line,
     context,
@@ -20,36 +18,28 @@ from logphase.report.analysis import (
     unrecognised_lines,
 )
 from logphase.report.model import Report
-from logphase.report.paint import paint
+from logphase.report.paint import paint, verdict_colour
+from logphase.report.picture_text import timeline_lines
 from logphase.report.stacks import PROBLEM_HEADERS, problem_rows, render_groups, render_tree
 from logphase.stacks.model import StacksReport
 
-
-def _colour(verdict: Verdict) -> str:
-    match verdict:
-        case Verdict.READY | Verdict.FINISHED:
-            return "green"
-        case Verdict.PROGRESSING:
-            return "cyan"
-        case Verdict.STALLED:
-            return "yellow"
-        case Verdict.CRASHED | Verdict.ABORTED | Verdict.TIMEOUT:
-            return "red"
-        case Verdict.UNKNOWN:
-            return "dim"
-        case _:
-            assert_never(verdict)
+# Where no terminal says its width (a pipe, a file): as wide as the phase table with long rank sets.
+DEFAULT_WIDTH = 100
 
 
 @dataclass(frozen=True)
 class TableFormat:
     colour: bool = False
+    width: int = DEFAULT_WIDTH  # the terminal's columns: the timeline is scaled to them
 
     def analysis(self, report: Report) -> str:
-        verdict = paint(report.verdict.value.upper(), _colour(report.verdict), self.colour)
+        verdict = paint(report.verdict.value.upper(), verdict_colour(report.verdict), self.colour)
         out: list[str] = [headline(report, verdict), f"  {facts(report)}"]
         doubt = confidence_line(report)
         out += [f"  {doubt}", ""] if doubt else [""]
+        timeline = timeline_lines(report, width=self.width, colour=self.colour)
+        if timeline:
+            out += [*timeline, ""]
         phases, ranks = phase_table(report), rank_table(report)
         if phases.rows:
             out += [tabulate(phases.rows, headers=phases.headers), ""]

@@ -1,0 +1,348 @@
+"""Envelopes: the wrappers a log was collected or pasted in (docker, CRI, journald, kubectl, compose, stern,
+srun, Ray, log exports, markdown quotes, hard wraps), recognised once per source and removed from every
+line before any system pack sees it. Pure: text in, text out.
+
+An envelope is data (`ENVELOPES`): the shape of its prefix, where its timestamp and rank label are, how
+its time is written. One mechanism reads them: `sniff` decides from a source's first lines which
+envelopes it has, outermost first (they nest: `kubectl logs --prefix` over CRI, `> ` over `docker logs
+-t`), and whether hard wraps are to be joined and the order reversed; `Unwrapper` then applies exactly
+that to every line. Deciding per source, not per line, keeps a system's own lines that merely look
+like an envelope (a pylogging stamp, a `0: ` list item) from being stripped in logs that have none."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from itertools import pairwise
+
+# --- the envelopes (data) ------------------------------------------------------------------------
+
+_RFC3339 = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)"
+
+
+@dataclass(frozen=True)
+class Envelope:
+    """One kind of wrapper: a prefix on every line. Groups of `pattern`: `ts` (its timestamp), `rank`
+    (a rank label), `partial` (CRI's `P`: the line continues in the next one), `writer` (who wrote the
+    line: pod, service; its values stay few, which tells a wrapper from a log's own words)."""
+
+    name: str
+    pattern: re.Pattern[str]
+    time_formats: tuple[str, ...] = ()
+    newest_first_possible: bool = False  # exports list the newest line first
+    weak: bool = False  # a loose shape: needs several lines, all but a few of them matching
+    rank_name: str = ""  # what its `rank` label counts: srun's tasks, torchrun's local ranks
+    share: float = 0.9  # of the first lines that must carry it (pasted excerpts start with a stray line)
+    max_writers: int = 16  # a wrapper names a few pods / services; a log's own first words vary more
+
+
+def _envelope(
+    name: str,
+    pattern: str,
+    *time_formats: str,
+    newest_first: bool = False,
+    weak: bool = False,
+    rank_name: str = "",
+    share: float = 0.9,
+    max_writers: int = 16,
+) -> Envelope:
+    return Envelope(name, re.compile(pattern), time_formats, newest_first, weak, rank_name, share, max_writers)
+
+
+_JOURNAL_UNIT = r" (?P<writer>[^\s:]+) [^\s\[:]+(?:\[\d+\])?: "
+ENVELOPES: tuple[Envelope, ...] = (
+    # containerd / CRI-O log files (/var/log/pods): `TS stdout F text`; `P` lines are cut at 16 KiB
+    _envelope("CRI container log", rf"^(?P<ts>{_RFC3339}) (?:stdout|stderr) (?P<partial>[FP])(?: |$)", "rfc3339"),
+    # journalctl -o short-iso (before docker's stamp, which its own starts like)
+    _envelope("journald (short-iso)", rf"^(?P<ts>{_RFC3339}){_JOURNAL_UNIT}", "rfc3339"),
+    # `docker logs -t` / `kubectl logs --timestamps`: RFC 3339 with nanoseconds
+    _envelope("docker logs -t", rf"^(?P<ts>{_RFC3339}) ", "rfc3339"),
+    # log exports (Loki / Grafana / CloudWatch): tab-separated, a time column first, maybe a labels column
+    _envelope(
+        "log export (tab-separated)",
+        rf"^(?P<ts>{_RFC3339}|\d{{4}}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?|\d{{10}}(?:\d{{3}}|\d{{6}}|\d{{9}})?)\t"
+        r"(?:\{[^\t]*\}\t|[\w./-]+\t(?=.))?",
+        "rfc3339",
+        "%Y-%m-%d %H:%M:%S.%f",
+        "%Y-%m-%d %H:%M:%S",
+        "epoch",
+        newest_first=True,
+    ),
+    # Docker Desktop's log view: `YYYY-MM-DD HH:MM:SS ` (no fraction, no zone; not a logger's own
+    # `YYYY-MM-DD HH:MM:SS - name - LEVEL - `)
+    _envelope("Docker Desktop", r"^(?P<ts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d) (?![-,.])", "%Y-%m-%d %H:%M:%S"),
+    # journalctl -o short / short-precise: no year, so the time is not taken
+    _envelope("journald", rf"^(?:[A-Z][a-z]{{2}} [ \d]\d \d\d:\d\d:\d\d(?:\.\d+)?){_JOURNAL_UNIT}"),
+    # kubectl logs --prefix: `[pod/NAME/CONTAINER] `
+    _envelope("kubectl logs --prefix", r"^\[(?P<writer>pod/[^/\]\s]+/[^\]\s]+)\] "),
+    # docker compose: `service-1  | ` (the name padded to the longest service's; `[name]` by some wrappers)
+    _envelope("docker compose", r"^(?P<writer>\[?[A-Za-z0-9][\w.-]*\]?) *\|(?: |$)"),
+    # stern: `POD CONTAINER ` (pod names have dashes: deployment-replicaset-suffix)
+    _envelope("stern", r"^(?P<writer>[a-z0-9]+(?:-[a-z0-9]+)+ [a-z0-9]+(?:-[a-z0-9]+)*)(?: |$)", weak=True),
+    # Slurm srun --label: `0: `, space padded to the widest task number
+    _envelope("srun --label", r"^ *(?P<rank>\d{1,5}): ", weak=True, rank_name="task"),
+    # torchrun --tee / --log-dir: `[default0]:` (role, local rank); the agent's own lines go unlabelled
+    _envelope("torchrun --tee", r"^\[default(?P<rank>\d{1,5})\]:", rank_name="local_rank", share=0.3),
+    # Ray's log monitor: `(ActorName pid=123) `, `(pid=123, ip=10.0.0.1) `. Only a single actor's: the
+    # lines of several actors need their tag to stay apart (the packs read vLLM's and SGLang's actors'
+    # tags, with their ranks: `(Worker_TP1 pid=42)`, `(SchedulerActor pid=7)`)
+    _envelope(
+        "Ray",
+        r"^\((?P<writer>(?:(?!\w*(?:_?(?:TP|PP|DP|EP)\d|Scheduler))[A-Za-z_]\w* )?pid=\d+)(?:, ip=[\w.:]+)?\) ",
+        max_writers=1,
+    ),
+    # markdown quotes (one level per layer; `>` alone quotes an empty line)
+    _envelope("markdown quote", r"^>(?: |$)", weak=True),
+)
+
+# Sniffing: how many of a source's first non-empty lines are looked at, and the fewest lines a loose
+# shape must show.
+SNIFF_LINES = 200
+WEAK_LINES_NEEDED = 3
+# An excerpt may have two lines without it (cut at both ends: realworld 013), but never half of its share.
+STRAY_LINES = 2
+MAX_LAYERS = 4
+WRAP_COLUMNS = range(60, 241)  # the columns a paste is hard-wrapped at (80-200, and some slack)
+WRAP_LINES_NEEDED = 2
+
+
+@dataclass(frozen=True)
+class Envelopes:
+    """What `sniff` found for one source: the envelopes outermost first, the column its lines were
+    hard-wrapped at, whether it lists the newest line first, and whether its rank labels tell ranks
+    apart: a label that is the same on every line (one srun task running a whole TP8 server) names a
+    node or a launcher, not the rank of each line."""
+
+    layers: tuple[Envelope, ...] = ()
+    wrap_width: int | None = None
+    newest_first: bool = False
+    ranks_apart: bool = False
+
+    def __bool__(self) -> bool:
+        return bool(self.layers) or self.wrap_width is not None or self.newest_first
+
+    def notes(self, source: str) -> tuple[str, ...]:
+        """What reading `source` through these envelopes assumed, for the report's notes."""
+        notes: list[str] = []
+        if self.layers:
+            names = " inside ".join(envelope.name for envelope in reversed(self.layers))
+            notes.append(f"lines unwrapped from: {names} (found in the first lines)")
+        if self.wrap_width is not None:
+            notes.append(f"lines cut at column {self.wrap_width} were joined (a hard-wrapped paste)")
+        if self.newest_first:
+            notes.append("the export lists the newest line first: read in reverse, lines numbered in time order")
+        return tuple(f"{source}: {note}" for note in notes)
+
+
+@dataclass(frozen=True, slots=True)
+class Unwrapped:
+    """One line out of its envelopes: its text, the envelope's time (only where it has a year) and the
+    rank label an envelope gave (srun's `3: ` is `task 3`), and the physical line it started on."""
+
+    number: int
+    text: str
+    stamp: datetime | None = None
+    rank: str | None = None
+
+
+# --- sniffing ------------------------------------------------------------------------------------
+
+
+def sniff(head: Iterable[str]) -> Envelopes:
+    """Decide from a source's first lines (decoded, colour codes and `\\r` at the end removed) which
+    envelopes it has. Never raises; a source with none gets an empty `Envelopes`."""
+    head = list(head)[: SNIFF_LINES * 2]
+    lines = [line for line in head if line.strip()][:SNIFF_LINES]
+    wrap_width = _wrap_width(lines)
+    if wrap_width is not None:
+        lines = [joined for _, joined in _join_wraps(enumerate(lines), wrap_width)]
+    layers: list[Envelope] = []
+    ranks: set[str] = set()
+    for _ in range(MAX_LAYERS):
+        found = _envelope_of(lines)
+        if found is None:
+            break
+        layers.append(found)
+        matches = [found.pattern.match(line) for line in lines]
+        ranks |= {m["rank"] for m in matches if m is not None and m.groupdict().get("rank")}
+        lines = _join_partials(
+            [line[m.end() :] if m else line for line, m in zip(lines, matches, strict=True)], matches
+        )
+        lines = [line for line in lines if line.strip()]
+    newest_first = any(layer.newest_first_possible for layer in layers) and _descending(head, layers, wrap_width)
+    return Envelopes(tuple(layers), wrap_width, newest_first, ranks_apart=len({int(r) for r in ranks}) > 1)
+
+
+def _envelope_of(lines: Sequence[str]) -> Envelope | None:
+    if not lines:
+        return None
+    for envelope in ENVELOPES:
+        if envelope.weak and len(lines) < WEAK_LINES_NEEDED:
+            continue
+        matches = [m for line in lines if (m := envelope.pattern.match(line))]
+        share = envelope.share
+        if len(matches) < max(1, share / 2 * len(lines), min(share * len(lines), len(lines) - STRAY_LINES)):
+            continue
+        if "writer" in envelope.pattern.groupindex and len({m["writer"] for m in matches}) > envelope.max_writers:
+            continue
+        if envelope.weak and all(m.end() == len(m.string) for m in matches):
+            continue  # nothing after the prefix anywhere: not a wrapper around a log
+        return envelope
+    return None
+
+
+def _join_partials(lines: Sequence[str], matches: Sequence[re.Match[str] | None]) -> list[str]:
+    """CRI's `P` parts joined with the parts that follow, so the envelopes inside are sniffed whole."""
+    joined: list[str] = []
+    held = ""
+    for line, found in zip(lines, matches, strict=True):
+        if found is not None and found.groupdict().get("partial") == "P":
+            held += line
+            continue
+        joined.append(held + line)
+        held = ""
+    return [*joined, held] if held else joined
+
+
+def _wrap_width(lines: Sequence[str]) -> int | None:
+    """The column a paste cut its long lines at: the longest length, shared by several lines that are
+    followed by a shorter line that does not start like them (the rest of the cut line). A progress
+    bar redrawn at its full width is followed by itself, so it does not count."""
+    if len(lines) < WRAP_LINES_NEEDED + 1:
+        return None
+    width = max(len(line) for line in lines)
+    if width not in WRAP_COLUMNS:
+        return None
+    cut = [i for i, line in enumerate(lines[:-1]) if len(line) == width]
+    continued = [i for i in cut if continues(lines[i], lines[i + 1])]
+    if len(continued) < WRAP_LINES_NEEDED or len(continued) * 2 < len(cut):
+        return None
+    return width
+
+
+def _descending(head: Iterable[str], layers: Sequence[Envelope], wrap_width: int | None) -> bool:
+    """Most of the stamps the envelopes give go back in time from line to line."""
+    unwrapper = Unwrapper(Envelopes(tuple(layers), wrap_width))
+    stamps = [u.stamp for line in head for u in unwrapper.feed(0, line) if u.stamp is not None]
+    stamps += [u.stamp for u in unwrapper.end() if u.stamp is not None]
+    pairs = list(pairwise(stamps))
+    falling = sum(1 for a, b in pairs if b < a)
+    rising = sum(1 for a, b in pairs if b > a)
+    return falling > rising
+
+
+def continues(cut: str, text: str) -> bool:
+    """Whether `text` is the rest of a line the paste cut at the column: not when it starts the way
+    that line did (the log's next line, written by the same code: `[2025-`, `gpu-h100-07:`, `INFO`)."""
+    return cut[:4] != text[:4]
+
+
+def _join_wraps(numbered: Iterable[tuple[int, str]], width: int) -> Iterable[tuple[int, str]]:
+    pending: tuple[int, str] | None = None
+    for number, text in numbered:
+        if pending is not None:
+            if continues(pending[1], text):
+                number, text = pending[0], pending[1] + text
+            else:
+                yield pending
+        pending = (number, text) if len(text) % width == 0 and text else None
+        if pending is None:
+            yield number, text
+    if pending is not None:
+        yield pending
+
+
+# --- unwrapping ----------------------------------------------------------------------------------
+
+
+@dataclass
+class Unwrapper:
+    """Removes one source's envelopes line by line. Stateful: a hard-wrapped line and CRI's partial
+    lines are held until their last piece arrives (`end` gives back what the source ends with)."""
+
+    envelopes: Envelopes
+    _wrapped: tuple[int, str] | None = field(default=None, repr=False)
+    _partial: dict[int, Unwrapped] = field(default_factory=dict, repr=False)  # by layer: CRI in CRI
+
+    def feed(self, number: int, text: str) -> list[Unwrapped]:
+        width = self.envelopes.wrap_width
+        if width is None:
+            return self._unwrap(number, text)
+        out: list[Unwrapped] = []
+        if self._wrapped is not None:
+            held_number, held = self._wrapped
+            self._wrapped = None
+            if continues(held, text):
+                number, text = held_number, held + text
+            else:
+                out = self._unwrap(held_number, held)  # a line as long as the column, not a cut one
+        if text and len(text) % width == 0:
+            self._wrapped = (number, text)  # the paste cut it here: the rest is on the next line
+            return out
+        return out + self._unwrap(number, text)
+
+    def end(self) -> list[Unwrapped]:
+        out: list[Unwrapped] = []
+        if self._wrapped is not None:
+            number, text = self._wrapped
+            self._wrapped = None
+            out += self._unwrap(number, text)
+        out += self._partial.values()
+        self._partial.clear()
+        return out
+
+    def _unwrap(self, number: int, text: str) -> list[Unwrapped]:
+        stamp: datetime | None = None
+        rank: str | None = None
+        for layer, envelope in enumerate(self.envelopes.layers):
+            found = envelope.pattern.match(text)
+            if found is None:
+                continue  # a line the wrapper left bare (a paste's stray line); inner layers may still apply
+            text = text[found.end() :]
+            groups = found.groupdict()
+            if stamp is None and groups.get("ts"):
+                stamp = parse_stamp(groups["ts"], envelope.time_formats)
+            if rank is None and groups.get("rank") and self.envelopes.ranks_apart:
+                rank = f"{envelope.rank_name} {int(groups['rank'])}"
+            if groups.get("partial") is None:
+                continue
+            held = self._partial.pop(layer, None)
+            if held is not None:  # the parts join before the envelopes inside them are read
+                number, text, stamp, rank = held.number, held.text + text, held.stamp or stamp, held.rank or rank
+            if groups["partial"] == "P":
+                self._partial[layer] = Unwrapped(number, text, stamp, rank)  # CRI cut a long line: the rest follows
+                return []
+        return [Unwrapped(number, text, stamp, rank)]
+
+
+def parse_stamp(text: str, formats: Sequence[str]) -> datetime | None:
+    """An envelope's timestamp as a naive datetime in the zone it was written in; None when no format
+    fits (a stamp the pattern admitted but the calendar does not)."""
+    for name in formats:
+        try:
+            if name == "rfc3339":
+                if "T" not in text:
+                    continue
+                return _rfc3339(text)
+            if name == "epoch":
+                if not text.isdigit():
+                    continue
+                seconds = int(text) / 10 ** max(0, len(text) - 10)
+                return datetime.fromtimestamp(seconds, UTC).replace(tzinfo=None)
+            return datetime.strptime(text, name)
+        except (ValueError, OverflowError, OSError):
+            continue
+    return None
+
+
+_RFC3339_PARTS = re.compile(r"^(?P<base>[\d-]+T[\d:]+)(?:\.(?P<fraction>\d+))?(?P<zone>Z|[+-]\d\d:?\d\d)$")
+
+
+def _rfc3339(text: str) -> datetime | None:
+    parts = _RFC3339_PARTS.match(text)
+    if parts is None:
+        return None
+    fraction = (parts["fraction"] or "0")[:6].ljust(6, "0")  # nanoseconds: datetime keeps micro
+    return datetime.fromisoformat(f"{parts['base']}.{fraction}")  # strptime is ten times slower

@@ -1,0 +1,271 @@
+"""Envelopes, one at a time: what is recognised, what is removed, what the envelope tells (time, year,
+rank), what is assumed (the report's notes), and what is left alone."""
+
+from __future__ import annotations
+
+import io
+from datetime import datetime
+from pathlib import Path
+
+from logphase.envelope import Unwrapper, sniff
+from logphase.logs.follow import _LineSplitter
+from logphase.logs.matcher import SourceMatcher
+from logphase.logs.reader import Line, LogSource, read_lines
+from logphase.packs import load_packs
+from logphase.stacks.dumps import parse_dumps_in_text
+from tests.conftest import run_json
+
+SGLANG = [
+    "[2025-03-08 12:29:13 TP0] Load weight begin. avail mem=21.63 GB",
+    "[2025-03-08 12:29:20 TP0] Load weight end. type=LlamaForCausalLM, dtype=torch.bfloat16, avail mem=6.53 GB",
+    "[2025-03-08 12:29:21 TP0] Memory pool end. avail mem=4.20 GB",
+]
+
+
+def lines_of(data: bytes) -> list[tuple[int, str, datetime | None, str | None]]:
+    source = LogSource(name="pasted", open_stream=lambda: io.BytesIO(data))
+    return [(line.number, line.text, line.stamp, line.rank) for line in read_lines(source)]
+
+
+def names(head: list[str]) -> list[str]:
+    return [envelope.name for envelope in sniff(head).layers]
+
+
+def test_docker_timestamps_are_removed_and_give_each_line_its_time() -> None:
+    # GIVEN `docker logs -t` output (RFC 3339, nanoseconds, Z)
+    data = b"".join(f"2025-03-08T12:29:1{i}.123456789Z {line}\n".encode() for i, line in enumerate(SGLANG))
+    # WHEN read THEN the lines are the server's, each with the envelope's time (to the microsecond)
+    assert lines_of(data) == [
+        (1, SGLANG[0], datetime(2025, 3, 8, 12, 29, 10, 123456), None),
+        (2, SGLANG[1], datetime(2025, 3, 8, 12, 29, 11, 123456), None),
+        (3, SGLANG[2], datetime(2025, 3, 8, 12, 29, 12, 123456), None),
+    ]
+
+
+def test_cri_partial_lines_are_joined_with_the_parts_that_follow() -> None:
+    # GIVEN a CRI log where the runtime cut the second line into two `P` parts and an `F` part
+    data = (
+        b"2025-03-08T12:29:13.000000001Z stdout F " + SGLANG[0].encode() + b"\n"
+        b"2025-03-08T12:29:20.000000001Z stderr P [2025-03-08 12:29:20 TP0] Load weight\n"
+        b"2025-03-08T12:29:20.000000002Z stderr P  end. type=LlamaForCausalLM,\n"
+        b"2025-03-08T12:29:20.000000003Z stderr F  dtype=torch.bfloat16, avail mem=6.53 GB\n"
+        b"2025-03-08T12:29:21.000000001Z stdout F " + SGLANG[2].encode() + b"\n"
+    )
+    # WHEN read THEN three lines, the joined one numbered by the physical line it starts on
+    assert [(number, text) for number, text, _, _ in lines_of(data)] == [(1, SGLANG[0]), (2, SGLANG[1]), (5, SGLANG[2])]
+
+
+def test_kubectl_prefix_over_cri_is_unwrapped_layer_by_layer() -> None:
+    # GIVEN `kubectl logs --prefix` lines around a CRI file's lines
+    head = [f"[pod/sglang-7d9f-abcde/server] 2025-03-08T12:29:1{i}.5Z stdout F {line}" for i, line in enumerate(SGLANG)]
+    # WHEN sniffed THEN both envelopes are found, outermost first, and removing them gives the log back
+    assert names(head) == ["kubectl logs --prefix", "CRI container log"]
+    unwrapper = Unwrapper(sniff(head))
+    assert [u.text for number, text in enumerate(head) for u in unwrapper.feed(number, text)] == SGLANG
+
+
+def test_a_markdown_quote_over_docker_timestamps() -> None:
+    # GIVEN a `docker logs -t` excerpt quoted in an issue, an empty line quoted as `>` alone
+    head = ["> 2025-03-08T12:29:13.1Z " + SGLANG[0], ">", "> 2025-03-08T12:29:20.1Z " + SGLANG[1]]
+    # WHEN sniffed THEN the quote, then docker's stamps
+    assert names(head) == ["markdown quote", "docker logs -t"]
+
+
+def test_journald_short_gives_no_time_but_short_iso_does() -> None:
+    # GIVEN the same line in journalctl's short (no year) and short-iso formats
+    short = lines_of(b"Mar 08 12:29:13 gpu-node-01 python3[4242]: " + SGLANG[0].encode() + b"\n")
+    iso = lines_of(b"2025-03-08T12:29:13+0000 gpu-node-01 python3[4242]: " + SGLANG[0].encode() + b"\n")
+    # WHEN read THEN both give the line; only the stamp with a year is kept as the line's time
+    assert short == [(1, SGLANG[0], None, None)]
+    assert iso == [(1, SGLANG[0], datetime(2025, 3, 8, 12, 29, 13), None)]
+
+
+def test_srun_labels_of_several_tasks_give_the_rank() -> None:
+    # GIVEN `srun --label` output of two tasks, the labels padded to two digits
+    data = b" 0: hello from rank zero\n11: hello from rank eleven\n 0: bye\n"
+    # WHEN read THEN the label is removed and names the task as the line's rank
+    assert lines_of(data) == [
+        (1, "hello from rank zero", None, "task 0"),
+        (2, "hello from rank eleven", None, "task 11"),
+        (3, "bye", None, "task 0"),
+    ]
+
+
+def test_a_single_srun_task_label_names_no_rank() -> None:
+    # GIVEN `srun --label` output of one task that runs a whole TP server (its lines carry their own ranks)
+    data = b"".join(b"0: " + line.encode() + b"\n" for line in SGLANG)
+    # WHEN read THEN the label is removed, but `0` is a task, not the rank of every line
+    assert lines_of(data) == [(n, line, None, None) for n, line in enumerate(SGLANG, 1)]
+
+
+def test_torchrun_tee_labels_with_unlabelled_agent_lines() -> None:
+    # GIVEN torchrun --tee output of two local ranks with the elastic agent's own lines between them
+    data = (
+        b"[W socket.cpp:464] [c10d] The server socket has failed to bind.\n"
+        b"[default0]:Traceback (most recent call last):\n"
+        b"[default1]:Traceback (most recent call last):\n"
+        b"[default0]:RuntimeError: CUDA error: out of memory\n"
+    )
+    # WHEN read THEN the labels are removed and give the local rank; the agent's line stays as it is
+    assert [(text, rank) for _, text, _, rank in lines_of(data)] == [
+        ("[W socket.cpp:464] [c10d] The server socket has failed to bind.", None),
+        ("Traceback (most recent call last):", "local_rank 0"),
+        ("Traceback (most recent call last):", "local_rank 1"),
+        ("RuntimeError: CUDA error: out of memory", "local_rank 0"),
+    ]
+
+
+def test_a_log_that_only_looks_like_an_envelope_in_a_line_or_two_is_left_alone() -> None:
+    # GIVEN a plain log with one line that starts like an srun label and one like a compose prefix
+    head = [SGLANG[0], "0: not a label", "web | not a service", SGLANG[1], SGLANG[2]]
+    # WHEN sniffed THEN no envelope: a few lines do not make a wrapper
+    assert names(head) == []
+
+
+def test_python_logging_stamps_are_not_docker_desktop() -> None:
+    # GIVEN a wrapper's own Python logging format, which starts with a date and a time like Docker Desktop
+    head = [f"2025-03-07 23:50:2{i},532 - __main__ - INFO - {line}" for i, line in enumerate(SGLANG)]
+    # WHEN sniffed THEN no envelope: the pack's prefix reads it (with its milliseconds)
+    assert names(head) == []
+
+
+def test_ray_prefix_of_one_task_is_removed_but_vllm_workers_are_left_to_the_pack() -> None:
+    # GIVEN Ray's task prefix on every line, and vLLM's own worker prefixes (which carry the rank)
+    ray = [f"(pid=4242, ip=10.0.0.12) {line}" for line in SGLANG]
+    vllm = [
+        f"(Worker_TP{i} pid=42{i}) INFO 11-24 11:43:54 [gpu_model_runner.py:3341] Model loading took 1 GiB"
+        for i in range(3)
+    ]
+    # WHEN sniffed THEN Ray's is an envelope, vLLM's is not
+    assert names(ray) == ["Ray"]
+    assert names(vllm) == []
+
+
+def test_a_hard_wrapped_paste_is_joined() -> None:
+    # GIVEN a paste that cut every line longer than 80 columns
+    long = "[2025-03-08 12:29:20 TP0] Load weight end. type=LlamaForCausalLM, dtype=torch.bfloat16, avail mem=6.53 GB"
+    lines = [long, "short line one", long.replace("6.53", "7.77"), "short line two"]
+    pasted = [piece for line in lines for piece in (line[i : i + 80] for i in range(0, len(line), 80))]
+    # WHEN sniffed and unwrapped THEN the column is found and the lines are whole again
+    found = sniff(pasted)
+    assert found.wrap_width == 80
+    unwrapper = Unwrapper(found)
+    out = [u.text for number, text in enumerate(pasted) for u in unwrapper.feed(number, text)]
+    assert out + [u.text for u in unwrapper.end()] == lines
+
+
+def test_a_log_whose_long_lines_all_have_one_length_is_not_a_hard_wrap() -> None:
+    # GIVEN a log whose longest lines are all one template of one length, each followed by its like
+    template = (
+        "gpu-h100-07:5123{0}:5123{0} [{0}] NCCL INFO ncclCommInitRank comm 0x55d4a3c1ce40 rank {0} nranks 8 - Init"
+    )
+    head = [SGLANG[0], *(template.format(i) for i in range(8)), SGLANG[1]]
+    # WHEN sniffed THEN no hard wrap is assumed
+    assert sniff(head).wrap_width is None
+
+
+def test_an_export_newest_first_is_read_in_time_order_and_says_so(tmp_path: Path) -> None:
+    # GIVEN a Loki export (time, labels, line; tab-separated) listing the newest line first
+    rows = [f'2025-03-08T12:29:1{i}.000000000Z\t{{pod="sglang-0"}}\t{line}' for i, line in enumerate(SGLANG)]
+    log = tmp_path / "export.tsv"
+    log.write_text("\n".join(reversed(rows)) + "\n")
+    # WHEN analysed
+    _, report = run_json("analyze", "--post-mortem", str(log))
+    # THEN the phases run forward in time, and the notes say what was assumed
+    assert [(p["phase"], p["start_line"]) for p in report["phases"]][:2] == [("weight_load", 1), ("kv_cache", 3)]
+    assert f"{log}: lines unwrapped from: log export (tab-separated) (found in the first lines)" in report["notes"]
+    assert (
+        f"{log}: the export lists the newest line first: read in reverse, lines numbered in time order"
+        in report["notes"]
+    )
+
+
+def test_the_envelope_gives_a_year_less_vllm_stamp_its_year(tmp_path: Path) -> None:
+    # GIVEN vLLM lines (`INFO 12-20 10:25:18`, no year) collected with `docker logs -t` in 2023
+    plain = Path("fixtures/logs/vllm/v0-tp2-ready.log").read_text().splitlines()[:12]
+    log = tmp_path / "docker.log"
+    log.write_text("".join(f"2023-12-20T10:25:{18 + i // 4:02d}.000000000Z {line}\n" for i, line in enumerate(plain)))
+    # WHEN analysed
+    _, report = run_json("analyze", "--post-mortem", str(log))
+    # THEN the phases are in 2023, the envelope's year, not the year of the analysis
+    assert report["phases"][0]["start"].startswith("2023-12-20 10:25:")
+
+
+def test_an_unstamped_line_takes_the_envelope_time_on_the_log_own_clock() -> None:
+    # GIVEN a server logging local time (UTC-8) under `docker logs -t` (UTC), then a progress bar with no time
+    matcher = SourceMatcher(load_packs(), datetime(2026, 1, 1))
+    matcher.match_line(Line(1, SGLANG[0], 0, stamp=datetime(2025, 3, 8, 20, 29, 13)))
+    bar = "Loading safetensors checkpoint shards:  50% Completed | 1/2 [00:01<00:01,  1.00s/it]"
+    # WHEN the bar is matched with its envelope's time
+    matcher.match_line(Line(2, bar, 0, stamp=datetime(2025, 3, 8, 20, 29, 15)))
+    # THEN its time is the envelope's, moved by the offset the stamped line showed: 2 s later on the log's clock
+    assert matcher.last_time == datetime(2025, 3, 8, 12, 29, 15)
+
+
+def test_a_followed_log_is_unwrapped_as_it_arrives() -> None:
+    # GIVEN `kubectl logs -f --timestamps` output arriving in two pieces, the second cutting a line
+    data = b"".join(f"2025-03-08T12:29:1{i}.000000001Z {line}\n".encode() for i, line in enumerate(SGLANG))
+    splitter = _LineSplitter()
+    # WHEN the watcher's splitter reads the pieces
+    lines = splitter.feed(data[:100]) + splitter.feed(data[100:]) + splitter.end_line()
+    # THEN the lines are the server's, with the envelope's time
+    assert [(line.text, line.stamp) for line in lines] == [
+        (text, datetime(2025, 3, 8, 12, 29, 10 + i)) for i, text in enumerate(SGLANG)
+    ]
+
+
+def test_the_note_names_the_envelopes_inside_out(tmp_path: Path) -> None:
+    # GIVEN a CRI file's lines under `kubectl logs --prefix`
+    log = tmp_path / "pod.log"
+    log.write_text(
+        "".join(f"[pod/sglang-0/server] 2025-03-08T12:29:1{i}.5Z stdout F {t}\n" for i, t in enumerate(SGLANG))
+    )
+    # WHEN analysed THEN the note says what was unwrapped, the innermost envelope first
+    _, report = run_json("analyze", "--post-mortem", str(log))
+    assert report["notes"] == [
+        f"{log}: lines unwrapped from: CRI container log inside kubectl logs --prefix (found in the first lines)"
+    ]
+
+
+def test_srun_labelled_dumps_of_two_tasks_interleaved_stay_apart() -> None:
+    # GIVEN faulthandler dumps of two srun tasks, interleaved line by line under their labels
+    task0 = [
+        "Fatal Python error: Aborted",
+        "",
+        "Thread 0x00007f01 (most recent call first):",
+        '  File "/app/train.py", line 10 in step',
+        '  File "/app/train.py", line 20 in main',
+    ]
+    task1 = [
+        "Fatal Python error: Aborted",
+        "",
+        "Thread 0x00007f02 (most recent call first):",
+        '  File "/app/train.py", line 11 in wait',
+        '  File "/app/train.py", line 21 in main',
+    ]
+    text = [
+        f"{task}: {line}" for pair in zip(task0, task1, strict=True) for task, line in zip((0, 1), pair, strict=True)
+    ]
+    # WHEN parsed
+    snapshots = parse_dumps_in_text(text)
+    # THEN one process per task, each with its own frames
+    assert sorted((s.rank, [f.function for t in s.threads for f in t.frames]) for s in snapshots) == [
+        ("task 0", ["step", "main"]),
+        ("task 1", ["wait", "main"]),
+    ]
+
+
+def test_the_rank_of_an_srun_label_names_the_failing_task(tmp_path: Path) -> None:
+    # GIVEN a two-task srun job whose task 1 crashed with a CUDA out-of-memory error
+    log = tmp_path / "job.log"
+    log.write_text(
+        "0: [2025-03-08 12:29:13 TP0] Load weight begin. avail mem=21.63 GB\n"
+        "1: [2025-03-08 12:29:13 TP0] Load weight begin. avail mem=21.63 GB\n"
+        "1: Traceback (most recent call last):\n"
+        '1:   File "/app/model_runner.py", line 10, in load_model\n'
+        "1: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n"
+    )
+    # WHEN analysed
+    _, report = run_json("analyze", "--post-mortem", str(log))
+    # THEN the crash is task 1's
+    assert (report["verdict"], report["root_cause"]["rank"]) == ("crashed", "rank 1")

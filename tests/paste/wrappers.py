@@ -1,0 +1,241 @@
+"""Wrappers as people paste and collect logs, one generator each, written from the wrapper's documented
+format (not from logphase's reader): plain log lines in, the bytes the wrapper would have written out.
+
+Each generator gets the plain log's lines, a seeded `random.Random` (timestamps, pod and host names,
+where a long line is cut) and `Times`, the time each line was written (its own stamp where it has one,
+else the last one plus a little), which the timestamping wrappers print."""
+
+from __future__ import annotations
+
+import random
+import re
+import string
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from logphase.packs import PackSet
+
+Times = Sequence[datetime]
+Generator = Callable[[Sequence[str], random.Random, Times], bytes]
+
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+MONTHS = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+
+
+def line_times(lines: Sequence[str], packs: PackSet, rng: random.Random) -> list[datetime]:
+    """When each line was written, as a collector would have stamped it: the line's own time (a
+    year-less or date-less one completed from a seeded random day), else just after the last one."""
+    base = datetime(rng.randint(2023, 2025), rng.randint(1, 12), rng.randint(1, 28), rng.randint(0, 23))
+    base += timedelta(seconds=rng.randint(0, 3599))
+    times: list[datetime] = []
+    last = base
+    for line in lines:
+        fields, _ = packs.split_prefix(ANSI.sub("", line.split("\r")[0]))
+        own = fields.time
+        if own is not None and not fields.time_has_year:
+            own = own.replace(year=base.year) if fields.time_has_date else datetime.combine(base.date(), own.time())
+        step = timedelta(microseconds=rng.randint(0, 50_000))
+        last = max(last + step, own) if own is not None else last + step
+        times.append(last)
+    return times
+
+
+def _join(lines: Sequence[str], newline: str = "\n") -> bytes:
+    return (newline.join(lines) + newline).encode("utf-8", "surrogateescape")
+
+
+def rfc3339_nanos(when: datetime, rng: random.Random) -> str:
+    """Docker and containerd: RFC 3339 in UTC with nanoseconds, `Z`."""
+    return when.strftime("%Y-%m-%dT%H:%M:%S.%f") + f"{rng.randint(0, 999):03d}Z"
+
+
+def _name(rng: random.Random, length: int = 5) -> str:
+    return "".join(rng.choice(string.ascii_lowercase + string.digits) for _ in range(length))
+
+
+def _pod(rng: random.Random) -> str:
+    return f"{rng.choice(['sglang', 'vllm', 'llm-server', 'inference'])}-{_name(rng, 9)}-{_name(rng)}"
+
+
+# --- the wrappers ---------------------------------------------------------------------------------
+
+
+def docker_timestamps(lines: Sequence[str], rng: random.Random, times: Times) -> bytes:
+    """`docker logs -t` / `kubectl logs --timestamps`: `2024-05-01T10:00:00.123456789Z line`."""
+    return _join([f"{rfc3339_nanos(t, rng)} {line}" for line, t in zip(lines, times, strict=True)])
+
+
+def docker_desktop(lines: Sequence[str], rng: random.Random, times: Times) -> bytes:
+    """Docker Desktop's log view copied: `2024-05-01 10:00:00 line`."""
+    return _join([f"{t:%Y-%m-%d %H:%M:%S} {line}" for line, t in zip(lines, times, strict=True)])
+
+
+def cri(lines: Sequence[str], rng: random.Random, times: Times) -> bytes:
+    """containerd / CRI-O files under /var/log/pods: `TS stdout|stderr F line`; a line longer than the
+    runtime's buffer is written as `P` parts, the last one `F` (cut short here to exercise it)."""
+    out: list[str] = []
+    for line, t in zip(lines, times, strict=True):
+        stream = rng.choice(["stdout", "stderr"])
+        stamp = rfc3339_nanos(t, rng)
+        parts = [line]
+        if len(line) > 60 and rng.random() < 0.5:
+            cut = rng.randint(1, len(line) - 1)
+            parts = [line[:cut], line[cut:]]
+        for index, part in enumerate(parts):
+            tag = "F" if index == len(parts) - 1 else "P"
+            out.append(f"{stamp} {stream} {tag} {part}")
+    return _join(out)
+
+
+def _journal(lines: Sequence[str], rng: random.Random, stamps: Sequence[str]) -> bytes:
+    host = f"gpu-node-{rng.randint(1, 64):02d}"
+    unit = rng.choice(["python3", "sglang-server", "vllm", "docker"])
+    pid = rng.randint(100, 99999)
+    return _join([f"{stamp} {host} {unit}[{pid}]: {line}" for line, stamp in zip(lines, stamps, strict=True)])
+
+
+def journald_short(lines: Sequence[str], rng: random.Random, times: Times) -> bytes:
+    """`journalctl -o short`: `May 01 10:00:00 host unit[pid]: line` (no year)."""
+    return _journal(lines, rng, [f"{MONTHS[t.month - 1]} {t.day:02d} {t:%H:%M:%S}" for t in times])
+
+
+def journald_short_iso(lines: Sequence[str], rng: random.Random, times: Times) -> bytes:
+    """`journalctl -o short-iso`: `2024-05-01T10:00:00+0000 host unit[pid]: line`."""
+    return _journal(lines, rng, [f"{t:%Y-%m-%dT%H:%M:%S}+0000" for t in times])
+
+
+def journald_short_precise(lines: Sequence[str], rng: random.Random, times: Times) -> bytes:
+    """`journalctl -o short-precise`: `May 01 10:00:00.123456 host unit[pid]: line`."""
+    return _journal(lines, rng, [f"{MONTHS[t.month - 1]} {t.day:02d} {t:%H:%M:%S.%f}" for t in times])
+
+
+def kubectl_prefix(lines: Sequence[str], rng: random.Random, times: Times) -> bytes:
+    """`kubectl logs --prefix`: `[pod/NAME/CONTAINER] line`."""
+    tag = f"[pod/{_pod(rng)}/{rng.choice(['server', 'sglang', 'vllm', 'main'])}]"
+    return _join([f"{tag} {line}" for line in lines])
+
+
+def compose(lines: Sequence[str], rng: random.Random, times: Times) -> bytes:
+    """`docker compose logs` / `up`: `service-1  | line`, the name padded to the longest service's."""
+    service = f"{rng.choice(['sglang', 'vllm', 'server', 'llm'])}-{rng.randint(1, 3)}"
+    width = len(service) + rng.randint(0, 6)
+    return _join([f"{service.ljust(width)}  | {line}" for line in lines])
+
+
+def stern(lines: Sequence[str], rng: random.Random, times: Times) -> bytes:
+    """stern's default template: `POD CONTAINER line` (coloured on a terminal: here half the time)."""
+    pod, container = _pod(rng), rng.choice(["server", "sglang", "vllm", "main"])
+    if rng.random() < 0.5:
+        pod, container = f"\x1b[36m{pod}\x1b[0m", f"\x1b[32m{container}\x1b[0m"
+    return _join([f"{pod} {container} {line}" for line in lines])
+
+
+def srun_label(lines: Sequence[str], rng: random.Random, times: Times) -> bytes:
+    """Slurm `srun --label`: `N: line`, N the task, right-aligned to the widest task number."""
+    tasks = rng.choice([1, 2, 8, 16, 128])
+    task = rng.randrange(tasks)
+    label = str(task).rjust(len(str(tasks - 1)))
+    return _join([f"{label}: {line}" for line in lines])
+
+
+def torchrun_tee(lines: Sequence[str], rng: random.Random, times: Times) -> bytes:
+    """torchrun `--tee 3` / `--log-dir`: `[default0]:line` (role `default`, the local rank, no space)."""
+    rank = rng.randrange(8)
+    return _join([f"[default{rank}]:{line}" for line in lines])
+
+
+def ray_actor(lines: Sequence[str], rng: random.Random, times: Times) -> bytes:
+    """Ray's log monitor on a driver: `(RayWorkerWrapper pid=123) line`."""
+    tag = f"({rng.choice(['RayWorkerWrapper', 'ServeReplica', '_RayTrainWorker'])} pid={rng.randint(100, 99999)})"
+    return _join([f"{tag} {line}" for line in lines])
+
+
+def ray_task(lines: Sequence[str], rng: random.Random, times: Times) -> bytes:
+    """Ray's log monitor, a task or an actor on another node: `(pid=123, ip=10.0.0.1) line`."""
+    tag = f"(pid={rng.randint(100, 99999)}, ip=10.{rng.randint(0, 255)}.{rng.randint(0, 255)}.{rng.randint(1, 254)})"
+    return _join([f"{tag} {line}" for line in lines])
+
+
+def loki_export(lines: Sequence[str], rng: random.Random, times: Times) -> bytes:
+    """Grafana/Loki "download logs": `TS<tab>{labels}<tab>line`, newest first."""
+    labels = f'{{container="{rng.choice(["sglang", "vllm"])}", pod="{_pod(rng)}"}}'
+    rows = [f"{rfc3339_nanos(t, rng)}\t{labels}\t{line}" for line, t in zip(lines, times, strict=True)]
+    return _join(rows[::-1])
+
+
+def cloudwatch_export(lines: Sequence[str], rng: random.Random, times: Times) -> bytes:
+    """CloudWatch Logs export as text: `epoch-ms<tab>line`, newest first."""
+    rows = [f"{int(t.timestamp() * 1000)}\t{line}" for line, t in zip(lines, times, strict=True)]
+    return _join(rows[::-1])
+
+
+def markdown_quote(lines: Sequence[str], rng: random.Random, times: Times) -> bytes:
+    """A markdown quote (`> `, one or two levels; `>` alone on an empty line)."""
+    marker = rng.choice([">", "> >"])
+    return _join([f"{marker} {line}" if line else marker for line in lines])
+
+
+def hard_wrap(lines: Sequence[str], rng: random.Random, times: Times) -> bytes:
+    """A paste through a fixed-width box: every line longer than the column cut into pieces. What is
+    pasted is the text a terminal showed: colour codes are gone and do not count."""
+    width = rng.randint(80, 200)
+    out: list[str] = []
+    for line in (ANSI.sub("", line) for line in lines):
+        out.extend([line[i : i + width] for i in range(0, len(line), width)] or [""])
+    return _join(out)
+
+
+def crlf(lines: Sequence[str], rng: random.Random, times: Times) -> bytes:
+    """Saved on Windows: every line ends with CRLF."""
+    return _join(lines, "\r\n")
+
+
+def ansi(lines: Sequence[str], rng: random.Random, times: Times) -> bytes:
+    """A terminal's colours kept: levels and stamps coloured, some lines bold."""
+    coloured = re.compile(r"\b(INFO|WARNING|ERROR|DEBUG|CRITICAL)\b")
+    out = []
+    for line in lines:
+        line = coloured.sub(lambda m: f"\x1b[{rng.choice(['32', '33', '31', '1;31'])}m{m[1]}\x1b[0m", line)
+        out.append(f"\x1b[1m{line}\x1b[0m" if rng.random() < 0.2 else line)
+    return _join(out)
+
+
+@dataclass(frozen=True)
+class Wrapper:
+    name: str
+    generate: Generator
+
+
+WRAPPERS: tuple[Wrapper, ...] = (
+    Wrapper("docker-t", docker_timestamps),
+    Wrapper("docker-desktop", docker_desktop),
+    Wrapper("cri", cri),
+    Wrapper("journald-short", journald_short),
+    Wrapper("journald-short-iso", journald_short_iso),
+    Wrapper("journald-short-precise", journald_short_precise),
+    Wrapper("kubectl-prefix", kubectl_prefix),
+    Wrapper("compose", compose),
+    Wrapper("stern", stern),
+    Wrapper("srun-label", srun_label),
+    Wrapper("torchrun-tee", torchrun_tee),
+    Wrapper("ray-actor", ray_actor),
+    Wrapper("ray-task", ray_task),
+    Wrapper("loki-export", loki_export),
+    Wrapper("cloudwatch-export", cloudwatch_export),
+    Wrapper("markdown-quote", markdown_quote),
+    Wrapper("hard-wrap", hard_wrap),
+    Wrapper("crlf", crlf),
+    Wrapper("ansi", ansi),
+)
+BY_NAME = {wrapper.name: wrapper for wrapper in WRAPPERS}
+
+# Wrappers nest as logs travel: the first named is applied first (the inner one).
+PAIRS: tuple[tuple[str, str], ...] = (
+    ("cri", "kubectl-prefix"),  # kubectl logs --prefix of a pod's CRI file
+    ("docker-t", "markdown-quote"),  # `docker logs -t` pasted as a quote in an issue
+    ("docker-t", "compose"),  # docker compose logs -t
+    ("journald-short-iso", "crlf"),  # a journal saved on Windows
+    ("srun-label", "hard-wrap"),  # a Slurm job's output pasted through a fixed-width box
+    ("stern", "markdown-quote"),
+)
