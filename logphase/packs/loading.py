@@ -403,4 +403,4 @@ def _compile(pattern_text: str, flags: str, path: str, place: str, trusted: bool
         raise PackError(
             f"{path}: {place}: bad regex: {exc}", hint="test it with `logphase patterns explain LINE`"
         ) from exc
-    return PackRegex(pattern_text, compiled, None if trusted else MATCH_TIMEOUT_S)
+    return PackRegex(pattern_text, compiled, None if trusted else MATCH_TIMEOUT_S, owner=f"{path}: {place}")

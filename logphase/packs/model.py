@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from logphase.errors import PackError
 from logphase.packs.regex_facts import EDGE_KEY, LEAD_KEY, WORD, index_key
 from logphase.phases import EventKind, Phase, Role
 
@@ -39,10 +40,21 @@ class PackRegex:
     text: str
     compiled: Any  # re.Pattern[str] or regex.Pattern[str]
     timeout: float | None
+    owner: str = ""  # `file: rule id`: named when the regex runs past its timeout
 
     @property
     def pattern(self) -> str:
         return self.text
+
+    def _too_slow(self) -> PackError:
+        """One line that took the regex past its timeout: the pack is broken, said at once (a
+        per-line bound alone let 200 such lines cost a minute)."""
+        return PackError(
+            f"{self.owner or self.text}: the regex ran past {self.timeout:g} s on one line "
+            "(catastrophic backtracking: nested or overlapping repeats such as (a|a)*)",
+            hint="rewrite it without repeats that can match the same text two ways; "
+            "`logphase patterns test FILE` checks a pack",
+        )
 
     @property
     def groupindex(self) -> Mapping[str, int]:
@@ -52,12 +64,18 @@ class PackRegex:
     def search(self, string: str) -> Any:
         if self.timeout is None:
             return self.compiled.search(string)
-        return self.compiled.search(string, timeout=self.timeout)
+        try:
+            return self.compiled.search(string, timeout=self.timeout)
+        except TimeoutError:
+            raise self._too_slow() from None
 
     def match(self, string: str, pos: int = 0) -> Any:
         if self.timeout is None:
             return self.compiled.match(string, pos)
-        return self.compiled.match(string, pos, timeout=self.timeout)
+        try:
+            return self.compiled.match(string, pos, timeout=self.timeout)
+        except TimeoutError:
+            raise self._too_slow() from None
 
 
 def rank_from_tags(tags: str) -> str | None:

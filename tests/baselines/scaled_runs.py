@@ -50,9 +50,16 @@ def scaled(text: str, factor: float) -> str:
     return STAMP.sub(stretch, text)
 
 
-def docker_tty(text: str) -> str:
-    """What `docker run -t` passes on: the terminal turns every newline into CR LF."""
-    return text.replace("\n", "\r\n")
+def docker_logs_t(text: str, year: int) -> str:
+    """What `docker logs -t` gives: each line behind its RFC 3339 receive time (the line's own time,
+    in `year` where the line has none; lines before any stamp take the first one)."""
+    times = list(line_times(text))
+    first = next((t for t in times if t is not None), datetime(year, 1, 1))
+    out = []
+    for line, when in zip(text.split("\n"), times, strict=True):
+        stamp = (when or first).replace(year=year)
+        out.append(f"{stamp:%Y-%m-%dT%H:%M:%S}.{stamp.microsecond:06d}000Z {line}")
+    return "\n".join(out)
 
 
 def line_times(text: str) -> Iterator[datetime | None]:

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from logphase.baselines.stats import OVERDUE_FACTOR, OVERDUE_FLOOR_S
-from tests.baselines.scaled_runs import docker_tty, line_times, scaled
+from tests.baselines.scaled_runs import docker_logs_t, line_times, scaled
 from tests.conftest import FIXTURES, run_cli
 
 SCALES = (0.8, 0.9, 1.1, 1.2, 1.3)  # the recorded runs; the one analysed live is the 1.0× copy
@@ -70,14 +70,18 @@ def _analyze(db: Path, log: Path, as_of: datetime) -> dict[str, Any]:
 @pytest.fixture(
     scope="module",
     params=[(s, w) for s in SETUPS for w in (False, True)],
-    ids=lambda p: p[0].name + ("-tty" if p[1] else ""),
+    ids=lambda p: p[0].name + ("-docker-logs-t" if p[1] else ""),
 )
 def recorded(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Recorded:
-    """GIVEN five runs of one setup recorded, 0.8× to 1.3× the real log's times (plain or through docker -t)."""
-    setup, tty = request.param
+    """GIVEN five runs of one setup recorded, 0.8× to 1.3× the real log's times (plain or as `docker logs -t`
+    gives them: each line behind its RFC 3339 time)."""
+    setup, wrapped = request.param
     folder = tmp_path_factory.mktemp(setup.name)
     original = setup.log.read_bytes().decode("utf-8")
-    wrap = docker_tty if tty else (lambda text: text)
+
+    def wrap(text: str) -> str:
+        return docker_logs_t(text, setup.as_of_year) if wrapped else text
+
     logs = []
     for factor in SCALES:
         path = folder / f"run-{factor}.log"
