@@ -102,6 +102,12 @@ def _file_sources(path: Path, dumps: list[str] | None) -> list[LogSource]:
         raise InputError(f"{path}: no such file", hint="check the path; use '-' to read standard input")
     if path.is_dir():
         raise InputError(f"{path}: is a directory", hint=f"name the log files inside it, e.g. {path}/*.log")
+    if path.is_fifo():
+        # a named pipe is read once, as standard input is (its head cannot be sniffed, then read again)
+        sources = _stdin_sources(path.open("rb"))
+        for source in sources:
+            source.name = str(path) + source.name.removeprefix("<stdin>")
+        return sources
     try:
         with path.open("rb") as raw:
             stat = os.fstat(raw.fileno())
