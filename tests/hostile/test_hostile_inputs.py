@@ -149,12 +149,14 @@ def _store(kind: str) -> Callable[[Path], list[str]]:
     return make
 
 
-# The child notes its own peak RSS at exit (RUSAGE_CHILDREN would give the largest child of the
-# whole test session, torch's included).
+# The child notes its own peak RSS at exit: VmHWM of its own memory (ru_maxrss would keep the peak of
+# the test process it was forked from, exec or not).
 _CHILD = (
-    "import atexit, os, resource, runpy, sys\n"
-    "atexit.register(lambda: open(os.environ['RSS_OUT'], 'w').write("
-    "str(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)))\n"
+    "import atexit, os, runpy, sys\n"
+    "def note():\n"
+    "    peak = next(l for l in open('/proc/self/status') if l.startswith('VmHWM:')).split()[1]\n"
+    "    open(os.environ['RSS_OUT'], 'w').write(peak)\n"
+    "atexit.register(note)\n"
     "sys.argv = ['logphase', *sys.argv[1:]]\n"
     "runpy.run_module('logphase', run_name='__main__')\n"
 )
