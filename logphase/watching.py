@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
+from enum import StrEnum
 
 from logphase.baselines.records import RunRecord, StopPoint, stop_point
 from logphase.baselines.stats import MIN_RUNS_FOR_BUDGET, PhaseStats, estimate_eta, overdue_check
@@ -198,6 +199,7 @@ class Settings:
     stats: Mapping[Phase, PhaseStats] = field(default_factory=dict)
     pool: Sequence[RunRecord] = ()
     pid: int | None = None
+    health_url: str | None = None  # given: only the URL can say ready (issue 14)
 
 
 @dataclass(frozen=True)
@@ -245,21 +247,64 @@ class WatchState:
     health_text: str | None = None
     overdue: bool = False
     samples: tuple[tuple[float, int], ...] = ()
+    log_ready: str | None = None  # the log's reason for ready, while the health URL does not confirm it
+    unconfirmed_said: bool = False
     outcome: Outcome | None = None
+
+
+class WatchEvent(StrEnum):
+    """What a transition reports (`event` of its JSON line with `--format jsonl`)."""
+
+    PHASE = "phase"
+    HEALTH = "health"
+    READY_UNCONFIRMED = "ready_unconfirmed"  # the log says ready, the health URL does not
+    OVERDUE = "overdue"
+    OUTCOME = "outcome"
+
+
+JsonScalar = str | int | float | bool | None
 
 
 @dataclass(frozen=True)
 class Transition:
+    """Something the watch tells as it happens: one line of text, or one JSON event."""
+
     t: float
+    event: WatchEvent
     text: str
+    fields: Mapping[str, JsonScalar] = field(default_factory=dict)
 
     def __str__(self) -> str:
         return f"[{format_clock(self.t)}] {self.text}"
 
+    def to_json(self) -> dict[str, JsonScalar]:
+        """`{"t", "event", ...its fields, "text"}`: `t` in seconds since the watch began."""
+        return {"t": round(self.t, 3), "event": str(self.event), **self.fields, "text": self.text}
+
+
+def ended(
+    state: WatchState, t: float, verdict: Verdict, message: str, settings: Settings
+) -> tuple[WatchState, Transition]:
+    """The watch's last word: its outcome, and the transition that tells it (with both sides when
+    the health URL overruled a log that says ready)."""
+    log_says = state.log_ready if verdict is not Verdict.READY else None
+    if log_says is not None:
+        message += f"; {unconfirmed(settings.health_url, state.health_text or 'not asked yet', log_says)}"
+    outcome = Outcome(verdict, message)
+    fields: dict[str, JsonScalar] = {"verdict": str(verdict), "exit_code": int(outcome.exit_code)}
+    said = Transition(t, WatchEvent.OUTCOME, message, {**fields, "log_says_ready": log_says})
+    return replace(state, outcome=outcome), said
+
+
+def interrupted(state: WatchState, t: float, settings: Settings) -> tuple[WatchState, Transition]:
+    """A person stopped the watch (Ctrl-C, SIGTERM): the server was still starting as far as it knows."""
+    return ended(state, t, Verdict.PROGRESSING, "interrupted", settings)
+
 
 def step(state: WatchState, obs: Observation, settings: Settings) -> tuple[WatchState, tuple[Transition, ...]]:
     """One tick of the watch. Health changes count as progress (refused → 503 → 200 is the server
-    moving on even when its log is quiet)."""
+    moving on even when its log is quiet). With a health URL, only the URL can say ready: a log
+    that says ready while the URL refuses or fails is still starting, and the outcome says both."""
     said: list[Transition] = []
     samples = tuple(s for s in (*state.samples, (obs.t, obs.lines)) if s[0] >= obs.t - RATE_WINDOW_S)
     state = replace(state, samples=samples)
@@ -272,17 +317,19 @@ def step(state: WatchState, obs: Observation, settings: Settings) -> tuple[Watch
             health_text=probe.text,
             health_changed=obs.t if changed else state.health_changed,
         )
-        said.append(Transition(obs.t, f"health: {probe.text}"))
+        fields: dict[str, JsonScalar] = {"health": str(probe.health), "status": probe.status}
+        said.append(Transition(obs.t, WatchEvent.HEALTH, f"health: {probe.text}", fields))
     judgement = obs.judgement
     phase = obs.phase
     if phase is not state.phase and phase is not None:
         where = f" (line {obs.last_progress_line})" if obs.last_progress_line else ""
-        said.append(Transition(obs.t, f"phase: {phase}{where}"))
+        fields = {"phase": str(phase), "line": obs.last_progress_line}
+        said.append(Transition(obs.t, WatchEvent.PHASE, f"phase: {phase}{where}", fields))
         state = replace(state, phase=phase, phase_since=obs.t, overdue=False)
 
     def finish(verdict: Verdict, message: str) -> tuple[WatchState, tuple[Transition, ...]]:
-        said.append(Transition(obs.t, message))
-        return replace(state, outcome=Outcome(verdict, message)), tuple(said)
+        done, last = ended(state, obs.t, verdict, message, settings)
+        return done, (*said, last)
 
     # the log's failures and successes end the watch; its silence is judged here, by arrival
     logged = exit_code(judgement.verdict) if judgement is not None else None
@@ -290,10 +337,22 @@ def step(state: WatchState, obs: Observation, settings: Settings) -> tuple[Watch
         return finish(judgement.verdict, f"{judgement.verdict}: {judgement.reason}")
     if probe is not None and probe.health is Health.READY:
         return finish(Verdict.READY, f"ready: health {probe.text} after {format_duration(obs.t)}")
-    if judgement is not None and logged is ExitCode.OK:
-        # a finished job's reason says so itself ("the job finished: ...")
-        message = f"ready: {judgement.reason}" if judgement.verdict is Verdict.READY else judgement.reason
-        return finish(judgement.verdict, message)
+    # the judgement's reason for ready reads `ready: <the line> (line N)`: said once, not `ready: ready:`
+    log_ready = None
+    if judgement is not None and judgement.verdict is Verdict.READY:
+        log_ready = judgement.reason.removeprefix("ready: ")
+    if log_ready is not None and settings.health_url is not None:
+        if state.log_ready is None:
+            state = replace(state, log_ready=log_ready)
+        if probe is not None and not state.unconfirmed_said:  # a probe taken after the log said ready
+            text = f"not ready: {unconfirmed(settings.health_url, probe.text, log_ready)}"
+            fields = {"log_says_ready": log_ready, "health": str(probe.health), "status": probe.status}
+            said.append(Transition(obs.t, WatchEvent.READY_UNCONFIRMED, text, fields))
+            state = replace(state, unconfirmed_said=True)
+    elif log_ready is not None:
+        return finish(Verdict.READY, f"ready: {log_ready}")
+    elif judgement is not None and logged is ExitCode.OK:
+        return finish(judgement.verdict, judgement.reason)  # a finished job's reason says so ("the job finished: …")
     if obs.process_alive is False:
         where = f" during {phase}" if phase else ""
         return finish(Verdict.CRASHED, f"crashed: process {settings.pid} exited{where} without a ready line")
@@ -315,15 +374,26 @@ def step(state: WatchState, obs: Observation, settings: Settings) -> tuple[Watch
     # overdue (a warning): far longer in the phase than successful runs, and nothing moved for its budget
     tests = overdue_check(stats, in_phase, silence)
     overdue = tests is not None and tests.holds
-    if overdue and not state.overdue and stats is not None and in_phase is not None:
+    if overdue and not state.overdue and stats is not None and in_phase is not None and obs.stop.phase is not None:
         usual = f"{format_duration(stats.median)} (p90 {format_duration(stats.p90)})"
         text = f"overdue: {format_duration(in_phase)} in {obs.stop.phase}, successful runs take {usual}"
-        said.append(Transition(obs.t, text))
+        fields = {
+            "phase": str(obs.stop.phase),
+            "in_phase_s": round(in_phase, 3),
+            "median_s": stats.median,
+            "p90_s": stats.p90,
+        }
+        said.append(Transition(obs.t, WatchEvent.OVERDUE, text, fields))
         state = replace(state, overdue=True)
     if settings.timeout_s is not None and obs.t >= settings.timeout_s:
         where = f" (in {phase})" if phase else ""
         return finish(Verdict.PROGRESSING, f"still starting after {format_duration(obs.t)}{where}: --timeout")
     return state, tuple(said)
+
+
+def unconfirmed(url: str | None, health: str, log_says: str) -> str:
+    """Both sides when the URL overrules a log that says ready."""
+    return f"{url}: {health}, though the log says ready: {log_says}"
 
 
 def status_line(state: WatchState, obs: Observation, settings: Settings) -> str:

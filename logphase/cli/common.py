@@ -17,7 +17,6 @@ from logphase.report.formats import DEFAULT_WIDTH, OutputFormat
 # `--format`: the command receives the OutputFormat itself (its value is what one types)
 FORMATS = click.Choice(OutputFormat, case_sensitive=False)
 # `runs list|show`: a list of runs has no page of its own, so no html
-RUNS_FORMATS = click.Choice([f for f in OutputFormat if f is not OutputFormat.HTML], case_sensitive=False)
 TIME_FORMATS = (
     "%Y-%m-%d %H:%M:%S.%f",
     "%Y-%m-%d %H:%M:%S",

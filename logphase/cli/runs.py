@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
 
@@ -13,29 +12,10 @@ import click
 from logphase import pipeline
 from logphase.baselines.records import RunRecord
 from logphase.baselines.store import RunStore
-from logphase.cli.common import RUNS_FORMATS, load_all_packs, parse_as_of, patterns_option
+from logphase.cli.common import FORMATS, load_all_packs, parse_as_of, patterns_option
 from logphase.errors import StoreError, UsageError
 from logphase.logs.reader import open_sources
-from logphase.report.runs import (
-    render_run_json,
-    render_run_markdown,
-    render_run_table,
-    render_runs_json,
-    render_runs_markdown,
-    render_runs_table,
-)
-
-# `--format` → renderer; json is rendered apart (it names the store, and prints even when empty).
-_LIST_RENDERERS: dict[str, Callable[[Sequence[RunRecord]], str]] = {
-    "table": render_runs_table,
-    "markdown": render_runs_markdown,
-}
-_SHOW_RENDERERS: dict[str, Callable[[RunRecord], str]] = {
-    "table": render_run_table,
-    "markdown": render_run_markdown,
-    "json": render_run_json,
-}
-
+from logphase.report.formats import OutputFormat, pick
 
 # A run id as SQLite stores it (a signed 64-bit integer): a larger number names no run.
 RUN_ID = click.IntRange(1, (1 << 63) - 1)
@@ -134,37 +114,33 @@ def add(
 
 
 @runs.command("list")
-@click.option("--format", "output_format", type=RUNS_FORMATS, default="table", show_default=True, help="Output format.")
+@click.option("--format", "output_format", type=FORMATS, default="table", show_default=True, help="Output format.")
 @db_option
-def list_runs(output_format: str, db_path: Path | None) -> None:
+def list_runs(output_format: OutputFormat, db_path: Path | None) -> None:
     """Every recorded run, oldest first."""
     path = resolve_db(db_path)
-    if not path.exists():
-        _emit_empty(output_format, f"no runs recorded yet ({path})")
-        return
-    with RunStore.open(path, create=False) as store:
-        records = store.all()
-        unreadable = store.unreadable
+    records: list[RunRecord] = []
+    unreadable: list[str] = []
+    if path.exists():
+        with RunStore.open(path, create=False) as store:
+            records = store.all()
+            unreadable = store.unreadable
     for note in unreadable:
         click.echo(f"logphase: note: {note}", err=True)
-    if output_format == "json":
-        click.echo(render_runs_json(records, db=path))
-        return
+    click.echo(pick(output_format).runs(records, db=path if path.exists() else None), nl=False)
     if not records:
-        _emit_empty(output_format, f"no readable runs ({path})" if unreadable else f"no runs recorded yet ({path})")
-        return
-    click.echo(_LIST_RENDERERS[output_format](records))
+        click.echo(f"no readable runs ({path})" if unreadable else f"no runs recorded yet ({path})", err=True)
 
 
 @runs.command("show")
 @click.argument("run_id", type=RUN_ID)
-@click.option("--format", "output_format", type=RUNS_FORMATS, default="table", show_default=True, help="Output format.")
+@click.option("--format", "output_format", type=FORMATS, default="table", show_default=True, help="Output format.")
 @db_option
-def show(run_id: int, output_format: str, db_path: Path | None) -> None:
+def show(run_id: int, output_format: OutputFormat, db_path: Path | None) -> None:
     """One run: its setup, outcome, where it stopped and how long each phase took."""
     with RunStore.open(resolve_db(db_path), create=False) as store:
         run = store.get(run_id)
-    click.echo(_SHOW_RENDERERS[output_format](run))
+    click.echo(pick(output_format).run(run), nl=False)
 
 
 @runs.command("rm")
@@ -176,9 +152,3 @@ def remove(run_ids: tuple[int, ...], db_path: Path | None) -> None:
         for run_id in run_ids:
             store.remove(run_id)
             click.echo(f"removed run {run_id}", err=True)
-
-
-def _emit_empty(output_format: str, message: str) -> None:
-    if output_format == "json":
-        click.echo(render_runs_json([], db=None))
-    click.echo(message, err=True)

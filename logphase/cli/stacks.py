@@ -20,7 +20,8 @@ from logphase.errors import ExitCode, InputError, UsageError
 from logphase.logs.reader import LogSource, open_sources, read_lines
 from logphase.report.formats import OutputFormat, pick
 from logphase.stacks import pyspy
-from logphase.stacks.dumps import parse_dumps_in_lines, parse_json_text, rank_from_file_name
+from logphase.stacks.dumps import parse_dumps_in_lines, rank_from_file_name
+from logphase.stacks.dumps_json import parse_json_text
 from logphase.stacks.model import ProcessSnapshot, StacksReport
 from logphase.stacks.stalls import summarize
 

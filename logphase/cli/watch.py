@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import os
+import signal
 import socket
 import sys
+import threading
 import time
-from collections.abc import Callable, Mapping
-from dataclasses import replace
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, replace
 from datetime import datetime
+from enum import StrEnum
 from pathlib import Path
+from types import FrameType
 
 import click
 
@@ -26,15 +31,64 @@ from logphase.judging.budgets import Budgets, budgets_from
 from logphase.judging.evidence import WatchVerdict
 from logphase.logs.follow import FOLLOW_POLL_S, follow_lines
 from logphase.packs import PackSet
-from logphase.phases import Phase, Verdict
+from logphase.phases import Phase
 from logphase.report.formats import OutputFormat, pick
 from logphase.report.model import InputSummary
 from logphase.stacks import pyspy
 from logphase.stacks.stalls import summarize
-from logphase.watching import Ingest, Observation, Outcome, Settings, Transition, WatchState, status_line, step
+from logphase.watching import (
+    Ingest,
+    Observation,
+    Settings,
+    Transition,
+    WatchState,
+    format_clock,
+    interrupted,
+    status_line,
+    step,
+)
 
 # A health endpoint that takes longer than this to answer counts as "no answer".
 PROBE_TIMEOUT_S = 2.0
+
+
+class WatchFormat(StrEnum):
+    """How transitions are written on stdout: a line of text each, or one JSON object per line."""
+
+    TEXT = "text"
+    JSONL = "jsonl"
+
+
+@dataclass
+class _Printer:
+    """Where what the watch says goes: transitions (phase, health, overdue, outcome) on stdout, as
+    text or JSON lines, so `| tee` and `> file` keep them; notes and the live status line on stderr.
+    A status line left on the terminal is cleared before anything else is written."""
+
+    jsonl: bool
+    status_shown: bool = False
+
+    def transitions(self, said: Iterable[Transition]) -> None:
+        for transition in said:
+            self.clear_status()
+            click.echo(json.dumps(transition.to_json(), ensure_ascii=False) if self.jsonl else str(transition))
+
+    def event(self, payload: Mapping[str, object]) -> None:
+        self.clear_status()
+        click.echo(json.dumps(payload, ensure_ascii=False))
+
+    def note(self, t: float, text: str) -> None:
+        self.clear_status()
+        click.echo(f"[{format_clock(t)}] {text}", err=True)
+
+    def status(self, text: str) -> None:
+        click.echo("\r\x1b[K" + text[: _width()], nl=False, err=True)
+        self.status_shown = True
+
+    def clear_status(self) -> None:
+        if self.status_shown:
+            click.echo("\r\x1b[K", nl=False, err=True)
+            self.status_shown = False
 
 
 @click.command()
@@ -45,7 +99,7 @@ PROBE_TIMEOUT_S = 2.0
 @click.option(
     "--pid",
     "pid",
-    type=int,
+    type=click.IntRange(min=1),
     help="The server's main process: its exit is a crash; on a stall, its ranks' stacks are taken.",
 )
 @click.option(
@@ -72,6 +126,14 @@ PROBE_TIMEOUT_S = 2.0
     metavar="S",
     help="Seconds between health probes and status updates.",
 )
+@click.option(
+    "--format",
+    "output_format",
+    type=click.Choice(WatchFormat, case_sensitive=False),
+    default=WatchFormat.TEXT,
+    show_default=True,
+    help="Transitions on stdout as lines of text, or one JSON event per line (jsonl).",
+)
 @db_option
 @patterns_option
 def watch(
@@ -82,6 +144,7 @@ def watch(
     stall_after_s: float | None,
     record_run: bool,
     interval_s: float,
+    output_format: WatchFormat,
     db_path: Path | None,
     pattern_paths: tuple[Path, ...],
 ) -> None:
@@ -90,36 +153,40 @@ def watch(
     still starting, stalled or crashed.
 
     With --url, the health endpoint tells apart: connection refused (not listening yet), 503
-    (starting or warming up), 200 (ready), no answer. On a terminal one status line updates in
-    place; otherwise one line per transition.
+    (starting or warming up), 200 (ready), no answer; only the URL can say ready then. Phase and
+    health changes and the outcome go to stdout (--format jsonl: one JSON event per line); notes,
+    and on a terminal one status line updated in place, go to stderr.
 
-    Exit: 0 ready, 4 crashed or stalled, 5 --timeout ended it first, 3 unreadable input.
+    Exit: 0 ready, 4 crashed or stalled, 5 --timeout (or an interrupt) ended it first, 3 unreadable
+    input or no such --pid.
     """
+    clock = time.monotonic
+    began = clock()  # --timeout counts from here: loading the packs is part of it
+    if pid is not None and not _exists(pid):
+        raise LogphaseError(
+            f"--pid {pid}: no such process",
+            hint="give the pid of the server's main process while it runs (ps -ef | grep -e sglang -e vllm)",
+        )
     packs = load_all_packs(pattern_paths)
     health_url = parse_url(url) if url else None
     tty = sys.stderr.isatty()
     colour = use_colour()
     store_path = resolve_db(db_path)
-    clock = time.monotonic
-    began = clock()
+    printer = _Printer(jsonl=output_format is WatchFormat.JSONL)
     ingest = Ingest(packs, reference=datetime.now())
-    settings = Settings(budgets=Budgets(stall_after_s=stall_after_s), timeout_s=timeout_s, pid=pid)
+    settings = Settings(
+        budgets=Budgets(stall_after_s=stall_after_s),
+        timeout_s=timeout_s,
+        pid=pid,
+        health_url=str(health_url) if health_url is not None else None,
+    )
     state = WatchState()
     digest = hashlib.sha256()
     head = bytearray()
     read_bytes = 0
-    live_status = False
-
-    def say(transitions: tuple[Transition, ...] | list[Transition]) -> None:
-        nonlocal live_status
-        for transition in transitions:
-            if live_status:
-                click.echo("\r\x1b[K", nl=False, err=True)
-                live_status = False
-            click.echo(str(transition), err=True)
 
     def note(text: str) -> None:
-        say([Transition(clock() - began, text)])
+        printer.note(clock() - began, text)
 
     def unwrapped(text: str) -> None:
         note(text)  # what the follower assumed (the log's envelopes), said now and in the final report
@@ -148,6 +215,7 @@ def watch(
         on_envelopes=unwrapped,
     )
     observation: Observation | None = None
+    restore_sigterm = _sigterm_interrupts()
     try:
         ended = True
         for batch in follower:
@@ -165,39 +233,45 @@ def watch(
                 settings = _with_baselines(settings, packs.budgets(system), key, store_path, note)
             probed = None
             if health_url is not None and now >= next_probe:
-                probed = probe(health_url, PROBE_TIMEOUT_S)
+                # never past --timeout: the probe gets the time left, at most PROBE_TIMEOUT_S
+                left = PROBE_TIMEOUT_S if timeout_s is None else min(PROBE_TIMEOUT_S, timeout_s - now)
+                if left > 0:
+                    probed = probe(health_url, left)
                 next_probe = clock() - began + interval_s
             observation = ingest.observe(
-                now,
+                clock() - began,
                 since=0.0,
                 budgets=settings.budgets,
                 probe=probed,
                 process_alive=_alive(pid) if pid is not None else None,
             )
+            log_ready = state.log_ready
             state, said = step(state, observation, settings)
-            say(said)
+            printer.transitions(said)
             if state.outcome is not None:
                 ended = False
                 break
+            if state.log_ready is not None and log_ready is None:
+                next_probe = 0.0  # the log says ready: ask the URL now, not an interval later
             if tty and now >= next_status:
-                click.echo("\r\x1b[K" + status_line(state, observation, settings)[: _width()], nl=False, err=True)
-                live_status = True
+                printer.status(status_line(state, observation, settings))
                 next_status = now + min(interval_s, 1.0)
         if ended and state.outcome is None:
             ingest.end()
             now = clock() - began
             observation = ingest.observe(now, since=0.0, budgets=settings.budgets, input_ended=True)
             state, said = step(state, observation, settings)
-            say(said)
+            printer.transitions(said)
     except KeyboardInterrupt:
-        state = replace(state, outcome=Outcome(Verdict.PROGRESSING, "interrupted"))
-        say([Transition(clock() - began, "interrupted")])
+        state, last = interrupted(state, clock() - began, settings)
+        printer.transitions([last])
     finally:
+        restore_sigterm()
         follower.close()
     outcome = state.outcome
     assert outcome is not None
     if outcome.stalled and pid is not None:
-        _stacks_at_stall(pid, packs, colour)
+        _stacks_at_stall(pid, packs, colour, printer, clock() - began)
     if record_run:
         ingest.end()
         as_of = ingest.log_now(clock() - began) or datetime.now()
@@ -214,6 +288,23 @@ def watch(
         with RunStore.open(store_path, create=True) as store:
             click.echo(record(store, run), err=True)
     sys.exit(int(outcome.exit_code))
+
+
+def _sigterm_interrupts() -> Callable[[], None]:
+    """SIGTERM (kill, docker stop, timeout(1)) ends the watch as Ctrl-C does: said, and the run
+    recorded. Returns what puts the previous handler back (only the main thread handles signals)."""
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+
+    def interrupt(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+
+    def restore() -> None:
+        signal.signal(signal.SIGTERM, previous if previous is not None else signal.SIG_DFL)
+
+    return restore
 
 
 def _with_baselines(
@@ -237,7 +328,7 @@ def _with_baselines(
     return replace(settings, budgets=budgets, stats=stats, pool=tuple(pool))
 
 
-def _stacks_at_stall(pid: int, packs: PackSet, colour: bool) -> None:
+def _stacks_at_stall(pid: int, packs: PackSet, colour: bool, printer: _Printer, t: float) -> None:
     """Before exiting on a stall: every rank's stack, merged, and where they wait."""
     try:
         py_spy = pyspy.find_py_spy(None)
@@ -252,8 +343,22 @@ def _stacks_at_stall(pid: int, packs: PackSet, colour: bool) -> None:
             click.echo(f"  hint: {error.hint}", err=True)
         return
     report = summarize(snapshots, packs.signatures, samples=2, interval_s=0.5, skew_s=skew)
+    if printer.jsonl:
+        printer.event({"t": round(t, 3), "event": "stacks", "text": report.summary, "stacks": report.to_json()})
+        return
     click.echo(f"Stall point (stacks of {report.readable} processes): {report.summary}", err=True)
     click.echo(pick(OutputFormat.TABLE, colour=colour).stacks(report), nl=False)
+
+
+def _exists(pid: int) -> bool:
+    """Whether a process with this pid exists (of any user; a zombie too)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass  # another user's process: it exists
+    return True
 
 
 def _identity(ingest: Ingest, content: str, head: bytes) -> LogIdentity:

@@ -90,7 +90,8 @@ def judge(
     if progress is not None:
         progress = replace(progress, rank=_canonical(timeline, progress.rank))
     culprits = _lagging_ranks(timeline)
-    health = (
+    # what the reason says after itself: the evidence it weighed against its first reading
+    also = (
         ""
         if unhealthy is None
         else f"; the newest /health answered {_health_status(unhealthy)} (line {unhealthy.line})"
@@ -105,14 +106,14 @@ def judge(
         silence = (end - progress_time).total_seconds() if end and progress_time else None
         quiet = f" after {format_duration(silence)} without progress" if silence else ""
         at = f"; last progress at line {progress.line}" if progress else ""
-        reason = f"interrupted during {phase}{quiet} ({_message(interrupt)}, line {interrupt.line}){at}{health}"
+        reason = f"interrupted during {phase}{quiet} ({_message(interrupt)}, line {interrupt.line}){at}{also}"
         return Judgement(Verdict.STALLED, reason, phase, furthest, culprits, progress, silence, budget, tuple(doubts))
     if post_mortem:
         end = timeline.last_time
         silence = (end - progress_time).total_seconds() if end and progress_time else None
         quiet = f"; last progress {format_duration(silence)} before the end" if silence else ""
         at = f" (line {progress.line})" if progress else ""
-        reason = f"the log ends during {phase} with no error{quiet}{at}{health}"
+        reason = f"the log ends during {phase} with no error{quiet}{at}{also}"
         return Judgement(Verdict.STALLED, reason, phase, furthest, culprits, progress, silence, budget, tuple(doubts))
 
     silence = (as_of - progress_time).total_seconds() if progress_time else None
@@ -121,7 +122,7 @@ def judge(
         # or --as-of before the log): no negative duration; measure on each clock apart instead
         end = timeline.last_time
         lead = (end - as_of).total_seconds() if end is not None else -silence
-        health += f"; the log's clock is {format_duration(lead)} ahead of the time it is judged at"
+        also += f"; the log's clock is {format_duration(lead)} ahead of the time it is judged at"
         doubts.append("the log's clock runs ahead of the time it is judged at: silence measured on each clock")
         if end is not None and progress_time is not None and last_activity is not None:
             silence = (end - progress_time).total_seconds() + max(0.0, (as_of - last_activity).total_seconds())
@@ -130,16 +131,17 @@ def judge(
     elif silence is not None:
         silence = max(0.0, silence)
     if silence is None:
-        reason = f"in {phase}; the log has no timestamps to judge silence by{health}"
+        why = "no file time to measure it by" if progress_time else "the log has no timestamps to judge silence by"
+        reason = f"in {phase}; {why}{also}"
         return Judgement(Verdict.PROGRESSING, reason, phase, furthest, culprits, None, None, budget, tuple(doubts))
     if silence > budget:
         reason = f"no progress for {format_duration(silence)} in {phase} (budget {format_duration(budget)})"
         if progress:
             reason += f"; last progress at line {progress.line}"
-        reason += health
+        reason += also
         return Judgement(Verdict.STALLED, reason, phase, furthest, culprits, progress, silence, budget, tuple(doubts))
     reason = f"in {phase}; last progress {format_duration(silence)} ago, within the {format_duration(budget)} budget"
-    reason += health
+    reason += also
     return Judgement(Verdict.PROGRESSING, reason, phase, furthest, culprits, None, silence, budget, tuple(doubts))
 
 

@@ -6,7 +6,9 @@ import io
 import os
 from collections.abc import Callable, Generator
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
+from stat import S_ISBLK, S_ISCHR, S_ISDIR, S_ISFIFO
 from typing import IO
 
 from logphase.envelope import Unwrapper
@@ -20,6 +22,7 @@ from logphase.logs.reader import (
     compression_of,
     decoded_text,
     line_updates,
+    refuse_binary,
     sniff_bytes,
 )
 
@@ -83,21 +86,23 @@ def _follow_file(
                     time.sleep(poll_s)
                     continue
                 stat = os.fstat(handle.fileno())
+                if S_ISFIFO(stat.st_mode):
+                    # a named pipe is a stream: nothing to rotate or re-read, it ends when its writer closes
+                    waiting = partial(on_note, f"waiting for a writer on {path} (a named pipe)")
+                    yield from _follow_stream(handle, splitter, stop, poll_s, on_bytes, on_no_writer=waiting)
+                    return
                 identity, position = (stat.st_dev, stat.st_ino), 0
             data = handle.read(CHUNK_BYTES)
             if data:
-                if position == 0 and compression_of(data[:6]) is not None:
-                    hint = f"use: logphase analyze {path}"
-                    raise InputError(f"{path}: a compressed file cannot be followed", hint=hint)
+                if position == 0:
+                    _refuse_unfollowable(path, data)
                 position += len(data)
                 if on_bytes is not None:
                     on_bytes(data)
                 lines = splitter.feed(data)
+                yield lines  # even empty (a runaway line): the caller keeps its deadlines while a big file is read
                 if len(data) == CHUNK_BYTES:
-                    if lines:
-                        yield lines
                     continue  # more is waiting: read on before sleeping
-                yield lines
             else:
                 replaced = _replaced(path, identity)
                 if replaced:
@@ -120,16 +125,38 @@ def _follow_file(
 
 
 def _open_followed(path: Path) -> IO[bytes] | None:
+    """The log opened for following, or None while it does not exist. A named pipe is opened
+    without waiting for its writer (a plain open blocks until one comes, past any --timeout)."""
     try:
-        return path.open("rb", buffering=0)
+        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     except FileNotFoundError:
         return None
-    except IsADirectoryError:
-        raise InputError(f"{path}: is a directory", hint="name the log file inside it") from None
     except PermissionError:
         raise InputError(f"{path}: permission denied", hint="run as a user that can read it") from None
     except OSError as exc:
-        raise InputError(f"{path}: cannot read: {exc.strerror}", hint="check the file and the disk") from None
+        raise InputError(f"{path}: cannot read: {exc.strerror or exc}", hint="check the file and the disk") from None
+    mode = os.fstat(descriptor).st_mode
+    refusal: InputError | None = None
+    if S_ISDIR(mode):
+        refusal = InputError(f"{path}: is a directory", hint="name the log file inside it")
+    elif (S_ISCHR(mode) or S_ISBLK(mode)) and path.resolve() != Path(os.devnull):
+        refusal = InputError(
+            f"{path}: a device, not a log (it never ends)",
+            hint="give a log file, or pipe a stream in: COMMAND | logphase watch -",
+        )
+    if refusal is not None:
+        os.close(descriptor)
+        raise refusal
+    if not S_ISFIFO(mode):
+        os.set_blocking(descriptor, True)
+    return open(descriptor, "rb", buffering=0)
+
+
+def _refuse_unfollowable(path: Path, head: bytes) -> None:
+    """A followed file's first bytes: a compressed file is finished (analyze reads it), binary is no log."""
+    if compression_of(head[:6]) is not None:
+        raise InputError(f"{path}: a compressed file cannot be followed", hint=f"use: logphase analyze {path}")
+    refuse_binary(str(path), head[:SNIFF_BYTES])
 
 
 def _replaced(path: Path, identity: tuple[int, int] | None) -> bool:
@@ -146,7 +173,11 @@ def _follow_stream(
     stop: Callable[[], bool],
     poll_s: float,
     on_bytes: Callable[[bytes], None] | None,
+    *,
+    on_no_writer: Callable[[], None] | None = None,
 ) -> Generator[list[Line], None, None]:
+    """Standard input or a named pipe, until it ends. With `on_no_writer` (a named pipe), an end
+    before the first byte is a pipe no writer has opened yet: it is waited for, and said once."""
     import select
     import time
 
@@ -154,23 +185,38 @@ def _follow_stream(
         descriptor: int | None = stream.fileno()
     except (OSError, AttributeError, io.UnsupportedOperation):
         descriptor = None  # an in-memory stream: reads never block for long
+    started = False
     while not stop():
         if descriptor is not None:
             ready, _, _ = select.select([descriptor], [], [], poll_s)
             if not ready:
                 yield splitter.settle()
                 continue
-            data = os.read(descriptor, CHUNK_BYTES)
+            try:
+                data = os.read(descriptor, CHUNK_BYTES)
+            except BlockingIOError:  # a non-blocking pipe whose writer has not written yet
+                data = b""
         else:
             data = stream.read(CHUNK_BYTES)
         if not data:
+            if on_no_writer is not None and not started:
+                on_no_writer()
+                on_no_writer = _said_once
+                yield []
+                time.sleep(poll_s)
+                continue
             yield splitter.end_line()
             return
+        started = True
         if on_bytes is not None:
             on_bytes(data)
         yield splitter.feed(data)
         if len(data) < CHUNK_BYTES:
             time.sleep(poll_s)  # batch a steady trickle instead of waking for every write
+
+
+def _said_once() -> None:
+    """The note about a pipe without a writer, after it was said."""
 
 
 # Bytes that make a line need clean_line (a bar's `\r`, colour, a glued bar).

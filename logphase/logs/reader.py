@@ -102,6 +102,12 @@ def _file_sources(path: Path, dumps: list[str] | None) -> list[LogSource]:
         raise InputError(f"{path}: no such file", hint="check the path; use '-' to read standard input")
     if path.is_dir():
         raise InputError(f"{path}: is a directory", hint=f"name the log files inside it, e.g. {path}/*.log")
+    if path.is_fifo():
+        # a named pipe is read once, as standard input is (its head cannot be sniffed, then read again)
+        sources = _stdin_sources(path.open("rb"))
+        for source in sources:
+            source.name = str(path) + source.name.removeprefix("<stdin>")
+        return sources
     try:
         with path.open("rb") as raw:
             stat = os.fstat(raw.fileno())
@@ -120,7 +126,10 @@ def _file_sources(path: Path, dumps: list[str] | None) -> list[LogSource]:
     except OSError as exc:
         raise InputError(f"{path}: cannot read: {exc.strerror}", hint="check the file and the disk") from None
     if len(head) >= 512 and head[257:262] == b"ustar":
-        return _tar_sources(path)
+        from logphase.logs.archives import tar_sources  # archives builds on this module
+
+        opened = lambda: decompressing(path.open("rb"), str(path))  # noqa: E731
+        return tar_sources(str(path), opened, path=None if compressed else str(path))
     if dumps is not None and looks_like_flight_recorder(head):
         dumps.append(str(path))
         return []
@@ -148,78 +157,17 @@ def _decompressed_head(raw: IO[bytes], name: str) -> bytes:
     return head
 
 
-def _tar_sources(path: Path) -> list[LogSource]:
-    """Each regular member is a log of its own (one per node or rank, typically)."""
-    try:
-        with tarfile.open(path, "r:*") as archive:
-            members = [m.name for m in archive.getmembers() if m.isfile()]
-    except READ_ERRORS as exc:
-        raise InputError(
-            f"{path}: broken or truncated archive: {exc}", hint="check the download or re-create the archive"
-        ) from None
-    if not members:
-        raise InputError(f"{path}: the archive holds no files", hint="give the logs themselves, or an archive of them")
-
-    def opener(member: str) -> Callable[[], IO[bytes]]:
-        def open_member() -> IO[bytes]:
-            archive = tarfile.open(path, "r:*")  # noqa: SIM115 - closed with the member stream
-            extracted = archive.extractfile(member)
-            if extracted is None:  # pragma: no cover - members were filtered to regular files
-                raise InputError(f"{path}:{member}: not a regular file")
-            return cast(IO[bytes], io.BufferedReader(_ClosingStream(extracted, archive), CHUNK_BYTES))
-
-        return open_member
-
-    return [LogSource(name=f"{path}:{name}", open_stream=opener(name)) for name in members]
-
-
 def _stdin_sources(stdin: IO[bytes]) -> list[LogSource]:
     stream = decompressing(stdin, "<stdin>")
     peekable = io.BufferedReader(cast(io.RawIOBase, stream), CHUNK_BYTES)
     head = peekable.peek(512)[:512]
     if len(head) == 512 and head[257:262] == b"ustar":
-        return _stdin_tar_sources(peekable)
+        from logphase.logs.archives import tar_sources  # archives builds on this module
+
+        return tar_sources("<stdin>", lambda: peekable, path=None)
     head = peekable.peek(SNIFF_BYTES)[:SNIFF_BYTES]
     refuse_binary("<stdin>", head)
     return [LogSource(name="<stdin>", open_stream=lambda: peekable, envelopes=sniff_bytes(head))]
-
-
-def _stdin_tar_sources(stream: IO[bytes]) -> list[LogSource]:
-    """A tar on stdin can only be read once, in order: its members become one source each,
-    read one after the other (no merging by time is needed: judging uses explicit times)."""
-    archive = tarfile.open(fileobj=stream, mode="r|")  # noqa: SIM115 - lives as long as stdin
-    sources: list[LogSource] = []
-    try:
-        for member in archive:
-            if not member.isfile():
-                continue
-            extracted = archive.extractfile(member)
-            if extracted is None:
-                continue
-            # stream mode forbids going back: spool the member to a temporary file, not memory
-            sources.append(LogSource(name=f"<stdin>:{member.name}", open_stream=_rewinder(_spool(extracted))))
-    except READ_ERRORS as exc:
-        raise InputError(
-            f"<stdin>: broken or truncated archive: {exc}", hint="check the archive that was piped in"
-        ) from None
-    return sources
-
-
-def _spool(stream: IO[bytes]) -> IO[bytes]:
-    import tempfile
-
-    spool = tempfile.TemporaryFile()  # noqa: SIM115 - returned: the source reads it later
-    while chunk := stream.read(CHUNK_BYTES):
-        spool.write(chunk)
-    return cast(IO[bytes], spool)
-
-
-def _rewinder(stream: IO[bytes]) -> Callable[[], IO[bytes]]:
-    def rewound() -> IO[bytes]:
-        stream.seek(0)
-        return stream
-
-    return rewound
 
 
 SNIFF_BYTES = 8192  # what is read of each input to tell a log from a binary file
@@ -319,26 +267,6 @@ class _ZstdFrames(io.RawIOBase):
             self._frame = zstandard.ZstdDecompressor().decompressobj()
             self._fed = False
         return b"".join(out)
-
-
-class _ClosingStream(io.RawIOBase):
-    """A tar member that closes its archive with it."""
-
-    def __init__(self, member: IO[bytes], archive: tarfile.TarFile) -> None:
-        self._member, self._archive = member, archive
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer: memoryview) -> int:  # type: ignore[override]
-        data = self._member.read(len(buffer))
-        buffer[: len(data)] = data
-        return len(data)
-
-    def close(self) -> None:
-        self._member.close()
-        self._archive.close()
-        super().close()
 
 
 # --- bytes → lines ----------------------------------------------------------------------------------

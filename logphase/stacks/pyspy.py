@@ -23,7 +23,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from logphase.errors import SnapshotError
-from logphase.stacks.dumps import role_and_rank_from_title, snapshots_from_pyspy_json
+from logphase.stacks.dumps import role_and_rank_from_title
+from logphase.stacks.dumps_json import snapshots_from_pyspy_json
 from logphase.stacks.model import ProcessSnapshot, ThreadStack
 
 PTRACE_HINT = (

@@ -138,10 +138,14 @@ def _near(pixel: tuple[int, int, int], rgb: tuple[int, int, int]) -> bool:
     return all(abs(a - b) <= 3 for a, b in zip(pixel, rgb, strict=True))
 
 
-@pytest.mark.parametrize("command", [("runs", "list"), ("runs", "show", "1")])
-def test_runs_have_no_page_and_say_so(command: tuple[str, ...], tmp_path: Path) -> None:
-    # GIVEN the run store's commands, whose tables have no HTML page WHEN asked for one
-    refused = run_cli(*command, "--db", str(tmp_path / "runs.db"), "--format", "html")
-    # THEN a usage error naming the formats they have, not a traceback
-    assert refused.exit_code == 2
-    assert "'html' is not one of 'table', 'json', 'markdown'." in refused.output
+def test_runs_have_an_html_page_too(tmp_path: Path) -> None:
+    # GIVEN a recorded run WHEN the store's commands are asked for HTML
+    db = str(tmp_path / "runs.db")
+    log = FIXTURES / "logs" / "sglang" / "tp8-ready-serving.log"
+    assert run_cli("runs", "add", str(log), "--db", db).exit_code == 0
+    # THEN a self-contained page each, with the run in it, every text escaped
+    for command in (("runs", "list"), ("runs", "show", "1")):
+        page = run_cli(*command, "--db", db, "--format", "html")
+        assert page.exit_code == 0
+        assert page.stdout.startswith("<!DOCTYPE html>") and "tp8-ready-serving.log" in page.stdout
+        assert "<script" not in page.stdout

@@ -5,13 +5,8 @@ from __future__ import annotations
 
 import json
 
-from logphase.stacks.dumps import (
-    parse_dump_text,
-    parse_dumps_in_text,
-    parse_json_text,
-    rank_from_file_name,
-    role_and_rank_from_title,
-)
+from logphase.stacks.dumps import parse_dumps_in_text, rank_from_file_name, role_and_rank_from_title
+from logphase.stacks.dumps_json import parse_dump_text, parse_json_text
 
 from .conftest import REALWORLD, STACKS_FIXTURES
 

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from logphase.judging.stacks import ALL_IDLE
-from logphase.stacks.dumps import parse_dump_text, parse_frame_text
+from logphase.stacks.dumps import parse_frame_text
+from logphase.stacks.dumps_json import parse_dump_text
 from logphase.stacks.model import Frame, ProcessSnapshot, ThreadStack
 from logphase.stacks.stalls import classify, summarize
 

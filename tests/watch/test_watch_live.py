@@ -42,9 +42,9 @@ def watch_server(tmp_path: Path, log: Path, url: str, *options: str) -> Result:
     return run_cli("watch", str(log), "--url", url, "--interval", "0.1", *options, "--db", str(tmp_path / "r.db"))
 
 
-def _lines(stderr: str) -> list[str]:
-    """Transition lines without their `[+  1.2s] ` clock."""
-    return [line.split("] ", 1)[1] for line in stderr.splitlines() if line.startswith("[+")]
+def _lines(stdout: str) -> list[str]:
+    """Transition lines (stdout) without their `[+  1.2s] ` clock."""
+    return [line.split("] ", 1)[1] for line in stdout.splitlines() if line.startswith("[+")]
 
 
 def test_ready_server_goes_refused_503_200_and_exits_0(tmp_path: Path) -> None:
@@ -72,13 +72,13 @@ def test_ready_server_goes_refused_503_200_and_exits_0(tmp_path: Path) -> None:
             "--stall-after",
             "20",
         ]
-        watcher = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, env=env)
-        assert watcher.stderr is not None
-        said = [watcher.stderr.readline()]
+        watcher = subprocess.Popen(command, stdout=subprocess.PIPE, text=True, env=env)
+        assert watcher.stdout is not None
+        said = [watcher.stdout.readline()]
         while said[-1] and "health: connection refused" not in said[-1]:
-            said.append(watcher.stderr.readline())  # wait for the refused probe, then let the server start
+            said.append(watcher.stdout.readline())  # wait for the refused probe, then let the server start
         gate.touch()
-        _, rest = watcher.communicate(timeout=HANG_GUARD_S)
+        rest, _ = watcher.communicate(timeout=HANG_GUARD_S)
     finally:
         server_proc.kill()
         server_proc.wait()
@@ -101,7 +101,7 @@ def test_ready_server_goes_refused_503_200_and_exits_0(tmp_path: Path) -> None:
 def test_server_that_stops_writing_mid_capture_is_stalled_exit_4_with_stacks(tmp_path: Path) -> None:
     with server(tmp_path, "stall", step=0.05) as (proc, log, url):
         result = watch_server(tmp_path, log, url, "--pid", str(proc.pid), "--stall-after", "3")
-    said = _lines(result.stderr)
+    said = _lines(result.stdout)
     assert result.exit_code == 4, result.stderr
     assert said[0] == "health: connection refused (not listening yet)"
     assert said[-1].startswith("stalled: no progress for ") and " in cuda_graph (budget 3s, --stall-after)" in said[-1]
@@ -112,7 +112,7 @@ def test_server_that_stops_writing_mid_capture_is_stalled_exit_4_with_stacks(tmp
 def test_server_that_crashes_is_crashed_exit_4_naming_the_rank(tmp_path: Path) -> None:
     with server(tmp_path, "crash") as (proc, log, url):
         result = watch_server(tmp_path, log, url, "--pid", str(proc.pid), "--stall-after", "20")
-    said = _lines(result.stderr)
+    said = _lines(result.stdout)
     assert result.exit_code == 4, result.stderr
     assert said[-1].startswith("crashed: TP1 crashed during cuda_graph"), said
 
@@ -121,7 +121,7 @@ def test_timeout_first_exits_5(tmp_path: Path) -> None:
     with server(tmp_path, "stall") as (_, log, url):
         result = watch_server(tmp_path, log, url, "--stall-after", "60", "--timeout", "1.5")
     assert result.exit_code == 5, result.stderr
-    assert _lines(result.stderr)[-1] == "still starting after 2s (in cuda_graph): --timeout"
+    assert _lines(result.stdout)[-1] == "still starting after 2s (in cuda_graph): --timeout"
 
 
 def test_record_stores_the_finished_run(tmp_path: Path) -> None:
@@ -156,7 +156,29 @@ def test_stdin_dash_follows_a_pipe_until_ready(tmp_path: Path) -> None:
     finally:
         source.kill()
         source.wait()
-    said = _lines(watcher.stderr.decode())
+    said = _lines(watcher.stdout.decode())
     # THEN the ready line in the log ends it (no --url here)
     assert watcher.returncode == 0, watcher.stderr.decode()
-    assert said[-1] == "ready: ready: The server is fired up and ready to roll! (line 32)"
+    assert said[-1] == "ready: The server is fired up and ready to roll! (line 32)"  # said once, not `ready: ready:`
+
+
+def test_jsonl_stall_with_pid_keeps_stdout_json_and_adds_the_stacks_as_an_event(tmp_path: Path) -> None:
+    # GIVEN a server that hangs mid-capture, watched with --format jsonl and its pid
+    with server(tmp_path, "stall", step=0.05) as (proc, log, url):
+        result = watch_server(tmp_path, log, url, "--pid", str(proc.pid), "--stall-after", "3", "--format", "jsonl")
+    # THEN every stdout line is one JSON event; the outcome is a stall; the stacks follow as an event
+    assert result.exit_code == 4, result.stderr
+    events = [json.loads(line) for line in result.stdout.splitlines()]
+    outcomes = [e for e in events if e["event"] == "outcome"]
+    assert [(e["verdict"], e["exit_code"]) for e in outcomes] == [("stalled", 4)]
+    assert events[0] == {
+        "t": events[0]["t"],
+        "event": "health",
+        "health": "refused",
+        "status": None,
+        "text": "health: connection refused (not listening yet)",
+    }
+    if "logphase: stacks not taken: " not in result.stderr:  # py-spy may be denied ptrace here
+        assert events[-1]["event"] == "stacks" and events[-1]["stacks"]["schema"] == "logphase.stacks/1"
+    else:
+        assert events[-1] is outcomes[0]

@@ -14,7 +14,7 @@ from logphase.judging.logs import Judgement
 from logphase.logs.reader import Line
 from logphase.packs import load_packs
 from logphase.phases import Phase, Verdict
-from logphase.watching import Ingest, Observation, Settings, WatchState, status_line, step
+from logphase.watching import Ingest, Observation, Settings, WatchState, interrupted, status_line, step
 from tests.baselines.test_eta_words import _ready_run
 
 
@@ -201,3 +201,104 @@ def test_the_status_line_gives_the_eta_as_the_report_words_it() -> None:
     # WHEN its status line is made THEN the ETA reads as in the report: `ready in ~…, from 3 runs`
     line = status_line(WatchState(phase=Phase.CUDA_GRAPH), obs, settings)
     assert line.endswith(" · ready in ~1m40s (1m32s–1m48s), from 3 runs"), line
+
+
+URL = "http://127.0.0.1:30000/health"
+LOG_READY = "ready: The server is fired up and ready to roll! (line 32)"
+
+
+def test_every_transition_is_one_json_event_with_t_event_and_its_fields() -> None:
+    # GIVEN a refused probe and a phase, then an overdue capture, then a 200
+    stats = {Phase.CUDA_GRAPH: PhaseStats(Phase.CUDA_GRAPH, 3, 110.0, 118.0, 119.0)}
+    settings = Settings(budgets=budgets_from({}, stats), stats=stats)
+    refused = Probe(Health.REFUSED, None, "connection refused", 0.0)
+    state, first = step(WatchState(), _obs(0.0, probe=refused), settings)
+    state, overdue = step(state, _obs(1180.0, silence=120.0), settings)
+    state, last = step(state, _obs(1181.5, probe=Probe(Health.READY, 200, "ok", 0.0)), settings)
+    # WHEN they are written as JSON THEN each has `t`, `event`, its own fields and the text line
+    assert [t.to_json() for t in (*first, *overdue, *last)] == [
+        {
+            "t": 0.0,
+            "event": "health",
+            "health": "refused",
+            "status": None,
+            "text": "health: connection refused (not listening yet)",
+        },
+        {"t": 0.0, "event": "phase", "phase": "cuda_graph", "line": 12, "text": "phase: cuda_graph (line 12)"},
+        {
+            "t": 1180.0,
+            "event": "overdue",
+            "phase": "cuda_graph",
+            "in_phase_s": 1180.0,
+            "median_s": 110.0,
+            "p90_s": 118.0,
+            "text": "overdue: 19m40s in cuda_graph, successful runs take 1m50s (p90 1m58s)",
+        },
+        {"t": 1181.5, "event": "health", "health": "ready", "status": 200, "text": "health: 200 ready"},
+        {
+            "t": 1181.5,
+            "event": "outcome",
+            "verdict": "ready",
+            "exit_code": 0,
+            "log_says_ready": None,
+            "text": "ready: health 200 ready after 19m42s",
+        },
+    ]
+
+
+def test_a_log_that_says_ready_ends_it_once_worded_when_no_url_is_watched() -> None:
+    # GIVEN no --url WHEN the log says ready THEN ready, said once (was `ready: ready: …`)
+    state, said = step(WatchState(), _obs(4.0, judgement=_judged(Verdict.READY, Phase.READY, LOG_READY)), Settings())
+    assert _texts(said)[-1] == "[+   4.0s] ready: The server is fired up and ready to roll! (line 32)"
+    assert state.outcome is not None and state.outcome.exit_code is ExitCode.OK
+
+
+def test_with_a_url_a_log_that_says_ready_is_not_ready_while_the_url_refuses_and_the_outcome_says_both() -> None:
+    settings = Settings(budgets=Budgets(stall_after_s=60), timeout_s=10.0, health_url=URL)
+    log_ready = _judged(Verdict.READY, Phase.READY, LOG_READY)
+    refused = Probe(Health.REFUSED, None, "connection refused", 0.0)
+    state, _ = step(WatchState(), _obs(1.0, probe=refused), settings)
+    # GIVEN the log says ready before the URL was asked again: not ready, nothing said yet
+    state, said = step(state, _obs(2.0, judgement=log_ready), settings)
+    assert (_texts(said), state.outcome) == (["[+   2.0s] phase: ready (line 12)"], None)
+    # WHEN the URL, asked after the ready line, still refuses THEN not ready, and both are said
+    state, said = step(state, _obs(2.1, judgement=log_ready, probe=refused), settings)
+    assert _texts(said) == [
+        f"[+   2.1s] not ready: {URL}: connection refused (not listening yet), "
+        "though the log says ready: The server is fired up and ready to roll! (line 32)"
+    ]
+    assert said[0].to_json()["event"] == "ready_unconfirmed" and state.outcome is None
+    state, said = step(state, _obs(5.0, judgement=log_ready, probe=refused), settings)
+    assert (said, state.outcome) == ((), None)  # said once
+    # AND at --timeout the outcome keeps both sides
+    state, said = step(state, _obs(10.0, judgement=log_ready), settings)
+    assert _texts(said) == [
+        "[+  10.0s] still starting after 10s (in ready): --timeout; "
+        f"{URL}: connection refused (not listening yet), "
+        "though the log says ready: The server is fired up and ready to roll! (line 32)"
+    ]
+    assert state.outcome is not None and state.outcome.exit_code is ExitCode.STARTING
+    assert said[0].to_json()["log_says_ready"] == "The server is fired up and ready to roll! (line 32)"
+
+
+def test_with_a_url_a_log_that_says_ready_ends_ready_once_the_url_answers_200() -> None:
+    settings = Settings(budgets=Budgets(stall_after_s=60), health_url=URL)
+    log_ready = _judged(Verdict.READY, Phase.READY, LOG_READY)
+    failing = Probe(Health.NO_ANSWER, None, "timed out", 2.0)
+    state, _ = step(WatchState(), _obs(1.0, judgement=log_ready, probe=failing), settings)
+    state, said = step(state, _obs(3.0, judgement=log_ready, probe=Probe(Health.READY, 200, "ok", 0.0)), settings)
+    assert _texts(said) == ["[+   3.0s] health: 200 ready", "[+   3.0s] ready: health 200 ready after 3s"]
+    assert state.outcome is not None and state.outcome.verdict is Verdict.READY
+
+
+def test_an_interrupt_ends_it_still_starting() -> None:
+    state, said = interrupted(WatchState(phase=Phase.CUDA_GRAPH), 7.25, Settings())
+    assert said.to_json() == {
+        "t": 7.25,
+        "event": "outcome",
+        "verdict": "progressing",
+        "exit_code": 5,
+        "log_says_ready": None,
+        "text": "interrupted",
+    }
+    assert state.outcome is not None and state.outcome.exit_code is ExitCode.STARTING

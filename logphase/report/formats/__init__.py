@@ -6,9 +6,12 @@ member, and its case in `pick` (mypy flags the missing case and any missing meth
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from enum import StrEnum
+from pathlib import Path
 from typing import Protocol, assert_never
 
+from logphase.baselines.records import RunRecord
 from logphase.report.formats.html import HtmlFormat
 from logphase.report.formats.json import JsonFormat
 from logphase.report.formats.markdown import MarkdownFormat
@@ -35,6 +38,15 @@ class Format(Protocol):
 
     def stacks(self, report: StacksReport) -> str:
         """`logphase stacks`: the merged stacks, their groups and the processes not read."""
+        ...
+
+    def runs(self, runs: Sequence[RunRecord], *, db: Path | None) -> str:
+        """`logphase runs list`: the recorded runs of the store at `db` (None: there is no store
+        yet); nothing when there are none, except where the format is a document (JSON)."""
+        ...
+
+    def run(self, run: RunRecord) -> str:
+        """`logphase runs show`: one run's setup, outcome, stop point and phase times."""
         ...
 
 

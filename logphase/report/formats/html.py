@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from html import escape
+from pathlib import Path
 
 from logphase import __version__
+from logphase.baselines.records import RunRecord
 from logphase.phases import Phase
 from logphase.report.analysis import (
     Table,
@@ -23,6 +26,7 @@ from logphase.report.analysis import (
 from logphase.report.model import Report
 from logphase.report.paint import verdict_colour
 from logphase.report.picture import NO_TIMESTAMPS, PHASE_LETTERS, Picture, picture
+from logphase.report.runs import render_run_table, render_runs_table
 from logphase.report.stacks import GROUP_HEADERS, PROBLEM_HEADERS, group_rows, problem_rows, render_tree
 from logphase.stacks.model import StacksReport
 
@@ -117,6 +121,16 @@ class HtmlFormat:
             body += ['<section id="not-read"><h2>Not read</h2>', _table(Table(tuple(PROBLEM_HEADERS), problems))]
             body.append("</section>")
         return _page("logphase stacks", body)
+
+    def runs(self, runs: Sequence[RunRecord], *, db: Path | None) -> str:
+        if not runs:
+            return ""
+        return _page("logphase runs", ["<h1>Recorded runs</h1>", f"<pre>{escape(render_runs_table(runs))}</pre>"])
+
+    def run(self, run: RunRecord) -> str:
+        return _page(
+            f"logphase run {run.id}", [f"<h1>Run {run.id}</h1>", f"<pre>{escape(render_run_table(run))}</pre>"]
+        )
 
 
 def _stacks_tree(stacks: object) -> str:

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from pathlib import Path
 
 from tabulate import tabulate
 
 from logphase import __version__
+from logphase.baselines.records import RunRecord
 from logphase.report.analysis import (
     confidence_line,
     context,
@@ -21,6 +24,7 @@ from logphase.report.analysis import (
 )
 from logphase.report.model import Report
 from logphase.report.picture import NO_TIMESTAMPS, picture
+from logphase.report.runs import render_run_markdown, render_runs_markdown
 from logphase.report.stacks import GROUP_HEADERS, PROBLEM_HEADERS, group_rows, problem_rows, render_tree
 from logphase.stacks.model import StacksReport
 
@@ -81,6 +85,12 @@ class MarkdownFormat:
             lines += ["", "### Not read", ""]
             lines += [tabulate(problems, headers=PROBLEM_HEADERS, tablefmt="github")]
         return "\n".join(lines) + "\n"
+
+    def runs(self, runs: Sequence[RunRecord], *, db: Path | None) -> str:
+        return render_runs_markdown(runs) + "\n" if runs else ""
+
+    def run(self, run: RunRecord) -> str:
+        return render_run_markdown(run) + "\n"
 
 
 def gantt(report: Report) -> list[str]:

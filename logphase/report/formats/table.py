@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from tabulate import tabulate
 
+from logphase.baselines.records import RunRecord
 from logphase.report.analysis import (
     confidence_line,
     context,
@@ -20,6 +23,7 @@ from logphase.report.analysis import (
 from logphase.report.model import Report
 from logphase.report.paint import paint, verdict_colour
 from logphase.report.picture_text import timeline_lines
+from logphase.report.runs import render_run_table, render_runs_table
 from logphase.report.stacks import PROBLEM_HEADERS, problem_rows, render_groups, render_tree
 from logphase.stacks.model import StacksReport
 
@@ -83,3 +87,9 @@ class TableFormat:
         if problems:
             parts += ["", tabulate(problems, headers=PROBLEM_HEADERS, tablefmt="simple")]
         return "\n".join(parts) + "\n"
+
+    def runs(self, runs: Sequence[RunRecord], *, db: Path | None) -> str:
+        return render_runs_table(runs) + "\n" if runs else ""
+
+    def run(self, run: RunRecord) -> str:
+        return render_run_table(run) + "\n"

@@ -1,0 +1,137 @@
+"""Tar archives as sources: one pass over the members in order, each member then a byte range read on demand."""
+
+from __future__ import annotations
+
+import io
+import os
+import tarfile
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import IO, Any, cast
+
+from logphase.errors import InputError
+from logphase.logs.reader import CHUNK_BYTES, READ_ERRORS, SNIFF_BYTES, LogSource, refuse_binary, sniff_bytes
+
+# A compressed archive (or one on stdin) is unpacked once into one temporary file; past this it is
+# refused (a small .tar.gz can hold terabytes of zeros).
+MAX_UNPACKED_BYTES = 8 << 30
+
+
+@dataclass(frozen=True)
+class _Member:
+    name: str
+    start: int
+    size: int
+    head: bytes
+
+
+class _Bytes:
+    """One open file the members are ranges of: the archive itself (uncompressed) or the temporary
+    file it was unpacked into. One descriptor for any number of members; closed with its last user."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+
+    def __del__(self) -> None:
+        os.close(self.fd)
+
+    def opener(self, member: _Member) -> Callable[[], IO[bytes]]:
+        return lambda: cast(IO[bytes], io.BufferedReader(_Range(self, member.start, member.size), CHUNK_BYTES))
+
+
+class _Range(io.RawIOBase):
+    """Bytes [start, start + size) of a shared file, read with pread: members never share a position."""
+
+    def __init__(self, data: _Bytes, start: int, size: int) -> None:
+        self._data, self._start, self._size, self._at = data, start, size, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        base = {io.SEEK_SET: 0, io.SEEK_CUR: self._at, io.SEEK_END: self._size}[whence]
+        self._at = max(0, min(self._size, base + offset))
+        return self._at
+
+    def tell(self) -> int:
+        return self._at
+
+    def readinto(self, buffer: Any) -> int:
+        wanted = min(len(buffer), self._size - self._at)
+        if wanted <= 0:
+            return 0
+        data = os.pread(self._data.fd, wanted, self._start + self._at)
+        buffer[: len(data)] = data
+        self._at += len(data)
+        return len(data)
+
+
+def tar_sources(name: str, open_archive: Callable[[], IO[bytes]], *, path: str | None) -> list[LogSource]:
+    """Each regular member of the archive is a log of its own (one per node or rank, typically).
+    `path`: the archive's own file when it is an uncompressed tar (its members are read in place);
+    otherwise the decompressed stream is unpacked once, in order, into one temporary file."""
+    try:
+        if path is not None:
+            members, data = _in_place(path)
+        else:
+            members, data = _unpacked(name, open_archive())
+    except READ_ERRORS as exc:
+        raise InputError(
+            f"{name}: broken or truncated archive: {exc}", hint="check the archive, or re-create it"
+        ) from None
+    if not members:
+        raise InputError(f"{name}: the archive holds no files", hint="give the logs themselves, or an archive of them")
+    sources = []
+    for member in members:
+        label = f"{name}:{member.name}"
+        refuse_binary(label, member.head)
+        sources.append(LogSource(name=label, open_stream=data.opener(member), envelopes=sniff_bytes(member.head)))
+    return sources
+
+
+def _in_place(path: str) -> tuple[list[_Member], _Bytes]:
+    """The headers read in one pass (an uncompressed tar reads no member's bytes to find the next)."""
+    members = []
+    data = _Bytes(os.open(path, os.O_RDONLY))
+    with tarfile.open(path, "r:") as archive:
+        for info in archive:
+            if info.isfile():
+                head = os.pread(data.fd, min(SNIFF_BYTES, info.size), info.offset_data)
+                members.append(_Member(info.name, info.offset_data, info.size, head))
+    return members, data
+
+
+def _unpacked(name: str, stream: IO[bytes]) -> tuple[list[_Member], _Bytes]:
+    """One pass over a stream that cannot seek back (stdin, a compressed archive): every member's
+    bytes go, in order, into one temporary file (one descriptor, whatever the number of members)."""
+    spool = tempfile.TemporaryFile()  # noqa: SIM115 - its descriptor lives in _Bytes
+    data = _Bytes(os.dup(spool.fileno()))
+    members = []
+    written = 0
+    try:
+        with tarfile.open(fileobj=stream, mode="r|*") as archive:
+            for info in archive:
+                extracted = archive.extractfile(info) if info.isfile() else None
+                if extracted is None:
+                    continue
+                start = written
+                head = b""
+                while chunk := extracted.read(CHUNK_BYTES):
+                    head = head or chunk[:SNIFF_BYTES]
+                    written += len(chunk)
+                    if written > MAX_UNPACKED_BYTES:
+                        raise InputError(
+                            f"{name}: over {MAX_UNPACKED_BYTES >> 30} GB unpacked: too big to read as it is",
+                            hint="unpack it first and give the logs that matter (tar -xf ARCHIVE)",
+                        )
+                    spool.write(chunk)
+                members.append(_Member(info.name, start, written - start, head))
+        spool.flush()
+    finally:
+        stream.close()
+        spool.close()
+    return members, data
