@@ -87,10 +87,13 @@ ENVELOPES: tuple[Envelope, ...] = (
     _envelope("torchrun --tee", r"^\[default(?P<rank>\d{1,5})\]:", rank_name="local_rank", share=0.3),
     # Ray's log monitor: `(ActorName pid=123) `, `(pid=123, ip=10.0.0.1) `. Only a single actor's: the
     # lines of several actors need their tag to stay apart (the packs read vLLM's and SGLang's actors'
-    # tags, with their ranks: `(Worker_TP1 pid=42)`, `(SchedulerActor pid=7)`)
+    # tags, with their ranks: `(Worker_TP1 pid=42)`, `(SchedulerActor pid=7)`). vLLM's own process tags
+    # (`(APIServer pid=1) `, 0.11 utils `_add_prefix`) are its log format, read by its pack: not an envelope
+    # (a serving log that is nearly all API-server lines would otherwise lose the fast path).
     _envelope(
         "Ray",
-        r"^\((?P<writer>(?:(?!\w*(?:_?(?:TP|PP|DP|EP)\d|Scheduler))[A-Za-z_]\w* )?pid=\d+)(?:, ip=[\w.:]+)?\) ",
+        r"^\((?P<writer>(?:(?!\w*(?:_?(?:TP|PP|DP|EP)\d|Scheduler)|(?:APIServer|ApiServer|EngineCore|VllmWorker|"
+        r"DPCoordinator|DPSupervisor|DPEngineCoreProc))[A-Za-z_]\w* )?pid=\d+)(?:, ip=[\w.:]+)?\) ",
         max_writers=1,
     ),
     # markdown quotes (one level per layer; `>` alone quotes an empty line)

@@ -269,3 +269,14 @@ def test_the_rank_of_an_srun_label_names_the_failing_task(tmp_path: Path) -> Non
     _, report = run_json("analyze", "--post-mortem", str(log))
     # THEN the crash is task 1's
     assert (report["verdict"], report["root_cause"]["rank"]) == ("crashed", "rank 1")
+
+
+def test_vllm_own_process_tags_are_its_format_not_a_ray_envelope() -> None:
+    # GIVEN a vLLM serving log that is nearly all API-server lines (its own `(APIServer pid=N) ` tag,
+    # and the `ApiServer_N` tags of --api-server-count), and a Ray actor's output
+    vllm = ["(APIServer pid=1) INFO 05-10 16:00:11 [loggers.py:111] Engine 000: Avg prompt throughput: 1.0"] * 20
+    api_n = ["(ApiServer_7 pid=161396) INFO 05-10 16:00:11 [api_server.py:1] Started server process"] * 20
+    ray = ["(RayWorkerWrapper pid=123) hello from a ray actor"] * 20
+    # WHEN sniffed THEN vLLM's lines carry no envelope (its pack reads the tag), the Ray actor's do
+    assert sniff(vllm).layers == () and sniff(api_n).layers == ()
+    assert [layer.name for layer in sniff(ray).layers] == ["Ray"]
