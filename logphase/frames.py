@@ -43,3 +43,13 @@ def frame_key(line: str) -> str | None:
     if found is None:
         return None
     return frame_key_of(found.group("function"), short_path(found.group("file")))
+
+
+# C0 and C1 controls and DEL: a name a process chose (a thread, a function, its command line) must not
+# drive the terminal the report is read on.
+_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def printable(text: str) -> str:
+    """`text` with every control character shown as its escape (`\\x1b`), tabs and newlines kept."""
+    return _CONTROLS.sub(lambda found: f"\\x{ord(found.group()):02x}", text)

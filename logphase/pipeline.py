@@ -120,6 +120,7 @@ def assemble(
         timeline, as_of=options.as_of, post_mortem=options.post_mortem, budgets=budgets, last_activity=last_activity
     )
     report = build_report(inputs, result, judgement, as_of=options.as_of, post_mortem=options.post_mortem)
+    report = replace(report, last_write=last_activity)
     if result.earlier:
         report = replace(report, notes=(*report.notes, *_earlier_starts(result, budgets, options.as_of)))
     if judgement.verdict is Verdict.UNKNOWN and result.unrecognised is not None:

@@ -9,11 +9,12 @@ import click
 from tabulate import tabulate
 
 from logphase.cli.common import load_all_packs, patterns_option
-from logphase.errors import ExitCode
+from logphase.errors import ExitCode, UsageError
 from logphase.inventory.coverage import IGNORED, RULE, UNDECIDED, coverage_by_release, decide
 from logphase.inventory.files import SYSTEMS, build_inventory, builtin_inventory_dir, data_path, read_inventory
 from logphase.logs.matcher import explain as explain_line
 from logphase.packs import builtin_pack_paths, check_pack_examples, expand_pack_paths, load_packs
+from logphase.phases import Phase
 
 
 @click.group()
@@ -22,18 +23,29 @@ def patterns() -> None:
 
 
 @patterns.command("list")
+@click.option("--system", "system", metavar="SYSTEM", help="Only the packs of this system (sglang, vllm, torch).")
+@click.option("--phase", "phase", type=click.Choice([p.value for p in Phase]), help="Only the rules of this phase.")
 @patterns_option
-def list_rules(pattern_paths: tuple[Path, ...]) -> None:
+def list_rules(pattern_paths: tuple[Path, ...], system: str | None, phase: str | None) -> None:
     """Every pack and rule: id, phase, kind, role."""
     packs = load_all_packs(pattern_paths)
-    for pack in packs.packs:
+    chosen = [pack for pack in packs.packs if system is None or system in pack.systems]
+    if system is not None and not chosen:
+        known = sorted({name for pack in packs.packs for name in pack.systems})
+        raise UsageError(f"--system {system!r}: no pack is for it", hint=f"the packs know: {', '.join(known)}")
+    for pack in chosen:
         systems = (", ".join(pack.systems) or "generic") + (", job" if pack.job else "")
         click.echo(
             f"{pack.name} ({systems}): {len(pack.prefixes)} prefixes, {len(pack.rules)} rules, "
             f"{len(pack.signatures)} signatures, {len(pack.anchors)} anchors, "
             f"{len(pack.server_args)} server_args — {pack.path}"
         )
-    rows = [[r.id, r.phase.value if r.phase else "", r.kind.value, r.role.value, r.priority] for r in packs.rules]
+    rows = [
+        [r.id, r.phase.value if r.phase else "", r.kind.value, r.role.value, r.priority]
+        for pack in chosen
+        for r in pack.rules
+        if phase is None or (r.phase is not None and r.phase.value == phase)
+    ]
     click.echo(tabulate(sorted(rows), headers=["rule", "phase", "kind", "role", "priority"]))
 
 

@@ -170,7 +170,7 @@ def facts(report: Report, *, path: Callable[[str], str] = str) -> str:
         count = len(report.ranks)
         parts.append(f"{count} rank{'s' * (count != 1)} ({format_rank_set(report.ranks)})")
     for summary in report.inputs:
-        parts.append(f"{path(summary.path)}: {summary.lines} lines")
+        parts.append(f"{path(summary.path)}: {summary.lines} line{'s' * (summary.lines != 1)}")
     if report.last_line is not None:
         last = f"last line {report.last_line.line}"
         if report.last_line.time is not None:
@@ -187,6 +187,10 @@ def facts(report: Report, *, path: Callable[[str], str] = str) -> str:
     eta = report.baseline.headline_eta() if report.baseline is not None else None
     if eta:
         parts.append(eta)
+    stamped = report.last_line is not None and report.last_line.time is not None
+    if not report.post_mortem and not stamped and report.last_write is not None:
+        # nothing in the log says when: its file's last write is the time of its last line
+        parts.append(f"no timestamps: time from the file's last write, {report.last_write:%Y-%m-%d %H:%M:%S}")
     parts.append("post-mortem" if report.post_mortem else f"as of {report.as_of:%Y-%m-%d %H:%M:%S}")
     return " · ".join(parts)
 

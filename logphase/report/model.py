@@ -113,6 +113,7 @@ class Report:
     stacks: StacksSection | None = None
     flight_recorder: FlightSection | None = None
     notes: tuple[str, ...] = field(default=())
+    last_write: datetime | None = None  # the newest input file's modification time (stands in for time)
     confidence: str = "high"  # high | medium | low: how far the evidence carries the verdict
     support: tuple[EvidenceLine, ...] = ()  # the lines the verdict rests on
     doubts: tuple[str, ...] = ()  # what speaks against it, said, never silently resolved

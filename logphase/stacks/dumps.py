@@ -16,7 +16,7 @@ from itertools import chain, islice
 from typing import Any, Protocol
 
 from logphase.envelope import SNIFF_LINES, Unwrapped, Unwrapper, sniff
-from logphase.frames import PYSPY_FRAME, short_path
+from logphase.frames import PYSPY_FRAME, printable, short_path
 from logphase.packs import rank_from_tags
 from logphase.stacks.model import Frame, ProcessSnapshot, ThreadStack
 
@@ -171,7 +171,10 @@ def make_frame(function: str, file: str, line: int | None, native: bool | None =
     if function.startswith("0x") or (function == "???" and not file):
         return None
     return Frame(
-        function=function, file=file, line=line or None, native=is_native_file(file) if native is None else native
+        function=printable(function),
+        file=printable(file),
+        line=line or None,
+        native=is_native_file(file) if native is None else native,
     )
 
 

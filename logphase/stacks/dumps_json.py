@@ -7,6 +7,7 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
+from logphase.frames import printable
 from logphase.stacks.dumps import (
     make_frame,
     parse_dumps_in_text,
@@ -72,7 +73,12 @@ def snapshots_from_pyspy_json(threads: list[Any], pid: int | None = None) -> lis
         os_tid = item.get("os_thread_id")
         tid = str(os_tid if os_tid is not None else item.get("thread_id", "?"))
         by_pid.setdefault(thread_pid, []).append(
-            ThreadStack(thread_id=tid, name=item.get("thread_name"), frames=tuple(frames), active=item.get("active"))
+            ThreadStack(
+                thread_id=tid,
+                name=printable(str(item["thread_name"])) if item.get("thread_name") is not None else None,
+                frames=tuple(frames),
+                active=item.get("active"),
+            )
         )
         info = item.get("process_info")
         if isinstance(info, dict) and info.get("command_line"):

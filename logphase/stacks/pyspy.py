@@ -23,6 +23,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from logphase.errors import SnapshotError
+from logphase.frames import printable
 from logphase.stacks.dumps import role_and_rank_from_title
 from logphase.stacks.dumps_json import snapshots_from_pyspy_json
 from logphase.stacks.model import ProcessSnapshot, ThreadStack
@@ -124,7 +125,7 @@ def read_proc(pid: int, proc: Path = Path("/proc")) -> ProcInfo | None:
     comm, state, ppid = stat
     raw = _read(proc / str(pid) / "cmdline") or b""
     argv = [part.decode("utf-8", "replace") for part in raw.split(b"\0") if part]
-    title = " ".join(argv).strip()
+    title = printable(" ".join(argv).strip())
     try:
         uid: int | None = (proc / str(pid)).stat().st_uid
     except OSError:
