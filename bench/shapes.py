@@ -13,6 +13,7 @@ import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Protocol
 
 RANKS = 8
 HOST = "gpu-node-17"
@@ -34,17 +35,14 @@ BUSY = Mix()
 NCCL_STORM = Mix(decode=0.15, prefill=0.05, access=0.12, probe=0.01)  # NCCL_DEBUG=INFO on a chatty fabric
 
 
-class Format:
+class Format(Protocol):
     """One server version's serving lines; `now` is the line's wall time."""
 
-    def decode(self, r: random.Random, now: datetime, rank: int) -> str:
-        raise NotImplementedError
+    def decode(self, r: random.Random, now: datetime, rank: int) -> str: ...
 
-    def prefill(self, r: random.Random, now: datetime, rank: int) -> str:
-        raise NotImplementedError
+    def prefill(self, r: random.Random, now: datetime, rank: int) -> str: ...
 
-    def access(self, now: datetime, client: str, request: str) -> str:
-        raise NotImplementedError
+    def access(self, now: datetime, client: str, request: str) -> str: ...
 
     def nccl(self, r: random.Random, now: datetime, rank: int) -> str:
         pid = PIDS[rank]
