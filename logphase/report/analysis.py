@@ -155,6 +155,11 @@ def rank_table(report: Report) -> Table:
     )
 
 
+def rank_title(table: Table) -> str:
+    """`Ranks diverge` only where their phases do; the culprits' table alone is `Ranks`."""
+    return "Ranks diverge" if len({row[1] for row in table.rows}) > 1 else "Ranks"
+
+
 def shareable_path(path: str) -> str:
     """A path to paste into an issue: a relative path as it is, an absolute one by its file name
     (`/home/alice/runs/server.log` says nothing to a reader, and names a user)."""

@@ -189,7 +189,7 @@ phase        ranks    start     end       took    progress
 weight_load  TP[0-1]  10:00:00  10:00:40  40s     15/15
 cuda_graph   TP[0-1]  10:00:41  10:00:45  4s
 
-Ranks diverge:
+Ranks:
 rank    phase       last progress      line
 ------  ----------  ---------------  ------
 TP0     cuda_graph  10:00:44              8

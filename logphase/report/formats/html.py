@@ -19,6 +19,7 @@ from logphase.report.analysis import (
     findings,
     phase_table,
     rank_table,
+    rank_title,
     root_title,
     shareable_path,
     unrecognised_lines,
@@ -84,7 +85,7 @@ class HtmlFormat:
         body += ['<section id="phases"><h2>Phases</h2>', _table(phase_table(report)), "</section>"]
         ranks = rank_table(report)
         if ranks.rows:
-            body += ['<section id="ranks"><h2>Ranks diverge</h2>', _table(ranks), "</section>"]
+            body += [f'<section id="ranks"><h2>{rank_title(ranks)}</h2>', _table(ranks), "</section>"]
         if report.culprit_ranks:
             body.append(f"<p>Culprit ranks: {escape(', '.join(report.culprit_ranks))}</p>")
         root = report.root_cause

@@ -17,6 +17,7 @@ from logphase.report.analysis import (
     headline,
     phase_table,
     rank_table,
+    rank_title,
     root_title,
     unrecognised_lines,
 )
@@ -48,7 +49,7 @@ class TableFormat:
         if phases.rows:
             out += [tabulate(phases.rows, headers=phases.headers), ""]
         if ranks.rows:
-            out += ["Ranks diverge:", tabulate(ranks.rows, headers=ranks.headers), ""]
+            out += [f"{rank_title(ranks)}:", tabulate(ranks.rows, headers=ranks.headers), ""]
         if report.culprit_ranks:
             out += [f"Culprit ranks: {', '.join(report.culprit_ranks)}", ""]
         root = report.root_cause
