@@ -148,9 +148,9 @@ def watch(
     db_path: Path | None,
     pattern_paths: tuple[Path, ...],
 ) -> None:
-    """Follow a growing log (rotation and truncation handled; '-' for standard input, e.g.
-    `kubectl logs -f POD | logphase watch -`) and tell, live, whether the server is ready,
-    still starting, stalled or crashed.
+    """Follow a starting server's log and tell, live, whether it is ready, still starting, stalled
+    or crashed. Rotation and truncation are handled; '-' reads standard input, e.g.
+    `kubectl logs -f POD | logphase watch -`.
 
     With --url, the health endpoint tells apart: connection refused (not listening yet), 503
     (starting or warming up), 200 (ready), no answer; only the URL can say ready then. Phase and
