@@ -36,8 +36,7 @@ SUMMARIES = {
     "runs": "Recorded runs: what `analyze --baseline` and `watch` compare a run with.",
     "stacks": "Snapshot the Python stacks of every rank of a server (or read dumps), merge them into one tree, "
     "and name the odd rank and where the rest wait.",
-    "watch": "Follow a starting server's log and tell, live, whether it is ready, still starting, stalled "
-    "or crashed.",
+    "watch": "Follow a starting server's log and tell, live, whether it is ready, still starting, stalled or crashed.",
 }
 
 # Ctrl-C: the shell's own code for a process ended by SIGINT (128 + 2).
