@@ -207,6 +207,10 @@ def _follow_stream(
                 continue
             yield splitter.end_line()
             return
+        if not started:
+            refuse_binary(
+                "<stdin>" if on_no_writer is None else "the pipe", data[:SNIFF_BYTES]
+            )  # /dev/urandom piped in
         started = True
         if on_bytes is not None:
             on_bytes(data)

@@ -236,3 +236,20 @@ def test_a_writer_that_closes_a_named_pipe_before_writing_does_not_end_it(tmp_pa
         "phase: weight_load (line 3)",
         "stalled: the log ended during weight_load without a ready line",
     ]
+
+
+def test_binary_bytes_on_stdin_are_refused_at_once(tmp_path: Path) -> None:
+    # GIVEN random bytes piped into watch (`watch - < /dev/urandom`)
+    noise = tmp_path / "noise.bin"
+    noise.write_bytes(bytes(range(256)) * 400)
+    with noise.open("rb") as stdin:
+        done = subprocess.run(
+            [sys.executable, "-m", "logphase", "watch", "-", "--timeout", "20"],
+            stdin=stdin,
+            capture_output=True,
+            timeout=30,
+            cwd=REPO,
+        )
+    # THEN exit 3 with what it is, long before the timeout
+    assert done.returncode == 3
+    assert done.stderr.decode().startswith("logphase: error: <stdin>: a binary file, not a text log")
