@@ -6,8 +6,7 @@ import io
 import os
 import tarfile
 import tempfile
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
 from typing import IO, Any, cast
 
 from logphase.errors import InputError
@@ -16,14 +15,6 @@ from logphase.logs.reader import CHUNK_BYTES, READ_ERRORS, SNIFF_BYTES, LogSourc
 # A compressed archive (or one on stdin) is unpacked once into one temporary file; past this it is
 # refused (a small .tar.gz can hold terabytes of zeros).
 MAX_UNPACKED_BYTES = 8 << 30
-
-
-@dataclass(frozen=True)
-class _Member:
-    name: str
-    start: int
-    size: int
-    head: bytes
 
 
 class _Bytes:
@@ -36,8 +27,8 @@ class _Bytes:
     def __del__(self) -> None:
         os.close(self.fd)
 
-    def opener(self, member: _Member) -> Callable[[], IO[bytes]]:
-        return lambda: cast(IO[bytes], io.BufferedReader(_Range(self, member.start, member.size), CHUNK_BYTES))
+    def opener(self, start: int, size: int) -> Callable[[], IO[bytes]]:
+        return lambda: cast(IO[bytes], io.BufferedReader(_Range(self, start, size), CHUNK_BYTES))
 
 
 class _Range(io.RawIOBase):
@@ -70,51 +61,66 @@ class _Range(io.RawIOBase):
         return len(data)
 
 
+# A member as the pass over the archive finds it: its name, where its bytes are, and its first bytes.
+_Found = tuple[str, int, int, bytes]
+
+
 def tar_sources(name: str, open_archive: Callable[[], IO[bytes]], *, path: str | None) -> list[LogSource]:
     """Each regular member of the archive is a log of its own (one per node or rank, typically).
     `path`: the archive's own file when it is an uncompressed tar (its members are read in place);
-    otherwise the decompressed stream is unpacked once, in order, into one temporary file."""
+    otherwise the decompressed stream is unpacked once, in order, into one temporary file. A member's
+    first bytes are judged (binary? an envelope?) as the pass finds it and then dropped: memory holds
+    a few numbers per member, whatever the members' sizes."""
+    sources = []
     try:
         if path is not None:
-            members, data = _in_place(path)
+            data = _Bytes(os.open(path, os.O_RDONLY))
+            found = _in_place(path, data)
         else:
-            members, data = _unpacked(name, open_archive())
+            spool = tempfile.TemporaryFile()  # noqa: SIM115 - closed by _unpacked; its descriptor lives in _Bytes
+            data = _Bytes(os.dup(spool.fileno()))
+            found = _unpacked(name, open_archive(), spool)
+        for member, start, size, head in found:
+            label = f"{name}:{member}"
+            refuse_binary(label, head)
+            sources.append(LogSource(name=label, open_stream=data.opener(start, size), envelopes=sniff_bytes(head)))
     except READ_ERRORS as exc:
         raise InputError(
             f"{name}: broken or truncated archive: {exc}", hint="check the archive, or re-create it"
         ) from None
-    if not members:
+    if not sources:
         raise InputError(f"{name}: the archive holds no files", hint="give the logs themselves, or an archive of them")
-    sources = []
-    for member in members:
-        label = f"{name}:{member.name}"
-        refuse_binary(label, member.head)
-        sources.append(LogSource(name=label, open_stream=data.opener(member), envelopes=sniff_bytes(member.head)))
     return sources
 
 
-def _in_place(path: str) -> tuple[list[_Member], _Bytes]:
+def _members(archive: tarfile.TarFile) -> Iterator[tarfile.TarInfo]:
+    """The archive's headers in order, without the list of all of them TarFile keeps as it reads."""
+    kept = cast(Any, archive).members  # not in the type stubs; a list TarFile appends every header to
+    while (info := archive.next()) is not None:
+        kept.clear()
+        yield info
+
+
+def _in_place(path: str, data: _Bytes) -> Iterator[_Found]:
     """The headers read in one pass (an uncompressed tar reads no member's bytes to find the next)."""
-    members = []
-    data = _Bytes(os.open(path, os.O_RDONLY))
     with tarfile.open(path, "r:") as archive:
-        for info in archive:
+        for info in _members(archive):
             if info.isfile():
-                head = os.pread(data.fd, min(SNIFF_BYTES, info.size), info.offset_data)
-                members.append(_Member(info.name, info.offset_data, info.size, head))
-    return members, data
+                yield (
+                    info.name,
+                    info.offset_data,
+                    info.size,
+                    os.pread(data.fd, min(SNIFF_BYTES, info.size), info.offset_data),
+                )
 
 
-def _unpacked(name: str, stream: IO[bytes]) -> tuple[list[_Member], _Bytes]:
+def _unpacked(name: str, stream: IO[bytes], spool: IO[bytes]) -> Iterator[_Found]:
     """One pass over a stream that cannot seek back (stdin, a compressed archive): every member's
     bytes go, in order, into one temporary file (one descriptor, whatever the number of members)."""
-    spool = tempfile.TemporaryFile()  # noqa: SIM115 - its descriptor lives in _Bytes
-    data = _Bytes(os.dup(spool.fileno()))
-    members = []
     written = 0
     try:
         with tarfile.open(fileobj=stream, mode="r|*") as archive:
-            for info in archive:
+            for info in _members(archive):
                 extracted = archive.extractfile(info) if info.isfile() else None
                 if extracted is None:
                     continue
@@ -129,9 +135,8 @@ def _unpacked(name: str, stream: IO[bytes]) -> tuple[list[_Member], _Bytes]:
                             hint="unpack it first and give the logs that matter (tar -xf ARCHIVE)",
                         )
                     spool.write(chunk)
-                members.append(_Member(info.name, start, written - start, head))
-        spool.flush()
+                spool.flush()
+                yield info.name, start, written - start, head
     finally:
         stream.close()
         spool.close()
-    return members, data
