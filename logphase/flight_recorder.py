@@ -4,19 +4,15 @@ from __future__ import annotations
 
 import io
 import json
-import lzma
 import pickle
-import zlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import zstandard
-
 from logphase.errors import InputError
 from logphase.frames import short_path
-from logphase.logs.reader import decompressing
+from logphase.logs.reader import READ_ERRORS, decompressing
 from logphase.stacks.dumps import rank_from_file_name
 from logphase.stacks.model import Frame
 
@@ -156,8 +152,12 @@ def _read(path: str) -> bytes:
         with open(path, "rb") as raw:
             data = decompressing(raw, path).read(MAX_DUMP_BYTES + 1)
     except OSError as exc:
-        raise InputError(f"{path}: cannot read: {exc.strerror}", hint="check the path and its permissions") from None
-    except (EOFError, zlib.error, lzma.LZMAError, zstandard.ZstdError) as exc:
+        if exc.strerror is not None:  # the file itself; a damaged archive's errors have none
+            raise InputError(
+                f"{path}: cannot read: {exc.strerror}", hint="check the path and its permissions"
+            ) from None
+        raise InputError(f"{path}: the compressed dump ends early or is damaged: {exc}", hint=_WHOLE) from None
+    except READ_ERRORS as exc:
         raise InputError(f"{path}: the compressed dump ends early or is damaged: {exc}", hint=_WHOLE) from None
     if len(data) > MAX_DUMP_BYTES:
         raise InputError(

@@ -3,32 +3,26 @@
 from __future__ import annotations
 
 import io
-import lzma
-import re
 import socket
 import sys
-import zlib
 from dataclasses import replace
 from pathlib import Path
 from typing import cast
 
 import click
-import zstandard
 
 from logphase.cli.common import FORMATS, load_all_packs, patterns_option, use_colour
 from logphase.errors import ExitCode, InputError, UsageError
-from logphase.logs.reader import LogSource, open_sources, read_lines
+from logphase.logs.reader import READ_ERRORS, LogSource, damaged, open_sources, read_lines
 from logphase.report.formats import OutputFormat, pick
 from logphase.stacks import pyspy
 from logphase.stacks.dumps import parse_dumps_in_lines, rank_from_file_name
-from logphase.stacks.dumps_json import parse_json_text
+from logphase.stacks.dumps_json import looks_like_json, parse_json_text
 from logphase.stacks.model import ProcessSnapshot, StacksReport
 from logphase.stacks.stalls import summarize
 
 # A py-spy / logphase JSON dump is read whole: 512 processes of 50 frames are ~5 MB.
 MAX_JSON_BYTES = 16 << 20
-# JSON opens with `[` or `{` and then a value or its end; a log line such as `[2025-10-29 ...` does not.
-JSON_START = re.compile(rb"\s*[\[{]\s*(?:[\[{\]}\"]|$)")
 
 
 def read_dump_file(path: str) -> list[ProcessSnapshot]:
@@ -46,13 +40,16 @@ def _read_source(source: LogSource) -> list[ProcessSnapshot]:
     buffered = stream if hasattr(stream, "peek") else io.BufferedReader(cast(io.RawIOBase, stream))
     try:
         head = cast(io.BufferedReader, buffered).peek(64)[:64]
-    except (OSError, EOFError, lzma.LZMAError, zlib.error, zstandard.ZstdError):
+    except READ_ERRORS:
         head = b""  # reading says what is wrong
-    if not JSON_START.match(head):
+    if not looks_like_json(head.decode("utf-8", errors="replace")):
         opened = replace(source, open_stream=lambda: buffered)
         return parse_dumps_in_lines(read_lines(opened))
-    with buffered:
-        data = buffered.read(MAX_JSON_BYTES + 1)
+    try:
+        with buffered:
+            data = buffered.read(MAX_JSON_BYTES + 1)
+    except READ_ERRORS as exc:
+        raise damaged(source, 0, exc) from None
     if len(data) > MAX_JSON_BYTES:
         raise InputError(
             f"{source.name}: a JSON dump over {MAX_JSON_BYTES >> 20} MB",

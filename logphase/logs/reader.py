@@ -152,7 +152,7 @@ def _decompressed_head(raw: IO[bytes], name: str) -> bytes:
     try:
         while len(head) < SNIFF_BYTES and (part := stream.read(SNIFF_BYTES - len(head))):
             head += part
-    except (OSError, EOFError, zlib.error, lzma.LZMAError, zstandard.ZstdError):
+    except READ_ERRORS:
         pass  # reading the source reports where it breaks, and keeps what came before
     return head
 
@@ -339,7 +339,7 @@ def envelopes_of(source: LogSource) -> Envelopes:
                 head = stream.read(SNIFF_BYTES)
             finally:
                 stream.close()
-        except (EOFError, OSError, zlib.error, lzma.LZMAError, zstandard.ZstdError, tarfile.TarError):
+        except READ_ERRORS:
             head = b""  # reading the source reports the damage
         source.envelopes = sniff_bytes(head)
     return source.envelopes

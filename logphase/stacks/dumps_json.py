@@ -4,6 +4,7 @@ and a whole dump file, whichever kind it is."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -17,9 +18,12 @@ from logphase.stacks.dumps import (
 )
 from logphase.stacks.model import SCHEMA, ProcessSnapshot, ThreadStack
 
+# JSON opens with `[` or `{` and then a value or its end; a log line such as `[2025-10-29 ...` does not.
+_JSON_START = re.compile(r"\s*[\[{]\s*(?:[\[{\]}\"]|$)")
+
 
 def looks_like_json(text: str) -> bool:
-    return text.lstrip()[:1] in ("[", "{")
+    return _JSON_START.match(text) is not None
 
 
 def iter_json_documents(text: str) -> Iterator[Any]:
