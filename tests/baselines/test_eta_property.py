@@ -38,8 +38,12 @@ class Setup:
 
 SETUPS = (
     Setup("sglang-tp4", FIXTURES / "logs/sglang/k8s-cri-prefixed-ready.log", "The server is fired up", 2025),
-    # SGLang with an EAGLE3 draft model (TP2: the fixtures hold no ready TP8 run with a draft)
-    Setup("sglang-eagle3", FIXTURES / "logs/sglang/eagle3-0515-interleaved-ready.log", "The server is fired up", 2026),
+    # SGLang TP8 with an EAGLE3 draft model (0.5.10: the draft's block after the target's graphs)
+    Setup("sglang-tp8-eagle3", FIXTURES / "logs/sglang/eagle3-tp8-ready.log", "The server is fired up", 2026),
+    # and a 0.5.15 TP2 one, whose draft work interleaves with the target's
+    Setup(
+        "sglang-eagle3-0515", FIXTURES / "logs/sglang/eagle3-0515-interleaved-ready.log", "The server is fired up", 2026
+    ),
     Setup("vllm-v1-tp4", FIXTURES / "logs/vllm/v1-085-tp4-ready-serving.log", "Application startup complete.", 2025),
 )
 
