@@ -172,7 +172,17 @@ def parse_dump(data: bytes, path: str) -> RankDump:
     broken = InputError(f"{path}: not a readable flight-recorder dump", hint=_WHOLE)
     try:
         document = _PlainData(io.BytesIO(data)).load()
-    except (pickle.UnpicklingError, EOFError, ValueError, TypeError, IndexError, KeyError, AttributeError) as exc:
+    except (
+        pickle.UnpicklingError,
+        EOFError,
+        ValueError,
+        TypeError,
+        IndexError,
+        KeyError,
+        AttributeError,
+        OverflowError,
+        MemoryError,
+    ) as exc:
         raise InputError(f"{broken.message}: {' '.join(str(exc).split())}", hint=broken.hint) from None
     if not isinstance(document, dict) or not isinstance(document.get("entries", []), list):
         raise broken

@@ -7,7 +7,7 @@ import contextlib
 import io
 import json
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from logphase.errors import InputError
@@ -72,6 +72,7 @@ def test_the_json_dump_parser_refuses_odd_shapes_with_a_value_error_only(documen
 
 @settings(max_examples=150)
 @given(st.binary(max_size=2000))
+@example(b"\x95" + b"\x00" * 7 + b"\x80")  # a pickle FRAME longer than any machine can hold
 def test_the_flight_recorder_reader_takes_any_bytes(data: bytes) -> None:
     with contextlib.suppress(InputError):
         parse_dump(data, "fr-rank-0")
