@@ -126,6 +126,13 @@ class Envelopes:
     def __bool__(self) -> bool:
         return bool(self.layers) or self.wrap_width is not None or self.newest_first
 
+    @property
+    def prefixes_only(self) -> bool:
+        """Every envelope is a prefix of one physical line (CRI's parts aside): a byte scan can read the
+        lines where they lie. Not a hard-wrapped paste (a line's length says whether the next joins it)
+        nor an export listed newest first (read in reverse)."""
+        return self.wrap_width is None and not self.newest_first
+
     def notes(self, source: str) -> tuple[str, ...]:
         """What reading `source` through these envelopes assumed, for the report's notes."""
         notes: list[str] = []
@@ -286,6 +293,11 @@ class Unwrapper:
             return out
         return out + self._unwrap(number, text)
 
+    @property
+    def holding(self) -> bool:
+        """A line's first pieces are held: the next physical line continues it."""
+        return bool(self._partial) or self._wrapped is not None
+
     def end(self) -> list[Unwrapped]:
         out: list[Unwrapped] = []
         if self._wrapped is not None:
@@ -318,6 +330,55 @@ class Unwrapper:
                 self._partial[layer] = Unwrapped(number, text, stamp, rank)  # CRI cut a long line: the rest follows
                 return []
         return [Unwrapped(number, text, stamp, rank)]
+
+
+@dataclass(frozen=True, slots=True)
+class Prefix:
+    """What every layer of a source's envelopes wrapped one line in: the prefix's length, the rank label
+    it gave (with where its digits are) and whether it gave a time."""
+
+    length: int
+    rank: str | None
+    rank_spans: tuple[tuple[int, int], ...]
+    stamped: bool
+
+
+def envelope_prefix(envelopes: Envelopes, text: str) -> Prefix | None:
+    """The prefix `Unwrapper` removes from a line on its own (as its `_unwrap` reads it); None where a
+    layer left the line bare or the line is a part CRI cut (`P`: it joins the next)."""
+    position = 0
+    rank: str | None = None
+    spans: list[tuple[int, int]] = []
+    stamped = False
+    for envelope in envelopes.layers:
+        found = envelope.pattern.match(text[position:])
+        if found is None:
+            return None
+        groups = found.groupdict()
+        if groups.get("partial") == "P":
+            return None
+        if not stamped and groups.get("ts"):
+            stamped = parse_stamp(groups["ts"], envelope.time_formats) is not None
+        if groups.get("rank"):
+            spans.append((position + found.start("rank"), position + found.end("rank")))
+            if rank is None and envelopes.ranks_apart:
+                rank = f"{envelope.rank_name} {int(groups['rank'])}"
+        position += found.end()
+    return Prefix(position, rank, tuple(spans), stamped)
+
+
+def envelope_time(envelopes: Envelopes, text: str) -> datetime | None:
+    """The time the envelopes give a line (what `Unwrapper` gives it as its `stamp`)."""
+    position = 0
+    for envelope in envelopes.layers:
+        found = envelope.pattern.match(text[position:])
+        if found is None:
+            continue
+        position += found.end()
+        stamp = found.groupdict().get("ts")
+        if stamp and (parsed := parse_stamp(stamp, envelope.time_formats)) is not None:
+            return parsed
+    return None
 
 
 def parse_stamp(text: str, formats: Sequence[str]) -> datetime | None:

@@ -170,9 +170,10 @@ def scan(sources: list[LogSource], packs: PackSet, as_of: datetime, *, fast: boo
     for index, source in enumerate(sources):
         envelopes = envelopes_of(source)
         result.notes += envelopes.notes(source.name)
-        # the fast path reads bytes itself: a source in an envelope (docker, journald, a paste) takes the plain one
+        # the fast path reads bytes itself: envelopes that are a prefix of each line (docker, CRI, journald,
+        # srun, a quote) it reads too; a hard-wrapped paste or an export listed newest first takes the plain one
         filtered: FastLines | None = None
-        if fast and plan.enabled and not envelopes:
+        if fast and plan.enabled and envelopes.prefixes_only:
             filtered = FastLines(
                 source, plan, as_of, context=(CONTEXT_BEFORE, CONTEXT_AFTER), plain_head=YEAR_LOOKAHEAD
             )

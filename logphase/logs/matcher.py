@@ -195,6 +195,11 @@ class SourceMatcher:
         vars(forked).update(state)
         return forked
 
+    @property
+    def envelope_offset(self) -> timedelta:
+        """The log's clock minus its envelope's, as the last line with both showed (the fast path reads it)."""
+        return self._envelope_offset
+
     def count_unread(self, system: str, events: int) -> None:
         """Events of `system` on lines this matcher is not shown (a steady run the fast path
         summarises) still count toward the system vote, as if it had read them."""

@@ -73,10 +73,14 @@ class CandidateScan:
         self.loose_factors = []
         if self.templates:
             by_set: dict[frozenset[Template], list[bytes]] = {}
+            # in a source with envelopes, a template line holds a factor only after their prefix (a
+            # journald unit named `sglang` is no launch command): lines on no template are read anyway
+            envelopes = sorted({t.envelope_regex() for t in self.templates if t.envelope})
+            after_envelope = b"^(?:" + b"|".join(envelopes) + b")[^\\n]*" if envelopes else b""
             for factor in self.plan.steady:
                 hosts = frozenset(t for t in self.templates if (t, factor) in self.registered)
                 if not hosts:
-                    patterns.append((re.escape(factor), False))  # every line with it: checked here
+                    patterns.append((after_envelope + re.escape(factor), False))  # every line with it: checked here
                     self.loose_factors.append([factor])
                 else:
                     by_set.setdefault(hosts, []).append(factor)
@@ -117,7 +121,7 @@ class CandidateScan:
         stay candidates until a line shows them: a search for an absent factor costs a full scan)."""
         changed = False
         for factor in self.factors_of.get(rule.id, ()):
-            if factor in raw and (template, factor) not in self.registered:
+            if factor in raw[template.envelope :] and (template, factor) not in self.registered:
                 self.registered.add((template, factor))
                 self.kinds.append(Kind(template, factor, rule, re.compile(template.regex())))
                 changed = True
@@ -149,6 +153,8 @@ class CandidateScan:
             template = self.template_at(buf, line_start)
             line_end = buf.find(b"\n", line_start)
             line = buf[line_start : line_end if 0 <= line_end <= chunk_end else chunk_end]
+            if template is not None:
+                line = line[template.envelope :]
             if template is None or any(
                 (template, f) not in self.registered and f in line and could_match(steady[f], line) for f in factors
             ):

@@ -8,13 +8,26 @@ from datetime import datetime
 from typing import IO, Protocol
 
 from logphase.logs.fast.candidates import CandidateScan, Kind
+from logphase.logs.fast.clock import EnvelopeClock
 from logphase.logs.fast.plan import Plan
 from logphase.logs.fast.runs import Run, Runs, book_runs
 from logphase.logs.fast.stats import ScanStats
-from logphase.logs.fast.templates import learn_template
+from logphase.envelope import Unwrapper
+from logphase.logs.fast.templates import learn_template, time_needed, time_step
 from logphase.logs.matcher import Event, SourceMatcher
 from logphase.logs.reader import CHUNK_BYTES as READ_BYTES
-from logphase.logs.reader import MAX_LINE_BYTES, READ_ERRORS, Line, LogSource, clean_line, damaged, open_source
+from logphase.logs.reader import (
+    MAX_LINE_BYTES,
+    READ_ERRORS,
+    Line,
+    LogSource,
+    clean_line,
+    damaged,
+    decoded_text,
+    envelopes_of,
+    line_updates,
+    open_source,
+)
 from logphase.packs import Rule
 
 # Big chunks: the per-chunk Python work is constant, the scan itself is C.
@@ -68,6 +81,14 @@ class FastLines:
         self.carried_stamps: list[tuple[int, bytes, str]] = []  # stamped lines after the last emission
         self.failure: BaseException | None = None
         self.probe_cache: dict[tuple[int, int], tuple[Event, ...]] = {}
+        # a source in envelopes (docker, CRI, journald, srun, a quote: prefixes of each line, never a
+        # hard-wrapped paste or an export listed newest first): its templates start with the envelopes'
+        # prefix; the lines read are unwrapped in order, CRI's parts joined (`holding`)
+        self.envelopes = envelopes_of(source)
+        self.unwrapper = Unwrapper(self.envelopes) if self.envelopes else None
+        stamped = any(envelope.time_formats for envelope in self.envelopes.layers)
+        self.clock = EnvelopeClock(plan.packs, self.envelopes) if stamped else None
+        self.carried_peak: list[tuple[int, bytes]] = []  # the envelope clock's peak the last chunk left
 
     def attach(self, matcher: SourceMatcher, dumps: OpenDumps | None = None) -> None:
         """The matcher (and dump parser) that read these lines: what they hold decides what the
@@ -85,6 +106,9 @@ class FastLines:
         stream = open_source(self.source)
         try:
             yield from self._chunks(stream)
+            if self.unwrapper is not None:
+                for held in self.unwrapper.end():  # a part CRI cut that nothing continued
+                    yield from line_updates(held, self.source._index)
         except READ_ERRORS as exc:
             raise damaged(self.source, self.stats.lines, exc) from None
         finally:
@@ -179,7 +203,7 @@ class FastLines:
     def _plain(self) -> bool:
         """Every line goes to the matcher: the head (read for the log's year), while a traceback
         or dump is open, while owed context lines, or before any template is known."""
-        if self.after > 0:
+        if self.after > 0 or (self.unwrapper is not None and self.unwrapper.holding):
             return True
         if self._number(self.pos) <= self.plain_head or not self.scan.templates:
             return True
@@ -294,7 +318,7 @@ class FastLines:
             if (
                 line >= start
                 and kind.pattern.match(self.buf, line)
-                and self.plan.could_match(kind.rule, self.buf[line : self._line_end(line)])
+                and self.plan.could_match(kind.rule, self.buf[line + kind.template.envelope : self._line_end(line)])
             ):
                 return line
             offset = self.buf.find(kind.factor, self._line_end(offset) + 1, limit)
@@ -323,7 +347,7 @@ class FastLines:
                     break
                 if (
                     kind.pattern.match(self.buf, line)
-                    and self.plan.could_match(kind.rule, self.buf[line : self._line_end(line)])
+                    and self.plan.could_match(kind.rule, self.buf[line + kind.template.envelope : self._line_end(line)])
                     and self._is_member(kind, line)
                 ):
                     best = line if best is None or line > best else best
@@ -337,7 +361,8 @@ class FastLines:
         """Emit a line with what the matcher must see first: each steady run's last line since
         the matcher's last look, the two lines before (context), the nearest timestamp."""
         wanted: set[int] = {offset}
-        carried: list[tuple[int, bytes]] = []
+        carried: list[tuple[int, bytes]] = self.carried_peak
+        self.carried_peak = []
         for run, last in self._unseen_lasts(offset):
             if last is not None:
                 wanted.add(last)
@@ -350,6 +375,7 @@ class FastLines:
                 break
             line = self._previous(line)
             wanted.add(line)
+        wanted |= self._clock_peaks(offset, wanted)
         stamps, old = self._time_lines(sorted(wanted))
         wanted |= stamps
         carried += old
@@ -370,29 +396,36 @@ class FastLines:
         old: list[tuple[int, bytes]] = []
         low = self.pos
         for index, line in enumerate(wanted):
-            template = self.scan.template_at(self.buf, line)
-            if template is None or template.stamp != "year":
-                need = "any"
-                walk = line
-                while walk > low and need:
-                    walk = self._previous(walk)
-                    template = self.scan.template_at(self.buf, walk)
-                    if template is None or template.stamp == "none" or (need == "year" and template.stamp != "year"):
-                        continue
-                    found.add(walk)
-                    need = "year" if template.stamp == "date" and need == "any" else ""
-                if need and index == 0 and low == self.pos:
-                    for number, raw, stamp in reversed(self.carried_stamps):
-                        if need == "any" or stamp == "year":
-                            old.append((number, raw))
-                            need = "year" if stamp == "date" and need == "any" else ""
-                            if not need:
-                                break
+            need = time_needed(self.scan.template_at(self.buf, line))
+            walk = line
+            while walk > low and need:
+                walk = self._previous(walk)
+                template = self.scan.template_at(self.buf, walk)
+                if template is not None:
+                    take, need = time_step(need, template.stamp)
+                    if take:
+                        found.add(walk)
+            if need and index == 0 and low == self.pos:
+                for number, raw, stamp in reversed(self.carried_stamps):
+                    take, need = time_step(need, stamp)
+                    if take:
+                        old.append((number, raw))
+                    if not need:
+                        break
             low = line
         return found, old
 
+    def _lines(self, raw: bytes, number: int, *, read: bool) -> list[Line]:
+        """The Lines a physical line makes: `read`, as the matcher reads it (the source's unwrapper,
+        which joins CRI's parts); else on its own (a probe)."""
+        if self.unwrapper is None:
+            return list(clean_line(raw, number, self.source._index))
+        unwrapper = self.unwrapper if read else Unwrapper(self.envelopes)
+        text = decoded_text(raw)
+        return [line for part in unwrapper.feed(number, text) for line in line_updates(part, self.source._index)]
+
     def _emit_raw(self, raw: bytes, number: int) -> Iterator[Line]:
-        lines = list(clean_line(raw, number, self.source._index))
+        lines = self._lines(raw, number, read=True)
         self._book(self._probe(lines), None)
         self.stats.emitted += 1
         yield from lines
@@ -404,12 +437,14 @@ class FastLines:
             raw = raw[:MAX_LINE_BYTES]
             self.stats.truncated_lines += 1
         number = self._number(offset)
-        lines = list(clean_line(raw, number, self.source._index))
+        lines = self._lines(raw, number, read=True)
         if self.after > 0:
             self.after -= 1
         if self._plain_now(offset):
             self.stats.plain_lines += 1
             events = self._probe(lines) if any(f in raw for f in self.steady_bytes) else ()
+        elif lines and lines[0].number != number:
+            events = self._probe(lines)  # the rest of a line CRI cut, joined to its first part
         else:
             events = self._probe_at(offset, lines)
             if not events:
@@ -433,7 +468,7 @@ class FastLines:
             return cache[key]
         if lines is None:
             raw = self.buf[offset : self._line_end(offset)][:MAX_LINE_BYTES]
-            lines = list(clean_line(raw, self._number(offset), self.source._index))
+            lines = self._lines(raw, self._number(offset), read=False)
         events = self._probe(lines)
         if len(cache) > PROBE_CACHE:
             cache.clear()
@@ -459,7 +494,7 @@ class FastLines:
         _, raw, lines = where
         if len(lines) != 1:
             return
-        template = learn_template(self.plan.packs, raw, lines[0].text)
+        template = learn_template(self.plan.packs, raw, lines[0].text, self.envelopes)
         if template is not None and self.scan.learn(template, rule, raw):
             self.kind_next.clear()
 
@@ -469,7 +504,7 @@ class FastLines:
         request logs, access lines and NCCL chatter with the batches), not only inside a run."""
         if len(lines) != 1 or self.scan.template_at(self.buf, offset) is not None:
             return
-        template = learn_template(self.plan.packs, raw, lines[0].text)
+        template = learn_template(self.plan.packs, raw, lines[0].text, self.envelopes)
         if template is not None and self.scan.sight(template):
             self.kind_next.clear()
 
@@ -487,23 +522,50 @@ class FastLines:
             if self.matcher is not None:
                 self.matcher.count_unread(system, counted)
 
+    def _clock_peaks(self, limit: int, read: set[int]) -> set[int]:
+        """The lines from `pos` on, before `limit`, that keep the matcher's clock where every line
+        would leave it at each line it `read`s (EnvelopeClock): none unless some template takes its
+        time from the envelope."""
+        if self.clock is None or self.matcher is None or not any(t.stamp == "envelope" for t in self.scan.templates):
+            return set()
+        lines = []
+        line = self.pos
+        while line < limit:
+            end = self._line_end(line)
+            template = self.scan.template_at(self.buf, line)
+            if template is not None:
+                lines.append((line, self.buf[line:end], template))
+            line = end + 1
+        matcher = self.matcher
+        return self.clock.peaks(
+            lines, read, offset=matcher.envelope_offset, year=matcher.year, latest=matcher.last_time
+        )
+
     def _carry(self, end: int) -> None:
-        """At a chunk's end: each run's last line and the last stamped lines the matcher has not
-        seen, for the next chunk to hand over."""
+        """At a chunk's end: each run's last line, the last stamped lines and the envelope clock's
+        peak the matcher has not seen, for the next chunk to hand over."""
+        self.carried_peak = [
+            (self._number(line), self.buf[line : self._line_end(line)][:MAX_LINE_BYTES])
+            for line in sorted(self._clock_peaks(end, set()))
+        ]
         for run, last in self._unseen_lasts(end):
             if last is not None:
                 run.carried = (self._number(last), self.buf[last : self._line_end(last)][:MAX_LINE_BYTES])
         stamps: list[tuple[int, bytes, str]] = []
+        need = "any"
         line = end
-        while line > self.pos and len(stamps) < 1 + 1:
+        while line > self.pos and need:
             line = self._previous(line)
             template = self.scan.template_at(self.buf, line)
-            if template is None or template.stamp == "none":
-                continue
-            if not stamps or template.stamp == "year":
-                stamps.insert(0, (self._number(line), self.buf[line : self._line_end(line)], template.stamp))
-                if template.stamp == "year":
-                    break
+            if template is not None:
+                take, need = time_step(need, template.stamp)
+                if take:
+                    stamps.insert(0, (self._number(line), self.buf[line : self._line_end(line)], template.stamp))
         if stamps:
-            older = [s for s in self.carried_stamps if s[2] == "year"]
-            self.carried_stamps = (older[-1:] if stamps[0][2] != "year" else []) + stamps
+            for older in reversed(self.carried_stamps):  # what this chunk's lines still need from before
+                if not need:
+                    break
+                take, need = time_step(need, older[2])
+                if take:
+                    stamps.insert(0, older)
+            self.carried_stamps = stamps

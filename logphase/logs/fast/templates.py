@@ -6,6 +6,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 
+from logphase.envelope import Envelopes, Prefix, envelope_prefix
 from logphase.logs.matcher import RANK_CAPTURES
 from logphase.packs import PackSet
 
@@ -23,53 +24,115 @@ COMPOSE_NAME = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0
 class Template:
     """A line prefix, byte for byte except its digits outside the rank tags (timestamp, pid,
     thread). Every line that starts with it gets the same prefixes, so the same rank, as the
-    line it was learned from. `stamp`: "year"
-    (a full date), "date" (no year: vLLM), "none" (no timestamp)."""
+    line it was learned from; in a source with envelopes it starts with their prefix. `stamp`: "year"
+    (a full date), "date" (no year: vLLM), "envelope" (none of its own, its envelope's time),
+    "none" (no timestamp)."""
 
     atoms: tuple[int, ...]
     rank: str | None
     stamp: str
+    envelope: int = 0  # the atoms of the envelopes' prefix: a rule reads what follows them
 
     def regex(self) -> bytes:
-        return b"".join(b"[0-9]" if atom == DIGIT else re.escape(bytes([atom])) for atom in self.atoms)
+        return atoms_regex(self.atoms)
+
+    def envelope_regex(self) -> bytes:
+        return atoms_regex(self.atoms[: self.envelope])
 
 
-def learn_template(packs: PackSet, raw: bytes, text: str) -> Template | None:
-    """The template of a line, or None when its prefix cannot be trusted to decide the parse."""
-    if text.encode() != raw:
-        return None  # the reader changed it (colour codes, a container prefix): the bytes mislead
+def atoms_regex(atoms: tuple[int, ...]) -> bytes:
+    return b"".join(b"[0-9]" if atom == DIGIT else re.escape(bytes([atom])) for atom in atoms)
+
+
+def learn_template(packs: PackSet, raw: bytes, text: str, envelopes: Envelopes | None = None) -> Template | None:
+    """The template of a line, or None when its prefix cannot be trusted to decide the parse. `text`
+    is the line the matcher read: out of its `envelopes`, whose prefix the template then starts with."""
+    whole = text_of(raw)
+    envelope = Prefix(0, None, (), stamped=False)
+    if envelopes:
+        found = envelope_prefix(envelopes, whole)
+        if found is None:
+            return None  # a line some layer left bare, or a part CRI cut: its neighbours decide it
+        envelope = found
+    if whole.encode() != raw.rstrip(b"\r") or whole[envelope.length :] != text:
+        return None  # the reader changed it (colour codes, a joined part): the bytes mislead
     fields, message = packs.split_prefix(text)
     length = len(text) - len(message)
-    region = text[:length]
-    if not length or not region.isascii() or "|" in region or not set(region.encode()) - COMPOSE_NAME:
+    own = text[:length]
+    if not length or not own.isascii() or "|" in own or not set(own.encode()) - COMPOSE_NAME:
+        return None
+    if envelope.length and own[:1].isspace():
+        return None  # an indented line is a dump's (the trigger anchored at the line start): never summarised
+    region = whole[: envelope.length] + own
+    if not region.isascii():
         return None
     if fields.time is not None and not fields.time_has_date:
         return None  # time-of-day stamps need every line for their midnight rollover
     by_id = {prefix.id: prefix for prefix in packs.prefixes}
-    kept: set[int] = set()  # the digits of the prefix groups that name the rank stay as they are
+    # the digits of the rank labels (the envelope's, the prefix groups that name the rank) stay as they are
+    kept: set[int] = {index for start, end in envelope.rank_spans for index in range(start, end)}
     position = 0
     for prefix_id in fields.prefixes:
-        found = by_id[prefix_id].pattern.match(text[position:])
-        if found is None:
+        found_prefix = by_id[prefix_id].pattern.match(text[position:])
+        if found_prefix is None:
             return None
-        for group in RANK_CAPTURES & set(found.re.groupindex):
-            if found.start(group) >= 0:
-                start, end = found.span(group)
-                kept |= set(range(position + start, position + end))
-        position += found.end()
+        for group in RANK_CAPTURES & set(found_prefix.re.groupindex):
+            if found_prefix.start(group) >= 0:
+                start, end = found_prefix.span(group)
+                kept |= set(range(envelope.length + position + start, envelope.length + position + end))
+        position += found_prefix.end()
     if position != length:
         return None
     # timestamps, pids and thread ids vary from line to line; one template stands for them all
     digits = {index for index, char in enumerate(region) if char.isdigit() and index not in kept}
     atoms = tuple(DIGIT if index in digits else byte for index, byte in enumerate(region.encode()))
-    # the prefix must parse the same whatever the digits of its timestamp are
+    # the prefixes must parse the same whatever the digits of their timestamps are
     for digit in "09":
         variant = "".join(digit if index in digits else char for index, char in enumerate(region)) + message
+        if envelopes:
+            other_envelope = envelope_prefix(envelopes, variant)
+            if other_envelope is None or (other_envelope.length, other_envelope.rank) != (
+                envelope.length,
+                envelope.rank,
+            ):
+                return None
+            variant = variant[envelope.length :]
         other, rest = packs.split_prefix(variant)
         if other.prefixes != fields.prefixes or rest != message or other.rank != fields.rank:
             return None
-    stamp = "none" if fields.time is None else ("year" if fields.time_has_year else "date")
-    return Template(atoms, fields.rank, stamp)
+    rank = fields.rank
+    if rank is None and envelope.rank is not None:
+        rank = f"rank {envelope.rank.rsplit(' ', 1)[-1]}"  # what the matcher makes of the label
+    if fields.time is None:
+        stamp = "envelope" if envelope.stamped else "none"
+    else:
+        stamp = "year" if fields.time_has_year else "date"
+    return Template(atoms, rank, stamp, envelope.length)
+
+
+def time_needed(template: Template | None) -> str:
+    """What a line of this template needs from the lines before it to get the time the matcher gives
+    it: nothing (a full date of its own), "own" (a line with its own stamp: the offset between the
+    envelope's clock and the log's), "any" (a stamped line: the time it inherits; a year-less stamp asks
+    for its year through it)."""
+    if template is None:
+        return "any"
+    return {"year": "", "envelope": "own"}.get(template.stamp, "any")
+
+
+def time_step(need: str, stamp: str) -> tuple[bool, str]:
+    """Walking back from a line that needs `need`: whether a line whose template's stamp is `stamp`
+    must be read for it, and what is still needed before it ("": nothing; "year": a full date)."""
+    if stamp == "none" or (need == "year" and stamp != "year") or (need == "own" and stamp == "envelope"):
+        return False, need
+    if stamp == "date":
+        return True, "year"
+    return True, "own" if stamp == "envelope" else ""
+
+
+def text_of(raw: bytes) -> str:
+    """A line's bytes as the text the reader makes of them, before unwrapping (the `\r` of CRLF removed)."""
+    return raw.decode("utf-8", "replace").rstrip("\r")
 
 
 class TemplateTrie:
