@@ -12,9 +12,11 @@ from logphase.logs.timeline import TIMELINE_CAPTURES
 from logphase.packs import PackSet, Rule
 from logphase.phases import EventKind
 
-# Lines that always reach the matcher: progress-bar rewrites, colour codes, a bar glued to a line,
-# and the non-ASCII letters whose lower case is ASCII (a caseless literal could hide behind them).
-ALWAYS_BYTES = (b"\r", b"\x1b", b"%|")
+# Lines that always reach the matcher: progress-bar rewrites (a carriage return inside a line; the
+# one of CRLF ends it and changes nothing), colour codes, a bar glued to a line, and the non-ASCII
+# letters whose lower case is ASCII (a caseless literal could hide behind them).
+CARRIAGE_RETURN = b"\\r[^\\n]"
+ALWAYS_BYTES = (b"\x1b", b"%|")
 UNICODE_CASE_BYTES = (b"\xc4\xb0", b"\xe2\x84\xaa", b"\xc5\xbf")
 FRAME_LINE = b'File "'  # what TRACEBACK_FRAME needs
 
@@ -94,7 +96,7 @@ def _build_plan(packs: PackSet, triggers: Sequence[re.Pattern[str]]) -> Plan:
             steady.update((f.text, rule) for f in sorted(factors, key=lambda f: f.text))  # one order in every process
         else:
             candidates |= factors
-    trigger_patterns = [re.escape(b).replace(b"\\\r", b"\\r") for b in ALWAYS_BYTES]
+    trigger_patterns = [CARRIAGE_RETURN, *(re.escape(b) for b in ALWAYS_BYTES)]
     if any(f.caseless for f in candidates):
         trigger_patterns += [re.escape(b) for b in UNICODE_CASE_BYTES]
     markers = {m.encode() for m in (*BLOCK_MARKERS, *FRAME_HEADERS, *CHAINED)}

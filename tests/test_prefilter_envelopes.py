@@ -1,0 +1,221 @@
+"""The fast scan reads logs in their envelopes (docker, CRI, journald, srun, a quote, CRLF) as it reads
+bare ones, and gives the report reading every line gives."""
+
+from __future__ import annotations
+
+import random
+import re
+from collections.abc import Iterator
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bench.loggen import write_logs
+from logphase import scanning
+from logphase.envelope import Envelopes, sniff
+from logphase.logs.fast import FastLines
+from logphase.logs.fast.templates import learn_template
+from logphase.packs import PackSet, load_packs
+from tests.paste.harness import COMBINATIONS, wrap
+from tests.paste.wrappers import BY_NAME, line_times
+from tests.test_prefilter import LOGS, report
+
+# The wrappers whose lines the fast path reads (a prefix on each line); the others (hard-wrapped
+# pastes, exports listed newest first) take the plain path, and must give the same report too.
+PREFIX_WRAPPERS = {
+    "docker-t",
+    "docker-desktop",
+    "cri",
+    "journald-short",
+    "journald-short-iso",
+    "journald-short-precise",
+    "kubectl-prefix",
+    "compose",
+    "stern",
+    "srun-label",
+    "torchrun-tee",
+    "ray-actor",
+    "ray-task",
+    "markdown-quote",
+    "crlf",
+}
+
+
+@pytest.fixture(scope="module")
+def packs() -> PackSet:
+    return load_packs()
+
+
+@pytest.fixture
+def short_head(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The matcher reads the first line in full; the fast path the rest of every log."""
+    monkeypatch.setattr(scanning, "YEAR_LOOKAHEAD", 1)
+
+
+@pytest.fixture
+def captured(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[Any]]:
+    """The FastLines objects a scan creates, to read their statistics."""
+    made: list[Any] = []
+    original = FastLines.__init__
+
+    def init(self: Any, *args: Any, **kwargs: Any) -> None:
+        original(self, *args, **kwargs)
+        made.append(self)
+
+    monkeypatch.setattr(FastLines, "__init__", init)
+    yield made
+
+
+# The wrappings the fast path reads (every wrapper and pair of the paste-proof suite but the exports
+# listed newest first and the hard-wrapped pastes, which the plain path reads); the pure-Python
+# scanner runs on the few that differ most in their bytes.
+FAST_COMBINATIONS = [names for names in COMBINATIONS if set(names) <= PREFIX_WRAPPERS | {"ansi"}]
+BOTH_SCANNERS = [("cri",), ("journald-short",), ("srun-label",), ("crlf",), ("cri", "kubectl-prefix")]
+
+
+@pytest.mark.parametrize("names", FAST_COMBINATIONS, ids="+".join)
+def test_every_log_wrapped_is_read_the_same(
+    names: tuple[str, ...], packs: PackSet, short_head: None, tmp_path: Path
+) -> None:
+    check_wrapped(names, packs, tmp_path)
+
+
+@pytest.mark.parametrize("names", BOTH_SCANNERS, ids="+".join)
+def test_every_log_wrapped_is_read_the_same_by_both_scanners(
+    names: tuple[str, ...], packs: PackSet, short_head: None, scanner: str, tmp_path: Path
+) -> None:
+    check_wrapped(names, packs, tmp_path)
+
+
+def check_wrapped(names: tuple[str, ...], packs: PackSet, tmp_path: Path) -> None:
+    # GIVEN every fixture and real-world log as the wrapper(s) wrote it (the paste-proof suite's wrapping)
+    mismatched = []
+    for log in LOGS:
+        path = tmp_path / f"{'+'.join(names)}-{log.name}"
+        path.write_bytes(wrap(log, names))
+        # WHEN it is analysed with and without the fast path
+        plain, fast = (report(path, packs, fast=fast) for fast in (False, True))
+        if fast != plain:
+            mismatched.append(log.name)
+    # THEN the JSON reports are the same, byte for byte, for every log
+    assert mismatched == []
+
+
+def test_the_prefix_wrappers_take_the_fast_path(tmp_path: Path, short_head: None, captured: list[Any]) -> None:
+    # GIVEN a generated serving log (long lines: a hard-wrapped paste shows) through each wrapper
+    [bare] = write_logs(tmp_path / "bare.log", 50_000, seed=3, shape="sglang-0.5")
+    lines = bare.read_text().splitlines()
+    taken = set()
+    for name in BY_NAME:
+        path = tmp_path / f"{name}.log"
+        path.write_bytes(wrap_lines(lines, name))
+        captured.clear()
+        # WHEN it is analysed
+        report(path, load_packs(), fast=True)
+        if captured:
+            taken.add(name)
+    # THEN the wrappers that are a prefix of each line are read by the fast path; the exports listed
+    # newest first are not, nor a paste found hard-wrapped (where its lines are joined)
+    assert PREFIX_WRAPPERS <= taken
+    assert not taken & {"loki-export", "cloudwatch-export"}
+    assert not Envelopes(wrap_width=120).prefixes_only
+
+
+@pytest.mark.parametrize("wrapper", ["cri-parts", "docker-t", "srun-label", "crlf"])
+def test_a_generated_serving_log_wrapped_is_summarised(
+    wrapper: str, packs: PackSet, tmp_path: Path, scanner: str, captured: list[Any]
+) -> None:
+    # GIVEN a generated 1 MB SGLang TP8 serving log (8 ranks, access lines, NCCL chatter, a crash)
+    # wrapped line by line: CRI cutting every 400th line into two `P` parts and an `F` one, docker
+    # stamping every line (the NCCL lines take their time from it), srun labelling one task, CRLF
+    [bare] = write_logs(tmp_path / "bare.log", 1_000_000, seed=11, shape="sglang-0.5")
+    lines = bare.read_text().splitlines()
+    wrapped = tmp_path / f"{wrapper}.log"
+    wrapped.write_bytes(cri_parts(lines) if wrapper == "cri-parts" else wrap_lines(lines, wrapper))
+    # WHEN it is analysed with and without the fast path
+    plain, fast = (report(wrapped, packs, fast=fast) for fast in (False, True))
+    # THEN the reports are the same, and the matcher saw under a third of the lines past the head
+    assert fast == plain
+    stats = captured[-1].stats
+    assert stats.lines == wrapped.read_bytes().count(b"\n")
+    assert (stats.emitted - scanning.YEAR_LOOKAHEAD) * 3 < stats.lines
+
+
+def wrap_lines(lines: list[str], wrapper: str) -> bytes:
+    rng = random.Random(13)
+    return BY_NAME[wrapper].generate(lines, rng, line_times(lines, load_packs(), rng))
+
+
+START = datetime(2026, 3, 2, 9, 14)
+
+
+def cri_parts(lines: list[str]) -> bytes:
+    """CRI's file of these lines, every 400th cut in three (a runtime cuts lines over 16 KiB: `P`, `P`, `F`)."""
+    out = []
+    for number, line in enumerate(lines):
+        stamp = f"{START + timedelta(milliseconds=number):%Y-%m-%dT%H:%M:%S.%f}123Z stdout"
+        if number % 400 == 399 and len(line) > 2:
+            third = len(line) // 3
+            out += [f"{stamp} P {line[:third]}", f"{stamp} P {line[third : 2 * third]}", f"{stamp} F {line[2 * third :]}"]
+        else:
+            out.append(f"{stamp} F {line}")
+    return "".join(f"{line}\n" for line in out).encode()
+
+
+# --- templates in envelopes ---------------------------------------------------------------------------
+
+CRI_LINE = "2026-03-02T09:16:06.604982675Z stdout F [2026-03-02 09:16:06 TP0] Decode batch, #running-req: 12"
+
+
+def envelopes_of(*lines: str) -> Envelopes:
+    return sniff(list(lines) * 4)
+
+
+def test_a_cri_template_starts_with_the_envelope_and_stands_for_other_times(packs: PackSet) -> None:
+    # GIVEN a CRI-wrapped SGLang TP0 line
+    envelopes = envelopes_of(CRI_LINE)
+    inner = CRI_LINE.split(" F ", 1)[1]
+    template = learn_template(packs, CRI_LINE.encode(), inner, envelopes)
+    assert template is not None
+    pattern = re.compile(template.regex())
+    # THEN it covers the envelope's 38 bytes, keeps TP0, takes its time from the line's own stamp,
+    # and matches TP0 lines at other times but neither another rank nor a part CRI cut (`P`)
+    assert (template.envelope, template.rank, template.stamp) == (len(CRI_LINE) - len(inner), "TP0", "year")
+    assert pattern.match(b"2027-11-30T23:59:59.000000001Z stdout F [2027-11-30 23:59:59 TP0] Prefill batch")
+    assert not pattern.match(b"2026-03-02T09:16:06.604982675Z stdout F [2026-03-02 09:16:06 TP1] Decode batch")
+    assert not pattern.match(b"2026-03-02T09:16:06.604982675Z stdout P [2026-03-02 09:16:06 TP0] Decode batch")
+
+
+def test_a_cut_part_gives_no_template(packs: PackSet) -> None:
+    # GIVEN a CRI `P` line (its text continues on the next line) THEN it gives no template
+    envelopes = envelopes_of(CRI_LINE)
+    line = CRI_LINE.replace(" F ", " P ")
+    assert learn_template(packs, line.encode(), line.split(" P ", 1)[1], envelopes) is None
+
+
+def test_a_line_without_its_own_stamp_takes_the_envelopes(packs: PackSet) -> None:
+    # GIVEN an NCCL line (no stamp of its own) under `docker logs -t`
+    line = "2026-03-02T09:16:06.604982675Z gpu-node-17:41221:41314 [3] NCCL INFO Channel 07/1 : 3[3] -> 4[4]"
+    envelopes = envelopes_of(line)
+    template = learn_template(packs, line.encode(), line.split(" ", 1)[1], envelopes)
+    # THEN its time is the envelope's
+    assert template is not None and template.stamp == "envelope"
+
+
+def test_an_srun_label_is_the_rank_of_its_template(packs: PackSet) -> None:
+    # GIVEN lines of tasks 3 and 12 under `srun --label` (padded to two columns)
+    lines = [f"{task:>2}: [2026-03-02 09:16:06] Decode batch, #running-req: 12" for task in (3, 12)]
+    envelopes = envelopes_of(*lines)
+    template = learn_template(packs, lines[0].encode(), lines[0][4:], envelopes)
+    assert template is not None
+    # THEN the template is task 3's, as the matcher names it, and does not match task 12's lines
+    assert template.rank == "rank 3"
+    assert not re.match(template.regex(), lines[1].encode())
+
+
+def test_a_crlf_line_gives_the_template_of_its_text(packs: PackSet) -> None:
+    # GIVEN a line saved with CRLF THEN its template is that of the line without the carriage return
+    line = "[2026-03-02 09:16:06 TP0] Decode batch, #running-req: 12"
+    assert learn_template(packs, (line + "\r").encode(), line) == learn_template(packs, line.encode(), line)
