@@ -10,10 +10,11 @@ from typing import IO, Protocol
 from logphase.logs.fast.candidates import CandidateScan, Kind
 from logphase.logs.fast.clock import EnvelopeClock
 from logphase.logs.fast.plan import Plan
+from logphase.logs.fast.rollover import Rollovers
 from logphase.logs.fast.runs import Run, Runs, book_runs
 from logphase.logs.fast.stats import ScanStats
 from logphase.envelope import Unwrapper
-from logphase.logs.fast.templates import learn_template, time_needed, time_step
+from logphase.logs.fast.templates import Template, learn_template, time_needed, time_step
 from logphase.logs.matcher import Event, SourceMatcher
 from logphase.logs.reader import CHUNK_BYTES as READ_BYTES
 from logphase.logs.reader import (
@@ -89,6 +90,8 @@ class FastLines:
         stamped = any(envelope.time_formats for envelope in self.envelopes.layers)
         self.clock = EnvelopeClock(plan.packs, self.envelopes) if stamped else None
         self.carried_peak: list[tuple[int, bytes]] = []  # the envelope clock's peak the last chunk left
+        self.rollovers = Rollovers()  # time-of-day stamps: where the day may turn
+        self.rollover_at: int | None = None
 
     def attach(self, matcher: SourceMatcher, dumps: OpenDumps | None = None) -> None:
         """The matcher (and dump parser) that read these lines: what they hold decides what the
@@ -184,6 +187,9 @@ class FastLines:
                 yield from self._emit_line(self.pos)
                 continue
             target = self._next_target()
+            rollover = self._next_rollover(end if target is None else target)
+            if rollover is not None:
+                target = rollover
             if final and (target is None or target > last_start) and self.pos <= last_start:
                 target = last_start  # the last line: the report quotes it, with its time
             limit = end if target is None else target
@@ -376,6 +382,10 @@ class FastLines:
             line = self._previous(line)
             wanted.add(line)
         wanted |= self._clock_peaks(offset, wanted)
+        if offset == self.rollover_at:
+            peak = self.rollovers.peak(self._template_lines(self.pos, offset))
+            if peak is not None:
+                wanted.add(peak)  # the latest time before the line the day may turn on
         stamps, old = self._time_lines(sorted(wanted))
         wanted |= stamps
         carried += old
@@ -528,18 +538,39 @@ class FastLines:
         time from the envelope."""
         if self.clock is None or self.matcher is None or not any(t.stamp == "envelope" for t in self.scan.templates):
             return set()
+        matcher = self.matcher
+        return self.clock.peaks(
+            self._template_lines(self.pos, limit),
+            read,
+            offset=matcher.envelope_offset,
+            year=matcher.year,
+            latest=matcher.last_time,
+        )
+
+    def _template_lines(self, low: int, high: int) -> list[tuple[int, bytes, Template]]:
+        """The lines in [low, high) on a template: (offset, bytes, template)."""
         lines = []
-        line = self.pos
-        while line < limit:
+        line = low
+        while line < high:
             end = self._line_end(line)
             template = self.scan.template_at(self.buf, line)
             if template is not None:
                 lines.append((line, self.buf[line:end], template))
             line = end + 1
+        return lines
+
+    def _next_rollover(self, limit: int) -> int | None:
+        """The first line from `pos` on, before `limit`, that the day may turn on (fast/rollover.py)."""
         matcher = self.matcher
-        return self.clock.peaks(
-            lines, read, offset=matcher.envelope_offset, year=matcher.year, latest=matcher.last_time
+        if matcher is None or not self.scan.templates:
+            return None
+        if len(self.rollovers.seen) != len(self.scan.templates):
+            self.rollovers.learn(self.scan.templates)
+        latest = matcher.last_time
+        self.rollover_at = self.rollovers.next(
+            self.buf, self.pos, limit, afternoon=latest is not None and latest.hour >= 12
         )
+        return self.rollover_at
 
     def _carry(self, end: int) -> None:
         """At a chunk's end: each run's last line, the last stamped lines and the envelope clock's

@@ -25,13 +25,14 @@ class Template:
     """A line prefix, byte for byte except its digits outside the rank tags (timestamp, pid,
     thread). Every line that starts with it gets the same prefixes, so the same rank, as the
     line it was learned from; in a source with envelopes it starts with their prefix. `stamp`: "year"
-    (a full date), "date" (no year: vLLM), "envelope" (none of its own, its envelope's time),
-    "none" (no timestamp)."""
+    (a full date), "date" (no year: vLLM), "time" (the time of day: SGLang 0.3), "envelope" (none
+    of its own, its envelope's time), "none" (no timestamp)."""
 
     atoms: tuple[int, ...]
     rank: str | None
     stamp: str
     envelope: int = 0  # the atoms of the envelopes' prefix: a rule reads what follows them
+    hour: int = -1  # where a time of day's hour is (stamp "time"): fast/rollover.py reads it
 
     def regex(self) -> bytes:
         return atoms_regex(self.atoms)
@@ -66,8 +67,13 @@ def learn_template(packs: PackSet, raw: bytes, text: str, envelopes: Envelopes |
     region = whole[: envelope.length] + own
     if not region.isascii():
         return None
+    hour = -1
     if fields.time is not None and not fields.time_has_date:
-        return None  # time-of-day stamps need every line for their midnight rollover
+        # the midnight rollover needs the hour of every line: fast/rollover.py reads it where it lies
+        clock = f"{fields.time:%H:%M:%S}"
+        if clock not in own:
+            return None
+        hour = envelope.length + own.index(clock)
     by_id = {prefix.id: prefix for prefix in packs.prefixes}
     # the digits of the rank labels (the envelope's, the prefix groups that name the rank) stay as they are
     kept: set[int] = {index for start, end in envelope.rank_spans for index in range(start, end)}
@@ -105,9 +111,11 @@ def learn_template(packs: PackSet, raw: bytes, text: str, envelopes: Envelopes |
         rank = f"rank {envelope.rank.rsplit(' ', 1)[-1]}"  # what the matcher makes of the label
     if fields.time is None:
         stamp = "envelope" if envelope.stamped else "none"
+    elif not fields.time_has_date:
+        stamp = "time"
     else:
         stamp = "year" if fields.time_has_year else "date"
-    return Template(atoms, rank, stamp, envelope.length)
+    return Template(atoms, rank, stamp, envelope.length, hour)
 
 
 def time_needed(template: Template | None) -> str:
@@ -117,7 +125,7 @@ def time_needed(template: Template | None) -> str:
     for its year through it)."""
     if template is None:
         return "any"
-    return {"year": "", "envelope": "own"}.get(template.stamp, "any")
+    return {"year": "", "time": "", "envelope": "own"}.get(template.stamp, "any")
 
 
 def time_step(need: str, stamp: str) -> tuple[bool, str]:

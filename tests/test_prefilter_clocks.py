@@ -1,0 +1,104 @@
+"""The fast scan keeps the matcher's clock: a day that turns at midnight under time-of-day stamps (SGLang
+0.3's `[23:17:01 TP7]`) turns where reading every line turns it."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bench.loggen import write_logs
+from logphase import scanning
+from logphase.logs.fast import FastLines
+from logphase.logs.fast.templates import learn_template
+from logphase.packs import PackSet, load_packs
+from tests.test_prefilter import report
+
+CLOCK = re.compile(r"^\[(\d\d):(\d\d):(\d\d)(?= |\])", re.MULTILINE)
+
+
+@pytest.fixture(scope="module")
+def packs() -> PackSet:
+    return load_packs()
+
+
+@pytest.fixture
+def captured(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[Any]]:
+    """The FastLines objects a scan creates, to read their statistics."""
+    made: list[Any] = []
+    original = FastLines.__init__
+
+    def init(self: Any, *args: Any, **kwargs: Any) -> None:
+        original(self, *args, **kwargs)
+        made.append(self)
+
+    monkeypatch.setattr(FastLines, "__init__", init)
+    yield made
+
+
+def sglang_03(folder: Path, size: int = 1_000_000) -> str:
+    """A generated SGLang 0.3 TP8 serving log: `[HH:MM:SS TPn]` stamps, 8 ranks and access lines interleaved."""
+    [log] = write_logs(folder / "sglang-0.3.log", size, seed=5, shape="sglang-0.3")
+    return log.read_text()
+
+
+def restamped(text: str, clock: Any) -> str:
+    """The log with the time of day of its n-th stamped line replaced by clock(n, old time)."""
+    count = iter(range(10**9))
+
+    def stamp(found: re.Match[str]) -> str:
+        old = timedelta(hours=int(found[1]), minutes=int(found[2]), seconds=int(found[3]))
+        new = clock(next(count), old) % timedelta(days=1)
+        seconds = int(new.total_seconds())
+        return f"[{seconds // 3600:02d}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
+
+    return CLOCK.sub(stamp, text)
+
+
+def test_a_time_of_day_template_knows_where_its_hour_is(packs: PackSet) -> None:
+    # GIVEN an SGLang 0.3.0 line THEN its template's stamp is the time of day, its hour at byte 1
+    line = "[23:17:01 TP7] Decode batch, #running-req: 3, #token: 1"
+    template = learn_template(packs, line.encode(), line)
+    assert template is not None
+    assert (template.stamp, template.hour, template.rank) == ("time", 1, "TP7")
+
+
+def test_a_log_crossing_midnight_in_a_steady_run_is_read_the_same(
+    packs: PackSet, tmp_path: Path, scanner: str, captured: list[Any]
+) -> None:
+    # GIVEN a generated SGLang 0.3 serving log moved in time so that midnight falls in the middle
+    # of its serving (8 ranks' decode batches, access lines: steady runs the fast path summarises)
+    text = sglang_03(tmp_path)
+    stamps = [timedelta(hours=int(h), minutes=int(m), seconds=int(s)) for h, m, s in CLOCK.findall(text)]
+    middle = stamps[len(stamps) * 2 // 3]
+    log = tmp_path / "midnight.log"
+    log.write_text(restamped(text, lambda _, old: old - middle))
+    assert "[23:59:59 " in log.read_text() and "[00:00:00 " in log.read_text()
+    # WHEN it is analysed with and without the fast path
+    plain, fast = (report(log, packs, fast=fast) for fast in (False, True))
+    # THEN the reports are the same (the crash is dated the next day in both), and the matcher saw
+    # under a fifth of the lines past the head
+    assert fast == plain
+    stats = captured[-1].stats
+    assert (stats.emitted - scanning.YEAR_LOOKAHEAD) * 5 < stats.lines
+
+
+def test_a_log_of_two_midnights_and_a_noon_is_read_the_same(
+    packs: PackSet, tmp_path: Path, scanner: str, captured: list[Any]
+) -> None:
+    # GIVEN the same log with its n-th stamp at 20:00 + 30 s × n: 44 hours, two midnights and a noon
+    # between them, each inside a steady run
+    text = sglang_03(tmp_path)
+    log = tmp_path / "two-days.log"
+    log.write_text(restamped(text, lambda n, _: timedelta(hours=20, seconds=30 * n)))
+    # WHEN it is analysed with and without the fast path
+    plain, fast = (report(log, packs, fast=fast) for fast in (False, True))
+    # THEN the reports are the same: the crash two days after the start
+    assert fast == plain
+    assert f'"time": "{(datetime(2029, 12, 31) + timedelta(days=2)):%Y-%m-%d}' in plain
+    stats = captured[-1].stats
+    assert (stats.emitted - scanning.YEAR_LOOKAHEAD) * 5 < stats.lines
