@@ -115,8 +115,6 @@ def test_generated_serving_log_is_read_the_same(
     assert stats.emitted * 5 < stats.lines
 
 
-
-
 @pytest.mark.parametrize("shape", sorted(SHAPES))
 def test_every_shape_of_generated_log_is_read_the_same(
     shape: str, packs: PackSet, tmp_path: Path, scanner: str, captured: list[Any]

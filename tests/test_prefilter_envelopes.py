@@ -118,7 +118,7 @@ def test_the_prefix_wrappers_take_the_fast_path(tmp_path: Path, short_head: None
             taken.add(name)
     # THEN the wrappers that are a prefix of each line are read by the fast path; the exports listed
     # newest first are not, nor a paste found hard-wrapped (where its lines are joined)
-    assert PREFIX_WRAPPERS <= taken
+    assert taken >= PREFIX_WRAPPERS
     assert not taken & {"loki-export", "cloudwatch-export"}
     assert not Envelopes(wrap_width=120).prefixes_only
 
@@ -158,7 +158,11 @@ def cri_parts(lines: list[str]) -> bytes:
         stamp = f"{START + timedelta(milliseconds=number):%Y-%m-%dT%H:%M:%S.%f}123Z stdout"
         if number % 400 == 399 and len(line) > 2:
             third = len(line) // 3
-            out += [f"{stamp} P {line[:third]}", f"{stamp} P {line[third : 2 * third]}", f"{stamp} F {line[2 * third :]}"]
+            out += [
+                f"{stamp} P {line[:third]}",
+                f"{stamp} P {line[third : 2 * third]}",
+                f"{stamp} F {line[2 * third :]}",
+            ]
         else:
             out.append(f"{stamp} F {line}")
     return "".join(f"{line}\n" for line in out).encode()

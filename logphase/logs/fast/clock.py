@@ -1,4 +1,4 @@
-"""The envelope clock of lines a summary skips: the lines that keep the matcher's clock where reading all would (pure)."""
+"""The envelope clock of the lines a summary skips: which of them keep the matcher's clock right (pure)."""
 
 from __future__ import annotations
 

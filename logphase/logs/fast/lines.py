@@ -7,13 +7,13 @@ from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
 from typing import IO, Protocol
 
+from logphase.envelope import Unwrapper
 from logphase.logs.fast.candidates import CandidateScan, Kind
 from logphase.logs.fast.clock import EnvelopeClock
 from logphase.logs.fast.plan import Plan
 from logphase.logs.fast.rollover import Rollovers
 from logphase.logs.fast.runs import Run, Runs, book_runs
 from logphase.logs.fast.stats import ScanStats
-from logphase.envelope import Unwrapper
 from logphase.logs.fast.templates import Template, learn_template, time_needed, time_step
 from logphase.logs.matcher import Event, SourceMatcher
 from logphase.logs.reader import CHUNK_BYTES as READ_BYTES
