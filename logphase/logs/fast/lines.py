@@ -14,7 +14,8 @@ from logphase.logs.fast.plan import Plan
 from logphase.logs.fast.rollover import Rollovers
 from logphase.logs.fast.runs import Run, Runs, book_runs
 from logphase.logs.fast.stats import ScanStats
-from logphase.logs.fast.templates import Template, learn_template, time_needed, time_step
+from logphase.logs.fast.templates import learn_template
+from logphase.logs.fast.timekeeping import ClockKeeping
 from logphase.logs.matcher import Event, SourceMatcher
 from logphase.logs.reader import CHUNK_BYTES as READ_BYTES
 from logphase.logs.reader import (
@@ -44,7 +45,7 @@ class OpenDumps(Protocol):
     open: int
 
 
-class FastLines:
+class FastLines(ClockKeeping):
     """The lines of one source the matcher needs, in order: candidate lines (a rule's literal, a
     dump's trigger), the lines around them (the caller's context, the timestamp they inherit), the
     first two and the last line of each steady run, and everything while a traceback or dump is
@@ -219,27 +220,6 @@ class FastLines:
             return True
         return False
 
-    def _number(self, offset: int) -> int:
-        """The line number of the line that starts at `offset` (newlines counted in C)."""
-        known, number = self._number_cache
-        if offset >= known:
-            number += self.buf.count(b"\n", known, offset)
-        else:
-            number -= self.buf.count(b"\n", offset, known)
-        self._number_cache = (offset, number)
-        return number
-
-    def _line_end(self, offset: int) -> int:
-        end = self.buf.find(b"\n", offset)
-        return self.end if end < 0 or end > self.end else end
-
-    def _line_start(self, offset: int) -> int:
-        return self.buf.rfind(b"\n", 0, offset) + 1
-
-    def _previous(self, offset: int) -> int:
-        """The start of the line before the one at `offset`."""
-        return self.buf.rfind(b"\n", 0, max(0, offset - 1)) + 1
-
     # -- candidates
 
     def _next_target(self) -> int | None:
@@ -381,11 +361,7 @@ class FastLines:
                 break
             line = self._previous(line)
             wanted.add(line)
-        wanted |= self._clock_peaks(offset, wanted)
-        if offset == self.rollover_at:
-            peak = self.rollovers.peak(self._template_lines(self.pos, offset))
-            if peak is not None:
-                wanted.add(peak)  # the latest time before the line the day may turn on
+        wanted |= self._clock_lines(offset, wanted)
         stamps, old = self._time_lines(sorted(wanted))
         wanted |= stamps
         carried += old
@@ -396,34 +372,6 @@ class FastLines:
             if line_start >= self.pos:
                 yield from self._emit_line(line_start)
         self.after = self.context_after
-
-    def _time_lines(self, wanted: list[int]) -> tuple[set[int], list[tuple[int, bytes]]]:
-        """For each line the matcher will see without a full date of its own, the nearest stamped
-        line before it that it would have seen (and, for a year-less stamp, the nearest line with
-        a year): the time the line inherits. Lines of this chunk as offsets; lines of an earlier
-        chunk as (number, bytes)."""
-        found: set[int] = set()
-        old: list[tuple[int, bytes]] = []
-        low = self.pos
-        for index, line in enumerate(wanted):
-            need = time_needed(self.scan.template_at(self.buf, line))
-            walk = line
-            while walk > low and need:
-                walk = self._previous(walk)
-                template = self.scan.template_at(self.buf, walk)
-                if template is not None:
-                    take, need = time_step(need, template.stamp)
-                    if take:
-                        found.add(walk)
-            if need and index == 0 and low == self.pos:
-                for number, raw, stamp in reversed(self.carried_stamps):
-                    take, need = time_step(need, stamp)
-                    if take:
-                        old.append((number, raw))
-                    if not need:
-                        break
-            low = line
-        return found, old
 
     def _lines(self, raw: bytes, number: int, *, read: bool) -> list[Line]:
         """The Lines a physical line makes: `read`, as the matcher reads it (the source's unwrapper,
@@ -532,71 +480,10 @@ class FastLines:
             if self.matcher is not None:
                 self.matcher.count_unread(system, counted)
 
-    def _clock_peaks(self, limit: int, read: set[int]) -> set[int]:
-        """The lines from `pos` on, before `limit`, that keep the matcher's clock where every line
-        would leave it at each line it `read`s (EnvelopeClock): none unless some template takes its
-        time from the envelope."""
-        if self.clock is None or self.matcher is None or not any(t.stamp == "envelope" for t in self.scan.templates):
-            return set()
-        matcher = self.matcher
-        return self.clock.peaks(
-            self._template_lines(self.pos, limit),
-            read,
-            offset=matcher.envelope_offset,
-            year=matcher.year,
-            latest=matcher.last_time,
-        )
-
-    def _template_lines(self, low: int, high: int) -> list[tuple[int, bytes, Template]]:
-        """The lines in [low, high) on a template: (offset, bytes, template)."""
-        lines = []
-        line = low
-        while line < high:
-            end = self._line_end(line)
-            template = self.scan.template_at(self.buf, line)
-            if template is not None:
-                lines.append((line, self.buf[line:end], template))
-            line = end + 1
-        return lines
-
-    def _next_rollover(self, limit: int) -> int | None:
-        """The first line from `pos` on, before `limit`, that the day may turn on (fast/rollover.py)."""
-        matcher = self.matcher
-        if matcher is None or not self.scan.templates:
-            return None
-        if len(self.rollovers.seen) != len(self.scan.templates):
-            self.rollovers.learn(self.scan.templates)
-        latest = matcher.last_time
-        self.rollover_at = self.rollovers.next(
-            self.buf, self.pos, limit, afternoon=latest is not None and latest.hour >= 12
-        )
-        return self.rollover_at
-
     def _carry(self, end: int) -> None:
         """At a chunk's end: each run's last line, the last stamped lines and the envelope clock's
         peak the matcher has not seen, for the next chunk to hand over."""
-        self.carried_peak = [
-            (self._number(line), self.buf[line : self._line_end(line)][:MAX_LINE_BYTES])
-            for line in sorted(self._clock_peaks(end, set()))
-        ]
         for run, last in self._unseen_lasts(end):
             if last is not None:
                 run.carried = (self._number(last), self.buf[last : self._line_end(last)][:MAX_LINE_BYTES])
-        stamps: list[tuple[int, bytes, str]] = []
-        need = "any"
-        line = end
-        while line > self.pos and need:
-            line = self._previous(line)
-            template = self.scan.template_at(self.buf, line)
-            if template is not None:
-                take, need = time_step(need, template.stamp)
-                if take:
-                    stamps.insert(0, (self._number(line), self.buf[line : self._line_end(line)], template.stamp))
-        if stamps:
-            for older in reversed(self.carried_stamps):  # what this chunk's lines still need from before
-                if not need:
-                    break
-                take, need = time_step(need, older[2])
-                if take:
-                    stamps.insert(0, older)
-            self.carried_stamps = stamps
+        self._carry_times(end)
