@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Container, Iterable
+import re
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
@@ -12,6 +13,8 @@ from logphase.packs import PackSet
 
 OWN_CACHE = 4096  # own stamps remembered by their prefix's bytes (many lines share a second)
 
+Anchor = tuple[int, bytes, Template]  # a line with a stamp of its own: offset, bytes, template
+
 
 @dataclass
 class _Walk:
@@ -20,7 +23,7 @@ class _Walk:
 
     latest: datetime | None
     shift: timedelta | None
-    anchor: tuple[int, bytes, Template] | None = None  # the last line with a stamp of its own
+    anchor: Anchor | None = None  # the last line with a stamp of its own
     top: tuple[datetime, int] | None = None
     read: set[int] = field(default_factory=set)
 
@@ -39,37 +42,58 @@ class EnvelopeClock:
         self.envelopes = envelopes
         self.own: dict[bytes, datetime | None] = {}
         self.year: int | None = None
+        self.timed_templates: tuple[Template, ...] = ()
+        self.timed_re: re.Pattern[bytes] | None = None
+
+    def timed(self, buf: bytes, start: int, end: int, templates: Sequence[Template]) -> list[int]:
+        """The starts of the lines in [start, end) (`start` starts one) on a template whose time is the
+        envelope's, found by one regex search."""
+        timed = tuple(t for t in templates if t.stamp == "envelope")
+        if not timed:
+            return []
+        if timed != self.timed_templates:
+            self.timed_templates = timed
+            self.timed_re = re.compile(b"(?:^|\n)(?:" + b"|".join(sorted({t.regex() for t in timed})) + b")")
+        assert self.timed_re is not None
+        at = max(0, start - 1) if start and buf[start - 1 : start] == b"\n" else start
+        return [
+            hit.start() + (buf[hit.start() : hit.start() + 1] == b"\n") for hit in self.timed_re.finditer(buf, at, end)
+        ]
 
     def peaks(
         self,
-        lines: Iterable[tuple[int, bytes, Template]],
-        read: Container[int],
+        lines: Iterable[tuple[int, bytes, Anchor | None]],
+        read: Collection[int],
         *,
         offset: timedelta,
         year: int | None,
         latest: datetime | None,
     ) -> set[int]:
-        """Of `lines` (offset in the chunk, bytes, template; in order, those on no template left out),
-        the ones the matcher must read besides `read` for its clock to be the same at each line it
-        reads. `offset`, `year`, `latest`: the matcher's envelope offset, year and clock before them."""
+        """Of the envelope-timed `lines` (offset in the chunk, bytes of its envelopes' prefix, the line
+        with its own stamp that set its offset; in order), those the matcher must read besides
+        `read` for its clock to be the same at each line it reads, with the lines that set their
+        offsets. `offset`, `year`, `latest`: the matcher's envelope offset, year and clock before them
+        (an anchor of None: the offset is the matcher's)."""
         self.year = year
         walk = _Walk(latest, offset)
-        for start, raw, template in lines:
+        points = sorted(read)
+        point = 0
+        for start, prefix, anchor in lines:
+            while point < len(points) and points[point] < start:
+                self._flush(walk)  # a line the matcher reads: its clock must be right there
+                point += 1
+            if anchor is not None and (walk.anchor is None or walk.anchor[0] != anchor[0]):
+                self._flush(walk)
+                walk.anchor, walk.shift = anchor, None
+            stamp = envelope_time(self.envelopes, prefix.decode("ascii"))
+            if stamp is None:
+                continue
             if start in read:
-                self._flush(walk)
-            if template.stamp == "envelope":
-                stamp = envelope_time(self.envelopes, raw[: template.envelope].decode("ascii"))
-                if stamp is None:
-                    continue
-                if start in read:
-                    shift = self._shift(walk)
-                    if shift is not None and (walk.latest is None or stamp + shift > walk.latest):
-                        walk.latest = stamp + shift
-                elif walk.top is None or stamp > walk.top[0]:
-                    walk.top = (stamp, start)
-            elif template.stamp != "none":
-                self._flush(walk)
-                walk.anchor, walk.shift = (start, raw, template), None
+                shift = self._shift(walk)
+                if shift is not None and (walk.latest is None or stamp + shift > walk.latest):
+                    walk.latest = stamp + shift
+            elif walk.top is None or stamp > walk.top[0]:
+                walk.top = (stamp, start)
         self._flush(walk)
         return walk.read
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from logphase.logs.fast.candidates import CandidateScan
-from logphase.logs.fast.clock import EnvelopeClock
+from logphase.logs.fast.clock import Anchor, EnvelopeClock
 from logphase.logs.fast.rollover import Rollovers
 from logphase.logs.fast.templates import Template, time_needed, time_step
 from logphase.logs.matcher import SourceMatcher
@@ -99,8 +99,24 @@ class ClockKeeping:
         if self.clock is None or self.matcher is None or not any(t.stamp == "envelope" for t in self.scan.templates):
             return set()
         matcher = self.matcher
+        lines: list[tuple[int, bytes, Anchor | None]] = []
+        anchor: Anchor | None = None
+        floor = self.pos
+        for start in self.clock.timed(self.buf, self.pos, limit, self.scan.templates):
+            # the line that set its offset: the nearest one before it with a stamp of its own
+            line = start
+            while line > floor:
+                line = self._previous(line)
+                template = self.scan.template_at(self.buf, line)
+                if template is not None and template.stamp not in ("none", "envelope"):
+                    anchor = (line, self.buf[line : self._line_end(line)], template)
+                    break
+            floor = start
+            template = self.scan.template_at(self.buf, start)
+            if template is not None:
+                lines.append((start, self.buf[start : start + template.envelope], anchor))
         return self.clock.peaks(
-            self._template_lines(self.pos, limit),
+            lines,
             read,
             offset=matcher.envelope_offset,
             year=matcher.year,
