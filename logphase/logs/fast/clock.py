@@ -43,22 +43,22 @@ class EnvelopeClock:
         self.own: dict[bytes, datetime | None] = {}
         self.year: int | None = None
         self.timed_templates: tuple[Template, ...] = ()
-        self.timed_re: re.Pattern[bytes] | None = None
+        self.timed_re: tuple[re.Pattern[bytes], re.Pattern[bytes]] | None = None
 
     def timed(self, buf: bytes, start: int, end: int, templates: Sequence[Template]) -> list[int]:
-        """The starts of the lines in [start, end) (`start` starts one) on a template whose time is the
-        envelope's, found by one regex search."""
+        """The starts of the lines in [start, end) (`start` starts one; the chunk's lines end by `end`)
+        on a template whose time is the envelope's, found by one regex search."""
         timed = tuple(t for t in templates if t.stamp == "envelope")
         if not timed:
             return []
         if timed != self.timed_templates:
             self.timed_templates = timed
-            self.timed_re = re.compile(b"(?:^|\n)(?:" + b"|".join(sorted({t.regex() for t in timed})) + b")")
+            heads = b"(?:" + b"|".join(sorted({t.regex() for t in timed})) + b")"
+            self.timed_re = (re.compile(heads), re.compile(b"\n" + heads))  # a literal first: `re` skips ahead
         assert self.timed_re is not None
-        at = max(0, start - 1) if start and buf[start - 1 : start] == b"\n" else start
-        return [
-            hit.start() + (buf[hit.start() : hit.start() + 1] == b"\n") for hit in self.timed_re.finditer(buf, at, end)
-        ]
+        at_start, after_newline = self.timed_re
+        found = [start] if start == 0 and at_start.match(buf, 0, end) else []
+        return found + [hit.start() + 1 for hit in after_newline.finditer(buf, max(0, start - 1), end)]
 
     def peaks(
         self,
