@@ -13,7 +13,7 @@ import pytest
 
 from bench.loggen import write_logs
 from logphase import scanning
-from logphase.logs.fast import FastLines
+from logphase.logs.fast import FastLines, lines
 from logphase.logs.fast.templates import learn_template
 from logphase.packs import PackSet, load_packs
 from tests.test_prefilter import report
@@ -87,11 +87,13 @@ def test_a_log_crossing_midnight_in_a_steady_run_is_read_the_same(
     assert (stats.emitted - scanning.YEAR_LOOKAHEAD) * 5 < stats.lines
 
 
+@pytest.mark.parametrize("chunk", [lines.CHUNK_BYTES, 64 << 10], ids=["one-chunk", "64-KiB-chunks"])
 def test_a_log_of_two_midnights_and_a_noon_is_read_the_same(
-    packs: PackSet, tmp_path: Path, scanner: str, captured: list[Any]
+    chunk: int, packs: PackSet, tmp_path: Path, scanner: str, captured: list[Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # GIVEN the same log with its n-th stamp at 20:00 + 30 s × n: 44 hours, two midnights and a noon
-    # between them, each inside a steady run
+    # between them, each inside a steady run; read in one chunk, or in chunks of 64 KiB
+    monkeypatch.setattr(lines, "CHUNK_BYTES", chunk)
     text = sglang_03(tmp_path)
     log = tmp_path / "two-days.log"
     log.write_text(restamped(text, lambda n, _: timedelta(hours=20, seconds=30 * n)))

@@ -179,6 +179,7 @@ class FastLines(ClockKeeping):
         self.targets_to = 0
         self.window = WINDOW_BYTES
         self.kind_next: dict[int, tuple[int, int | None, int]] = {}
+        self.rollovers.search, self.rollover_at = None, None  # offsets of the last chunk
         for run in self.runs.values():
             run.member = -1
         emitted_before = self.stats.emitted

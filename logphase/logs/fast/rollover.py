@@ -46,7 +46,7 @@ class Rollovers:
         """The templates known now (after a recompile)."""
         self.seen = list(templates)
         timed = [t for t in templates if t.stamp == "time" and t.hour >= 0]
-        if timed == self.templates:
+        if not timed or timed == self.templates:
             return
         self.templates = timed
         heads = b"(?:" + b"|".join(sorted({atoms_regex(t.atoms[: t.hour]) for t in timed})) + b")"
