@@ -62,7 +62,9 @@ def analyze(
     use_cache(cache_folder() / "scanners")
     packs = load_all_packs(pattern_paths)
     dump_paths: list[str] = []
-    sources = open_sources(logs, stdin=sys.stdin.buffer if "-" in logs else None, dumps=dump_paths)
+    sources = open_sources(
+        logs, stdin=sys.stdin.buffer if "-" in logs else None, dumps=dump_paths, process_tags=packs.process_tags
+    )
     flight = judge_dumps(read_dumps(dump_paths)) if dump_paths else None
     as_of = parse_as_of(as_of_text)
     if post_mortem is None:

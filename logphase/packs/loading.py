@@ -208,8 +208,19 @@ def parse_pack(data: Mapping[str, Any], path: str, *, trusted: bool = False, lin
             _parse_server_args(item, name, path, pack_system, trusted) for item in _items(data, SERVER_ARGS, path)
         ),
         job=header["job"],
+        process_tags=_process_tags(header["process_tags"], path),
         ignores=tuple(_parse_ignore(item, name, path, systems, trusted) for item in _items(data, IGNORE, path)),
     )
+
+
+def _process_tags(names: list[str], path: str) -> tuple[str, ...]:
+    for name in names:
+        if not name.isidentifier():
+            raise PackError(
+                f"{path}: [pack]: process_tags: {name!r} is not a process name",
+                hint="a name as it opens the tag, letters, digits and `_`: `(APIServer pid=1) ` → \"APIServer\"",
+            )
+    return tuple(names)
 
 
 def _parse_ignore(

@@ -284,6 +284,7 @@ class Pack:
     anchors: tuple[FrameAnchor, ...] = ()
     server_args: tuple[ServerArgsFormat, ...] = ()
     job: bool = False  # the pack's systems are jobs that end, not servers
+    process_tags: tuple[str, ...] = ()  # `(Name pid=N) ` tags the system prints itself (not a Ray envelope)
     ignores: tuple[IgnoreEntry, ...] = ()  # `[[ignore]]`: read only by the source inventory
 
 
@@ -340,6 +341,11 @@ class PackSet:
     def job_systems(self) -> frozenset[str]:
         """Systems that are jobs that end (torchrun), not servers (`job = true` packs)."""
         return frozenset(system for pack in self.packs if pack.job for system in pack.systems)
+
+    @property
+    def process_tags(self) -> frozenset[str]:
+        """Names of `(Name pid=N) ` tags the systems print themselves, which a Ray envelope is not."""
+        return frozenset(name for pack in self.packs for name in pack.process_tags)
 
     @property
     def server_args(self) -> tuple[ServerArgsFormat, ...]:
