@@ -85,7 +85,9 @@ def tar_sources(
         for member, start, size, head in found:
             label = f"{name}:{member}"
             refuse_binary(label, head)
-            sources.append(LogSource(name=label, open_stream=data.opener(start, size), envelopes=sniff_bytes(head, process_tags)))
+            sources.append(
+                LogSource(name=label, open_stream=data.opener(start, size), envelopes=sniff_bytes(head, process_tags))
+            )
     except READ_ERRORS as exc:
         raise InputError(
             f"{name}: broken or truncated archive: {exc}", hint="check the archive, or re-create it"

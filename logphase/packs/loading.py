@@ -218,7 +218,7 @@ def _process_tags(names: list[str], path: str) -> tuple[str, ...]:
         if not name.isidentifier():
             raise PackError(
                 f"{path}: [pack]: process_tags: {name!r} is not a process name",
-                hint="a name as it opens the tag, letters, digits and `_`: `(APIServer pid=1) ` → \"APIServer\"",
+                hint='a name as it opens the tag, letters, digits and `_`: `(APIServer pid=1) ` → "APIServer"',
             )
     return tuple(names)
 
