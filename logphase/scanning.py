@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from datetime import datetime
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
 from itertools import chain, islice
 
+from logphase.durations import format_duration
 from logphase.logs.fast import FastLines, plan_for
-from logphase.logs.matcher import Event, SourceMatcher
+from logphase.logs.matcher import CLOCK_JUMP, Event, SourceMatcher
 from logphase.logs.reader import Line, LogSource, envelopes_of, read_lines
 from logphase.logs.templates import TemplateMiner
 from logphase.logs.timeline import Timeline, TimelineBuilder
@@ -25,6 +26,11 @@ CONTEXT_BEFORE = 2
 CONTEXT_AFTER = 3
 # Only the first failures keep their context: the root cause is among them.
 MAX_CONTEXTS = 200
+# A log per node: its events wait (at most this many) for its first dist-init line, whose time tells
+# its clock from the first log's (DistInitClock).
+MAX_EVENTS_HELD = 10_000
+# Time zones are whole quarter hours apart: a skew is rounded to one, the rest is the nodes' own lag.
+SKEW_STEP = timedelta(minutes=15)
 
 
 @dataclass
@@ -64,9 +70,19 @@ class SourceFeed:
     cause of a stall). `analyze` feeds a whole file; `watch` feeds batches as they arrive."""
 
     def __init__(
-        self, index: int, matcher: SourceMatcher, builder: TimelineBuilder, result: ScanResult, *, restarts: bool = True
+        self,
+        index: int,
+        matcher: SourceMatcher,
+        builder: TimelineBuilder,
+        result: ScanResult,
+        *,
+        restarts: bool = True,
+        clocks: DistInitClock | None = None,
     ) -> None:
         self.index, self.matcher, self.builder, self.result = index, matcher, builder, result
+        self.clocks = clocks  # a log of several: each node's clock, told from when it joined dist init
+        self.held: list[Event] | None = [] if clocks is not None else None  # events waiting for the skew
+        self.skew = timedelta(0)
         # a second start in this log judges apart (only where this source is the whole run: with a
         # log per node, the timeline is shared and another node's start is no restart)
         self.restarts = restarts
@@ -98,7 +114,7 @@ class SourceFeed:
             if self._launched_again(event):
                 event = self._restart(event)
                 events = (*events[:index], event, *events[index + 1 :])
-            self.builder.add(event)
+            self._add(event)
             if event.line != line.number:
                 continue  # a frame group's event, held back until its group ended
             if event.kind in FAILURE_KINDS and result.failures_kept < MAX_CONTEXTS:
@@ -121,6 +137,31 @@ class SourceFeed:
                     result.contexts[pending.event_key] = tuple(pending.lines)
             self.waiting = [pending for pending in self.waiting if pending.wanted_after > 0]
         return events
+
+    def _add(self, event: Event) -> None:
+        """Into the timeline, on the run's clock: a node's events wait for its first dist-init line."""
+        held = self.held
+        if held is None:
+            self.builder.add(self._on_run_clock(event))
+            return
+        held.append(event)
+        clocks = self.clocks
+        assert clocks is not None
+        if event.phase is Phase.DIST_INIT and event.time is not None:
+            self.skew = clocks.skew(self.index, event.time)
+        elif len(held) < MAX_EVENTS_HELD:
+            return
+        self._release()
+
+    def _release(self) -> None:
+        held, self.held = self.held or [], None
+        for event in held:
+            self.builder.add(self._on_run_clock(event))
+
+    def _on_run_clock(self, event: Event) -> Event:
+        if not self.skew or event.time is None:
+            return event
+        return replace(event, time=event.time - self.skew)
 
     def _launched_again(self, event: Event) -> bool:
         """A launch line after this start went past its launch: the server started again."""
@@ -150,15 +191,46 @@ class SourceFeed:
         self.ended = True
         held = self.matcher.finish()
         for event in held:
-            self.builder.add(event)
+            self._add(event)
+        self._release()
         self.builder.see_ranks(self.matcher.ranks_seen)
         for pending in self.waiting:
             self.result.contexts[pending.event_key] = tuple(pending.lines)
         self.waiting = []
         if self.last is not None:
-            self.result.last_lines[self.index] = (self.last, self.matcher.last_time)
+            clock = self.matcher.last_time
+            self.result.last_lines[self.index] = (self.last, clock - self.skew if clock is not None else None)
         self.result.dumps.extend(self.dumps.finish())
         return held
+
+
+@dataclass
+class DistInitClock:
+    """Whether the logs of one run (a log per node) share a clock. Every rank joins the distributed
+    init within its timeout (NCCL's and torch's are minutes), so the logs' first dist-init lines are
+    stamped within minutes of one another on one clock; more than CLOCK_JUMP apart, the clocks differ
+    (a node in another time zone, a bad RTC), and a log's times are moved onto the first log's."""
+
+    names: Sequence[str]
+    first: tuple[int, datetime] | None = None  # the first log with a dist-init line, and its time
+    notes: list[str] = field(default_factory=list)
+
+    def skew(self, index: int, joined: datetime) -> timedelta:
+        if self.first is None:
+            self.first = (index, joined)
+            return timedelta(0)
+        reference, at = self.first
+        apart = joined - at
+        if abs(apart) <= CLOCK_JUMP:
+            return timedelta(0)
+        skew = SKEW_STEP * round(apart / SKEW_STEP)
+        self.notes.append(
+            f"{self.names[index]}: its clock is {format_duration(abs(skew.total_seconds()))} "
+            f"{'ahead of' if skew > timedelta(0) else 'behind'} {self.names[reference]}'s (their ranks joined "
+            f"the distributed init {format_duration(abs(apart.total_seconds()))} apart): its times are "
+            f"read on {self.names[reference]}'s clock"
+        )
+        return skew
 
 
 def scan(sources: list[LogSource], packs: PackSet, as_of: datetime, *, fast: bool = True) -> ScanResult:
@@ -167,6 +239,7 @@ def scan(sources: list[LogSource], packs: PackSet, as_of: datetime, *, fast: boo
     builder = TimelineBuilder(job_systems=packs.job_systems)
     result = ScanResult(timeline=builder.finish(), unrecognised=TemplateMiner(packs))
     plan = plan_for(packs, (TRIGGER,))
+    clocks = DistInitClock([source.name for source in sources]) if len(sources) > 1 else None
     for index, source in enumerate(sources):
         envelopes = envelopes_of(source)
         result.notes += envelopes.notes(source.name)
@@ -179,17 +252,38 @@ def scan(sources: list[LogSource], packs: PackSet, as_of: datetime, *, fast: boo
         lines = iter(filtered) if filtered is not None else read_lines(source)
         head = list(islice(lines, YEAR_LOOKAHEAD))
         matcher = SourceMatcher(packs, as_of, year=first_year(head, packs))
-        feed = SourceFeed(index, matcher, builder, result, restarts=len(sources) == 1)
+        feed = SourceFeed(index, matcher, builder, result, restarts=len(sources) == 1, clocks=clocks)
         if filtered is not None:
             filtered.attach(matcher, feed.dumps)
         for line in chain(head, lines):
             feed.feed(line)
         feed.end()
+        result.notes += ignored_stamp_notes(source.name, matcher)
         if filtered is not None:
             filtered.stats.count_input(source)
             filtered.stats.count_events(builder)  # steady events counted, not read
     result.timeline = builder.finish()
+    if clocks is not None:
+        result.notes += clocks.notes
     return result
+
+
+def ignored_stamp_notes(source: str, matcher: SourceMatcher) -> list[str]:
+    """The lines whose own stamp the matcher did not believe (SourceMatcher._believe), for the notes."""
+    if not matcher.ignored_count:
+        return []
+    shown = ", ".join(
+        f"line {line} ({stamp:%Y-%m-%d %H:%M:%S}, {format_duration(abs((stamp - clock).total_seconds()))} "
+        f"{'ahead' if stamp > clock else 'behind'})"
+        for line, stamp, clock in matcher.ignored_stamps
+    )
+    more = matcher.ignored_count - len(matcher.ignored_stamps)
+    lines = "1 line is" if matcher.ignored_count == 1 else f"{matcher.ignored_count} lines are"
+    return [
+        f"{source}: {lines} stamped over {format_duration(CLOCK_JUMP.total_seconds())} away from the log's "
+        f"clock, with no line of its own clock after it: another clock's stamp, not used as the log's time: {shown}"
+        + (f" and {more} more" if more > 0 else "")
+    ]
 
 
 def first_year(lines: Sequence[Line], packs: PackSet) -> int | None:

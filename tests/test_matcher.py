@@ -17,6 +17,9 @@ REFERENCE = datetime(2030, 1, 1)
 # PP2 x TP4 SGLang startup (192 lines); line 169 opens a traceback whose frames (170-182) place it in
 # weight_load; the OOM at 190 ends it, the main process follows.
 LOG = FIXTURES / "logs" / "sglang" / "pp2-tp4-oom-weight-load.log"
+# Stamps of other clocks: line 165 a day behind (ignored); the envelope of the last line read a year
+# ahead (held until the next line shows the log's clock).
+DAY_BEHIND = 165
 INSIDE_THE_TRACEBACK = 182
 CONSTRUCTOR_INPUTS = {"packs", "reference"}
 
@@ -30,9 +33,11 @@ def lines(first: int, last: int) -> list[Line]:
     """The log's lines as read out of an envelope whose clock (docker logs -t) runs apart from the
     log's own, so that the matcher's envelope state is exercised too."""
     texts = LOG.read_text().splitlines()
+    texts[DAY_BEHIND - 1] = texts[DAY_BEHIND - 1].replace("2025-12-19", "2025-12-18", 1)
     envelope = datetime(2029, 12, 31, 23, 0, 0)
+    ahead = {INSIDE_THE_TRACEBACK: timedelta(days=365)}
     return [
-        Line(number, texts[number - 1], 0, stamp=envelope + timedelta(seconds=number))
+        Line(number, texts[number - 1], 0, stamp=envelope + timedelta(seconds=number) + ahead.get(number, timedelta()))
         for number in range(first, last + 1)
     ]
 

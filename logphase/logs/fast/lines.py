@@ -8,6 +8,7 @@ from datetime import datetime
 from typing import IO, Protocol
 
 from logphase.logs.fast.candidates import CandidateScan, Kind
+from logphase.logs.fast.hours import OtherHours
 from logphase.logs.fast.plan import Plan
 from logphase.logs.fast.runs import Run, Runs, book_runs
 from logphase.logs.fast.stats import ScanStats
@@ -68,6 +69,7 @@ class FastLines:
         self.carried_stamps: list[tuple[int, bytes, str]] = []  # stamped lines after the last emission
         self.failure: BaseException | None = None
         self.probe_cache: dict[tuple[int, int], tuple[Event, ...]] = {}
+        self.hours = OtherHours()  # lines stamped in another hour than the clock: the matcher sees them
 
     def attach(self, matcher: SourceMatcher, dumps: OpenDumps | None = None) -> None:
         """The matcher (and dump parser) that read these lines: what they hold decides what the
@@ -75,9 +77,12 @@ class FastLines:
         self.matcher, self.dumps = matcher, dumps
 
     def busy(self) -> bool:
-        """A traceback or a dump is open: the matcher must see every line until it closes."""
+        """A traceback or a dump is open, or a stamp far ahead of the clock waits for the next stamped
+        line to confirm it: the matcher must see every line until then."""
         matcher = self.matcher
-        return matcher is not None and (matcher.block is not None or (self.dumps is not None and self.dumps.open > 0))
+        return matcher is not None and (
+            matcher.block is not None or matcher.clock_pending or (self.dumps is not None and self.dumps.open > 0)
+        )
 
     # -- reading
 
@@ -151,6 +156,7 @@ class FastLines:
         self.targets_to = 0
         self.window = WINDOW_BYTES
         self.kind_next: dict[int, tuple[int, int | None, int]] = {}
+        self.hours.reset()
         for run in self.runs.values():
             run.member = -1
         emitted_before = self.stats.emitted
@@ -164,7 +170,12 @@ class FastLines:
                 target = last_start  # the last line: the report quotes it, with its time
             limit = end if target is None else target
             first = self._next_unstable(limit)
-            if first is not None:
+            other_hour = self.hours.next(
+                self.buf, self.pos, end, limit if first is None else first, self.scan.templates, self.matcher
+            )
+            if other_hour is not None:
+                yield from self._emit_with_context(other_hour)
+            elif first is not None:
                 yield from self._emit_with_context(first)
             elif target is not None:
                 yield from self._emit_with_context(target)
@@ -362,32 +373,31 @@ class FastLines:
         self.after = self.context_after
 
     def _time_lines(self, wanted: list[int]) -> tuple[set[int], list[tuple[int, bytes]]]:
-        """For each line the matcher will see without a full date of its own, the nearest stamped
-        line before it that it would have seen (and, for a year-less stamp, the nearest line with
-        a year): the time the line inherits. Lines of this chunk as offsets; lines of an earlier
-        chunk as (number, bytes)."""
+        """For each line the matcher will see, the nearest stamped line before it that it would have
+        seen (and, for a year-less stamp, the nearest line with a year): the time a line without a
+        full date inherits, and the clock a line with one is measured against (a stamp far from it is
+        held, SourceMatcher._believe). Lines of this chunk as offsets; lines of an earlier chunk as
+        (number, bytes)."""
         found: set[int] = set()
         old: list[tuple[int, bytes]] = []
         low = self.pos
         for index, line in enumerate(wanted):
-            template = self.scan.template_at(self.buf, line)
-            if template is None or template.stamp != "year":
-                need = "any"
-                walk = line
-                while walk > low and need:
-                    walk = self._previous(walk)
-                    template = self.scan.template_at(self.buf, walk)
-                    if template is None or template.stamp == "none" or (need == "year" and template.stamp != "year"):
-                        continue
-                    found.add(walk)
-                    need = "year" if template.stamp == "date" and need == "any" else ""
-                if need and index == 0 and low == self.pos:
-                    for number, raw, stamp in reversed(self.carried_stamps):
-                        if need == "any" or stamp == "year":
-                            old.append((number, raw))
-                            need = "year" if stamp == "date" and need == "any" else ""
-                            if not need:
-                                break
+            need = "any"
+            walk = line
+            while walk > low and need:
+                walk = self._previous(walk)
+                template = self.scan.template_at(self.buf, walk)
+                if template is None or template.stamp == "none" or (need == "year" and template.stamp != "year"):
+                    continue
+                found.add(walk)
+                need = "year" if template.stamp == "date" and need == "any" else ""
+            if need and index == 0 and low == self.pos:
+                for number, raw, stamp in reversed(self.carried_stamps):
+                    if need == "any" or stamp == "year":
+                        old.append((number, raw))
+                        need = "year" if stamp == "date" and need == "any" else ""
+                        if not need:
+                            break
             low = line
         return found, old
 

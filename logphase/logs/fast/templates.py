@@ -5,9 +5,11 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from logphase.logs.matcher import RANK_CAPTURES
 from logphase.packs import PackSet
+from logphase.packs.model import parse_time
 
 # A line shape seen this often in steady lines becomes a template (a recompile of the scanners).
 ADOPT_AFTER = 2
@@ -29,9 +31,27 @@ class Template:
     atoms: tuple[int, ...]
     rank: str | None
     stamp: str
+    # where the timestamp starts in the prefix, the strftime format of its text up to the hour
+    # (`%Y-%m-%d %H`), and whether it drops the month's leading zero (glog's `E321` is March 21): what
+    # tells a line of another hour than the log's clock (FastLines)
+    clock: tuple[int, str, bool, int] | None = None  # ... and the length of that text
 
     def regex(self) -> bytes:
-        return b"".join(b"[0-9]" if atom == DIGIT else re.escape(bytes([atom])) for atom in self.atoms)
+        return _atoms_regex(self.atoms)
+
+    def regex_off_hour(self, hour: datetime | None) -> bytes | None:
+        """A line of this template stamped in another hour than `hour` (any stamped line: None)."""
+        if self.clock is None:
+            return None
+        start, hour_format, unpadded, length = self.clock
+        key = "" if hour is None else hour.strftime(hour_format)
+        key = key.removeprefix("0") if unpadded else key
+        other = b"(?!" + re.escape(key.encode()) + b")" if key else b""
+        return _atoms_regex(self.atoms[:start]) + other + _atoms_regex(self.atoms[start : start + length])
+
+
+def _atoms_regex(atoms: tuple[int, ...]) -> bytes:
+    return b"".join(b"[0-9]" if atom == DIGIT else re.escape(bytes([atom])) for atom in atoms)
 
 
 def learn_template(packs: PackSet, raw: bytes, text: str) -> Template | None:
@@ -48,14 +68,18 @@ def learn_template(packs: PackSet, raw: bytes, text: str) -> Template | None:
     by_id = {prefix.id: prefix for prefix in packs.prefixes}
     kept: set[int] = set()  # the digits of the prefix groups that name the rank stay as they are
     position = 0
+    clock: tuple[int, str, bool, int] | None = None
     for prefix_id in fields.prefixes:
-        found = by_id[prefix_id].pattern.match(text[position:])
+        prefix = by_id[prefix_id]
+        found = prefix.pattern.match(text[position:])
         if found is None:
             return None
         for group in RANK_CAPTURES & set(found.re.groupindex):
             if found.start(group) >= 0:
                 start, end = found.span(group)
                 kept |= set(range(position + start, position + end))
+        if "ts" in found.re.groupindex and found.start("ts") >= 0:
+            clock = _clock_of(found["ts"], position + found.start("ts"), prefix.time_formats) or clock
         position += found.end()
     if position != length:
         return None
@@ -69,7 +93,26 @@ def learn_template(packs: PackSet, raw: bytes, text: str) -> Template | None:
         if other.prefixes != fields.prefixes or rest != message or other.rank != fields.rank:
             return None
     stamp = "none" if fields.time is None else ("year" if fields.time_has_year else "date")
-    return Template(atoms, fields.rank, stamp)
+    if stamp != "none" and clock is None:
+        return None  # a stamp whose hour cannot be told from its bytes: every line is read
+    return Template(atoms, fields.rank, stamp, clock if stamp != "none" else None)
+
+
+def _clock_of(stamp: str, start: int, formats: tuple[str, ...]) -> tuple[int, str, bool, int] | None:
+    """Where a prefix's stamp starts and the format of its text up to the hour, from the format that
+    reads it (`%m-%d %H:%M:%S` → `%m-%d %H`); None for a stamp whose text that format does not
+    write back (its hour cannot be told from its bytes)."""
+    for fmt in formats:
+        parsed = parse_time(stamp, (fmt,))
+        if parsed is None:
+            continue
+        hour_format = fmt[: fmt.find("%H") + 2] if "%H" in fmt else ""
+        key = parsed[0].strftime(hour_format) if hour_format else ""
+        if not key or not (stamp.startswith(key) or (key[0] == "0" and stamp.startswith(key[1:]))):
+            return None
+        unpadded = not stamp.startswith(key)
+        return start, hour_format, unpadded, len(key) - unpadded
+    return None
 
 
 class TemplateTrie:
