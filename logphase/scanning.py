@@ -9,6 +9,7 @@ from datetime import datetime, timedelta
 from itertools import chain, islice
 
 from logphase.durations import format_duration
+from logphase.logs.clocks import format_offset_notes, format_offsets
 from logphase.logs.fast import FastLines, plan_for
 from logphase.logs.matcher import CLOCK_JUMP, Event, SourceMatcher
 from logphase.logs.reader import Line, LogSource, envelopes_of, read_lines
@@ -83,6 +84,7 @@ class SourceFeed:
         self.clocks = clocks  # a log of several: each node's clock, told from when it joined dist init
         self.held: list[Event] | None = [] if clocks is not None else None  # events waiting for the skew
         self.skew = timedelta(0)
+        self.unsettled: list[Event] = []  # events since a stamp the matcher holds (SourceMatcher._believe)
         # a second start in this log judges apart (only where this source is the whole run: with a
         # log per node, the timeline is shared and another node's start is no restart)
         self.restarts = restarts
@@ -107,6 +109,7 @@ class SourceFeed:
                 pending.lines.append(here)
                 pending.wanted_after -= 1
         events = self.matcher.match_line(line)
+        self._settle()
         self.fed += 1
         if not events and self.fed <= YEAR_LOOKAHEAD and result.unrecognised is not None:
             result.unrecognised.feed((line,))  # the head: read in full on every path, fast or not
@@ -114,7 +117,10 @@ class SourceFeed:
             if self._launched_again(event):
                 event = self._restart(event)
                 events = (*events[:index], event, *events[index + 1 :])
-            self._add(event)
+            if self.matcher.clock_pending:
+                self.unsettled.append(event)
+            else:
+                self._add(event)
             if event.line != line.number:
                 continue  # a frame group's event, held back until its group ended
             if event.kind in FAILURE_KINDS and result.failures_kept < MAX_CONTEXTS:
@@ -137,6 +143,17 @@ class SourceFeed:
                     result.contexts[pending.event_key] = tuple(pending.lines)
             self.waiting = [pending for pending in self.waiting if pending.wanted_after > 0]
         return events
+
+    def _settle(self) -> None:
+        """The matcher decided on the stamp it held: the events since then enter the timeline, at that
+        stamp if it was believed (a real silence: as if believed at once), else as they were read."""
+        settled, self.matcher.settled = self.matcher.settled, None
+        if settled is None:
+            return
+        line, believed = settled
+        unsettled, self.unsettled = self.unsettled, []
+        for event in unsettled:
+            self._add(replace(event, time=believed) if believed is not None and event.line >= line else event)
 
     def _add(self, event: Event) -> None:
         """Into the timeline, on the run's clock: a node's events wait for its first dist-init line."""
@@ -173,6 +190,9 @@ class SourceFeed:
         return self.restarts and self.progressed and event.kind is EventKind.BEGIN and event.rank is None
 
     def _restart(self, event: Event) -> Event:
+        for earlier in self.unsettled:
+            self._add(earlier)  # the earlier start's, as they were read
+        self.unsettled = []
         self.builder.see_ranks(self.matcher.ranks_seen)
         self.result.earlier.append(EarlierStart(self.builder.restart(), self.start_line, event.line - 1))
         self.matcher.ranks_seen.clear()  # the earlier start's ranks are not this one's
@@ -190,6 +210,7 @@ class SourceFeed:
             return ()
         self.ended = True
         held = self.matcher.finish()
+        self._settle()
         for event in held:
             self._add(event)
         self._release()
@@ -251,7 +272,10 @@ def scan(sources: list[LogSource], packs: PackSet, as_of: datetime, *, fast: boo
             )
         lines = iter(filtered) if filtered is not None else read_lines(source)
         head = list(islice(lines, YEAR_LOOKAHEAD))
-        matcher = SourceMatcher(packs, as_of, year=first_year(head, packs))
+        year = first_year(head, packs)
+        offsets = format_offsets(head, packs, year or as_of.year)
+        result.notes += format_offset_notes(source.name, offsets)
+        matcher = SourceMatcher(packs, as_of, year=year, format_offsets=offsets)
         feed = SourceFeed(index, matcher, builder, result, restarts=len(sources) == 1, clocks=clocks)
         if filtered is not None:
             filtered.attach(matcher, feed.dumps)

@@ -181,6 +181,8 @@ class SourceMatcher:
     packs: PackSet
     reference: datetime  # as_of: dates for stamps without one, never after it
     year: int | None = None  # the year of year-less stamps (the caller may know it from further on)
+    # stamp formats on another clock than the log's, and how far to move them (logs/clocks.py)
+    format_offsets: Mapping[tuple[str, ...], timedelta] = field(default_factory=dict)
     last_time: datetime | None = None
     day: date | None = None
     block: _Block | None = field(default=None, repr=False)
@@ -194,6 +196,9 @@ class SourceMatcher:
     held_stamp: tuple[int, datetime, datetime] | None = field(default=None, repr=False)
     ignored_stamps: list[tuple[int, datetime, datetime]] = field(default_factory=list, repr=False)
     ignored_count: int = 0
+    # a held stamp decided: (its line, the stamp if believed, else None), for the caller to take
+    # (SourceFeed re-times the events it held back meanwhile)
+    settled: tuple[int, datetime | None] | None = field(default=None, repr=False)
     last_ignored: int = 0  # the line number of the last stamp ignored
 
     def fork(self) -> SourceMatcher:
@@ -224,8 +229,7 @@ class SourceMatcher:
         held = self._flush_frames()
         cut = self._cut_exception(self.block)
         if self.held_stamp is not None:
-            self._ignore(self.held_stamp)  # no second line ever confirmed its clock
-            self.held_stamp = None
+            self._ignore_held()  # no second line ever confirmed its clock
         return (*held, cut) if cut is not None else held
 
     def _cut_exception(self, block: _Block | None) -> Event | None:
@@ -264,6 +268,8 @@ class SourceMatcher:
             fields = self._with_envelope(fields, line)
         dated = (self.year, self.day)
         stamp = self._complete_time(fields) if fields.time else None
+        if own_time and stamp is not None and self.format_offsets:
+            stamp += self._format_offset(fields.prefixes)
         if stamp is not None and not self._believe(line.number, stamp):
             self.year, self.day = dated  # another clock's stamp dates nothing after it
             stamp = None  # the line reads at the log's clock, as an unstamped line does
@@ -297,6 +303,10 @@ class SourceMatcher:
             return held
         return (*held, event) if held else (event,)
 
+    def _format_offset(self, prefixes: tuple[str, ...]) -> timedelta:
+        timed = {prefix for key in self.format_offsets for prefix in key}
+        return self.format_offsets.get(tuple(prefix for prefix in prefixes if prefix in timed), timedelta(0))
+
     @property
     def clock_pending(self) -> bool:
         """A stamp far ahead of the log's clock waits for the next stamped line to confirm it."""
@@ -315,21 +325,26 @@ class SourceMatcher:
             return True
         if stamp - clock <= CLOCK_JUMP:
             if held is not None:
-                self._ignore(held)
-                self.held_stamp = None
+                self._ignore_held()
             if stamp > clock:
                 self.last_time = stamp
             elif clock - stamp > CLOCK_JUMP:
                 self._ignore((number, stamp, clock))
             return True
         if held is not None and abs(stamp - held[1]) <= CLOCK_JUMP:
-            self.held_stamp = None
+            self.held_stamp, self.settled = None, (held[0], held[1])
             self.last_time = max(stamp, held[1])
             return True
         if held is not None:
-            self._ignore(held)
+            self._ignore_held()
         self.held_stamp = (number, stamp, clock)
         return False
+
+    def _ignore_held(self) -> None:
+        held = self.held_stamp
+        assert held is not None
+        self._ignore(held)
+        self.held_stamp, self.settled = None, (held[0], None)
 
     def _ignore(self, entry: tuple[int, datetime, datetime]) -> None:
         self.ignored_count += 1
@@ -341,7 +356,9 @@ class SourceMatcher:
         """A new start of the server in the same log: its clock starts again (a restarted container's
         lines may be stamped before the old ones'); `event`, the line that began it, re-timed."""
         self.last_time = None
-        self.held_stamp = None
+        held = self.held_stamp
+        if held is not None:
+            self.held_stamp, self.settled = None, (held[0], None)
         if self.last_ignored == event.line:  # a restart's stamp is its new clock, not another clock
             self.ignored_count -= 1
             self.ignored_stamps = [entry for entry in self.ignored_stamps if entry[0] != event.line]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from datetime import datetime
 from functools import lru_cache
 
 from logphase.logs.fast.templates import Template
@@ -22,6 +23,7 @@ class OtherHours:
 
     def __init__(self) -> None:
         self.found: tuple[bytes, int, int | None, int] | None = None  # pattern, from, found, searched to
+        self.pattern: tuple[tuple[int, datetime | None, bool], bytes | None] | None = None  # the last one made
 
     def reset(self) -> None:
         """A new chunk: what was found was an offset in the last one."""
@@ -32,7 +34,13 @@ class OtherHours:
     ) -> int | None:
         """The start of the first line in [pos, limit) of a template in `templates` stamped in another
         hour than the matcher's clock (any stamped one while it has none)."""
-        pattern = _pattern(templates, matcher)
+        clock = matcher.last_time if matcher is not None else None
+        hour = clock.replace(minute=0, second=0, microsecond=0) if clock is not None else None
+        # templates are only ever added: their number and the clock's hour say which pattern it is
+        key = (len(templates), hour, matcher is not None and matcher.year in (None, hour and hour.year))
+        if self.pattern is None or self.pattern[0] != key:
+            self.pattern = (key, _pattern(templates, matcher))
+        pattern = self.pattern[1]
         if pattern is None:
             return None
         cached = self.found
