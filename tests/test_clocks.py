@@ -20,7 +20,7 @@ from logphase import pipeline, scanning
 from logphase.logs.reader import open_sources
 from logphase.packs import load_packs
 from logphase.report.formats.json import JsonFormat
-from tests.conftest import FIXTURES, run_cli, run_json
+from tests.conftest import FIXTURES, REALWORLD, run_cli, run_json
 
 PACKS = load_packs()
 
@@ -229,3 +229,22 @@ def test_as_of_before_the_log_shows_no_negative_duration_in_any_format(output: s
     text = run_cli("analyze", "--live", "--as-of", as_of, "--format", output, str(log)).stdout
     # THEN no duration in it is negative
     assert text and not NEGATIVE_DURATION.findall(text)
+
+
+def test_a_logger_a_day_behind_the_others_is_read_on_their_clock() -> None:
+    # GIVEN realworld 001: SGLang stamps its lines `[2025-03-08 12:29:04]`, the vLLM logger running
+    # inside it `INFO 03-07 12:29:02` (line 2), `INFO 03-07 12:29:08` (lines 4-7): the same moments a day
+    # behind
+    log = REALWORLD / "logs" / "001_sglang-qwq32b-tp4-ready.log"
+    # WHEN analysed on both paths
+    fast, plain = _report([log], fast=True), _report([log], fast=False)
+    report = json.loads(fast)
+    # THEN the main process's launch lasts from line 2 (12:29:02 on SGLang's clock) to uvicorn's start
+    # (line 75, 12:29:29): 27 s, not a day
+    assert fast == plain
+    launch = next(p for p in report["phases"] if p["phase"] == "launch" and p["rank"] is None)
+    assert (launch["start"], launch["end"], launch["seconds"]) == ("2025-03-08 12:29:02", "2025-03-08 12:29:29", 27.0)
+    # AND a note says which lines run on another clock
+    assert (
+        f"{log}: lines stamped by vllm.prefix.log run on a clock 1d 0h behind the log's other lines: read on theirs"
+    ) in report["notes"]

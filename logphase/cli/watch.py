@@ -173,7 +173,7 @@ def watch(
     colour = use_colour()
     store_path = resolve_db(db_path)
     printer = _Printer(jsonl=output_format is WatchFormat.JSONL)
-    ingest = Ingest(packs, reference=datetime.now())
+    ingest = Ingest(packs, reference=datetime.now(), name=log if log != "-" else "<stdin>")
     settings = Settings(
         budgets=Budgets(stall_after_s=stall_after_s),
         timeout_s=timeout_s,
