@@ -9,7 +9,7 @@ from datetime import datetime, timedelta
 from itertools import chain, islice
 
 from logphase.durations import format_duration
-from logphase.logs.clocks import format_offset_notes, format_offsets
+from logphase.logs.clocks import SKEW_STEP, format_offset_notes, format_offsets
 from logphase.logs.fast import FastLines, plan_for
 from logphase.logs.matcher import CLOCK_JUMP, Event, SourceMatcher
 from logphase.logs.reader import Line, LogSource, envelopes_of, read_lines
@@ -30,8 +30,6 @@ MAX_CONTEXTS = 200
 # A log per node: its events wait (at most this many) for its first dist-init line, whose time tells
 # its clock from the first log's (DistInitClock).
 MAX_EVENTS_HELD = 10_000
-# Time zones are whole quarter hours apart: a skew is rounded to one, the rest is the nodes' own lag.
-SKEW_STEP = timedelta(minutes=15)
 
 
 @dataclass
@@ -82,7 +80,7 @@ class SourceFeed:
     ) -> None:
         self.index, self.matcher, self.builder, self.result = index, matcher, builder, result
         self.clocks = clocks  # a log of several: each node's clock, told from when it joined dist init
-        self.held: list[Event] | None = [] if clocks is not None else None  # events waiting for the skew
+        self.before_skew: list[Event] | None = [] if clocks is not None else None  # events waiting for it
         self.skew = timedelta(0)
         self.unsettled: list[Event] = []  # events since a stamp the matcher holds (SourceMatcher._believe)
         # a second start in this log judges apart (only where this source is the whole run: with a
@@ -157,22 +155,22 @@ class SourceFeed:
 
     def _add(self, event: Event) -> None:
         """Into the timeline, on the run's clock: a node's events wait for its first dist-init line."""
-        held = self.held
-        if held is None:
+        waiting = self.before_skew
+        if waiting is None:
             self.builder.add(self._on_run_clock(event))
             return
-        held.append(event)
+        waiting.append(event)
         clocks = self.clocks
         assert clocks is not None
         if event.phase is Phase.DIST_INIT and event.time is not None:
             self.skew = clocks.skew(self.index, event.time)
-        elif len(held) < MAX_EVENTS_HELD:
+        elif len(waiting) < MAX_EVENTS_HELD:
             return
         self._release()
 
     def _release(self) -> None:
-        held, self.held = self.held or [], None
-        for event in held:
+        waiting, self.before_skew = self.before_skew or [], None
+        for event in waiting:
             self.builder.add(self._on_run_clock(event))
 
     def _on_run_clock(self, event: Event) -> Event:

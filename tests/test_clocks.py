@@ -166,25 +166,28 @@ def test_one_line_of_another_clock_decides_nothing(
 
 
 def test_a_silence_is_believed_once_a_second_line_shows_the_new_clock(tmp_path: Path) -> None:
-    # GIVEN a hung SGLang log, and the same log with two lines three hours after its last (TP0's and
-    # TP1's watchdog, which fire together)
+    # GIVEN a SGLang log hung in CUDA-graph capture, and the same log with two lines three hours after
+    # its last: TP0's and TP1's `Capture cuda graph end` (the first is held until the second shows
+    # its clock)
     original = FIXTURES / "logs" / "sglang" / "eagle3-tp8-hung-cuda-graph-247.log"
     lines = original.read_text().rstrip("\n").split("\n")
     last = max(t for line in lines if (t := _stamp(line, ISO)) is not None)
     later = (last + timedelta(hours=3)).strftime("%Y-%m-%d %H:%M:%S")
+    ended = [
+        f"[{later} TP{rank}] Capture cuda graph end. Time elapsed: 10881.00 s. mem usage=4.28 GB. avail mem=9.70 GB."
+        for rank in (0, 1)
+    ]
     woke = tmp_path / "woke.log"
-    woke.write_text(
-        "\n".join(
-            [*lines, *(f"[{later} TP{rank}] Scheduler watchdog timeout (self.watchdog_timeout=300)" for rank in (0, 1))]
-        )
-        + "\n"
-    )
+    woke.write_text("\n".join([*lines, *ended]) + "\n")
     # WHEN analysed on both paths
     fast, plain = _report([woke], fast=True), _report([woke], fast=False)
     report = json.loads(fast)
-    # THEN the lines' clock is the log's: it ends three hours later, and no stamp was set aside
+    # THEN the lines' clock is the log's: it ends three hours later, TP0 progressed then (its line dated
+    # by its own stamp, as if believed at once), and no stamp was set aside
     assert fast == plain
     assert report["last_line"]["time"] == later
+    tp0 = next(state for state in report["rank_states"] if state["rank"] == "TP0")
+    assert (tp0["last_progress_line"], tp0["last_progress"]) == (len(lines) + 1, later)
     assert not [note for note in report["notes"] if "another clock's stamp" in note]
 
 
