@@ -11,8 +11,9 @@ from itertools import chain, islice
 from logphase.durations import format_duration
 from logphase.logs.clocks import SKEW_STEP, format_offset_notes, format_offsets
 from logphase.logs.fast import FastLines, plan_for
-from logphase.logs.matcher import CLOCK_JUMP, Event, SourceMatcher
+from logphase.logs.matcher import Event, SourceMatcher
 from logphase.logs.reader import Line, LogSource, envelopes_of, read_lines
+from logphase.logs.stamps import CLOCK_JUMP, ignored_stamp_notes
 from logphase.logs.templates import TemplateMiner
 from logphase.logs.timeline import Timeline, TimelineBuilder
 from logphase.packs import PackSet
@@ -82,7 +83,7 @@ class SourceFeed:
         self.clocks = clocks  # a log of several: each node's clock, told from when it joined dist init
         self.before_skew: list[Event] | None = [] if clocks is not None else None  # events waiting for it
         self.skew = timedelta(0)
-        self.unsettled: list[Event] = []  # events since a stamp the matcher holds (SourceMatcher._believe)
+        self.unsettled: list[Event] = []  # events since a stamp the matcher holds (StampBelief)
         # a second start in this log judges apart (only where this source is the whole run: with a
         # log per node, the timeline is shared and another node's start is no restart)
         self.restarts = restarts
@@ -145,7 +146,8 @@ class SourceFeed:
     def _settle(self) -> None:
         """The matcher decided on the stamp it held: the events since then enter the timeline, at that
         stamp if it was believed (a real silence: as if believed at once), else as they were read."""
-        settled, self.matcher.settled = self.matcher.settled, None
+        stamps = self.matcher.stamps
+        settled, stamps.settled = stamps.settled, None
         if settled is None:
             return
         line, believed = settled
@@ -280,7 +282,7 @@ def scan(sources: list[LogSource], packs: PackSet, as_of: datetime, *, fast: boo
         for line in chain(head, lines):
             feed.feed(line)
         feed.end()
-        result.notes += ignored_stamp_notes(source.name, matcher)
+        result.notes += ignored_stamp_notes(source.name, matcher.stamps)
         if filtered is not None:
             filtered.stats.count_input(source)
             filtered.stats.count_events(builder)  # steady events counted, not read
@@ -288,24 +290,6 @@ def scan(sources: list[LogSource], packs: PackSet, as_of: datetime, *, fast: boo
     if clocks is not None:
         result.notes += clocks.notes
     return result
-
-
-def ignored_stamp_notes(source: str, matcher: SourceMatcher) -> list[str]:
-    """The lines whose own stamp the matcher did not believe (SourceMatcher._believe), for the notes."""
-    if not matcher.ignored_count:
-        return []
-    shown = ", ".join(
-        f"line {line} ({stamp:%Y-%m-%d %H:%M:%S}, {format_duration(abs((stamp - clock).total_seconds()))} "
-        f"{'ahead' if stamp > clock else 'behind'})"
-        for line, stamp, clock in matcher.ignored_stamps
-    )
-    more = matcher.ignored_count - len(matcher.ignored_stamps)
-    lines = "1 line is" if matcher.ignored_count == 1 else f"{matcher.ignored_count} lines are"
-    return [
-        f"{source}: {lines} stamped over {format_duration(CLOCK_JUMP.total_seconds())} away from the log's "
-        f"clock, with no line of its own clock after it: another clock's stamp, not used as the log's time: {shown}"
-        + (f" and {more} more" if more > 0 else "")
-    ]
 
 
 def first_year(lines: Sequence[Line], packs: PackSet) -> int | None:

@@ -20,11 +20,12 @@ from logphase.logs.clocks import format_offset_notes, format_offsets
 from logphase.logs.fast import FollowRuns, plan_for
 from logphase.logs.matcher import Event, SourceMatcher
 from logphase.logs.reader import Line
+from logphase.logs.stamps import ignored_stamp_notes
 from logphase.logs.templates import TemplateMiner
 from logphase.logs.timeline import Timeline, TimelineBuilder
 from logphase.packs import PackSet
 from logphase.phases import Phase, Verdict
-from logphase.scanning import YEAR_LOOKAHEAD, ScanResult, SourceFeed, first_year, ignored_stamp_notes
+from logphase.scanning import YEAR_LOOKAHEAD, ScanResult, SourceFeed, first_year
 from logphase.stacks.dumps import TRIGGER
 
 # lines/s is averaged over this many seconds: smooth enough to read, recent enough to mean "now".
@@ -124,7 +125,7 @@ class Ingest:
         if self.source.end():
             self._timeline = self._judgement = self._stop = None
         if first:
-            self.scanned.notes += ignored_stamp_notes(self.name, self.matcher)
+            self.scanned.notes += ignored_stamp_notes(self.name, self.matcher.stamps)
 
     def timeline(self) -> Timeline:
         if self._timeline is None:

@@ -8,8 +8,8 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 
 from logphase.durations import format_duration
-from logphase.logs.matcher import CLOCK_JUMP
 from logphase.logs.reader import Line
+from logphase.logs.stamps import CLOCK_JUMP
 from logphase.packs import PackSet
 
 # Time zones are whole quarter hours apart: a skew is rounded to one, the rest is the writers' own lag.

@@ -11,6 +11,7 @@ from functools import cache
 
 from logphase.frames import frame_key
 from logphase.logs.reader import Line
+from logphase.logs.stamps import StampBelief
 from logphase.packs import PackRegex, PackSet, PrefixFields, Rule, rank_from_tags
 from logphase.phases import EventKind, Phase, Role
 
@@ -35,14 +36,6 @@ ENVELOPE_RANK = "envelope.rank"
 MIDNIGHT_JUMP = timedelta(hours=12)
 # The captures (and prefix groups) `_rank` reads an event's rank from.
 RANK_CAPTURES = frozenset({"tags", "rank"})
-# A stamp more than this ahead of the log's clock is not believed until a second line confirms it: NTP
-# slews or steps a clock by fractions of a second, the longest silences real logs show before their next
-# line are timeouts of ~10 min (fixtures: warmup-request-read-timeout 601 s, nccl-watchdog 634 s), while a
-# skewed clock is off by a time zone (hours) or, a bad RTC, by years. One such line among consistent ones
-# (`[2026-...]` in a 2025 log) is another clock's, not news: it does not move the log's time.
-CLOCK_JUMP = timedelta(hours=1)
-# The lines of a source whose own stamp was not believed, kept for the report's note.
-MAX_IGNORED_STAMPS = 3
 # A year-less date this far after the reference time is last year's (syslog's rule): a log is
 # never read before it was written, but clocks and time zones differ by up to a day.
 FUTURE_SLACK = timedelta(days=1)
@@ -192,14 +185,7 @@ class SourceMatcher:
     _frames: _FrameGroup | None = field(default=None, repr=False)
     _frame_phases: dict[str, object] = field(default_factory=dict, repr=False)
     _envelope_offset: timedelta = field(default=timedelta(0), repr=False)
-    # a stamp more than CLOCK_JUMP ahead, not believed yet: (line, stamp, the clock it left)
-    held_stamp: tuple[int, datetime, datetime] | None = field(default=None, repr=False)
-    ignored_stamps: list[tuple[int, datetime, datetime]] = field(default_factory=list, repr=False)
-    ignored_count: int = 0
-    # a held stamp decided: (its line, the stamp if believed, else None), for the caller to take
-    # (SourceFeed re-times the events it held back meanwhile)
-    settled: tuple[int, datetime | None] | None = field(default=None, repr=False)
-    last_ignored: int = 0  # the line number of the last stamp ignored
+    stamps: StampBelief = field(default_factory=StampBelief, repr=False)  # which stamps move last_time
 
     def fork(self) -> SourceMatcher:
         """An independent copy, every field carried: what it makes of lines to come is what this
@@ -228,8 +214,8 @@ class SourceMatcher:
         exception of a traceback cut before its last line)."""
         held = self._flush_frames()
         cut = self._cut_exception(self.block)
-        if self.held_stamp is not None:
-            self._ignore_held()  # no second line ever confirmed its clock
+        if self.stamps.held is not None:
+            self.stamps.set_held_aside()  # no second line ever confirmed its clock
         return (*held, cut) if cut is not None else held
 
     def _cut_exception(self, block: _Block | None) -> Event | None:
@@ -270,7 +256,10 @@ class SourceMatcher:
         stamp = self._complete_time(fields) if fields.time else None
         if own_time and stamp is not None and self.format_offsets:
             stamp += self._format_offset(fields.prefixes)
-        if stamp is not None and not self._believe(line.number, stamp):
+        believed = True
+        if stamp is not None:
+            self.last_time, believed = self.stamps.believe(line.number, stamp, self.last_time)
+        if not believed:
             self.year, self.day = dated  # another clock's stamp dates nothing after it
             stamp = None  # the line reads at the log's clock, as an unstamped line does
         if own_time and stamp is not None and line.stamp is not None:
@@ -310,58 +299,13 @@ class SourceMatcher:
     @property
     def clock_pending(self) -> bool:
         """A stamp far ahead of the log's clock waits for the next stamped line to confirm it."""
-        return self.held_stamp is not None
-
-    def _believe(self, number: int, stamp: datetime) -> bool:
-        """Move the log's clock to `stamp`, or hold it: a stamp more than CLOCK_JUMP ahead is believed
-        once the next stamped line is on its clock too (a real silence, a clock stepped forward), and
-        ignored when that line is back on the log's clock (one line of another clock). Never backwards
-        within one file: ranks' stamps interleave out of order by fractions of a second, and file order
-        is what one writer's lines really are in; a stamp more than CLOCK_JUMP behind is another clock's
-        too. False: the line's own stamp is not (yet) believed."""
-        clock, held = self.last_time, self.held_stamp
-        if clock is None:
-            self.last_time = stamp
-            return True
-        if stamp - clock <= CLOCK_JUMP:
-            if held is not None:
-                self._ignore_held()
-            if stamp > clock:
-                self.last_time = stamp
-            elif clock - stamp > CLOCK_JUMP:
-                self._ignore((number, stamp, clock))
-            return True
-        if held is not None and abs(stamp - held[1]) <= CLOCK_JUMP:
-            self.held_stamp, self.settled = None, (held[0], held[1])
-            self.last_time = max(stamp, held[1])
-            return True
-        if held is not None:
-            self._ignore_held()
-        self.held_stamp = (number, stamp, clock)
-        return False
-
-    def _ignore_held(self) -> None:
-        held = self.held_stamp
-        assert held is not None
-        self._ignore(held)
-        self.held_stamp, self.settled = None, (held[0], None)
-
-    def _ignore(self, entry: tuple[int, datetime, datetime]) -> None:
-        self.ignored_count += 1
-        self.last_ignored = entry[0]
-        if len(self.ignored_stamps) < MAX_IGNORED_STAMPS:
-            self.ignored_stamps.append(entry)
+        return self.stamps.held is not None
 
     def restart_clock(self, event: Event) -> Event:
         """A new start of the server in the same log: its clock starts again (a restarted container's
         lines may be stamped before the old ones'); `event`, the line that began it, re-timed."""
         self.last_time = None
-        held = self.held_stamp
-        if held is not None:
-            self.held_stamp, self.settled = None, (held[0], None)
-        if self.last_ignored == event.line:  # a restart's stamp is its new clock, not another clock
-            self.ignored_count -= 1
-            self.ignored_stamps = [entry for entry in self.ignored_stamps if entry[0] != event.line]
+        self.stamps.restart(event.line)
         fields, _ = self.packs.split_prefix(event.text)
         if fields.time is None:
             return event

@@ -16,7 +16,7 @@ HEAD_BYTES = 1024
 
 class OtherHours:
     """The matcher holds a stamp far from its clock until the next stamped line confirms it
-    (SourceMatcher._believe); a line stamped in the clock's own hour is never that far from it. So
+    (StampBelief.believe); a line stamped in the clock's own hour is never that far from it. So
     the fast path shows the matcher every line stamped in another hour, and the lines it leaves
     unread change the clock as the ones it reads do. One search per chunk and hour: a log's lines
     stay in one hour for thousands of lines."""

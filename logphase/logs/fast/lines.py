@@ -376,7 +376,7 @@ class FastLines:
         """For each line the matcher will see, the nearest stamped line before it that it would have
         seen (and, for a year-less stamp, the nearest line with a year): the time a line without a
         full date inherits, and the clock a line with one is measured against (a stamp far from it is
-        held, SourceMatcher._believe). Lines of this chunk as offsets; lines of an earlier chunk as
+        held, StampBelief.believe). Lines of this chunk as offsets; lines of an earlier chunk as
         (number, bytes)."""
         found: set[int] = set()
         old: list[tuple[int, bytes]] = []
