@@ -165,7 +165,7 @@ class SourceFeed:
         clocks = self.clocks
         assert clocks is not None
         if event.phase is Phase.DIST_INIT and event.time is not None:
-            self.skew = clocks.skew(self.index, event.time)
+            self.skew = clocks.skew(self.index, event.time, event.rank)
         elif len(waiting) < MAX_EVENTS_HELD:
             return
         self._release()
@@ -214,6 +214,8 @@ class SourceFeed:
         for event in held:
             self._add(event)
         self._release()
+        if self.clocks is not None:
+            self.clocks.ranks[self.index] = frozenset(self.matcher.ranks_seen)
         self.builder.see_ranks(self.matcher.ranks_seen)
         for pending in self.waiting:
             self.result.contexts[pending.event_key] = tuple(pending.lines)
@@ -230,19 +232,22 @@ class DistInitClock:
     """Whether the logs of one run (a log per node) share a clock. Every rank joins the distributed
     init within its timeout (NCCL's and torch's are minutes), so the logs' first dist-init lines are
     stamped within minutes of one another on one clock; more than CLOCK_JUMP apart, the clocks differ
-    (a node in another time zone, a bad RTC), and a log's times are moved onto the first log's."""
+    (a node in another time zone, a bad RTC), and a log's times are moved onto the first log's. Not
+    where the rank that joins is one the first log showed: that is the same node started again (a
+    rotated log's relaunch), hours later on the same clock."""
 
     names: Sequence[str]
     first: tuple[int, datetime] | None = None  # the first log with a dist-init line, and its time
+    ranks: dict[int, frozenset[str]] = field(default_factory=dict)  # the ranks each ended log showed
     notes: list[str] = field(default_factory=list)
 
-    def skew(self, index: int, joined: datetime) -> timedelta:
+    def skew(self, index: int, joined: datetime, rank: str | None) -> timedelta:
         if self.first is None:
             self.first = (index, joined)
             return timedelta(0)
         reference, at = self.first
         apart = joined - at
-        if abs(apart) <= CLOCK_JUMP:
+        if abs(apart) <= CLOCK_JUMP or rank is None or rank in self.ranks.get(reference, frozenset([rank])):
             return timedelta(0)
         skew = SKEW_STEP * round(apart / SKEW_STEP)
         self.notes.append(

@@ -251,3 +251,22 @@ def test_a_logger_a_day_behind_the_others_is_read_on_their_clock() -> None:
     assert (
         f"{log}: lines stamped by vllm.prefix.log run on a clock 1d 0h behind the log's other lines: read on theirs"
     ) in report["notes"]
+
+
+def test_a_relaunch_hours_later_in_a_second_log_is_no_skewed_clock(tmp_path: Path) -> None:
+    # GIVEN a two-node TP16 startup's node-0 log, and a second log of the same node (TP0-TP7 again)
+    # started eight hours later: a relaunch written to a rotated file
+    node0 = FIXTURES / "logs" / "sglang" / "two-node-tp16-node0.log"
+    relaunch = tmp_path / "node0-relaunch.log"
+    relaunch.write_text(
+        "\n".join(
+            _restamped(line, ISO, t + timedelta(hours=8)) if (t := _stamp(line, ISO)) else line
+            for line in node0.read_text().split("\n")
+        )
+    )
+    # WHEN both are analysed as one run
+    report = json.loads(_report([node0, relaunch], fast=True))
+    # THEN no clock is moved: the run ends with the relaunch's last line, eight hours after node 0's
+    last = max(t for line in node0.read_text().split("\n") if (t := _stamp(line, ISO)) is not None)
+    assert report["last_line"]["time"] == (last + timedelta(hours=8)).strftime("%Y-%m-%d %H:%M:%S")
+    assert not [note for note in report["notes"] if "its clock is" in note]
