@@ -27,7 +27,7 @@ def is_steady(rule: Rule) -> bool:
         and rule.phase is not None
         and not rule.in_block
         and not rule.opens_block
-        and not (RANK_CAPTURES | TIMELINE_CAPTURES) & set(rule.pattern.groupindex)
+        and not (RANK_CAPTURES | TIMELINE_CAPTURES) & rule.pattern.group_names
     )
 
 

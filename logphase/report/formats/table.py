@@ -21,15 +21,13 @@ from logphase.report.analysis import (
     root_title,
     unrecognised_lines,
 )
+from logphase.report.formats import DEFAULT_WIDTH
 from logphase.report.model import Report
 from logphase.report.paint import paint, verdict_colour
 from logphase.report.picture_text import timeline_lines
 from logphase.report.runs import render_run_table, render_runs_table
 from logphase.report.stacks import PROBLEM_HEADERS, problem_rows, render_groups, render_tree
 from logphase.stacks.model import StacksReport
-
-# Where no terminal says its width (a pipe, a file): as wide as the phase table with long rank sets.
-DEFAULT_WIDTH = 100
 
 
 @dataclass(frozen=True)
