@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
-import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -51,6 +50,8 @@ class DiskCache:
 
     def store(self, key: str, payload: bytes) -> None:
         """Write atomically: a reader sees the old file or the whole new one, never half of one."""
+        import tempfile  # only a run that builds something writes: a warm run does not import it
+
         temporary: str | None = None
         try:
             self.folder.mkdir(parents=True, exist_ok=True)

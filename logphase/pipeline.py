@@ -11,8 +11,6 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, overload
 
-from logphase.baselines.compare import compare
-from logphase.baselines.records import RunRecord, run_from_report
 from logphase.baselines.stats import in_phase_seconds, phase_stats, successful_pool
 from logphase.errors import StoreError, UsageError
 from logphase.judging.budgets import Budgets, budgets_from
@@ -37,6 +35,7 @@ from logphase.scanning import ScanResult, scan
 from logphase.stacks.stalls import summarize
 
 if TYPE_CHECKING:  # types only: what a plain `analyze` does not run is not imported (start-up time)
+    from logphase.baselines.records import RunRecord
     from logphase.baselines.store import RunStore
     from logphase.fingerprint import LogIdentity
     from logphase.flight_recorder import FlightReport
@@ -143,6 +142,9 @@ def assemble(
     report = with_evidence(report, Evidence(stacks=stacks, flight=options.flight, watched=options.watched))
     if identity is None:
         return report, None
+    from logphase.baselines.compare import compare  # a run record and its comparison: --record, --baseline
+    from logphase.baselines.records import run_from_report
+
     run = run_from_report(report, identity, options.label)
     if baseline is not None:
         now = timeline.last_time if options.post_mortem else options.as_of

@@ -6,10 +6,12 @@ import json
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from logphase.baselines.records import RunRecord
 from logphase.durations import format_duration
+
+if TYPE_CHECKING:  # types only: a report's formats do not import the run records
+    from logphase.baselines.records import RunRecord
 
 RUNS_SCHEMA = "logphase.runs/1"
 

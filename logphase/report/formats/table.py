@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tabulate import tabulate
 
-from logphase.baselines.records import RunRecord
 from logphase.report.analysis import (
     confidence_line,
     context,
@@ -28,6 +28,9 @@ from logphase.report.picture_text import timeline_lines
 from logphase.report.runs import render_run_table, render_runs_table
 from logphase.report.stacks import PROBLEM_HEADERS, problem_rows, render_groups, render_tree
 from logphase.stacks.model import StacksReport
+
+if TYPE_CHECKING:  # types only: a report's formats do not import the run records
+    from logphase.baselines.records import RunRecord
 
 
 @dataclass(frozen=True)
