@@ -4,6 +4,7 @@ damaged ones never trusted, an unwritable cache costs only time, and the report 
 from __future__ import annotations
 
 import pickle
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -12,9 +13,9 @@ from click.testing import CliRunner
 
 from logphase.cli import main
 from logphase.logs.fast import scanners
-from logphase.packs import PackSet, load_packs, loading
+from logphase.packs import PackRegex, PackSet, load_packs, loading
 from logphase.packs.cache import MAGIC, PackCache, PackFile
-from tests.conftest import FIXTURES, REALWORLD
+from tests.conftest import FIXTURES
 
 USER_RULE = """
 [[rule]]
@@ -25,8 +26,7 @@ regex = '^All systems (?P<state>go)$'
 examples = ["All systems go"]
 counter_examples = ["All systems stop"]
 """
-LOGS = sorted(p for p in (FIXTURES / "logs").glob("*/*.log") if not p.name.endswith(".part.log"))
-LOGS += sorted((REALWORLD / "logs").glob("*.log"))
+LOGS = sorted(FIXTURES.rglob("*.log"))  # every fixture log, and the real-world ones (fixtures/realworld/logs)
 
 
 def write_pack(directory: Path, body: str = USER_RULE) -> Path:
@@ -174,6 +174,36 @@ def test_an_unwritable_cache_folder_only_costs_the_load(tmp_path: Path, parses: 
     assert summary(first) == summary(second)
 
 
+def every_regex(packs: PackSet) -> list[PackRegex]:
+    found: list[PackRegex] = []
+    for pack in packs.packs:
+        for items in (pack.prefixes, pack.rules, pack.signatures, pack.anchors, pack.server_args, pack.ignores):
+            found += [item.pattern for item in items]
+    return found
+
+
+def test_shipped_regexes_are_compiled_on_first_use_and_every_one_compiles() -> None:
+    # GIVEN the shipped packs loaded without a cache
+    packs = load_packs()
+    regexes = every_regex(packs)
+    # THEN none was compiled by the load; each compiles on first use, with its flag
+    assert len(regexes) > 300
+    assert not [r.text for r in regexes if "compiled" in vars(r)]
+    for pattern in regexes:
+        assert pattern.compiled.pattern == pattern.text
+        assert bool(pattern.compiled.flags & re.IGNORECASE) == pattern.ignore_case
+    # AND a rule's group names, read from its parse, are those of its compiled regex
+    assert all(r.groups is None or r.groups == set(r.compiled.groupindex) for r in regexes)
+
+
+def test_a_user_packs_regexes_are_compiled_as_it_loads(tmp_path: Path) -> None:
+    # GIVEN a user pack WHEN loaded THEN its regex is compiled already (a bad one is refused at load)
+    packs = load_packs([write_pack(tmp_path)])
+    (user,) = [rule.pattern for rule in packs.rules if rule.id == "user.ready"]
+    assert "compiled" in vars(user)
+    assert user.group_names == {"state"}
+
+
 @pytest.fixture
 def no_scanner_cache() -> Iterator[None]:
     yield
@@ -190,7 +220,7 @@ def test_logphase_no_cache_writes_nothing(tmp_path: Path, no_scanner_cache: None
     assert list(tmp_path.iterdir()) == []
 
 
-@pytest.mark.parametrize("log", LOGS, ids=lambda p: f"{p.parent.name}/{p.stem}")
+@pytest.mark.parametrize("log", LOGS, ids=lambda p: str(p.relative_to(FIXTURES)))
 def test_the_report_is_the_same_with_a_cold_a_warm_and_no_cache(
     log: Path, tmp_path: Path, parses: list[str], no_scanner_cache: None
 ) -> None:

@@ -1,14 +1,15 @@
 """Loading packs: find the shipped, user and given pack files, check them against the schema,
-compile their regexes once, refuse duplicate names and ids, and check every example."""
+refuse duplicate names and ids, and check every user pack's regexes and examples (shipped regexes
+compile on first use); with a cache folder, a load of the same files is read back from it."""
 
 from __future__ import annotations
 
+import importlib
 import os
 import tomllib
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import replace
 from functools import cache
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -49,8 +50,9 @@ MATCH_TIMEOUT_S = 0.5
 
 
 def builtin_pack_paths() -> list[Path]:
-    root = resources.files("logphase.patterns")
-    return sorted(Path(str(entry)) for entry in root.iterdir() if entry.name.endswith(".toml"))
+    # the package's own folder, not importlib.resources (its readers import zipfile: ~3 ms a run)
+    shipped = importlib.import_module("logphase.patterns")
+    return sorted(Path(shipped.__path__[0]).glob("*.toml"))
 
 
 def user_pack_dir(config_home: str | None) -> Path | None:
@@ -97,7 +99,7 @@ def load_packs(
     as it loads; the shipped packs' examples are checked by `logphase patterns test` and the test
     suite instead (`check_builtin`), since they cannot change after install and checking them costs
     every command a quarter of a second. `line_rules=False` skips prefixes and rules: stack
-    snapshots need only the signatures, and compiling 300 regexes is most of the load.
+    snapshots need only the signatures.
 
     With a `cache_folder` (the CLI's `$XDG_CACHE_HOME/logphase/packs`), a set of pack files loaded
     before with the same bytes and options is read back from there (`logphase.packs.cache`)."""
