@@ -77,9 +77,15 @@ class PackRegex:
 
     @property
     def group_names(self) -> frozenset[str]:
+        """Its named groups: from its parse where the stdlib read it (no compile), else compiled."""
         if self.groups is not None:
             return self.groups
-        return frozenset(self.compiled.groupindex)
+        return frozenset(self.groupindex)
+
+    @property
+    def groupindex(self) -> Mapping[str, int]:
+        groups: Mapping[str, int] = self.compiled.groupindex
+        return groups
 
     def search(self, string: str) -> Any:
         if self.timeout is None:
