@@ -3,18 +3,21 @@ damaged ones never trusted, an unwritable cache costs only time, and the report 
 
 from __future__ import annotations
 
+import marshal
 import pickle
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
 from logphase.cli import main
-from logphase.logs.fast import scanners
+from logphase.disk_cache import DiskCache
+from logphase.logs.fast import plan, scanners
 from logphase.packs import PackRegex, PackSet, load_packs, loading
 from logphase.packs.cache import MAGIC, PackCache, PackFile
+from logphase.stacks.dumps import TRIGGER
 from tests.conftest import FIXTURES
 
 USER_RULE = """
@@ -105,13 +108,13 @@ def test_the_key_holds_every_file_byte_path_trust_and_option(tmp_path: Path) -> 
     assert cache.key([file], "examples=False") != key
 
 
-def _damaged(data: bytes, damage: str) -> bytes:
+def _damaged(data: bytes, damage: str, magic: bytes = MAGIC) -> bytes:
     return {
         "flipped byte": data[:-10] + bytes([data[-10] ^ 0xFF]) + data[-9:],
         "truncated": data[: len(data) // 2],
         "empty": b"",
         "garbage": bytes(range(256)) * 4,
-        "another format version": b"logphase-packs 0\n" + data[len(MAGIC) :],
+        "another format version": magic.replace(b" 1\n", b" 0\n") + data[len(magic) :],
     }[damage]
 
 
@@ -207,7 +210,92 @@ def test_a_user_packs_regexes_are_compiled_as_it_loads(tmp_path: Path) -> None:
 @pytest.fixture
 def no_scanner_cache() -> Iterator[None]:
     yield
-    scanners.use_cache(None)  # analyze set it to the test's folder
+    scanners.use_cache(None)  # analyze set these to the test's folder
+    plan.use_cache(None)
+
+
+@pytest.fixture
+def builds(monkeypatch: pytest.MonkeyPatch) -> list[PackSet]:
+    """The pack set of every scan plan built (one read back from the cache is not built)."""
+    seen: list[PackSet] = []
+    original = plan._build_plan
+
+    def recorded(packs: PackSet, triggers: Sequence[re.Pattern[str]]) -> plan.Plan:
+        seen.append(packs)
+        return original(packs, triggers)
+
+    monkeypatch.setattr(plan, "_build_plan", recorded)
+    return seen
+
+
+@pytest.fixture
+def plan_folder(tmp_path: Path) -> Iterator[Path]:
+    folder = tmp_path / "plans"
+    plan.use_cache(folder)
+    yield folder
+    plan.use_cache(None)
+
+
+def plan_facts(built: plan.Plan) -> tuple[object, ...]:
+    steady = {text: rule.id for text, rule in built.steady.items()}
+    return (built.enabled, built.candidates, steady, built.triggers, built.requires, built.reason)
+
+
+def test_the_plan_of_cached_packs_is_read_back_the_same(
+    tmp_path: Path, plan_folder: Path, builds: list[PackSet]
+) -> None:
+    # GIVEN the shipped packs loaded through the pack cache, twice (two runs)
+    first, second = (load_packs(cache_folder=tmp_path / "packs") for _ in range(2))
+    # WHEN each run asks for its scan plan
+    stored = plan.plan_for(first, (TRIGGER,))
+    loaded = plan.plan_for(second, (TRIGGER,))
+    # THEN the first was built and stored, the second read back: the same factors, rules and
+    # triggers, its rules those of its own pack set
+    assert builds == [first]
+    assert len(list(plan_folder.iterdir())) == 1
+    assert plan_facts(loaded) == plan_facts(stored)
+    assert loaded.packs is second
+    assert all(any(rule is own for own in second.rules) for rule in loaded.steady.values())
+
+
+@pytest.mark.parametrize("damage", ["flipped byte", "truncated", "garbage", "another format version"])
+def test_a_damaged_plan_is_never_used(tmp_path: Path, plan_folder: Path, builds: list[PackSet], damage: str) -> None:
+    # GIVEN a stored plan, then damaged on disk
+    first = load_packs(cache_folder=tmp_path / "packs")
+    stored = plan.plan_for(first, (TRIGGER,))
+    (entry,) = plan_folder.iterdir()
+    data = entry.read_bytes()
+    entry.write_bytes(_damaged(data, damage, plan.MAGIC))
+    # WHEN the next run asks for it
+    second = load_packs(cache_folder=tmp_path / "packs")
+    rebuilt = plan.plan_for(second, (TRIGGER,))
+    # THEN it was built again, the same, and stored whole again
+    assert builds == [first, second]
+    assert plan_facts(rebuilt) == plan_facts(stored)
+    assert entry.read_bytes() == data
+
+
+def test_a_plan_entry_whose_checksum_holds_but_is_no_plan_is_rebuilt(
+    tmp_path: Path, plan_folder: Path, builds: list[PackSet]
+) -> None:
+    # GIVEN an entry under the right key with a good checksum over something else
+    first = load_packs(cache_folder=tmp_path / "packs")
+    plan.plan_for(first, (TRIGGER,))
+    (entry,) = plan_folder.iterdir()
+    DiskCache(plan_folder, plan.MAGIC, plan.KEEP).store(entry.name, marshal.dumps(("not", "a", "plan")))
+    # WHEN the next run asks for its plan THEN it is built afresh
+    second = load_packs(cache_folder=tmp_path / "packs")
+    plan.plan_for(second, (TRIGGER,))
+    assert builds == [first, second]
+
+
+def test_packs_loaded_without_the_cache_store_no_plan(plan_folder: Path, builds: list[PackSet]) -> None:
+    # GIVEN packs loaded without the pack cache (no digest of what they were loaded from)
+    packs = load_packs()
+    # WHEN their plan is asked for THEN it is built, and nothing is stored
+    plan.plan_for(packs, (TRIGGER,))
+    assert builds == [packs]
+    assert not plan_folder.exists()
 
 
 def test_logphase_no_cache_writes_nothing(tmp_path: Path, no_scanner_cache: None) -> None:
@@ -222,7 +310,7 @@ def test_logphase_no_cache_writes_nothing(tmp_path: Path, no_scanner_cache: None
 
 @pytest.mark.parametrize("log", LOGS, ids=lambda p: str(p.relative_to(FIXTURES)))
 def test_the_report_is_the_same_with_a_cold_a_warm_and_no_cache(
-    log: Path, tmp_path: Path, parses: list[str], no_scanner_cache: None
+    log: Path, tmp_path: Path, parses: list[str], builds: list[PackSet], no_scanner_cache: None
 ) -> None:
     # GIVEN a fixture or real-world log and an empty cache home
     argv = ["analyze", "--post-mortem", "--format", "json", "--as-of", "2030-01-01 00:00:00", str(log)]
@@ -230,15 +318,16 @@ def test_the_report_is_the_same_with_a_cold_a_warm_and_no_cache(
     runner = CliRunner()
     # WHEN it is analysed with the cache empty, then filled, then with caching off
     cold = runner.invoke(main, argv, env=cached)
-    parsed_cold = len(parses)
+    parsed_cold, built_cold = len(parses), len(builds)
     warm = runner.invoke(main, argv, env=cached)
-    parsed_warm = len(parses) - parsed_cold
+    parsed_warm, built_warm = len(parses) - parsed_cold, len(builds) - built_cold
     off = runner.invoke(main, argv, env={"XDG_CACHE_HOME": str(tmp_path / "off"), "LOGPHASE_NO_CACHE": "1"})
-    # THEN the cold run parsed the packs and stored them, the warm one read them back, the run
-    # without a cache wrote nothing; the three reports and exit codes are the same, byte for byte
-    assert parsed_cold > 0
-    assert parsed_warm == 0
+    # THEN the cold run parsed the packs and built their scan plan, and stored both, the warm one
+    # read them back, the run without a cache wrote nothing; the three reports and exit codes are
+    # the same, byte for byte
+    assert (parsed_cold > 0, built_cold, parsed_warm, built_warm) == (True, 1, 0, 0)
     assert list((tmp_path / "cache" / "logphase" / "packs").iterdir())
+    assert list((tmp_path / "cache" / "logphase" / "plans").iterdir())
     assert not (tmp_path / "off").exists()
     assert '"verdict"' in cold.output
     assert (cold.exit_code, cold.output) == (warm.exit_code, warm.output) == (off.exit_code, off.output)

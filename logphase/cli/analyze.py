@@ -22,7 +22,7 @@ from logphase.cli.common import (
 from logphase.cli.progress import progress_on_stderr
 from logphase.errors import StoreError
 from logphase.judging.exits import exit_code
-from logphase.logs.fast.scanners import use_cache
+from logphase.logs.fast import plan, scanners
 from logphase.logs.reader import open_sources
 from logphase.report.formats import OutputFormat, pick
 
@@ -72,7 +72,8 @@ def analyze(
     Exit: 0 ready, 4 stalled/crashed/aborted/timeout, 5 still starting, 6 unknown, 3 unreadable.
     """
     cache = cache_folder()
-    use_cache(cache / "scanners" if cache else None)
+    scanners.use_cache(cache / "scanners" if cache else None)
+    plan.use_cache(cache / "plans" if cache else None)
     packs = load_all_packs(pattern_paths)
     dump_paths: list[str] = []
     sources = open_sources(logs, stdin=sys.stdin.buffer if "-" in logs else None, dumps=dump_paths)

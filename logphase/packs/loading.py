@@ -110,7 +110,7 @@ def load_packs(
         if all(path.resolve() != known.resolve() for known in paths):
             paths.append(path)
     if cache_folder is None:
-        return _checked_packs(paths, builtin_paths, {}, check_examples, check_builtin, line_rules)
+        return _checked_packs(paths, builtin_paths, {}, check_examples, check_builtin, line_rules, digest="")
     cache = PackCache(cache_folder)
     files = [PackFile(path, path in builtin_paths, _read_bytes(path)) for path in paths]
     key = cache.key(files, f"examples={check_examples} builtin={check_builtin} line_rules={line_rules}")
@@ -119,7 +119,7 @@ def load_packs(
         return cached
     # a user pack is parsed from the bytes its key was made of: an edit meanwhile is another key
     read = {file.path: file.data for file in files if not file.trusted}
-    pack_set = _checked_packs(paths, builtin_paths, read, check_examples, check_builtin, line_rules)
+    pack_set = _checked_packs(paths, builtin_paths, read, check_examples, check_builtin, line_rules, digest=key)
     cache.store(key, pack_set)
     return pack_set
 
@@ -131,6 +131,7 @@ def _checked_packs(
     check_examples: bool,
     check_builtin: bool,
     line_rules: bool,
+    digest: str,
 ) -> PackSet:
     """The packs of `paths` (user packs from `read` where given), their names, ids and examples checked."""
     packs = []
@@ -160,7 +161,7 @@ def _checked_packs(
                     hint="every prefix, rule, signature, anchor, server_args and ignore id must be unique across packs",
                 )
             seen[item_id] = pack.path
-    pack_set = PackSet(tuple(packs))
+    pack_set = PackSet(tuple(packs), digest=digest)
     if check_examples:
         shipped = set() if check_builtin else {str(path) for path in builtin_paths}
         failures = check_pack_examples(pack_set, only={pack.path for pack in packs} - shipped)

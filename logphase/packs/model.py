@@ -321,6 +321,9 @@ class PackSet:
     """All packs in use, with their rules in the order the matcher tries them."""
 
     packs: tuple[Pack, ...]
+    # the pack cache's key of the files and versions it was loaded from ("" when loaded without
+    # it): what a cache of facts derived from the packs alone (the fast path's plan) is keyed by
+    digest: str = field(default="", compare=False, repr=False)
     prefixes: tuple[PrefixRule, ...] = field(init=False)
     rules: tuple[Rule, ...] = field(init=False)
     signatures: tuple[StallSignature, ...] = field(init=False)
