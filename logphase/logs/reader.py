@@ -22,7 +22,6 @@ import zstandard
 
 from logphase.envelope import Envelopes, Unwrapped, Unwrapper, sniff
 from logphase.errors import InputError
-from logphase.packs import shipped_packs
 
 CHUNK_BYTES = 1 << 20
 # Longer lines keep their first MAX_LINE_BYTES: no pattern needs more, and memory stays bounded.
@@ -359,6 +358,8 @@ def sniff_bytes(head: bytes, process_tags: frozenset[str] | None = None) -> Enve
     if len(lines) > 1 and len(head) >= SNIFF_BYTES:
         lines.pop()
     if process_tags is None:
+        from logphase.packs import shipped_packs  # only where the caller has no packs of its own
+
         process_tags = shipped_packs().process_tags
     return sniff((decoded_text(line) for line in lines), process_tags)
 
