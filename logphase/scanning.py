@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
 from itertools import chain, islice
 
 from logphase.logs.fast import FastLines, plan_for
+from logphase.logs.fast.ranges import ONE_JOB, Jobs, oracle_for, workers_for
 from logphase.logs.matcher import Event, SourceMatcher
 from logphase.logs.reader import Line, LogSource, envelopes_of, read_lines
 from logphase.logs.templates import TemplateMiner
@@ -161,9 +163,25 @@ class SourceFeed:
         return held
 
 
-def scan(sources: list[LogSource], packs: PackSet, as_of: datetime, *, fast: bool = True) -> ScanResult:
+def scan(
+    sources: list[LogSource], packs: PackSet, as_of: datetime, *, fast: bool = True, jobs: Jobs = ONE_JOB
+) -> ScanResult:
     """One streaming pass over every source. `fast`: the matcher sees only the lines that can
-    change the result (logs/fast/); the result is the same."""
+    change the result (logs/fast/); the result is the same. `jobs`: worker processes find the
+    fast path's candidate lines of big files ahead of the pass (logs/fast/ranges.py); the same result."""
+    with workers_for(jobs if fast else ONE_JOB, [source.path for source in sources]) as pool:
+        return _scan(sources, packs, as_of, fast=fast, jobs=jobs, pool=pool)
+
+
+def _scan(
+    sources: list[LogSource],
+    packs: PackSet,
+    as_of: datetime,
+    *,
+    fast: bool,
+    jobs: Jobs,
+    pool: ProcessPoolExecutor | None,
+) -> ScanResult:
     builder = TimelineBuilder(job_systems=packs.job_systems)
     result = ScanResult(timeline=builder.finish(), unrecognised=TemplateMiner(packs))
     plan = plan_for(packs, (TRIGGER,))
@@ -174,7 +192,12 @@ def scan(sources: list[LogSource], packs: PackSet, as_of: datetime, *, fast: boo
         filtered: FastLines | None = None
         if fast and plan.enabled and not envelopes:
             filtered = FastLines(
-                source, plan, as_of, context=(CONTEXT_BEFORE, CONTEXT_AFTER), plain_head=YEAR_LOOKAHEAD
+                source,
+                plan,
+                as_of,
+                context=(CONTEXT_BEFORE, CONTEXT_AFTER),
+                plain_head=YEAR_LOOKAHEAD,
+                ranges=oracle_for(pool, source.path, jobs),
             )
         lines = iter(filtered) if filtered is not None else read_lines(source)
         head = list(islice(lines, YEAR_LOOKAHEAD))

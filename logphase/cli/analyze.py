@@ -9,7 +9,16 @@ from pathlib import Path
 import click
 
 from logphase import pipeline
-from logphase.cli.common import FORMATS, load_all_packs, parse_as_of, patterns_option, terminal_width, use_colour
+from logphase.cli.common import (
+    FORMATS,
+    jobs_from,
+    jobs_option,
+    load_all_packs,
+    parse_as_of,
+    patterns_option,
+    terminal_width,
+    use_colour,
+)
 from logphase.cli.progress import progress_on_stderr
 from logphase.cli.runs import db_option, open_store_for, record
 from logphase.flight_recorder import judge_dumps, read_dumps
@@ -37,6 +46,7 @@ from logphase.report.formats import OutputFormat, pick
     "or the path of an earlier log.",
 )
 @click.option("--record", "record_run", is_flag=True, help="Record this run in the run store (see logphase runs).")
+@jobs_option
 @db_option
 @patterns_option
 def analyze(
@@ -48,6 +58,7 @@ def analyze(
     record_run: bool,
     db_path: Path | None,
     pattern_paths: tuple[Path, ...],
+    jobs: int | None,
 ) -> None:
     """Which phase each rank reached, whether the server is ready, progressing, stalled or crashed,
     and the line that explains it.
@@ -80,6 +91,7 @@ def analyze(
             store=store,
             store_error=store_error,
             flight=flight,
+            jobs=jobs_from(jobs),
         )
         with progress_on_stderr(sources):
             if record_run and store is not None:
