@@ -253,7 +253,7 @@ class RangeOracle:
         state = self.state
         if state is None or offset + end > self.size:
             return scan.line_starts(buf, start, end, chunk_end)
-        self._queue(offset + start)
+        self._queue(offset + start, offset + end)
         cuts = [start]
         for index in range((offset + start) // self.range_bytes + 1, (offset + end - 1) // self.range_bytes + 1):
             newline = buf.find(b"\n", index * self.range_bytes - offset - 1)
@@ -289,13 +289,14 @@ class RangeOracle:
                 task.future.cancel()
                 del self.tasks[index]
 
-    def _queue(self, position: int) -> None:
-        """The workers' ranges among the next few are queued; those behind the walk forgotten."""
+    def _queue(self, position: int, until: int) -> None:
+        """The workers' ranges up to `until` and the next few are queued; those behind the walk
+        forgotten."""
         state = self.state
         if state is None or self.broken or position - self.since < self.range_bytes // SETTLE_SHARE:
             return
         current = position // self.range_bytes
-        for index in range(current + 1, current + 1 + LOOKAHEAD * self.jobs):
+        for index in range(current + 1, until // self.range_bytes + 1 + LOOKAHEAD * self.jobs):
             if index * self.range_bytes >= self.size:
                 break
             if index % (self.jobs + 1) and index not in self.tasks:  # the walk scans one range in jobs + 1
