@@ -1,4 +1,4 @@
-"""`--jobs`: worker processes scan ranges of a big log ahead of the walk; the report is the same for any number and any split."""
+"""`--jobs`: workers scan ranges of a big log ahead of the walk; the report is the same for any number and split."""
 
 from __future__ import annotations
 
