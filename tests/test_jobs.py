@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterator
 from datetime import datetime
@@ -65,16 +66,25 @@ def short_head(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture
 def oracles(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[Any]]:
-    """The range oracles a scan gives its FastLines, to count the pieces the workers answered."""
+    """The range oracles a scan gives its FastLines, to count the pieces the workers answered;
+    and every window they answer checked against the walk's own scan of it (the same lines,
+    not only the same report: a line too many would change no report, only the speed)."""
     made: list[Any] = []
     original = FastLines.__init__
+    answer = ranges.RangeOracle.line_starts
 
     def init(self: Any, *args: Any, **kwargs: Any) -> None:
         original(self, *args, **kwargs)
         if self.ranges is not None:
             made.append(self.ranges)
 
+    def checked(self: Any, scan: Any, buf: bytes, offset: int, start: int, end: int, chunk_end: int) -> list[int]:
+        found = answer(self, scan, buf, offset, start, end, chunk_end)
+        assert found == scan.line_starts(buf, start, end, chunk_end), (offset + start, offset + end)
+        return found
+
     monkeypatch.setattr(FastLines, "__init__", init)
+    monkeypatch.setattr(ranges.RangeOracle, "line_starts", checked)
     yield made
 
 
@@ -288,6 +298,6 @@ def test_workers_that_cannot_start_are_a_clear_error(monkeypatch: pytest.MonkeyP
 
 def test_the_default_is_the_usable_cores(monkeypatch: pytest.MonkeyPatch) -> None:
     # GIVEN a process allowed on 3 of the machine's cores
-    monkeypatch.setattr(ranges.os, "sched_getaffinity", lambda pid: {0, 2, 5}, raising=False)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 2, 5}, raising=False)
     # WHEN --jobs is not given THEN three processes scan, above 48 MB of plain files
     assert jobs_from(None) == Jobs(3, min_bytes=48 << 20, range_bytes=4 << 20)

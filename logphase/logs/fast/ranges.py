@@ -142,7 +142,10 @@ class RangeCandidates:
     starts: tuple[int, ...]
 
 
-_SCANNERS: dict[tuple[int, int], tuple[Scanner, re.Pattern[bytes] | None]] = {}  # per worker process
+# A worker's compiled scanners, by what they are compiled from (not by `key`: that names a state
+# of one source's scan, and another source's may bear the same).
+_SCANNERS: dict[tuple[object, ...], tuple[Scanner, re.Pattern[bytes] | None]] = {}
+KEEP_SCANNERS = 4
 
 
 def candidates_in(state: ScanState, path: str, start: int, stop: int) -> RangeCandidates:
@@ -152,11 +155,13 @@ def candidates_in(state: ScanState, path: str, start: int, stop: int) -> RangeCa
         begin, end = line_boundary(stream, start), line_boundary(stream, stop)
         stream.seek(begin)
         data = stream.read(end - begin)
-    compiled = _SCANNERS.get(state.key)
+    source = (state.patterns, state.template_regex, state.accelerate)
+    compiled = _SCANNERS.get(source)
     if compiled is None:
-        _SCANNERS.clear()  # one state at a time: the walk moved on from the older ones
+        if len(_SCANNERS) >= KEEP_SCANNERS:
+            _SCANNERS.clear()  # the walk moved on from the older states
         template_re = re.compile(state.template_regex) if state.template_regex is not None else None
-        compiled = _SCANNERS[state.key] = (make_scanner(state.patterns, accelerate=state.accelerate), template_re)
+        compiled = _SCANNERS[source] = (make_scanner(state.patterns, accelerate=state.accelerate), template_re)
     scanner, template_re = compiled
     starts = _line_starts(state, scanner, template_re, data, 0)
     return RangeCandidates(begin, end, tuple(line + begin for line in starts))
