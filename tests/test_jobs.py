@@ -257,12 +257,13 @@ def test_jobs_option_gives_the_same_report(monkeypatch: pytest.MonkeyPatch) -> N
     assert '"verdict"' in one.output
 
 
+@pytest.mark.parametrize("command", ["analyze", "bundle"])
 @pytest.mark.parametrize("value", ["0", "-2", "two", "1.5", ""])
-def test_a_bad_jobs_value_is_a_usage_error(value: str) -> None:
+def test_a_bad_jobs_value_is_a_usage_error(command: str, value: str) -> None:
     # GIVEN --jobs that is not a whole number of at least 1
     log = str(FIXTURES / "logs" / "sglang" / "eagle3-tp8-warmup-health-503.log")
-    # WHEN analyze is run with it
-    result = run_cli("analyze", log, "--jobs", value)
+    # WHEN analyze or bundle is run with it
+    result = run_cli(command, log, "--jobs", value)
     # THEN it exits 2 with click's usage error naming the option
     assert result.exit_code == 2
     assert "Invalid value for '--jobs'" in result.output
