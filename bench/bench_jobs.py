@@ -2,7 +2,7 @@
 
 Sizes: LOGPHASE_BENCH_SIZES (default 100M); shapes: LOGPHASE_BENCH_SHAPES (default: the shapes the
 fast path reads: sglang-0.5, vllm-v1, nccl-storm, per-rank); jobs: LOGPHASE_BENCH_JOBS (default 2);
-seed: LOGPHASE_BENCH_SEED (default 13). Best of 3 runs (1 at 1 GB). Memory: the tree (the CLI and
+seed: LOGPHASE_BENCH_SEED (default 13). Best of 3 runs, alternated (1 each at 1 GB). Memory: the tree (the CLI and
 its workers) is sampled every 10 ms from /proc: the peak of the sum of RSS (pages a worker shares
 with its parent after the fork counted in each: an upper bound) and of the sum of PSS (shared pages
 split among the processes that map them: what the tree takes). Prints a Markdown table for
@@ -102,10 +102,11 @@ def main() -> None:
                     repeats = 3 if wanted < 1 << 30 else 1
                     argv = [logphase, "analyze", "--post-mortem", "--format", "json", "--as-of", "2030-01-01 00:00:00"]
                     names = [str(log) for log in logs]
-                    one = min((timed([*argv, "--jobs", "1", *names]) for _ in range(repeats)), key=lambda r: r.seconds)
-                    many = min(
-                        (timed([*argv, "--jobs", str(jobs), *names]) for _ in range(repeats)), key=lambda r: r.seconds
-                    )
+                    runs: dict[int, list[Run]] = {1: [], jobs: []}
+                    for _ in range(repeats):  # alternated: a busy moment of the machine slows both alike
+                        for count in runs:
+                            runs[count].append(timed([*argv, "--jobs", str(count), *names]))
+                    one, many = (min(runs[count], key=lambda r: r.seconds) for count in (1, jobs))
                     print(
                         f"| {size} | {shape} | {one.seconds:.2f} | {many.seconds:.2f} | "
                         f"{one.seconds / many.seconds:.2f} | {one.rss_mb:.0f} / {many.rss_mb:.0f} | "

@@ -234,6 +234,10 @@ def test_no_workers_below_the_threshold(packs: PackSet, served: dict[str, list[P
         (rb"x[\s,]y", False),
         (rb"(?s)a.b", False),
         (rb"a.b", True),  # `.` stops at a newline
+        (b"a\\\nb", False),  # re.escape of a literal that holds a newline
+        (rb"[\x00-\x1f]", False),  # a range of bytes that holds it
+        (rb"^[\s\x1c-\x1f\x80-\xff]{4}\S", False),  # the dump trigger, as the plan widens it
+        (rb"[\x1c-\x1f\x80-\xff]", True),
     ],
 )
 def test_patterns_that_may_span_a_newline_are_told(pattern: bytes, local: bool) -> None:
@@ -300,5 +304,5 @@ def test_workers_that_cannot_start_are_a_clear_error(monkeypatch: pytest.MonkeyP
 def test_the_default_is_the_usable_cores(monkeypatch: pytest.MonkeyPatch) -> None:
     # GIVEN a process allowed on 3 of the machine's cores
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 2, 5}, raising=False)
-    # WHEN --jobs is not given THEN three processes scan, above 48 MB of plain files
-    assert jobs_from(None) == Jobs(3, min_bytes=48 << 20, range_bytes=4 << 20)
+    # WHEN --jobs is not given THEN three processes scan, above 32 MB of plain files
+    assert jobs_from(None) == Jobs(3, min_bytes=32 << 20, range_bytes=4 << 20)

@@ -3,15 +3,15 @@
 Most of a big log's scan is `CandidateScan.line_starts`: the byte scan and the check of each line
 that holds a steady factor. Its answer for a window of whole lines depends only on the scan's
 state (its compiled patterns, the templates and the (template, factor) pairs it knows) and on those
-lines' bytes, not on what the matcher read before: so workers compute it for the ranges ahead of
-the walk with the state the walk had when it last compiled, and the walk takes their answer where
-its state is still that one, else computes it itself. The walk (FastLines) stays the one ordered
-pass; the report is the same with any number of jobs and any range size (tests/fast/test_ranges.py).
+lines' bytes, not on what the matcher read before: so workers compute it for ranges ahead of the
+walk under the state the walk had when it queued them, and the walk takes their answer where its
+state is still that one, else computes it itself. The walk (FastLines) stays the one ordered pass;
+the report is the same with any number of jobs and any range size (tests/test_jobs.py).
 
-A window's answer equals the union of its lines' answers when no pattern match spans a newline.
-The packs' literals and the learned templates' patterns cannot; the dump trigger `^\\s{4}\\S` can,
-from a whitespace-only line into the next: a window that starts just after such a line (a
-"seam") is computed by the walk itself.
+A window's answer is the union of its pieces' answers when no match spans a newline. The packs'
+literals and the learned templates' patterns cannot; the dump trigger `^\\s{4}\\S` can, from a
+line shorter than 4 bytes into the next: a window is never cut, nor a worker's answer taken from
+inside its range, right after such a line (a "seam"); the walk scans that window itself.
 """
 
 from __future__ import annotations
@@ -32,8 +32,9 @@ from logphase.logs.fast.candidates import CandidateScan
 from logphase.logs.fast.scanners import Scanner, make_scanner
 
 RANGE_BYTES = 4 << 20  # one worker task: big enough that its start-up and the pickling are noise
-# Below this many bytes of plain files in all, one job: starting workers costs more than they save.
-MIN_PARALLEL_BYTES = 48 << 20
+# Below this many bytes of plain files in all, one job: starting workers costs more than they save
+# (2 cores, BENCHMARKS.md: --jobs 2 was 0.86-1.08x at 8 MB, 0.94x at 16 MB, 1.17-1.46x at 32 MB).
+MIN_PARALLEL_BYTES = 32 << 20
 LOOKAHEAD = 2  # ranges queued per worker ahead of the walk (one running, one waiting)
 # A state must hold for this share of a range before workers are given ranges under it: a log's
 # first lines teach the scan its templates, and ranges scanned under a state left are work lost.
@@ -41,6 +42,8 @@ SETTLE_SHARE = 16
 # An alternative that may span lines: `^`, N bytes of a class that holds the newline (the dump
 # trigger's indent), a non-space: a line shorter than N and its newline may be among the N.
 WHITESPACE_RUN = re.compile(rb"\^(?:\\s|\[\\s(?:\\.|[^\]\\])*\])\{(\d+)\}\\S")
+INLINE_DOTALL = re.compile(rb"\(\?[a-zA-Z]*s")
+SYNTAX = {bytes([byte]) for byte in b"()|?*+^$."}  # what is no atom (`.` stops at a newline)
 # One token of a pattern: an escape, a class, or one byte.
 TOKEN = re.compile(rb"\\.|\[\^?\]?(?:\\.|[^\]\\])*\]|.", re.DOTALL)
 
@@ -113,20 +116,18 @@ def state_of(scan: CandidateScan) -> ScanState | None:
 
 
 def line_local(pattern: bytes) -> bool:
-    """True when no match of the pattern can hold a newline (`.` does not: no DOTALL)."""
-    if b"(?s" in pattern:
+    """True when no match of the pattern can hold a newline: no atom of it (a byte, an escape, a
+    class) matches one, and `.` does not (no DOTALL). An atom it cannot read counts as one that may."""
+    if INLINE_DOTALL.search(pattern):
         return False
     for token in TOKEN.findall(pattern):
-        if token in (b"\\s", b"\\W", b"\\D", b"\\n", b"\n", b"\\x0a", b"\\012"):
-            return False
-        if token.startswith(b"[") and len(token) > 1:
-            body = token[1:-1]
-            negated = body.startswith(b"^")
-            says_newline = b"\\n" in body or b"\n" in body or b"\\s" in body
-            if negated != (b"\\n" in body or b"\n" in body) or (not negated and says_newline):
+        if token in SYNTAX:
+            continue
+        try:
+            if re.fullmatch(token, b"\n"):
                 return False
-            if negated and (b"\\S" in body or b"\\w" in body or b"\\d" in body):
-                return False  # `[^\S]` is whitespace, a newline among it
+        except re.error:
+            return False
     return True
 
 
@@ -271,6 +272,8 @@ class RangeOracle:
         found: list[int] = []
         for low, high in pairwise(cuts):
             answer = self._answer((offset + low) // self.range_bytes)
+            if answer is not None and not answer.start <= offset + low < offset + high <= answer.stop:
+                answer = None  # not this range's piece (cannot be: the cuts are its bounds)
             if answer is not None and answer.start != offset + low and state.seams:
                 # the worker scanned across `low`: a match may span into it from a short line
                 answer = None if _short_line_before(buf, low, state.seams) else answer
