@@ -1,4 +1,4 @@
-"""Benchmark `logphase analyze --jobs 1` against `--jobs N` on generated logs: wall time, and the memory of the whole process tree.
+"""Benchmark `logphase analyze --jobs 1` against `--jobs N` on generated logs: wall time, memory of the process tree.
 
 Sizes: LOGPHASE_BENCH_SIZES (default 100M); shapes: LOGPHASE_BENCH_SHAPES (default: the shapes the
 fast path reads: sglang-0.5, vllm-v1, nccl-storm, per-rank); jobs: LOGPHASE_BENCH_JOBS (default 2);
