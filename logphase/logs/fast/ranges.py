@@ -327,11 +327,6 @@ class RangeOracle:
         except Exception:  # a worker that died or could not read: the walk reads it itself
             return None
 
-    def close(self) -> None:
-        for task in self.tasks.values():
-            task.future.cancel()
-        self.tasks.clear()
-
 
 def _short_line_before(buf: bytes, line: int, length: int) -> bool:
     """The line before the one at `line` is shorter than `length` bytes (or not in buf)."""
