@@ -66,7 +66,7 @@ class SGLang(Format):
     def __init__(self, *, date: bool, comma: bool, stamped_access: bool, tags: str) -> None:
         self.date, self.comma, self.stamped_access, self.tags = date, comma, stamped_access, tags
 
-    def _stamp(self, now: datetime, rank: int | None) -> str:
+    def stamp(self, now: datetime, rank: int | None) -> str:
         tags = "" if rank is None else " " + self.tags.format(rank=rank)
         return f"[{now:%Y-%m-%d %H:%M:%S}{tags}] " if self.date else f"[{now:%H:%M:%S}{tags}] "
 
@@ -75,7 +75,7 @@ class SGLang(Format):
         head = "Decode batch, " if self.comma else "Decode batch. "
         graph = "cuda graph: True, " if self.comma else ""
         return (
-            f"{self._stamp(now, rank)}{head}#running-req: {running}, #token: {tokens}, token usage: {usage:.2f}, "
+            f"{self.stamp(now, rank)}{head}#running-req: {running}, #token: {tokens}, token usage: {usage:.2f}, "
             f"{graph}gen throughput (token/s): {r.uniform(800, 3200):.2f}, #queue-req: {r.randrange(0, 3)}"
             + (", " if self.comma else "")
         )
@@ -84,13 +84,13 @@ class SGLang(Format):
         running, _, usage = _numbers(r)
         head = "Prefill batch, " if self.comma else "Prefill batch. "
         return (
-            f"{self._stamp(now, rank)}{head}#new-seq: {1 + r.randrange(4)}, #new-token: {r.randrange(20, 4096)}, "
+            f"{self.stamp(now, rank)}{head}#new-seq: {1 + r.randrange(4)}, #new-token: {r.randrange(20, 4096)}, "
             f"#cached-token: {r.randrange(0, 2048)}, token usage: {usage:.2f}, #running-req: {running}, "
             f"#queue-req: {r.randrange(0, 3)}" + (", " if self.comma else "")
         )
 
     def access(self, now: datetime, client: str, request: str) -> str:
-        stamp = self._stamp(now, None) if self.stamped_access else ""
+        stamp = self.stamp(now, None) if self.stamped_access else ""
         return f'{stamp}INFO:     {client} - "{request} HTTP/1.1" 200 OK'
 
 
@@ -102,15 +102,15 @@ class VLLM(Format):
     def __init__(self, *, v1: bool) -> None:
         self.v1 = v1
 
-    def _line(self, now: datetime, where: str, message: str, process: str) -> str:
+    def line(self, now: datetime, where: str, message: str, process: str) -> str:
         place = f"[{where}]" if self.v1 else f"{where}]"
         tag = f"({process}) " if process else ""
         return f"{tag}INFO {now:%m-%d %H:%M:%S} {place} {message}"
 
-    def _api(self) -> str:
+    def api(self) -> str:
         return f"APIServer pid={API_PID}" if self.v1 else ""
 
-    def _worker(self, rank: int) -> str:
+    def worker(self, rank: int) -> str:
         if self.v1:
             return f"Worker_TP{rank} pid={PIDS[rank]}"
         return f"VllmWorkerProcess pid={PIDS[rank]}" if rank else ""
@@ -123,28 +123,26 @@ class VLLM(Format):
                 f"{r.uniform(0, 3000):.1f} tokens/s, Running: {running} reqs, Waiting: {r.randrange(3)} reqs, "
                 f"GPU KV cache usage: {r.uniform(0, 90):.1f}%, Prefix cache hit rate: {r.uniform(0, 60):.1f}%"
             )
-            return self._line(now, "loggers.py:123", message, self._api())
+            return self.line(now, "loggers.py:123", message, self.api())
         message = (
             f"Avg prompt throughput: {r.uniform(0, 9000):.1f} tokens/s, Avg generation throughput: "
             f"{r.uniform(0, 3000):.1f} tokens/s, Running: {running} reqs, Swapped: 0 reqs, Pending: "
             f"{r.randrange(3)} reqs, GPU KV cache usage: {r.uniform(0, 90):.1f}%, CPU KV cache usage: 0.0%."
         )
-        return self._line(now, "metrics.py:399", message, "")
+        return self.line(now, "metrics.py:399", message, "")
 
     def prefill(self, r: random.Random, now: datetime, rank: int) -> str:
         request = f"chatcmpl-{r.getrandbits(128):032x}"
         if self.v1:
-            return self._line(
-                now, "logger.py:43", f"Received request {request}: prompt: '...', params: ...", self._api()
-            )
-        return self._line(now, "engine.py:267", f"Added request {request}.", "")
+            return self.line(now, "logger.py:43", f"Received request {request}: prompt: '...', params: ...", self.api())
+        return self.line(now, "engine.py:267", f"Added request {request}.", "")
 
     def access(self, now: datetime, client: str, request: str) -> str:
-        tag = f"({self._api()}) " if self.v1 else ""
+        tag = f"({self.api()}) " if self.v1 else ""
         return f'{tag}INFO:     {client} - "{request} HTTP/1.1" 200 OK'
 
     def nccl(self, r: random.Random, now: datetime, rank: int) -> str:
-        worker = self._worker(rank)
+        worker = self.worker(rank)
         return (f"({worker}) " if worker else "") + super().nccl(r, now, rank)
 
 
