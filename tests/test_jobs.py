@@ -173,7 +173,7 @@ def test_every_log_inside_a_busy_log_reads_the_same(
 
 
 @pytest.mark.parametrize("shape", ["sglang-0.5", "vllm-v0", "per-rank"])
-@pytest.mark.parametrize("range_bytes", [4099, 16_384, 65_536])
+@pytest.mark.parametrize("range_bytes", [4099, 8191, 16_384])  # a file per rank: 8 of ~125 kB
 def test_generated_logs_read_the_same_and_the_workers_answer(
     shape: str, range_bytes: int, packs: PackSet, served: dict[str, list[Path]], oracles: list[Any], short_head: None
 ) -> None:
@@ -190,7 +190,7 @@ def test_generated_logs_read_the_same_and_the_workers_answer(
 
 
 @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(range_bytes=st.integers(min_value=1024, max_value=300_000), count=st.integers(min_value=2, max_value=4))
+@given(range_bytes=st.integers(min_value=1024, max_value=250_000), count=st.integers(min_value=2, max_value=4))
 def test_where_the_ranges_are_cut_changes_nothing(
     range_bytes: int, count: int, packs: PackSet, served: dict[str, list[Path]]
 ) -> None:

@@ -35,6 +35,7 @@ RANGE_BYTES = 4 << 20  # one worker task: big enough that its start-up and the p
 # Below this many bytes of plain files in all, one job: starting workers costs more than they save
 # (2 cores, BENCHMARKS.md: --jobs 2 was 0.86-1.08x at 8 MB, 0.94x at 16 MB, 1.17-1.46x at 32 MB).
 MIN_PARALLEL_BYTES = 32 << 20
+MIN_RANGES = 4  # a file shorter than this many ranges is the walk's alone
 LOOKAHEAD = 2  # ranges queued per worker ahead of the walk (one running, one waiting)
 # A state must hold for this share of a range before workers are given ranges under it: a log's
 # first lines teach the scan its templates, and ranges scanned under a state left are work lost.
@@ -339,7 +340,7 @@ def _short_line_before(buf: bytes, line: int, length: int) -> bool:
 def workers_for(jobs: Jobs, paths: Sequence[str | None]) -> Iterator[ProcessPoolExecutor | None]:
     """`jobs.count - 1` worker processes where the plain files among `paths` are big enough to
     pay for them (None: the walk reads alone); stopped on the way out."""
-    if jobs.count < 2 or plain_files(paths) < jobs.min_bytes or not any(paths):
+    if jobs.count < 2 or plain_files(paths, jobs) < jobs.min_bytes or not any(paths):
         yield None
         return
     pool = start_workers(jobs.count - 1)
@@ -351,11 +352,8 @@ def workers_for(jobs: Jobs, paths: Sequence[str | None]) -> Iterator[ProcessPool
 
 def oracle_for(pool: ProcessPoolExecutor | None, path: str | None, jobs: Jobs) -> RangeOracle | None:
     """The ranges of one source, where there are workers and it is a plain file."""
-    if pool is None or path is None:
-        return None
-    try:
-        size = os.path.getsize(path)
-    except OSError:
+    size = plain_files([path], jobs)
+    if pool is None or path is None or not size:
         return None
     return RangeOracle(pool, path, size, jobs.range_bytes, jobs.count)
 
@@ -375,13 +373,16 @@ def start_workers(count: int) -> ProcessPoolExecutor:
     return pool
 
 
-def plain_files(paths: Sequence[str | None]) -> int:
-    """The bytes of the plain files among these (None: a source that is no plain file)."""
+def plain_files(paths: Sequence[str | None], jobs: Jobs) -> int:
+    """The bytes of the plain files among these (None: a source that is no plain file) that are
+    MIN_RANGES ranges long or more: in a shorter one, the walk learns its templates in the first
+    range and the workers have little left to scan (a log per rank of 12 MB took longer with them)."""
     total = 0
     for path in paths:
         if path is not None:
             try:
-                total += os.path.getsize(path)
+                size = os.path.getsize(path)
             except OSError:
                 continue
+            total += size if size >= MIN_RANGES * jobs.range_bytes else 0
     return total
