@@ -9,20 +9,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
-from typing import overload
+from typing import TYPE_CHECKING, overload
 
-from logphase.baselines.compare import compare
-from logphase.baselines.records import RunRecord, run_from_report
 from logphase.baselines.stats import in_phase_seconds, phase_stats, successful_pool
-from logphase.baselines.store import RunStore
 from logphase.errors import StoreError, UsageError
-from logphase.fingerprint import LogIdentity, SourceTap
-from logphase.flight_recorder import FlightReport
+from logphase.jobs import ONE_JOB, Jobs
 from logphase.judging.budgets import Budgets, budgets_from
 from logphase.judging.confidence import assess
 from logphase.judging.evidence import Evidence, WatchVerdict, with_evidence
 from logphase.judging.logs import Judgement, judge
-from logphase.logs.fast.ranges import ONE_JOB, Jobs
 from logphase.logs.reader import LogSource, open_sources
 from logphase.logs.timeline import PhaseSpan
 from logphase.packs import PackSet
@@ -39,6 +34,12 @@ from logphase.report.model import (
 )
 from logphase.scanning import ScanResult, scan
 from logphase.stacks.stalls import summarize
+
+if TYPE_CHECKING:  # types only: what a plain `analyze` does not run is not imported (start-up time)
+    from logphase.baselines.records import RunRecord
+    from logphase.baselines.store import RunStore
+    from logphase.fingerprint import LogIdentity
+    from logphase.flight_recorder import FlightReport
 
 
 @dataclass(frozen=True)
@@ -59,6 +60,8 @@ class Options:
 
 def run(sources: list[LogSource], packs: PackSet, options: Options) -> tuple[Report, RunRecord]:
     """Read every source once, hashing it, and judge the run: the report and the run as it would be recorded."""
+    from logphase.fingerprint import SourceTap  # hashing: only a recorded or compared run needs it
+
     tap = SourceTap(sources, packs.server_args)
     result = scan(tap.sources, packs, options.as_of, fast=options.fast, jobs=options.jobs)
     identity = tap.identity(result.timeline.system, result.timeline.version)
@@ -141,6 +144,9 @@ def assemble(
     report = with_evidence(report, Evidence(stacks=stacks, flight=options.flight, watched=options.watched))
     if identity is None:
         return report, None
+    from logphase.baselines.compare import compare  # a run record and its comparison: --record, --baseline
+    from logphase.baselines.records import run_from_report
+
     run = run_from_report(report, identity, options.label)
     if baseline is not None:
         now = timeline.last_time if options.post_mortem else options.as_of

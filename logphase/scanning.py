@@ -9,8 +9,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from itertools import chain, islice
 
+from logphase.jobs import ONE_JOB, Jobs
 from logphase.logs.fast import FastLines, plan_for
-from logphase.logs.fast.ranges import ONE_JOB, Jobs, oracle_for, workers_for
+from logphase.logs.fast.ranges import oracle_for, workers_for
 from logphase.logs.matcher import Event, SourceMatcher
 from logphase.logs.reader import Line, LogSource, envelopes_of, read_lines
 from logphase.logs.templates import TemplateMiner

@@ -16,8 +16,9 @@ from hypothesis import strategies as st
 from bench.loggen import write_logs
 from logphase import pipeline, scanning
 from logphase.cli.common import jobs_from
+from logphase.jobs import Jobs
 from logphase.logs.fast import FastLines, ranges
-from logphase.logs.fast.ranges import Jobs, line_local
+from logphase.logs.fast.ranges import line_local
 from logphase.logs.reader import open_sources
 from logphase.packs import PackSet, load_packs
 from logphase.report.formats.json import JsonFormat

@@ -12,7 +12,7 @@ from typing import Any
 
 from logphase import pipeline
 from logphase.flight_recorder import judge_dumps, read_dumps
-from logphase.logs.fast.ranges import ONE_JOB, Jobs
+from logphase.jobs import ONE_JOB, Jobs
 from logphase.logs.matcher import SourceMatcher
 from logphase.logs.reader import LogSource, read_lines
 from logphase.packs import PackSet

@@ -21,7 +21,7 @@ from logphase.bundle.readme import Listed, render_readme
 from logphase.bundle.redact import Redactor, map_strings
 from logphase.errors import UsageError
 from logphase.fingerprint import HEAD_LINES, fingerprint_of_lines
-from logphase.logs.fast.ranges import ONE_JOB, Jobs
+from logphase.jobs import ONE_JOB, Jobs
 from logphase.logs.reader import LogSource, open_sources, read_lines
 from logphase.packs import PackSet
 from logphase.stacks.model import ProcessSnapshot

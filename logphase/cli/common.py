@@ -11,7 +11,7 @@ from pathlib import Path
 import click
 
 from logphase.errors import UsageError
-from logphase.logs.fast.ranges import MIN_PARALLEL_BYTES, RANGE_BYTES, Jobs, usable_cores
+from logphase.jobs import MIN_PARALLEL_BYTES, RANGE_BYTES, Jobs, usable_cores
 from logphase.packs import PackSet, load_packs, user_pack_dir
 from logphase.report.formats import DEFAULT_WIDTH, OutputFormat
 
@@ -65,14 +65,46 @@ def _bytes_from_env(name: str, default: int, *, low: int) -> int:
     return int(text)
 
 
+def default_db_path() -> Path:
+    """`$XDG_DATA_HOME/logphase/runs.db` (XDG's default data home is ~/.local/share)."""
+    data_home = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(data_home) / "logphase" / "runs.db"
+
+
+def db_option(function: click.decorators.FC) -> click.decorators.FC:
+    return click.option(
+        "--db",
+        "db_path",
+        type=click.Path(path_type=Path, dir_okay=False),
+        envvar="LOGPHASE_DB",
+        show_envvar=True,
+        help="Run store (SQLite). Default: $XDG_DATA_HOME/logphase/runs.db.",
+    )(function)
+
+
 def load_all_packs(pattern_paths: tuple[Path, ...], *, line_rules: bool = True) -> PackSet:
-    """Built-in packs, then the user's config folder, then --patterns."""
+    """Built-in packs, then the user's config folder, then --patterns; from the cache when loaded before."""
     extra: list[Path] = []
     user_dir = user_pack_dir(os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config"))
     if user_dir is not None:
         extra.append(user_dir)
     extra.extend(pattern_paths)
-    return load_packs(extra, line_rules=line_rules)
+    cache = cache_folder()
+    return load_packs(extra, line_rules=line_rules, cache_folder=cache / "packs" if cache else None)
+
+
+def cache_folder() -> Path | None:
+    """logphase's cache: `$XDG_CACHE_HOME/logphase`, by default `~/.cache/logphase`; None (build
+    everything afresh, write nothing) when LOGPHASE_NO_CACHE is set to anything but empty or 0."""
+    if os.environ.get("LOGPHASE_NO_CACHE", "") not in ("", "0"):
+        return None
+    base = os.environ.get("XDG_CACHE_HOME") or ""
+    if os.path.isabs(base):
+        return Path(base) / "logphase"
+    try:
+        return Path.home() / ".cache" / "logphase"
+    except RuntimeError:  # no HOME and no passwd entry (a bare container): no cache, not a traceback
+        return None
 
 
 def parse_as_of(text: str | None) -> datetime:

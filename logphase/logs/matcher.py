@@ -94,7 +94,7 @@ def frame_rule(phase: Phase) -> Rule:
         role=Role.DIAGNOSTIC,
         priority=0,
         literal=None,
-        pattern=PackRegex("(?!)", re.compile("(?!)"), None),  # never matches a line: made from frames
+        pattern=PackRegex("(?!)", False, None),  # never matches a line: made from frames
         ignore_case=False,
         draft=False,
         system=None,

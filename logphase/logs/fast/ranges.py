@@ -28,13 +28,10 @@ from itertools import pairwise
 from multiprocessing import get_all_start_methods, get_context
 
 from logphase.errors import LogphaseError
+from logphase.jobs import Jobs
 from logphase.logs.fast.candidates import CandidateScan
 from logphase.logs.fast.scanners import Scanner, make_scanner
 
-RANGE_BYTES = 4 << 20  # one worker task: big enough that its start-up and the pickling are noise
-# Below this many bytes of plain files in all, one job: starting workers costs more than they save
-# (2 cores, BENCHMARKS.md: --jobs 2 was 0.86-1.08x at 8 MB, 0.94x at 16 MB, 1.17-1.46x at 32 MB).
-MIN_PARALLEL_BYTES = 32 << 20
 MIN_RANGES = 4  # a file shorter than this many ranges is the walk's alone
 LOOKAHEAD = 2  # ranges queued per worker ahead of the walk (one running, one waiting)
 # A state must hold for this share of a range before workers are given ranges under it: a log's
@@ -47,29 +44,6 @@ INLINE_DOTALL = re.compile(rb"\(\?[a-zA-Z]*s")
 SYNTAX = {bytes([byte]) for byte in b"()|?*+^$."}  # what is no atom (`.` stops at a newline)
 # One token of a pattern: an escape, a class, or one byte.
 TOKEN = re.compile(rb"\\.|\[\^?\]?(?:\\.|[^\]\\])*\]|.", re.DOTALL)
-
-
-@dataclass(frozen=True)
-class Jobs:
-    """How many processes scan a run's logs: the walk plus `count - 1` workers, where the plain
-    files add up to `min_bytes` or more; each worker task is `range_bytes` of one file."""
-
-    count: int = 1
-    min_bytes: int = MIN_PARALLEL_BYTES
-    range_bytes: int = RANGE_BYTES
-
-    def __post_init__(self) -> None:
-        if self.count < 1 or self.range_bytes < 1 or self.min_bytes < 0:
-            raise ValueError(f"jobs: count and range_bytes must be at least 1, min_bytes at least 0: {self}")
-
-
-ONE_JOB = Jobs()
-
-
-def usable_cores() -> int:
-    """The cores this process may run on (its affinity, not the machine's count)."""
-    affinity = getattr(os, "sched_getaffinity", None)
-    return len(affinity(0)) if affinity is not None else os.cpu_count() or 1
 
 
 @dataclass(frozen=True)
