@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, overload
 
 from logphase.baselines.stats import in_phase_seconds, phase_stats, successful_pool
 from logphase.errors import StoreError, UsageError
+from logphase.jobs import ONE_JOB, Jobs
 from logphase.judging.budgets import Budgets, budgets_from
 from logphase.judging.confidence import assess
 from logphase.judging.evidence import Evidence, WatchVerdict, with_evidence
@@ -54,6 +55,7 @@ class Options:
     flight: FlightReport | None = None  # torch flight-recorder dumps given with the logs
     watched: WatchVerdict | None = None  # watch's own verdict (health, process, arrival times)
     fast: bool = True  # the fast path over steady lines (logs/fast/); the same result
+    jobs: Jobs = ONE_JOB  # processes that scan big logs (logs/fast/ranges.py); the same result
 
 
 def run(sources: list[LogSource], packs: PackSet, options: Options) -> tuple[Report, RunRecord]:
@@ -61,7 +63,7 @@ def run(sources: list[LogSource], packs: PackSet, options: Options) -> tuple[Rep
     from logphase.fingerprint import SourceTap  # hashing: only a recorded or compared run needs it
 
     tap = SourceTap(sources, packs.server_args)
-    result = scan(tap.sources, packs, options.as_of, fast=options.fast)
+    result = scan(tap.sources, packs, options.as_of, fast=options.fast, jobs=options.jobs)
     identity = tap.identity(result.timeline.system, result.timeline.version)
     return assemble(_inputs(sources), result, packs, options, identity=identity, last_activity=_last_write(sources))
 
@@ -71,7 +73,7 @@ def report(sources: list[LogSource], packs: PackSet, options: Options) -> Report
     a tenth of the CPU of a pass. With a baseline to compare with, it is `run`."""
     if options.baseline is not None:
         return run(sources, packs, options)[0]
-    result = scan(sources, packs, options.as_of, fast=options.fast)
+    result = scan(sources, packs, options.as_of, fast=options.fast, jobs=options.jobs)
     return assemble(_inputs(sources), result, packs, options, identity=None, last_activity=_last_write(sources))[0]
 
 

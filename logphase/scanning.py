@@ -4,13 +4,16 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from itertools import chain, islice
 
 from logphase.durations import format_duration
+from logphase.jobs import ONE_JOB, Jobs
 from logphase.logs.clocks import SKEW_STEP, format_offset_notes, format_offsets
 from logphase.logs.fast import FastLines, plan_for
+from logphase.logs.fast.ranges import oracle_for, workers_for
 from logphase.logs.matcher import Event, SourceMatcher
 from logphase.logs.reader import Line, LogSource, envelopes_of, read_lines
 from logphase.logs.stamps import CLOCK_JUMP, ignored_stamp_notes
@@ -259,9 +262,25 @@ class DistInitClock:
         return skew
 
 
-def scan(sources: list[LogSource], packs: PackSet, as_of: datetime, *, fast: bool = True) -> ScanResult:
+def scan(
+    sources: list[LogSource], packs: PackSet, as_of: datetime, *, fast: bool = True, jobs: Jobs = ONE_JOB
+) -> ScanResult:
     """One streaming pass over every source. `fast`: the matcher sees only the lines that can
-    change the result (logs/fast/); the result is the same."""
+    change the result (logs/fast/); the result is the same. `jobs`: worker processes find the
+    fast path's candidate lines of big files ahead of the pass (logs/fast/ranges.py); the same result."""
+    with workers_for(jobs if fast else ONE_JOB, [source.path for source in sources]) as pool:
+        return _scan(sources, packs, as_of, fast=fast, jobs=jobs, pool=pool)
+
+
+def _scan(
+    sources: list[LogSource],
+    packs: PackSet,
+    as_of: datetime,
+    *,
+    fast: bool,
+    jobs: Jobs,
+    pool: ProcessPoolExecutor | None,
+) -> ScanResult:
     builder = TimelineBuilder(job_systems=packs.job_systems)
     result = ScanResult(timeline=builder.finish(), unrecognised=TemplateMiner(packs))
     plan = plan_for(packs, (TRIGGER,))
@@ -273,7 +292,12 @@ def scan(sources: list[LogSource], packs: PackSet, as_of: datetime, *, fast: boo
         filtered: FastLines | None = None
         if fast and plan.enabled and not envelopes:
             filtered = FastLines(
-                source, plan, as_of, context=(CONTEXT_BEFORE, CONTEXT_AFTER), plain_head=YEAR_LOOKAHEAD
+                source,
+                plan,
+                as_of,
+                context=(CONTEXT_BEFORE, CONTEXT_AFTER),
+                plain_head=YEAR_LOOKAHEAD,
+                ranges=oracle_for(pool, source.path, jobs),
             )
         lines = iter(filtered) if filtered is not None else read_lines(source)
         head = list(islice(lines, YEAR_LOOKAHEAD))

@@ -13,6 +13,8 @@ from logphase.cli.common import (
     FORMATS,
     cache_folder,
     db_option,
+    jobs_from,
+    jobs_option,
     load_all_packs,
     parse_as_of,
     patterns_option,
@@ -49,6 +51,7 @@ if TYPE_CHECKING:  # types only: a plain `analyze` imports neither the run store
     "or the path of an earlier log.",
 )
 @click.option("--record", "record_run", is_flag=True, help="Record this run in the run store (see logphase runs).")
+@jobs_option
 @db_option
 @patterns_option
 def analyze(
@@ -60,6 +63,7 @@ def analyze(
     record_run: bool,
     db_path: Path | None,
     pattern_paths: tuple[Path, ...],
+    jobs: int | None,
 ) -> None:
     """Which phase each rank reached, whether the server is ready, progressing, stalled or crashed,
     and the line that explains it.
@@ -101,6 +105,7 @@ def analyze(
             store=store,
             store_error=store_error,
             flight=flight,
+            jobs=jobs_from(jobs),
         )
         with progress_on_stderr(sources):
             if record_run and store is not None:

@@ -11,6 +11,7 @@ from pathlib import Path
 import click
 
 from logphase.errors import UsageError
+from logphase.jobs import MIN_PARALLEL_BYTES, RANGE_BYTES, Jobs, usable_cores
 from logphase.packs import PackSet, load_packs, user_pack_dir
 from logphase.report.formats import DEFAULT_WIDTH, OutputFormat
 
@@ -34,6 +35,34 @@ def patterns_option(function: click.decorators.FC) -> click.decorators.FC:
         type=click.Path(path_type=Path),
         help="Extra pattern pack (.toml) or folder of packs; repeatable.",
     )(function)
+
+
+def jobs_option(function: click.decorators.FC) -> click.decorators.FC:
+    return click.option(
+        "--jobs",
+        "jobs",
+        type=click.IntRange(min=1),
+        metavar="N",
+        help="Processes that scan big logs (default: the usable cores; one below "
+        f"{MIN_PARALLEL_BYTES >> 20} MB of plain files). The report is the same with any N.",
+    )(function)
+
+
+def jobs_from(count: int | None) -> Jobs:
+    """`--jobs`, default the cores this process may use. LOGPHASE_JOBS_MIN_BYTES and
+    LOGPHASE_JOBS_RANGE_BYTES (tests, benchmarks) move the size where workers start and their share."""
+    min_bytes = _bytes_from_env("LOGPHASE_JOBS_MIN_BYTES", MIN_PARALLEL_BYTES, low=0)
+    range_bytes = _bytes_from_env("LOGPHASE_JOBS_RANGE_BYTES", RANGE_BYTES, low=1)
+    return Jobs(count if count is not None else usable_cores(), min_bytes=min_bytes, range_bytes=range_bytes)
+
+
+def _bytes_from_env(name: str, default: int, *, low: int) -> int:
+    text = os.environ.get(name, "").strip()
+    if not text:
+        return default
+    if not text.isdigit() or int(text) < low:
+        raise UsageError(f"{name}={text!r} is not a byte count", hint=f"set it to a whole number >= {low}, or unset it")
+    return int(text)
 
 
 def default_db_path() -> Path:

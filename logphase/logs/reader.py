@@ -70,6 +70,7 @@ class LogSource:
     bytes: int = 0
     truncated_lines: int = 0
     envelopes: Envelopes | None = None  # sniffed from the first bytes; None: not yet
+    path: str | None = None  # an uncompressed file: its bytes at their own offsets (workers read ranges of it)
     _index: int = field(default=0, repr=False)
 
 
@@ -147,6 +148,7 @@ def _file_sources(path: Path, dumps: list[str] | None, process_tags: frozenset[s
             finished=compressed,
             modified=None if compressed else stat.st_mtime,
             envelopes=sniff_bytes(head, process_tags),
+            path=None if compressed else str(path),
         )
     ]
 

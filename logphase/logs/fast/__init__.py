@@ -3,7 +3,8 @@
 Seams, in pipeline order: factors (what a rule's lines must contain) → plan (per pack set) →
 scanners (bytes → hits) and templates (line shapes) → candidates (the compiled scan of one
 source) → runs (steady-run book-keeping) → lines (FastLines, a file) and follow (FollowRuns,
-watch's batches); stats (ScanStats) is what they counted instead of reading, for the caller.
+watch's batches); stats (ScanStats) is what they counted instead of reading, for the caller;
+ranges (`--jobs`) has worker processes scan a big file's ranges ahead of FastLines' walk.
 """
 
 from logphase.logs.fast.follow import FollowRuns

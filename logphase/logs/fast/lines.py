@@ -10,6 +10,7 @@ from typing import IO, Protocol
 from logphase.logs.fast.candidates import CandidateScan, Kind
 from logphase.logs.fast.hours import OtherHours
 from logphase.logs.fast.plan import Plan
+from logphase.logs.fast.ranges import RangeOracle
 from logphase.logs.fast.runs import Run, Runs, book_runs
 from logphase.logs.fast.stats import ScanStats
 from logphase.logs.fast.templates import learn_template
@@ -52,6 +53,7 @@ class FastLines:
         context: tuple[int, int],
         plain_head: int = 0,
         accelerate: bool = True,
+        ranges: RangeOracle | None = None,
     ) -> None:
         self.source = source
         self.plan = plan
@@ -70,6 +72,8 @@ class FastLines:
         self.failure: BaseException | None = None
         self.probe_cache: dict[tuple[int, int], tuple[Event, ...]] = {}
         self.hours = OtherHours()  # lines stamped in another hour than the clock: the matcher sees them
+        self.ranges = ranges  # workers' candidate lines of the ranges ahead (--jobs); the same answers
+        self.chunk_offset = 0  # the file offset of the chunk's first byte
 
     def attach(self, matcher: SourceMatcher, dumps: OpenDumps | None = None) -> None:
         """The matcher (and dump parser) that read these lines: what they hold decides what the
@@ -109,9 +113,11 @@ class FastLines:
                 cut = len(data)
             elif cut == 0:
                 pending = self._long_line(data)
+                self.ranges = None  # the chunks no longer follow the file's bytes
                 continue
             yield from self._chunk(data, cut, base, final=final)
             pending = data[cut:]
+            self.chunk_offset += cut
             base = self.stats.lines
         if self.failure is not None:
             raise self.failure  # after the whole lines read before it, as the reader does
@@ -249,7 +255,10 @@ class FastLines:
         self.targets_from, self.targets_to = start, end
 
     def _scan_targets(self, start: int, end: int) -> None:
-        self.targets = self.scan.line_starts(self.buf, start, end, self.end)
+        if self.ranges is not None:  # ranges ahead scanned by workers (--jobs): the same answer
+            self.targets = self.ranges.line_starts(self.scan, self.buf, self.chunk_offset, start, end, self.end)
+        else:
+            self.targets = self.scan.line_starts(self.buf, start, end, self.end)
         self.target_index = 0
 
     # -- steady runs
