@@ -15,6 +15,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import cache
 from itertools import pairwise
 
 # --- the envelopes (data) ------------------------------------------------------------------------
@@ -51,6 +52,30 @@ def _envelope(
     return Envelope(name, re.compile(pattern), time_formats, newest_first, weak, rank_name, share, max_writers)
 
 
+RAY = "Ray"
+
+
+@cache
+def ray_envelope(process_tags: frozenset[str]) -> Envelope:
+    """Ray's log monitor's `(ActorName pid=123) `, `(pid=123, ip=10.0.0.1) `. Only a single actor's: the
+    lines of several actors need their tag to stay apart (the packs read vLLM's and SGLang's actors' tags,
+    with their ranks: `(Worker_TP1 pid=42)`, `(SchedulerActor pid=7)`). A tag whose name opens with one of
+    `process_tags` is a system's own log format (a pack's `process_tags`: vLLM's `(APIServer pid=1) `), read
+    by its pack: not an envelope."""
+    own = "".join(f"|{re.escape(name)}" for name in sorted(process_tags))
+    return _envelope(
+        RAY,
+        rf"^\((?P<writer>(?:(?!\w*(?:_?(?:TP|PP|DP|EP)\d|Scheduler){own})[A-Za-z_]\w* )?pid=\d+)(?:, ip=[\w.:]+)?\) ",
+        max_writers=1,
+    )
+
+
+def envelopes_for(process_tags: frozenset[str]) -> tuple[Envelope, ...]:
+    """ENVELOPES, in order, with Ray's told the systems' own process tags."""
+    ray = ray_envelope(process_tags)
+    return tuple(ray if envelope.name == RAY else envelope for envelope in ENVELOPES)
+
+
 _JOURNAL_UNIT = r" (?P<writer>[^\s:]+) [^\s\[:]+(?:\[\d+\])?: "
 ENVELOPES: tuple[Envelope, ...] = (
     # containerd / CRI-O log files (/var/log/pods): `TS stdout F text`; `P` lines are cut at 16 KiB
@@ -85,17 +110,9 @@ ENVELOPES: tuple[Envelope, ...] = (
     _envelope("srun --label", r"^ *(?P<rank>\d{1,5}): ", weak=True, rank_name="task"),
     # torchrun --tee / --log-dir: `[default0]:` (role, local rank); the agent's own lines go unlabelled
     _envelope("torchrun --tee", r"^\[default(?P<rank>\d{1,5})\]:", rank_name="local_rank", share=0.3),
-    # Ray's log monitor: `(ActorName pid=123) `, `(pid=123, ip=10.0.0.1) `. Only a single actor's: the
-    # lines of several actors need their tag to stay apart (the packs read vLLM's and SGLang's actors'
-    # tags, with their ranks: `(Worker_TP1 pid=42)`, `(SchedulerActor pid=7)`). vLLM's own process tags
-    # (`(APIServer pid=1) `, 0.11 utils `_add_prefix`) are its log format, read by its pack: not an envelope
-    # (a serving log that is nearly all API-server lines would otherwise lose the fast path).
-    _envelope(
-        "Ray",
-        r"^\((?P<writer>(?:(?!\w*(?:_?(?:TP|PP|DP|EP)\d|Scheduler)|(?:APIServer|ApiServer|EngineCore|VllmWorker|"
-        r"DPCoordinator|DPSupervisor|DPEngineCoreProc))[A-Za-z_]\w* )?pid=\d+)(?:, ip=[\w.:]+)?\) ",
-        max_writers=1,
-    ),
+    # Ray's log monitor: `(ActorName pid=123) `, `(pid=123, ip=10.0.0.1) `; `sniff` tries it with the
+    # packs' process tags, which are not Ray's (`ray_envelope`)
+    ray_envelope(frozenset()),
     # markdown quotes (one level per layer; `>` alone quotes an empty line)
     _envelope("markdown quote", r"^>(?: |$)", weak=True),
 )
@@ -160,9 +177,11 @@ class Unwrapped:
 # --- sniffing ------------------------------------------------------------------------------------
 
 
-def sniff(head: Iterable[str]) -> Envelopes:
+def sniff(head: Iterable[str], process_tags: frozenset[str] = frozenset()) -> Envelopes:
     """Decide from a source's first lines (decoded, colour codes and `\\r` at the end removed) which
-    envelopes it has. Never raises; a source with none gets an empty `Envelopes`."""
+    envelopes it has (`process_tags`: the packs' own `(Name pid=N) ` tags, never Ray's). Never raises;
+    a source with none gets an empty `Envelopes`."""
+    candidates = envelopes_for(process_tags)
     head = list(head)[: SNIFF_LINES * 2]
     lines = [line for line in head if line.strip()][:SNIFF_LINES]
     wrap_width = _wrap_width(lines)
@@ -171,7 +190,7 @@ def sniff(head: Iterable[str]) -> Envelopes:
     layers: list[Envelope] = []
     ranks: set[str] = set()
     for _ in range(MAX_LAYERS):
-        found = _envelope_of(lines)
+        found = _envelope_of(lines, candidates)
         if found is None:
             break
         layers.append(found)
@@ -185,10 +204,10 @@ def sniff(head: Iterable[str]) -> Envelopes:
     return Envelopes(tuple(layers), wrap_width, newest_first, ranks_apart=len({int(r) for r in ranks}) > 1)
 
 
-def _envelope_of(lines: Sequence[str]) -> Envelope | None:
+def _envelope_of(lines: Sequence[str], candidates: Sequence[Envelope]) -> Envelope | None:
     if not lines:
         return None
-    for envelope in ENVELOPES:
+    for envelope in candidates:
         if envelope.weak and len(lines) < WEAK_LINES_NEEDED:
             continue
         matches = [m for line in lines if (m := envelope.pattern.match(line))]

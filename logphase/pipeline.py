@@ -9,15 +9,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
-from typing import overload
+from typing import TYPE_CHECKING, overload
 
-from logphase.baselines.compare import compare
-from logphase.baselines.records import RunRecord, run_from_report
 from logphase.baselines.stats import in_phase_seconds, phase_stats, successful_pool
-from logphase.baselines.store import RunStore
 from logphase.errors import StoreError, UsageError
-from logphase.fingerprint import LogIdentity, SourceTap
-from logphase.flight_recorder import FlightReport
+from logphase.jobs import ONE_JOB, Jobs
 from logphase.judging.budgets import Budgets, budgets_from
 from logphase.judging.confidence import assess
 from logphase.judging.evidence import Evidence, WatchVerdict, with_evidence
@@ -39,6 +35,12 @@ from logphase.report.model import (
 from logphase.scanning import ScanResult, scan
 from logphase.stacks.stalls import summarize
 
+if TYPE_CHECKING:  # types only: what a plain `analyze` does not run is not imported (start-up time)
+    from logphase.baselines.records import RunRecord
+    from logphase.baselines.store import RunStore
+    from logphase.fingerprint import LogIdentity
+    from logphase.flight_recorder import FlightReport
+
 
 @dataclass(frozen=True)
 class Options:
@@ -53,12 +55,15 @@ class Options:
     flight: FlightReport | None = None  # torch flight-recorder dumps given with the logs
     watched: WatchVerdict | None = None  # watch's own verdict (health, process, arrival times)
     fast: bool = True  # the fast path over steady lines (logs/fast/); the same result
+    jobs: Jobs = ONE_JOB  # processes that scan big logs (logs/fast/ranges.py); the same result
 
 
 def run(sources: list[LogSource], packs: PackSet, options: Options) -> tuple[Report, RunRecord]:
     """Read every source once, hashing it, and judge the run: the report and the run as it would be recorded."""
+    from logphase.fingerprint import SourceTap  # hashing: only a recorded or compared run needs it
+
     tap = SourceTap(sources, packs.server_args)
-    result = scan(tap.sources, packs, options.as_of, fast=options.fast)
+    result = scan(tap.sources, packs, options.as_of, fast=options.fast, jobs=options.jobs)
     identity = tap.identity(result.timeline.system, result.timeline.version)
     return assemble(_inputs(sources), result, packs, options, identity=identity, last_activity=_last_write(sources))
 
@@ -68,7 +73,7 @@ def report(sources: list[LogSource], packs: PackSet, options: Options) -> Report
     a tenth of the CPU of a pass. With a baseline to compare with, it is `run`."""
     if options.baseline is not None:
         return run(sources, packs, options)[0]
-    result = scan(sources, packs, options.as_of, fast=options.fast)
+    result = scan(sources, packs, options.as_of, fast=options.fast, jobs=options.jobs)
     return assemble(_inputs(sources), result, packs, options, identity=None, last_activity=_last_write(sources))[0]
 
 
@@ -139,6 +144,9 @@ def assemble(
     report = with_evidence(report, Evidence(stacks=stacks, flight=options.flight, watched=options.watched))
     if identity is None:
         return report, None
+    from logphase.baselines.compare import compare  # a run record and its comparison: --record, --baseline
+    from logphase.baselines.records import run_from_report
+
     run = run_from_report(report, identity, options.label)
     if baseline is not None:
         now = timeline.last_time if options.post_mortem else options.as_of

@@ -4,13 +4,19 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from datetime import datetime
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
 from itertools import chain, islice
 
+from logphase.durations import format_duration
+from logphase.jobs import ONE_JOB, Jobs
+from logphase.logs.clocks import SKEW_STEP, format_offset_notes, format_offsets
 from logphase.logs.fast import FastLines, plan_for
+from logphase.logs.fast.ranges import oracle_for, workers_for
 from logphase.logs.matcher import Event, SourceMatcher
 from logphase.logs.reader import Line, LogSource, envelopes_of, read_lines
+from logphase.logs.stamps import CLOCK_JUMP, ignored_stamp_notes
 from logphase.logs.templates import TemplateMiner
 from logphase.logs.timeline import Timeline, TimelineBuilder
 from logphase.packs import PackSet
@@ -25,6 +31,9 @@ CONTEXT_BEFORE = 2
 CONTEXT_AFTER = 3
 # Only the first failures keep their context: the root cause is among them.
 MAX_CONTEXTS = 200
+# A log per node: its events wait (at most this many) for its first dist-init line, whose time tells
+# its clock from the first log's (DistInitClock).
+MAX_EVENTS_HELD = 10_000
 
 
 @dataclass
@@ -64,9 +73,20 @@ class SourceFeed:
     cause of a stall). `analyze` feeds a whole file; `watch` feeds batches as they arrive."""
 
     def __init__(
-        self, index: int, matcher: SourceMatcher, builder: TimelineBuilder, result: ScanResult, *, restarts: bool = True
+        self,
+        index: int,
+        matcher: SourceMatcher,
+        builder: TimelineBuilder,
+        result: ScanResult,
+        *,
+        restarts: bool = True,
+        clocks: DistInitClock | None = None,
     ) -> None:
         self.index, self.matcher, self.builder, self.result = index, matcher, builder, result
+        self.clocks = clocks  # a log of several: each node's clock, told from when it joined dist init
+        self.before_skew: list[Event] | None = [] if clocks is not None else None  # events waiting for it
+        self.skew = timedelta(0)
+        self.unsettled: list[Event] = []  # events since a stamp the matcher holds (StampBelief)
         # a second start in this log judges apart (only where this source is the whole run: with a
         # log per node, the timeline is shared and another node's start is no restart)
         self.restarts = restarts
@@ -91,6 +111,7 @@ class SourceFeed:
                 pending.lines.append(here)
                 pending.wanted_after -= 1
         events = self.matcher.match_line(line)
+        self._settle()
         self.fed += 1
         if not events and self.fed <= YEAR_LOOKAHEAD and result.unrecognised is not None:
             result.unrecognised.feed((line,))  # the head: read in full on every path, fast or not
@@ -98,7 +119,10 @@ class SourceFeed:
             if self._launched_again(event):
                 event = self._restart(event)
                 events = (*events[:index], event, *events[index + 1 :])
-            self.builder.add(event)
+            if self.matcher.clock_pending:
+                self.unsettled.append(event)
+            else:
+                self._add(event)
             if event.line != line.number:
                 continue  # a frame group's event, held back until its group ended
             if event.kind in FAILURE_KINDS and result.failures_kept < MAX_CONTEXTS:
@@ -122,6 +146,43 @@ class SourceFeed:
             self.waiting = [pending for pending in self.waiting if pending.wanted_after > 0]
         return events
 
+    def _settle(self) -> None:
+        """The matcher decided on the stamp it held: the events since then enter the timeline, at that
+        stamp if it was believed (a real silence: as if believed at once), else as they were read."""
+        stamps = self.matcher.stamps
+        settled, stamps.settled = stamps.settled, None
+        if settled is None:
+            return
+        line, believed = settled
+        unsettled, self.unsettled = self.unsettled, []
+        for event in unsettled:
+            self._add(replace(event, time=believed) if believed is not None and event.line >= line else event)
+
+    def _add(self, event: Event) -> None:
+        """Into the timeline, on the run's clock: a node's events wait for its first dist-init line."""
+        waiting = self.before_skew
+        if waiting is None:
+            self.builder.add(self._on_run_clock(event))
+            return
+        waiting.append(event)
+        clocks = self.clocks
+        assert clocks is not None
+        if event.phase is Phase.DIST_INIT and event.time is not None:
+            self.skew = clocks.skew(self.index, event.time, event.rank)
+        elif len(waiting) < MAX_EVENTS_HELD:
+            return
+        self._release()
+
+    def _release(self) -> None:
+        waiting, self.before_skew = self.before_skew or [], None
+        for event in waiting:
+            self.builder.add(self._on_run_clock(event))
+
+    def _on_run_clock(self, event: Event) -> Event:
+        if not self.skew or event.time is None:
+            return event
+        return replace(event, time=event.time - self.skew)
+
     def _launched_again(self, event: Event) -> bool:
         """A launch line after this start went past its launch: the server started again."""
         if event.phase is None or event.kind in FAILURE_KINDS:
@@ -132,6 +193,9 @@ class SourceFeed:
         return self.restarts and self.progressed and event.kind is EventKind.BEGIN and event.rank is None
 
     def _restart(self, event: Event) -> Event:
+        for earlier in self.unsettled:
+            self._add(earlier)  # the earlier start's, as they were read
+        self.unsettled = []
         self.builder.see_ranks(self.matcher.ranks_seen)
         self.result.earlier.append(EarlierStart(self.builder.restart(), self.start_line, event.line - 1))
         self.matcher.ranks_seen.clear()  # the earlier start's ranks are not this one's
@@ -149,24 +213,78 @@ class SourceFeed:
             return ()
         self.ended = True
         held = self.matcher.finish()
+        self._settle()
         for event in held:
-            self.builder.add(event)
+            self._add(event)
+        self._release()
+        if self.clocks is not None:
+            self.clocks.ranks[self.index] = frozenset(self.matcher.ranks_seen)
         self.builder.see_ranks(self.matcher.ranks_seen)
         for pending in self.waiting:
             self.result.contexts[pending.event_key] = tuple(pending.lines)
         self.waiting = []
         if self.last is not None:
-            self.result.last_lines[self.index] = (self.last, self.matcher.last_time)
+            clock = self.matcher.last_time
+            self.result.last_lines[self.index] = (self.last, clock - self.skew if clock is not None else None)
         self.result.dumps.extend(self.dumps.finish())
         return held
 
 
-def scan(sources: list[LogSource], packs: PackSet, as_of: datetime, *, fast: bool = True) -> ScanResult:
+@dataclass
+class DistInitClock:
+    """Whether the logs of one run (a log per node) share a clock. Every rank joins the distributed
+    init within its timeout (NCCL's and torch's are minutes), so the logs' first dist-init lines are
+    stamped within minutes of one another on one clock; more than CLOCK_JUMP apart, the clocks differ
+    (a node in another time zone, a bad RTC), and a log's times are moved onto the first log's. Not
+    where the rank that joins is one the first log showed: that is the same node started again (a
+    rotated log's relaunch), hours later on the same clock."""
+
+    names: Sequence[str]
+    first: tuple[int, datetime] | None = None  # the first log with a dist-init line, and its time
+    ranks: dict[int, frozenset[str]] = field(default_factory=dict)  # the ranks each ended log showed
+    notes: list[str] = field(default_factory=list)
+
+    def skew(self, index: int, joined: datetime, rank: str | None) -> timedelta:
+        if self.first is None:
+            self.first = (index, joined)
+            return timedelta(0)
+        reference, at = self.first
+        apart = joined - at
+        if abs(apart) <= CLOCK_JUMP or rank is None or rank in self.ranks.get(reference, frozenset([rank])):
+            return timedelta(0)
+        skew = SKEW_STEP * round(apart / SKEW_STEP)
+        self.notes.append(
+            f"{self.names[index]}: its clock is {format_duration(abs(skew.total_seconds()))} "
+            f"{'ahead of' if skew > timedelta(0) else 'behind'} {self.names[reference]}'s (their ranks joined "
+            f"the distributed init {format_duration(abs(apart.total_seconds()))} apart): its times are "
+            f"read on {self.names[reference]}'s clock"
+        )
+        return skew
+
+
+def scan(
+    sources: list[LogSource], packs: PackSet, as_of: datetime, *, fast: bool = True, jobs: Jobs = ONE_JOB
+) -> ScanResult:
     """One streaming pass over every source. `fast`: the matcher sees only the lines that can
-    change the result (logs/fast/); the result is the same."""
+    change the result (logs/fast/); the result is the same. `jobs`: worker processes find the
+    fast path's candidate lines of big files ahead of the pass (logs/fast/ranges.py); the same result."""
+    with workers_for(jobs if fast else ONE_JOB, [source.path for source in sources]) as pool:
+        return _scan(sources, packs, as_of, fast=fast, jobs=jobs, pool=pool)
+
+
+def _scan(
+    sources: list[LogSource],
+    packs: PackSet,
+    as_of: datetime,
+    *,
+    fast: bool,
+    jobs: Jobs,
+    pool: ProcessPoolExecutor | None,
+) -> ScanResult:
     builder = TimelineBuilder(job_systems=packs.job_systems)
     result = ScanResult(timeline=builder.finish(), unrecognised=TemplateMiner(packs))
     plan = plan_for(packs, (TRIGGER,))
+    clocks = DistInitClock([source.name for source in sources]) if len(sources) > 1 else None
     for index, source in enumerate(sources):
         envelopes = envelopes_of(source)
         result.notes += envelopes.notes(source.name)
@@ -175,21 +293,32 @@ def scan(sources: list[LogSource], packs: PackSet, as_of: datetime, *, fast: boo
         filtered: FastLines | None = None
         if fast and plan.enabled and envelopes.prefixes_only:
             filtered = FastLines(
-                source, plan, as_of, context=(CONTEXT_BEFORE, CONTEXT_AFTER), plain_head=YEAR_LOOKAHEAD
+                source,
+                plan,
+                as_of,
+                context=(CONTEXT_BEFORE, CONTEXT_AFTER),
+                plain_head=YEAR_LOOKAHEAD,
+                ranges=oracle_for(pool, source.path, jobs),
             )
         lines = iter(filtered) if filtered is not None else read_lines(source)
         head = list(islice(lines, YEAR_LOOKAHEAD))
-        matcher = SourceMatcher(packs, as_of, year=first_year(head, packs))
-        feed = SourceFeed(index, matcher, builder, result, restarts=len(sources) == 1)
+        year = first_year(head, packs)
+        offsets = format_offsets(head, packs, year or as_of.year)
+        result.notes += format_offset_notes(source.name, offsets)
+        matcher = SourceMatcher(packs, as_of, year=year, format_offsets=offsets)
+        feed = SourceFeed(index, matcher, builder, result, restarts=len(sources) == 1, clocks=clocks)
         if filtered is not None:
             filtered.attach(matcher, feed.dumps)
         for line in chain(head, lines):
             feed.feed(line)
         feed.end()
+        result.notes += ignored_stamp_notes(source.name, matcher.stamps)
         if filtered is not None:
             filtered.stats.count_input(source)
             filtered.stats.count_events(builder)  # steady events counted, not read
     result.timeline = builder.finish()
+    if clocks is not None:
+        result.notes += clocks.notes
     return result
 
 

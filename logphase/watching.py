@@ -16,9 +16,11 @@ from logphase.health import Health, Probe
 from logphase.judging.budgets import Budgets
 from logphase.judging.exits import exit_code
 from logphase.judging.logs import Judgement, judge
+from logphase.logs.clocks import format_offset_notes, format_offsets
 from logphase.logs.fast import FollowRuns, plan_for
 from logphase.logs.matcher import Event, SourceMatcher
 from logphase.logs.reader import Line
+from logphase.logs.stamps import ignored_stamp_notes
 from logphase.logs.templates import TemplateMiner
 from logphase.logs.timeline import Timeline, TimelineBuilder
 from logphase.packs import PackSet
@@ -46,6 +48,7 @@ class Ingest:
     packs: PackSet
     reference: datetime  # dates year-less stamps (SourceMatcher)
     fast: bool = True  # steady runs summarised (logs/fast/ FollowRuns); same state either way
+    name: str = "<stdin>"  # the log's, for the notes
     matcher: SourceMatcher = field(init=False)
     runs: FollowRuns | None = field(init=False)
     builder: TimelineBuilder = field(init=False)
@@ -77,8 +80,12 @@ class Ingest:
         matcher, builder, fingerprint = self.matcher, self.builder, self.fingerprint
         added = False
         if not self.lines and lines and matcher.year is None:
-            # as analyze's scan: year-less stamps before the first dated line take its year
+            # as analyze's scan: year-less stamps before the first dated line take its year; a logger
+            # on another clock than the log's other lines is read on theirs
             matcher.year = first_year(lines[:YEAR_LOOKAHEAD], self.packs)
+            offsets = format_offsets(lines[:YEAR_LOOKAHEAD], self.packs, matcher.year or self.reference.year)
+            matcher.format_offsets = offsets
+            self.scanned.notes += format_offset_notes(self.name, offsets)
         if not fingerprint.done:
             fingerprint.feed_all(line.text for line in lines)
         chosen: Iterable[Line] = lines if self.runs is None else self.runs.lines(lines, matcher)
@@ -114,8 +121,11 @@ class Ingest:
 
     def end(self) -> None:
         """The input ended (or the watch does): events the matcher held back (a dump's last frames)."""
+        first = not self.source.ended
         if self.source.end():
             self._timeline = self._judgement = self._stop = None
+        if first:
+            self.scanned.notes += ignored_stamp_notes(self.name, self.matcher.stamps)
 
     def timeline(self) -> Timeline:
         if self._timeline is None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,16 @@ FIXTURES = REPO / "fixtures"
 SHARED = REPO.parent / "shared"
 # Real logs users pasted into public issues, copied from ../shared/realworld with their labels and URLs
 REALWORLD = FIXTURES / "realworld"
+
+
+@pytest.fixture(autouse=True, scope="session")
+def cache_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """One cache folder for the session, not the user's ~/.cache: what the tests store is theirs."""
+    folder = tmp_path_factory.mktemp("cache-home")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("XDG_CACHE_HOME", str(folder))
+        patch.delenv("LOGPHASE_NO_CACHE", raising=False)
+        yield folder
 
 
 def run_cli(*args: str, input: bytes | str | None = None) -> Result:

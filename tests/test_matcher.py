@@ -17,8 +17,11 @@ REFERENCE = datetime(2030, 1, 1)
 # PP2 x TP4 SGLang startup (192 lines); line 169 opens a traceback whose frames (170-182) place it in
 # weight_load; the OOM at 190 ends it, the main process follows.
 LOG = FIXTURES / "logs" / "sglang" / "pp2-tp4-oom-weight-load.log"
+# Stamps of other clocks: line 165 a day behind (ignored); the envelopes of lines 180 and 182 a year
+# ahead (each held until the next line shows the log's clock).
+DAY_BEHIND = 165
 INSIDE_THE_TRACEBACK = 182
-CONSTRUCTOR_INPUTS = {"packs", "reference"}
+CONSTRUCTOR_INPUTS = {"packs", "reference", "format_offsets"}  # offsets: the caller's, from the log's head
 
 
 @pytest.fixture(scope="module")
@@ -30,9 +33,12 @@ def lines(first: int, last: int) -> list[Line]:
     """The log's lines as read out of an envelope whose clock (docker logs -t) runs apart from the
     log's own, so that the matcher's envelope state is exercised too."""
     texts = LOG.read_text().splitlines()
+    texts[DAY_BEHIND - 1] = texts[DAY_BEHIND - 1].replace("2025-12-19", "2025-12-18", 1)
     envelope = datetime(2029, 12, 31, 23, 0, 0)
+    year = timedelta(days=365)  # 180: held, 181: back on the log's clock (180 set aside), 182: held
+    ahead = {INSIDE_THE_TRACEBACK - 2: year, INSIDE_THE_TRACEBACK: year}
     return [
-        Line(number, texts[number - 1], 0, stamp=envelope + timedelta(seconds=number))
+        Line(number, texts[number - 1], 0, stamp=envelope + timedelta(seconds=number) + ahead.get(number, timedelta()))
         for number in range(first, last + 1)
     ]
 

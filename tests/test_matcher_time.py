@@ -38,9 +38,11 @@ def test_year_less_stamp_is_never_read_as_a_future_date(stamp: str, expected: da
 
 
 def test_year_less_stamp_takes_the_year_of_the_log() -> None:
-    # GIVEN a log whose earlier line carried a year (SGLang's full stamp), then a year-less vLLM line
+    # GIVEN a log whose earlier line carried a year (SGLang's full stamp), then year-less vLLM lines
+    # (two: one line days after the last is not believed until another confirms its clock)
     matcher = SourceMatcher(PACKS, datetime(2026, 12, 1, 12, 0, 0))
     matcher.match_line(Line(1, "[2024-12-20 10:00:00] server_args=ServerArgs(model_path='x')", 0))
-    matcher.match_line(Line(2, "INFO 12-23 23:34:23 [gpu_worker.py:298] Available KV cache memory: 52.37 GiB", 0))
-    # THEN the year-less line is in that year, however far from the reading it is
+    matcher.match_line(Line(2, "INFO 12-23 23:34:22 [gpu_worker.py:298] Available KV cache memory: 52.37 GiB", 0))
+    matcher.match_line(Line(3, "INFO 12-23 23:34:23 [gpu_worker.py:298] Available KV cache memory: 52.37 GiB", 0))
+    # THEN the year-less lines are in that year, however far from the reading they are
     assert matcher.last_time == datetime(2024, 12, 23, 23, 34, 23)

@@ -71,7 +71,7 @@ def analyzed(log: Path, *extra: str) -> dict[str, Any]:
 
 def watched(log: Path, packs: PackSet) -> dict[str, Any]:
     """watch's final report: an Ingest fed the whole file in one batch (a log caught up on), then ended."""
-    ingest = Ingest(packs, reference=AS_OF)
+    ingest = Ingest(packs, reference=AS_OF, name=str(log))
     source = open_sources([str(log)])[0]
     lines = list(read_lines(source))
     for note in source.envelopes.notes(source.name) if source.envelopes else ():

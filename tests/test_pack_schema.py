@@ -128,6 +128,21 @@ def test_a_job_pack_must_name_its_systems(tmp_path: Path) -> None:
     assert error.message == f"{path}: [pack]: job = true needs the systems that are jobs"
 
 
+@pytest.mark.parametrize(
+    ("tags", "message"),
+    [
+        ('"APIServer"', "[pack]: 'process_tags' must be a list of strings, not 'APIServer'"),
+        ('["API Server"]', "[pack]: process_tags: 'API Server' is not a process name"),
+        ('["(APIServer"]', "[pack]: process_tags: '(APIServer' is not a process name"),
+    ],
+)
+def test_process_tags_must_be_names_as_a_tag_opens_with_them(tmp_path: Path, tags: str, message: str) -> None:
+    # GIVEN a pack whose process_tags is not a list of process names WHEN loaded THEN it is refused
+    path, error = refused(tmp_path, HEADER + f"process_tags = {tags}\n")
+    assert error.message == f"{path}: {message}"
+    assert error.hint
+
+
 def test_server_args_of_a_generic_pack_must_name_their_system(tmp_path: Path) -> None:
     body = "[[server_args]]\nid = \"user.args\"\nregex = 'args: '\nexamples = ['args: model=m']\n"
     path, error = refused(tmp_path, HEADER + body)

@@ -79,7 +79,7 @@ def test_a_damaged_entry_is_never_loaded_and_is_rebuilt(folder: Path, loads: lis
 
 def test_a_payload_hyperscan_refuses_is_compiled_afresh(folder: Path, loads: list[bool]) -> None:
     # GIVEN an entry whose checksum holds but whose payload is no database (another build's format)
-    cache = ScannerCache(folder, f"hyperscan {scanners.metadata.version('hyperscan')}")
+    cache = ScannerCache(folder, f"hyperscan {scanners.hyperscan.__version__}")
     cache.store(cache.key(PATTERNS), b"not a database")
     # WHEN the patterns are scanned
     scanner = scanners.make_scanner(PATTERNS)

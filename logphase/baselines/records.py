@@ -5,11 +5,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from logphase.fingerprint import Fingerprint, LogIdentity
 from logphase.phases import MAIN_PROCESS_PHASES, SUCCESS_VERDICTS, Phase, Verdict
-from logphase.report.model import Report
+
+if TYPE_CHECKING:  # types only: a plain `analyze` reads RunRecord's module without hashing logs
+    from logphase.fingerprint import Fingerprint, LogIdentity
+    from logphase.report.model import Report
 
 # A ready run whose user label says otherwise is not a successful run.
 PROBLEM_LABELS = frozenset(

@@ -5,9 +5,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
 
-from logphase.baselines.records import RunRecord
 from logphase.phases import Phase
+
+if TYPE_CHECKING:  # types only: judging reads budgets from here without the run record's module
+    from logphase.baselines.records import RunRecord
 
 # Stalled when the silence in a phase exceeds BUDGET_FACTOR × p95 of that phase's duration in
 # successful runs of the same setup (docs/design.md §4.6). 3 × p95: a phase that is slow once in twenty

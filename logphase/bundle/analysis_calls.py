@@ -12,6 +12,7 @@ from typing import Any
 
 from logphase import pipeline
 from logphase.flight_recorder import judge_dumps, read_dumps
+from logphase.jobs import ONE_JOB, Jobs
 from logphase.logs.matcher import SourceMatcher
 from logphase.logs.reader import LogSource, read_lines
 from logphase.packs import PackSet
@@ -36,10 +37,13 @@ def analyse(
     flight_recorder_dumps: Sequence[str],
     as_of: datetime,
     post_mortem: bool,
+    jobs: Jobs = ONE_JOB,
 ) -> Analysis:
     """The same library calls as `logphase analyze` (without a baseline)."""
     flight = judge_dumps(read_dumps(list(flight_recorder_dumps))) if flight_recorder_dumps else None
-    report = pipeline.report(sources, packs, pipeline.Options(as_of=as_of, post_mortem=post_mortem, flight=flight))
+    report = pipeline.report(
+        sources, packs, pipeline.Options(as_of=as_of, post_mortem=post_mortem, flight=flight, jobs=jobs)
+    )
     return Analysis(json=report.to_json(), markdown=pick(OutputFormat.MARKDOWN).analysis(report))
 
 

@@ -21,6 +21,7 @@ from logphase.bundle.readme import Listed, render_readme
 from logphase.bundle.redact import Redactor, map_strings
 from logphase.errors import UsageError
 from logphase.fingerprint import HEAD_LINES, fingerprint_of_lines
+from logphase.jobs import ONE_JOB, Jobs
 from logphase.logs.reader import LogSource, open_sources, read_lines
 from logphase.packs import PackSet
 from logphase.stacks.model import ProcessSnapshot
@@ -55,6 +56,7 @@ class BundleRequest:
     dump_snapshots: Sequence[ProcessSnapshot] = ()
     host: str | None = None  # this machine's name: redacted wherever it appears
     nvidia_smi: environment.SmiOutput = field(default_factory=lambda: environment.SmiOutput(None, "not asked"))
+    jobs: Jobs = ONE_JOB  # processes that scan big logs, as for `analyze --jobs`
 
 
 @dataclass(frozen=True)
@@ -72,11 +74,18 @@ def collect(request: BundleRequest, packs: PackSet) -> Bundle:
             hint="save it first: COMMAND > server.log; logphase bundle server.log",
         )
     flight_dumps: list[str] = []
-    sources = open_sources(request.logs, dumps=flight_dumps)
+    sources = open_sources(request.logs, dumps=flight_dumps, process_tags=packs.process_tags)
     for source in sources:
         source.name = display_name(source.name, request.cwd)
     post_mortem = request.post_mortem if request.post_mortem is not None else all(s.finished for s in sources)
-    analysis = analyse(sources, packs, flight_recorder_dumps=flight_dumps, as_of=request.as_of, post_mortem=post_mortem)
+    analysis = analyse(
+        sources,
+        packs,
+        flight_recorder_dumps=flight_dumps,
+        as_of=request.as_of,
+        post_mortem=post_mortem,
+        jobs=request.jobs,
+    )
     # the flight-recorder dumps are read by the paths given; the report names them as a bug report may
     shown_paths = {path: display_name(path, request.cwd) for path in flight_dumps}
     analysis = Analysis(_renamed(analysis.json, shown_paths), _renamed(analysis.markdown, shown_paths))

@@ -2,21 +2,35 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from logphase import pipeline
-from logphase.cli.common import FORMATS, load_all_packs, parse_as_of, patterns_option, terminal_width, use_colour
+from logphase.cli.common import (
+    FORMATS,
+    cache_folder,
+    db_option,
+    jobs_from,
+    jobs_option,
+    load_all_packs,
+    parse_as_of,
+    patterns_option,
+    terminal_width,
+    use_colour,
+)
 from logphase.cli.progress import progress_on_stderr
-from logphase.cli.runs import db_option, open_store_for, record
-from logphase.flight_recorder import judge_dumps, read_dumps
+from logphase.errors import StoreError
 from logphase.judging.exits import exit_code
-from logphase.logs.fast.scanners import use_cache
+from logphase.logs.fast import plan, scanners
 from logphase.logs.reader import open_sources
 from logphase.report.formats import OutputFormat, pick
+
+if TYPE_CHECKING:  # types only: a plain `analyze` imports neither the run store nor the dump reader
+    from logphase.baselines.store import RunStore
+    from logphase.flight_recorder import FlightReport
 
 
 @click.command()
@@ -37,6 +51,7 @@ from logphase.report.formats import OutputFormat, pick
     "or the path of an earlier log.",
 )
 @click.option("--record", "record_run", is_flag=True, help="Record this run in the run store (see logphase runs).")
+@jobs_option
 @db_option
 @patterns_option
 def analyze(
@@ -48,6 +63,7 @@ def analyze(
     record_run: bool,
     db_path: Path | None,
     pattern_paths: tuple[Path, ...],
+    jobs: int | None,
 ) -> None:
     """Which phase each rank reached, whether the server is ready, progressing, stalled or crashed,
     and the line that explains it.
@@ -59,19 +75,28 @@ def analyze(
 
     Exit: 0 ready, 4 stalled/crashed/aborted/timeout, 5 still starting, 6 unknown, 3 unreadable.
     """
-    use_cache(cache_folder() / "scanners")
+    cache = cache_folder()
+    scanners.use_cache(cache / "scanners" if cache else None)
+    plan.use_cache(cache / "plans" if cache else None)
     packs = load_all_packs(pattern_paths)
     dump_paths: list[str] = []
-    sources = open_sources(logs, stdin=sys.stdin.buffer if "-" in logs else None, dumps=dump_paths)
-    flight = judge_dumps(read_dumps(dump_paths)) if dump_paths else None
+    sources = open_sources(
+        logs, stdin=sys.stdin.buffer if "-" in logs else None, dumps=dump_paths, process_tags=packs.process_tags
+    )
+    flight: FlightReport | None = None
+    if dump_paths:
+        from logphase.flight_recorder import judge_dumps, read_dumps  # only with dumps among the inputs
+
+        flight = judge_dumps(read_dumps(dump_paths))
     as_of = parse_as_of(as_of_text)
     if post_mortem is None:
         post_mortem = all(source.finished for source in sources)
-    store, store_error = (
-        open_store_for(db_path, ref=baseline_ref, record=record_run)
-        if baseline_ref is not None or record_run
-        else (None, None)
-    )
+    store: RunStore | None = None
+    store_error: StoreError | None = None
+    if baseline_ref is not None or record_run:
+        from logphase.cli.runs import open_store_for  # the run store (SQLite): only these two open it
+
+        store, store_error = open_store_for(db_path, ref=baseline_ref, record=record_run)
     try:
         options = pipeline.Options(
             as_of=as_of,
@@ -80,6 +105,7 @@ def analyze(
             store=store,
             store_error=store_error,
             flight=flight,
+            jobs=jobs_from(jobs),
         )
         with progress_on_stderr(sources):
             if record_run and store is not None:
@@ -87,15 +113,11 @@ def analyze(
             else:
                 report, run = pipeline.report(sources, packs, options), None
         if run is not None and store is not None:
+            from logphase.cli.runs import record
+
             click.echo(record(store, run), err=True)
     finally:
         if store is not None:
             store.close()
     click.echo(pick(output_format, colour=use_colour(), width=terminal_width()).analysis(report), nl=False)
     sys.exit(int(exit_code(report.verdict, doubtful=report.confidence == "low")))
-
-
-def cache_folder() -> Path:
-    """logphase's cache: `$XDG_CACHE_HOME/logphase`, by default `~/.cache/logphase`."""
-    base = os.environ.get("XDG_CACHE_HOME") or ""
-    return (Path(base) if os.path.isabs(base) else Path.home() / ".cache") / "logphase"

@@ -14,7 +14,7 @@ from logphase.bundle import environment
 from logphase.bundle.archive import check_output, write_tar_gz
 from logphase.bundle.build import BundleRequest, collect, output_name
 from logphase.bundle.live import find_processes, take_stacks
-from logphase.cli.common import load_all_packs, parse_as_of, patterns_option
+from logphase.cli.common import jobs_from, jobs_option, load_all_packs, parse_as_of, patterns_option
 from logphase.cli.stacks import read_dump_file
 from logphase.stacks.model import ProcessSnapshot
 
@@ -50,6 +50,7 @@ from logphase.stacks.model import ProcessSnapshot
 @click.option("--post-mortem/--live", default=None, help="As for `logphase analyze`.")
 @click.option("--as-of", "as_of_text", metavar="TIME", help="As for `logphase analyze`.")
 @click.option("--py-spy", "py_spy_path", metavar="PATH", help="The py-spy binary (default: PATH, then next to Python).")
+@jobs_option
 @patterns_option
 def bundle(
     logs: tuple[str, ...],
@@ -62,6 +63,7 @@ def bundle(
     as_of_text: str | None,
     py_spy_path: str | None,
     pattern_paths: tuple[Path, ...],
+    jobs: int | None,
 ) -> None:
     """One .tar.gz for a bug report, redacted.
 
@@ -100,6 +102,7 @@ def bundle(
         dump_snapshots=dump_snapshots,
         host=host,
         nvidia_smi=environment.nvidia_smi(),
+        jobs=jobs_from(jobs),
     )
     made_bundle = collect(request, packs)
     size = write_tar_gz(path, path.name.removesuffix(".tar.gz").removesuffix(".tgz"), made_bundle.members, time.time())

@@ -11,6 +11,7 @@ from pathlib import Path
 import click
 
 from logphase.errors import UsageError
+from logphase.jobs import MIN_PARALLEL_BYTES, RANGE_BYTES, Jobs, usable_cores
 from logphase.packs import PackSet, load_packs, user_pack_dir
 from logphase.report.formats import DEFAULT_WIDTH, OutputFormat
 
@@ -36,14 +37,74 @@ def patterns_option(function: click.decorators.FC) -> click.decorators.FC:
     )(function)
 
 
+def jobs_option(function: click.decorators.FC) -> click.decorators.FC:
+    return click.option(
+        "--jobs",
+        "jobs",
+        type=click.IntRange(min=1),
+        metavar="N",
+        help="Processes that scan big logs (default: the usable cores; one below "
+        f"{MIN_PARALLEL_BYTES >> 20} MB of plain files). The report is the same with any N.",
+    )(function)
+
+
+def jobs_from(count: int | None) -> Jobs:
+    """`--jobs`, default the cores this process may use. LOGPHASE_JOBS_MIN_BYTES and
+    LOGPHASE_JOBS_RANGE_BYTES (tests, benchmarks) move the size where workers start and their share."""
+    min_bytes = _bytes_from_env("LOGPHASE_JOBS_MIN_BYTES", MIN_PARALLEL_BYTES, low=0)
+    range_bytes = _bytes_from_env("LOGPHASE_JOBS_RANGE_BYTES", RANGE_BYTES, low=1)
+    return Jobs(count if count is not None else usable_cores(), min_bytes=min_bytes, range_bytes=range_bytes)
+
+
+def _bytes_from_env(name: str, default: int, *, low: int) -> int:
+    text = os.environ.get(name, "").strip()
+    if not text:
+        return default
+    if not text.isdigit() or int(text) < low:
+        raise UsageError(f"{name}={text!r} is not a byte count", hint=f"set it to a whole number >= {low}, or unset it")
+    return int(text)
+
+
+def default_db_path() -> Path:
+    """`$XDG_DATA_HOME/logphase/runs.db` (XDG's default data home is ~/.local/share)."""
+    data_home = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(data_home) / "logphase" / "runs.db"
+
+
+def db_option(function: click.decorators.FC) -> click.decorators.FC:
+    return click.option(
+        "--db",
+        "db_path",
+        type=click.Path(path_type=Path, dir_okay=False),
+        envvar="LOGPHASE_DB",
+        show_envvar=True,
+        help="Run store (SQLite). Default: $XDG_DATA_HOME/logphase/runs.db.",
+    )(function)
+
+
 def load_all_packs(pattern_paths: tuple[Path, ...], *, line_rules: bool = True) -> PackSet:
-    """Built-in packs, then the user's config folder, then --patterns."""
+    """Built-in packs, then the user's config folder, then --patterns; from the cache when loaded before."""
     extra: list[Path] = []
     user_dir = user_pack_dir(os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config"))
     if user_dir is not None:
         extra.append(user_dir)
     extra.extend(pattern_paths)
-    return load_packs(extra, line_rules=line_rules)
+    cache = cache_folder()
+    return load_packs(extra, line_rules=line_rules, cache_folder=cache / "packs" if cache else None)
+
+
+def cache_folder() -> Path | None:
+    """logphase's cache: `$XDG_CACHE_HOME/logphase`, by default `~/.cache/logphase`; None (build
+    everything afresh, write nothing) when LOGPHASE_NO_CACHE is set to anything but empty or 0."""
+    if os.environ.get("LOGPHASE_NO_CACHE", "") not in ("", "0"):
+        return None
+    base = os.environ.get("XDG_CACHE_HOME") or ""
+    if os.path.isabs(base):
+        return Path(base) / "logphase"
+    try:
+        return Path.home() / ".cache" / "logphase"
+    except RuntimeError:  # no HOME and no passwd entry (a bare container): no cache, not a traceback
+        return None
 
 
 def parse_as_of(text: str | None) -> datetime:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from datetime import datetime
 from pathlib import Path
@@ -12,30 +11,13 @@ import click
 from logphase import pipeline
 from logphase.baselines.records import RunRecord
 from logphase.baselines.store import RunStore
-from logphase.cli.common import FORMATS, load_all_packs, parse_as_of, patterns_option
+from logphase.cli.common import FORMATS, db_option, default_db_path, load_all_packs, parse_as_of, patterns_option
 from logphase.errors import StoreError, UsageError
 from logphase.logs.reader import open_sources
 from logphase.report.formats import OutputFormat, pick
 
 # A run id as SQLite stores it (a signed 64-bit integer): a larger number names no run.
 RUN_ID = click.IntRange(1, (1 << 63) - 1)
-
-
-def default_db_path() -> Path:
-    """`$XDG_DATA_HOME/logphase/runs.db` (XDG's default data home is ~/.local/share)."""
-    data_home = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
-    return Path(data_home) / "logphase" / "runs.db"
-
-
-def db_option(function: click.decorators.FC) -> click.decorators.FC:
-    return click.option(
-        "--db",
-        "db_path",
-        type=click.Path(path_type=Path, dir_okay=False),
-        envvar="LOGPHASE_DB",
-        show_envvar=True,
-        help="Run store (SQLite). Default: $XDG_DATA_HOME/logphase/runs.db.",
-    )(function)
 
 
 def resolve_db(db_path: Path | None) -> Path:
@@ -107,7 +89,10 @@ def add(
     # read every log before touching the store: a typo in the third path records nothing
     stdin = sys.stdin.buffer if "-" in logs else None
     options = pipeline.Options(as_of=as_of, post_mortem=True, label=label)
-    analysed = [pipeline.run(open_sources(group, stdin=stdin), packs, options)[1] for group in groups]
+    analysed = [
+        pipeline.run(open_sources(group, stdin=stdin, process_tags=packs.process_tags), packs, options)[1]
+        for group in groups
+    ]
     with RunStore.open(resolve_db(db_path), create=True) as store:
         for run in analysed:
             click.echo(record(store, run), err=True)

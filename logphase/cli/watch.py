@@ -22,8 +22,8 @@ import click
 from logphase import pipeline
 from logphase.baselines.stats import phase_stats, successful_pool
 from logphase.baselines.store import RunStore
-from logphase.cli.common import load_all_packs, patterns_option, use_colour
-from logphase.cli.runs import db_option, record, resolve_db
+from logphase.cli.common import db_option, load_all_packs, patterns_option, use_colour
+from logphase.cli.runs import record, resolve_db
 from logphase.errors import LogphaseError, StoreError
 from logphase.fingerprint import HEAD_HASH_BYTES, LogIdentity, combine_digests, head_digest
 from logphase.health import parse_url, probe
@@ -173,7 +173,7 @@ def watch(
     colour = use_colour()
     store_path = resolve_db(db_path)
     printer = _Printer(jsonl=output_format is WatchFormat.JSONL)
-    ingest = Ingest(packs, reference=datetime.now())
+    ingest = Ingest(packs, reference=datetime.now(), name=log if log != "-" else "<stdin>")
     settings = Settings(
         budgets=Budgets(stall_after_s=stall_after_s),
         timeout_s=timeout_s,

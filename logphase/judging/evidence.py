@@ -4,11 +4,14 @@ verdict — combined into the report's culprits, notes and verdict (pure)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
-from logphase.flight_recorder import FlightReport
 from logphase.phases import Verdict
 from logphase.report.model import Report
-from logphase.stacks.model import StacksReport
+
+if TYPE_CHECKING:  # types only: the dump readers are imported where dumps are read
+    from logphase.flight_recorder import FlightReport
+    from logphase.stacks.model import StacksReport
 
 
 @dataclass(frozen=True)

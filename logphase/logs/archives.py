@@ -65,7 +65,9 @@ class _Range(io.RawIOBase):
 _Found = tuple[str, int, int, bytes]
 
 
-def tar_sources(name: str, open_archive: Callable[[], IO[bytes]], *, path: str | None) -> list[LogSource]:
+def tar_sources(
+    name: str, open_archive: Callable[[], IO[bytes]], *, path: str | None, process_tags: frozenset[str] | None = None
+) -> list[LogSource]:
     """Each regular member of the archive is a log of its own (one per node or rank, typically).
     `path`: the archive's own file when it is an uncompressed tar (its members are read in place);
     otherwise the decompressed stream is unpacked once, in order, into one temporary file. A member's
@@ -83,7 +85,9 @@ def tar_sources(name: str, open_archive: Callable[[], IO[bytes]], *, path: str |
         for member, start, size, head in found:
             label = f"{name}:{member}"
             refuse_binary(label, head)
-            sources.append(LogSource(name=label, open_stream=data.opener(start, size), envelopes=sniff_bytes(head)))
+            sources.append(
+                LogSource(name=label, open_stream=data.opener(start, size), envelopes=sniff_bytes(head, process_tags))
+            )
     except READ_ERRORS as exc:
         raise InputError(
             f"{name}: broken or truncated archive: {exc}", hint="check the archive, or re-create it"

@@ -11,6 +11,7 @@ from functools import cache
 
 from logphase.frames import frame_key
 from logphase.logs.reader import Line
+from logphase.logs.stamps import StampBelief
 from logphase.packs import PackRegex, PackSet, PrefixFields, Rule, rank_from_tags
 from logphase.phases import EventKind, Phase, Role
 
@@ -94,7 +95,7 @@ def frame_rule(phase: Phase) -> Rule:
         role=Role.DIAGNOSTIC,
         priority=0,
         literal=None,
-        pattern=PackRegex("(?!)", re.compile("(?!)"), None),  # never matches a line: made from frames
+        pattern=PackRegex("(?!)", False, None),  # never matches a line: made from frames
         ignore_case=False,
         draft=False,
         system=None,
@@ -173,6 +174,8 @@ class SourceMatcher:
     packs: PackSet
     reference: datetime  # as_of: dates for stamps without one, never after it
     year: int | None = None  # the year of year-less stamps (the caller may know it from further on)
+    # stamp formats on another clock than the log's, and how far to move them (logs/clocks.py)
+    format_offsets: Mapping[tuple[str, ...], timedelta] = field(default_factory=dict)
     last_time: datetime | None = None
     day: date | None = None
     block: _Block | None = field(default=None, repr=False)
@@ -182,6 +185,7 @@ class SourceMatcher:
     _frames: _FrameGroup | None = field(default=None, repr=False)
     _frame_phases: dict[str, object] = field(default_factory=dict, repr=False)
     _envelope_offset: timedelta = field(default=timedelta(0), repr=False)
+    stamps: StampBelief = field(default_factory=StampBelief, repr=False)  # which stamps move last_time
 
     def fork(self) -> SourceMatcher:
         """An independent copy, every field carried: what it makes of lines to come is what this
@@ -215,6 +219,8 @@ class SourceMatcher:
         exception of a traceback cut before its last line)."""
         held = self._flush_frames()
         cut = self._cut_exception(self.block)
+        if self.stamps.held is not None:
+            self.stamps.set_held_aside()  # no second line ever confirmed its clock
         return (*held, cut) if cut is not None else held
 
     def _cut_exception(self, block: _Block | None) -> Event | None:
@@ -251,13 +257,18 @@ class SourceMatcher:
         own_time = fields.time is not None
         if line.stamp is not None or line.rank is not None:
             fields = self._with_envelope(fields, line)
+        dated = (self.year, self.day)
         stamp = self._complete_time(fields) if fields.time else None
+        if own_time and stamp is not None and self.format_offsets:
+            stamp += self._format_offset(fields.prefixes)
+        believed = True
+        if stamp is not None:
+            self.last_time, believed = self.stamps.believe(line.number, stamp, self.last_time)
+        if not believed:
+            self.year, self.day = dated  # another clock's stamp dates nothing after it
+            stamp = None  # the line reads at the log's clock, as an unstamped line does
         if own_time and stamp is not None and line.stamp is not None:
             self._envelope_offset = stamp - line.stamp
-        if stamp is not None:
-            # never backwards within one file: ranks' stamps interleave out of order by fractions
-            # of a second, and file order is what one writer's lines really are in
-            self.last_time = stamp if self.last_time is None or stamp > self.last_time else self.last_time
         block = self.block
         inside = self._continues_block(fields, message)
         cut = self._cut_exception(block) if self.block is not block else None
@@ -286,10 +297,20 @@ class SourceMatcher:
             return held
         return (*held, event) if held else (event,)
 
+    def _format_offset(self, prefixes: tuple[str, ...]) -> timedelta:
+        timed = {prefix for key in self.format_offsets for prefix in key}
+        return self.format_offsets.get(tuple(prefix for prefix in prefixes if prefix in timed), timedelta(0))
+
+    @property
+    def clock_pending(self) -> bool:
+        """A stamp far ahead of the log's clock waits for the next stamped line to confirm it."""
+        return self.stamps.held is not None
+
     def restart_clock(self, event: Event) -> Event:
         """A new start of the server in the same log: its clock starts again (a restarted container's
         lines may be stamped before the old ones'); `event`, the line that began it, re-timed."""
         self.last_time = None
+        self.stamps.restart(event.line)
         fields, _ = self.packs.split_prefix(event.text)
         if fields.time is None:
             return event

@@ -70,14 +70,21 @@ class LogSource:
     bytes: int = 0
     truncated_lines: int = 0
     envelopes: Envelopes | None = None  # sniffed from the first bytes; None: not yet
+    path: str | None = None  # an uncompressed file: its bytes at their own offsets (workers read ranges of it)
     _index: int = field(default=0, repr=False)
 
 
 def open_sources(
-    paths: Sequence[str], stdin: IO[bytes] | None = None, *, dumps: list[str] | None = None
+    paths: Sequence[str],
+    stdin: IO[bytes] | None = None,
+    *,
+    dumps: list[str] | None = None,
+    process_tags: frozenset[str] | None = None,
 ) -> list[LogSource]:
     """Resolve the command line's paths into sources; archives expand into their members.
     Torch flight-recorder dumps among the paths go to `dumps` when it is given (else: an error).
+    `process_tags`: the packs' own `(Name pid=N) ` tags, which sniffing never takes for an envelope
+    (by default the shipped packs').
 
     Errors that a user can fix (missing file, directory, no permission) are raised here, before
     anything is read, so a typo in the third path does not waste a scan of the first two."""
@@ -89,22 +96,22 @@ def open_sources(
                     "'-' given but there is no standard input",
                     hint="pipe a log in: kubectl logs POD | logphase analyze -",
                 )
-            sources.extend(_stdin_sources(stdin))
+            sources.extend(_stdin_sources(stdin, process_tags))
             continue
-        sources.extend(_file_sources(Path(path), dumps))
+        sources.extend(_file_sources(Path(path), dumps, process_tags))
     for index, source in enumerate(sources):
         source._index = index
     return sources
 
 
-def _file_sources(path: Path, dumps: list[str] | None) -> list[LogSource]:
+def _file_sources(path: Path, dumps: list[str] | None, process_tags: frozenset[str] | None) -> list[LogSource]:
     if not path.exists():
         raise InputError(f"{path}: no such file", hint="check the path; use '-' to read standard input")
     if path.is_dir():
         raise InputError(f"{path}: is a directory", hint=f"name the log files inside it, e.g. {path}/*.log")
     if path.is_fifo():
         # a named pipe is read once, as standard input is (its head cannot be sniffed, then read again)
-        sources = _stdin_sources(path.open("rb"))
+        sources = _stdin_sources(path.open("rb"), process_tags)
         for source in sources:
             source.name = str(path) + source.name.removeprefix("<stdin>")
         return sources
@@ -129,7 +136,7 @@ def _file_sources(path: Path, dumps: list[str] | None) -> list[LogSource]:
         from logphase.logs.archives import tar_sources  # archives builds on this module
 
         opened = lambda: decompressing(path.open("rb"), str(path))  # noqa: E731
-        return tar_sources(str(path), opened, path=None if compressed else str(path))
+        return tar_sources(str(path), opened, path=None if compressed else str(path), process_tags=process_tags)
     if dumps is not None and looks_like_flight_recorder(head):
         dumps.append(str(path))
         return []
@@ -140,7 +147,8 @@ def _file_sources(path: Path, dumps: list[str] | None) -> list[LogSource]:
             open_stream=lambda: decompressing(path.open("rb"), str(path)),
             finished=compressed,
             modified=None if compressed else stat.st_mtime,
-            envelopes=sniff_bytes(head),
+            envelopes=sniff_bytes(head, process_tags),
+            path=None if compressed else str(path),
         )
     ]
 
@@ -157,17 +165,17 @@ def _decompressed_head(raw: IO[bytes], name: str) -> bytes:
     return head
 
 
-def _stdin_sources(stdin: IO[bytes]) -> list[LogSource]:
+def _stdin_sources(stdin: IO[bytes], process_tags: frozenset[str] | None) -> list[LogSource]:
     stream = decompressing(stdin, "<stdin>")
     peekable = io.BufferedReader(cast(io.RawIOBase, stream), CHUNK_BYTES)
     head = peekable.peek(512)[:512]
     if len(head) == 512 and head[257:262] == b"ustar":
         from logphase.logs.archives import tar_sources  # archives builds on this module
 
-        return tar_sources("<stdin>", lambda: peekable, path=None)
+        return tar_sources("<stdin>", lambda: peekable, path=None, process_tags=process_tags)
     head = peekable.peek(SNIFF_BYTES)[:SNIFF_BYTES]
     refuse_binary("<stdin>", head)
-    return [LogSource(name="<stdin>", open_stream=lambda: peekable, envelopes=sniff_bytes(head))]
+    return [LogSource(name="<stdin>", open_stream=lambda: peekable, envelopes=sniff_bytes(head, process_tags))]
 
 
 SNIFF_BYTES = 8192  # what is read of each input to tell a log from a binary file
@@ -345,12 +353,17 @@ def envelopes_of(source: LogSource) -> Envelopes:
     return source.envelopes
 
 
-def sniff_bytes(head: bytes) -> Envelopes:
-    """`envelope.sniff` over the first bytes of a source; a cut last line is left out."""
+def sniff_bytes(head: bytes, process_tags: frozenset[str] | None = None) -> Envelopes:
+    """`envelope.sniff` over the first bytes of a source; a cut last line is left out. `process_tags`:
+    the packs' own `(Name pid=N) ` tags (by default the shipped packs')."""
     lines = head.split(b"\n")
     if len(lines) > 1 and len(head) >= SNIFF_BYTES:
         lines.pop()
-    return sniff(decoded_text(line) for line in lines)
+    if process_tags is None:
+        from logphase.packs import shipped_packs  # only where the caller has no packs of its own
+
+        process_tags = shipped_packs().process_tags
+    return sniff((decoded_text(line) for line in lines), process_tags)
 
 
 def _raw_lines(source: LogSource, stream: IO[bytes]) -> Iterator[bytes]:

@@ -1,21 +1,20 @@
 """Loading packs: find the shipped, user and given pack files, check them against the schema,
-compile their regexes once, refuse duplicate names and ids, and check every example."""
+refuse duplicate names and ids, and check every user pack's regexes and examples (shipped regexes
+compile on first use); with a cache folder, a load of the same files is read back from it."""
 
 from __future__ import annotations
 
+import importlib
 import os
-import re as stdlib_re
 import tomllib
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import replace
 from functools import cache
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import regex
-
 from logphase.errors import PackError
+from logphase.packs.cache import PackCache, PackFile
 from logphase.packs.model import (
     FrameAnchor,
     IgnoreEntry,
@@ -27,7 +26,7 @@ from logphase.packs.model import (
     ServerArgsFormat,
     StallSignature,
 )
-from logphase.packs.regex_facts import derive_literal, first_characters
+from logphase.packs.regex_facts import derive_literal, first_characters, group_names
 from logphase.packs.schema import (
     ANCHOR,
     IGNORE,
@@ -51,8 +50,9 @@ MATCH_TIMEOUT_S = 0.5
 
 
 def builtin_pack_paths() -> list[Path]:
-    root = resources.files("logphase.patterns")
-    return sorted(Path(str(entry)) for entry in root.iterdir() if entry.name.endswith(".toml"))
+    # the package's own folder, not importlib.resources (its readers import zipfile: ~3 ms a run)
+    shipped = importlib.import_module("logphase.patterns")
+    return sorted(Path(shipped.__path__[0]).glob("*.toml"))
 
 
 def user_pack_dir(config_home: str | None) -> Path | None:
@@ -93,19 +93,54 @@ def load_packs(
     check_examples: bool = True,
     check_builtin: bool = False,
     line_rules: bool = True,
+    cache_folder: Path | None = None,
 ) -> PackSet:
     """Load the shipped packs and `extra` ones. The examples of every extra (user) pack are checked
     as it loads; the shipped packs' examples are checked by `logphase patterns test` and the test
     suite instead (`check_builtin`), since they cannot change after install and checking them costs
     every command a quarter of a second. `line_rules=False` skips prefixes and rules: stack
-    snapshots need only the signatures, and compiling 300 regexes is most of the load."""
+    snapshots need only the signatures.
+
+    With a `cache_folder` (the CLI's `$XDG_CACHE_HOME/logphase/packs`), a set of pack files loaded
+    before with the same bytes and options is read back from there (`logphase.packs.cache`)."""
     builtin_paths = builtin_pack_paths() if builtin else []
     # a file named twice (`patterns test sglang` names a shipped pack) is one pack, loaded once
     paths: list[Path] = []
     for path in [*builtin_paths, *expand_pack_paths(extra)]:
         if all(path.resolve() != known.resolve() for known in paths):
             paths.append(path)
-    packs = [load_pack(path, trusted=path in builtin_paths, line_rules=line_rules) for path in paths]
+    if cache_folder is None:
+        return _checked_packs(paths, builtin_paths, {}, check_examples, check_builtin, line_rules, digest="")
+    cache = PackCache(cache_folder)
+    files = [PackFile(path, path in builtin_paths, _read_bytes(path)) for path in paths]
+    key = cache.key(files, f"examples={check_examples} builtin={check_builtin} line_rules={line_rules}")
+    cached = cache.load(key)
+    if cached is not None:
+        return cached
+    # a user pack is parsed from the bytes its key was made of: an edit meanwhile is another key
+    read = {file.path: file.data for file in files if not file.trusted}
+    pack_set = _checked_packs(paths, builtin_paths, read, check_examples, check_builtin, line_rules, digest=key)
+    cache.store(key, pack_set)
+    return pack_set
+
+
+def _checked_packs(
+    paths: list[Path],
+    builtin_paths: list[Path],
+    read: Mapping[Path, bytes],
+    check_examples: bool,
+    check_builtin: bool,
+    line_rules: bool,
+    digest: str,
+) -> PackSet:
+    """The packs of `paths` (user packs from `read` where given), their names, ids and examples checked."""
+    packs = []
+    for path in paths:
+        if path in builtin_paths:
+            packs.append(load_pack(path, trusted=True, line_rules=line_rules))
+        else:
+            data = _parse_toml(path, read[path]) if path in read else _read(path)
+            packs.append(parse_pack(data, str(path), line_rules=line_rules))
     named: dict[str, str] = {}
     for pack in packs:
         if pack.name in named:
@@ -126,10 +161,10 @@ def load_packs(
                     hint="every prefix, rule, signature, anchor, server_args and ignore id must be unique across packs",
                 )
             seen[item_id] = pack.path
-    pack_set = PackSet(tuple(packs))
+    pack_set = PackSet(tuple(packs), digest=digest)
     if check_examples:
         shipped = set() if check_builtin else {str(path) for path in builtin_paths}
-        failures = [f for f in check_pack_examples(pack_set) if f.split(": ", 1)[0] not in shipped]
+        failures = check_pack_examples(pack_set, only={pack.path for pack in packs} - shipped)
         if failures:
             first = failures[0]
             more = f" (and {len(failures) - 1} more)" if len(failures) > 1 else ""
@@ -155,12 +190,21 @@ def load_pack(path: Path, *, trusted: bool = False, line_rules: bool = True) -> 
 
 
 def _read(path: Path) -> dict[str, Any]:
+    return _parse_toml(path, _read_bytes(path))
+
+
+def _read_bytes(path: Path) -> bytes:
     try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
+        return path.read_bytes()
     except OSError as exc:
         raise PackError(
             f"cannot read pattern pack {path}: {exc.strerror}", hint="check the path and its permissions"
         ) from exc
+
+
+def _parse_toml(path: Path, data: bytes) -> dict[str, Any]:
+    try:
+        return tomllib.loads(data.decode("utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise PackError(f"{path}: not valid TOML: {exc}", hint="regexes belong in TOML literal strings: '...'") from exc
 
@@ -208,8 +252,19 @@ def parse_pack(data: Mapping[str, Any], path: str, *, trusted: bool = False, lin
             _parse_server_args(item, name, path, pack_system, trusted) for item in _items(data, SERVER_ARGS, path)
         ),
         job=header["job"],
+        process_tags=_process_tags(header["process_tags"], path),
         ignores=tuple(_parse_ignore(item, name, path, systems, trusted) for item in _items(data, IGNORE, path)),
     )
+
+
+def _process_tags(names: list[str], path: str) -> tuple[str, ...]:
+    for name in names:
+        if not name.isidentifier():
+            raise PackError(
+                f"{path}: [pack]: process_tags: {name!r} is not a process name",
+                hint='a name as it opens the tag, letters, digits and `_`: `(APIServer pid=1) ` → "APIServer"',
+            )
+    return tuple(names)
 
 
 def _parse_ignore(
@@ -341,10 +396,13 @@ def _parse_server_args(
     )
 
 
-def check_pack_examples(pack_set: PackSet) -> list[str]:
-    """Every example must match its rule after prefix stripping; no counter-example may."""
+def check_pack_examples(pack_set: PackSet, only: Collection[str] | None = None) -> list[str]:
+    """Every example must match its rule after prefix stripping; no counter-example may. `only`: the
+    paths of the packs to check (the others still strip their prefixes)."""
     failures: list[str] = []
     for pack in pack_set.packs:
+        if only is not None and pack.path not in only:
+            continue
         for prefix in pack.prefixes:
             failures += [
                 f"{pack.path}: prefix {prefix.id}: example does not match: {e!r}"
@@ -390,17 +448,20 @@ def _compile(pattern_text: str, flags: str, path: str, place: str, trusted: bool
         raise PackError(
             f"{path}: {place}: unknown flags {''.join(sorted(unknown))!r}", hint="the only flag is 'i' (ignore case)"
         )
-    if trusted:
+    pattern = PackRegex(
+        pattern_text,
+        "i" in flags,
+        None if trusted else MATCH_TIMEOUT_S,
+        owner=f"{path}: {place}",
+        groups=group_names(pattern_text),
+    )
+    if not trusted:
+        import regex  # user packs run on it (see PackRegex)
+
         try:
-            return PackRegex(
-                pattern_text, stdlib_re.compile(pattern_text, stdlib_re.IGNORECASE if "i" in flags else 0), None
-            )
-        except stdlib_re.error:
-            pass  # syntax only the regex module knows: compiled below, without a timeout (shipped, tested)
-    try:
-        compiled = regex.compile(pattern_text, regex.IGNORECASE if "i" in flags else 0)
-    except regex.error as exc:
-        raise PackError(
-            f"{path}: {place}: bad regex: {exc}", hint="test it with `logphase patterns explain LINE`"
-        ) from exc
-    return PackRegex(pattern_text, compiled, None if trusted else MATCH_TIMEOUT_S, owner=f"{path}: {place}")
+            _ = pattern.compiled  # a user's bad regex is refused as its pack loads, not on first use
+        except regex.error as exc:
+            raise PackError(
+                f"{path}: {place}: bad regex: {exc}", hint="test it with `logphase patterns explain LINE`"
+            ) from exc
+    return pattern

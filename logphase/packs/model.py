@@ -7,6 +7,7 @@ import re as stdlib_re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import cached_property
 from typing import Any
 
 from logphase.errors import PackError
@@ -33,18 +34,36 @@ class PrefixFields:
 
 @dataclass(frozen=True)
 class PackRegex:
-    """A compiled pack regex. Shipped packs are trusted and tested: the stdlib `re` runs them, several
-    times faster. A user's pack runs on the `regex` module with a timeout, so a pathological regex
-    cannot hang the tool (docs/design.md §3)."""
+    """A pack regex, compiled on first use: a run tries only the few rules its lines pick (the rule
+    index, the fast path), and compiling all ~400 is most of a small log's load. Shipped packs are
+    trusted and tested (`timeout` None): the stdlib `re` runs them, several times faster. A user's
+    pack runs on the `regex` module with a timeout, so a pathological regex cannot hang the tool
+    (docs/design.md §3); its regexes are compiled as it loads, to refuse a bad one at once."""
 
     text: str
-    compiled: Any  # re.Pattern[str] or regex.Pattern[str]
+    ignore_case: bool
     timeout: float | None
     owner: str = ""  # `file: rule id`: named when the regex runs past its timeout
+    groups: frozenset[str] | None = None  # its named groups, when read without compiling it
 
     @property
     def pattern(self) -> str:
         return self.text
+
+    @cached_property
+    def compiled(self) -> Any:  # re.Pattern[str] or regex.Pattern[str]
+        if self.timeout is None:
+            try:
+                return stdlib_re.compile(self.text, stdlib_re.IGNORECASE if self.ignore_case else 0)
+            except stdlib_re.error:
+                pass  # syntax only the regex module knows: compiled below, without a timeout (shipped, tested)
+        import regex  # only user packs need it (~5 ms of import)
+
+        return regex.compile(self.text, regex.IGNORECASE if self.ignore_case else 0)
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled (the pack cache, worker processes) as its text: compiled again where it is used."""
+        return {name: value for name, value in self.__dict__.items() if name != "compiled"}
 
     def _too_slow(self) -> PackError:
         """One line that took the regex past its timeout: the pack is broken, said at once (a
@@ -55,6 +74,13 @@ class PackRegex:
             hint="rewrite it without repeats that can match the same text two ways; "
             "`logphase patterns test FILE` checks a pack",
         )
+
+    @property
+    def group_names(self) -> frozenset[str]:
+        """Its named groups: from its parse where the stdlib read it (no compile), else compiled."""
+        if self.groups is not None:
+            return self.groups
+        return frozenset(self.groupindex)
 
     @property
     def groupindex(self) -> Mapping[str, int]:
@@ -113,6 +139,9 @@ class PrefixRule:
     first_chars: frozenset[str] | None = None  # what a match can start with (1 or 2 characters), if known
     literal: str | None = None  # text every match contains (` NCCL `, `| `): checked before the regex
     _last_time: list[Any] = field(default_factory=list, repr=False, compare=False)
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "_last_time": []}  # pickled without the memo of the last stamp read
 
     def _parse_time(self, text: str) -> tuple[datetime, bool, bool] | None:
         # lines come many to the second: the stamp is usually the one just parsed
@@ -284,6 +313,7 @@ class Pack:
     anchors: tuple[FrameAnchor, ...] = ()
     server_args: tuple[ServerArgsFormat, ...] = ()
     job: bool = False  # the pack's systems are jobs that end, not servers
+    process_tags: tuple[str, ...] = ()  # `(Name pid=N) ` tags the system prints itself (not a Ray envelope)
     ignores: tuple[IgnoreEntry, ...] = ()  # `[[ignore]]`: read only by the source inventory
 
 
@@ -292,6 +322,9 @@ class PackSet:
     """All packs in use, with their rules in the order the matcher tries them."""
 
     packs: tuple[Pack, ...]
+    # the pack cache's key of the files and versions it was loaded from ("" when loaded without
+    # it): what a cache of facts derived from the packs alone (the fast path's plan) is keyed by
+    digest: str = field(default="", compare=False, repr=False)
     prefixes: tuple[PrefixRule, ...] = field(init=False)
     rules: tuple[Rule, ...] = field(init=False)
     signatures: tuple[StallSignature, ...] = field(init=False)
@@ -314,6 +347,10 @@ class PackSet:
         phase_frames += [(s.pattern, s.phase) for s in signatures if s.phase is not None]
         object.__setattr__(self, "phase_frames", tuple(phase_frames))
         self._index_literals()
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled (the pack cache) with its rule index, without the memos that lines fill in."""
+        return {**self.__dict__, "_candidates": {}, "_word_hits": {}, "_prefixes_by_first": {}}
 
     def _index_literals(self) -> None:
         """Index the rules so that a line picks the few worth trying (the per-rule prefilter, done
@@ -340,6 +377,11 @@ class PackSet:
     def job_systems(self) -> frozenset[str]:
         """Systems that are jobs that end (torchrun), not servers (`job = true` packs)."""
         return frozenset(system for pack in self.packs if pack.job for system in pack.systems)
+
+    @property
+    def process_tags(self) -> frozenset[str]:
+        """Names of `(Name pid=N) ` tags the systems print themselves, which a Ray envelope is not."""
+        return frozenset(name for pack in self.packs for name in pack.process_tags)
 
     @property
     def server_args(self) -> tuple[ServerArgsFormat, ...]:

@@ -41,6 +41,15 @@ def derive_literal(pattern_text: str, minimum: int = 3) -> str | None:
     return best if len(best) >= minimum else None
 
 
+def group_names(pattern_text: str) -> frozenset[str] | None:
+    """The named groups of a regex, read from its parse (None: syntax only the `regex` module knows)."""
+    try:
+        parsed = stdlib_re._parser.parse(pattern_text)  # type: ignore[attr-defined]
+    except Exception:
+        return None
+    return frozenset(parsed.state.groupdict)
+
+
 ASCII_CATEGORIES = {
     stdlib_re._constants.CATEGORY_WORD: string.ascii_letters + string.digits + "_",  # type: ignore[attr-defined]
     stdlib_re._constants.CATEGORY_DIGIT: string.digits,  # type: ignore[attr-defined]

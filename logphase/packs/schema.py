@@ -113,6 +113,15 @@ PACK = Table(
             "a job whose every rank exits cleanly is `finished`",
             default=False,
         ),
+        Key(
+            "process_tags",
+            STRINGS,
+            False,
+            "names the systems print their own processes under as a `(Name pid=N) ` line prefix (vLLM's "
+            "`(APIServer pid=1) `): a tag whose name starts with one is the system's log format, read by its "
+            "prefix rule, not a Ray actor's envelope",
+            default=[],
+        ),
         Key("description", STRING, False, "one line, shown by `patterns list`", default=""),
         Key("budgets", TABLE, False, "`[pack.budgets]`: stall budgets, below", default={}),
     ),

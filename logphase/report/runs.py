@@ -6,12 +6,12 @@ import json
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from tabulate import tabulate
-
-from logphase.baselines.records import RunRecord
 from logphase.durations import format_duration
+
+if TYPE_CHECKING:  # types only: a report's formats do not import the run records
+    from logphase.baselines.records import RunRecord
 
 RUNS_SCHEMA = "logphase.runs/1"
 
@@ -20,10 +20,14 @@ _PHASE_HEADERS = ["phase", "began after", "took", "first line", "last line", "en
 
 
 def render_runs_table(runs: Sequence[RunRecord]) -> str:
+    from tabulate import tabulate  # imported on use: `analyze --format json` does not need it (~12 ms)
+
     return tabulate(_list_rows(runs), headers=_LIST_HEADERS, tablefmt="simple")
 
 
 def render_runs_markdown(runs: Sequence[RunRecord]) -> str:
+    from tabulate import tabulate
+
     return tabulate(_list_rows(runs), headers=_LIST_HEADERS, tablefmt="github")
 
 
@@ -79,6 +83,8 @@ def run_json(run: RunRecord) -> dict[str, Any]:
 
 
 def _run_tables(run: RunRecord, *, facts_format: str, phases_format: str) -> str:
+    from tabulate import tabulate
+
     facts = tabulate(_facts(run), tablefmt=facts_format)
     phases = tabulate(_phase_rows(run), headers=_PHASE_HEADERS, tablefmt=phases_format)
     return f"{facts}\n\n{phases}"

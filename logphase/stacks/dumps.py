@@ -17,7 +17,7 @@ from typing import Any, Protocol
 
 from logphase.envelope import SNIFF_LINES, Unwrapped, Unwrapper, sniff
 from logphase.frames import PYSPY_FRAME, printable, short_path
-from logphase.packs import rank_from_tags
+from logphase.packs import rank_from_tags, shipped_packs
 from logphase.stacks.model import Frame, ProcessSnapshot, ThreadStack
 
 # --- line shapes --------------------------------------------------------------------------------
@@ -475,7 +475,7 @@ def parse_dumps_in_text(lines: Iterable[str]) -> list[ProcessSnapshot]:
     """`parse_dumps_in_lines` for raw text lines (a dump file), read out of their envelopes."""
     texts = (ANSI.sub("", line.rstrip("\r\n")) for line in lines)
     head = list(islice(texts, SNIFF_LINES))
-    unwrapper = Unwrapper(sniff(head))
+    unwrapper = Unwrapper(sniff(head, shipped_packs().process_tags))
 
     def unwrapped() -> Iterator[Unwrapped]:
         for number, text in enumerate(chain(head, texts), 1):

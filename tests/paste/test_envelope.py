@@ -277,6 +277,24 @@ def test_vllm_own_process_tags_are_its_format_not_a_ray_envelope() -> None:
     vllm = ["(APIServer pid=1) INFO 05-10 16:00:11 [loggers.py:111] Engine 000: Avg prompt throughput: 1.0"] * 20
     api_n = ["(ApiServer_7 pid=161396) INFO 05-10 16:00:11 [api_server.py:1] Started server process"] * 20
     ray = ["(RayWorkerWrapper pid=123) hello from a ray actor"] * 20
-    # WHEN sniffed THEN vLLM's lines carry no envelope (its pack reads the tag), the Ray actor's do
-    assert sniff(vllm).layers == () and sniff(api_n).layers == ()
-    assert [layer.name for layer in sniff(ray).layers] == ["Ray"]
+    # WHEN sniffed with the shipped packs' process tags
+    tags = load_packs(check_examples=False, line_rules=False).process_tags
+    # THEN vLLM's lines carry no envelope (its pack reads the tag), the Ray actor's do
+    assert sniff(vllm, tags).layers == () and sniff(api_n, tags).layers == ()
+    assert [layer.name for layer in sniff(ray, tags).layers] == ["Ray"]
+
+
+def test_a_pack_that_names_its_process_tags_keeps_them_from_being_a_ray_envelope(tmp_path: Path) -> None:
+    # GIVEN a log of one process that tags its lines `(Gateway pid=N) `, as Ray's log monitor tags an actor's
+    log = tmp_path / "gateway.log"
+    log.write_text("".join(f"(Gateway pid=77) [2025-03-08 12:29:{n:02d} TP0] Load weight begin.\n" for n in range(10)))
+    # AND a pack of the user's that says `Gateway` is its system's own process tag
+    pack = tmp_path / "gateway.toml"
+    pack.write_text('[pack]\nname = "gateway"\nschema = 1\nsystems = ["gateway"]\nprocess_tags = ["Gateway"]\n')
+    # WHEN analysed without the pack, and with it
+    _, without = run_json("analyze", "--post-mortem", str(log))
+    _, with_pack = run_json("analyze", "--post-mortem", "--patterns", str(pack), str(log))
+    # THEN without it the tag is read as a Ray envelope and removed; with it the lines are left as they are
+    unwrapped = f"{log}: lines unwrapped from: Ray (found in the first lines)"
+    assert unwrapped in without["notes"]
+    assert unwrapped not in with_pack["notes"]

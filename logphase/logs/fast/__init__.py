@@ -3,9 +3,10 @@
 Seams, in pipeline order: factors (what a rule's lines must contain) → plan (per pack set) →
 scanners (bytes → hits) and templates (line shapes) → candidates (the compiled scan of one
 source) → runs (steady-run book-keeping) → timekeeping (the lines the matcher's clock needs: clock
-for an envelope's time, rollover for a time of day's midnight) → lines (FastLines, a file; its
-envelopes' prefixes are in its templates) and follow (FollowRuns, watch's batches); stats
-(ScanStats) is what they counted instead of reading, for the caller.
+for an envelope's time, rollover for a time of day's midnight; hours: lines in another hour) → lines
+(FastLines, a file; its envelopes' prefixes are in its templates) and follow (FollowRuns, watch's
+batches); stats (ScanStats) is what they counted instead of reading, for the caller; ranges
+(`--jobs`) has worker processes scan a big file's ranges ahead of FastLines' walk.
 """
 
 from logphase.logs.fast.follow import FollowRuns

@@ -45,6 +45,8 @@ class CandidateScan:
         self.plain_patterns = 0
         self.template_re: re.Pattern[bytes] | None = None
         self.scanner: Scanner = ReScanner([])
+        self.patterns: list[tuple[bytes, bool]] = []  # what `scanner` was compiled from
+        self.generation = 0  # compiles so far: names the state `line_starts` answers from (ranges.py)
 
     def refresh(self, emitted: int) -> bool:
         """Recompile for new templates and kinds, but not after every one: a scanner that lags
@@ -99,6 +101,8 @@ class CandidateScan:
                 patterns.append((b"^[^\\n]{0,%d}" % early + alternatives, False))
                 self.loose_factors += [factors, factors]
         self.scanner = make_scanner(patterns, accelerate=self.accelerate)
+        self.patterns = patterns
+        self.generation += 1
 
     def learn(self, template: Template, rule: Rule, raw: bytes) -> bool:
         """One sighting of a steady line's template; True when the scan must change (a template

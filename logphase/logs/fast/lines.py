@@ -10,7 +10,9 @@ from typing import IO, Protocol
 from logphase.envelope import Unwrapper
 from logphase.logs.fast.candidates import CandidateScan, Kind
 from logphase.logs.fast.clock import EnvelopeClock
+from logphase.logs.fast.hours import OtherHours
 from logphase.logs.fast.plan import Plan
+from logphase.logs.fast.ranges import RangeOracle
 from logphase.logs.fast.rollover import Rollovers
 from logphase.logs.fast.runs import Run, Runs, book_runs
 from logphase.logs.fast.stats import ScanStats
@@ -66,6 +68,7 @@ class FastLines(ClockKeeping):
         context: tuple[int, int],
         plain_head: int = 0,
         accelerate: bool = True,
+        ranges: RangeOracle | None = None,
     ) -> None:
         self.source = source
         self.plan = plan
@@ -93,6 +96,9 @@ class FastLines(ClockKeeping):
         self.carried_peak: list[tuple[int, bytes]] = []  # the envelope clock's peak the last chunk left
         self.rollovers = Rollovers()  # time-of-day stamps: where the day may turn
         self.rollover_at: int | None = None
+        self.hours = OtherHours()  # lines stamped in another hour than the clock: the matcher sees them
+        self.ranges = ranges  # workers' candidate lines of the ranges ahead (--jobs); the same answers
+        self.chunk_offset = 0  # the file offset of the chunk's first byte
 
     def attach(self, matcher: SourceMatcher, dumps: OpenDumps | None = None) -> None:
         """The matcher (and dump parser) that read these lines: what they hold decides what the
@@ -100,9 +106,12 @@ class FastLines(ClockKeeping):
         self.matcher, self.dumps = matcher, dumps
 
     def busy(self) -> bool:
-        """A traceback or a dump is open: the matcher must see every line until it closes."""
+        """A traceback or a dump is open, or a stamp far ahead of the clock waits for the next stamped
+        line to confirm it: the matcher must see every line until then."""
         matcher = self.matcher
-        return matcher is not None and (matcher.block is not None or (self.dumps is not None and self.dumps.open > 0))
+        return matcher is not None and (
+            matcher.block is not None or matcher.clock_pending or (self.dumps is not None and self.dumps.open > 0)
+        )
 
     # -- reading
 
@@ -132,9 +141,11 @@ class FastLines(ClockKeeping):
                 cut = len(data)
             elif cut == 0:
                 pending = self._long_line(data)
+                self.ranges = None  # the chunks no longer follow the file's bytes
                 continue
             yield from self._chunk(data, cut, base, final=final)
             pending = data[cut:]
+            self.chunk_offset += cut
             base = self.stats.lines
         if self.failure is not None:
             raise self.failure  # after the whole lines read before it, as the reader does
@@ -180,6 +191,7 @@ class FastLines(ClockKeeping):
         self.window = WINDOW_BYTES
         self.kind_next: dict[int, tuple[int, int | None, int]] = {}
         self.rollovers.search, self.rollover_at = None, None  # offsets of the last chunk
+        self.hours.reset()
         for run in self.runs.values():
             run.member = -1
         emitted_before = self.stats.emitted
@@ -196,7 +208,12 @@ class FastLines(ClockKeeping):
                 target = last_start  # the last line: the report quotes it, with its time
             limit = end if target is None else target
             first = self._next_unstable(limit)
-            if first is not None:
+            other_hour = self.hours.next(
+                self.buf, self.pos, end, limit if first is None else first, self.scan.templates, self.matcher
+            )
+            if other_hour is not None:
+                yield from self._emit_with_context(other_hour)
+            elif first is not None:
                 yield from self._emit_with_context(first)
             elif target is not None:
                 yield from self._emit_with_context(target)
@@ -249,7 +266,10 @@ class FastLines(ClockKeeping):
         self.targets_from, self.targets_to = start, end
 
     def _scan_targets(self, start: int, end: int) -> None:
-        self.targets = self.scan.line_starts(self.buf, start, end, self.end)
+        if self.ranges is not None:  # ranges ahead scanned by workers (--jobs): the same answer
+            self.targets = self.ranges.line_starts(self.scan, self.buf, self.chunk_offset, start, end, self.end)
+        else:
+            self.targets = self.scan.line_starts(self.buf, start, end, self.end)
         self.target_index = 0
 
     # -- steady runs

@@ -5,10 +5,12 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from logphase.envelope import Envelopes, Prefix, envelope_prefix
 from logphase.logs.matcher import RANK_CAPTURES
 from logphase.packs import PackSet
+from logphase.packs.model import parse_time
 
 # A line shape seen this often in steady lines becomes a template (a recompile of the scanners).
 ADOPT_AFTER = 2
@@ -31,11 +33,25 @@ class Template:
     atoms: tuple[int, ...]
     rank: str | None
     stamp: str
+    # where the timestamp starts in the prefix, the strftime format of its text up to the hour
+    # (`%Y-%m-%d %H`), and whether it drops the month's leading zero (glog's `E321` is March 21): what
+    # tells a line of another hour than the log's clock (FastLines)
+    clock: tuple[int, str, bool, int] | None = None  # ... and the length of that text
     envelope: int = 0  # the atoms of the envelopes' prefix: a rule reads what follows them
     hour: int = -1  # where a time of day's hour is (stamp "time"): fast/rollover.py reads it
 
     def regex(self) -> bytes:
         return atoms_regex(self.atoms)
+
+    def regex_off_hour(self, hour: datetime | None) -> bytes | None:
+        """A line of this template stamped in another hour than `hour` (any stamped line: None)."""
+        if self.clock is None:
+            return None
+        start, hour_format, unpadded, length = self.clock
+        key = "" if hour is None else hour.strftime(hour_format)
+        key = key.removeprefix("0") if unpadded else key
+        other = b"(?!" + re.escape(key.encode()) + b")" if key else b""
+        return atoms_regex(self.atoms[:start]) + other + atoms_regex(self.atoms[start : start + length])
 
     def envelope_regex(self) -> bytes:
         return atoms_regex(self.atoms[: self.envelope])
@@ -70,22 +86,27 @@ def learn_template(packs: PackSet, raw: bytes, text: str, envelopes: Envelopes |
     hour = -1
     if fields.time is not None and not fields.time_has_date:
         # the midnight rollover needs the hour of every line: fast/rollover.py reads it where it lies
-        clock = f"{fields.time:%H:%M:%S}"
-        if clock not in own:
+        time_of_day = f"{fields.time:%H:%M:%S}"
+        if time_of_day not in own:
             return None
-        hour = envelope.length + own.index(clock)
+        hour = envelope.length + own.index(time_of_day)
     by_id = {prefix.id: prefix for prefix in packs.prefixes}
     # the digits of the rank labels (the envelope's, the prefix groups that name the rank) stay as they are
     kept: set[int] = {index for start, end in envelope.rank_spans for index in range(start, end)}
     position = 0
+    clock: tuple[int, str, bool, int] | None = None
     for prefix_id in fields.prefixes:
-        found_prefix = by_id[prefix_id].pattern.match(text[position:])
+        prefix = by_id[prefix_id]
+        found_prefix = prefix.pattern.match(text[position:])
         if found_prefix is None:
             return None
         for group in RANK_CAPTURES & set(found_prefix.re.groupindex):
             if found_prefix.start(group) >= 0:
                 start, end = found_prefix.span(group)
                 kept |= set(range(envelope.length + position + start, envelope.length + position + end))
+        if "ts" in found_prefix.re.groupindex and found_prefix.start("ts") >= 0:
+            at = envelope.length + position + found_prefix.start("ts")
+            clock = _clock_of(found_prefix["ts"], at, prefix.time_formats) or clock
         position += found_prefix.end()
     if position != length:
         return None
@@ -115,17 +136,26 @@ def learn_template(packs: PackSet, raw: bytes, text: str, envelopes: Envelopes |
         stamp = "time"
     else:
         stamp = "year" if fields.time_has_year else "date"
-    return Template(atoms, rank, stamp, envelope.length, hour)
+    if stamp not in ("none", "envelope") and clock is None:
+        return None  # a stamp whose hour cannot be told from its bytes: every line is read
+    return Template(atoms, rank, stamp, clock if stamp not in ("none", "envelope") else None, envelope.length, hour)
 
 
-def time_needed(template: Template | None) -> str:
-    """What a line of this template needs from the lines before it to get the time the matcher gives
-    it: nothing (a full date of its own), "own" (a line with its own stamp: the offset between the
-    envelope's clock and the log's), "any" (a stamped line: the time it inherits; a year-less stamp asks
-    for its year through it)."""
-    if template is None:
-        return "any"
-    return {"year": "", "time": "", "envelope": "own"}.get(template.stamp, "any")
+def _clock_of(stamp: str, start: int, formats: tuple[str, ...]) -> tuple[int, str, bool, int] | None:
+    """Where a prefix's stamp starts and the format of its text up to the hour, from the format that
+    reads it (`%m-%d %H:%M:%S` → `%m-%d %H`); None for a stamp whose text that format does not
+    write back (its hour cannot be told from its bytes)."""
+    for fmt in formats:
+        parsed = parse_time(stamp, (fmt,))
+        if parsed is None:
+            continue
+        hour_format = fmt[: fmt.find("%H") + 2] if "%H" in fmt else ""
+        key = parsed[0].strftime(hour_format) if hour_format else ""
+        if not key or not (stamp.startswith(key) or (key[0] == "0" and stamp.startswith(key[1:]))):
+            return None
+        unpadded = not stamp.startswith(key)
+        return start, hour_format, unpadded, len(key) - unpadded
+    return None
 
 
 def time_step(need: str, stamp: str) -> tuple[bool, str]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from logphase.logs.fast.candidates import CandidateScan
 from logphase.logs.fast.clock import Anchor, EnvelopeClock
 from logphase.logs.fast.rollover import Rollovers
-from logphase.logs.fast.templates import Template, time_needed, time_step
+from logphase.logs.fast.templates import Template, time_step
 from logphase.logs.matcher import SourceMatcher
 from logphase.logs.reader import MAX_LINE_BYTES
 
@@ -55,15 +55,17 @@ class ClockKeeping:
     # -- the clock
 
     def _time_lines(self, wanted: list[int]) -> tuple[set[int], list[tuple[int, bytes]]]:
-        """For each line the matcher will see without a full date of its own, the nearest stamped
-        line before it that it would have seen (and, for a year-less stamp, the nearest line with
-        a year): the time the line inherits. Lines of this chunk as offsets; lines of an earlier
+        """For each line the matcher will see, the nearest stamped line before it that it would have
+        seen (and, for a year-less stamp, the nearest line with a year; for a time the envelope gave,
+        the nearest line with a stamp of its own, which set the envelope's offset): the time a line
+        without a full date inherits, and the clock a line with one is measured against (a stamp far
+        from it is held, StampBelief.believe). Lines of this chunk as offsets; lines of an earlier
         chunk as (number, bytes)."""
         found: set[int] = set()
         old: list[tuple[int, bytes]] = []
         low = self.pos
         for index, line in enumerate(wanted):
-            need = time_needed(self.scan.template_at(self.buf, line))
+            need = "any"  # a full date too: it is measured against the clock (StampBelief)
             walk = line
             while walk > low and need:
                 walk = self._previous(walk)

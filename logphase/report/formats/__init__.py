@@ -9,17 +9,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from enum import StrEnum
 from pathlib import Path
-from typing import Protocol, assert_never
+from typing import TYPE_CHECKING, Protocol, assert_never
 
-from logphase.baselines.records import RunRecord
-from logphase.report.formats.html import HtmlFormat
-from logphase.report.formats.json import JsonFormat
-from logphase.report.formats.markdown import MarkdownFormat
-from logphase.report.formats.table import DEFAULT_WIDTH, TableFormat
-from logphase.report.model import Report
-from logphase.stacks.model import StacksReport
+if TYPE_CHECKING:
+    from logphase.baselines.records import RunRecord
+    from logphase.report.model import Report
+    from logphase.stacks.model import StacksReport
 
 __all__ = ["DEFAULT_WIDTH", "Format", "OutputFormat", "pick"]
+
+# Where no terminal says its width (a pipe, a file): as wide as the phase table with long rank sets.
+DEFAULT_WIDTH = 100
 
 
 class OutputFormat(StrEnum):
@@ -52,15 +52,24 @@ class Format(Protocol):
 
 def pick(choice: OutputFormat, *, colour: bool = False, width: int = DEFAULT_WIDTH) -> Format:
     """The format `--format` names; `colour` paints a terminal's table and `width` (its columns)
-    scales its timeline; both are ignored elsewhere."""
+    scales its timeline; both are ignored elsewhere. A format's module is imported when it is
+    picked: the others' imports (html, tabulate) are start-up time a run does not need."""
     match choice:
         case OutputFormat.TABLE:
+            from logphase.report.formats.table import TableFormat
+
             return TableFormat(colour=colour, width=width)
         case OutputFormat.JSON:
+            from logphase.report.formats.json import JsonFormat
+
             return JsonFormat()
         case OutputFormat.MARKDOWN:
+            from logphase.report.formats.markdown import MarkdownFormat
+
             return MarkdownFormat()
         case OutputFormat.HTML:
+            from logphase.report.formats.html import HtmlFormat
+
             return HtmlFormat()
         case _:
             assert_never(choice)

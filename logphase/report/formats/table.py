@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tabulate import tabulate
 
-from logphase.baselines.records import RunRecord
 from logphase.report.analysis import (
     confidence_line,
     context,
@@ -21,6 +21,7 @@ from logphase.report.analysis import (
     root_title,
     unrecognised_lines,
 )
+from logphase.report.formats import DEFAULT_WIDTH
 from logphase.report.model import Report
 from logphase.report.paint import paint, verdict_colour
 from logphase.report.picture_text import timeline_lines
@@ -28,8 +29,8 @@ from logphase.report.runs import render_run_table, render_runs_table
 from logphase.report.stacks import PROBLEM_HEADERS, problem_rows, render_groups, render_tree
 from logphase.stacks.model import StacksReport
 
-# Where no terminal says its width (a pipe, a file): as wide as the phase table with long rank sets.
-DEFAULT_WIDTH = 100
+if TYPE_CHECKING:  # types only: a report's formats do not import the run records
+    from logphase.baselines.records import RunRecord
 
 
 @dataclass(frozen=True)

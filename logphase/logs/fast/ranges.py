@@ -1,0 +1,362 @@
+"""Candidate lines of a file's byte ranges, found by worker processes ahead of the ordered walk (`--jobs`).
+
+Most of a big log's scan is `CandidateScan.line_starts`: the byte scan and the check of each line
+that holds a steady factor. Its answer for a window of whole lines depends only on the scan's
+state (its compiled patterns, the templates and the (template, factor) pairs it knows) and on those
+lines' bytes, not on what the matcher read before: so workers compute it for ranges ahead of the
+walk under the state the walk had when it queued them, and the walk takes their answer where its
+state is still that one, else computes it itself. The walk (FastLines) stays the one ordered pass;
+the report is the same with any number of jobs and any range size (tests/test_jobs.py).
+
+A window's answer is the union of its pieces' answers when no match spans a newline. The packs'
+literals and the learned templates' patterns cannot; the dump trigger `^\\s{4}\\S` can, from a
+line shorter than 4 bytes into the next: a window is never cut, nor a worker's answer taken from
+inside its range, right after such a line (a "seam"); the walk scans that window itself.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from bisect import bisect_left
+from collections.abc import Iterator, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from itertools import pairwise
+from multiprocessing import get_all_start_methods, get_context
+
+from logphase.errors import LogphaseError
+from logphase.jobs import Jobs
+from logphase.logs.fast.candidates import CandidateScan
+from logphase.logs.fast.scanners import Scanner, make_scanner
+
+MIN_RANGES = 4  # a file shorter than this many ranges is the walk's alone
+LOOKAHEAD = 2  # ranges queued per worker ahead of the walk (one running, one waiting)
+# A state must hold for this share of a range before workers are given ranges under it: a log's
+# first lines teach the scan its templates, and ranges scanned under a state left are work lost.
+SETTLE_SHARE = 16
+# An alternative that may span lines: `^`, N bytes of a class that holds the newline (the dump
+# trigger's indent), a non-space: a line shorter than N and its newline may be among the N.
+WHITESPACE_RUN = re.compile(rb"\^(?:\\s|\[\\s(?:\\.|[^\]\\])*\])\{(\d+)\}\\S")
+INLINE_DOTALL = re.compile(rb"\(\?[a-zA-Z]*s")
+SYNTAX = {bytes([byte]) for byte in b"()|?*+^$."}  # what is no atom (`.` stops at a newline)
+# One token of a pattern: an escape, a class, or one byte.
+TOKEN = re.compile(rb"\\.|\[\^?\]?(?:\\.|[^\]\\])*\]|.", re.DOTALL)
+
+
+@dataclass(frozen=True)
+class ScanState:
+    """What `CandidateScan.line_starts` answers from, in a form a worker can receive."""
+
+    generation: int  # the scan's compile count: with `registered`, names the state
+    patterns: tuple[tuple[bytes, bool], ...]
+    plain_patterns: int
+    loose_factors: tuple[tuple[bytes, ...], ...]
+    template_regex: bytes | None
+    registered: frozenset[tuple[int, bytes]]  # (template index, factor)
+    steady: tuple[tuple[bytes, str], ...]  # factor → its rule's id
+    requires: tuple[tuple[str, tuple[frozenset[bytes], ...]], ...]  # rule id → the byte sets it needs
+    accelerate: bool
+    seams: int  # a pattern may span a line shorter than this (and its newline) into the next
+
+    @property
+    def key(self) -> tuple[int, int]:
+        return self.generation, len(self.registered)
+
+
+def state_of(scan: CandidateScan) -> ScanState | None:
+    """The scan's state as it compiled it; None when a pattern may span lines in a way the
+    ranges cannot reproduce (the walk then computes every window itself)."""
+    seams = 0
+    for pattern, _ in scan.patterns:
+        seams = max([seams, *(int(run) for run in WHITESPACE_RUN.findall(pattern))])
+        if not line_local(WHITESPACE_RUN.sub(b"", pattern)):
+            return None
+    index = {template: number for number, template in enumerate(scan.templates)}
+    plan = scan.plan
+    return ScanState(
+        generation=scan.generation,
+        patterns=tuple(scan.patterns),
+        plain_patterns=scan.plain_patterns,
+        loose_factors=tuple(tuple(factors) for factors in scan.loose_factors),
+        template_regex=scan.template_re.pattern if scan.template_re is not None else None,
+        registered=frozenset((index[template], factor) for template, factor in scan.registered),
+        steady=tuple((factor, rule.id) for factor, rule in plan.steady.items()),
+        requires=tuple((rule, tuple(sets)) for rule, sets in plan.requires.items()),
+        accelerate=scan.accelerate,
+        seams=seams,
+    )
+
+
+def line_local(pattern: bytes) -> bool:
+    """True when no match of the pattern can hold a newline: no atom of it (a byte, an escape, a
+    class) matches one, and `.` does not (no DOTALL). An atom it cannot read counts as one that may."""
+    if INLINE_DOTALL.search(pattern):
+        return False
+    for token in TOKEN.findall(pattern):
+        if token in SYNTAX:
+            continue
+        try:
+            if re.fullmatch(token, b"\n"):
+                return False
+        except re.error:
+            return False
+    return True
+
+
+# -- the worker's side
+
+
+@dataclass(frozen=True)
+class RangeCandidates:
+    """One range's answer: the starts of the lines in [start, stop) the scan marks, as file offsets."""
+
+    start: int
+    stop: int
+    starts: tuple[int, ...]
+
+
+# A worker's compiled scanners, by what they are compiled from (not by `key`: that names a state
+# of one source's scan, and another source's may bear the same).
+_SCANNERS: dict[tuple[object, ...], tuple[Scanner, re.Pattern[bytes] | None]] = {}
+KEEP_SCANNERS = 4
+
+
+def candidates_in(state: ScanState, path: str, start: int, stop: int) -> RangeCandidates:
+    """The whole lines that start in [start, stop) of the file at `path`, scanned as one window
+    of `line_starts`. Runs in a worker."""
+    with open(path, "rb") as stream:
+        begin, end = line_boundary(stream, start), line_boundary(stream, stop)
+        stream.seek(begin)
+        data = stream.read(end - begin)
+    source = (state.patterns, state.template_regex, state.accelerate)
+    compiled = _SCANNERS.get(source)
+    if compiled is None:
+        if len(_SCANNERS) >= KEEP_SCANNERS:
+            _SCANNERS.clear()  # the walk moved on from the older states
+        template_re = re.compile(state.template_regex) if state.template_regex is not None else None
+        compiled = _SCANNERS[source] = (make_scanner(state.patterns, accelerate=state.accelerate), template_re)
+    scanner, template_re = compiled
+    starts = _line_starts(state, scanner, template_re, data, 0)
+    return RangeCandidates(begin, end, tuple(line + begin for line in starts))
+
+
+def _line_starts(
+    state: ScanState, scanner: Scanner, template_re: re.Pattern[bytes] | None, buf: bytes, start: int
+) -> list[int]:
+    """`CandidateScan.line_starts(buf, start, len(buf), len(buf))` from the state alone."""
+    steady = dict(state.steady)
+    requires = dict(state.requires)
+    starts: set[int] = set()
+    loose: dict[int, list[bytes]] = {}
+    for index, stop in scanner.matches(buf, start, len(buf)):
+        line_start = buf.rfind(b"\n", 0, stop) + 1
+        if index < state.plain_patterns:
+            starts.add(line_start)
+        else:
+            loose.setdefault(line_start, []).extend(state.loose_factors[index - state.plain_patterns])
+    for line_start, factors in loose.items():
+        if line_start in starts:
+            continue
+        template: int | None = None
+        if template_re is not None:
+            found = template_re.match(buf, line_start)
+            if found is not None and found.lastindex is not None:
+                template = found.lastindex - 1
+        line_end = buf.find(b"\n", line_start)
+        line = buf[line_start : line_end if line_end >= 0 else len(buf)]
+        if template is None or any(
+            (template, f) not in state.registered
+            and f in line
+            and all(any(text in line for text in options) for options in requires.get(steady[f], ()))
+            for f in factors
+        ):
+            starts.add(line_start)
+    return sorted(s for s in starts if s >= start)
+
+
+def line_boundary(stream: object, offset: int) -> int:
+    """The start of the first line that starts at or after `offset` (the file's size past its end)."""
+    from typing import BinaryIO, cast
+
+    file = cast(BinaryIO, stream)
+    if offset <= 0:
+        return 0
+    file.seek(offset - 1)
+    position = offset - 1
+    while block := file.read(1 << 16):
+        newline = block.find(b"\n")
+        if newline >= 0:
+            return position + newline + 1
+        position += len(block)
+    return position
+
+
+# -- the walk's side
+
+
+@dataclass
+class _Task:
+    key: tuple[int, int]
+    future: Future[RangeCandidates]
+
+
+@dataclass
+class RangeOracle:
+    """One file cut in ranges of `range_bytes`: of each `jobs + 1` ranges, the walk scans the
+    first itself (it has the walk to do besides) and workers the others, queued ahead of the
+    walk under the scan's latest state. A
+    window of the walk is cut at the ranges' starts; each piece is a worker's answer where it
+    has one under the walk's state, else scanned by the walk. Pieces give the window's answer
+    unless a cut falls after a line a match may span (`ScanState.seams`): then the walk scans
+    the whole window."""
+
+    pool: ProcessPoolExecutor
+    path: str
+    size: int  # the file's size when the scan began: a live log's later bytes are the walk's
+    range_bytes: int
+    jobs: int
+    state: ScanState | None = None
+    since = 0  # where the walk was when the state changed
+    key: tuple[int, int] = (-1, -1)  # the scan's state that `state` was taken at (None: not line-local)
+    tasks: dict[int, _Task] = field(default_factory=dict)
+    answered = 0  # pieces the workers answered (what --jobs saved the walk)
+    broken = False  # the workers are gone
+
+    def line_starts(
+        self, scan: CandidateScan, buf: bytes, offset: int, start: int, end: int, chunk_end: int
+    ) -> list[int]:
+        """`scan.line_starts(buf, start, end, chunk_end)`, buf[0] being the file's byte `offset`."""
+        if (scan.generation, len(scan.registered)) != self.key:
+            self._update(scan, offset + start)
+        state = self.state
+        if state is None or offset + end > self.size:
+            return scan.line_starts(buf, start, end, chunk_end)
+        self._queue(offset + start, offset + end)
+        cuts = [start]
+        for index in range((offset + start) // self.range_bytes + 1, (offset + end - 1) // self.range_bytes + 1):
+            newline = buf.find(b"\n", index * self.range_bytes - offset - 1)
+            cut = end if newline < 0 else newline + 1  # the range's first line (line_boundary)
+            if cuts[-1] < cut < end:
+                if state.seams and _short_line_before(buf, cut, state.seams):
+                    return scan.line_starts(buf, start, end, chunk_end)  # a match may span the cut
+                cuts.append(cut)
+        cuts.append(end)
+        found: list[int] = []
+        for low, high in pairwise(cuts):
+            answer = self._answer((offset + low) // self.range_bytes)
+            if answer is not None and not answer.start <= offset + low < offset + high <= answer.stop:
+                answer = None  # not this range's piece (cannot be: the cuts are its bounds)
+            if answer is not None and answer.start != offset + low and state.seams:
+                # the worker scanned across `low`: a match may span into it from a short line
+                answer = None if _short_line_before(buf, low, state.seams) else answer
+            if answer is None:
+                found += scan.line_starts(buf, low, high, chunk_end)
+                continue
+            self.answered += 1
+            lines = answer.starts[bisect_left(answer.starts, offset + low) : bisect_left(answer.starts, offset + high)]
+            found += [line - offset for line in lines]
+        return found
+
+    def _update(self, scan: CandidateScan, position: int) -> None:
+        """The scan compiled or learned a (template, factor) pair: later ranges are queued again
+        under its new state (queued ones under the old state are dropped; running ones finish,
+        unused)."""
+        self.key = (scan.generation, len(scan.registered))
+        self.since = position
+        self.state = state = state_of(scan)
+        for index, task in list(self.tasks.items()):
+            if state is None or task.key != state.key:
+                task.future.cancel()
+                del self.tasks[index]
+
+    def _queue(self, position: int, until: int) -> None:
+        """The workers' ranges up to `until` and the next few are queued; those behind the walk
+        forgotten."""
+        state = self.state
+        if state is None or self.broken or position - self.since < self.range_bytes // SETTLE_SHARE:
+            return
+        current = position // self.range_bytes
+        for index in range(current + 1, until // self.range_bytes + 1 + LOOKAHEAD * self.jobs):
+            if index * self.range_bytes >= self.size:
+                break
+            if index % (self.jobs + 1) and index not in self.tasks:  # the walk scans one range in jobs + 1
+                start, stop = index * self.range_bytes, (index + 1) * self.range_bytes
+                try:
+                    future = self.pool.submit(candidates_in, state, self.path, start, stop)
+                except BrokenProcessPool:  # a worker died (killed for memory?): the walk reads on alone
+                    self.broken = True
+                    return
+                self.tasks[index] = _Task(state.key, future)
+        for index in [i for i in self.tasks if i < current]:
+            del self.tasks[index]
+
+    def _answer(self, index: int) -> RangeCandidates | None:
+        task = self.tasks.get(index)
+        if task is None or self.state is None or task.key != self.state.key or task.future.cancelled():
+            return None
+        try:
+            return task.future.result()
+        except Exception:  # a worker that died or could not read: the walk reads it itself
+            return None
+
+
+def _short_line_before(buf: bytes, line: int, length: int) -> bool:
+    """The line before the one at `line` is shorter than `length` bytes (or not in buf)."""
+    if line <= 0:
+        return True
+    return line - 1 - (buf.rfind(b"\n", 0, line - 1) + 1) < length
+
+
+@contextmanager
+def workers_for(jobs: Jobs, paths: Sequence[str | None]) -> Iterator[ProcessPoolExecutor | None]:
+    """`jobs.count - 1` worker processes where the plain files among `paths` are big enough to
+    pay for them (None: the walk reads alone); stopped on the way out."""
+    if jobs.count < 2 or plain_files(paths, jobs) < jobs.min_bytes or not any(paths):
+        yield None
+        return
+    pool = start_workers(jobs.count - 1)
+    try:
+        yield pool
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def oracle_for(pool: ProcessPoolExecutor | None, path: str | None, jobs: Jobs) -> RangeOracle | None:
+    """The ranges of one source, where there are workers and it is a plain file."""
+    size = plain_files([path], jobs)
+    if pool is None or path is None or not size:
+        return None
+    return RangeOracle(pool, path, size, jobs.range_bytes, jobs.count)
+
+
+def start_workers(count: int) -> ProcessPoolExecutor:
+    """`count` worker processes, started now (forked where the system can: they inherit the
+    imported modules and the scanner cache, and start in milliseconds)."""
+    method = "fork" if "fork" in get_all_start_methods() else None
+    try:
+        pool = ProcessPoolExecutor(max_workers=count, mp_context=get_context(method))
+        pool.submit(int).result()  # a fork that fails fails here, not halfway through a log
+    except (OSError, BrokenProcessPool) as exc:
+        raise LogphaseError(
+            f"--jobs: cannot start {count} worker process{'es' if count != 1 else ''}: {exc}",
+            hint="run with --jobs 1 (one process reads the logs), or free some memory or processes",
+        ) from None
+    return pool
+
+
+def plain_files(paths: Sequence[str | None], jobs: Jobs) -> int:
+    """The bytes of the plain files among these (None: a source that is no plain file) that are
+    MIN_RANGES ranges long or more: in a shorter one, the walk learns its templates in the first
+    range and the workers have little left to scan (a log per rank of 12 MB took longer with them)."""
+    total = 0
+    for path in paths:
+        if path is not None:
+            try:
+                size = os.path.getsize(path)
+            except OSError:
+                continue
+            total += size if size >= MIN_RANGES * jobs.range_bytes else 0
+    return total

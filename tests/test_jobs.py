@@ -1,0 +1,309 @@
+"""`--jobs`: workers scan ranges of a big log ahead of the walk; the report is the same for any number and split."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from bench.loggen import write_logs
+from logphase import pipeline, scanning
+from logphase.cli.common import jobs_from
+from logphase.jobs import Jobs
+from logphase.logs.fast import FastLines, ranges
+from logphase.logs.fast.ranges import line_local
+from logphase.logs.reader import open_sources
+from logphase.packs import PackSet, load_packs
+from logphase.report.formats.json import JsonFormat
+from tests.conftest import FIXTURES, REALWORLD, run_cli
+
+AS_OF = datetime(2030, 1, 1)
+LOGS = sorted(p for p in (FIXTURES / "logs").glob("*/*.log") if not p.name.endswith(".part.log"))
+LOGS += sorted((REALWORLD / "logs").glob("*.log"))
+# Ranges small enough that every fixture is cut in many, and cuts fall everywhere: inside
+# tracebacks, dumps, steady runs, right after blank lines (a prime, so they drift against lines).
+SMALL_RANGE = 211
+
+TRACEBACK = """Traceback (most recent call last):
+  File "/usr/lib/python3.10/site-packages/sglang/srt/managers/scheduler.py", line 1845, in run_scheduler_process
+    scheduler.event_loop_overlap()
+  File "/usr/lib/python3.10/site-packages/sglang/srt/managers/scheduler.py", line 702, in event_loop_overlap
+    result = self.run_batch(batch)
+RuntimeError: CUDA error: an illegal memory access was encountered
+"""
+# faulthandler's dump: a blank line before each thread (a cut right after it may split a match
+# of the dump trigger `^\s{4}\S` that spans the blank line), indented frames.
+DUMP = """Fatal Python error: Segmentation fault
+
+Thread 0x00007f3a1c7fe700 (most recent call first):
+  File "/usr/lib/python3.10/threading.py", line 324 in wait
+  File "/usr/lib/python3.10/threading.py", line 607 in wait
+
+Current thread 0x00007f3a9d4b1740 (most recent call first):
+  File "/usr/lib/python3.10/site-packages/torch/cuda/__init__.py", line 801 in synchronize
+"""
+# Short lines, then lines the trigger's indent class may reach across their newline.
+SHORT_LINES = "\n   x = 1\n\u00e9\n X\n\n\n\n\nY\nab\n  z\n"
+
+
+@pytest.fixture(scope="module")
+def packs() -> PackSet:
+    return load_packs()
+
+
+@pytest.fixture
+def short_head(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The matcher reads the first YEAR_LOOKAHEAD lines in full; one line leaves the rest of
+    every fixture to the fast path (and so to the workers)."""
+    monkeypatch.setattr(scanning, "YEAR_LOOKAHEAD", 1)
+
+
+@pytest.fixture
+def oracles(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[Any]]:
+    """The range oracles a scan gives its FastLines, to count the pieces the workers answered;
+    and every window they answer checked against the walk's own scan of it (the same lines,
+    not only the same report: a line too many would change no report, only the speed)."""
+    made: list[Any] = []
+    original = FastLines.__init__
+    answer = ranges.RangeOracle.line_starts
+
+    def init(self: Any, *args: Any, **kwargs: Any) -> None:
+        original(self, *args, **kwargs)
+        if self.ranges is not None:
+            made.append(self.ranges)
+
+    def checked(self: Any, scan: Any, buf: bytes, offset: int, start: int, end: int, chunk_end: int) -> list[int]:
+        found = answer(self, scan, buf, offset, start, end, chunk_end)
+        assert found == scan.line_starts(buf, start, end, chunk_end), (offset + start, offset + end)
+        return found
+
+    monkeypatch.setattr(FastLines, "__init__", init)
+    monkeypatch.setattr(ranges.RangeOracle, "line_starts", checked)
+    yield made
+
+
+def report(paths: list[Path], packs: PackSet, jobs: Jobs) -> str:
+    options = pipeline.Options(as_of=AS_OF, post_mortem=True, jobs=jobs)
+    return JsonFormat().analysis(pipeline.report(open_sources([str(p) for p in paths]), packs, options))
+
+
+def split(count: int, range_bytes: int) -> Jobs:
+    """`count` jobs at any size (the threshold forced down), ranges of `range_bytes`."""
+    return Jobs(count, min_bytes=0, range_bytes=range_bytes)
+
+
+def rolled_over_midnight(log: Path) -> None:
+    """Shift a vLLM V0 log's year-less stamps (`INFO 03-02 09:14:13`) so that its middle line is
+    at the turn of the year: the matcher dates the later lines in the next year."""
+    text = log.read_text(encoding="utf-8")
+    stamp = re.compile(r"(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)")
+    found = list(stamp.finditer(text))
+    middle = found[len(found) // 2]
+    shift = datetime(2029, 12, 31, 23, 59, 59) - datetime(2029, *map(int, middle.groups()))
+
+    def moved(match: re.Match[str]) -> str:
+        return (datetime(2029, *map(int, match.groups())) + shift).strftime("%m-%d %H:%M:%S")
+
+    log.write_text(stamp.sub(moved, text), encoding="utf-8")
+
+
+def with_incidents(log: Path) -> None:
+    """Put a traceback, a faulthandler dump and short lines at a quarter, half and three quarters."""
+    lines = log.read_text(encoding="utf-8").splitlines(keepends=True)
+    quarter = len(lines) // 4
+    for at, text in ((3 * quarter, SHORT_LINES), (2 * quarter, DUMP), (quarter, TRACEBACK)):
+        lines.insert(at, text)
+    log.write_text("".join(lines), encoding="utf-8")
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[Path]]:
+    """Generated serving logs of 1 MB: SGLang 0.5 with a traceback, a dump and short lines in
+    it; vLLM V0 across midnight on New Year's Eve; SGLang 0.5 as one file per rank."""
+    folder = tmp_path_factory.mktemp("served")
+    logs = {
+        shape: write_logs(folder / f"{shape}.log", 1_000_000, seed=13, shape=shape)
+        for shape in ("sglang-0.5", "vllm-v0", "per-rank")
+    }
+    with_incidents(logs["sglang-0.5"][0])
+    rolled_over_midnight(logs["vllm-v0"][0])
+    return logs
+
+
+# --- the report is the same with any number of jobs -------------------------------------------------
+
+
+@pytest.mark.parametrize("log", LOGS, ids=lambda p: p.name)
+def test_every_log_reads_the_same_with_three_jobs(log: Path, packs: PackSet, short_head: None) -> None:
+    # GIVEN a fixture or real-world log, cut in ranges of 211 bytes, the size threshold forced down
+    # WHEN it is analysed by one process and by three
+    # THEN the JSON reports are the same, byte for byte (a log this short mostly learns no line
+    # template, and the walk reads it all: the next test puts each inside a busy log)
+    assert report([log], packs, split(3, SMALL_RANGE)) == report([log], packs, Jobs(1))
+
+
+@pytest.fixture(scope="module")
+def busy(tmp_path_factory: pytest.TempPathFactory) -> bytes:
+    """300 kB of a busy SGLang 0.5 server, as bytes: long enough for the scan to learn its line
+    templates and settle, so that the workers answer for the ranges after its first few."""
+    log = write_logs(tmp_path_factory.mktemp("busy") / "busy.log", 300_000, seed=29, shape="sglang-0.5")[0]
+    return log.read_bytes()
+
+
+@pytest.mark.parametrize("log", sorted((REALWORLD / "logs").glob("*.log")) + LOGS[::3], ids=lambda p: p.name)
+def test_every_log_inside_a_busy_log_reads_the_same(
+    log: Path, packs: PackSet, short_head: None, busy: bytes, tmp_path: Path, oracles: list[Any]
+) -> None:
+    # GIVEN a real-world log (and every third fixture) in the middle of a busy server's log, cut in
+    # ranges of 4099 bytes: the workers scan its tracebacks, dumps and runs
+    middle = busy.index(b"\n", 2 * len(busy) // 3) + 1
+    spliced = tmp_path / log.name
+    spliced.write_bytes(busy[:middle] + log.read_bytes() + b"\n" + busy[middle:])
+    # WHEN it is analysed by one process and by three
+    shared = report([spliced], packs, split(3, 4099))
+    # THEN the reports are the same, and the workers answered for some of it
+    assert shared == report([spliced], packs, Jobs(1))
+    assert oracles[-1].answered > 0
+
+
+@pytest.mark.parametrize("shape", ["sglang-0.5", "vllm-v0", "per-rank"])
+@pytest.mark.parametrize("range_bytes", [4099, 8191, 16_384])  # a file per rank: 8 of ~125 kB
+def test_generated_logs_read_the_same_and_the_workers_answer(
+    shape: str, range_bytes: int, packs: PackSet, served: dict[str, list[Path]], oracles: list[Any], short_head: None
+) -> None:
+    # GIVEN a 1 MB serving log (a traceback, a dump and short lines in it; across midnight; a
+    # file per rank), cut in ranges
+    logs = served[shape]
+    # WHEN it is analysed by one process and by three
+    alone = report(logs, packs, Jobs(1))
+    shared = report(logs, packs, split(3, range_bytes))
+    # THEN the reports are the same, and the workers answered for part of the log
+    assert shared == alone
+    assert len(oracles) == len(logs)
+    assert sum(oracle.answered for oracle in oracles) > 0
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(range_bytes=st.integers(min_value=1024, max_value=250_000), count=st.integers(min_value=2, max_value=4))
+def test_where_the_ranges_are_cut_changes_nothing(
+    range_bytes: int, count: int, packs: PackSet, served: dict[str, list[Path]]
+) -> None:
+    # GIVEN the SGLang log with a traceback, a dump and short lines, cut in ranges of any size
+    log = served["sglang-0.5"]
+    # WHEN it is analysed by 2 to 4 processes
+    # THEN the report is that of one process
+    assert report(log, packs, split(count, range_bytes)) == expected_alone(log, packs)
+
+
+_ALONE: dict[tuple[Path, ...], str] = {}
+
+
+def expected_alone(logs: list[Path], packs: PackSet) -> str:
+    key = tuple(logs)
+    if key not in _ALONE:
+        _ALONE[key] = report(logs, packs, Jobs(1))
+    return _ALONE[key]
+
+
+def test_no_workers_below_the_threshold(packs: PackSet, served: dict[str, list[Path]], oracles: list[Any]) -> None:
+    # GIVEN a 1 MB log and the default threshold (tens of MB)
+    # WHEN it is analysed with four jobs
+    report(served["sglang-0.5"], packs, Jobs(4))
+    # THEN no worker was started: the file is read by one process
+    assert oracles == []
+
+
+# --- what the ranges may rely on -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("pattern", "local"),
+    [
+        (rb"Decode batch\.", True),
+        (rb"^(?:[^\[\n]|\[[^0-9\n])", True),  # a learned templates' complement: it excludes the newline
+        (rb"^[^\n]{0,12}(?:#running-req)", True),
+        (rb"^\s{4}\S", False),
+        (rb"a\nb", False),
+        (rb"[^a]", False),  # a negated class without the newline holds it
+        (rb"x[\s,]y", False),
+        (rb"(?s)a.b", False),
+        (rb"a.b", True),  # `.` stops at a newline
+        (b"a\\\nb", False),  # re.escape of a literal that holds a newline
+        (rb"[\x00-\x1f]", False),  # a range of bytes that holds it
+        (rb"^[\s\x1c-\x1f\x80-\xff]{4}\S", False),  # the dump trigger, as the plan widens it
+        (rb"[\x1c-\x1f\x80-\xff]", True),
+    ],
+)
+def test_patterns_that_may_span_a_newline_are_told(pattern: bytes, local: bool) -> None:
+    # GIVEN a scanner pattern WHEN asked whether a match may hold a newline THEN it says so
+    assert line_local(pattern) is local
+
+
+# --- the CLI ----------------------------------------------------------------------------------------------
+
+
+def test_jobs_option_gives_the_same_report(monkeypatch: pytest.MonkeyPatch) -> None:
+    # GIVEN a fixture, the threshold forced down and ranges of 211 bytes (the environment)
+    log = str(FIXTURES / "logs" / "sglang" / "eagle3-tp8-warmup-health-503.log")
+    monkeypatch.setenv("LOGPHASE_JOBS_MIN_BYTES", "0")
+    monkeypatch.setenv("LOGPHASE_JOBS_RANGE_BYTES", str(SMALL_RANGE))
+    # WHEN it is analysed with --jobs 1 and --jobs 2
+    one = run_cli("analyze", log, "--post-mortem", "--as-of", "2030-01-01 00:00:00", "--format", "json", "--jobs", "1")
+    two = run_cli("analyze", log, "--post-mortem", "--as-of", "2030-01-01 00:00:00", "--format", "json", "--jobs", "2")
+    # THEN the reports and exit codes are the same
+    assert (two.exit_code, two.output) == (one.exit_code, one.output)
+    assert '"verdict"' in one.output
+
+
+@pytest.mark.parametrize("command", ["analyze", "bundle"])
+@pytest.mark.parametrize("value", ["0", "-2", "two", "1.5", ""])
+def test_a_bad_jobs_value_is_a_usage_error(command: str, value: str) -> None:
+    # GIVEN --jobs that is not a whole number of at least 1
+    log = str(FIXTURES / "logs" / "sglang" / "eagle3-tp8-warmup-health-503.log")
+    # WHEN analyze or bundle is run with it
+    result = run_cli(command, log, "--jobs", value)
+    # THEN it exits 2 with click's usage error naming the option
+    assert result.exit_code == 2
+    assert "Invalid value for '--jobs'" in result.output
+
+
+def test_a_bad_threshold_in_the_environment_is_a_usage_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    # GIVEN LOGPHASE_JOBS_MIN_BYTES that is not a byte count
+    monkeypatch.setenv("LOGPHASE_JOBS_MIN_BYTES", "10M")
+    log = str(FIXTURES / "logs" / "sglang" / "eagle3-tp8-warmup-health-503.log")
+    # WHEN analyze is run
+    result = run_cli("analyze", log)
+    # THEN it exits 2 and says which variable and what it takes
+    assert result.exit_code == 2
+    assert "LOGPHASE_JOBS_MIN_BYTES='10M' is not a byte count" in result.output
+    assert "whole number" in result.output
+
+
+def test_workers_that_cannot_start_are_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    # GIVEN a system that refuses new processes, and a log over the (lowered) threshold
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise BlockingIOError(11, "Resource temporarily unavailable")
+
+    monkeypatch.setattr(ranges, "ProcessPoolExecutor", refuse)
+    monkeypatch.setenv("LOGPHASE_JOBS_MIN_BYTES", "0")
+    log = str(FIXTURES / "logs" / "sglang" / "eagle3-tp8-warmup-health-503.log")
+    # WHEN analyze is run with --jobs 3
+    result = run_cli("analyze", log, "--jobs", "3")
+    # THEN it exits 3 (cannot run), saying why and that --jobs 1 needs no workers
+    assert result.exit_code == 3
+    assert "--jobs: cannot start 2 worker processes: [Errno 11] Resource temporarily unavailable" in result.output
+    assert "run with --jobs 1" in result.output
+
+
+def test_the_default_is_the_usable_cores(monkeypatch: pytest.MonkeyPatch) -> None:
+    # GIVEN a process allowed on 3 of the machine's cores
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 2, 5}, raising=False)
+    # WHEN --jobs is not given THEN three processes scan, above 32 MB of plain files
+    assert jobs_from(None) == Jobs(3, min_bytes=32 << 20, range_bytes=4 << 20)
