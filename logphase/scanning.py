@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from itertools import chain, islice
+from typing import TYPE_CHECKING
 
 from logphase.durations import format_duration
 from logphase.jobs import ONE_JOB, Jobs
@@ -24,6 +24,9 @@ from logphase.phases import FAILURE_KINDS, EventKind, Phase
 from logphase.report.model import ContextLine
 from logphase.stacks.dumps import TRIGGER, DumpParser
 from logphase.stacks.model import ProcessSnapshot
+
+if TYPE_CHECKING:
+    from concurrent.futures import ProcessPoolExecutor
 
 # Year-less stamps (vLLM's `INFO 03-07 09:19:58`) before the first dated line take its year.
 YEAR_LOOKAHEAD = 500

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import concurrent.futures
 import os
 import re
 from collections.abc import Iterator
@@ -291,7 +292,7 @@ def test_workers_that_cannot_start_are_a_clear_error(monkeypatch: pytest.MonkeyP
     def refuse(*args: object, **kwargs: object) -> None:
         raise BlockingIOError(11, "Resource temporarily unavailable")
 
-    monkeypatch.setattr(ranges, "ProcessPoolExecutor", refuse)
+    monkeypatch.setattr(concurrent.futures, "ProcessPoolExecutor", refuse)
     monkeypatch.setenv("LOGPHASE_JOBS_MIN_BYTES", "0")
     log = str(FIXTURES / "logs" / "sglang" / "eagle3-tp8-warmup-health-503.log")
     # WHEN analyze is run with --jobs 3

@@ -20,17 +20,18 @@ import os
 import re
 from bisect import bisect_left
 from collections.abc import Iterator, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from itertools import pairwise
-from multiprocessing import get_all_start_methods, get_context
+from typing import TYPE_CHECKING
 
 from logphase.errors import LogphaseError
 from logphase.jobs import Jobs
 from logphase.logs.fast.candidates import CandidateScan
 from logphase.logs.fast.scanners import Scanner, make_scanner
+
+if TYPE_CHECKING:  # the process pool's modules load only when workers start (start-up: most runs have none)
+    from concurrent.futures import Future, ProcessPoolExecutor
 
 MIN_RANGES = 4  # a file shorter than this many ranges is the walk's alone
 LOOKAHEAD = 2  # ranges queued per worker ahead of the walk (one running, one waiting)
@@ -284,6 +285,8 @@ class RangeOracle:
                 break
             if index % (self.jobs + 1) and index not in self.tasks:  # the walk scans one range in jobs + 1
                 start, stop = index * self.range_bytes, (index + 1) * self.range_bytes
+                from concurrent.futures.process import BrokenProcessPool  # loaded with the pool
+
                 try:
                     future = self.pool.submit(candidates_in, state, self.path, start, stop)
                 except BrokenProcessPool:  # a worker died (killed for memory?): the walk reads on alone
@@ -335,6 +338,10 @@ def oracle_for(pool: ProcessPoolExecutor | None, path: str | None, jobs: Jobs) -
 def start_workers(count: int) -> ProcessPoolExecutor:
     """`count` worker processes, started now (forked where the system can: they inherit the
     imported modules and the scanner cache, and start in milliseconds)."""
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+    from multiprocessing import get_all_start_methods, get_context
+
     method = "fork" if "fork" in get_all_start_methods() else None
     try:
         pool = ProcessPoolExecutor(max_workers=count, mp_context=get_context(method))
