@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from logphase.durations import format_duration
 from logphase.jobs import ONE_JOB, Jobs
 from logphase.logs.clocks import SKEW_STEP, format_offset_notes, format_offsets
+from logphase.logs.dating import first_date, first_year
 from logphase.logs.fast import FastLines, plan_for
 from logphase.logs.fast.ranges import oracle_for, workers_for
 from logphase.logs.matcher import Event, SourceMatcher
@@ -28,7 +29,8 @@ from logphase.stacks.model import ProcessSnapshot
 if TYPE_CHECKING:
     from concurrent.futures import ProcessPoolExecutor
 
-# Year-less stamps (vLLM's `INFO 03-07 09:19:58`) before the first dated line take its year.
+# Year-less stamps (vLLM's `INFO 03-07 09:19:58`) before the first line with a year take its year, and
+# time-of-day stamps (SGLang 0.3's `[23:17:01 TP0]`) before the first line with a date its date (logs/dating.py).
 YEAR_LOOKAHEAD = 500
 CONTEXT_BEFORE = 2
 CONTEXT_AFTER = 3
@@ -308,7 +310,7 @@ def _scan(
         year = first_year(head, packs)
         offsets = format_offsets(head, packs, year or as_of.year)
         result.notes += format_offset_notes(source.name, offsets)
-        matcher = SourceMatcher(packs, as_of, year=year, format_offsets=offsets)
+        matcher = SourceMatcher(packs, as_of, year=year, first_date=first_date(head, packs), format_offsets=offsets)
         feed = SourceFeed(index, matcher, builder, result, restarts=len(sources) == 1, clocks=clocks)
         if filtered is not None:
             filtered.attach(matcher, feed.dumps)
@@ -323,14 +325,3 @@ def _scan(
     if clocks is not None:
         result.notes += clocks.notes
     return result
-
-
-def first_year(lines: Sequence[Line], packs: PackSet) -> int | None:
-    """The year of the first dated line: year-less stamps before it take it."""
-    for line in lines:
-        fields, _ = packs.split_prefix(line.text)
-        if fields.time is not None and fields.time_has_year:
-            return fields.time.year
-        if line.stamp is not None:
-            return line.stamp.year  # the envelope's year, where the line's own stamp has none
-    return None

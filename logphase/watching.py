@@ -17,6 +17,7 @@ from logphase.judging.budgets import Budgets
 from logphase.judging.exits import exit_code
 from logphase.judging.logs import Judgement, judge
 from logphase.logs.clocks import format_offset_notes, format_offsets
+from logphase.logs.dating import first_date, first_year
 from logphase.logs.fast import FollowRuns, plan_for
 from logphase.logs.matcher import Event, SourceMatcher
 from logphase.logs.reader import Line
@@ -25,7 +26,7 @@ from logphase.logs.templates import TemplateMiner
 from logphase.logs.timeline import Timeline, TimelineBuilder
 from logphase.packs import PackSet
 from logphase.phases import Phase, Verdict
-from logphase.scanning import YEAR_LOOKAHEAD, ScanResult, SourceFeed, first_year
+from logphase.scanning import YEAR_LOOKAHEAD, ScanResult, SourceFeed
 from logphase.stacks.dumps import TRIGGER
 
 # lines/s is averaged over this many seconds: smooth enough to read, recent enough to mean "now".
@@ -83,6 +84,7 @@ class Ingest:
             # as analyze's scan: year-less stamps before the first dated line take its year; a logger
             # on another clock than the log's other lines is read on theirs
             matcher.year = first_year(lines[:YEAR_LOOKAHEAD], self.packs)
+            matcher.first_date = first_date(lines[:YEAR_LOOKAHEAD], self.packs)
             offsets = format_offsets(lines[:YEAR_LOOKAHEAD], self.packs, matcher.year or self.reference.year)
             matcher.format_offsets = offsets
             self.scanned.notes += format_offset_notes(self.name, offsets)

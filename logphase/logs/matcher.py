@@ -10,6 +10,7 @@ from datetime import date, datetime, timedelta
 from functools import cache
 
 from logphase.frames import frame_key
+from logphase.logs.dating import MIDNIGHT_JUMP, FirstDate, first_day, with_year
 from logphase.logs.reader import Line
 from logphase.logs.stamps import StampBelief
 from logphase.packs import PackRegex, PackSet, PrefixFields, Rule, rank_from_tags
@@ -32,13 +33,8 @@ FRAME_HEADERS = ("Traceback (most recent call last)", "Thread 0x", "Current thre
 _NOTHING: tuple[Event, ...] = ()
 # The prefix id a rank label from a line's envelope counts as (one writer's lines stay together).
 ENVELOPE_RANK = "envelope.rank"
-# A time-of-day stamp that jumps back by more than this crossed midnight.
-MIDNIGHT_JUMP = timedelta(hours=12)
 # The captures (and prefix groups) `_rank` reads an event's rank from.
 RANK_CAPTURES = frozenset({"tags", "rank"})
-# A year-less date this far after the reference time is last year's (syslog's rule): a log is
-# never read before it was written, but clocks and time zones differ by up to a day.
-FUTURE_SLACK = timedelta(days=1)
 # A traceback frame line (CPython: `  File "path", line N, in name`; faulthandler has no comma).
 TRACEBACK_FRAME = re.compile(r'\s+File "[^"]*", line \d+, in ')
 # The capture an exception read from a cut traceback's `raise` statement carries (judging says so).
@@ -174,6 +170,9 @@ class SourceMatcher:
     packs: PackSet
     reference: datetime  # as_of: dates for stamps without one, never after it
     year: int | None = None  # the year of year-less stamps (the caller may know it from further on)
+    # the first stamp with a date in the log's head, and whether it has its year (the caller reads it
+    # ahead, as the year): the date of time-of-day stamps before any line with a date
+    first_date: FirstDate | None = None
     # stamp formats on another clock than the log's, and how far to move them (logs/clocks.py)
     format_offsets: Mapping[tuple[str, ...], timedelta] = field(default_factory=dict)
     last_time: datetime | None = None
@@ -261,6 +260,8 @@ class SourceMatcher:
         stamp = self._complete_time(fields) if fields.time else None
         if own_time and stamp is not None and self.format_offsets:
             stamp += self._format_offset(fields.prefixes)
+        if stamp is not None and fields.time_has_date:
+            self.day = stamp.date()  # a time of day after it is on its date (on the log's clock)
         believed = True
         if stamp is not None:
             self.last_time, believed = self.stamps.believe(line.number, stamp, self.last_time)
@@ -480,18 +481,12 @@ class SourceMatcher:
         stamp = fields.time
         assert stamp is not None
         if fields.time_has_year:
-            self.year, self.day = stamp.year, stamp.date()
+            self.year = stamp.year
             return stamp
         if fields.time_has_date:
-            if self.year is not None:
-                return stamp.replace(year=self.year)
-            dated = stamp.replace(year=self.reference.year)
-            return dated.replace(year=dated.year - 1) if dated > self.reference + FUTURE_SLACK else dated
+            return with_year(stamp, self.year, self.reference)
         if self.day is None:
-            completed = datetime.combine(self.reference.date(), stamp.time())
-            if completed > self.reference:
-                completed -= timedelta(days=1)
-            self.day = completed.date()
+            self.day = first_day(stamp, self.first_date, self.year, self.reference)
         completed = datetime.combine(self.day, stamp.time())
         if self.last_time is not None and completed < self.last_time - MIDNIGHT_JUMP:
             completed += timedelta(days=1)
