@@ -21,7 +21,8 @@ LOG = FIXTURES / "logs" / "sglang" / "pp2-tp4-oom-weight-load.log"
 # ahead (each held until the next line shows the log's clock).
 DAY_BEHIND = 165
 INSIDE_THE_TRACEBACK = 182
-CONSTRUCTOR_INPUTS = {"packs", "reference", "format_offsets"}  # offsets: the caller's, from the log's head
+# offsets and the first date: the caller's, read from the log's head
+CONSTRUCTOR_INPUTS = {"packs", "reference", "format_offsets", "first_date"}
 
 
 @pytest.fixture(scope="module")
