@@ -192,6 +192,24 @@ def test_ingest_dates_year_less_stamps_by_the_first_dated_line_as_analyze_does()
     assert [(span.phase, span.start) for span in spans][:1] == [(Phase.WEIGHT_LOAD, datetime(2024, 11, 26, 14, 23, 34))]
 
 
+def test_ingest_dates_times_of_day_by_the_first_line_with_a_date_as_analyze_does() -> None:
+    # GIVEN an SGLang 0.3 log (`[23:16:54 TP0]`: a time of day only) whose first date is on a later vLLM
+    # line (`INFO 09-19 …`: no year), watched on 1 December
+    packs = load_packs(builtin=True)
+    ingest = Ingest(packs, reference=datetime(2026, 12, 1, 12, 0, 0))
+    # WHEN the existing file is caught up on in one batch
+    ingest.feed(
+        [
+            Line(1, "[23:16:54 TP0] Load weight begin. avail mem=78.54 GB", 0),
+            Line(2, "INFO 09-19 23:16:56 weight_utils.py:236] Using model weights format ['*.safetensors']", 0),
+        ],
+        arrived=0.0,
+    )
+    # THEN TP0's time of day is on 19 September, the vLLM line's date (was: the day before the watch's)
+    spans = ingest.timeline().spans
+    assert [span.start for span in spans if span.rank == "TP0"] == [datetime(2026, 9, 19, 23, 16, 54)]
+
+
 def test_the_status_line_gives_the_eta_as_the_report_words_it() -> None:
     # GIVEN three recorded successful runs (capture 100, 110, 120 s), and a watch 30 s into its capture
     runs = [_ready_run(capture, number=n) for n, capture in enumerate((100.0, 110.0, 120.0), start=1)]
