@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from logphase.cli import main
-from logphase.logs.fast import scanners
+from logphase.logs.fast import FastLines, scanners
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "fixtures"
@@ -53,3 +53,17 @@ def scanner(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> 
     if request.param == "stdlib":
         monkeypatch.setattr(scanners, "hyperscan", None)
     return str(request.param)
+
+
+@pytest.fixture
+def captured(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[Any]]:
+    """The FastLines objects a scan creates, to read their statistics."""
+    made: list[Any] = []
+    original = FastLines.__init__
+
+    def init(self: Any, *args: Any, **kwargs: Any) -> None:
+        original(self, *args, **kwargs)
+        made.append(self)
+
+    monkeypatch.setattr(FastLines, "__init__", init)
+    yield made

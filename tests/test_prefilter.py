@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import gzip
 import re
-from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -59,20 +58,6 @@ def reports(path: Path, packs: PackSet) -> tuple[str, str]:
     if key not in _PLAIN:
         _PLAIN[key] = report(path, packs, fast=False)
     return _PLAIN[key], report(path, packs, fast=True)
-
-
-@pytest.fixture
-def captured(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[Any]]:
-    """The FastLines objects a scan creates, to read their statistics."""
-    made: list[Any] = []
-    original = FastLines.__init__
-
-    def init(self: Any, *args: Any, **kwargs: Any) -> None:
-        original(self, *args, **kwargs)
-        made.append(self)
-
-    monkeypatch.setattr(FastLines, "__init__", init)
-    yield made
 
 
 # --- the fast path changes nothing -------------------------------------------------------------------

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -13,7 +12,7 @@ import pytest
 
 from bench.loggen import write_logs
 from logphase import scanning
-from logphase.logs.fast import FastLines, lines
+from logphase.logs.fast import lines
 from logphase.logs.fast.templates import learn_template
 from logphase.packs import PackSet, load_packs
 from tests.test_prefilter import report
@@ -24,20 +23,6 @@ CLOCK = re.compile(r"^\[(\d\d):(\d\d):(\d\d)(?= |\])", re.MULTILINE)
 @pytest.fixture(scope="module")
 def packs() -> PackSet:
     return load_packs()
-
-
-@pytest.fixture
-def captured(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[Any]]:
-    """The FastLines objects a scan creates, to read their statistics."""
-    made: list[Any] = []
-    original = FastLines.__init__
-
-    def init(self: Any, *args: Any, **kwargs: Any) -> None:
-        original(self, *args, **kwargs)
-        made.append(self)
-
-    monkeypatch.setattr(FastLines, "__init__", init)
-    yield made
 
 
 def sglang_03(folder: Path, size: int = 1_000_000) -> str:

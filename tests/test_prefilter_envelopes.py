@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import random
 import re
-from collections.abc import Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -15,7 +14,6 @@ import pytest
 from bench.loggen import write_logs
 from logphase import scanning
 from logphase.envelope import Envelopes, sniff
-from logphase.logs.fast import FastLines
 from logphase.logs.fast.templates import learn_template
 from logphase.packs import PackSet, load_packs
 from tests.paste.harness import COMBINATIONS, wrap
@@ -52,20 +50,6 @@ def packs() -> PackSet:
 def short_head(monkeypatch: pytest.MonkeyPatch) -> None:
     """The matcher reads the first line in full; the fast path the rest of every log."""
     monkeypatch.setattr(scanning, "YEAR_LOOKAHEAD", 1)
-
-
-@pytest.fixture
-def captured(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[Any]]:
-    """The FastLines objects a scan creates, to read their statistics."""
-    made: list[Any] = []
-    original = FastLines.__init__
-
-    def init(self: Any, *args: Any, **kwargs: Any) -> None:
-        original(self, *args, **kwargs)
-        made.append(self)
-
-    monkeypatch.setattr(FastLines, "__init__", init)
-    yield made
 
 
 # The wrappings the fast path reads (every wrapper and pair of the paste-proof suite but the exports
