@@ -11,8 +11,7 @@ from typing import TYPE_CHECKING
 
 from logphase.durations import format_duration
 from logphase.jobs import ONE_JOB, Jobs
-from logphase.logs.clocks import SKEW_STEP, format_offset_notes, format_offsets
-from logphase.logs.dating import first_date, first_year
+from logphase.logs.clocks import SKEW_STEP, format_offset_notes, head_clock
 from logphase.logs.fast import FastLines, plan_for
 from logphase.logs.fast.ranges import oracle_for, workers_for
 from logphase.logs.matcher import Event, SourceMatcher
@@ -307,10 +306,11 @@ def _scan(
             )
         lines = iter(filtered) if filtered is not None else read_lines(source)
         head = list(islice(lines, YEAR_LOOKAHEAD))
-        year = first_year(head, packs)
-        offsets = format_offsets(head, packs, year or as_of.year)
-        result.notes += format_offset_notes(source.name, offsets)
-        matcher = SourceMatcher(packs, as_of, year=year, first_date=first_date(head, packs), format_offsets=offsets)
+        clock = head_clock(head, packs, as_of)
+        result.notes += format_offset_notes(source.name, clock.offsets)
+        matcher = SourceMatcher(
+            packs, as_of, year=clock.year, first_date=clock.first_date, format_offsets=clock.offsets
+        )
         feed = SourceFeed(index, matcher, builder, result, restarts=len(sources) == 1, clocks=clocks)
         if filtered is not None:
             filtered.attach(matcher, feed.dumps)

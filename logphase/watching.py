@@ -16,8 +16,7 @@ from logphase.health import Health, Probe
 from logphase.judging.budgets import Budgets
 from logphase.judging.exits import exit_code
 from logphase.judging.logs import Judgement, judge
-from logphase.logs.clocks import format_offset_notes, format_offsets
-from logphase.logs.dating import first_date, first_year
+from logphase.logs.clocks import format_offset_notes, head_clock
 from logphase.logs.fast import FollowRuns, plan_for
 from logphase.logs.matcher import Event, SourceMatcher
 from logphase.logs.reader import Line
@@ -83,11 +82,9 @@ class Ingest:
         if not self.lines and lines and matcher.year is None:
             # as analyze's scan: year-less stamps before the first dated line take its year; a logger
             # on another clock than the log's other lines is read on theirs
-            matcher.year = first_year(lines[:YEAR_LOOKAHEAD], self.packs)
-            matcher.first_date = first_date(lines[:YEAR_LOOKAHEAD], self.packs)
-            offsets = format_offsets(lines[:YEAR_LOOKAHEAD], self.packs, matcher.year or self.reference.year)
-            matcher.format_offsets = offsets
-            self.scanned.notes += format_offset_notes(self.name, offsets)
+            clock = head_clock(lines[:YEAR_LOOKAHEAD], self.packs, self.reference)
+            matcher.year, matcher.first_date, matcher.format_offsets = clock.year, clock.first_date, clock.offsets
+            self.scanned.notes += format_offset_notes(self.name, clock.offsets)
         if not fingerprint.done:
             fingerprint.feed_all(line.text for line in lines)
         chosen: Iterable[Line] = lines if self.runs is None else self.runs.lines(lines, matcher)
