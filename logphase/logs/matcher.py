@@ -10,6 +10,7 @@ from datetime import date, datetime, timedelta
 from functools import cache
 
 from logphase.frames import frame_key
+from logphase.logs.clocks import stamp_format, timed_prefixes
 from logphase.logs.dating import MIDNIGHT_JUMP, FirstDate, first_day, with_year
 from logphase.logs.reader import Line
 from logphase.logs.stamps import StampBelief
@@ -299,8 +300,8 @@ class SourceMatcher:
         return (*held, event) if held else (event,)
 
     def _format_offset(self, prefixes: tuple[str, ...]) -> timedelta:
-        timed = {prefix for key in self.format_offsets for prefix in key}
-        return self.format_offsets.get(tuple(prefix for prefix in prefixes if prefix in timed), timedelta(0))
+        """The offset of the line's stamp format, keyed as format_offsets keyed it (a rare log's lines only)."""
+        return self.format_offsets.get(stamp_format(prefixes, timed_prefixes(self.packs)), timedelta(0))
 
     @property
     def clock_pending(self) -> bool:
