@@ -255,6 +255,32 @@ def test_a_logger_a_day_behind_the_others_is_read_on_their_clock() -> None:
     ) in report["notes"]
 
 
+def test_a_logger_that_opens_the_log_on_another_clock_is_read_on_the_others(tmp_path: Path) -> None:
+    # GIVEN a torchrun log whose agent's glog lines (`W0603 16:40:02.000000 771 run.py:793]`, the first
+    # four) are stamped in UTC, 8 h behind its ranks' Python logging lines (`[rank1]:2025-06-03
+    # 16:40:08,709 - INFO -`, local time): the other clock opens the log, no line of the log's clock is before it
+    source = (FIXTURES / "logs" / "torch" / "gloo-hang-dist-init.log").read_text().split("\n")
+    utc = [re.sub(r"^W0603 16:", "W0603 08:", line) for line in source]
+    assert utc[:4] != source[:4]
+    log = tmp_path / "torchrun-agent-utc.log"
+    log.write_text("\n".join(utc))
+    # WHEN analysed on both paths
+    fast, plain = _report([log], fast=True), _report([log], fast=False)
+    report, original = (
+        json.loads(fast),
+        json.loads(_report([FIXTURES / "logs" / "torch" / "gloo-hang-dist-init.log"], fast=True)),
+    )
+    # THEN the agent's lines are read on the ranks' clock: the phases are those of the log on one clock
+    assert fast == plain
+
+    def unplaced(phases: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return [{key: value for key, value in phase.items() if key != "path"} for phase in phases]
+
+    assert unplaced(report["phases"]) == unplaced(original["phases"])
+    # AND a note says which lines run on another clock
+    assert any("run on a clock 8h00m behind the log's other lines" in note for note in report["notes"])
+
+
 def test_a_relaunch_hours_later_in_a_second_log_is_no_skewed_clock(tmp_path: Path) -> None:
     # GIVEN a two-node TP16 startup's node-0 log, and a second log of the same node (TP0-TP7 again)
     # started eight hours later: a relaunch written to a rotated file

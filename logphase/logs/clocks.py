@@ -35,8 +35,8 @@ def format_offsets(head: Sequence[Line], packs: PackSet, year: int) -> dict[Form
     """Two loggers of one process may write on two clocks (realworld 001: the vLLM logger inside
     SGLang stamps `INFO 03-07 12:29:08` between SGLang's `[2025-03-08 12:29:04]`): the format most
     lines of the head are stamped in is the log's clock; another format whose lines stand over
-    CLOCK_JUMP from the last line of it before them (the median of at least LINES_NEEDED lines) is
-    moved onto it, by whole quarter hours. `year`: the year of a year-less stamp."""
+    CLOCK_JUMP from the nearest line of it before them, else after them (the median of at least
+    LINES_NEEDED lines), is moved onto it, by whole quarter hours. `year`: the year of a year-less stamp."""
     timed = timed_prefixes(packs)
     stamped: list[tuple[FormatKey, datetime]] = []
     for line in head:
@@ -52,13 +52,21 @@ def format_offsets(head: Sequence[Line], packs: PackSet, year: int) -> dict[Form
     if len(formats) < 2:
         return {}
     main = formats.most_common(1)[0][0]
-    apart: dict[FormatKey, list[float]] = {}
+    # each other line against the nearest line of the log's clock before it (after it, where the
+    # head opens with the other logger: torchrun's agent before its ranks' first lines)
+    nearest: list[datetime | None] = []
     clock: datetime | None = None
-    for key, stamp in stamped:
+    for key, stamp in reversed(stamped):
+        clock = stamp if key == main else clock
+        nearest.append(clock)
+    nearest.reverse()
+    apart: dict[FormatKey, list[float]] = {}
+    clock = None
+    for (key, stamp), after in zip(stamped, nearest, strict=True):
         if key == main:
             clock = stamp
-        elif clock is not None:
-            apart.setdefault(key, []).append((stamp - clock).total_seconds())
+        elif (reference := clock or after) is not None:
+            apart.setdefault(key, []).append((stamp - reference).total_seconds())
     offsets: dict[FormatKey, timedelta] = {}
     for key, seconds in apart.items():
         median = timedelta(seconds=statistics.median(seconds))
