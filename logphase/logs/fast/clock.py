@@ -10,10 +10,25 @@ from datetime import datetime, timedelta
 from logphase.envelope import Envelopes, envelope_time
 from logphase.logs.fast.templates import Template
 from logphase.packs import PackSet
+from logphase.packs.model import PrefixRule, parse_time
 
-OWN_CACHE = 4096  # own stamps remembered by their prefix's bytes (many lines share a second)
+OWN_CACHE = 4096  # own stamps remembered by their bytes (many lines share a second)
 
 Anchor = tuple[int, bytes, Template]  # a line with a stamp of its own: offset, bytes, template
+
+# The envelope stamp docker and CRI write most: RFC 3339 in UTC with nanoseconds, which `_rfc3339`
+# reads as its first 26 characters (datetime keeps microseconds)
+NANO_UTC = re.compile(rb"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{9}Z")
+
+
+@dataclass(frozen=True)
+class OwnStamp:
+    """Where the one prefix of a template's stack that carries a stamp has it, in the line's bytes:
+    the own time of each line on that template is its prefix's reading of those bytes."""
+
+    start: int
+    end: int
+    prefix: PrefixRule
 
 
 @dataclass
@@ -41,6 +56,12 @@ class EnvelopeClock:
         self.packs = packs
         self.envelopes = envelopes
         self.own: dict[bytes, datetime | None] = {}
+        first = envelopes.layers[0] if envelopes.layers else None
+        # the outermost envelope opens the line with its stamp, read as RFC 3339 first (docker, CRI)
+        self.stamp_opens = first is not None and first.time_formats[:1] == ("rfc3339",)
+        self.stamp_opens &= first is not None and first.pattern.pattern.startswith("^(?P<ts>")
+        self.own_spots: dict[int, tuple[Template, OwnStamp | None]] = {}  # by the template's id
+        self.own_stamps: dict[tuple[str, bytes], datetime | None] = {}
         self.year: int | None = None
         self.timed_templates: tuple[Template, ...] = ()
         self.timed_re: tuple[re.Pattern[bytes], re.Pattern[bytes]] | None = None
@@ -85,7 +106,7 @@ class EnvelopeClock:
             if anchor is not None and (walk.anchor is None or walk.anchor[0] != anchor[0]):
                 self._flush(walk)
                 walk.anchor, walk.shift = anchor, None
-            stamp = envelope_time(self.envelopes, prefix.decode("ascii"))
+            stamp = self.envelope_stamp(prefix)
             if stamp is None:
                 continue
             if start in read:
@@ -117,21 +138,81 @@ class EnvelopeClock:
             walk.shift = self._offset(walk.anchor[1], walk.anchor[2])
         return walk.shift
 
+    def envelope_stamp(self, prefix: bytes) -> datetime | None:
+        """`envelope_time` of a line whose envelopes' prefix is `prefix` (ASCII: a template's); docker's
+        and CRI's usual stamp read from its bytes."""
+        if self.stamp_opens and NANO_UTC.match(prefix):
+            try:
+                return datetime.fromisoformat(prefix[:26].decode())
+            except ValueError:
+                pass  # not in the calendar: the inner envelopes may still give a time
+        return envelope_time(self.envelopes, prefix.decode("ascii"))
+
     def _offset(self, raw: bytes, template: Template) -> timedelta | None:
         """Own stamp minus envelope stamp of a line with both, as the matcher works it out; None where
         that needs more than the line (a time of day: the matcher's day)."""
-        envelope = envelope_time(self.envelopes, raw[: template.envelope].decode("ascii"))
-        key = raw[template.envelope : len(template.atoms)]
-        if key not in self.own:
-            if len(self.own) > OWN_CACHE:
-                self.own.clear()
-            fields, _ = self.packs.split_prefix(raw[template.envelope :].decode("utf-8", "replace"))
-            self.own[key] = fields.time if fields.time is not None and fields.time_has_date else None
-        own = self.own[key]
-        if own is None or envelope is None:
+        envelope = self.envelope_stamp(raw[: template.envelope])
+        if envelope is None:
+            return None
+        own = self._own_time(raw, template)
+        if own is None:
             return None
         if template.stamp == "date":
             if self.year is None:
                 return None
             own = own.replace(year=self.year)
         return own - envelope
+
+    def _own_time(self, raw: bytes, template: Template) -> datetime | None:
+        """A line's own stamp as `split_prefix` reads it, where it has a date: remembered by the bytes
+        of the stamp where one prefix of the template gives it (a second's lines share them whatever
+        their rank, pid or thread), else by the bytes of the whole own prefix."""
+        known = self.own_spots.get(id(template))
+        if known is None or known[0] is not template:
+            known = (template, self._own_stamp(raw, template))
+            self.own_spots[id(template)] = known
+        spot = known[1]
+        if spot is not None:
+            key = (spot.prefix.id, raw[spot.start : spot.end])
+            if key in self.own_stamps:
+                return self.own_stamps[key]
+            parsed = parse_time(key[1].decode("ascii"), spot.prefix.time_formats)
+            if parsed is not None:  # else another prefix's time, if any, is the line's
+                if len(self.own_stamps) > OWN_CACHE:
+                    self.own_stamps.clear()
+                self.own_stamps[key] = parsed[0] if parsed[2] else None
+                return self.own_stamps[key]
+        return self._own_time_whole(raw, template)
+
+    def _own_time_whole(self, raw: bytes, template: Template) -> datetime | None:
+        key = raw[template.envelope : len(template.atoms)]
+        if key not in self.own:
+            if len(self.own) > OWN_CACHE:
+                self.own.clear()
+            fields, _ = self.packs.split_prefix(raw[template.envelope :].decode("utf-8", "replace"))
+            self.own[key] = fields.time if fields.time is not None and fields.time_has_date else None
+        return self.own[key]
+
+    def _own_stamp(self, raw: bytes, template: Template) -> OwnStamp | None:
+        """Where a line of `template` has the stamp its prefixes read, when exactly one of them reads
+        one (in the template's bytes: every line on it has it there); None otherwise."""
+        text = raw[template.envelope :].decode("utf-8", "replace")
+        fields, message = self.packs.split_prefix(text)
+        own = text[: len(text) - len(message)]
+        if fields.time is None or not own.isascii():
+            return None
+        by_id = {prefix.id: prefix for prefix in self.packs.prefixes}
+        spots: list[OwnStamp] = []
+        position = 0
+        for prefix_id in fields.prefixes:
+            prefix = by_id[prefix_id]
+            found = prefix.pattern.match(text[position:])
+            if found is None:
+                return None
+            if "ts" in found.re.groupindex and found.start("ts") >= 0:
+                start = template.envelope + position + found.start("ts")
+                spots.append(OwnStamp(start, template.envelope + position + found.end("ts"), prefix))
+            position += found.end()
+        if len(spots) != 1 or spots[0].end > len(template.atoms):
+            return None
+        return spots[0]
