@@ -34,12 +34,14 @@ class OwnStamp:
 @dataclass
 class _Walk:
     """One pass of `EnvelopeClock.peaks`: the matcher's clock as far as known, the offset the lines
-    read so far set, and the latest envelope stamp since the last line that set it."""
+    read so far set, the latest envelope stamp since the last line that set it, and the latest time
+    such a line gives since the last line the matcher reads (with the line that set its offset)."""
 
     latest: datetime | None
     shift: timedelta | None
     anchor: Anchor | None = None  # the last line with a stamp of its own
     top: tuple[datetime, int] | None = None
+    best: tuple[datetime, int, Anchor | None] | None = None
     read: set[int] = field(default_factory=set)
 
 
@@ -49,8 +51,9 @@ class EnvelopeClock:
     both showed, and the matcher's clock is the latest time any line gave (SourceMatcher). Such lines
     are summarised like any other; among those a summary skips before each line the matcher reads,
     this finds the one whose time would have moved the clock furthest, and the line that set its
-    offset, for the matcher to read them. Between two lines that set the offset, the latest time is
-    that of the latest envelope stamp: only that one is shifted and compared."""
+    offset, for the matcher to read them (the clock is the latest time: the lines it passed on the way
+    change nothing there). Between two lines that set the offset, the latest time is that of the
+    latest envelope stamp: only that one is shifted and compared."""
 
     def __init__(self, packs: PackSet, envelopes: Envelopes) -> None:
         self.packs = packs
@@ -89,22 +92,22 @@ class EnvelopeClock:
         offset: timedelta,
         year: int | None,
         latest: datetime | None,
-    ) -> set[int]:
+    ) -> tuple[set[int], datetime | None]:
         """Of the envelope-timed `lines` (offset in the chunk, bytes of its envelopes' prefix, the line
         with its own stamp that set its offset; in order), those the matcher must read besides
         `read` for its clock to be the same at each line it reads, with the lines that set their
-        offsets. `offset`, `year`, `latest`: the matcher's envelope offset, year and clock before them
-        (an anchor of None: the offset is the matcher's)."""
+        offsets; and the clock they leave. `offset`, `year`, `latest`: the matcher's envelope offset,
+        year and clock before them (an anchor of None: the offset is the matcher's)."""
         self.year = year
         walk = _Walk(latest, offset)
         points = sorted(read)
         point = 0
         for start, prefix, anchor in lines:
-            while point < len(points) and points[point] < start:
+            while point < len(points) and points[point] <= start:
                 self._flush(walk)  # a line the matcher reads: its clock must be right there
                 point += 1
             if anchor is not None and (walk.anchor is None or walk.anchor[0] != anchor[0]):
-                self._flush(walk)
+                self._fold(walk)
                 walk.anchor, walk.shift = anchor, None
             stamp = self.envelope_stamp(prefix)
             if stamp is None:
@@ -116,22 +119,38 @@ class EnvelopeClock:
             elif walk.top is None or stamp > walk.top[0]:
                 walk.top = (stamp, start)
         self._flush(walk)
-        return walk.read
+        return walk.read, walk.latest
 
-    def _flush(self, walk: _Walk) -> None:
-        """The latest envelope-timed line since the last flush: read when it moves the clock."""
+    def _fold(self, walk: _Walk) -> None:
+        """The latest envelope-timed line since the last line that set the offset: the latest time
+        since the last line read, if it moves the clock furthest; read at once where its time needs
+        more than the line that set its offset (a time of day)."""
         if walk.top is None:
             return
         stamp, line = walk.top
         walk.top = None
         shift = self._shift(walk)
-        if shift is not None and walk.latest is not None and stamp + shift <= walk.latest:
+        if shift is None:
+            walk.read.add(line)
+            if walk.anchor is not None:
+                walk.read.add(walk.anchor[0])
             return
+        time = stamp + shift
+        if (walk.latest is None or time > walk.latest) and (walk.best is None or time > walk.best[0]):
+            walk.best = (time, line, walk.anchor)
+
+    def _flush(self, walk: _Walk) -> None:
+        """Before a line the matcher reads: the line of the latest time since the last one, with the
+        line that set its offset, read when it moves the clock."""
+        self._fold(walk)
+        if walk.best is None:
+            return
+        time, line, anchor = walk.best
+        walk.best = None
         walk.read.add(line)
-        if walk.anchor is not None:
-            walk.read.add(walk.anchor[0])
-        if shift is not None:
-            walk.latest = stamp + shift
+        if anchor is not None:
+            walk.read.add(anchor[0])
+        walk.latest = time
 
     def _shift(self, walk: _Walk) -> timedelta | None:
         if walk.shift is None and walk.anchor is not None:
