@@ -3,22 +3,46 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from logphase.envelope import Envelopes, envelope_time
-from logphase.logs.fast.templates import Template
+from logphase.logs.fast.templates import DIGIT, Template
 from logphase.packs import PackSet
 from logphase.packs.model import PrefixRule, parse_time
 
 OWN_CACHE = 4096  # own stamps remembered by their bytes (many lines share a second)
 
 Anchor = tuple[int, bytes, Template]  # a line with a stamp of its own: offset, bytes, template
+# an envelope-timed line: offset, bytes of its envelopes' prefix, its stamp's key (if it has one),
+# the line that set its offset (None: the matcher's)
+Timed = tuple[int, bytes, bytes | None, Anchor | None]
 
-# The envelope stamp docker and CRI write most: RFC 3339 in UTC with nanoseconds, which `_rfc3339`
-# reads as its first 26 characters (datetime keeps microseconds)
-NANO_UTC = re.compile(rb"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{9}Z")
+# An RFC 3339 stamp in UTC (docker's, CRI's) with its digits as `0`: its fraction, trimmed of its
+# trailing zeros as Go's RFC3339Nano writes it, or fixed at nine digits, or none
+UTC_SHAPE = re.compile(rb"0000-00-00T00:00:00(?:\.(0+))?Z")
+DIGITS = bytes.maketrans(b"123456789", b"000000000")
+
+
+def stamp_key_shape(shape: bytes) -> tuple[int, bytes] | None:
+    """For the stamps of `shape` (their bytes, digits as `0`) that open it, in UTC: how many of its
+    bytes, and what after them, make the key of each (`stamp_key`)."""
+    found = UTC_SHAPE.match(shape)
+    if found is None:
+        return None
+    digits = len(found[1] or b"")
+    if not digits:
+        return 19, b".000000"
+    return 20 + min(digits, 6), b"0" * max(0, 6 - digits)
+
+
+def stamp_key(stamp: bytes) -> bytes | None:
+    """The key of an RFC 3339 stamp in UTC: its time to the microsecond in ISO form (what the envelope's
+    `_rfc3339` reads), so that keys sort as the times do, whatever the fraction's length (`57.7357Z`
+    is before `57.73579016Z`, though `Z` sorts after the digits). None for another form (an offset)."""
+    shape = stamp_key_shape(stamp.translate(DIGITS))
+    return None if shape is None else stamp[: shape[0]] + shape[1]
 
 
 @dataclass(frozen=True)
@@ -40,7 +64,9 @@ class _Walk:
     latest: datetime | None
     shift: timedelta | None
     anchor: Anchor | None = None  # the last line with a stamp of its own
-    top: tuple[datetime, int] | None = None
+    top: tuple[datetime, int] | None = None  # of the stamps without a key
+    top_key: tuple[bytes, int] | None = None  # of the stamps with one
+    since: int = 0  # the first line since the last fold
     best: tuple[datetime, int, Anchor | None] | None = None
     read: set[int] = field(default_factory=set)
 
@@ -64,6 +90,7 @@ class EnvelopeClock:
         self.stamp_opens = first is not None and first.time_formats[:1] == ("rfc3339",)
         self.stamp_opens &= first is not None and first.pattern.pattern.startswith("^(?P<ts>")
         self.own_spots: dict[int, tuple[Template, OwnStamp | None]] = {}  # by the template's id
+        self.key_shapes: dict[int, tuple[Template, tuple[int, bytes] | None]] = {}  # by the template's id
         self.own_stamps: dict[tuple[str, bytes], datetime | None] = {}
         self.year: int | None = None
         self.timed_templates: tuple[Template, ...] = ()
@@ -84,51 +111,104 @@ class EnvelopeClock:
         found = [start] if start == 0 and at_start.match(buf, 0, end) else []
         return found + [hit.start() + 1 for hit in after_newline.finditer(buf, max(0, start - 1), end)]
 
+    def key_shape(self, template: Template) -> tuple[int, bytes] | None:
+        """How the envelope stamp of a line on `template` is keyed (`stamp_key_shape`), where its
+        envelopes open with a stamp in UTC: its template tells which of its bytes make the key."""
+        known = self.key_shapes.get(id(template))
+        if known is None or known[0] is not template:
+            shape = bytes(
+                48 if atom == DIGIT or 48 <= atom <= 57 else atom for atom in template.atoms[: template.envelope]
+            )
+            known = (template, stamp_key_shape(shape) if self.stamp_opens else None)
+            self.key_shapes[id(template)] = known
+        return known[1]
+
     def peaks(
         self,
-        lines: Iterable[tuple[int, bytes, Anchor | None]],
+        lines: Sequence[Timed],
         read: Collection[int],
         *,
         offset: timedelta,
         year: int | None,
         latest: datetime | None,
     ) -> tuple[set[int], datetime | None]:
-        """Of the envelope-timed `lines` (offset in the chunk, bytes of its envelopes' prefix, the line
-        with its own stamp that set its offset; in order), those the matcher must read besides
-        `read` for its clock to be the same at each line it reads, with the lines that set their
-        offsets; and the clock they leave. `offset`, `year`, `latest`: the matcher's envelope offset,
-        year and clock before them (an anchor of None: the offset is the matcher's)."""
+        """Of the envelope-timed `lines` (in order), those the matcher must read besides `read` for its
+        clock to be the same at each line it reads, with the lines that set their offsets; and the
+        clock they leave. `offset`, `year`, `latest`: the matcher's envelope offset, year and clock
+        before them. Stamps with a key are compared by it; only the latest is read as a time."""
         self.year = year
         walk = _Walk(latest, offset)
         points = sorted(read)
         point = 0
-        for start, prefix, anchor in lines:
+        for index, (start, prefix, key, anchor) in enumerate(lines):
             while point < len(points) and points[point] <= start:
-                self._flush(walk)  # a line the matcher reads: its clock must be right there
+                self._flush(walk, lines, index, read)  # a line the matcher reads: its clock must be right there
                 point += 1
             if anchor is not None and (walk.anchor is None or walk.anchor[0] != anchor[0]):
-                self._fold(walk)
+                self._fold(walk, lines, index, read)
                 walk.anchor, walk.shift = anchor, None
-            stamp = self.envelope_stamp(prefix)
-            if stamp is None:
-                continue
             if start in read:
+                stamp = self._time(prefix, key)
                 shift = self._shift(walk)
-                if shift is not None and (walk.latest is None or stamp + shift > walk.latest):
+                if stamp is not None and shift is not None and (walk.latest is None or stamp + shift > walk.latest):
                     walk.latest = stamp + shift
-            elif walk.top is None or stamp > walk.top[0]:
+            elif key is not None:
+                if walk.top_key is None or key > walk.top_key[0]:
+                    walk.top_key = (key, start)
+            elif (stamp := self.envelope_stamp(prefix)) is not None and (walk.top is None or stamp > walk.top[0]):
                 walk.top = (stamp, start)
-        self._flush(walk)
+        self._flush(walk, lines, len(lines), read)
         return walk.read, walk.latest
 
-    def _fold(self, walk: _Walk) -> None:
+    def envelope_stamp(self, prefix: bytes) -> datetime | None:
+        """`envelope_time` of a line whose envelopes' prefix is `prefix` (ASCII: a template's)."""
+        return envelope_time(self.envelopes, prefix.decode("ascii"))
+
+    def _time(self, prefix: bytes, key: bytes | None) -> datetime | None:
+        """The envelope's time of a line, from its stamp's key where it has one."""
+        if key is not None:
+            try:
+                return datetime.fromisoformat(key.decode())
+            except ValueError:
+                pass  # not in the calendar: the inner envelopes may still give a time
+        return self.envelope_stamp(prefix)
+
+    def _top(self, walk: _Walk, lines: Sequence[Timed], end: int, read: Collection[int]) -> tuple[datetime, int] | None:
+        """The first line of the latest envelope time among the lines since the last fold, before
+        `end` (stamps with a key and without, compared as times)."""
+        top, keyed = walk.top, walk.top_key
+        walk.top = walk.top_key = None
+        if keyed is None:
+            return top
+        key, start = keyed
+        try:
+            time = datetime.fromisoformat(key.decode())
+            if top is None:
+                return time, start
+            candidates = [(time, start)]
+        except ValueError:  # a stamp out of the calendar: every stamp read as a time
+            group = lines[walk.since : end]
+            candidates = [
+                (stamp, at)
+                for at, prefix, other, _ in group
+                if other is not None and at not in read and (stamp := self._time(prefix, other)) is not None
+            ]
+        if top is not None:
+            candidates.append(top)
+        if not candidates:
+            return None
+        latest = max(time for time, _ in candidates)
+        return min((candidate for candidate in candidates if candidate[0] == latest), key=lambda c: c[1])
+
+    def _fold(self, walk: _Walk, lines: Sequence[Timed], end: int, read: Collection[int]) -> None:
         """The latest envelope-timed line since the last line that set the offset: the latest time
         since the last line read, if it moves the clock furthest; read at once where its time needs
         more than the line that set its offset (a time of day)."""
-        if walk.top is None:
+        top = self._top(walk, lines, end, read) if walk.top_key is not None or walk.top is not None else None
+        walk.since = end
+        if top is None:
             return
-        stamp, line = walk.top
-        walk.top = None
+        stamp, line = top
         shift = self._shift(walk)
         if shift is None:
             walk.read.add(line)
@@ -139,10 +219,11 @@ class EnvelopeClock:
         if (walk.latest is None or time > walk.latest) and (walk.best is None or time > walk.best[0]):
             walk.best = (time, line, walk.anchor)
 
-    def _flush(self, walk: _Walk) -> None:
+    def _flush(self, walk: _Walk, lines: Sequence[Timed], end: int, read: Collection[int]) -> None:
         """Before a line the matcher reads: the line of the latest time since the last one, with the
         line that set its offset, read when it moves the clock."""
-        self._fold(walk)
+        self._fold(walk, lines, end, read)
+        walk.since = end
         if walk.best is None:
             return
         time, line, anchor = walk.best
@@ -157,20 +238,12 @@ class EnvelopeClock:
             walk.shift = self._offset(walk.anchor[1], walk.anchor[2])
         return walk.shift
 
-    def envelope_stamp(self, prefix: bytes) -> datetime | None:
-        """`envelope_time` of a line whose envelopes' prefix is `prefix` (ASCII: a template's); docker's
-        and CRI's usual stamp read from its bytes."""
-        if self.stamp_opens and NANO_UTC.match(prefix):
-            try:
-                return datetime.fromisoformat(prefix[:26].decode())
-            except ValueError:
-                pass  # not in the calendar: the inner envelopes may still give a time
-        return envelope_time(self.envelopes, prefix.decode("ascii"))
-
     def _offset(self, raw: bytes, template: Template) -> timedelta | None:
         """Own stamp minus envelope stamp of a line with both, as the matcher works it out; None where
         that needs more than the line (a time of day: the matcher's day)."""
-        envelope = self.envelope_stamp(raw[: template.envelope])
+        prefix = raw[: template.envelope]
+        shape = self.key_shape(template)
+        envelope = self._time(prefix, None if shape is None else prefix[: shape[0]] + shape[1])
         if envelope is None:
             return None
         own = self._own_time(raw, template)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from logphase.logs.fast.candidates import CandidateScan
-from logphase.logs.fast.clock import Anchor, EnvelopeClock
+from logphase.logs.fast.clock import Anchor, EnvelopeClock, Timed
 from logphase.logs.fast.rollover import Rollovers
 from logphase.logs.fast.templates import Template, time_step
 from logphase.logs.matcher import SourceMatcher
@@ -106,23 +106,25 @@ class ClockKeeping:
         leave (those an earlier chunk carried)."""
         if self.clock is None or self.matcher is None or not any(t.stamp == "envelope" for t in self.scan.templates):
             return set(), None
-        matcher = self.matcher
-        lines: list[tuple[int, bytes, Anchor | None]] = []
+        matcher, clock, buf, template_at = self.matcher, self.clock, self.buf, self.scan.template_at
+        lines: list[Timed] = []
         anchor: Anchor | None = None
         floor = self.pos
-        for start in self.clock.timed(self.buf, self.pos, limit, self.scan.templates):
+        for start in clock.timed(buf, self.pos, limit, self.scan.templates):
             # the line that set its offset: the nearest one before it with a stamp of its own
             line = start
             while line > floor:
-                line = self._previous(line)
-                template = self.scan.template_at(self.buf, line)
+                line = buf.rfind(b"\n", 0, line - 1) + 1  # the line before
+                template = template_at(buf, line)
                 if template is not None and template.stamp not in ("none", "envelope"):
-                    anchor = (line, self.buf[line : self._line_end(line)], template)
+                    anchor = (line, buf[line : self._line_end(line)], template)
                     break
             floor = start
-            template = self.scan.template_at(self.buf, start)
+            template = template_at(buf, start)
             if template is not None:
-                lines.append((start, self.buf[start : start + template.envelope], anchor))
+                prefix = buf[start : start + template.envelope]
+                shape = clock.key_shape(template)
+                lines.append((start, prefix, None if shape is None else prefix[: shape[0]] + shape[1], anchor))
         latest = matcher.last_time
         if at_least is not None and (latest is None or at_least > latest):
             latest = at_least
