@@ -4,6 +4,7 @@ compare, and a CRI log whose stamps go back within a second read as reading ever
 from __future__ import annotations
 
 import random
+import re
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -140,5 +141,28 @@ def test_an_envelope_more_than_a_second_behind_keeps_the_clock_of_every_line(
         data[index] = f"{behind:%Y-%m-%dT%H:%M:%S}{stamp[19:]} {rest}"
     wrapped = tmp_path / "behind.log"
     wrapped.write_text("".join(f"{line}\n" for line in data))
+    # WHEN it is analysed with and without the fast path THEN the reports are the same
+    assert report(wrapped, packs, fast=True) == report(wrapped, packs, fast=False)
+
+
+def test_hours_of_lines_timed_by_the_envelope_keep_the_clock_of_every_line(
+    packs: PackSet, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # GIVEN a generated 1 MB SGLang TP8 log with two thirds NCCL lines (their time is the envelope's)
+    # under CRI, its n-th line written at 2 s x n: hours in steps of seconds, so that the latest
+    # envelope time among the lines a summary skips is often more than an hour past the clock
+    # (the clock's outlier rule: logs/stamps.py), read by the fast path past its first line
+    monkeypatch.setattr(scanning, "YEAR_LOOKAHEAD", 1)
+    [bare] = write_logs(tmp_path / "bare.log", 1_000_000, seed=11, shape="nccl-storm")
+    start = datetime(2026, 3, 2, 9, 0, 0)
+    own = re.compile(r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d")
+    out = []
+    for number, line in enumerate(bare.read_text().splitlines()):
+        when = start + timedelta(seconds=2 * number)
+        line = own.sub(f"[{when:%Y-%m-%d %H:%M:%S}", line)
+        out.append(f"{rfc3339_nano(when, 1000 * number % 10**9, trimmed=False)} stdout F {line}")
+    wrapped = tmp_path / "hours.log"
+    wrapped.write_text("".join(f"{line}\n" for line in out))
+    assert (len(out) * 2) // 3600 >= 3
     # WHEN it is analysed with and without the fast path THEN the reports are the same
     assert report(wrapped, packs, fast=True) == report(wrapped, packs, fast=False)
