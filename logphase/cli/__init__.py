@@ -4,7 +4,6 @@ One module per command; each exposes a click command that is registered on `main
 
 from __future__ import annotations
 
-import difflib
 import importlib
 import sys
 from collections.abc import Sequence
@@ -71,6 +70,8 @@ class LogphaseGroup(click.Group):
     ) -> tuple[str | None, click.Command | None, list[str]]:
         name = args[0] if args else ""
         if name and not name.startswith("-") and name not in COMMANDS:
+            import difflib  # only for a mistyped command
+
             close = difflib.get_close_matches(name, COMMANDS, n=1)
             suggestion = f" Did you mean '{close[0]}'?" if close else ""
             raise click.UsageError(f"No such command '{name}'.{suggestion}", ctx)
