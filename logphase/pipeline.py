@@ -33,7 +33,6 @@ from logphase.report.model import (
     UnknownTemplate,
 )
 from logphase.scanning import ScanResult, scan
-from logphase.stacks.stalls import summarize
 
 if TYPE_CHECKING:  # types only: what a plain `analyze` does not run is not imported (start-up time)
     from logphase.baselines.records import RunRecord
@@ -54,7 +53,7 @@ class Options:
     label: str | None = None  # the outcome to record instead of the verdict
     flight: FlightReport | None = None  # torch flight-recorder dumps given with the logs
     watched: WatchVerdict | None = None  # watch's own verdict (health, process, arrival times)
-    fast: bool = True  # the fast path over steady lines (logs/fast/); the same result
+    fast: bool | None = None  # the fast path over steady lines (logs/fast/); None: the scan picks; the same result
     jobs: Jobs = ONE_JOB  # processes that scan big logs (logs/fast/ranges.py); the same result
 
 
@@ -140,7 +139,11 @@ def assemble(
         doubts=assessment.doubts,
     )
     # stack dumps printed into the log (SGLang's watchdog py-spy, faulthandler): the report's `stacks`
-    stacks = summarize(result.dumps, packs.signatures) if result.dumps else None
+    stacks = None
+    if result.dumps:
+        from logphase.stacks.stalls import summarize  # the stack model: only for a log with dumps in it
+
+        stacks = summarize(result.dumps, packs.signatures)
     report = with_evidence(report, Evidence(stacks=stacks, flight=options.flight, watched=options.watched))
     if identity is None:
         return report, None

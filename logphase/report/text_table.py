@@ -8,6 +8,7 @@ that are not text) is handed to tabulate itself, imported then."""
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
 
@@ -98,5 +99,4 @@ def _converts(kind: type[int] | type[float], cell: str) -> bool:
 
 def _finite_or_named(cell: str) -> bool:
     """A float text that is not an overflow to infinity (`1e999`), or names one (`inf`, `nan`)."""
-    value = float(cell)
-    return value == value and value not in (float("inf"), float("-inf")) or cell.lower() in ("inf", "-inf", "nan")
+    return math.isfinite(float(cell)) or cell.lower() in ("inf", "-inf", "nan")

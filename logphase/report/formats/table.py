@@ -23,12 +23,11 @@ from logphase.report.formats import DEFAULT_WIDTH
 from logphase.report.model import Report
 from logphase.report.paint import paint, verdict_colour
 from logphase.report.picture_text import timeline_lines
-from logphase.report.stacks import PROBLEM_HEADERS, problem_rows, render_groups, render_tree
 from logphase.report.text_table import simple_table
-from logphase.stacks.model import StacksReport
 
-if TYPE_CHECKING:  # types only: a report's formats do not import the run records
+if TYPE_CHECKING:  # types only: a report's formats do not import the run records, nor an analysis the stack model
     from logphase.baselines.records import RunRecord
+    from logphase.stacks.model import StacksReport
 
 
 @dataclass(frozen=True)
@@ -67,6 +66,8 @@ class TableFormat:
         return "\n".join(out).rstrip() + "\n"
 
     def stacks(self, report: StacksReport) -> str:
+        from logphase.report.stacks import PROBLEM_HEADERS, problem_rows, render_groups, render_tree
+
         parts = [paint(report.summary, "red" if report.stuck else "green", self.colour)]
         if report.culprit_ranks:
             parts.append(f"odd ranks: {', '.join(report.culprit_ranks)}")
