@@ -55,6 +55,7 @@ class Options:
     watched: WatchVerdict | None = None  # watch's own verdict (health, process, arrival times)
     fast: bool | None = None  # the fast path over steady lines (logs/fast/); None: the scan picks; the same result
     jobs: Jobs = ONE_JOB  # processes that scan big logs (logs/fast/ranges.py); the same result
+    caches: Path | None = None  # where the fast path keeps its scan plans and scanners (None: nowhere)
 
 
 def run(sources: list[LogSource], packs: PackSet, options: Options) -> tuple[Report, RunRecord]:
@@ -62,7 +63,7 @@ def run(sources: list[LogSource], packs: PackSet, options: Options) -> tuple[Rep
     from logphase.fingerprint import SourceTap  # hashing: only a recorded or compared run needs it
 
     tap = SourceTap(sources, packs.server_args)
-    result = scan(tap.sources, packs, options.as_of, fast=options.fast, jobs=options.jobs)
+    result = scan(tap.sources, packs, options.as_of, fast=options.fast, jobs=options.jobs, caches=options.caches)
     identity = tap.identity(result.timeline.system, result.timeline.version)
     return assemble(_inputs(sources), result, packs, options, identity=identity, last_activity=_last_write(sources))
 
@@ -72,7 +73,7 @@ def report(sources: list[LogSource], packs: PackSet, options: Options) -> Report
     a tenth of the CPU of a pass. With a baseline to compare with, it is `run`."""
     if options.baseline is not None:
         return run(sources, packs, options)[0]
-    result = scan(sources, packs, options.as_of, fast=options.fast, jobs=options.jobs)
+    result = scan(sources, packs, options.as_of, fast=options.fast, jobs=options.jobs, caches=options.caches)
     return assemble(_inputs(sources), result, packs, options, identity=None, last_activity=_last_write(sources))[0]
 
 

@@ -13,8 +13,6 @@ from logphase.durations import format_duration
 from logphase.frames import TRIGGER, may_open_dump
 from logphase.jobs import ONE_JOB, Jobs
 from logphase.logs.clocks import SKEW_STEP, format_offset_notes, head_clock
-from logphase.logs.fast import FastLines, Plan, plan_for
-from logphase.logs.fast.ranges import oracle_for, workers_for
 from logphase.logs.matcher import Event, SourceMatcher
 from logphase.logs.reader import Line, LogSource, envelopes_of, holds_at_most, read_lines
 from logphase.logs.stamps import CLOCK_JUMP, ignored_stamp_notes
@@ -26,7 +24,9 @@ from logphase.report.model import ContextLine
 
 if TYPE_CHECKING:
     from concurrent.futures import ProcessPoolExecutor
+    from pathlib import Path
 
+    from logphase.logs.fast import FastLines, Plan
     from logphase.stacks.dumps import DumpParser
     from logphase.stacks.model import ProcessSnapshot
 
@@ -294,15 +294,38 @@ class DistInitClock:
 
 
 def scan(
-    sources: list[LogSource], packs: PackSet, as_of: datetime, *, fast: bool | None = None, jobs: Jobs = ONE_JOB
+    sources: list[LogSource],
+    packs: PackSet,
+    as_of: datetime,
+    *,
+    fast: bool | None = None,
+    jobs: Jobs = ONE_JOB,
+    caches: Path | None = None,
 ) -> ScanResult:
     """One streaming pass over every source. `fast`: the matcher sees only the lines that can
     change the result (logs/fast/); the result is the same. None (the default): the fast path for
     every source but a file the plain head holds whole (see `_fast_for`). `jobs`: worker processes
     find the fast path's candidate lines of big files ahead of the pass (logs/fast/ranges.py); the
-    same result."""
-    with workers_for(jobs if fast is not False else ONE_JOB, [source.path for source in sources]) as pool:
-        return _scan(sources, packs, as_of, fast=fast, jobs=jobs, pool=pool)
+    same result. `caches`: the folder where the fast path keeps its scan plans and scanners (None:
+    none), handed to it here so that a scan that does not take it imports none of it."""
+    fast_sources = [_fast_for(source, fast) for source in sources]
+    if not any(fast_sources):
+        # no source takes the fast path: nothing of it is imported (~10 ms of a small log's start-up)
+        return _scan(sources, packs, as_of, fast_sources=fast_sources, jobs=ONE_JOB, pool=None)
+    _use_fast_caches(caches)
+    from logphase.logs.fast.ranges import workers_for
+
+    with workers_for(jobs, [source.path for source in sources]) as pool:
+        return _scan(sources, packs, as_of, fast_sources=fast_sources, jobs=jobs, pool=pool)
+
+
+def _use_fast_caches(folder: Path | None) -> None:
+    """The fast path's scan plans and compiled scanners kept in `folder` (logs/fast/plan.py,
+    scanners.py); None: built every time."""
+    from logphase.logs.fast import plan, scanners
+
+    scanners.use_cache(folder / "scanners" if folder else None)
+    plan.use_cache(folder / "plans" if folder else None)
 
 
 def _fast_for(source: LogSource, fast: bool | None) -> bool:
@@ -321,7 +344,7 @@ def _scan(
     packs: PackSet,
     as_of: datetime,
     *,
-    fast: bool | None,
+    fast_sources: list[bool],
     jobs: Jobs,
     pool: ProcessPoolExecutor | None,
 ) -> ScanResult:
@@ -335,7 +358,10 @@ def _scan(
         # the fast path reads bytes itself: envelopes that are a prefix of each line (docker, CRI, journald,
         # srun, a quote) it reads too; a hard-wrapped paste or an export listed newest first takes the plain one
         filtered: FastLines | None = None
-        if envelopes.prefixes_only and _fast_for(source, fast):
+        if envelopes.prefixes_only and fast_sources[index]:
+            from logphase.logs.fast import FastLines, plan_for
+            from logphase.logs.fast.ranges import oracle_for
+
             if plan is None:
                 plan = plan_for(packs, (TRIGGER,))  # the first source that takes the fast path
             if plan.enabled:
