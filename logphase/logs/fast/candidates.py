@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from logphase.logs.fast.plan import Plan
 from logphase.logs.fast.scanners import ReScanner, Scanner, make_scanner
-from logphase.logs.fast.templates import Template, TemplateSet, TemplateTrie
+from logphase.logs.fast.templates import STAMP_KINDS, Template, TemplateSet, TemplateTrie, time_step
 from logphase.packs import Rule
 
 RECOMPILE_EVERY = 256  # emitted lines between two recompiles of the scanners
@@ -52,6 +52,8 @@ class CandidateScan:
         self.generation = 0  # compiles so far: names the state `line_starts` answers from (ranges.py)
         self.scanned = 0  # bytes of the windows scanned since the last compile
         self.known_re: re.Pattern[bytes] | None = None  # every adopted template (template_re: as compiled)
+        self.stamp_finders: dict[str, re.Pattern[bytes] | None] = {}  # by need: see `stamp_finder`
+        self.compiled_templates = 0  # templates[:this] are template_re's
 
     def refresh(self, emitted: int) -> bool:
         """Recompile for new templates and kinds, but not after every one: a scanner that lags
@@ -65,6 +67,7 @@ class CandidateScan:
 
     def _compile(self, emitted: int) -> None:
         self.dirty = False
+        self.stamp_finders = {}
         self.scanned = 0
         self.compiled_at = emitted
         self.ready = bool(self.templates)
@@ -79,6 +82,7 @@ class CandidateScan:
             if rest is not None:
                 patterns.append((b"^" + rest, False))
             self.template_re = self.learned.regex()
+        self.compiled_templates = len(self.templates)
         self.plain_patterns = len(patterns)
         self.loose_factors = []
         if self.templates:
@@ -149,6 +153,16 @@ class CandidateScan:
     def template_at(self, buf: bytes, offset: int) -> Template | None:
         """The template a line starts with, as the scan was compiled (what the scanner answers from)."""
         return self._template_at(self.template_re, buf, offset)
+
+    def stamp_finder(self, need: str) -> re.Pattern[bytes] | None:
+        """Finds, after a newline, the start of a line on a compiled template whose stamp a line
+        needing `need` takes (time_step); None when no template's does."""
+        if need not in self.stamp_finders:
+            takes = {stamp for stamp in STAMP_KINDS if time_step(need, stamp)[0]}
+            compiled = self.templates[: self.compiled_templates]
+            shapes = sorted({t.regex() for t in compiled if t.stamp in takes})
+            self.stamp_finders[need] = re.compile(b"\n(?:" + b"|".join(shapes) + b")") if shapes else None
+        return self.stamp_finders[need]
 
     def known_template_at(self, buf: bytes, offset: int) -> Template | None:
         """The template a line starts with, of all adopted so far (compiled or not)."""
