@@ -147,8 +147,16 @@ class VLLM(Format):
 
 
 def cri(line: str, now: datetime, r: random.Random) -> str:
-    """Kubernetes' container runtime wraps every line (`kubectl logs` strips it; a node's file keeps it)."""
-    return f"{now:%Y-%m-%dT%H:%M:%S}.{r.randrange(10**9):09d}Z stdout F {line}"
+    """Kubernetes' container runtime wraps every line (`kubectl logs` strips it; a node's file keeps it).
+    containerd stamps it with Go's RFC3339Nano, which trims the fraction's trailing zeros (a tenth of
+    the stamps have 8 digits, a hundredth 7, ...)."""
+    fraction = f"{r.randrange(10**9):09d}".rstrip("0")
+    return f"{now:%Y-%m-%dT%H:%M:%S}{'.' + fraction if fraction else ''}Z stdout F {line}"
+
+
+def docker_t(line: str, now: datetime, r: random.Random) -> str:
+    """`docker logs -t`: RFC3339NanoFixed, nine digits always."""
+    return f"{now:%Y-%m-%dT%H:%M:%S}.{r.randrange(10**9):09d}Z {line}"
 
 
 def journald(line: str, now: datetime, r: random.Random) -> str:
@@ -183,6 +191,7 @@ SHAPES: dict[str, Shape | None] = {
     "nccl-storm": Shape(SGLANG_05, mix=NCCL_STORM),
     "per-rank": Shape(SGLANG_05, per_rank=True),
     "cri": Shape(SGLANG_05, wrap=cri),
+    "docker-t": Shape(SGLANG_05, wrap=docker_t),
     "journald": Shape(SGLANG_05, wrap=journald),
 }
 

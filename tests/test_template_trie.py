@@ -7,7 +7,7 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from logphase.logs.fast.scanners import HsScanner, ReScanner, Scanner, accelerated
+from logphase.logs.fast.scanners import HsScanner, ReScanner, Scanner, accelerated, split_long
 from logphase.logs.fast.templates import DIGIT, TemplateTrie, atoms_regex, holds
 
 # A small alphabet, so that templates, factors and lines share prefixes and overlap often.
@@ -95,3 +95,29 @@ def test_an_envelope_holds_a_factor_where_some_line_of_it_would() -> None:
     assert not holds(envelope, b"]: Decode batch")
     assert not holds(envelope, b"NCCL INFO ")
     assert not holds(envelope, b"gpu-node-1a")
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    templates=st.lists(atoms, min_size=1, max_size=5),
+    factor=texts.filter(bool),
+    line=texts,
+    limit=st.integers(1, 200),
+)
+def test_a_pattern_cut_to_a_length_matches_the_lines_it_matched(
+    templates: list[tuple[int, ...]], factor: bytes, line: bytes, limit: int
+) -> None:
+    # GIVEN the patterns of a set of templates (their complement, the factor off them), cut into
+    # pieces of at most `limit` bytes where they can be cut (hyperscan refuses 16000 bytes)
+    trie, _ = trie_of(templates)
+    rest = trie.complement(ends=True)
+    patterns = off_template_with(trie, factor) + ([b"^" + rest] if rest is not None else [])
+    for pattern in patterns:
+        pieces = split_long(pattern, limit)
+        # WHEN a line is searched with the pattern and with its pieces
+        # THEN one of the pieces matches it exactly when the pattern does, and a piece over the
+        # limit is one that cannot be cut
+        assert any(re.search(piece, line, re.MULTILINE) for piece in pieces) == bool(
+            re.search(pattern, line, re.MULTILINE)
+        )
+        assert all(len(piece) <= limit or split_long(piece, limit) == [piece] for piece in pieces)

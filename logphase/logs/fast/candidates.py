@@ -51,7 +51,7 @@ class CandidateScan:
         self.patterns: list[tuple[bytes, bool]] = []  # what `scanner` was compiled from
         self.generation = 0  # compiles so far: names the state `line_starts` answers from (ranges.py)
         self.scanned = 0  # bytes of the windows scanned since the last compile
-        self.known_re: re.Pattern[bytes] | None = None  # every adopted template (template_re: as compiled)
+        self.shapes: dict[Template, re.Pattern[bytes]] = {}  # templates adopted since the compile, one by one
         self.stamp_finders: dict[str, re.Pattern[bytes] | None] = {}  # by need: see `stamp_finder`
         self.compiled_templates = 0  # templates[:this] are template_re's
 
@@ -125,7 +125,7 @@ class CandidateScan:
     def learn(self, template: Template, rule: Rule, raw: bytes) -> bool:
         """One sighting of a steady line's template; True when the scan must change (a template
         adopted, or a factor of this rule first seen on it)."""
-        changed = self._sight(template)
+        changed = self.learned.sight(template)
         if template in self.templates:
             changed = self._register(template, rule, raw) or changed
         if changed:
@@ -134,14 +134,8 @@ class CandidateScan:
 
     def sight(self, template: Template) -> bool:
         """One sighting of the template of a line that made no event; True when it is adopted."""
-        adopted = self._sight(template)
-        self.dirty = self.dirty or adopted
-        return adopted
-
-    def _sight(self, template: Template) -> bool:
         adopted = self.learned.sight(template)
-        if adopted:
-            self.known_re = self.learned.regex()
+        self.dirty = self.dirty or adopted
         return adopted
 
     def _register(self, template: Template, rule: Rule, raw: bytes) -> bool:
@@ -157,7 +151,12 @@ class CandidateScan:
 
     def template_at(self, buf: bytes, offset: int) -> Template | None:
         """The template a line starts with, as the scan was compiled (what the scanner answers from)."""
-        return self._template_at(self.template_re, buf, offset)
+        if self.template_re is None:
+            return None
+        found = self.template_re.match(buf, offset)
+        if found is None or found.lastindex is None:
+            return None
+        return self.templates[found.lastindex - 1]
 
     def stamp_finder(self, need: str) -> re.Pattern[bytes] | None:
         """Finds, after a newline, the start of a line on a compiled template whose stamp a line
@@ -170,16 +169,17 @@ class CandidateScan:
         return self.stamp_finders[need]
 
     def known_template_at(self, buf: bytes, offset: int) -> Template | None:
-        """The template a line starts with, of all adopted so far (compiled or not)."""
-        return self._template_at(self.known_re, buf, offset)
-
-    def _template_at(self, regex: re.Pattern[bytes] | None, buf: bytes, offset: int) -> Template | None:
-        if regex is None:
-            return None
-        found = regex.match(buf, offset)
-        if found is None or found.lastindex is None:
-            return None
-        return self.templates[found.lastindex - 1]
+        """The template a line starts with, of all adopted so far (compiled or not): the first in
+        order, as one regex of them all would say (a recompile of one per adoption costs ~20 ms
+        where a log keeps showing new shapes, as CRI's trimmed fractions do)."""
+        found = self.template_at(buf, offset)
+        if found is None:
+            for template in self.templates[self.compiled_templates :]:
+                if template not in self.shapes:
+                    self.shapes[template] = re.compile(template.regex())
+                if self.shapes[template].match(buf, offset):
+                    return template
+        return found
 
     def line_starts(self, buf: bytes, start: int, end: int, chunk_end: int) -> list[int]:
         """The starts of the lines in buf[start:end] the matcher must see, in order (the chunk's

@@ -17,6 +17,9 @@ except ImportError:  # pragma: no cover - exercised where hyperscan is not insta
     hyperscan = None
 
 
+HS_MAX_PATTERN = 15000  # hyperscan refuses an expression of 16000 bytes or more
+
+
 class Scanner(Protocol):
     def matches(self, data: bytes | bytearray, start: int, end: int) -> list[tuple[int, int]]:
         """(pattern id, end offset) of matches in data[start:end]: for each line with a match,
@@ -107,6 +110,52 @@ def _split_alternatives(pattern: bytes, caseless: bool) -> list[bytes]:
     return parts
 
 
+def split_long(pattern: bytes, limit: int) -> list[bytes]:
+    """A pattern as patterns of at most `limit` bytes whose matches are its matches (where it can be
+    cut): its first group of alternatives is distributed, `^a(?:b|c)d` → `^abd`, `^acd`, again in
+    each piece while it is too long. The learned templates' complements outgrow hyperscan's limit on
+    a pattern's length (a CRI log's trimmed fractions multiply its templates)."""
+    if len(pattern) <= limit:
+        return [pattern]
+    group = _first_group(pattern)
+    if group is None:
+        return [pattern]  # hyperscan refuses it: the caller's fallback reads the log
+    start, end = group
+    pieces = []
+    for alternative in _alternatives(pattern[start + 3 : end]):
+        pieces += split_long(pattern[:start] + alternative + pattern[end + 1 :], limit)
+    return pieces
+
+
+def _first_group(pattern: bytes) -> tuple[int, int] | None:
+    """Where the first `(?:…)` at the top level starts and where its `)` is, when the top level has no
+    `|` and no quantifier follows the group (else: None)."""
+    depth, escaped, in_class, start = 0, False, False, -1
+    for index, byte in enumerate(pattern):
+        if escaped:
+            escaped = False
+        elif byte == ord("\\"):
+            escaped = True
+        elif in_class:
+            in_class = byte != ord("]")
+        elif byte == ord("["):
+            in_class = True
+        elif byte == ord("("):
+            if depth == 0:
+                if pattern[index : index + 3] != b"(?:":
+                    return None
+                start = index
+            depth += 1
+        elif byte == ord(")"):
+            depth -= 1
+            if depth == 0:
+                after = pattern[index + 1 : index + 2]
+                return (start, index) if after not in (b"?", b"*", b"+", b"{") else None
+        elif byte == ord("|") and depth == 0:
+            return None
+    return None
+
+
 def _alternatives(pattern: bytes) -> list[bytes]:
     """A pattern's top-level alternatives: `a|b(c|d)|[|]` → `a`, `b(c|d)`, `[|]`."""
     if re.match(rb"\(\?[aiLmsux]", pattern):
@@ -160,23 +209,21 @@ class HsScanner:
         self.db: Any = None
         if not patterns:
             return
-        flags = []
-        for _, caseless in patterns:
+        expressions, ids, flags = [], [], []
+        for index, (pattern, caseless) in enumerate(patterns):
             flag = hyperscan.HS_FLAG_MULTILINE | hyperscan.HS_FLAG_ALLOWEMPTY
             if caseless:
                 flag |= hyperscan.HS_FLAG_CASELESS
-            flags.append(flag)
+            for piece in split_long(pattern, HS_MAX_PATTERN):  # pieces report the pattern's id
+                expressions.append(piece)
+                ids.append(index)
+                flags.append(flag)
         cache = _CACHE[0]
         key = cache.key(patterns) if cache is not None else ""
         self.db = _cached_database(cache, key)
         if self.db is None:
             self.db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
-            self.db.compile(
-                expressions=[p for p, _ in patterns],
-                ids=list(range(len(patterns))),
-                elements=len(patterns),
-                flags=flags,
-            )
+            self.db.compile(expressions=expressions, ids=ids, elements=len(expressions), flags=flags)
             if cache is not None:
                 cache.store(key, hyperscan.dumpb(self.db))
         self.scratch = hyperscan.Scratch(self.db)
