@@ -1,4 +1,5 @@
 """Benchmark `logphase analyze --jobs 1` against `--jobs N` on generated logs: wall time, memory of the process tree.
+
 Sizes: LOGPHASE_BENCH_SIZES (default 100M); shapes: LOGPHASE_BENCH_SHAPES (default: the shapes the
 fast path reads: sglang-0.5, vllm-v1, nccl-storm, per-rank); jobs: LOGPHASE_BENCH_JOBS (default 2);
 seed: LOGPHASE_BENCH_SEED (default 13); repeats: LOGPHASE_BENCH_REPEATS (default 3 below 1 GB, 1
