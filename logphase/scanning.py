@@ -26,7 +26,7 @@ from logphase.stacks.dumps import TRIGGER, DumpParser
 from logphase.stacks.model import ProcessSnapshot
 
 if TYPE_CHECKING:
-    from concurrent.futures import ProcessPoolExecutor
+    from logphase.logs.fast.ranges import Workers
 
 # Year-less stamps (vLLM's `INFO 03-07 09:19:58`) before the first line with a year take its year, and
 # time-of-day stamps (SGLang 0.3's `[23:17:01 TP0]`) before the first line with a date its date (logs/dating.py).
@@ -272,8 +272,8 @@ def scan(
     """One streaming pass over every source. `fast`: the matcher sees only the lines that can
     change the result (logs/fast/); the result is the same. `jobs`: worker processes find the
     fast path's candidate lines of big files ahead of the pass (logs/fast/ranges.py); the same result."""
-    with workers_for(jobs if fast else ONE_JOB, [source.path for source in sources]) as pool:
-        return _scan(sources, packs, as_of, fast=fast, jobs=jobs, pool=pool)
+    with workers_for(jobs if fast else ONE_JOB, [source.path for source in sources]) as workers:
+        return _scan(sources, packs, as_of, fast=fast, jobs=jobs, workers=workers)
 
 
 def _scan(
@@ -283,7 +283,7 @@ def _scan(
     *,
     fast: bool,
     jobs: Jobs,
-    pool: ProcessPoolExecutor | None,
+    workers: Workers | None,
 ) -> ScanResult:
     builder = TimelineBuilder(job_systems=packs.job_systems)
     result = ScanResult(timeline=builder.finish(), unrecognised=TemplateMiner(packs))
@@ -302,7 +302,7 @@ def _scan(
                 as_of,
                 context=(CONTEXT_BEFORE, CONTEXT_AFTER),
                 plain_head=YEAR_LOOKAHEAD,
-                ranges=oracle_for(pool, source.path, jobs),
+                ranges=oracle_for(workers, source.path, jobs),
             )
         lines = iter(filtered) if filtered is not None else read_lines(source)
         head = list(islice(lines, YEAR_LOOKAHEAD))
