@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import concurrent.futures
+import multiprocessing
 import os
 import re
 from collections.abc import Iterator
@@ -249,9 +250,8 @@ def test_the_walk_scans_the_ranges_no_worker_started(
     monkeypatch: pytest.MonkeyPatch, packs: PackSet, served: dict[str, list[Path]], oracles: list[Any], short_head: None
 ) -> None:
     # GIVEN workers that never start the ranges queued to them
-    claims = ranges.start_workers(1)
-    claims.pool.shutdown()
-    monkeypatch.setattr(ranges, "start_workers", lambda count: ranges.Workers(IdlePool(), claims.claims))  # type: ignore[arg-type]
+    idle = ranges.Workers(IdlePool(), ranges.Claims.shared(multiprocessing.get_context()))  # type: ignore[arg-type]
+    monkeypatch.setattr(ranges, "start_workers", lambda count: idle)
     log = served["sglang-0.5"]
     # WHEN the SGLang log is analysed with three jobs, in ranges of 16 kB
     shared = report(log, packs, split(3, 16_384))
@@ -264,9 +264,7 @@ def test_the_walk_scans_the_ranges_no_worker_started(
 
 def test_a_range_is_scanned_by_whoever_claims_it_first() -> None:
     # GIVEN the claims the walk shares with its workers
-    workers = ranges.start_workers(1)
-    workers.pool.shutdown()
-    claims = workers.claims
+    claims = ranges.Claims.shared(multiprocessing.get_context())
     # WHEN the walk or a worker claims a ticket, and the other claims it after
     # THEN the first claim wins and the second loses
     assert claims.claim(7) is True

@@ -128,6 +128,11 @@ class Claims:
     tickets: Any  # multiprocessing RawArray of SLOTS signed 64-bit ints: a slot holds its last claimed ticket + 1
     lock: Any  # multiprocessing Lock
 
+    @classmethod
+    def shared(cls, context: Any) -> Claims:
+        """Claims in shared memory of this multiprocessing context, none claimed yet."""
+        return cls(context.RawArray("q", SLOTS), context.Lock())
+
     def claim(self, ticket: int) -> bool:
         """True when no one claimed this ticket before: the caller scans its range."""
         slot = ticket % SLOTS
@@ -424,7 +429,7 @@ def start_workers(count: int) -> Workers:
 
     context = get_context("fork" if "fork" in get_all_start_methods() else None)
     try:
-        claims = Claims(context.RawArray("q", SLOTS), context.Lock())
+        claims = Claims.shared(context)
         pool = ProcessPoolExecutor(max_workers=count, mp_context=context, initializer=_start_worker, initargs=(claims,))
         pool.submit(int).result()  # a fork that fails fails here, not halfway through a log
     except (OSError, BrokenProcessPool) as exc:
