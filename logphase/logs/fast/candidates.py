@@ -11,6 +11,9 @@ from logphase.logs.fast.templates import Template, TemplateSet, TemplateTrie
 from logphase.packs import Rule
 
 RECOMPILE_EVERY = 256  # emitted lines between two recompiles of the scanners
+# ... or bytes scanned: in a quiet stretch few lines are emitted, and a scanner compiled before the
+# last template or kind was learned sends every line of that kind through the check in Python
+RECOMPILE_BYTES = 8 << 20
 
 
 @dataclass
@@ -47,17 +50,21 @@ class CandidateScan:
         self.scanner: Scanner = ReScanner([])
         self.patterns: list[tuple[bytes, bool]] = []  # what `scanner` was compiled from
         self.generation = 0  # compiles so far: names the state `line_starts` answers from (ranges.py)
+        self.scanned = 0  # bytes of the windows scanned since the last compile
 
     def refresh(self, emitted: int) -> bool:
         """Recompile for new templates and kinds, but not after every one: a scanner that lags
         only sends more lines to the matcher (each compile costs ~50 ms). True when it did."""
-        if self.dirty and (emitted - self.compiled_at >= RECOMPILE_EVERY or not self.ready):
+        if self.dirty and (
+            emitted - self.compiled_at >= RECOMPILE_EVERY or self.scanned >= RECOMPILE_BYTES or not self.ready
+        ):
             self._compile(emitted)
             return True
         return False
 
     def _compile(self, emitted: int) -> None:
         self.dirty = False
+        self.scanned = 0
         self.compiled_at = emitted
         self.ready = bool(self.templates)
         patterns: list[tuple[bytes, bool]] = [(re.escape(f.text), f.caseless) for f in self.plan.candidates]
@@ -95,11 +102,13 @@ class CandidateScan:
                     continue
                 alternatives = b"(?:" + b"|".join(re.escape(f) for f in factors) + b")"
                 # a line that leaves the templates at byte p and holds the factor after p; or one
-                # that holds it from a byte before the longest template ends (it may start at p)
-                early = max(len(t.atoms) for t in hosts) - 1
+                # that holds it from a byte up to p (the factor_on_path of one of them)
                 patterns.append((b"^" + rest + b"[^\\n]*" + alternatives, False))
-                patterns.append((b"^[^\\n]{0,%d}" % early + alternatives, False))
-                self.loose_factors += [factors, factors]
+                self.loose_factors.append(factors)
+                on_path = [found for f in factors if (found := trie.factor_on_path(f)) is not None]
+                if on_path:
+                    patterns.append((b"^(?:" + b"|".join(on_path) + b")", False))
+                    self.loose_factors.append(factors)
         self.scanner = make_scanner(patterns, accelerate=self.accelerate)
         self.patterns = patterns
         self.generation += 1

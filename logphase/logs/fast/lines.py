@@ -266,6 +266,7 @@ class FastLines(ClockKeeping):
         self.targets_from, self.targets_to = start, end
 
     def _scan_targets(self, start: int, end: int) -> None:
+        self.scan.scanned += end - start
         if self.ranges is not None:  # ranges ahead scanned by workers (--jobs): the same answer
             self.targets = self.ranges.line_starts(self.scan, self.buf, self.chunk_offset, start, end, self.end)
         else:

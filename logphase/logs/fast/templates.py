@@ -203,6 +203,38 @@ class TemplateTrie:
                 options.append((b"[0-9]" if atom == DIGIT else re.escape(bytes([atom]))) + rest)
         return b"(?:" + b"|".join(options) + b")"
 
+    def factor_on_path(self, factor: bytes) -> bytes | None:
+        """A regex for the text after `^` of a line that holds `factor` from a byte where it still
+        follows this node's templates, and starts none of them. The lines the complement finds only
+        after they leave the templates are the others; this one spares the lines that are on a
+        template with the factor inside it (an NCCL template ends `NCCL INFO `)."""
+        options = []
+        if not self.leaf:
+            node: TemplateTrie | None = self
+            for byte in factor:
+                assert node is not None
+                node = node.step(byte)
+                if node is None or node.leaf:
+                    break
+            if node is None:
+                options.append(re.escape(factor))  # the line leaves the templates inside the factor
+            elif not node.leaf:
+                rest = node.complement(ends=True)
+                if rest is not None:
+                    options.append(re.escape(factor) + rest)
+        for atom, child in self.children.items():
+            inner = child.factor_on_path(factor)
+            if inner is not None:
+                options.append((b"[0-9]" if atom == DIGIT else re.escape(bytes([atom]))) + inner)
+        return b"(?:" + b"|".join(options) + b")" if options else None
+
+    def step(self, byte: int) -> TemplateTrie | None:
+        """The child a byte leads to (a digit: its own atom, or the digit class; `add` keeps one)."""
+        child = self.children.get(byte)
+        if child is None and 48 <= byte <= 57:
+            child = self.children.get(DIGIT)
+        return child
+
 
 @dataclass
 class TemplateSet:

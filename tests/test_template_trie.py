@@ -1,0 +1,84 @@
+"""The regexes a set of line templates writes: "a line on none of them that holds a factor", against its definition."""
+
+from __future__ import annotations
+
+import re
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from logphase.logs.fast.scanners import HsScanner, ReScanner, Scanner, accelerated
+from logphase.logs.fast.templates import DIGIT, TemplateTrie, atoms_regex
+
+# A small alphabet, so that templates, factors and lines share prefixes and overlap often.
+ALPHABET = b"ab1 ]"
+atoms = st.lists(st.sampled_from([*ALPHABET, DIGIT]), min_size=1, max_size=6).map(tuple)
+texts = st.binary(min_size=0, max_size=10).map(lambda raw: bytes(ALPHABET[byte % len(ALPHABET)] for byte in raw))
+
+
+def trie_of(templates: list[tuple[int, ...]]) -> tuple[TemplateTrie, list[tuple[int, ...]]]:
+    """The templates a TemplateSet would keep: none a prefix of another, no digit class beside a digit."""
+    kept: list[tuple[int, ...]] = []
+    for template in templates:
+        trial = TemplateTrie()
+        if all(trial.add(t) for t in [*kept, template]) and not any(
+            t[: len(template)] == template or template[: len(t)] == t for t in kept
+        ):
+            kept.append(template)
+    trie = TemplateTrie()
+    for template in kept:
+        trie.add(template)
+    return trie, kept
+
+
+def off_template_with(trie: TemplateTrie, factor: bytes) -> list[bytes]:
+    """The two patterns CandidateScan compiles for a set of host templates and one factor."""
+    patterns = []
+    rest = trie.complement(ends=False)
+    if rest is not None:
+        patterns.append(b"^" + rest + b"[^\\n]*" + re.escape(factor))
+    on_path = trie.factor_on_path(factor)
+    if on_path is not None:
+        patterns.append(b"^" + on_path)
+    return patterns
+
+
+@settings(max_examples=400, deadline=None)
+@given(templates=st.lists(atoms, min_size=1, max_size=4), factor=texts.filter(bool), line=texts)
+def test_a_line_is_found_exactly_when_it_is_on_no_template_and_holds_the_factor(
+    templates: list[tuple[int, ...]], factor: bytes, line: bytes
+) -> None:
+    # GIVEN host templates (bytes and digit classes) and a factor of a steady rule
+    trie, kept = trie_of(templates)
+    patterns = off_template_with(trie, factor)
+    # WHEN a line is searched with the two patterns
+    found = any(re.search(pattern, line, re.MULTILINE) for pattern in patterns)
+    # THEN it is found exactly when it starts with none of the templates and holds the factor
+    on_a_template = any(re.match(atoms_regex(t), line) for t in kept)
+    assert found == (not on_a_template and factor in line)
+
+
+def test_an_nccl_line_whose_template_ends_with_the_factor_is_not_found() -> None:
+    # GIVEN NCCL's template, whose prefix ends with the factor `NCCL INFO ` (the NCCL pack's prefix)
+    template = tuple(DIGIT if chr(b).isdigit() else b for b in b"gpu-node-17:41214:41338 [2] NCCL INFO ")
+    trie = TemplateTrie()
+    trie.add(template)
+    patterns = off_template_with(trie, b"NCCL INFO ")
+    on_it = b"gpu-node-17:41214:41338 [2] NCCL INFO Channel 08/1 : 2[2] -> 3[3] via P2P/CUMEM/read"
+    cut_short = b"gpu-node-17:41214:41338 [2] NCCL INFO"  # ends inside the template: no `NCCL INFO ` in it
+    off_it = [
+        b"gpu-node-17:41214:41338 [2] NCCL WARN Cuda failure, NCCL INFO follows",  # leaves it, factor after
+        b"gpu-node-17 NCCL INFO comm 0x5 rank 0 nranks 8",  # leaves it inside the prefix
+        b"NCCL INFO Bootstrap : Using eth0",  # leaves it at its first byte
+    ]
+    lines = [on_it, cut_short, *off_it]
+    data = b"\n".join(lines) + b"\n"
+    scanners: list[Scanner] = [ReScanner([(p, False) for p in patterns])]
+    if accelerated():
+        scanners.append(HsScanner([(p, False) for p in patterns]))
+    for scanner in scanners:
+        # WHEN the lines are scanned
+        hits = {data.rfind(b"\n", 0, stop) + 1 for _, stop in scanner.matches(data, 0, len(data))}
+        # THEN the lines that leave the template and hold the factor are found, by each scanner
+        found = sorted(data[start : data.index(b"\n", start)] for start in hits)
+        assert found == sorted(off_it)
