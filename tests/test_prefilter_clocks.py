@@ -89,3 +89,26 @@ def test_a_log_of_two_midnights_and_a_noon_is_read_the_same(
     assert f'"time": "{(datetime(2029, 12, 31) + timedelta(days=2)):%Y-%m-%d}' in plain
     # (an hour is 120 lines here, and the matcher reads the first lines of each: logs/fast/hours.py)
     assert captured[-1].stats.emitted < captured[-1].stats.lines
+
+
+@pytest.mark.parametrize("every", [40, 3000], ids=["near", "far"])
+def test_a_year_less_log_takes_its_year_from_a_dated_line_far_back_as_reading_every_line_does(
+    every: int, packs: PackSet, tmp_path: Path, scanner: str, captured: list[Any]
+) -> None:
+    # GIVEN a generated vLLM V1 serving log (`INFO 03-02 09:14:13 …`: no year) with a line of Python
+    # logging's default stamp (`2025-03-02 09:14:13,000 - INFO - …`: a year) every `every` lines, so the
+    # nearest dated line before a line the matcher reads is near, or thousands of lines back
+    [generated] = write_logs(tmp_path / "vllm.log", 1_000_000, seed=11, shape="vllm-v1")
+    out = []
+    for number, line in enumerate(generated.read_text().splitlines()):
+        if number % every == 0:
+            out.append(f"2025-03-02 09:14:{number % 60:02d},000 - INFO - step {number} checkpointed")
+        out.append(line)
+    log = tmp_path / "dated.log"
+    log.write_text("\n".join(out) + "\n")
+    # WHEN it is analysed with and without the fast path
+    plain, fast = (report(log, packs, fast=fast) for fast in (False, True))
+    # THEN the reports are the same, its year-less lines dated 2025 as the dated lines say
+    assert fast == plain
+    assert '"time": "2025-03-02' in plain and '"time": "2029-' not in plain
+    assert captured[-1].stats.emitted * 5 < captured[-1].stats.lines

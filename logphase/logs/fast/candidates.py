@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from logphase.logs.fast.plan import Plan
 from logphase.logs.fast.scanners import ReScanner, Scanner, make_scanner
-from logphase.logs.fast.templates import Template, TemplateSet, TemplateTrie
+from logphase.logs.fast.templates import STAMP_KINDS, Template, TemplateSet, TemplateTrie, time_step
 from logphase.packs import Rule
 
 RECOMPILE_EVERY = 256  # emitted lines between two recompiles of the scanners
@@ -51,6 +51,9 @@ class CandidateScan:
         self.patterns: list[tuple[bytes, bool]] = []  # what `scanner` was compiled from
         self.generation = 0  # compiles so far: names the state `line_starts` answers from (ranges.py)
         self.scanned = 0  # bytes of the windows scanned since the last compile
+        self.known_re: re.Pattern[bytes] | None = None  # every adopted template (template_re: as compiled)
+        self.stamp_finders: dict[str, re.Pattern[bytes] | None] = {}  # by need: see `stamp_finder`
+        self.compiled_templates = 0  # templates[:this] are template_re's
 
     def refresh(self, emitted: int) -> bool:
         """Recompile for new templates and kinds, but not after every one: a scanner that lags
@@ -64,6 +67,7 @@ class CandidateScan:
 
     def _compile(self, emitted: int) -> None:
         self.dirty = False
+        self.stamp_finders = {}
         self.scanned = 0
         self.compiled_at = emitted
         self.ready = bool(self.templates)
@@ -78,6 +82,7 @@ class CandidateScan:
             if rest is not None:
                 patterns.append((b"^" + rest, False))
             self.template_re = self.learned.regex()
+        self.compiled_templates = len(self.templates)
         self.plain_patterns = len(patterns)
         self.loose_factors = []
         if self.templates:
@@ -102,13 +107,12 @@ class CandidateScan:
                     continue
                 alternatives = b"(?:" + b"|".join(re.escape(f) for f in factors) + b")"
                 # a line that leaves the templates at byte p and holds the factor after p; or one
-                # that holds it from a byte up to p (the factor_on_path of one of them)
-                patterns.append((b"^" + rest + b"[^\\n]*" + alternatives, False))
+                # that holds it from a byte up to p (the factor_on_path of one of them). One pattern:
+                # each line-anchored one costs hyperscan a pass from every line start
+                off = [rest + b"[^\\n]*" + alternatives]
+                off += [found for f in factors if (found := trie.factor_on_path(f)) is not None]
+                patterns.append((b"^(?:" + b"|".join(off) + b")", False))
                 self.loose_factors.append(factors)
-                on_path = [found for f in factors if (found := trie.factor_on_path(f)) is not None]
-                if on_path:
-                    patterns.append((b"^(?:" + b"|".join(on_path) + b")", False))
-                    self.loose_factors.append(factors)
         self.scanner = make_scanner(patterns, accelerate=self.accelerate)
         self.patterns = patterns
         self.generation += 1
@@ -116,7 +120,7 @@ class CandidateScan:
     def learn(self, template: Template, rule: Rule, raw: bytes) -> bool:
         """One sighting of a steady line's template; True when the scan must change (a template
         adopted, or a factor of this rule first seen on it)."""
-        changed = self.learned.sight(template)
+        changed = self._sight(template)
         if template in self.templates:
             changed = self._register(template, rule, raw) or changed
         if changed:
@@ -125,8 +129,14 @@ class CandidateScan:
 
     def sight(self, template: Template) -> bool:
         """One sighting of the template of a line that made no event; True when it is adopted."""
-        adopted = self.learned.sight(template)
+        adopted = self._sight(template)
         self.dirty = self.dirty or adopted
+        return adopted
+
+    def _sight(self, template: Template) -> bool:
+        adopted = self.learned.sight(template)
+        if adopted:
+            self.known_re = self.learned.regex()
         return adopted
 
     def _register(self, template: Template, rule: Rule, raw: bytes) -> bool:
@@ -141,9 +151,27 @@ class CandidateScan:
         return changed
 
     def template_at(self, buf: bytes, offset: int) -> Template | None:
-        if self.template_re is None:
+        """The template a line starts with, as the scan was compiled (what the scanner answers from)."""
+        return self._template_at(self.template_re, buf, offset)
+
+    def stamp_finder(self, need: str) -> re.Pattern[bytes] | None:
+        """Finds, after a newline, the start of a line on a compiled template whose stamp a line
+        needing `need` takes (time_step); None when no template's does."""
+        if need not in self.stamp_finders:
+            takes = {stamp for stamp in STAMP_KINDS if time_step(need, stamp)[0]}
+            compiled = self.templates[: self.compiled_templates]
+            shapes = sorted({t.regex() for t in compiled if t.stamp in takes})
+            self.stamp_finders[need] = re.compile(b"\n(?:" + b"|".join(shapes) + b")") if shapes else None
+        return self.stamp_finders[need]
+
+    def known_template_at(self, buf: bytes, offset: int) -> Template | None:
+        """The template a line starts with, of all adopted so far (compiled or not)."""
+        return self._template_at(self.known_re, buf, offset)
+
+    def _template_at(self, regex: re.Pattern[bytes] | None, buf: bytes, offset: int) -> Template | None:
+        if regex is None:
             return None
-        found = self.template_re.match(buf, offset)
+        found = regex.match(buf, offset)
         if found is None or found.lastindex is None:
             return None
         return self.templates[found.lastindex - 1]

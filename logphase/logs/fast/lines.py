@@ -16,7 +16,7 @@ from logphase.logs.fast.ranges import RangeOracle
 from logphase.logs.fast.rollover import Rollovers
 from logphase.logs.fast.runs import Run, Runs, book_runs
 from logphase.logs.fast.stats import ScanStats
-from logphase.logs.fast.templates import learn_template
+from logphase.logs.fast.templates import Template, learn_template, text_of
 from logphase.logs.fast.timekeeping import ClockKeeping
 from logphase.logs.matcher import Event, SourceMatcher
 from logphase.logs.reader import CHUNK_BYTES as READ_BYTES
@@ -471,18 +471,28 @@ class FastLines(ClockKeeping):
                 self._learn(where, event.rule)
 
     def _learn(self, where: tuple[int, bytes, list[Line]], rule: Rule) -> None:
-        _, raw, lines = where
+        offset, raw, lines = where
         if len(lines) != 1:
             return
-        template = learn_template(self.plan.packs, raw, lines[0].text, self.envelopes)
+        template = self._known_template(offset, raw, lines[0])
+        if template is None:
+            template = learn_template(self.plan.packs, raw, lines[0].text, self.envelopes)
         if template is not None and self.scan.learn(template, rule, raw):
             self.kind_next.clear()
+
+    def _known_template(self, offset: int, raw: bytes, line: Line) -> Template | None:
+        """The adopted template a line the reader left as it is starts with: what learning it would
+        make of it (every line on a template splits into the same prefixes), without the work."""
+        template = self.scan.known_template_at(self.buf, offset)
+        if template is None or text_of(raw)[template.envelope :] != line.text:
+            return None
+        return template
 
     def _learn_quiet(self, offset: int, raw: bytes, lines: list[Line]) -> None:
         """A line that made no event teaches its template too: lines of that shape without a
         candidate factor then stay unread wherever they fall (a busy server interleaves its
         request logs, access lines and NCCL chatter with the batches), not only inside a run."""
-        if len(lines) != 1 or self.scan.template_at(self.buf, offset) is not None:
+        if len(lines) != 1 or self.scan.known_template_at(self.buf, offset) is not None:
             return
         template = learn_template(self.plan.packs, raw, lines[0].text, self.envelopes)
         if template is not None and self.scan.sight(template):

@@ -158,6 +158,9 @@ def _clock_of(stamp: str, start: int, formats: tuple[str, ...]) -> tuple[int, st
     return None
 
 
+STAMP_KINDS = ("year", "date", "time", "envelope", "none")  # Template.stamp
+
+
 def time_step(need: str, stamp: str) -> tuple[bool, str]:
     """Walking back from a line that needs `need`: whether a line whose template's stamp is `stamp`
     must be read for it, and what is still needed before it ("": nothing; "year": a full date)."""

@@ -9,6 +9,9 @@ from logphase.logs.fast.templates import Template, time_step
 from logphase.logs.matcher import SourceMatcher
 from logphase.logs.reader import MAX_LINE_BYTES
 
+NEAR_LINES = 32  # lines walked back one by one for a stamp before searching
+SEARCH_SPAN = 1 << 16  # the first span searched back, in bytes (then 4 times the last)
+
 
 class ClockKeeping:
     """What FastLines reads for the matcher's clock: for a line it reads, the nearest stamped line
@@ -52,6 +55,38 @@ class ClockKeeping:
         """The start of the line before the one at `offset`."""
         return self.buf.rfind(b"\n", 0, max(0, offset - 1)) + 1
 
+    def _stamped_before(self, line: int, low: int, need: str) -> int | None:
+        """The nearest line before `line`, from `low` on, on a template whose stamp a line that
+        needs `need` takes (time_step). Walked back line by line (a stamp is most often near), then
+        searched in spans that grow: a year-less log would walk a whole chunk back for a year."""
+        walk = line
+        for _ in range(NEAR_LINES):
+            if walk <= low:
+                return None
+            walk = self._previous(walk)
+            template = self.scan.template_at(self.buf, walk)
+            if template is not None and time_step(need, template.stamp)[0]:
+                return walk
+        finder = self.scan.stamp_finder(need)
+        span = SEARCH_SPAN
+        while walk > low and finder is not None:
+            start = max(low, walk - span)
+            starts = [hit.start() + 1 for hit in finder.finditer(self.buf, max(0, start - 1), walk)]
+            for found in reversed(starts):  # what template_at says of the line decides, as walking does
+                template = self.scan.template_at(self.buf, found)
+                if found >= start and template is not None and time_step(need, template.stamp)[0]:
+                    return found
+            if start == 0 and low == 0:
+                template = self.scan.template_at(self.buf, 0)  # the chunk's first line: no newline before it
+                return 0 if walk > 0 and template is not None and time_step(need, template.stamp)[0] else None
+            walk, span = start, span * 4
+        return None
+
+    def _stamp_at(self, line: int) -> str:
+        template = self.scan.template_at(self.buf, line)
+        assert template is not None  # _stamped_before found it on one
+        return template.stamp
+
     # -- the clock
 
     def _time_lines(self, wanted: list[int]) -> tuple[set[int], list[tuple[int, bytes]]]:
@@ -67,13 +102,10 @@ class ClockKeeping:
         for index, line in enumerate(wanted):
             need = "any"  # a full date too: it is measured against the clock (StampBelief)
             walk = line
-            while walk > low and need:
-                walk = self._previous(walk)
-                template = self.scan.template_at(self.buf, walk)
-                if template is not None:
-                    take, need = time_step(need, template.stamp)
-                    if take:
-                        found.add(walk)
+            while need and (stamped := self._stamped_before(walk, low, need)) is not None:
+                walk = stamped
+                _, need = time_step(need, self._stamp_at(walk))
+                found.add(walk)
             if need and index == 0 and low == self.pos:
                 for number, raw, stamp in reversed(self.carried_stamps):
                     take, need = time_step(need, stamp)
@@ -160,13 +192,11 @@ class ClockKeeping:
         stamps: list[tuple[int, bytes, str]] = []
         need = "any"
         line = end
-        while line > self.pos and need:
-            line = self._previous(line)
-            template = self.scan.template_at(self.buf, line)
-            if template is not None:
-                take, need = time_step(need, template.stamp)
-                if take:
-                    stamps.insert(0, (self._number(line), self.buf[line : self._line_end(line)], template.stamp))
+        while need and (stamped := self._stamped_before(line, self.pos, need)) is not None:
+            line = stamped
+            stamp = self._stamp_at(line)
+            _, need = time_step(need, stamp)
+            stamps.insert(0, (self._number(line), self.buf[line : self._line_end(line)], stamp))
         if stamps:
             for older in reversed(self.carried_stamps):  # what this chunk's lines still need from before
                 if not need:
