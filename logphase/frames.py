@@ -2,7 +2,9 @@
 frame key `function (file)` that stall signatures and frame anchors are matched against.
 
 Shared by the log matcher (frames inside tracebacks tell which phase a rank failed in) and the
-stacks pipeline (dumps, classification), and kept free of both so that neither imports the other."""
+stacks pipeline (dumps, classification), and kept free of both so that neither imports the other;
+with them the test of a log line that may open a stack dump, so that the scan of a log without one
+does not import the dump parser."""
 
 from __future__ import annotations
 
@@ -15,6 +17,12 @@ PYTHON_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?:\d+|\?\?\?),? in
 # which may be a native C++ name with spaces and parentheses; the last `(…)` is the file). Exactly
 # four: the `--locals` lines under a frame are indented further and must not read as frames.
 PYSPY_FRAME = re.compile(r"^\s{4}(?P<function>\S(?:.*?\S)?) \((?P<file>[^()]*?)(?::(?P<line>\d+))?\)\s*$")
+# A line that may open or belong to a stack dump (stacks/dumps.py's DumpParser looks at no other
+# line while no dump is open); the fast path hands these to the matcher too.
+TRIGGER = re.compile(
+    r'File "|Thread |thread |Process \d|Fatal Python error|Pyspy|Timeout \(|Stack \(most|Extension modules|'
+    r"^\s{4}\S"
+)
 INSTALL_ROOTS = ("/site-packages/", "/dist-packages/")
 STDLIB_ROOT = re.compile(r"/lib/python3(?:\.\d+)?/(.*)$")
 
@@ -53,3 +61,12 @@ _CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 def printable(text: str) -> str:
     """`text` with every control character shown as its escape (`\\x1b`), tabs and newlines kept."""
     return _CONTROLS.sub(lambda found: f"\\x{ord(found.group()):02x}", text)
+
+
+def may_open_dump(raw: str) -> bool:
+    """Whether the dump parser, with no dump open, could take `raw` for the start of one: it tests
+    TRIGGER on the line's last carriage-return part with its colour codes removed, so a line with
+    colour codes may."""
+    if "\x1b" in raw:
+        return True
+    return TRIGGER.search(raw.rstrip("\r\n").rsplit("\r", 1)[-1]) is not None

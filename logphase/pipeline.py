@@ -33,7 +33,6 @@ from logphase.report.model import (
     UnknownTemplate,
 )
 from logphase.scanning import ScanResult, scan
-from logphase.stacks.stalls import summarize
 
 if TYPE_CHECKING:  # types only: what a plain `analyze` does not run is not imported (start-up time)
     from logphase.baselines.records import RunRecord
@@ -54,8 +53,9 @@ class Options:
     label: str | None = None  # the outcome to record instead of the verdict
     flight: FlightReport | None = None  # torch flight-recorder dumps given with the logs
     watched: WatchVerdict | None = None  # watch's own verdict (health, process, arrival times)
-    fast: bool = True  # the fast path over steady lines (logs/fast/); the same result
+    fast: bool | None = None  # the fast path over steady lines (logs/fast/); None: the scan picks; the same result
     jobs: Jobs = ONE_JOB  # processes that scan big logs (logs/fast/ranges.py); the same result
+    caches: Path | None = None  # where the fast path keeps its scan plans and scanners (None: nowhere)
 
 
 def run(sources: list[LogSource], packs: PackSet, options: Options) -> tuple[Report, RunRecord]:
@@ -63,7 +63,7 @@ def run(sources: list[LogSource], packs: PackSet, options: Options) -> tuple[Rep
     from logphase.fingerprint import SourceTap  # hashing: only a recorded or compared run needs it
 
     tap = SourceTap(sources, packs.server_args)
-    result = scan(tap.sources, packs, options.as_of, fast=options.fast, jobs=options.jobs)
+    result = scan(tap.sources, packs, options.as_of, fast=options.fast, jobs=options.jobs, caches=options.caches)
     identity = tap.identity(result.timeline.system, result.timeline.version)
     return assemble(_inputs(sources), result, packs, options, identity=identity, last_activity=_last_write(sources))
 
@@ -73,7 +73,7 @@ def report(sources: list[LogSource], packs: PackSet, options: Options) -> Report
     a tenth of the CPU of a pass. With a baseline to compare with, it is `run`."""
     if options.baseline is not None:
         return run(sources, packs, options)[0]
-    result = scan(sources, packs, options.as_of, fast=options.fast, jobs=options.jobs)
+    result = scan(sources, packs, options.as_of, fast=options.fast, jobs=options.jobs, caches=options.caches)
     return assemble(_inputs(sources), result, packs, options, identity=None, last_activity=_last_write(sources))[0]
 
 
@@ -140,7 +140,11 @@ def assemble(
         doubts=assessment.doubts,
     )
     # stack dumps printed into the log (SGLang's watchdog py-spy, faulthandler): the report's `stacks`
-    stacks = summarize(result.dumps, packs.signatures) if result.dumps else None
+    stacks = None
+    if result.dumps:
+        from logphase.stacks.stalls import summarize  # the stack model: only for a log with dumps in it
+
+        stacks = summarize(result.dumps, packs.signatures)
     report = with_evidence(report, Evidence(stacks=stacks, flight=options.flight, watched=options.watched))
     if identity is None:
         return report, None

@@ -10,23 +10,25 @@ from itertools import chain, islice
 from typing import TYPE_CHECKING
 
 from logphase.durations import format_duration
+from logphase.frames import TRIGGER, may_open_dump
 from logphase.jobs import ONE_JOB, Jobs
 from logphase.logs.clocks import SKEW_STEP, format_offset_notes, head_clock
-from logphase.logs.fast import FastLines, plan_for
-from logphase.logs.fast.ranges import oracle_for, workers_for
 from logphase.logs.matcher import Event, SourceMatcher
-from logphase.logs.reader import Line, LogSource, envelopes_of, read_lines
+from logphase.logs.reader import Line, LogSource, envelopes_of, holds_at_most, read_lines
 from logphase.logs.stamps import CLOCK_JUMP, ignored_stamp_notes
 from logphase.logs.templates import TemplateMiner
 from logphase.logs.timeline import Timeline, TimelineBuilder
 from logphase.packs import PackSet
 from logphase.phases import FAILURE_KINDS, EventKind, Phase
 from logphase.report.model import ContextLine
-from logphase.stacks.dumps import TRIGGER, DumpParser
-from logphase.stacks.model import ProcessSnapshot
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
+    from logphase.logs.fast import FastLines, Plan
     from logphase.logs.fast.ranges import Workers
+    from logphase.stacks.dumps import DumpParser
+    from logphase.stacks.model import ProcessSnapshot
 
 # Year-less stamps (vLLM's `INFO 03-07 09:19:58`) before the first line with a year take its year, and
 # time-of-day stamps (SGLang 0.3's `[23:17:01 TP0]`) before the first line with a date its date (logs/dating.py).
@@ -97,7 +99,7 @@ class SourceFeed:
         self.start_line = 1
         self.progressed = False  # this start went past its launch
         self.fed = 0
-        self.dumps = DumpParser()  # faulthandler / py-spy dumps printed into the log
+        self.dumps = DumpsInLog()  # faulthandler / py-spy dumps printed into the log
         self.before: deque[ContextLine] = deque(maxlen=CONTEXT_BEFORE)
         self.waiting: list[_Context] = []
         self.latest: _Context | None = None
@@ -234,6 +236,31 @@ class SourceFeed:
         return held
 
 
+class DumpsInLog:
+    """The dump parser of one source, made at its first line that may open a dump: the scan of a log
+    without one does not import the parser and the stack model (~6 ms of a small log's start-up)."""
+
+    def __init__(self) -> None:
+        self.parser: DumpParser | None = None
+
+    @property
+    def open(self) -> int:
+        """How many dumps are open (the fast path hands every line to the matcher while one is)."""
+        return self.parser.open if self.parser is not None else 0
+
+    def feed(self, raw: str, writer: str | None) -> None:
+        if self.parser is None:
+            if not may_open_dump(raw):
+                return  # what the parser would do with it: no dump is open, and it opens none
+            from logphase.stacks.dumps import DumpParser
+
+            self.parser = DumpParser()
+        self.parser.feed(raw, writer=writer)
+
+    def finish(self) -> list[ProcessSnapshot]:
+        return self.parser.finish() if self.parser is not None else []
+
+
 @dataclass
 class DistInitClock:
     """Whether the logs of one run (a log per node) share a clock. Every rank joins the distributed
@@ -267,13 +294,49 @@ class DistInitClock:
 
 
 def scan(
-    sources: list[LogSource], packs: PackSet, as_of: datetime, *, fast: bool = True, jobs: Jobs = ONE_JOB
+    sources: list[LogSource],
+    packs: PackSet,
+    as_of: datetime,
+    *,
+    fast: bool | None = None,
+    jobs: Jobs = ONE_JOB,
+    caches: Path | None = None,
 ) -> ScanResult:
     """One streaming pass over every source. `fast`: the matcher sees only the lines that can
-    change the result (logs/fast/); the result is the same. `jobs`: worker processes find the
-    fast path's candidate lines of big files ahead of the pass (logs/fast/ranges.py); the same result."""
-    with workers_for(jobs if fast else ONE_JOB, [source.path for source in sources]) as workers:
-        return _scan(sources, packs, as_of, fast=fast, jobs=jobs, workers=workers)
+    change the result (logs/fast/); the result is the same. None (the default): the fast path for
+    every source but a file the plain head holds whole (see `_fast_for`). `jobs`: worker processes
+    find the fast path's candidate lines of big files ahead of the pass (logs/fast/ranges.py); the
+    same result. `caches`: the folder where the fast path keeps its scan plans and scanners (None:
+    none), handed to it here so that a scan that does not take it imports none of it."""
+    fast_sources = [_fast_for(source, fast) for source in sources]
+    if not any(fast_sources):
+        # no source takes the fast path: nothing of it is imported (~10 ms of a small log's start-up)
+        return _scan(sources, packs, as_of, fast_sources=fast_sources, jobs=ONE_JOB, workers=None)
+    _use_fast_caches(caches)
+    from logphase.logs.fast.ranges import workers_for
+
+    with workers_for(jobs, [source.path for source in sources]) as workers:
+        return _scan(sources, packs, as_of, fast_sources=fast_sources, jobs=jobs, workers=workers)
+
+
+def _use_fast_caches(folder: Path | None) -> None:
+    """The fast path's scan plans and compiled scanners kept in `folder` (logs/fast/plan.py,
+    scanners.py); None: built every time."""
+    from logphase.logs.fast import plan, scanners
+
+    scanners.use_cache(folder / "scanners" if folder else None)
+    plan.use_cache(folder / "plans" if folder else None)
+
+
+def _fast_for(source: LogSource, fast: bool | None) -> bool:
+    """Whether `source` is read by the fast path. Left to the scan (None), a file of at most
+    YEAR_LOOKAHEAD lines is read plainly: the head is read in full on either path, so the fast path
+    would hand the matcher every line of it, and only add its own work (a probe of each line that
+    may belong to a steady run, the templates it learns for lines that never come): ~20 ms of the
+    53 KB demo log's ~40 ms scan. The result is the same on both paths (tests/paste, test_prefilter*)."""
+    if fast is not None:
+        return fast
+    return not holds_at_most(source, YEAR_LOOKAHEAD)
 
 
 def _scan(
@@ -281,13 +344,13 @@ def _scan(
     packs: PackSet,
     as_of: datetime,
     *,
-    fast: bool,
+    fast_sources: list[bool],
     jobs: Jobs,
     workers: Workers | None,
 ) -> ScanResult:
     builder = TimelineBuilder(job_systems=packs.job_systems)
     result = ScanResult(timeline=builder.finish(), unrecognised=TemplateMiner(packs))
-    plan = plan_for(packs, (TRIGGER,))
+    plan: Plan | None = None
     clocks = DistInitClock([source.name for source in sources]) if len(sources) > 1 else None
     for index, source in enumerate(sources):
         envelopes = envelopes_of(source)
@@ -295,15 +358,21 @@ def _scan(
         # the fast path reads bytes itself: envelopes that are a prefix of each line (docker, CRI, journald,
         # srun, a quote) it reads too; a hard-wrapped paste or an export listed newest first takes the plain one
         filtered: FastLines | None = None
-        if fast and plan.enabled and envelopes.prefixes_only:
-            filtered = FastLines(
-                source,
-                plan,
-                as_of,
-                context=(CONTEXT_BEFORE, CONTEXT_AFTER),
-                plain_head=YEAR_LOOKAHEAD,
-                ranges=oracle_for(workers, source.path, jobs),
-            )
+        if envelopes.prefixes_only and fast_sources[index]:
+            from logphase.logs.fast import FastLines, plan_for
+            from logphase.logs.fast.ranges import oracle_for
+
+            if plan is None:
+                plan = plan_for(packs, (TRIGGER,))  # the first source that takes the fast path
+            if plan.enabled:
+                filtered = FastLines(
+                    source,
+                    plan,
+                    as_of,
+                    context=(CONTEXT_BEFORE, CONTEXT_AFTER),
+                    plain_head=YEAR_LOOKAHEAD,
+                    ranges=oracle_for(workers, source.path, jobs),
+                )
         lines = iter(filtered) if filtered is not None else read_lines(source)
         head = list(islice(lines, YEAR_LOOKAHEAD))
         clock = head_clock(head, packs, as_of)

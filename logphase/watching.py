@@ -12,6 +12,7 @@ from logphase.baselines.stats import MIN_RUNS_FOR_BUDGET, PhaseStats, estimate_e
 from logphase.durations import format_duration
 from logphase.errors import ExitCode
 from logphase.fingerprint import FingerprintCollector
+from logphase.frames import TRIGGER
 from logphase.health import Health, Probe
 from logphase.judging.budgets import Budgets
 from logphase.judging.exits import exit_code
@@ -26,7 +27,6 @@ from logphase.logs.timeline import Timeline, TimelineBuilder
 from logphase.packs import PackSet
 from logphase.phases import Phase, Verdict
 from logphase.scanning import YEAR_LOOKAHEAD, ScanResult, SourceFeed
-from logphase.stacks.dumps import TRIGGER
 
 # lines/s is averaged over this many seconds: smooth enough to read, recent enough to mean "now".
 RATE_WINDOW_S = 5.0

@@ -305,9 +305,10 @@ def test_patterns_that_may_span_a_newline_are_told(pattern: bytes, local: bool) 
 # --- the CLI ----------------------------------------------------------------------------------------------
 
 
-def test_jobs_option_gives_the_same_report(monkeypatch: pytest.MonkeyPatch) -> None:
-    # GIVEN a fixture, the threshold forced down and ranges of 211 bytes (the environment)
-    log = str(FIXTURES / "logs" / "sglang" / "eagle3-tp8-warmup-health-503.log")
+def test_jobs_option_gives_the_same_report(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    # GIVEN a log longer than the 500 lines of the head (a shorter one is read plainly, without
+    # workers), the threshold forced down and ranges of 211 bytes (the environment)
+    log = str(write_logs(tmp_path / "served.log", 100_000, seed=13, shape="sglang-0.5")[0])
     monkeypatch.setenv("LOGPHASE_JOBS_MIN_BYTES", "0")
     monkeypatch.setenv("LOGPHASE_JOBS_RANGE_BYTES", str(SMALL_RANGE))
     # WHEN it is analysed with --jobs 1 and --jobs 2
@@ -342,14 +343,15 @@ def test_a_bad_threshold_in_the_environment_is_a_usage_error(monkeypatch: pytest
     assert "whole number" in result.output
 
 
-def test_workers_that_cannot_start_are_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
-    # GIVEN a system that refuses new processes, and a log over the (lowered) threshold
+def test_workers_that_cannot_start_are_a_clear_error(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    # GIVEN a system that refuses new processes, and a log over the (lowered) threshold, longer than
+    # the 500 lines of the head (a shorter one is read plainly, without workers)
     def refuse(*args: object, **kwargs: object) -> None:
         raise BlockingIOError(11, "Resource temporarily unavailable")
 
     monkeypatch.setattr(concurrent.futures, "ProcessPoolExecutor", refuse)
     monkeypatch.setenv("LOGPHASE_JOBS_MIN_BYTES", "0")
-    log = str(FIXTURES / "logs" / "sglang" / "eagle3-tp8-warmup-health-503.log")
+    log = str(write_logs(tmp_path / "served.log", 200_000, seed=13, shape="sglang-0.5")[0])
     # WHEN analyze is run with --jobs 3
     result = run_cli("analyze", log, "--jobs", "3")
     # THEN it exits 3 (cannot run), saying why and that --jobs 1 needs no workers

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from logphase.logs.fast.scanners import HsScanner, ReScanner, Scanner, accelerated
-from logphase.logs.fast.templates import DIGIT, TemplateTrie, atoms_regex
+from logphase.logs.fast.templates import DIGIT, TemplateTrie, atoms_regex, holds
 
 # A small alphabet, so that templates, factors and lines share prefixes and overlap often.
 ALPHABET = b"ab1 ]"
@@ -82,3 +82,16 @@ def test_an_nccl_line_whose_template_ends_with_the_factor_is_not_found() -> None
         # THEN the lines that leave the template and hold the factor are found, by each scanner
         found = sorted(data[start : data.index(b"\n", start)] for start in hits)
         assert found == sorted(off_it)
+
+
+def test_an_envelope_holds_a_factor_where_some_line_of_it_would() -> None:
+    # GIVEN a journald envelope's atoms (`Mar 02 09:16:00 gpu-node-17 sglang[41190]: `, digits as classes)
+    envelope = tuple(DIGIT if chr(b).isdigit() else b for b in b"Mar 02 09:16:00 gpu-node-17 sglang[41190]: ")
+    # WHEN asked which factors a line on it holds inside it
+    # THEN the unit name and digit runs are held; text across its end or never in it is not
+    assert holds(envelope, b"sglang")
+    assert holds(envelope, b"[12345]")
+    assert holds(envelope, b"node-99")
+    assert not holds(envelope, b"]: Decode batch")
+    assert not holds(envelope, b"NCCL INFO ")
+    assert not holds(envelope, b"gpu-node-1a")

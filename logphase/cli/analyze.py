@@ -24,7 +24,6 @@ from logphase.cli.common import (
 from logphase.cli.progress import progress_on_stderr
 from logphase.errors import StoreError
 from logphase.judging.exits import exit_code
-from logphase.logs.fast import plan, scanners
 from logphase.logs.reader import open_sources
 from logphase.report.formats import OutputFormat, pick
 
@@ -76,8 +75,6 @@ def analyze(
     Exit: 0 ready, 4 stalled/crashed/aborted/timeout, 5 still starting, 6 unknown, 3 unreadable.
     """
     cache = cache_folder()
-    scanners.use_cache(cache / "scanners" if cache else None)
-    plan.use_cache(cache / "plans" if cache else None)
     packs = load_all_packs(pattern_paths)
     dump_paths: list[str] = []
     sources = open_sources(
@@ -106,6 +103,7 @@ def analyze(
             store_error=store_error,
             flight=flight,
             jobs=jobs_from(jobs),
+            caches=cache,
         )
         with progress_on_stderr(sources):
             if record_run and store is not None:

@@ -12,6 +12,10 @@ from typing import IO, Any, cast
 from logphase.errors import InputError
 from logphase.logs.reader import CHUNK_BYTES, READ_ERRORS, SNIFF_BYTES, LogSource, refuse_binary, sniff_bytes
 
+# What walking an archive raises when it is broken: its stream's read errors and tarfile's own
+# (raised only here: a member is then read as a byte range of a file)
+ARCHIVE_ERRORS: tuple[type[BaseException], ...] = (*READ_ERRORS, tarfile.TarError)
+
 # A compressed archive (or one on stdin) is unpacked once into one temporary file; past this it is
 # refused (a small .tar.gz can hold terabytes of zeros).
 MAX_UNPACKED_BYTES = 8 << 30
@@ -88,7 +92,7 @@ def tar_sources(
             sources.append(
                 LogSource(name=label, open_stream=data.opener(start, size), envelopes=sniff_bytes(head, process_tags))
             )
-    except READ_ERRORS as exc:
+    except ARCHIVE_ERRORS as exc:
         raise InputError(
             f"{name}: broken or truncated archive: {exc}", hint="check the archive, or re-create it"
         ) from None

@@ -3,13 +3,10 @@ envelopes (following a growing log is logs/follow.py's)."""
 
 from __future__ import annotations
 
-import bz2
-import gzip
 import io
 import lzma
 import os
 import re
-import tarfile
 import zlib
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -30,13 +27,14 @@ ANSI_ESCAPE = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b
 BAR_THEN_LOG_LINE = re.compile(r"(?<=\])(?=\[(?:\d{4}-\d\d-\d\d )?\d\d:\d\d:\d\d)")
 
 # What reading a source's stream raises when the file ends early or is damaged (see `damaged`).
+# An archive's tarfile errors arise only while archives.py walks it (its members are then byte
+# ranges of a file): it catches them there, and a log that is no archive does not import tarfile.
 READ_ERRORS: tuple[type[BaseException], ...] = (
     EOFError,
     OSError,
     zlib.error,
     lzma.LZMAError,
     zstandard.ZstdError,
-    tarfile.TarError,
 )
 
 GZIP_MAGIC = b"\x1f\x8b"
@@ -72,6 +70,22 @@ class LogSource:
     envelopes: Envelopes | None = None  # sniffed from the first bytes; None: not yet
     path: str | None = None  # an uncompressed file: its bytes at their own offsets (workers read ranges of it)
     _index: int = field(default=0, repr=False)
+
+
+def holds_at_most(source: LogSource, lines: int, *, read_limit: int = 1 << 20) -> bool:
+    """Whether `source` is an uncompressed file of at most `lines` lines, told from its first
+    `read_limit` bytes; False for any other source, and for a file that cannot be read now (reading
+    it reports why)."""
+    if source.path is None:
+        return False
+    try:
+        with open(source.path, "rb") as file:
+            data = file.read(read_limit)
+    except OSError:
+        return False
+    if len(data) >= read_limit:
+        return False
+    return data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0) <= lines
 
 
 def open_sources(
@@ -227,9 +241,14 @@ def decompressing(raw: IO[bytes], name: str) -> IO[bytes]:
     input (logs, flight-recorder dumps, stack dumps) is opened through this."""
     buffered = cast(io.BufferedReader, raw if hasattr(raw, "peek") else io.BufferedReader(cast(io.RawIOBase, raw)))
     kind = compression_of(buffered.peek(6)[:6])
+    # gzip and bz2 are imported for their files only; lzma and zstandard above, for READ_ERRORS
     if kind == "gzip":
+        import gzip
+
         return cast(IO[bytes], gzip.GzipFile(fileobj=buffered, mode="rb"))
     if kind == "bzip2":
+        import bz2
+
         return cast(IO[bytes], bz2.BZ2File(buffered))
     if kind == "xz":
         return cast(IO[bytes], lzma.LZMAFile(buffered))

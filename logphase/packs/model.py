@@ -12,11 +12,13 @@ from typing import Any
 
 from logphase.errors import PackError
 from logphase.packs.regex_facts import EDGE_KEY, LEAD_KEY, WORD, index_key
+from logphase.packs.stamp_text import read_stamp
 from logphase.phases import EventKind, Phase, Role
 
 CANDIDATE_CACHE = 4096
 WORD_CACHE = 65536
 RANK_TAG = stdlib_re.compile(r"(DP|PP|ATTN_CP|MOE_DP|TP|EP)_?(\d+)")
+LONG_FRACTION = stdlib_re.compile(r"(\.\d{6})\d+")  # digits past the microseconds strptime reads
 
 
 @dataclass(frozen=True)
@@ -115,13 +117,13 @@ def parse_time(text: str, formats: Sequence[str]) -> tuple[datetime, bool, bool]
 
     glog's `E1218 20:27:21.426871257` has its level letter removed by the prefix regex; fractions
     longer than 6 digits are cut to what strptime reads."""
-    text = stdlib_re.sub(r"(\.\d{6})\d+", r"\1", text.strip())
+    text = text.strip()
+    if "." in text:
+        text = LONG_FRACTION.sub(r"\1", text)
     for fmt in formats:
-        try:
-            parsed = datetime.strptime(text, fmt)
-        except ValueError:
-            continue
-        return parsed, "%Y" in fmt or "%y" in fmt, "%d" in fmt or "%j" in fmt
+        parsed = read_stamp(text, fmt)
+        if parsed is not None:
+            return parsed, "%Y" in fmt or "%y" in fmt, "%d" in fmt or "%j" in fmt
     return None
 
 

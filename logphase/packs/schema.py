@@ -3,7 +3,6 @@ and its meaning; the one check of a table against it; FORMAT.md's key reference 
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from enum import Enum
@@ -262,6 +261,8 @@ TOP_LEVEL = ("pack", *(table.title.strip("[]") for table in ARRAYS))
 
 def did_you_mean(word: str, choices: Iterable[str]) -> str:
     """` (did you mean 'priority'?)` for a close misspelling, else nothing."""
+    import difflib  # only for a misspelt key
+
     close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
     return f" (did you mean {close[0]!r}?)" if close else ""
 

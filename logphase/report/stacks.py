@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from tabulate import tabulate
-
 from logphase.judging.stacks import WAIT_STATES
 from logphase.ranks import format_rank_set
 from logphase.report.paint import paint
+from logphase.report.text_table import simple_table
 from logphase.stacks.model import Group, StacksReport, TreeNode
 
 
@@ -90,7 +89,7 @@ GROUP_HEADERS = ["group", "ranks", "n", "state", "motion", "where", "inside"]
 
 
 def render_groups(report: StacksReport) -> str:
-    return tabulate(group_rows(report), headers=GROUP_HEADERS, tablefmt="simple")
+    return simple_table(group_rows(report), GROUP_HEADERS)
 
 
 PROBLEM_HEADERS = ["pid", "rank", "title", "not read"]

@@ -16,7 +16,7 @@ from itertools import chain, islice
 from typing import Any, Protocol
 
 from logphase.envelope import SNIFF_LINES, Unwrapped, Unwrapper, sniff
-from logphase.frames import PYSPY_FRAME, printable, short_path
+from logphase.frames import PYSPY_FRAME, TRIGGER, printable, short_path
 from logphase.packs import rank_from_tags, shipped_packs
 from logphase.stacks.model import Frame, ProcessSnapshot, ThreadStack
 
@@ -31,10 +31,6 @@ PREFIXES = (
     re.compile(r"^\((?:\w|-)+(?: rank=\d+)? pid=\d+\) "),
 )
 TIMESTAMP = re.compile(r"(?:\d{4}-\d\d-\d\d[ T])?\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?")
-TRIGGER = re.compile(
-    r'File "|Thread |thread |Process \d|Fatal Python error|Pyspy|Timeout \(|Stack \(most|Extension modules|'
-    r"^\s{4}\S"
-)
 
 PYSPY_PROCESS = re.compile(r"^Process (?P<pid>\d+): ?(?P<cmd>.*?)\s*$")
 PYSPY_PYTHON = re.compile(r"^(?:Python v\S+|Parent Process \d+:|Signal \d+:)")

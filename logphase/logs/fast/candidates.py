@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from logphase.logs.fast.plan import Plan
 from logphase.logs.fast.scanners import ReScanner, Scanner, make_scanner
-from logphase.logs.fast.templates import STAMP_KINDS, Template, TemplateSet, TemplateTrie, time_step
+from logphase.logs.fast.templates import STAMP_KINDS, Template, TemplateSet, TemplateTrie, holds, time_step
 from logphase.packs import Rule
 
 RECOMPILE_EVERY = 256  # emitted lines between two recompiles of the scanners
@@ -91,10 +91,15 @@ class CandidateScan:
             # journald unit named `sglang` is no launch command): lines on no template are read anyway
             envelopes = sorted({t.envelope_regex() for t in self.templates if t.envelope})
             after_envelope = b"^(?:" + b"|".join(envelopes) + b")[^\\n]*" if envelopes else b""
+            regions = {t.atoms[: t.envelope] for t in self.templates if t.envelope}
             for factor in self.plan.steady:
                 hosts = frozenset(t for t in self.templates if (t, factor) in self.registered)
-                if not hosts:
-                    patterns.append((after_envelope + re.escape(factor), False))  # every line with it: checked here
+                if not hosts:  # every line with it: checked here
+                    # anchored after the envelopes only where it can stand inside one: each line-anchored
+                    # pattern is a pass from every line start, a literal is not (a line on no template
+                    # is a candidate anyway, and the check reads the factor after the envelope)
+                    inside = any(holds(region, factor) for region in regions)
+                    patterns.append(((after_envelope if inside else b"") + re.escape(factor), False))
                     self.loose_factors.append([factor])
                 else:
                     by_set.setdefault(hosts, []).append(factor)

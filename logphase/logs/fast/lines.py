@@ -44,7 +44,8 @@ PROBE_CACHE = 4096  # lines whose events are remembered (walks ask about a line 
 class OpenDumps(Protocol):
     """The dump parser, as far as the fast path asks: how many dumps are open."""
 
-    open: int
+    @property
+    def open(self) -> int: ...
 
 
 class FastLines(ClockKeeping):

@@ -57,6 +57,14 @@ class Template:
         return atoms_regex(self.atoms[: self.envelope])
 
 
+def holds(atoms: tuple[int, ...], text: bytes) -> bool:
+    """Whether some line these atoms stand for holds `text` inside them."""
+    return any(
+        all(atom == byte or (atom == DIGIT and 48 <= byte <= 57) for atom, byte in zip(atoms[at:], text, strict=False))
+        for at in range(len(atoms) - len(text) + 1)
+    )
+
+
 def atoms_regex(atoms: tuple[int, ...]) -> bytes:
     return b"".join(b"[0-9]" if atom == DIGIT else re.escape(bytes([atom])) for atom in atoms)
 

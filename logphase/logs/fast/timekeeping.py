@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from logphase.logs.fast.candidates import CandidateScan
-from logphase.logs.fast.clock import Anchor, EnvelopeClock
+from logphase.logs.fast.clock import Anchor, EnvelopeClock, Timed
 from logphase.logs.fast.rollover import Rollovers
 from logphase.logs.fast.templates import Template, time_step
 from logphase.logs.matcher import SourceMatcher
@@ -29,7 +31,8 @@ class ClockKeeping:
     rollovers: Rollovers
     rollover_at: int | None
     carried_stamps: list[tuple[int, bytes, str]]  # stamped lines after the last line read
-    carried_peak: list[tuple[int, bytes]]  # the envelope clock's peak the last chunk left
+    carried_peak: list[tuple[int, bytes]]  # the envelope clock's peaks the last chunks left
+    carried_clock: datetime | None = None  # the clock they leave
     _number_cache: tuple[int, int]
 
     # -- lines of the chunk
@@ -119,43 +122,45 @@ class ClockKeeping:
     def _clock_lines(self, offset: int, wanted: set[int]) -> set[int]:
         """The lines before `offset` the matcher must read besides `wanted` for its clock: the
         envelope clock's peaks, and before a line the day may turn on, the latest time before it."""
-        lines = self._clock_peaks(offset, wanted)
+        lines, _ = self._clock_peaks(offset, wanted)
         if offset == self.rollover_at:
             peak = self.rollovers.peak(self._template_lines(self.pos, offset))
             if peak is not None:
                 lines.add(peak)
         return lines
 
-    def _clock_peaks(self, limit: int, read: set[int]) -> set[int]:
+    def _clock_peaks(
+        self, limit: int, read: set[int], at_least: datetime | None = None
+    ) -> tuple[set[int], datetime | None]:
         """The lines from `pos` on, before `limit`, that keep the matcher's clock where every line
-        would leave it at each line it `read`s (EnvelopeClock): none unless some template takes its
-        time from the envelope."""
+        would leave it at each line it `read`s (EnvelopeClock), and the clock they leave: none unless
+        some template takes its time from the envelope. `at_least`: the clock lines it will read first
+        leave (those an earlier chunk carried)."""
         if self.clock is None or self.matcher is None or not any(t.stamp == "envelope" for t in self.scan.templates):
-            return set()
-        matcher = self.matcher
-        lines: list[tuple[int, bytes, Anchor | None]] = []
+            return set(), None
+        matcher, clock, buf, template_at = self.matcher, self.clock, self.buf, self.scan.template_at
+        lines: list[Timed] = []
         anchor: Anchor | None = None
         floor = self.pos
-        for start in self.clock.timed(self.buf, self.pos, limit, self.scan.templates):
+        for start in clock.timed(buf, self.pos, limit, self.scan.templates):
             # the line that set its offset: the nearest one before it with a stamp of its own
             line = start
             while line > floor:
-                line = self._previous(line)
-                template = self.scan.template_at(self.buf, line)
+                line = buf.rfind(b"\n", 0, line - 1) + 1  # the line before
+                template = template_at(buf, line)
                 if template is not None and template.stamp not in ("none", "envelope"):
-                    anchor = (line, self.buf[line : self._line_end(line)], template)
+                    anchor = (line, buf[line : self._line_end(line)], template)
                     break
             floor = start
-            template = self.scan.template_at(self.buf, start)
+            template = template_at(buf, start)
             if template is not None:
-                lines.append((start, self.buf[start : start + template.envelope], anchor))
-        return self.clock.peaks(
-            lines,
-            read,
-            offset=matcher.envelope_offset,
-            year=matcher.year,
-            latest=matcher.last_time,
-        )
+                prefix = buf[start : start + template.envelope]
+                shape = clock.key_shape(template)
+                lines.append((start, prefix, None if shape is None else prefix[: shape[0]] + shape[1], anchor))
+        latest = matcher.last_time
+        if at_least is not None and (latest is None or at_least > latest):
+            latest = at_least
+        return self.clock.peaks(lines, read, offset=matcher.envelope_offset, year=matcher.year, latest=latest)
 
     def _template_lines(self, low: int, high: int) -> list[tuple[int, bytes, Template]]:
         """The lines in [low, high) on a template: (offset, bytes, template)."""
@@ -184,11 +189,15 @@ class ClockKeeping:
 
     def _carry_times(self, end: int) -> None:
         """At a chunk's end: the last stamped lines and the envelope clock's peak the matcher has not
-        seen, for the next chunk to hand over."""
-        self.carried_peak = [
-            (self._number(line), self.buf[line : self._line_end(line)][:MAX_LINE_BYTES])
-            for line in sorted(self._clock_peaks(end, set()))
+        seen, for the next chunk to hand over (after those of earlier chunks it has not seen either:
+        a chunk without a line to read leaves them to the next)."""
+        pending = self.carried_peak
+        peaks, clock = self._clock_peaks(end, set(), self.carried_clock if pending else None)
+        self.carried_peak = pending + [
+            (self._number(line), self.buf[line : self._line_end(line)][:MAX_LINE_BYTES]) for line in sorted(peaks)
         ]
+        if peaks and clock is not None:
+            self.carried_clock = clock
         stamps: list[tuple[int, bytes, str]] = []
         need = "any"
         line = end

@@ -7,8 +7,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tabulate import tabulate
-
 from logphase.report.analysis import (
     confidence_line,
     context,
@@ -25,12 +23,11 @@ from logphase.report.formats import DEFAULT_WIDTH
 from logphase.report.model import Report
 from logphase.report.paint import paint, verdict_colour
 from logphase.report.picture_text import timeline_lines
-from logphase.report.runs import render_run_table, render_runs_table
-from logphase.report.stacks import PROBLEM_HEADERS, problem_rows, render_groups, render_tree
-from logphase.stacks.model import StacksReport
+from logphase.report.text_table import simple_table
 
-if TYPE_CHECKING:  # types only: a report's formats do not import the run records
+if TYPE_CHECKING:  # types only: a report's formats do not import the run records, nor an analysis the stack model
     from logphase.baselines.records import RunRecord
+    from logphase.stacks.model import StacksReport
 
 
 @dataclass(frozen=True)
@@ -48,9 +45,9 @@ class TableFormat:
             out += [*timeline, ""]
         phases, ranks = phase_table(report), rank_table(report)
         if phases.rows:
-            out += [tabulate(phases.rows, headers=phases.headers), ""]
+            out += [simple_table(phases.rows, phases.headers), ""]
         if ranks.rows:
-            out += [f"{rank_title(ranks)}:", tabulate(ranks.rows, headers=ranks.headers), ""]
+            out += [f"{rank_title(ranks)}:", simple_table(ranks.rows, ranks.headers), ""]
         if report.culprit_ranks:
             out += [f"Culprit ranks: {', '.join(report.culprit_ranks)}", ""]
         root = report.root_cause
@@ -69,6 +66,8 @@ class TableFormat:
         return "\n".join(out).rstrip() + "\n"
 
     def stacks(self, report: StacksReport) -> str:
+        from logphase.report.stacks import PROBLEM_HEADERS, problem_rows, render_groups, render_tree
+
         parts = [paint(report.summary, "red" if report.stuck else "green", self.colour)]
         if report.culprit_ranks:
             parts.append(f"odd ranks: {', '.join(report.culprit_ranks)}")
@@ -87,11 +86,15 @@ class TableFormat:
             parts += ["", render_groups(report)]
         problems = problem_rows(report)
         if problems:
-            parts += ["", tabulate(problems, headers=PROBLEM_HEADERS, tablefmt="simple")]
+            parts += ["", simple_table(problems, PROBLEM_HEADERS)]
         return "\n".join(parts) + "\n"
 
     def runs(self, runs: Sequence[RunRecord], *, db: Path | None) -> str:
+        from logphase.report.runs import render_runs_table  # json and the run records: not an analysis's
+
         return render_runs_table(runs) + "\n" if runs else ""
 
     def run(self, run: RunRecord) -> str:
+        from logphase.report.runs import render_run_table
+
         return render_run_table(run) + "\n"
