@@ -12,9 +12,10 @@ Who scans a queued range is decided when it starts, not when it is queued: the w
 claim it in shared memory (`Claims`), the first one wins. A walk that reaches a range no worker
 started scans it itself (and the one after: the worker is then behind, and skips ahead), so the split
 follows the work: where the walk has much besides the scan (CRI's envelope clock), the workers scan
-nearly every range; where the scan is most of it (an NCCL storm), the two share them. (A fixed share,
-a range in `jobs + 1` the walk's, left the worker half the scan of a CRI log, too little to pay for
-the core it took from the walk on a busy machine: the 1 GB log was slower with it.)
+nearly every range; where the scan is most of it (an NCCL storm), the two share them (a fixed share,
+a range in `jobs + 1` the walk's, left the walk half the scan of a CRI log). A worker pays only where
+a core is idle: while another process holds one of two, its CPU comes out of the walk's core, and a
+1 GB CRI log, whose scan is a fifth of the walk, is slower with it (BENCHMARKS.md).
 
 A window's answer is the union of its pieces' answers when no match spans a newline. The packs'
 literals and the learned templates' patterns cannot; the dump trigger `^\\s{4}\\S` can, from a
