@@ -2,15 +2,18 @@
 
 Sizes: LOGPHASE_BENCH_SIZES (default 100M); shapes: LOGPHASE_BENCH_SHAPES (default: the shapes the
 fast path reads: sglang-0.5, vllm-v1, nccl-storm, per-rank); jobs: LOGPHASE_BENCH_JOBS (default 2);
-seed: LOGPHASE_BENCH_SEED (default 13). Best of 3 runs, alternated (1 each at 1 GB). Memory: the tree (the CLI and
-its workers) is sampled every 10 ms from /proc: the peak of the sum of RSS (pages a worker shares
-with its parent after the fork counted in each: an upper bound) and of the sum of PSS (shared pages
-split among the processes that map them: what the tree takes). Prints a Markdown table for
-BENCHMARKS.md and checks the reports are the same."""
+seed: LOGPHASE_BENCH_SEED (default 13); repeats: LOGPHASE_BENCH_REPEATS (default 3 below 1 GB, 1
+from it). Best of the runs, alternated. CPU: user + system seconds of the tree (the CLI and the
+workers it reaped): what a split adds or saves, on a shared machine whose wall times are set by the
+other processes. Memory: the tree (the CLI and its workers) is sampled every 10 ms from /proc: the
+peak of the sum of RSS (pages a worker shares with its parent after the fork counted in each: an
+upper bound) and of the sum of PSS (shared pages split among the processes that map them: what the
+tree takes). Prints a Markdown table for BENCHMARKS.md and checks the reports are the same."""
 
 from __future__ import annotations
 
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -28,6 +31,8 @@ SAMPLE_S = 0.01
 @dataclass(frozen=True)
 class Run:
     seconds: float
+    cpu_seconds: float  # user + system of the CLI and its reaped workers
+    walk_seconds: float  # user + system of the CLI's process alone (the walk), as last sampled
     rss_mb: float  # peak of the tree's summed RSS
     pss_mb: float  # peak of the tree's summed PSS
     output: bytes
@@ -63,19 +68,34 @@ def memory_kb(pid: int) -> tuple[int, int]:
     return rss, pss
 
 
+def own_cpu(pid: int) -> float:
+    """User + system seconds of one process, its children not counted; 0 once it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def timed(argv: list[str]) -> Run:
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     with tempfile.TemporaryFile() as out:
         child = subprocess.Popen(argv, stdout=out, stderr=subprocess.DEVNULL)
         peak_rss = peak_pss = 0
+        walk = 0.0
         while child.poll() is None:
+            walk = max(walk, own_cpu(child.pid))
             sums = [memory_kb(pid) for pid in tree(child.pid)]
             peak_rss = max(peak_rss, sum(rss for rss, _ in sums))
             peak_pss = max(peak_pss, sum(pss for _, pss in sums))
             time.sleep(SAMPLE_S)
         seconds = time.perf_counter() - start
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
         out.seek(0)
-        return Run(seconds, peak_rss / 1024, peak_pss / 1024, out.read())
+        return Run(seconds, cpu, walk, peak_rss / 1024, peak_pss / 1024, out.read())
 
 
 def main() -> None:
@@ -86,20 +106,20 @@ def main() -> None:
     logphase = shutil.which("logphase") or str(Path(sys.executable).parent / "logphase")
     print(f"## `analyze --jobs 1` vs `--jobs {jobs}` ({os.cpu_count()} CPUs, seed {seed})\n")
     print(
-        f"| size | shape | --jobs 1 s | --jobs {jobs} s | speed-up | peak RSS MB, 1 / {jobs} (sum) "
-        f"| peak PSS MB, 1 / {jobs} (sum) | same report |"
+        f"| size | shape | --jobs 1 s | --jobs {jobs} s | speed-up | CPU s, 1 / {jobs} | walk CPU s, 1 / {jobs} "
+        f"| peak RSS MB, 1 / {jobs} (sum) | peak PSS MB, 1 / {jobs} (sum) | same report |"
     )
-    print("|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory(prefix="logphase-jobs-") as folder:
         for size in sizes:
             wanted = parse_size(size)
             if shutil.disk_usage(folder).free < 2 * wanted:
-                print(f"| {size} | - | skipped: too little disk in {folder} | | | | | |")
+                print(f"| {size} | - | skipped: too little disk in {folder} | | | | | | | |")
                 continue
             for shape in shapes:
                 logs = write_logs(Path(folder) / f"jobs-{size}-{shape}.log", wanted, seed=seed, shape=shape)
                 try:
-                    repeats = 3 if wanted < 1 << 30 else 1
+                    repeats = int(os.environ.get("LOGPHASE_BENCH_REPEATS", "0")) or (3 if wanted < 1 << 30 else 1)
                     argv = [logphase, "analyze", "--post-mortem", "--format", "json", "--as-of", "2030-01-01 00:00:00"]
                     names = [str(log) for log in logs]
                     runs: dict[int, list[Run]] = {1: [], jobs: []}
@@ -109,7 +129,9 @@ def main() -> None:
                     one, many = (min(runs[count], key=lambda r: r.seconds) for count in (1, jobs))
                     print(
                         f"| {size} | {shape} | {one.seconds:.2f} | {many.seconds:.2f} | "
-                        f"{one.seconds / many.seconds:.2f} | {one.rss_mb:.0f} / {many.rss_mb:.0f} | "
+                        f"{one.seconds / many.seconds:.2f} | {one.cpu_seconds:.2f} / {many.cpu_seconds:.2f} | "
+                        f"{one.walk_seconds:.2f} / {many.walk_seconds:.2f} | "
+                        f"{one.rss_mb:.0f} / {many.rss_mb:.0f} | "
                         f"{one.pss_mb:.0f} / {many.pss_mb:.0f} | {'yes' if one.output == many.output else 'NO'} |",
                         flush=True,
                     )

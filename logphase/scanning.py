@@ -23,10 +23,10 @@ from logphase.phases import FAILURE_KINDS, EventKind, Phase
 from logphase.report.model import ContextLine
 
 if TYPE_CHECKING:
-    from concurrent.futures import ProcessPoolExecutor
     from pathlib import Path
 
     from logphase.logs.fast import FastLines, Plan
+    from logphase.logs.fast.ranges import Workers
     from logphase.stacks.dumps import DumpParser
     from logphase.stacks.model import ProcessSnapshot
 
@@ -311,12 +311,12 @@ def scan(
     fast_sources = [_fast_for(source, fast) for source in sources]
     if not any(fast_sources):
         # no source takes the fast path: nothing of it is imported (~10 ms of a small log's start-up)
-        return _scan(sources, packs, as_of, fast_sources=fast_sources, jobs=ONE_JOB, pool=None)
+        return _scan(sources, packs, as_of, fast_sources=fast_sources, jobs=ONE_JOB, workers=None)
     _use_fast_caches(caches)
     from logphase.logs.fast.ranges import workers_for
 
-    with workers_for(jobs, [source.path for source in sources]) as pool:
-        return _scan(sources, packs, as_of, fast_sources=fast_sources, jobs=jobs, pool=pool)
+    with workers_for(jobs, [source.path for source in sources]) as workers:
+        return _scan(sources, packs, as_of, fast_sources=fast_sources, jobs=jobs, workers=workers)
 
 
 def _use_fast_caches(folder: Path | None) -> None:
@@ -346,7 +346,7 @@ def _scan(
     *,
     fast_sources: list[bool],
     jobs: Jobs,
-    pool: ProcessPoolExecutor | None,
+    workers: Workers | None,
 ) -> ScanResult:
     builder = TimelineBuilder(job_systems=packs.job_systems)
     result = ScanResult(timeline=builder.finish(), unrecognised=TemplateMiner(packs))
@@ -371,7 +371,7 @@ def _scan(
                     as_of,
                     context=(CONTEXT_BEFORE, CONTEXT_AFTER),
                     plain_head=YEAR_LOOKAHEAD,
-                    ranges=oracle_for(pool, source.path, jobs),
+                    ranges=oracle_for(workers, source.path, jobs),
                 )
         lines = iter(filtered) if filtered is not None else read_lines(source)
         head = list(islice(lines, YEAR_LOOKAHEAD))

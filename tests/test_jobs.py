@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import concurrent.futures
+import multiprocessing
 import os
 import re
 from collections.abc import Iterator
@@ -64,6 +65,14 @@ def short_head(monkeypatch: pytest.MonkeyPatch) -> None:
     """The matcher reads the first YEAR_LOOKAHEAD lines in full; one line leaves the rest of
     every fixture to the fast path (and so to the workers)."""
     monkeypatch.setattr(scanning, "YEAR_LOOKAHEAD", 1)
+
+
+@pytest.fixture
+def walk_waits(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The walk waits for the workers' answer to every range queued to them, instead of scanning
+    the ranges no worker started yet itself: on a small log it would often be first, and the
+    workers' answers go unread."""
+    monkeypatch.setattr(ranges, "WALK_TAKES", False)
 
 
 @pytest.fixture
@@ -160,7 +169,7 @@ def busy(tmp_path_factory: pytest.TempPathFactory) -> bytes:
 
 @pytest.mark.parametrize("log", sorted((REALWORLD / "logs").glob("*.log")) + LOGS[::3], ids=lambda p: p.name)
 def test_every_log_inside_a_busy_log_reads_the_same(
-    log: Path, packs: PackSet, short_head: None, busy: bytes, tmp_path: Path, oracles: list[Any]
+    log: Path, packs: PackSet, short_head: None, busy: bytes, tmp_path: Path, oracles: list[Any], walk_waits: None
 ) -> None:
     # GIVEN a real-world log (and every third fixture) in the middle of a busy server's log, cut in
     # ranges of 4099 bytes: the workers scan its tracebacks, dumps and runs
@@ -177,7 +186,13 @@ def test_every_log_inside_a_busy_log_reads_the_same(
 @pytest.mark.parametrize("shape", ["sglang-0.5", "vllm-v0", "per-rank"])
 @pytest.mark.parametrize("range_bytes", [4099, 8191, 16_384])  # a file per rank: 8 of ~125 kB
 def test_generated_logs_read_the_same_and_the_workers_answer(
-    shape: str, range_bytes: int, packs: PackSet, served: dict[str, list[Path]], oracles: list[Any], short_head: None
+    shape: str,
+    range_bytes: int,
+    packs: PackSet,
+    served: dict[str, list[Path]],
+    oracles: list[Any],
+    short_head: None,
+    walk_waits: None,
 ) -> None:
     # GIVEN a 1 MB serving log (a traceback, a dump and short lines in it; across midnight; a
     # file per rank), cut in ranges
@@ -219,6 +234,46 @@ def test_no_workers_below_the_threshold(packs: PackSet, served: dict[str, list[P
     report(served["sglang-0.5"], packs, Jobs(4))
     # THEN no worker was started: the file is read by one process
     assert oracles == []
+
+
+class IdlePool:
+    """A pool whose workers never start a task: every future stays pending."""
+
+    def submit(self, *args: object) -> concurrent.futures.Future[None]:
+        return concurrent.futures.Future()
+
+    def shutdown(self, **kwargs: object) -> None:
+        pass
+
+
+def test_the_walk_scans_the_ranges_no_worker_started(
+    monkeypatch: pytest.MonkeyPatch, packs: PackSet, served: dict[str, list[Path]], oracles: list[Any], short_head: None
+) -> None:
+    # GIVEN workers that never start the ranges queued to them
+    idle = ranges.Workers(IdlePool(), ranges.Claims.shared(multiprocessing.get_context()))  # type: ignore[arg-type]
+    monkeypatch.setattr(ranges, "start_workers", lambda count: idle)
+    log = served["sglang-0.5"]
+    # WHEN the SGLang log is analysed with three jobs, in ranges of 16 kB
+    shared = report(log, packs, split(3, 16_384))
+    # THEN the walk did not wait for them: it claimed and scanned every range itself, and the
+    # report is that of one process
+    assert shared == expected_alone(log, packs)
+    assert oracles[0].answered == 0
+    assert oracles[0].taken > 0
+
+
+def test_a_range_is_scanned_by_whoever_claims_it_first() -> None:
+    # GIVEN the claims the walk shares with its workers
+    claims = ranges.Claims.shared(multiprocessing.get_context())
+    # WHEN the walk or a worker claims a ticket, and the other claims it after
+    # THEN the first claim wins and the second loses
+    assert claims.claim(7) is True
+    assert claims.claim(7) is False
+    # AND a ticket that comes back to the same slot much later is claimed afresh
+    assert claims.claim(7 + ranges.SLOTS) is True
+    assert claims.claim(7 + ranges.SLOTS) is False
+    # AND a claimed ticket leaves the others free
+    assert claims.claim(8) is True
 
 
 # --- what the ranges may rely on -----------------------------------------------------------------------

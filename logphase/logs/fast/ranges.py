@@ -8,6 +8,15 @@ walk under the state the walk had when it queued them, and the walk takes their 
 state is still that one, else computes it itself. The walk (FastLines) stays the one ordered pass;
 the report is the same with any number of jobs and any range size (tests/test_jobs.py).
 
+Who scans a queued range is decided when it starts, not when it is queued: the walk and the workers
+claim it in shared memory (`Claims`), the first one wins. A walk that reaches a range no worker
+started scans it itself (and the one after: the worker is then behind, and skips ahead), so the split
+follows the work: where the walk has much besides the scan (CRI's envelope clock), the workers scan
+nearly every range; where the scan is most of it (an NCCL storm), the two share them (a fixed share,
+a range in `jobs + 1` the walk's, left the walk half the scan of a CRI log). A worker pays only where
+a core is idle: while another process holds one of two, its CPU comes out of the walk's core, and a
+1 GB CRI log, whose scan is a fifth of the walk, is slower with it (BENCHMARKS.md).
+
 A window's answer is the union of its pieces' answers when no match spans a newline. The packs'
 literals and the learned templates' patterns cannot; the dump trigger `^\\s{4}\\S` can, from a
 line shorter than 4 bytes into the next: a window is never cut, nor a worker's answer taken from
@@ -22,8 +31,8 @@ from bisect import bisect_left
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from itertools import pairwise
-from typing import TYPE_CHECKING
+from itertools import count, pairwise
+from typing import TYPE_CHECKING, Any
 
 from logphase.errors import LogphaseError
 from logphase.jobs import Jobs
@@ -35,6 +44,8 @@ if TYPE_CHECKING:  # the process pool's modules load only when workers start (st
 
 MIN_RANGES = 4  # a file shorter than this many ranges is the walk's alone
 LOOKAHEAD = 2  # ranges queued per worker ahead of the walk (one running, one waiting)
+SLOTS = 1 << 12  # claims kept in shared memory: far more than the ranges queued at once
+WALK_TAKES = True  # the walk scans a range no worker started (False: it waits; the tests' way to make workers answer)
 # A state must hold for this share of a range before workers are given ranges under it: a log's
 # first lines teach the scan its templates, and ranges scanned under a state left are work lost.
 SETTLE_SHARE = 16
@@ -107,6 +118,49 @@ def line_local(pattern: bytes) -> bool:
     return True
 
 
+# -- who scans a range
+
+
+@dataclass(frozen=True)
+class Claims:
+    """Who scans each queued range (its ticket): the walk or a worker, the first to claim it. In
+    shared memory, given to the workers when they start."""
+
+    tickets: Any  # multiprocessing RawArray of SLOTS signed 64-bit ints: a slot holds its last claimed ticket + 1
+    lock: Any  # multiprocessing Lock
+
+    @classmethod
+    def shared(cls, context: Any) -> Claims:
+        """Claims in shared memory of this multiprocessing context, none claimed yet."""
+        return cls(context.RawArray("q", SLOTS), context.Lock())
+
+    def claim(self, ticket: int) -> bool:
+        """True when no one claimed this ticket before: the caller scans its range."""
+        slot = ticket % SLOTS
+        with self.lock:
+            if self.tickets[slot] == ticket + 1:
+                return False
+            self.tickets[slot] = ticket + 1
+            return True
+
+
+@dataclass
+class Workers:
+    """The worker processes and the claims they share with the walk; tickets number the tasks."""
+
+    pool: ProcessPoolExecutor
+    claims: Claims
+    tickets: Iterator[int] = field(default_factory=count)
+
+
+_CLAIMS: list[Claims] = []  # in a worker: the claims it was started with
+
+
+def _start_worker(claims: Claims) -> None:
+    """A worker's start: keep the claims."""
+    _CLAIMS.append(claims)
+
+
 # -- the worker's side
 
 
@@ -125,9 +179,11 @@ _SCANNERS: dict[tuple[object, ...], tuple[Scanner, re.Pattern[bytes] | None]] = 
 KEEP_SCANNERS = 4
 
 
-def candidates_in(state: ScanState, path: str, start: int, stop: int) -> RangeCandidates:
+def candidates_in(state: ScanState, path: str, start: int, stop: int, ticket: int) -> RangeCandidates | None:
     """The whole lines that start in [start, stop) of the file at `path`, scanned as one window
-    of `line_starts`. Runs in a worker."""
+    of `line_starts`; None where the walk claimed the range first. Runs in a worker."""
+    if _CLAIMS and not _CLAIMS[0].claim(ticket):
+        return None
     with open(path, "rb") as stream:
         begin, end = line_boundary(stream, start), line_boundary(stream, stop)
         stream.seek(begin)
@@ -201,20 +257,20 @@ def line_boundary(stream: object, offset: int) -> int:
 @dataclass
 class _Task:
     key: tuple[int, int]
-    future: Future[RangeCandidates]
+    ticket: int
+    future: Future[RangeCandidates | None]
+    walks: bool = False  # the walk claimed it: it scans the range itself
 
 
 @dataclass
 class RangeOracle:
-    """One file cut in ranges of `range_bytes`: of each `jobs + 1` ranges, the walk scans the
-    first itself (it has the walk to do besides) and workers the others, queued ahead of the
-    walk under the scan's latest state. A
-    window of the walk is cut at the ranges' starts; each piece is a worker's answer where it
-    has one under the walk's state, else scanned by the walk. Pieces give the window's answer
-    unless a cut falls after a line a match may span (`ScanState.seams`): then the walk scans
-    the whole window."""
+    """One file cut in ranges of `range_bytes`, queued to the workers ahead of the walk under the
+    scan's latest state; the walk scans those no worker started when it reaches them. A window of
+    the walk is cut at the ranges' starts; each piece is a worker's answer where it has one under the
+    walk's state, else scanned by the walk. Pieces give the window's answer unless a cut falls after
+    a line a match may span (`ScanState.seams`): then the walk scans the whole window."""
 
-    pool: ProcessPoolExecutor
+    workers: Workers
     path: str
     size: int  # the file's size when the scan began: a live log's later bytes are the walk's
     range_bytes: int
@@ -224,6 +280,8 @@ class RangeOracle:
     key: tuple[int, int] = (-1, -1)  # the scan's state that `state` was taken at (None: not line-local)
     tasks: dict[int, _Task] = field(default_factory=dict)
     answered = 0  # pieces the workers answered (what --jobs saved the walk)
+    taken = 0  # queued ranges the walk claimed before a worker started them
+    reached = -1  # the range the walk reached last
     broken = False  # the workers are gone
 
     def line_starts(
@@ -236,6 +294,7 @@ class RangeOracle:
         if state is None or offset + end > self.size:
             return scan.line_starts(buf, start, end, chunk_end)
         self._queue(offset + start, offset + end)
+        self._reach((offset + start) // self.range_bytes)
         cuts = [start]
         for index in range((offset + start) // self.range_bytes + 1, (offset + end - 1) // self.range_bytes + 1):
             newline = buf.find(b"\n", index * self.range_bytes - offset - 1)
@@ -270,8 +329,30 @@ class RangeOracle:
         self.state = state = state_of(scan)
         for index, task in list(self.tasks.items()):
             if state is None or task.key != state.key:
-                task.future.cancel()
-                del self.tasks[index]
+                self._drop(index)
+
+    def _drop(self, index: int) -> None:
+        """A task no one will read: a worker that has not started it skips it."""
+        task = self.tasks.pop(index)
+        if not task.walks and not task.future.cancel():
+            self.workers.claims.claim(task.ticket)
+
+    def _reach(self, index: int) -> None:
+        """The walk reached range `index`: the next one, if no worker started it yet, is the walk's
+        too (the workers are behind: they go on after it)."""
+        if index == self.reached:
+            return
+        self.reached = index
+        task = self.tasks.get(index + 1)
+        if WALK_TAKES and task is not None and not task.walks and not task.future.done():
+            self._take(task)
+
+    def _take(self, task: _Task) -> bool:
+        """The walk claims a task no worker started; False where one did."""
+        if task.future.cancel() or self.workers.claims.claim(task.ticket):
+            task.walks = True
+            self.taken += 1
+        return task.walks
 
     def _queue(self, position: int, until: int) -> None:
         """The workers' ranges up to `until` and the next few are queued; those behind the walk
@@ -283,22 +364,27 @@ class RangeOracle:
         for index in range(current + 1, until // self.range_bytes + 1 + LOOKAHEAD * self.jobs):
             if index * self.range_bytes >= self.size:
                 break
-            if index % (self.jobs + 1) and index not in self.tasks:  # the walk scans one range in jobs + 1
+            if index not in self.tasks:
                 start, stop = index * self.range_bytes, (index + 1) * self.range_bytes
                 from concurrent.futures.process import BrokenProcessPool  # loaded with the pool
 
+                ticket = next(self.workers.tickets)
                 try:
-                    future = self.pool.submit(candidates_in, state, self.path, start, stop)
+                    future = self.workers.pool.submit(candidates_in, state, self.path, start, stop, ticket)
                 except BrokenProcessPool:  # a worker died (killed for memory?): the walk reads on alone
                     self.broken = True
                     return
-                self.tasks[index] = _Task(state.key, future)
+                self.tasks[index] = _Task(state.key, ticket, future)
         for index in [i for i in self.tasks if i < current]:
-            del self.tasks[index]
+            self._drop(index)
 
     def _answer(self, index: int) -> RangeCandidates | None:
+        """A worker's answer for this range: waited for where a worker started it; None where no
+        worker did (the walk claims it) or the answer is under another state."""
         task = self.tasks.get(index)
-        if task is None or self.state is None or task.key != self.state.key or task.future.cancelled():
+        if task is None or task.walks or self.state is None or task.key != self.state.key:
+            return None
+        if WALK_TAKES and not task.future.done() and self._take(task):
             return None
         try:
             return task.future.result()
@@ -314,44 +400,45 @@ def _short_line_before(buf: bytes, line: int, length: int) -> bool:
 
 
 @contextmanager
-def workers_for(jobs: Jobs, paths: Sequence[str | None]) -> Iterator[ProcessPoolExecutor | None]:
+def workers_for(jobs: Jobs, paths: Sequence[str | None]) -> Iterator[Workers | None]:
     """`jobs.count - 1` worker processes where the plain files among `paths` are big enough to
     pay for them (None: the walk reads alone); stopped on the way out."""
     if jobs.count < 2 or plain_files(paths, jobs) < jobs.min_bytes or not any(paths):
         yield None
         return
-    pool = start_workers(jobs.count - 1)
+    workers = start_workers(jobs.count - 1)
     try:
-        yield pool
+        yield workers
     finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+        workers.pool.shutdown(wait=True, cancel_futures=True)
 
 
-def oracle_for(pool: ProcessPoolExecutor | None, path: str | None, jobs: Jobs) -> RangeOracle | None:
+def oracle_for(workers: Workers | None, path: str | None, jobs: Jobs) -> RangeOracle | None:
     """The ranges of one source, where there are workers and it is a plain file."""
     size = plain_files([path], jobs)
-    if pool is None or path is None or not size:
+    if workers is None or path is None or not size:
         return None
-    return RangeOracle(pool, path, size, jobs.range_bytes, jobs.count)
+    return RangeOracle(workers, path, size, jobs.range_bytes, jobs.count)
 
 
-def start_workers(count: int) -> ProcessPoolExecutor:
+def start_workers(count: int) -> Workers:
     """`count` worker processes, started now (forked where the system can: they inherit the
     imported modules and the scanner cache, and start in milliseconds)."""
     from concurrent.futures import ProcessPoolExecutor
     from concurrent.futures.process import BrokenProcessPool
     from multiprocessing import get_all_start_methods, get_context
 
-    method = "fork" if "fork" in get_all_start_methods() else None
+    context = get_context("fork" if "fork" in get_all_start_methods() else None)
     try:
-        pool = ProcessPoolExecutor(max_workers=count, mp_context=get_context(method))
+        claims = Claims.shared(context)
+        pool = ProcessPoolExecutor(max_workers=count, mp_context=context, initializer=_start_worker, initargs=(claims,))
         pool.submit(int).result()  # a fork that fails fails here, not halfway through a log
     except (OSError, BrokenProcessPool) as exc:
         raise LogphaseError(
             f"--jobs: cannot start {count} worker process{'es' if count != 1 else ''}: {exc}",
             hint="run with --jobs 1 (one process reads the logs), or free some memory or processes",
         ) from None
-    return pool
+    return Workers(pool, claims)
 
 
 def plain_files(paths: Sequence[str | None], jobs: Jobs) -> int:
