@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import importlib
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -129,18 +129,10 @@ def split_long(pattern: bytes, limit: int) -> list[bytes]:
 
 def _first_group(pattern: bytes) -> tuple[int, int] | None:
     """Where the first `(?:…)` at the top level starts and where its `)` is, when the top level has no
-    `|` and no quantifier follows the group (else: None)."""
-    depth, escaped, in_class, start = 0, False, False, -1
-    for index, byte in enumerate(pattern):
-        if escaped:
-            escaped = False
-        elif byte == ord("\\"):
-            escaped = True
-        elif in_class:
-            in_class = byte != ord("]")
-        elif byte == ord("["):
-            in_class = True
-        elif byte == ord("("):
+    `|` before it and no quantifier follows it (else: None)."""
+    depth, start = 0, -1
+    for index, byte in _syntax(pattern):
+        if byte == ord("("):
             if depth == 0:
                 if pattern[index : index + 3] != b"(?:":
                     return None
@@ -161,7 +153,22 @@ def _alternatives(pattern: bytes) -> list[bytes]:
     if re.match(rb"\(\?[aiLmsux]", pattern):
         return [pattern]  # global inline flags belong to every alternative
     parts: list[bytes] = []
-    depth, escaped, in_class, begin = 0, False, False, 0
+    depth, begin = 0, 0
+    for index, byte in _syntax(pattern):
+        if byte == ord("("):
+            depth += 1
+        elif byte == ord(")"):
+            depth -= 1
+        elif byte == ord("|") and depth == 0:
+            parts.append(pattern[begin:index])
+            begin = index + 1
+    parts.append(pattern[begin:])
+    return parts
+
+
+def _syntax(pattern: bytes) -> Iterator[tuple[int, int]]:
+    """The bytes of a pattern outside escapes and character classes, with where they are."""
+    escaped, in_class = False, False
     for index, byte in enumerate(pattern):
         if escaped:
             escaped = False
@@ -171,15 +178,8 @@ def _alternatives(pattern: bytes) -> list[bytes]:
             in_class = byte != ord("]")
         elif byte == ord("["):
             in_class = True
-        elif byte == ord("("):
-            depth += 1
-        elif byte == ord(")"):
-            depth -= 1
-        elif byte == ord("|") and depth == 0:
-            parts.append(pattern[begin:index])
-            begin = index + 1
-    parts.append(pattern[begin:])
-    return parts
+        else:
+            yield index, byte
 
 
 def _trie_regex(words: Iterable[bytes]) -> bytes:
