@@ -14,6 +14,7 @@ from bench.loggen import write_log, write_logs
 from bench.shapes import SHAPES
 from logphase import pipeline, scanning
 from logphase.errors import InputError
+from logphase.frames import TRIGGER
 from logphase.logs import timeline
 from logphase.logs.fast import FastLines, plan_for, scanners
 from logphase.logs.fast.factors import Factor, regex_factors, rule_factors
@@ -23,7 +24,6 @@ from logphase.logs.reader import open_sources
 from logphase.logs.timeline import LATEST_CAPTURES, TIMELINE_CAPTURES
 from logphase.packs import PackSet, load_packs
 from logphase.report.formats.json import JsonFormat
-from logphase.stacks.dumps import TRIGGER
 from tests.conftest import FIXTURES, REALWORLD
 
 AS_OF = datetime(2030, 1, 1)

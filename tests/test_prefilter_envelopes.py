@@ -20,25 +20,11 @@ from tests.paste.harness import COMBINATIONS, wrap
 from tests.paste.wrappers import BY_NAME, line_times
 from tests.test_prefilter import LOGS, report
 
-# The wrappers whose lines the fast path reads (a prefix on each line); the others (hard-wrapped
-# pastes, exports listed newest first) take the plain path, and must give the same report too.
-PREFIX_WRAPPERS = {
-    "docker-t",
-    "docker-desktop",
-    "cri",
-    "journald-short",
-    "journald-short-iso",
-    "journald-short-precise",
-    "kubectl-prefix",
-    "compose",
-    "stern",
-    "srun-label",
-    "torchrun-tee",
-    "ray-actor",
-    "ray-task",
-    "markdown-quote",
-    "crlf",
-}
+# The wrappers whose lines the fast path reads (a prefix on each line): all of the paste-proof suite's but
+# these, which take the plain path (hard-wrapped pastes, exports listed newest first) and must give the
+# same report too, and colour codes, which are no envelope (a coloured line is always read).
+PLAIN_PATH_WRAPPERS = {"hard-wrap", "loki-export", "cloudwatch-export"}
+PREFIX_WRAPPERS = set(BY_NAME) - PLAIN_PATH_WRAPPERS - {"ansi"}
 
 
 @pytest.fixture(scope="module")

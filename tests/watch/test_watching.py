@@ -12,6 +12,7 @@ from logphase.health import Health, Probe
 from logphase.judging.budgets import Budgets, budgets_from
 from logphase.judging.logs import Judgement
 from logphase.logs.reader import Line
+from logphase.logs.timeline import PhaseSpan
 from logphase.packs import load_packs
 from logphase.phases import Phase, Verdict
 from logphase.watching import Ingest, Observation, Settings, WatchState, interrupted, status_line, step
@@ -177,37 +178,34 @@ def test_ingest_measures_silence_by_the_log_clock_and_arrival_not_the_wall_clock
 def test_ingest_dates_year_less_stamps_by_the_first_dated_line_as_analyze_does() -> None:
     # GIVEN a log whose first stamps carry no year (vLLM's `INFO 11-26 …`) and a later line that
     # does (SGLang's `[2024-11-26 …]`), watched a year later
-    packs = load_packs(builtin=True)
-    ingest = Ingest(packs, reference=datetime(2025, 12, 1, 0, 0, 0))
     # WHEN the existing file is caught up on in one batch
-    ingest.feed(
-        [
-            Line(1, "INFO 11-26 14:23:34 weight_utils.py:243] Using model weights format ['*.safetensors']", 0),
-            Line(2, "[2024-11-26 14:25:58] Initialization failed. warmup error: Traceback (most recent call last):", 0),
-        ],
-        arrived=0.0,
+    spans = caught_up(
+        datetime(2025, 12, 1, 0, 0, 0),
+        "INFO 11-26 14:23:34 weight_utils.py:243] Using model weights format ['*.safetensors']",
+        "[2024-11-26 14:25:58] Initialization failed. warmup error: Traceback (most recent call last):",
     )
     # THEN the year-less stamp is of 2024, like the dated line after it (was: the watch's own year, 2025)
-    spans = ingest.timeline().spans
     assert [(span.phase, span.start) for span in spans][:1] == [(Phase.WEIGHT_LOAD, datetime(2024, 11, 26, 14, 23, 34))]
 
 
 def test_ingest_dates_times_of_day_by_the_first_line_with_a_date_as_analyze_does() -> None:
     # GIVEN an SGLang 0.3 log (`[23:16:54 TP0]`: a time of day only) whose first date is on a later vLLM
     # line (`INFO 09-19 …`: no year), watched on 1 December
-    packs = load_packs(builtin=True)
-    ingest = Ingest(packs, reference=datetime(2026, 12, 1, 12, 0, 0))
     # WHEN the existing file is caught up on in one batch
-    ingest.feed(
-        [
-            Line(1, "[23:16:54 TP0] Load weight begin. avail mem=78.54 GB", 0),
-            Line(2, "INFO 09-19 23:16:56 weight_utils.py:236] Using model weights format ['*.safetensors']", 0),
-        ],
-        arrived=0.0,
+    spans = caught_up(
+        datetime(2026, 12, 1, 12, 0, 0),
+        "[23:16:54 TP0] Load weight begin. avail mem=78.54 GB",
+        "INFO 09-19 23:16:56 weight_utils.py:236] Using model weights format ['*.safetensors']",
     )
     # THEN TP0's time of day is on 19 September, the vLLM line's date (was: the day before the watch's)
-    spans = ingest.timeline().spans
     assert [span.start for span in spans if span.rank == "TP0"] == [datetime(2026, 9, 19, 23, 16, 54)]
+
+
+def caught_up(reference: datetime, *texts: str) -> list[PhaseSpan]:
+    """The timeline's spans of a watch started at `reference` that catches up on these lines in one batch."""
+    ingest = Ingest(load_packs(builtin=True), reference=reference)
+    ingest.feed([Line(number, text, 0) for number, text in enumerate(texts, start=1)], arrived=0.0)
+    return list(ingest.timeline().spans)
 
 
 def test_the_status_line_gives_the_eta_as_the_report_words_it() -> None:

@@ -51,7 +51,7 @@ class CandidateScan:
         self.patterns: list[tuple[bytes, bool]] = []  # what `scanner` was compiled from
         self.generation = 0  # compiles so far: names the state `line_starts` answers from (ranges.py)
         self.scanned = 0  # bytes of the windows scanned since the last compile
-        self.shapes: dict[Template, re.Pattern[bytes]] = {}  # templates adopted since the compile, one by one
+        self.shapes: dict[Template, re.Pattern[bytes]] = {}  # each template's own regex (`shape`)
         self.stamp_finders: dict[str, re.Pattern[bytes] | None] = {}  # by need: see `stamp_finder`
         self.compiled_templates = 0  # templates[:this] are template_re's
 
@@ -145,7 +145,7 @@ class CandidateScan:
         for factor in self.factors_of.get(rule.id, ()):
             if factor in raw[template.envelope :] and (template, factor) not in self.registered:
                 self.registered.add((template, factor))
-                self.kinds.append(Kind(template, factor, rule, re.compile(template.regex())))
+                self.kinds.append(Kind(template, factor, rule, self.shape(template)))
                 changed = True
         return changed
 
@@ -175,11 +175,15 @@ class CandidateScan:
         found = self.template_at(buf, offset)
         if found is None:
             for template in self.templates[self.compiled_templates :]:
-                if template not in self.shapes:
-                    self.shapes[template] = re.compile(template.regex())
-                if self.shapes[template].match(buf, offset):
+                if self.shape(template).match(buf, offset):
                     return template
         return found
+
+    def shape(self, template: Template) -> re.Pattern[bytes]:
+        """A template's own regex, compiled once."""
+        if template not in self.shapes:
+            self.shapes[template] = re.compile(template.regex())
+        return self.shapes[template]
 
     def line_starts(self, buf: bytes, start: int, end: int, chunk_end: int) -> list[int]:
         """The starts of the lines in buf[start:end] the matcher must see, in order (the chunk's

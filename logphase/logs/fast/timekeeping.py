@@ -67,8 +67,7 @@ class ClockKeeping:
             if walk <= low:
                 return None
             walk = self._previous(walk)
-            template = self.scan.template_at(self.buf, walk)
-            if template is not None and time_step(need, template.stamp)[0]:
+            if self._serves(walk, need):
                 return walk
         finder = self.scan.stamp_finder(need)
         span = SEARCH_SPAN
@@ -76,14 +75,17 @@ class ClockKeeping:
             start = max(low, walk - span)
             starts = [hit.start() + 1 for hit in finder.finditer(self.buf, max(0, start - 1), walk)]
             for found in reversed(starts):  # what template_at says of the line decides, as walking does
-                template = self.scan.template_at(self.buf, found)
-                if found >= start and template is not None and time_step(need, template.stamp)[0]:
+                if found >= start and self._serves(found, need):
                     return found
-            if start == 0 and low == 0:
-                template = self.scan.template_at(self.buf, 0)  # the chunk's first line: no newline before it
-                return 0 if walk > 0 and template is not None and time_step(need, template.stamp)[0] else None
+            if start == 0:  # the chunk's first line: no newline before it
+                return 0 if walk > 0 and self._serves(0, need) else None
             walk, span = start, span * 4
         return None
+
+    def _serves(self, line: int, need: str) -> bool:
+        """Whether the line is on a template whose stamp a line that needs `need` takes."""
+        template = self.scan.template_at(self.buf, line)
+        return template is not None and time_step(need, template.stamp)[0]
 
     def _stamp_at(self, line: int) -> str:
         template = self.scan.template_at(self.buf, line)
