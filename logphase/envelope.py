@@ -360,6 +360,9 @@ class Prefix:
     rank: str | None
     rank_spans: tuple[tuple[int, int], ...]
     stamped: bool
+    # the fractions of its RFC 3339 stamps: Go's RFC3339Nano (containerd's CRI files, `kubectl logs
+    # --timestamps`) trims their trailing zeros, so their length varies from line to line
+    fractions: tuple[tuple[int, int], ...] = ()
 
 
 def envelope_prefix(envelopes: Envelopes, text: str) -> Prefix | None:
@@ -368,6 +371,7 @@ def envelope_prefix(envelopes: Envelopes, text: str) -> Prefix | None:
     position = 0
     rank: str | None = None
     spans: list[tuple[int, int]] = []
+    fractions: list[tuple[int, int]] = []
     stamped = False
     for envelope in envelopes.layers:
         found = envelope.pattern.match(text[position:])
@@ -376,6 +380,11 @@ def envelope_prefix(envelopes: Envelopes, text: str) -> Prefix | None:
         groups = found.groupdict()
         if groups.get("partial") == "P":
             return None
+        if groups.get("ts") and "rfc3339" in envelope.time_formats:
+            fraction = _RFC3339_PARTS.match(groups["ts"])
+            if fraction is not None and fraction["fraction"]:
+                at = position + found.start("ts")
+                fractions.append((at + fraction.start("fraction"), at + fraction.end("fraction")))
         if not stamped and groups.get("ts"):
             stamped = parse_stamp(groups["ts"], envelope.time_formats) is not None
         if groups.get("rank"):
@@ -383,7 +392,7 @@ def envelope_prefix(envelopes: Envelopes, text: str) -> Prefix | None:
             if rank is None and envelopes.ranks_apart:
                 rank = f"{envelope.rank_name} {int(groups['rank'])}"
         position += found.end()
-    return Prefix(position, rank, tuple(spans), stamped)
+    return Prefix(position, rank, tuple(spans), stamped, tuple(fractions))
 
 
 def envelope_time(envelopes: Envelopes, text: str) -> datetime | None:

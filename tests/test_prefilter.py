@@ -116,18 +116,7 @@ def test_every_shape_of_generated_log_is_read_the_same(
     for log, filtered in zip(logs, captured, strict=True):
         stats = filtered.stats
         assert stats.lines == log.read_bytes().count(b"\n")
-        if shape in TEMPLATE_PER_FRACTION and (stats.emitted - scanning.YEAR_LOOKAHEAD) * 5 >= stats.lines:
-            pytest.xfail(TEMPLATE_PER_FRACTION[shape])
         assert (stats.emitted - scanning.YEAR_LOOKAHEAD) * 5 < stats.lines
-
-
-# Shapes whose lines the fast path does not yet summarise as it should (issue 13, left open): the
-# report is the same (asserted above), the share of lines read is not yet a fifth.
-TEMPLATE_PER_FRACTION = {
-    "cri": "containerd's RFC3339Nano stamps trim the fraction's trailing zeros: each length is a template"
-    " of its own, learned only once seen twice per rank (a template atom for a digit run of any length is"
-    " the fix); 1 MB reads ~37 % of its lines, 100 MB ~1 %",
-}
 
 
 def report_of(logs: list[Path], packs: PackSet, *, fast: bool) -> str:

@@ -154,12 +154,29 @@ def test_a_cri_template_starts_with_the_envelope_and_stands_for_other_times(pack
     template = learn_template(packs, CRI_LINE.encode(), inner, envelopes)
     assert template is not None
     pattern = re.compile(template.regex())
-    # THEN it covers the envelope's 38 bytes, keeps TP0, takes its time from the line's own stamp,
+    # THEN it covers the envelope's 40 bytes, keeps TP0, takes its time from the line's own stamp,
     # and matches TP0 lines at other times but neither another rank nor a part CRI cut (`P`)
-    assert (template.envelope, template.rank, template.stamp) == (len(CRI_LINE) - len(inner), "TP0", "year")
+    assert (template.envelope_end(CRI_LINE.encode()), template.rank, template.stamp) == (40, "TP0", "year")
     assert pattern.match(b"2027-11-30T23:59:59.000000001Z stdout F [2027-11-30 23:59:59 TP0] Prefill batch")
     assert not pattern.match(b"2026-03-02T09:16:06.604982675Z stdout F [2026-03-02 09:16:06 TP1] Decode batch")
     assert not pattern.match(b"2026-03-02T09:16:06.604982675Z stdout P [2026-03-02 09:16:06 TP0] Decode batch")
+
+
+def test_a_cri_template_stands_for_every_length_of_a_trimmed_fraction(packs: PackSet) -> None:
+    # GIVEN a CRI-wrapped line whose stamp has nine digits of fraction (containerd writes Go's
+    # RFC3339Nano: trailing zeros trimmed, so lines of one shape carry 1 to 9 digits)
+    envelopes = envelopes_of(CRI_LINE)
+    template = learn_template(packs, CRI_LINE.encode(), CRI_LINE.split(" F ", 1)[1], envelopes)
+    assert template is not None
+    pattern = re.compile(template.regex())
+    # WHEN lines of the same shape carry shorter fractions
+    trimmed = [b"2026-03-02T09:16:06.6049Z stdout F [2026-03-02 09:16:06 TP0] Decode batch", b"2026-03-02T09:16:07.5Z"]
+    trimmed[1] += b" stdout F [2026-03-02 09:16:07 TP0] Prefill batch"
+    # THEN the one template matches them, and its envelopes' prefix ends where each one's does
+    assert [bool(pattern.match(line)) for line in trimmed] == [True, True]
+    assert [template.envelope_end(line) for line in trimmed] == [35, 32]
+    # AND a stamp with no fraction (all nine digits zero: Go drops the dot too) is off it: read as such
+    assert not pattern.match(b"2026-03-02T09:16:07Z stdout F [2026-03-02 09:16:07 TP0] Prefill batch")
 
 
 def test_a_cut_part_gives_no_template(packs: PackSet) -> None:

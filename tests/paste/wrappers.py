@@ -46,8 +46,15 @@ def _join(lines: Sequence[str], newline: str = "\n") -> bytes:
 
 
 def rfc3339_nanos(when: datetime, rng: random.Random) -> str:
-    """Docker and containerd: RFC 3339 in UTC with nanoseconds, `Z`."""
+    """`docker logs -t`: RFC 3339 in UTC with nanoseconds always (RFC3339NanoFixed), `Z`."""
     return when.strftime("%Y-%m-%dT%H:%M:%S.%f") + f"{rng.randint(0, 999):03d}Z"
+
+
+def rfc3339_nano_trimmed(when: datetime, rng: random.Random) -> str:
+    """containerd's CRI files: Go's RFC3339Nano, the fraction's trailing zeros trimmed (the dot too when
+    all nine are zero); drawn so that short fractions are common here (a tenth of real stamps lose a digit)."""
+    fraction = f"{when:%f}{rng.randint(0, 999):03d}"[: rng.choice([9, 9, 8, 6, 3, 1, 0])].rstrip("0")
+    return when.strftime("%Y-%m-%dT%H:%M:%S") + (f".{fraction}" if fraction else "") + "Z"
 
 
 def _name(rng: random.Random, length: int = 5) -> str:
@@ -77,7 +84,7 @@ def cri(lines: Sequence[str], rng: random.Random, times: Times) -> bytes:
     out: list[str] = []
     for line, t in zip(lines, times, strict=True):
         stream = rng.choice(["stdout", "stderr"])
-        stamp = rfc3339_nanos(t, rng)
+        stamp = rfc3339_nano_trimmed(t, rng)
         parts = [line]
         if len(line) > 60 and rng.random() < 0.5:
             cut = rng.randint(1, len(line) - 1)

@@ -143,7 +143,7 @@ class CandidateScan:
         stay candidates until a line shows them: a search for an absent factor costs a full scan)."""
         changed = False
         for factor in self.factors_of.get(rule.id, ()):
-            if factor in raw[template.envelope :] and (template, factor) not in self.registered:
+            if factor in raw[template.envelope_end(raw) :] and (template, factor) not in self.registered:
                 self.registered.add((template, factor))
                 self.kinds.append(Kind(template, factor, rule, self.shape(template)))
                 changed = True
@@ -204,7 +204,7 @@ class CandidateScan:
             line_end = buf.find(b"\n", line_start)
             line = buf[line_start : line_end if 0 <= line_end <= chunk_end else chunk_end]
             if template is not None:
-                line = line[template.envelope :]
+                line = line[template.envelope_end(line) :]
             if template is None or any(
                 (template, f) not in self.registered and f in line and could_match(steady[f], line) for f in factors
             ):

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from logphase.envelope import Envelopes, envelope_time
-from logphase.logs.fast.templates import DIGIT, Template
+from logphase.logs.fast.templates import DIGIT, RUN, Template
 from logphase.packs import PackSet
 from logphase.packs.model import PrefixRule, parse_time
 
@@ -47,8 +47,8 @@ def stamp_key(stamp: bytes) -> bytes | None:
 
 @dataclass(frozen=True)
 class OwnStamp:
-    """Where the one prefix of a template's stack that carries a stamp has it, in the line's bytes:
-    the own time of each line on that template is its prefix's reading of those bytes."""
+    """Where the one prefix of a template's stack that carries a stamp has it, in the line's bytes after
+    its envelopes' prefix: the own time of each line on that template is its prefix's reading of those bytes."""
 
     start: int
     end: int
@@ -90,7 +90,8 @@ class EnvelopeClock:
         self.stamp_opens = first is not None and first.time_formats[:1] == ("rfc3339",)
         self.stamp_opens &= first is not None and first.pattern.pattern.startswith("^(?P<ts>")
         self.own_spots: dict[int, tuple[Template, OwnStamp | None]] = {}  # by the template's id
-        self.key_shapes: dict[int, tuple[Template, tuple[int, bytes] | None]] = {}  # by the template's id
+        # by the template's id: its stamps' key shape, and whether their length varies (a trimmed fraction)
+        self.key_shapes: dict[int, tuple[Template, tuple[int, bytes] | None, bool]] = {}
         self.own_stamps: dict[tuple[str, bytes], datetime | None] = {}
         self.year: int | None = None
         self.timed_templates: tuple[Template, ...] = ()
@@ -111,17 +112,23 @@ class EnvelopeClock:
         found = [start] if start == 0 and at_start.match(buf, 0, end) else []
         return found + [hit.start() + 1 for hit in after_newline.finditer(buf, max(0, start - 1), end)]
 
-    def key_shape(self, template: Template) -> tuple[int, bytes] | None:
-        """How the envelope stamp of a line on `template` is keyed (`stamp_key_shape`), where its
-        envelopes open with a stamp in UTC: its template tells which of its bytes make the key."""
+    def key(self, template: Template, prefix: bytes) -> bytes | None:
+        """The key of the envelope stamp of a line on `template` whose envelopes' prefix is `prefix`
+        (`stamp_key`), where its envelopes open with a stamp in UTC: its template tells which of its
+        bytes make the key, or, where a trimmed fraction's length varies, the stamp itself."""
         known = self.key_shapes.get(id(template))
         if known is None or known[0] is not template:
-            shape = bytes(
-                48 if atom == DIGIT or 48 <= atom <= 57 else atom for atom in template.atoms[: template.envelope]
-            )
-            known = (template, stamp_key_shape(shape) if self.stamp_opens else None)
+            varies = RUN in template.atoms
+            shape = None
+            if self.stamp_opens and not varies:
+                envelope = template.atoms[: template.envelope]
+                shape = stamp_key_shape(bytes(48 if atom == DIGIT or 48 <= atom <= 57 else atom for atom in envelope))
+            known = (template, shape, varies)
             self.key_shapes[id(template)] = known
-        return known[1]
+        if known[2]:
+            return stamp_key(prefix) if self.stamp_opens else None
+        shape = known[1]
+        return None if shape is None else prefix[: shape[0]] + shape[1]
 
     def peaks(
         self,
@@ -241,9 +248,8 @@ class EnvelopeClock:
     def _offset(self, raw: bytes, template: Template) -> timedelta | None:
         """Own stamp minus envelope stamp of a line with both, as the matcher works it out; None where
         that needs more than the line (a time of day: the matcher's day)."""
-        prefix = raw[: template.envelope]
-        shape = self.key_shape(template)
-        envelope = self._time(prefix, None if shape is None else prefix[: shape[0]] + shape[1])
+        prefix = raw[: template.envelope_end(raw)]
+        envelope = self._time(prefix, self.key(template, prefix))
         if envelope is None:
             return None
         own = self._own_time(raw, template)
@@ -265,7 +271,8 @@ class EnvelopeClock:
             self.own_spots[id(template)] = known
         spot = known[1]
         if spot is not None:
-            key = (spot.prefix.id, raw[spot.start : spot.end])
+            at = template.envelope_end(raw)
+            key = (spot.prefix.id, raw[at + spot.start : at + spot.end])
             if key in self.own_stamps:
                 return self.own_stamps[key]
             parsed = parse_time(key[1].decode("ascii"), spot.prefix.time_formats)
@@ -277,18 +284,20 @@ class EnvelopeClock:
         return self._own_time_whole(raw, template)
 
     def _own_time_whole(self, raw: bytes, template: Template) -> datetime | None:
-        key = raw[template.envelope : len(template.atoms)]
+        at = template.envelope_end(raw)
+        key = raw[at : at + len(template.atoms) - template.envelope]
         if key not in self.own:
             if len(self.own) > OWN_CACHE:
                 self.own.clear()
-            fields, _ = self.packs.split_prefix(raw[template.envelope :].decode("utf-8", "replace"))
+            fields, _ = self.packs.split_prefix(raw[at:].decode("utf-8", "replace"))
             self.own[key] = fields.time if fields.time is not None and fields.time_has_date else None
         return self.own[key]
 
     def _own_stamp(self, raw: bytes, template: Template) -> OwnStamp | None:
-        """Where a line of `template` has the stamp its prefixes read, when exactly one of them reads
-        one (in the template's bytes: every line on it has it there); None otherwise."""
-        text = raw[template.envelope :].decode("utf-8", "replace")
+        """Where a line of `template` has the stamp its prefixes read, after its envelopes' prefix, when
+        exactly one of them reads one (in the template's bytes: every line on it has it there); None
+        otherwise."""
+        text = raw[template.envelope_end(raw) :].decode("utf-8", "replace")
         fields, message = self.packs.split_prefix(text)
         own = text[: len(text) - len(message)]
         if fields.time is None or not own.isascii():
@@ -302,9 +311,8 @@ class EnvelopeClock:
             if found is None:
                 return None
             if "ts" in found.re.groupindex and found.start("ts") >= 0:
-                start = template.envelope + position + found.start("ts")
-                spots.append(OwnStamp(start, template.envelope + position + found.end("ts"), prefix))
+                spots.append(OwnStamp(position + found.start("ts"), position + found.end("ts"), prefix))
             position += found.end()
-        if len(spots) != 1 or spots[0].end > len(template.atoms):
+        if len(spots) != 1 or spots[0].end > len(template.atoms) - template.envelope:
             return None
         return spots[0]

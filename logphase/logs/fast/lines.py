@@ -324,14 +324,18 @@ class FastLines(ClockKeeping):
         offset = self.buf.find(kind.factor, start, limit)
         while offset >= 0:
             line = self._line_start(offset)
-            if (
-                line >= start
-                and kind.pattern.match(self.buf, line)
-                and self.plan.could_match(kind.rule, self.buf[line + kind.template.envelope : self._line_end(line)])
-            ):
+            if line >= start and self._of_kind(kind, line):
                 return line
             offset = self.buf.find(kind.factor, self._line_end(offset) + 1, limit)
         return None
+
+    def _of_kind(self, kind: Kind, line: int) -> bool:
+        """Whether the line at `line` (holding the kind's factor) is on its template and could be its rule's."""
+        if not kind.pattern.match(self.buf, line):
+            return False
+        return self.plan.could_match(
+            kind.rule, self.buf[kind.template.envelope_end(self.buf, line) : self._line_end(line)]
+        )
 
     def _is_member(self, kind: Kind, offset: int) -> bool:
         events = self._probe_at(offset)
@@ -354,11 +358,7 @@ class FastLines(ClockKeeping):
                 line = self._line_start(offset)
                 if line < low:
                     break
-                if (
-                    kind.pattern.match(self.buf, line)
-                    and self.plan.could_match(kind.rule, self.buf[line + kind.template.envelope : self._line_end(line)])
-                    and self._is_member(kind, line)
-                ):
+                if self._of_kind(kind, line) and self._is_member(kind, line):
                     best = line if best is None or line > best else best
                     break
                 offset = self.buf.rfind(kind.factor, low, max(low, line))
@@ -485,7 +485,7 @@ class FastLines(ClockKeeping):
         """The adopted template a line the reader left as it is starts with: what learning it would
         make of it (every line on a template splits into the same prefixes), without the work."""
         template = self.scan.known_template_at(self.buf, offset)
-        if template is None or text_of(raw)[template.envelope :] != line.text:
+        if template is None or text_of(raw)[template.envelope_end(raw) :] != line.text:
             return None
         return template
 

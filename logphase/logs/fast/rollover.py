@@ -93,7 +93,8 @@ class Rollovers:
         best: tuple[bytes, int] | None = None
         for start, raw, template in lines:
             if template.stamp == "time" and template.hour >= 0:
-                clock = raw[template.hour : template.hour + 8]
+                at = template.own_at(raw, 0, template.hour)
+                clock = raw[at : at + 8]
                 if best is None or clock > best[0]:
                     best = (clock, start)
         return None if best is None else best[1]

@@ -6,6 +6,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import cache
 
 from logphase.envelope import Envelopes, Prefix, envelope_prefix
 from logphase.logs.matcher import RANK_CAPTURES
@@ -17,6 +18,10 @@ ADOPT_AFTER = 2
 MAX_TEMPLATES = 64
 
 DIGIT = -1  # a template atom: any ASCII digit (a timestamp's, a pid's)
+# a template atom: one or more ASCII digits, the fraction of an envelope's RFC 3339 stamp that Go's
+# writers trim (`.5Z`, `.123456789Z`); only in the envelopes' prefix, whose byte length then varies
+# from line to line (`Template.envelope_end`), the line's own prefix after it never
+RUN = -2
 # The characters a docker-compose service name is made of: a template must hold one that is not,
 # or the reader's compose-prefix stripping could change what its lines say.
 COMPOSE_NAME = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.[]- \t")
@@ -33,15 +38,26 @@ class Template:
     atoms: tuple[int, ...]
     rank: str | None
     stamp: str
-    # where the timestamp starts in the prefix, the strftime format of its text up to the hour
+    # the atom where the timestamp starts in the prefix, the strftime format of its text up to the hour
     # (`%Y-%m-%d %H`), and whether it drops the month's leading zero (glog's `E321` is March 21): what
     # tells a line of another hour than the log's clock (FastLines)
     clock: tuple[int, str, bool, int] | None = None  # ... and the length of that text
     envelope: int = 0  # the atoms of the envelopes' prefix: a rule reads what follows them
-    hour: int = -1  # where a time of day's hour is (stamp "time"): fast/rollover.py reads it
+    hour: int = -1  # the atom where a time of day's hour is (stamp "time"): fast/rollover.py reads it
 
     def regex(self) -> bytes:
         return atoms_regex(self.atoms)
+
+    def envelope_end(self, buf: bytes, start: int = 0) -> int:
+        """Where the envelopes' prefix of the line at `start` (on this template) ends in `buf`."""
+        if RUN not in self.atoms:
+            return start + self.envelope
+        found = _compiled(self.envelope_regex()).match(buf, start)
+        return start + self.envelope if found is None else found.end()
+
+    def own_at(self, buf: bytes, start: int, atom: int) -> int:
+        """Where in `buf` the byte of an atom of the line's own prefix (after the envelopes') is."""
+        return self.envelope_end(buf, start) + atom - self.envelope
 
     def regex_off_hour(self, hour: datetime | None) -> bytes | None:
         """A line of this template stamped in another hour than `hour` (any stamped line: None)."""
@@ -59,6 +75,9 @@ class Template:
 
 def holds(atoms: tuple[int, ...], text: bytes) -> bool:
     """Whether some line these atoms stand for holds `text` inside them."""
+    if RUN in atoms:  # a run as long as `text` or shorter: longer ones add nothing a shorter one lacks
+        at = atoms.index(RUN)
+        return any(holds(atoms[:at] + (DIGIT,) * length + atoms[at + 1 :], text) for length in range(1, len(text) + 2))
     return any(
         all(atom == byte or (atom == DIGIT and 48 <= byte <= 57) for atom, byte in zip(atoms[at:], text, strict=False))
         for at in range(len(atoms) - len(text) + 1)
@@ -66,7 +85,15 @@ def holds(atoms: tuple[int, ...], text: bytes) -> bool:
 
 
 def atoms_regex(atoms: tuple[int, ...]) -> bytes:
-    return b"".join(b"[0-9]" if atom == DIGIT else re.escape(bytes([atom])) for atom in atoms)
+    return b"".join(_ATOM_REGEX.get(atom) or re.escape(bytes([atom])) for atom in atoms)
+
+
+_ATOM_REGEX = {DIGIT: b"[0-9]", RUN: b"[0-9]+"}
+
+
+@cache
+def _compiled(regex: bytes) -> re.Pattern[bytes]:
+    return re.compile(regex)
 
 
 def learn_template(packs: PackSet, raw: bytes, text: str, envelopes: Envelopes | None = None) -> Template | None:
@@ -91,13 +118,15 @@ def learn_template(packs: PackSet, raw: bytes, text: str, envelopes: Envelopes |
     region = whole[: envelope.length] + own
     if not region.isascii():
         return None
+    # the atoms of the envelopes' prefix: each fraction its stamps have is one (RUN)
+    envelope_atoms = envelope.length - sum(end - start - 1 for start, end in envelope.fractions)
     hour = -1
     if fields.time is not None and not fields.time_has_date:
         # the midnight rollover needs the hour of every line: fast/rollover.py reads it where it lies
         time_of_day = f"{fields.time:%H:%M:%S}"
         if time_of_day not in own:
             return None
-        hour = envelope.length + own.index(time_of_day)
+        hour = envelope_atoms + own.index(time_of_day)
     by_id = {prefix.id: prefix for prefix in packs.prefixes}
     # the digits of the rank labels (the envelope's, the prefix groups that name the rank) stay as they are
     kept: set[int] = {index for start, end in envelope.rank_spans for index in range(start, end)}
@@ -113,14 +142,24 @@ def learn_template(packs: PackSet, raw: bytes, text: str, envelopes: Envelopes |
                 start, end = found_prefix.span(group)
                 kept |= set(range(envelope.length + position + start, envelope.length + position + end))
         if "ts" in found_prefix.re.groupindex and found_prefix.start("ts") >= 0:
-            at = envelope.length + position + found_prefix.start("ts")
+            at = envelope_atoms + position + found_prefix.start("ts")
             clock = _clock_of(found_prefix["ts"], at, prefix.time_formats) or clock
         position += found_prefix.end()
     if position != length:
         return None
     # timestamps, pids and thread ids vary from line to line; one template stands for them all
     digits = {index for index, char in enumerate(region) if char.isdigit() and index not in kept}
-    atoms = tuple(DIGIT if index in digits else byte for index, byte in enumerate(region.encode()))
+    runs = {start: end for start, end in envelope.fractions}
+    atoms_of: list[int] = []
+    index = 0
+    while index < len(region):
+        if index in runs:
+            atoms_of.append(RUN)
+            index = runs[index]
+            continue
+        atoms_of.append(DIGIT if index in digits else ord(region[index]))
+        index += 1
+    atoms = tuple(atoms_of)
     # the prefixes must parse the same whatever the digits of their timestamps are
     for digit in "09":
         variant = "".join(digit if index in digits else char for index, char in enumerate(region)) + message
@@ -146,7 +185,7 @@ def learn_template(packs: PackSet, raw: bytes, text: str, envelopes: Envelopes |
         stamp = "year" if fields.time_has_year else "date"
     if stamp not in ("none", "envelope") and clock is None:
         return None  # a stamp whose hour cannot be told from its bytes: every line is read
-    return Template(atoms, rank, stamp, clock if stamp not in ("none", "envelope") else None, envelope.length, hour)
+    return Template(atoms, rank, stamp, clock if stamp not in ("none", "envelope") else None, envelope_atoms, hour)
 
 
 def _clock_of(stamp: str, start: int, formats: tuple[str, ...]) -> tuple[int, str, bool, int] | None:
@@ -187,17 +226,18 @@ def text_of(raw: bytes) -> str:
 class TemplateTrie:
     """Templates as a trie, to write the regex of "a line that starts with none of them"."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, run: bool = False) -> None:
         self.children: dict[int, TemplateTrie] = {}
         self.leaf = False
+        self.run = run  # reached by a RUN: a digit here still belongs to it
 
     def add(self, atoms: tuple[int, ...]) -> bool:
         node = self
         for atom in atoms:
             kids = node.children
-            if (atom == DIGIT and any(48 <= k <= 57 for k in kids)) or (48 <= atom <= 57 and DIGIT in kids):
-                return False  # a digit class beside a literal digit: no simple complement
-            node = kids.setdefault(atom, TemplateTrie())
+            if _digits(atom) and (node.run or any(k != atom and _digits(k) and min(k, atom) < 0 for k in kids)):
+                return False  # a digit class beside another digit atom, or a digit after a run: no simple complement
+            node = kids.setdefault(atom, TemplateTrie(run=atom == RUN))
         node.leaf = True
         return True
 
@@ -206,12 +246,14 @@ class TemplateTrie:
         (`ends`: also a line that ends before a template does)."""
         if self.leaf:
             return None
-        excluded = b"".join(b"0-9" if atom == DIGIT else _class_byte(atom) for atom in self.children)
+        # after a run, a digit would only lengthen it: the run is as long as the line's digits go
+        excluded = b"0-9" if self.run else b""
+        excluded += b"".join(b"0-9" if atom in (DIGIT, RUN) else _class_byte(atom) for atom in self.children)
         options = [b"[^" + excluded + b"\\n]"] + ([b"$"] if ends else [])
         for atom, child in self.children.items():
             rest = child.complement(ends=ends)
             if rest is not None:
-                options.append((b"[0-9]" if atom == DIGIT else re.escape(bytes([atom]))) + rest)
+                options.append(atoms_regex((atom,)) + rest)
         return b"(?:" + b"|".join(options) + b")"
 
     def factor_on_path(self, factor: bytes) -> bytes | None:
@@ -236,14 +278,15 @@ class TemplateTrie:
         for atom, child in self.children.items():
             inner = child.factor_on_path(factor)
             if inner is not None:
-                options.append((b"[0-9]" if atom == DIGIT else re.escape(bytes([atom]))) + inner)
+                options.append(atoms_regex((atom,)) + inner)
         return b"(?:" + b"|".join(options) + b")" if options else None
 
     def step(self, byte: int) -> TemplateTrie | None:
-        """The child a byte leads to (a digit: its own atom, or the digit class; `add` keeps one)."""
+        """The node a byte leads to (a digit: its own atom, the digit class or a run, `add` keeps
+        one; in a run, the run itself)."""
         child = self.children.get(byte)
         if child is None and 48 <= byte <= 57:
-            child = self.children.get(DIGIT)
+            child = self if self.run else self.children.get(DIGIT) or self.children.get(RUN)
         return child
 
 
@@ -272,6 +315,11 @@ class TemplateSet:
     def regex(self) -> re.Pattern[bytes]:
         """Matches a line's start on a known template; its `lastindex` - 1 is the template's index."""
         return re.compile(b"|".join(b"(" + t.regex() + b")" for t in self.known))
+
+
+def _digits(atom: int) -> bool:
+    """Whether an atom stands for digits (a literal one, the digit class, a run)."""
+    return atom in (DIGIT, RUN) or 48 <= atom <= 57
 
 
 def _class_byte(byte: int) -> bytes:

@@ -156,9 +156,8 @@ class ClockKeeping:
             floor = start
             template = template_at(buf, start)
             if template is not None:
-                prefix = buf[start : start + template.envelope]
-                shape = clock.key_shape(template)
-                lines.append((start, prefix, None if shape is None else prefix[: shape[0]] + shape[1], anchor))
+                prefix = buf[start : template.envelope_end(buf, start)]
+                lines.append((start, prefix, clock.key(template, prefix), anchor))
         latest = matcher.last_time
         if at_least is not None and (latest is None or at_least > latest):
             latest = at_least
