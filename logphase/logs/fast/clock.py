@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from logphase.envelope import Envelopes, envelope_time
-from logphase.logs.fast.templates import DIGIT, RUN, Template
+from logphase.logs.fast.templates import Template
 from logphase.packs import PackSet
 from logphase.packs.model import PrefixRule, parse_time
 
@@ -90,8 +90,7 @@ class EnvelopeClock:
         self.stamp_opens = first is not None and first.time_formats[:1] == ("rfc3339",)
         self.stamp_opens &= first is not None and first.pattern.pattern.startswith("^(?P<ts>")
         self.own_spots: dict[int, tuple[Template, OwnStamp | None]] = {}  # by the template's id
-        # by the template's id: its stamps' key shape, and whether their length varies (a trimmed fraction)
-        self.key_shapes: dict[int, tuple[Template, tuple[int, bytes] | None, bool]] = {}
+        self.key_shapes: dict[bytes, tuple[int, bytes] | None] = {}  # by an envelopes' prefix's shape
         self.own_stamps: dict[tuple[str, bytes], datetime | None] = {}
         self.year: int | None = None
         self.timed_templates: tuple[Template, ...] = ()
@@ -112,23 +111,19 @@ class EnvelopeClock:
         found = [start] if start == 0 and at_start.match(buf, 0, end) else []
         return found + [hit.start() + 1 for hit in after_newline.finditer(buf, max(0, start - 1), end)]
 
-    def key(self, template: Template, prefix: bytes) -> bytes | None:
-        """The key of the envelope stamp of a line on `template` whose envelopes' prefix is `prefix`
-        (`stamp_key`), where its envelopes open with a stamp in UTC: its template tells which of its
-        bytes make the key, or, where a trimmed fraction's length varies, the stamp itself."""
-        known = self.key_shapes.get(id(template))
-        if known is None or known[0] is not template:
-            varies = RUN in template.atoms
-            shape = None
-            if self.stamp_opens and not varies:
-                envelope = template.atoms[: template.envelope]
-                shape = stamp_key_shape(bytes(48 if atom == DIGIT or 48 <= atom <= 57 else atom for atom in envelope))
-            known = (template, shape, varies)
-            self.key_shapes[id(template)] = known
-        if known[2]:
-            return stamp_key(prefix) if self.stamp_opens else None
-        shape = known[1]
-        return None if shape is None else prefix[: shape[0]] + shape[1]
+    def key(self, prefix: bytes) -> bytes | None:
+        """The key of the envelope stamp of a line whose envelopes' prefix is `prefix` (`stamp_key`),
+        where its envelopes open with a stamp in UTC. Which bytes make it follows from the prefix's
+        shape (its digits as `0`: the fraction's length, trimmed or not), remembered by that shape."""
+        if not self.stamp_opens:
+            return None
+        shape = prefix.translate(DIGITS)
+        if shape not in self.key_shapes:
+            if len(self.key_shapes) > OWN_CACHE:
+                self.key_shapes.clear()
+            self.key_shapes[shape] = stamp_key_shape(shape)
+        known = self.key_shapes[shape]
+        return None if known is None else prefix[: known[0]] + known[1]
 
     def peaks(
         self,
@@ -249,7 +244,7 @@ class EnvelopeClock:
         """Own stamp minus envelope stamp of a line with both, as the matcher works it out; None where
         that needs more than the line (a time of day: the matcher's day)."""
         prefix = raw[: template.envelope_end(raw)]
-        envelope = self._time(prefix, self.key(template, prefix))
+        envelope = self._time(prefix, self.key(prefix))
         if envelope is None:
             return None
         own = self._own_time(raw, template)

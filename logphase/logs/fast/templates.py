@@ -6,7 +6,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime
-from functools import cache
+from functools import cached_property
 
 from logphase.envelope import Envelopes, Prefix, envelope_prefix
 from logphase.logs.matcher import RANK_CAPTURES
@@ -50,10 +50,18 @@ class Template:
 
     def envelope_end(self, buf: bytes, start: int = 0) -> int:
         """Where the envelopes' prefix of the line at `start` (on this template) ends in `buf`."""
-        if RUN not in self.atoms:
-            return start + self.envelope
-        found = _compiled(self.envelope_regex()).match(buf, start)
-        return start + self.envelope if found is None else found.end()
+        position, after = start, 0
+        for run in self.runs:
+            found = _DIGIT_RUN.match(buf, position + run - after)
+            if found is None:
+                return start + self.envelope  # not a line on this template
+            position, after = found.end(), run + 1
+        return position + self.envelope - after
+
+    @cached_property
+    def runs(self) -> tuple[int, ...]:
+        """The atoms that are runs of digits (`RUN`: all in the envelopes' prefix)."""
+        return tuple(index for index, atom in enumerate(self.atoms) if atom == RUN)
 
     def own_at(self, buf: bytes, start: int, atom: int) -> int:
         """Where in `buf` the byte of an atom of the line's own prefix (after the envelopes') is."""
@@ -90,10 +98,7 @@ def atoms_regex(atoms: tuple[int, ...]) -> bytes:
 
 _ATOM_REGEX = {DIGIT: b"[0-9]", RUN: b"[0-9]+"}
 
-
-@cache
-def _compiled(regex: bytes) -> re.Pattern[bytes]:
-    return re.compile(regex)
+_DIGIT_RUN = re.compile(rb"[0-9]+")
 
 
 def learn_template(packs: PackSet, raw: bytes, text: str, envelopes: Envelopes | None = None) -> Template | None:

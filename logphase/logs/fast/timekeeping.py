@@ -157,7 +157,7 @@ class ClockKeeping:
             template = template_at(buf, start)
             if template is not None:
                 prefix = buf[start : template.envelope_end(buf, start)]
-                lines.append((start, prefix, clock.key(template, prefix), anchor))
+                lines.append((start, prefix, clock.key(prefix), anchor))
         latest = matcher.last_time
         if at_least is not None and (latest is None or at_least > latest):
             latest = at_least
