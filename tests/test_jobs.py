@@ -136,11 +136,12 @@ def with_incidents(log: Path) -> None:
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[Path]]:
     """Generated serving logs of 1 MB: SGLang 0.5 with a traceback, a dump and short lines in
-    it; vLLM V0 across midnight on New Year's Eve; SGLang 0.5 as one file per rank."""
+    it; vLLM V0 across midnight on New Year's Eve; SGLang 0.5 as one file per rank, in containerd's
+    CRI files (trimmed fractions) and under journald (a unit named `sglang`, a factor)."""
     folder = tmp_path_factory.mktemp("served")
     logs = {
         shape: write_logs(folder / f"{shape}.log", 1_000_000, seed=13, shape=shape)
-        for shape in ("sglang-0.5", "vllm-v0", "per-rank")
+        for shape in ("sglang-0.5", "vllm-v0", "per-rank", "cri", "journald")
     }
     with_incidents(logs["sglang-0.5"][0])
     rolled_over_midnight(logs["vllm-v0"][0])
@@ -183,7 +184,7 @@ def test_every_log_inside_a_busy_log_reads_the_same(
     assert oracles[-1].answered > 0
 
 
-@pytest.mark.parametrize("shape", ["sglang-0.5", "vllm-v0", "per-rank"])
+@pytest.mark.parametrize("shape", ["sglang-0.5", "vllm-v0", "per-rank", "cri", "journald"])
 @pytest.mark.parametrize("range_bytes", [4099, 8191, 16_384])  # a file per rank: 8 of ~125 kB
 def test_generated_logs_read_the_same_and_the_workers_answer(
     shape: str,
@@ -195,7 +196,7 @@ def test_generated_logs_read_the_same_and_the_workers_answer(
     walk_waits: None,
 ) -> None:
     # GIVEN a 1 MB serving log (a traceback, a dump and short lines in it; across midnight; a
-    # file per rank), cut in ranges
+    # file per rank; wrapped), cut in ranges
     logs = served[shape]
     # WHEN it is analysed by one process and by three
     alone = report(logs, packs, Jobs(1))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Container, Iterable, Sequence
 from dataclasses import dataclass
 
 from logphase.logs.fast.plan import Plan
@@ -188,25 +189,58 @@ class CandidateScan:
     def line_starts(self, buf: bytes, start: int, end: int, chunk_end: int) -> list[int]:
         """The starts of the lines in buf[start:end] the matcher must see, in order (the chunk's
         lines end by `chunk_end`)."""
-        starts: set[int] = set()
-        loose: dict[int, list[bytes]] = {}
-        for index, stop in self.scanner.matches(buf, start, end):
-            line_start = buf.rfind(b"\n", 0, stop) + 1
-            if index < self.plain_patterns:
-                starts.add(line_start)
-            else:
-                loose.setdefault(line_start, []).extend(self.loose_factors[index - self.plain_patterns])
         steady, could_match = self.plan.steady, self.plan.could_match
-        for line_start, factors in loose.items():
-            if line_start in starts:
-                continue
-            template = self.template_at(buf, line_start)
-            line_end = buf.find(b"\n", line_start)
-            line = buf[line_start : line_end if 0 <= line_end <= chunk_end else chunk_end]
-            if template is not None:
-                line = line[template.envelope_end(line) :]
-            if template is None or any(
-                (template, f) not in self.registered and f in line and could_match(steady[f], line) for f in factors
-            ):
-                starts.add(line_start)
-        return sorted(s for s in starts if s >= start)
+        return lines_to_read(
+            Hits(buf, start, chunk_end, self.scanner.matches(buf, start, end)),
+            self.plain_patterns,
+            self.loose_factors,
+            self.template_at,
+            self.registered,
+            lambda factor, line: could_match(steady[factor], line),
+        )
+
+
+@dataclass(frozen=True)
+class Hits:
+    """A scanner's matches (pattern index, end offset) in buf[start:...]; the lines end by `chunk_end`."""
+
+    buf: bytes
+    start: int
+    chunk_end: int
+    matches: Iterable[tuple[int, int]]
+
+
+def lines_to_read(
+    hits: Hits,
+    plain_patterns: int,
+    loose_factors: Sequence[Sequence[bytes]],
+    template_at: Callable[[bytes, int], Template | None],
+    registered: Container[tuple[Template, bytes]],
+    could_match: Callable[[bytes, bytes], bool],
+) -> list[int]:
+    """The starts of the lines the matcher must see, in order: those a plain pattern (a literal, a
+    trigger, the complement of the templates) hit, and those that hold a steady factor (a loose
+    pattern's) unless they are on a template whose run of that factor is known, or the rule could
+    not match what follows their envelopes. The walk's answer and the workers' (ranges.py)."""
+    buf = hits.buf
+    starts: set[int] = set()
+    loose: dict[int, list[bytes]] = {}
+    for index, stop in hits.matches:
+        line_start = buf.rfind(b"\n", 0, stop) + 1
+        if index < plain_patterns:
+            starts.add(line_start)
+        else:
+            loose.setdefault(line_start, []).extend(loose_factors[index - plain_patterns])
+    for line_start, factors in loose.items():
+        if line_start in starts:
+            continue
+        template = template_at(buf, line_start)
+        line_end = buf.find(b"\n", line_start)
+        line = buf[line_start : line_end if 0 <= line_end <= hits.chunk_end else hits.chunk_end]
+        if template is not None:
+            line = line[template.envelope_end(line) :]
+        if template is None or any(
+            (template, f) not in registered and f in line and could_match(f, line) for f in factors
+        ):
+            starts.add(line_start)
+    return sorted(s for s in starts if s >= hits.start)

@@ -28,7 +28,7 @@ from __future__ import annotations
 import os
 import re
 from bisect import bisect_left
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from itertools import count, pairwise
@@ -36,8 +36,9 @@ from typing import TYPE_CHECKING, Any
 
 from logphase.errors import LogphaseError
 from logphase.jobs import Jobs
-from logphase.logs.fast.candidates import CandidateScan
+from logphase.logs.fast.candidates import CandidateScan, Hits, lines_to_read
 from logphase.logs.fast.scanners import Scanner, make_scanner
+from logphase.logs.fast.templates import Template
 
 if TYPE_CHECKING:  # the process pool's modules load only when workers start (start-up: most runs have none)
     from concurrent.futures import Future, ProcessPoolExecutor
@@ -66,7 +67,8 @@ class ScanState:
     patterns: tuple[tuple[bytes, bool], ...]
     plain_patterns: int
     loose_factors: tuple[tuple[bytes, ...], ...]
-    template_regex: bytes | None
+    template_regex: bytes | None  # of the first templates (those compiled)
+    templates: tuple[Template, ...]  # all the scan knows (`registered` names them by index)
     registered: frozenset[tuple[int, bytes]]  # (template index, factor)
     steady: tuple[tuple[bytes, str], ...]  # factor → its rule's id
     requires: tuple[tuple[str, tuple[frozenset[bytes], ...]], ...]  # rule id → the byte sets it needs
@@ -94,6 +96,7 @@ def state_of(scan: CandidateScan) -> ScanState | None:
         plain_patterns=scan.plain_patterns,
         loose_factors=tuple(tuple(factors) for factors in scan.loose_factors),
         template_regex=scan.template_re.pattern if scan.template_re is not None else None,
+        templates=tuple(scan.templates),
         registered=frozenset((index[template], factor) for template, factor in scan.registered),
         steady=tuple((factor, rule.id) for factor, rule in plan.steady.items()),
         requires=tuple((rule, tuple(sets)) for rule, sets in plan.requires.items()),
@@ -196,42 +199,38 @@ def candidates_in(state: ScanState, path: str, start: int, stop: int, ticket: in
         template_re = re.compile(state.template_regex) if state.template_regex is not None else None
         compiled = _SCANNERS[source] = (make_scanner(state.patterns, accelerate=state.accelerate), template_re)
     scanner, template_re = compiled
-    starts = _line_starts(state, scanner, template_re, data, 0)
+    starts = lines_to_read(
+        Hits(data, 0, len(data), scanner.matches(data, 0, len(data))),
+        state.plain_patterns,
+        state.loose_factors,
+        _template_at(template_re, state.templates),
+        {(state.templates[index], factor) for index, factor in state.registered},
+        _could_match(state),
+    )
     return RangeCandidates(begin, end, tuple(line + begin for line in starts))
 
 
-def _line_starts(
-    state: ScanState, scanner: Scanner, template_re: re.Pattern[bytes] | None, buf: bytes, start: int
-) -> list[int]:
-    """`CandidateScan.line_starts(buf, start, len(buf), len(buf))` from the state alone."""
+def _template_at(
+    template_re: re.Pattern[bytes] | None, templates: tuple[Template, ...]
+) -> Callable[[bytes, int], Template | None]:
+    """`CandidateScan.template_at` from the state's template regex (of its first templates)."""
+
+    def template_at(buf: bytes, offset: int) -> Template | None:
+        found = template_re.match(buf, offset) if template_re is not None else None
+        return None if found is None or found.lastindex is None else templates[found.lastindex - 1]
+
+    return template_at
+
+
+def _could_match(state: ScanState) -> Callable[[bytes, bytes], bool]:
+    """`Plan.could_match` of a steady factor's rule, from the state's copy of the plan's requirements."""
     steady = dict(state.steady)
     requires = dict(state.requires)
-    starts: set[int] = set()
-    loose: dict[int, list[bytes]] = {}
-    for index, stop in scanner.matches(buf, start, len(buf)):
-        line_start = buf.rfind(b"\n", 0, stop) + 1
-        if index < state.plain_patterns:
-            starts.add(line_start)
-        else:
-            loose.setdefault(line_start, []).extend(state.loose_factors[index - state.plain_patterns])
-    for line_start, factors in loose.items():
-        if line_start in starts:
-            continue
-        template: int | None = None
-        if template_re is not None:
-            found = template_re.match(buf, line_start)
-            if found is not None and found.lastindex is not None:
-                template = found.lastindex - 1
-        line_end = buf.find(b"\n", line_start)
-        line = buf[line_start : line_end if line_end >= 0 else len(buf)]
-        if template is None or any(
-            (template, f) not in state.registered
-            and f in line
-            and all(any(text in line for text in options) for options in requires.get(steady[f], ()))
-            for f in factors
-        ):
-            starts.add(line_start)
-    return sorted(s for s in starts if s >= start)
+
+    def could_match(factor: bytes, line: bytes) -> bool:
+        return all(any(text in line for text in options) for options in requires.get(steady[factor], ()))
+
+    return could_match
 
 
 def line_boundary(stream: object, offset: int) -> int:
