@@ -20,7 +20,8 @@ from logphase.logs.fast import FastLines, plan_for, scanners
 from logphase.logs.fast.factors import Factor, regex_factors, rule_factors
 from logphase.logs.fast.plan import widen_classes
 from logphase.logs.fast.templates import learn_template
-from logphase.logs.reader import open_sources
+from logphase.logs.matcher import SourceMatcher
+from logphase.logs.reader import open_sources, read_lines
 from logphase.logs.timeline import LATEST_CAPTURES, TIMELINE_CAPTURES
 from logphase.packs import PackSet, load_packs
 from logphase.report.formats.json import JsonFormat
@@ -153,6 +154,28 @@ def test_the_counts_come_back_in_scan_stats_not_in_the_source(packs: PackSet, tm
     # AND merged by the caller, they are the reader's
     fast.stats.count_input(source)
     assert (source.lines, source.bytes) == (fast.stats.lines, log.stat().st_size)
+
+
+@pytest.mark.parametrize("shape", ["vllm-v0", "vllm-v1", "sglang-0.5", "nccl-storm"])
+def test_the_system_vote_of_unread_lines_follows_the_mix_of_the_log(shape: str, packs: PackSet, tmp_path: Path) -> None:
+    # GIVEN a generated 2 MB serving log of one shape (a vLLM log holds a few lines a rule of
+    # another system's pack reads: a steady run of its own, beside the vLLM runs)
+    (log,) = write_logs(tmp_path / f"{shape}.log", 2_000_000, seed=11, shape=shape)
+    # WHEN the plain path reads every line, and the fast path reads a few and counts the rest
+    (plain_source,), (fast_source,) = open_sources([str(log)]), open_sources([str(log)])
+    plain, fast = SourceMatcher(packs, AS_OF), SourceMatcher(packs, AS_OF)
+    for line in read_lines(plain_source):
+        plain.match_line(line)
+    lines = FastLines(fast_source, plan_for(packs, (TRIGGER,)), AS_OF, context=(2, 3))
+    lines.attach(fast)
+    for line in lines:
+        fast.match_line(line)
+    # THEN each system's votes are within a tenth of the plain path's (lines of another system's
+    # rule do not take a share of the unread lines by their number of runs), and the same system leads
+    assert set(fast.systems) == set(plain.systems)
+    for system, votes in plain.systems.items():
+        assert abs(fast.systems[system] - votes) <= votes / 10 + 20, system
+    assert fast.system == plain.system
 
 
 # --- what the fast path derives from the packs -----------------------------------------------------

@@ -36,6 +36,7 @@ from logphase.packs import Rule
 
 # Big chunks: the per-chunk Python work is constant, the scan itself is C.
 CHUNK_BYTES = 8 << 20
+SAMPLE_BYTES = 1 << 20  # of a chunk, where the mix of its unread lines' systems is counted
 WINDOW_BYTES = 1 << 16  # the first window of a candidate scan
 SPARSE = 64  # fewer candidates than this in a window: the next window is twice as big
 PROBE_CACHE = 4096  # lines whose events are remembered (walks ask about a line more than once)
@@ -223,7 +224,7 @@ class FastLines(ClockKeeping):
         self._carry(end)
         known, number = self._number_cache
         lines = number - 1 - base + buf.count(b"\n", known, end) + (0 if buf[end - 1 : end] == b"\n" else 1)
-        self._count_skipped(lines - (self.stats.emitted - emitted_before))
+        self._count_skipped(lines - (self.stats.emitted - emitted_before), end)
         self.stats.lines = base + lines
 
     def _plain(self) -> bool:
@@ -499,19 +500,28 @@ class FastLines(ClockKeeping):
         if template is not None and self.scan.sight(template):
             self.kind_next.clear()
 
-    def _count_skipped(self, lines: int) -> None:
-        """Events of runs the matcher never saw: a chunk's unread lines, shared among the runs in
-        progress (approximate: only the system vote and the event count read them). The matcher's
-        vote takes them now: which rule wins a line follows the log's system."""
-        systems = [run.rule.system for run in self.runs.values() if run.stage == 2 and run.rule.system]
-        if lines <= 0 or not systems:
+    def _count_skipped(self, lines: int, end: int) -> None:
+        """Events of runs the matcher never saw, among a chunk's unread lines: the rule of each kind
+        the scan skips takes the share of the chunk's last SAMPLE_BYTES of lines that hold its most
+        frequent factor (a busy server's mix holds across a chunk; the runs' stages at the chunk's
+        end are not those they had in it). Approximate: only the system vote and the event count
+        read them. The matcher's vote takes them now: which rule wins a line follows the log's
+        system, and a rare run of another system's rule must not take the share of a frequent one."""
+        rules = {kind.rule.id: kind.rule for kind in self.scan.kinds if kind.rule.system}
+        if lines <= 0 or not rules:
             return
-        self.stats.skipped_events += lines
-        for system, share in Counter(systems).items():
-            counted = lines * share // len(systems)
-            self.stats.skipped_systems[system] += counted
+        start = max(0, end - SAMPLE_BYTES)
+        sampled = max(1, self.buf.count(b"\n", start, end))
+        held: Counter[str] = Counter()
+        for rule_id, rule in rules.items():
+            factors = self.scan.factors_of.get(rule_id, ())
+            held[rule.system] += max((self.buf.count(factor, start, end) for factor in factors), default=0)
+        for system, share in held.items():
+            events = min(lines, lines * share // sampled)
+            self.stats.skipped_events += events
+            self.stats.skipped_systems[system] += events
             if self.matcher is not None:
-                self.matcher.count_unread(system, counted)
+                self.matcher.count_unread(system, events)
 
     def _carry(self, end: int) -> None:
         """At a chunk's end: each run's last line, the last stamped lines and the envelope clock's
