@@ -507,15 +507,16 @@ class FastLines(ClockKeeping):
         end are not those they had in it). Approximate: only the system vote and the event count
         read them. The matcher's vote takes them now: which rule wins a line follows the log's
         system, and a rare run of another system's rule must not take the share of a frequent one."""
-        rules = {kind.rule.id: kind.rule for kind in self.scan.kinds if kind.rule.system}
-        if lines <= 0 or not rules:
+        systems = {kind.rule.id: kind.rule.system for kind in self.scan.kinds}  # by rule
+        if lines <= 0 or not any(systems.values()):
             return
         start = max(0, end - SAMPLE_BYTES)
         sampled = max(1, self.buf.count(b"\n", start, end))
         held: Counter[str] = Counter()
-        for rule_id, rule in rules.items():
+        for rule_id, system in systems.items():
             factors = self.scan.factors_of.get(rule_id, ())
-            held[rule.system] += max((self.buf.count(factor, start, end) for factor in factors), default=0)
+            if system:
+                held[system] += max((self.buf.count(factor, start, end) for factor in factors), default=0)
         for system, share in held.items():
             events = min(lines, lines * share // sampled)
             self.stats.skipped_events += events
