@@ -26,13 +26,13 @@ demo: install
 	  echo "(exit code $$?: 0 ready, 4 stalled/crashed/aborted/timeout, 5 still starting, 6 unknown)"
 
 test: install-test
-	$(BIN)/ruff check logphase tests
+	$(BIN)/ruff check logphase tests bench
 	$(BIN)/mypy
 	$(BIN)/python -m pytest -q
 
 lint: install-test
-	$(BIN)/ruff check logphase tests
-	$(BIN)/ruff format --check logphase tests
+	$(BIN)/ruff check logphase tests bench
+	$(BIN)/ruff format --check logphase tests bench
 
 typecheck: install-test
 	$(BIN)/mypy

@@ -62,9 +62,9 @@ def best(tool: str, argv: list[str], repeats: int) -> Run:
 def pack_literals() -> list[str]:
     """The literals the packs filter on (each rule's prefilter literal, or the factors the fast
     path derives for it), as one list for grep."""
+    from logphase.frames import TRIGGER
     from logphase.logs.fast import plan_for
     from logphase.packs import load_packs
-    from logphase.stacks.dumps import TRIGGER
 
     packs = load_packs()
     plan = plan_for(packs, (TRIGGER,))

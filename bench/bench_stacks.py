@@ -16,6 +16,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -65,7 +66,7 @@ def stop_tree(launcher: subprocess.Popen[bytes]) -> None:
 
 def time_logphase_inprocess(pid: int, py_spy: str) -> tuple[float, float | None, str]:
     from logphase.packs import load_pack
-    from logphase.report.stacks import render_json
+    from logphase.report.formats.json import JsonFormat
     from logphase.stacks import pyspy
     from logphase.stacks.stalls import summarize
 
@@ -74,7 +75,7 @@ def time_logphase_inprocess(pid: int, py_spy: str) -> tuple[float, float | None,
     procs = pyspy.discover_tree(pid)
     snaps, skew = pyspy.snapshot(procs, py_spy=py_spy, timeout_s=30)
     report = summarize(snaps, signatures, skew_s=skew)
-    render_json(report)
+    JsonFormat().stacks(report)
     return time.perf_counter() - started, skew, report.summary
 
 
@@ -104,9 +105,27 @@ def time_serial(pids: list[int], py_spy: str) -> tuple[float, float]:
     return time.perf_counter() - started, max(middles) - min(middles)
 
 
+@dataclass(frozen=True)
+class Row:
+    """The medians at one tree size."""
+
+    ranks: int
+    logphase_s: float
+    logphase_cli_s: float | None
+    pyspy_subprocesses_s: float
+    pyspy_serial_s: float
+    skew_ms: float
+    serial_skew_ms: float
+    summary: str
+
+    @property
+    def ratio_vs_subprocesses(self) -> float:
+        return self.logphase_s / self.pyspy_subprocesses_s
+
+
 def main() -> None:
     py_spy = _py_spy()
-    rows = []
+    rows: list[Row] = []
     with tempfile.TemporaryDirectory(prefix="bench-stacks-") as tmp:
         for ranks in SIZES:
             launcher, pids = start_tree(ranks, Path(tmp))
@@ -128,17 +147,16 @@ def main() -> None:
                 stop_tree(launcher)
             median = statistics.median
             rows.append(
-                {
-                    "ranks": ranks,
-                    "logphase_s": median(ours),
-                    "logphase_cli_s": median(clis) if clis else None,
-                    "pyspy_subprocesses_s": median(subs),
-                    "pyspy_serial_s": median(serials),
-                    "ratio_vs_subprocesses": median(ours) / median(subs),
-                    "skew_ms": median(skews) * 1000,
-                    "serial_skew_ms": median(serial_skews) * 1000,
-                    "summary": summary,
-                }
+                Row(
+                    ranks,
+                    median(ours),
+                    median(clis) if clis else None,
+                    median(subs),
+                    median(serials),
+                    median(skews) * 1000,
+                    median(serial_skews) * 1000,
+                    summary,
+                )
             )
     header = (
         f"{'ranks':>5}  {'logphase':>9}  {'(cli)':>7}  {'--subprocesses':>14}  {'serial':>7}  "
@@ -147,18 +165,18 @@ def main() -> None:
     print("bench_stacks: wall seconds, median of", REPEATS)
     print(header)
     for row in rows:
-        cli = f"{row['logphase_cli_s']:.3f}" if row["logphase_cli_s"] is not None else "failed"
+        cli_text = f"{row.logphase_cli_s:.3f}" if row.logphase_cli_s is not None else "failed"
         print(
-            f"{row['ranks']:>5}  {row['logphase_s']:>9.3f}  {cli:>7}  {row['pyspy_subprocesses_s']:>14.3f}  "
-            f"{row['pyspy_serial_s']:>7.3f}  {row['ratio_vs_subprocesses']:>5.2f}  {row['skew_ms']:>6.1f}ms  "
-            f"{row['serial_skew_ms']:>9.1f}ms"
+            f"{row.ranks:>5}  {row.logphase_s:>9.3f}  {cli_text:>7}  {row.pyspy_subprocesses_s:>14.3f}  "
+            f"{row.pyspy_serial_s:>7.3f}  {row.ratio_vs_subprocesses:>5.2f}  {row.skew_ms:>6.1f}ms  "
+            f"{row.serial_skew_ms:>9.1f}ms"
         )
     biggest = rows[-1]
-    ok_ratio = biggest["ratio_vs_subprocesses"] <= 1.5
-    ok_skew = biggest["skew_ms"] < 100
+    ok_ratio = biggest.ratio_vs_subprocesses <= 1.5
+    ok_skew = biggest.skew_ms < 100
     print(
-        f"targets at {biggest['ranks']} ranks: ratio {biggest['ratio_vs_subprocesses']:.2f} (<= 1.5: "
-        f"{'met' if ok_ratio else 'MISSED'}), skew {biggest['skew_ms']:.1f} ms "
+        f"targets at {biggest.ranks} ranks: ratio {biggest.ratio_vs_subprocesses:.2f} (<= 1.5: "
+        f"{'met' if ok_ratio else 'MISSED'}), skew {biggest.skew_ms:.1f} ms "
         f"(< 100: {'met' if ok_skew else 'MISSED'})"
     )
 

@@ -8,15 +8,17 @@ import subprocess
 import sys
 import tarfile
 from pathlib import Path
+from typing import Literal
 
 import pytest
 
 from tests.conftest import REPO, run_cli, run_json
 
+WriteMode = Literal["w", "w:gz"]
 LINE = "[2025-06-01 10:00:0{sec} TP{rank}] Load weight begin. avail mem=70.10 GB\n"
 
 
-def _archive(path: Path, members: int, mode: str = "w", binary: bool = False) -> Path:
+def _archive(path: Path, members: int, mode: WriteMode = "w", binary: bool = False) -> Path:
     with tarfile.open(path, mode) as archive:
         for n in range(members):
             data = LINE.format(sec=n % 10, rank=n % 8).encode() * 3
@@ -32,7 +34,7 @@ def _archive(path: Path, members: int, mode: str = "w", binary: bool = False) ->
 
 
 @pytest.mark.parametrize("mode", ["w", "w:gz"], ids=["tar", "tar.gz"])
-def test_a_tar_of_many_members_is_one_run(tmp_path: Path, mode: str) -> None:
+def test_a_tar_of_many_members_is_one_run(tmp_path: Path, mode: WriteMode) -> None:
     # GIVEN 2,000 per-node logs in one archive, plain or gzipped
     archive = _archive(tmp_path / f"logs.{mode}", 2000, mode)
     # WHEN analysed THEN every member is an input and the run is judged as one

@@ -14,7 +14,8 @@ CASES = sorted(p for p in (FIXTURES / "logs").glob("*/*.log") if not p.name.ends
 
 
 def _expected(log: Path) -> dict[str, Any]:
-    return json.loads(log.with_name(log.name.removesuffix(".log") + ".expected.json").read_text())
+    expected: dict[str, Any] = json.loads(log.with_name(log.name.removesuffix(".log") + ".expected.json").read_text())
+    return expected
 
 
 def _check(actual: dict[str, Any], expect: dict[str, Any]) -> None:

@@ -109,6 +109,12 @@ def split(count: int, range_bytes: int) -> Jobs:
     return Jobs(count, min_bytes=0, range_bytes=range_bytes)
 
 
+def of_2029(stamp: re.Match[str]) -> datetime:
+    """A `MM-DD HH:MM:SS` stamp's groups as a time of 2029."""
+    month, day, hour, minute, second = map(int, stamp.groups())
+    return datetime(2029, month, day, hour, minute, second)
+
+
 def rolled_over_midnight(log: Path) -> None:
     """Shift a vLLM V0 log's year-less stamps (`INFO 03-02 09:14:13`) so that its middle line is
     at the turn of the year: the matcher dates the later lines in the next year."""
@@ -116,10 +122,10 @@ def rolled_over_midnight(log: Path) -> None:
     stamp = re.compile(r"(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)")
     found = list(stamp.finditer(text))
     middle = found[len(found) // 2]
-    shift = datetime(2029, 12, 31, 23, 59, 59) - datetime(2029, *map(int, middle.groups()))
+    shift = datetime(2029, 12, 31, 23, 59, 59) - of_2029(middle)
 
     def moved(match: re.Match[str]) -> str:
-        return (datetime(2029, *map(int, match.groups())) + shift).strftime("%m-%d %H:%M:%S")
+        return (of_2029(match) + shift).strftime("%m-%d %H:%M:%S")
 
     log.write_text(stamp.sub(moved, text), encoding="utf-8")
 

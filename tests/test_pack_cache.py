@@ -14,10 +14,10 @@ from click.testing import CliRunner
 
 from logphase.cli import main
 from logphase.disk_cache import DiskCache
+from logphase.frames import TRIGGER
 from logphase.logs.fast import plan, scanners
 from logphase.packs import PackRegex, PackSet, load_packs, loading
 from logphase.packs.cache import MAGIC, PackCache, PackFile
-from logphase.stacks.dumps import TRIGGER
 from tests.conftest import FIXTURES
 
 USER_RULE = """

@@ -62,7 +62,7 @@ def test_tar_members_are_sources_of_their_own(tmp_path: Path) -> None:
 
 def test_stdin_is_read_and_may_be_compressed() -> None:
     # GIVEN a gzip stream on stdin WHEN read THEN it is decompressed
-    stdin = io.BufferedReader(io.BytesIO(gzip.compress(b"x\ny\n")))  # type: ignore[arg-type]
+    stdin = io.BufferedReader(io.BytesIO(gzip.compress(b"x\ny\n")))
     assert texts(["-"], stdin=stdin) == [("<stdin>", 1, "x"), ("<stdin>", 2, "y")]
 
 

@@ -32,7 +32,7 @@ def verdict_class(verdict: str) -> str:
     return "open" if verdict in OPEN else verdict
 
 
-def rank_numbers(ranks: list[str]) -> list[int | None]:
+def rank_numbers(ranks: list[str]) -> list[int]:
     return sorted(rank_number(rank) or -1 for rank in ranks)
 
 

@@ -49,10 +49,11 @@ def near_lines(draw: st.DrawFn, templates: list[tuple[int, ...]]) -> bytes:
     """A line of the alphabet, often a template written out (a digit class as `1`, a run as one to
     three `1`s) with a byte changed, cut or added: the lines whose answer a wrong regex gets wrong."""
     line = draw(texts)
-    if templates and draw(st.booleans()):
+    if draw(st.booleans()) and templates:
+        template: tuple[int, ...] = draw(st.sampled_from(templates))
         written = b"".join(
             b"1" * draw(st.integers(1, 3)) if atom == RUN else b"1" if atom == DIGIT else bytes([atom])
-            for atom in draw(st.sampled_from(templates))
+            for atom in template
         )
         at = draw(st.integers(0, len(written)))
         line = written[:at] + line[:2] + written[at + draw(st.integers(0, 1)) :] + line[2:]

@@ -51,7 +51,7 @@ def test_titles_name_roles_and_ranks() -> None:
 def test_faulthandler_prefixed_and_interleaved_by_torchrun() -> None:
     text = (STACKS_FIXTURES / "faulthandler-torchrun-interleaved.log").read_text()
     snaps = parse_dumps_in_text(text.splitlines())
-    assert sorted(s.rank for s in snaps) == ["local_rank 0", "local_rank 1", "local_rank 2", "local_rank 3"]
+    assert sorted(s.rank or "" for s in snaps) == ["local_rank 0", "local_rank 1", "local_rank 2", "local_rank 3"]
     for snap in snaps:
         assert len(snap.threads) == 2  # the tqdm monitor and the main thread
         main = main_frames(snap)
