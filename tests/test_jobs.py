@@ -5,7 +5,10 @@ from __future__ import annotations
 import concurrent.futures
 import multiprocessing
 import os
+import queue
 import re
+import threading
+import time
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
@@ -267,6 +270,54 @@ def test_the_walk_scans_the_ranges_no_worker_started(
     assert shared == expected_alone(log, packs)
     assert oracles[0].answered == 0
     assert oracles[0].taken > 0
+
+
+class SlowWorker:
+    """One worker, a thread: it starts the queued ranges in order, claiming each as it starts it (one
+    the walk claimed first it skips), and answers each `delay` seconds after: slower than the walk,
+    as where the scan is most of the work."""
+
+    def __init__(self, claims: ranges.Claims, delay: float) -> None:
+        self.claims, self.delay = claims, delay
+        self.queue: queue.Queue[tuple[concurrent.futures.Future[Any], Any, tuple[Any, ...]] | None] = queue.Queue()
+        threading.Thread(target=self._run, daemon=True).start()
+
+    def submit(self, task: Any, *args: Any) -> concurrent.futures.Future[Any]:
+        future: concurrent.futures.Future[Any] = concurrent.futures.Future()
+        self.queue.put((future, task, args))
+        return future
+
+    def _run(self) -> None:
+        while (item := self.queue.get()) is not None:
+            future, task, args = item
+            if not future.set_running_or_notify_cancel():
+                continue  # the walk cancelled it before it started
+            if not self.claims.claim(args[-1]):  # its ticket: the walk claimed it first
+                future.set_result(None)
+                continue
+            time.sleep(self.delay)
+            future.set_result(task(*args))
+
+    def shutdown(self, **kwargs: object) -> None:
+        self.queue.put(None)
+
+
+def test_the_walk_scans_ranges_ahead_while_it_waits_for_a_worker(
+    monkeypatch: pytest.MonkeyPatch, packs: PackSet, served: dict[str, list[Path]], oracles: list[Any], short_head: None
+) -> None:
+    # GIVEN one worker that answers each range it starts only 50 ms later
+    claims = ranges.Claims.shared(multiprocessing.get_context())
+    slow = ranges.Workers(SlowWorker(claims, 0.05), claims)  # type: ignore[arg-type]
+    monkeypatch.setattr(ranges, "start_workers", lambda count: slow)
+    log = served["journald"]
+    # WHEN the journald log is analysed with two jobs, in ranges of 16 kB
+    shared = report(log, packs, split(2, 16_384))
+    # THEN while the walk waited for the worker's range it claimed and scanned ranges ahead (each of
+    # its answers the lines the walk's own scan of that window gives: `oracles`), the worker answered
+    # others, and the report is that of one process
+    assert shared == expected_alone(log, packs)
+    assert oracles[0].stolen > 0
+    assert oracles[0].answered > oracles[0].stolen
 
 
 def test_a_range_is_scanned_by_whoever_claims_it_first() -> None:

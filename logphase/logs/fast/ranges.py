@@ -10,12 +10,14 @@ the report is the same with any number of jobs and any range size (tests/test_jo
 
 Who scans a queued range is decided when it starts, not when it is queued: the walk and the workers
 claim it in shared memory (`Claims`), the first one wins. A walk that reaches a range no worker
-started scans it itself (and the one after: the worker is then behind, and skips ahead), so the split
-follows the work: where the walk has much besides the scan (CRI's envelope clock), the workers scan
-nearly every range; where the scan is most of it (an NCCL storm), the two share them (a fixed share,
-a range in `jobs + 1` the walk's, left the walk half the scan of a CRI log). A worker pays only where
-a core is idle: while another process holds one of two, its CPU comes out of the walk's core, and a
-1 GB CRI log, whose scan is a fifth of the walk, is slower with it (BENCHMARKS.md).
+started scans it itself (and the one after: the worker is then behind, and skips ahead), and while it
+waits for a range a worker is scanning, it scans ranges ahead that no worker started (their answers
+kept: a scan-bound log, journald's, had the walk idle half the time), so the split follows the work:
+where the walk has much besides the scan (CRI's envelope clock), the workers scan nearly every range;
+where the scan is most of it (an NCCL storm), the two share them (a fixed share, a range in
+`jobs + 1` the walk's, left the walk half the scan of a CRI log). A worker pays only where a core is
+idle: while another process holds one of two, its CPU comes out of the walk's core, and a 1 GB CRI
+log, whose scan is a fifth of the walk, is slower with it (BENCHMARKS.md).
 
 A window's answer is the union of its pieces' answers when no match spans a newline. The packs'
 literals and the learned templates' patterns cannot; the dump trigger `^\\s{4}\\S` can, from a
@@ -259,6 +261,7 @@ class _Task:
     ticket: int
     future: Future[RangeCandidates | None]
     walks: bool = False  # the walk claimed it: it scans the range itself
+    answer: RangeCandidates | None = None  # the walk's, scanned while it waited for a worker
 
 
 @dataclass
@@ -280,6 +283,7 @@ class RangeOracle:
     tasks: dict[int, _Task] = field(default_factory=dict)
     answered = 0  # pieces the workers answered (what --jobs saved the walk)
     taken = 0  # queued ranges the walk claimed before a worker started them
+    stolen = 0  # of those, the ones it scanned ahead while it waited for a worker
     reached = -1  # the range the walk reached last
     broken = False  # the workers are gone
 
@@ -305,7 +309,7 @@ class RangeOracle:
         cuts.append(end)
         found: list[int] = []
         for low, high in pairwise(cuts):
-            answer = self._answer((offset + low) // self.range_bytes)
+            answer = self._answer(scan, (offset + low) // self.range_bytes)
             if answer is not None and not answer.start <= offset + low < offset + high <= answer.stop:
                 answer = None  # not this range's piece (cannot be: the cuts are its bounds)
             if answer is not None and answer.start != offset + low and state.seams:
@@ -377,18 +381,45 @@ class RangeOracle:
         for index in [i for i in self.tasks if i < current]:
             self._drop(index)
 
-    def _answer(self, index: int) -> RangeCandidates | None:
+    def _answer(self, scan: CandidateScan, index: int) -> RangeCandidates | None:
         """A worker's answer for this range: waited for where a worker started it; None where no
-        worker did (the walk claims it) or the answer is under another state."""
+        worker did (the walk claims it) or the answer is under another state. While it waits, the
+        walk scans ranges ahead that no worker started (its answers kept for when it gets there):
+        else, where the scan is most of the work, the walk idles while one worker scans."""
         task = self.tasks.get(index)
-        if task is None or task.walks or self.state is None or task.key != self.state.key:
+        if task is None or self.state is None or task.key != self.state.key:
             return None
+        if task.walks:
+            return task.answer
         if WALK_TAKES and not task.future.done() and self._take(task):
             return None
+        while WALK_TAKES and not task.future.done() and self._scan_ahead(scan, index):
+            pass
         try:
             return task.future.result()
         except Exception:  # a worker that died or could not read: the walk reads it itself
             return None
+
+    def _scan_ahead(self, scan: CandidateScan, index: int) -> bool:
+        """The walk claims the first range after `index` queued under its state that no worker
+        started, and scans it as a worker would (the scan's state is the task's); False where none is."""
+        state = self.state
+        for ahead in sorted(self.tasks):
+            task = self.tasks[ahead]
+            if ahead <= index or task.walks or state is None or task.key != state.key or task.future.done():
+                continue
+            if not self._take(task):
+                continue  # a worker started it
+            with open(self.path, "rb") as stream:
+                begin = line_boundary(stream, ahead * self.range_bytes)
+                end = line_boundary(stream, (ahead + 1) * self.range_bytes)
+                stream.seek(begin)
+                data = stream.read(end - begin)
+            starts = scan.line_starts(data, 0, len(data), len(data))
+            task.answer = RangeCandidates(begin, end, tuple(line + begin for line in starts))
+            self.stolen += 1
+            return True
+        return False
 
 
 def _short_line_before(buf: bytes, line: int, length: int) -> bool:
