@@ -517,8 +517,9 @@ class FastLines(ClockKeeping):
             factors = self.scan.factors_of.get(rule_id, ())
             if system:
                 held[system] += max((self.buf.count(factor, start, end) for factor in factors), default=0)
+        sampled = max(sampled, held.total())  # a line with the factors of two rules is one line
         for system, share in held.items():
-            events = min(lines, lines * share // sampled)
+            events = lines * share // sampled
             self.stats.skipped_events += events
             self.stats.skipped_systems[system] += events
             if self.matcher is not None:
