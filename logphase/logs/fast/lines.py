@@ -36,7 +36,7 @@ from logphase.packs import Rule
 
 # Big chunks: the per-chunk Python work is constant, the scan itself is C.
 CHUNK_BYTES = 8 << 20
-SAMPLE_BYTES = 1 << 20  # of a chunk, where the mix of its unread lines' systems is counted
+SAMPLE_BYTES = 1 << 18  # of a chunk, where the mix of its unread lines' systems is counted (~1,500 lines)
 WINDOW_BYTES = 1 << 16  # the first window of a candidate scan
 SPARSE = 64  # fewer candidates than this in a window: the next window is twice as big
 PROBE_CACHE = 4096  # lines whose events are remembered (walks ask about a line more than once)
