@@ -131,14 +131,17 @@ WRAP_LINES_NEEDED = 2
 @dataclass(frozen=True)
 class Envelopes:
     """What `sniff` found for one source: the envelopes outermost first, the column its lines were
-    hard-wrapped at, whether it lists the newest line first, and whether its rank labels tell ranks
-    apart: a label that is the same on every line (one srun task running a whole TP8 server) names a
-    node or a launcher, not the rank of each line."""
+    hard-wrapped at, whether it lists the newest line first, whether its rank labels tell ranks
+    apart (a label that is the same on every line, one srun task running a whole TP8 server, names a
+    node or a launcher, not the rank of each line), and whether the fractions of its RFC 3339 stamps
+    vary in length (Go's RFC3339Nano, containerd's CRI files and `kubectl logs --timestamps`, trims
+    their trailing zeros; `docker logs -t` writes nine digits always)."""
 
     layers: tuple[Envelope, ...] = ()
     wrap_width: int | None = None
     newest_first: bool = False
     ranks_apart: bool = False
+    trimmed: bool = False
 
     def __bool__(self) -> bool:
         return bool(self.layers) or self.wrap_width is not None or self.newest_first
@@ -189,6 +192,7 @@ def sniff(head: Iterable[str], process_tags: frozenset[str] = frozenset()) -> En
         lines = [joined for _, joined in _join_wraps(enumerate(lines), wrap_width)]
     layers: list[Envelope] = []
     ranks: set[str] = set()
+    fractions: set[int] = set()  # the lengths of the RFC 3339 stamps' fractions
     for _ in range(MAX_LAYERS):
         found = _envelope_of(lines, candidates)
         if found is None:
@@ -196,12 +200,21 @@ def sniff(head: Iterable[str], process_tags: frozenset[str] = frozenset()) -> En
         layers.append(found)
         matches = [found.pattern.match(line) for line in lines]
         ranks |= {m["rank"] for m in matches if m is not None and m.groupdict().get("rank")}
+        if "rfc3339" in found.time_formats:
+            stamps = [_RFC3339_PARTS.match(m["ts"]) for m in matches if m is not None and m.groupdict().get("ts")]
+            fractions |= {len(parts["fraction"] or "") for parts in stamps if parts is not None}
         lines = _join_partials(
             [line[m.end() :] if m else line for line, m in zip(lines, matches, strict=True)], matches
         )
         lines = [line for line in lines if line.strip()]
     newest_first = any(layer.newest_first_possible for layer in layers) and _descending(head, layers, wrap_width)
-    return Envelopes(tuple(layers), wrap_width, newest_first, ranks_apart=len({int(r) for r in ranks}) > 1)
+    return Envelopes(
+        tuple(layers),
+        wrap_width,
+        newest_first,
+        ranks_apart=len({int(r) for r in ranks}) > 1,
+        trimmed=len(fractions) > 1,
+    )
 
 
 def _envelope_of(lines: Sequence[str], candidates: Sequence[Envelope]) -> Envelope | None:
@@ -360,8 +373,7 @@ class Prefix:
     rank: str | None
     rank_spans: tuple[tuple[int, int], ...]
     stamped: bool
-    # the fractions of its RFC 3339 stamps: Go's RFC3339Nano (containerd's CRI files, `kubectl logs
-    # --timestamps`) trims their trailing zeros, so their length varies from line to line
+    # the fractions of its RFC 3339 stamps, where their length varies from line to line (`trimmed`)
     fractions: tuple[tuple[int, int], ...] = ()
 
 
@@ -380,7 +392,7 @@ def envelope_prefix(envelopes: Envelopes, text: str) -> Prefix | None:
         groups = found.groupdict()
         if groups.get("partial") == "P":
             return None
-        if groups.get("ts") and "rfc3339" in envelope.time_formats:
+        if envelopes.trimmed and groups.get("ts") and "rfc3339" in envelope.time_formats:
             fraction = _RFC3339_PARTS.match(groups["ts"])
             if fraction is not None and fraction["fraction"]:
                 at = position + found.start("ts")

@@ -163,9 +163,11 @@ def test_a_cri_template_starts_with_the_envelope_and_stands_for_other_times(pack
 
 
 def test_a_cri_template_stands_for_every_length_of_a_trimmed_fraction(packs: PackSet) -> None:
-    # GIVEN a CRI-wrapped line whose stamp has nine digits of fraction (containerd writes Go's
-    # RFC3339Nano: trailing zeros trimmed, so lines of one shape carry 1 to 9 digits)
-    envelopes = envelopes_of(CRI_LINE)
+    # GIVEN a CRI file whose first lines' stamps have fractions of 9 and 8 digits (containerd writes
+    # Go's RFC3339Nano: trailing zeros trimmed, so lines of one shape carry 1 to 9 digits), and a
+    # line of it with nine
+    envelopes = envelopes_of(CRI_LINE, CRI_LINE.replace(".604982675Z", ".60498267Z"))
+    assert envelopes.trimmed
     template = learn_template(packs, CRI_LINE.encode(), CRI_LINE.split(" F ", 1)[1], envelopes)
     assert template is not None
     pattern = re.compile(template.regex())
@@ -177,6 +179,19 @@ def test_a_cri_template_stands_for_every_length_of_a_trimmed_fraction(packs: Pac
     assert [template.envelope_end(line) for line in trimmed] == [35, 32]
     # AND a stamp with no fraction (all nine digits zero: Go drops the dot too) is off it: read as such
     assert not pattern.match(b"2026-03-02T09:16:07Z stdout F [2026-03-02 09:16:07 TP0] Prefill batch")
+
+
+def test_a_stamp_written_with_nine_digits_always_keeps_them_in_its_template(packs: PackSet) -> None:
+    # GIVEN `docker logs -t` lines (RFC3339NanoFixed: nine digits of fraction on every line)
+    lines = [f"2026-03-02T09:16:0{n}.60498267{n}Z [2026-03-02 09:16:0{n} TP0] Decode batch" for n in range(5)]
+    envelopes = envelopes_of(*lines)
+    # WHEN a line's template is learned
+    template = learn_template(packs, lines[0].encode(), lines[0].split("Z ", 1)[1], envelopes)
+    # THEN its fraction is nine digit classes, not a run of any length (a fixed length costs no
+    # search for where each line's envelope ends)
+    assert not envelopes.trimmed
+    assert template is not None and template.runs == ()
+    assert template.envelope_end(lines[1].encode()) == 31
 
 
 def test_a_cut_part_gives_no_template(packs: PackSet) -> None:
