@@ -16,8 +16,7 @@ kept: a scan-bound log, journald's, had the walk idle half the time), so the spl
 where the walk has much besides the scan (CRI's envelope clock), the workers scan nearly every range;
 where the scan is most of it (an NCCL storm), the two share them (a fixed share, a range in
 `jobs + 1` the walk's, left the walk half the scan of a CRI log). A worker pays only where a core is
-idle: while another process holds one of two, its CPU comes out of the walk's core, and a 1 GB CRI
-log, whose scan is a fifth of the walk, is slower with it (BENCHMARKS.md).
+idle: while another process holds one of two, its CPU comes out of the walk's core (BENCHMARKS.md).
 
 A window's answer is the union of its pieces' answers when no match spans a newline. The packs'
 literals and the learned templates' patterns cannot; the dump trigger `^\\s{4}\\S` can, from a
