@@ -19,6 +19,7 @@ from logphase.logs import timeline
 from logphase.logs.fast import FastLines, plan_for, scanners
 from logphase.logs.fast.factors import Factor, regex_factors, rule_factors
 from logphase.logs.fast.plan import widen_classes
+from logphase.logs.fast.stats import unread_votes
 from logphase.logs.fast.templates import learn_template
 from logphase.logs.matcher import SourceMatcher
 from logphase.logs.reader import open_sources, read_lines
@@ -176,6 +177,20 @@ def test_the_system_vote_of_unread_lines_follows_the_mix_of_the_log(shape: str, 
     for system, votes in plain.systems.items():
         assert abs(fast.systems[system] - votes) <= votes / 10 + 20, system
     assert fast.system == plain.system
+
+
+def test_unread_lines_vote_as_the_lines_of_a_sample_hold_each_rule_s_factors() -> None:
+    # GIVEN a sample of 10 lines: 8 decode batches, an access line, an NCCL line; two rules of two
+    # systems (one steady factor, and two that one line may both hold)
+    sample = b"[TP0] Decode batch\n" * 8 + b'"GET /get_model_info HTTP/1.1" 200\n' + b"NCCL INFO Channel 00\n"
+    rules = [("vllm", [b"Decode batch"]), ("sglang", [b"get_model_info", b"HTTP/"])]
+    # WHEN 1,000 unread lines are shared out
+    # THEN each rule takes its lines' share (its most frequent factor's), none the NCCL line's
+    assert unread_votes(sample, 0, len(sample), 1000, rules) == {"vllm": 800, "sglang": 100}
+    # AND where rules' factors share lines, never more events than lines; none for no unread line
+    both = [("vllm", [b"Decode"]), ("sglang", [b"batch"])]
+    assert sum(unread_votes(sample, 0, len(sample), 1000, both).values()) <= 1000
+    assert unread_votes(sample, 0, len(sample), 0, rules) == {}
 
 
 # --- what the fast path derives from the packs -----------------------------------------------------

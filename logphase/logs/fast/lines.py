@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
 from typing import IO, Protocol
@@ -15,7 +14,7 @@ from logphase.logs.fast.plan import Plan
 from logphase.logs.fast.ranges import RangeOracle
 from logphase.logs.fast.rollover import Rollovers
 from logphase.logs.fast.runs import Run, Runs, book_runs
-from logphase.logs.fast.stats import ScanStats
+from logphase.logs.fast.stats import ScanStats, unread_votes
 from logphase.logs.fast.templates import Template, learn_template, text_of
 from logphase.logs.fast.timekeeping import ClockKeeping
 from logphase.logs.matcher import Event, SourceMatcher
@@ -501,27 +500,13 @@ class FastLines(ClockKeeping):
             self.kind_next.clear()
 
     def _count_skipped(self, lines: int, end: int) -> None:
-        """Events of runs the matcher never saw, among a chunk's unread lines: the rule of each kind
-        the scan skips takes the share of the chunk's last SAMPLE_BYTES of lines that hold its most
-        frequent factor (a busy server's mix holds across a chunk; the runs' stages at the chunk's
-        end are not those they had in it). Approximate: only the system vote and the event count
-        read them. The matcher's vote takes them now: which rule wins a line follows the log's
-        system, and a rare run of another system's rule must not take the share of a frequent one."""
-        systems = {kind.rule.id: kind.rule.system for kind in self.scan.kinds}  # by rule
-        if lines <= 0 or not any(systems.values()):
-            return
-        start = max(0, end - SAMPLE_BYTES)
-        sampled = max(1, self.buf.count(b"\n", start, end))
-        held: Counter[str] = Counter()
-        for rule_id, system in systems.items():
-            factors = self.scan.factors_of.get(rule_id, ())
-            if system:
-                held[system] += max((self.buf.count(factor, start, end) for factor in factors), default=0)
-        sampled = max(sampled, held.total())  # a line with the factors of two rules is one line
-        for system, share in held.items():
-            events = lines * share // sampled
-            self.stats.skipped_events += events
-            self.stats.skipped_systems[system] += events
+        """Events of runs the matcher never saw, among a chunk's unread lines, counted by the mix of
+        its last SAMPLE_BYTES (`unread_votes`; the runs' stages at the chunk's end are not those they
+        had in it). The matcher's vote takes them now: which rule wins a line follows the log's system."""
+        rules = {kind.rule.id: kind.rule.system for kind in self.scan.kinds}
+        factors = [(system, self.scan.factors_of.get(rule_id, [])) for rule_id, system in rules.items() if system]
+        for system, events in unread_votes(self.buf, max(0, end - SAMPLE_BYTES), end, lines, factors).items():
+            self.stats.skip(system, events)
             if self.matcher is not None:
                 self.matcher.count_unread(system, events)
 

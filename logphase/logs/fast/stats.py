@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from logphase.logs.reader import LogSource
@@ -42,3 +43,19 @@ class ScanStats:
         """The skipped events into the timeline: counted, not read."""
         builder.events += self.skipped_events
         builder.systems.update(self.skipped_systems)
+
+
+def unread_votes(
+    buf: bytes, start: int, end: int, lines: int, rules: Sequence[tuple[str, Sequence[bytes]]]
+) -> dict[str, int]:
+    """The events of each system among `lines` unread lines, for the system vote: each rule (its
+    system, its steady factors) takes the share of buf[start:end]'s lines that hold its most frequent
+    factor (a busy server's mix holds across a chunk, so a sample of its lines tells it: a rare rule
+    of another system takes its few lines, not a share by its number of runs). Never more events than
+    lines: a line with two rules' factors is one line."""
+    sampled = max(1, buf.count(b"\n", start, end))
+    held: Counter[str] = Counter()
+    for system, factors in rules:
+        held[system] += max((buf.count(factor, start, end) for factor in factors), default=0)
+    sampled = max(sampled, held.total())
+    return {system: lines * share // sampled for system, share in held.items() if lines > 0 and share}
