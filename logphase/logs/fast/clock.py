@@ -37,12 +37,21 @@ def stamp_key_shape(shape: bytes) -> tuple[int, bytes] | None:
     return 20 + min(digits, 6), b"0" * max(0, 6 - digits)
 
 
-def stamp_key(stamp: bytes) -> bytes | None:
-    """The key of an RFC 3339 stamp in UTC: its time to the microsecond in ISO form (what the envelope's
-    `_rfc3339` reads), so that keys sort as the times do, whatever the fraction's length (`57.7357Z`
-    is before `57.73579016Z`, though `Z` sorts after the digits). None for another form (an offset)."""
-    shape = stamp_key_shape(stamp.translate(DIGITS))
-    return None if shape is None else stamp[: shape[0]] + shape[1]
+def stamp_key(stamp: bytes, shapes: dict[bytes, tuple[int, bytes] | None] | None = None) -> bytes | None:
+    """The key of an RFC 3339 stamp in UTC that opens `stamp`: its time to the microsecond in ISO form
+    (what the envelope's `_rfc3339` reads), so that keys sort as the times do, whatever the
+    fraction's length (`57.7357Z` is before `57.73579016Z`, though `Z` sorts after the digits). None
+    for another form (an offset). `shapes`: the shapes' answers so far (a log's stamps share a few)."""
+    shape = stamp.translate(DIGITS)
+    if shapes is None:
+        known = stamp_key_shape(shape)
+    else:
+        if shape not in shapes:
+            if len(shapes) > OWN_CACHE:
+                shapes.clear()
+            shapes[shape] = stamp_key_shape(shape)
+        known = shapes[shape]
+    return None if known is None else stamp[: known[0]] + known[1]
 
 
 @dataclass(frozen=True)
@@ -113,17 +122,8 @@ class EnvelopeClock:
 
     def key(self, prefix: bytes) -> bytes | None:
         """The key of the envelope stamp of a line whose envelopes' prefix is `prefix` (`stamp_key`),
-        where its envelopes open with a stamp in UTC. Which bytes make it follows from the prefix's
-        shape (its digits as `0`: the fraction's length, trimmed or not), remembered by that shape."""
-        if not self.stamp_opens:
-            return None
-        shape = prefix.translate(DIGITS)
-        if shape not in self.key_shapes:
-            if len(self.key_shapes) > OWN_CACHE:
-                self.key_shapes.clear()
-            self.key_shapes[shape] = stamp_key_shape(shape)
-        known = self.key_shapes[shape]
-        return None if known is None else prefix[: known[0]] + known[1]
+        where its envelopes open with a stamp in UTC."""
+        return stamp_key(prefix, self.key_shapes) if self.stamp_opens else None
 
     def peaks(
         self,
