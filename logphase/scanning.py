@@ -312,14 +312,14 @@ def scan(
     if not any(fast_sources):
         # no source takes the fast path: nothing of it is imported (~10 ms of a small log's start-up)
         return _scan(sources, packs, as_of, fast_sources=fast_sources, jobs=ONE_JOB, workers=None)
-    _use_fast_caches(caches)
+    use_fast_caches(caches)
     from logphase.logs.fast.ranges import workers_for
 
     with workers_for(jobs, [source.path for source in sources]) as workers:
         return _scan(sources, packs, as_of, fast_sources=fast_sources, jobs=jobs, workers=workers)
 
 
-def _use_fast_caches(folder: Path | None) -> None:
+def use_fast_caches(folder: Path | None) -> None:
     """The fast path's scan plans and compiled scanners kept in `folder` (logs/fast/plan.py,
     scanners.py); None: built every time."""
     from logphase.logs.fast import plan, scanners

@@ -22,7 +22,7 @@ import click
 from logphase import pipeline
 from logphase.baselines.stats import phase_stats, successful_pool
 from logphase.baselines.store import RunStore
-from logphase.cli.common import db_option, load_all_packs, patterns_option, use_colour
+from logphase.cli.common import cache_folder, db_option, load_all_packs, patterns_option, use_colour
 from logphase.cli.runs import record, resolve_db
 from logphase.errors import LogphaseError, StoreError
 from logphase.fingerprint import HEAD_HASH_BYTES, LogIdentity, combine_digests, head_digest
@@ -34,6 +34,7 @@ from logphase.packs import PackSet
 from logphase.phases import Phase
 from logphase.report.formats import OutputFormat, pick
 from logphase.report.model import InputSummary
+from logphase.scanning import use_fast_caches
 from logphase.stacks import pyspy
 from logphase.stacks.stalls import summarize
 from logphase.watching import (
@@ -168,6 +169,7 @@ def watch(
             hint="give the pid of the server's main process while it runs (ps -ef | grep -e sglang -e vllm)",
         )
     packs = load_all_packs(pattern_paths)
+    use_fast_caches(cache_folder())  # as analyze: the scan plan and compiled scanners of a run before
     health_url = parse_url(url) if url else None
     tty = sys.stderr.isatty()
     colour = use_colour()

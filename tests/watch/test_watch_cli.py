@@ -88,6 +88,26 @@ def test_format_jsonl_writes_one_json_event_per_line(tmp_path: Path) -> None:
     assert result.stderr == ""
 
 
+def test_a_second_watch_takes_its_scanners_from_the_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # GIVEN a finished log and an empty cache folder
+    log = tmp_path / "server.log"
+    log.write_text(STARTING + READY_LINE)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    argv = ("watch", str(log), "--format", "jsonl", "--db", str(tmp_path / "r.db"))
+    # WHEN it is watched twice
+    first = run_cli(*argv)
+    stored = sorted(path.name for path in (tmp_path / "cache" / "logphase" / "scanners").iterdir())
+    second = run_cli(*argv)
+    # THEN the first watch stored its compiled scanners and scan plan, as analyze does, the second
+    # found them (nothing new written), and both saw the same
+    assert stored and (tmp_path / "cache" / "logphase" / "plans").is_dir()
+    assert sorted(path.name for path in (tmp_path / "cache" / "logphase" / "scanners").iterdir()) == stored
+    assert first.exit_code == second.exit_code == 0
+    assert [json.loads(line)["text"] for line in first.stdout.splitlines()] == [
+        json.loads(line)["text"] for line in second.stdout.splitlines()
+    ]
+
+
 def test_a_url_that_refuses_overrules_a_log_that_says_ready_and_the_outcome_says_both(tmp_path: Path) -> None:
     # GIVEN a log that says ready, and a health URL nobody listens on
     log = tmp_path / "server.log"
