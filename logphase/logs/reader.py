@@ -73,17 +73,19 @@ class LogSource:
 
 
 def holds_at_most(source: LogSource, lines: int, *, read_limit: int = 1 << 20) -> bool:
-    """Whether `source` is an uncompressed file of at most `lines` lines, told from its first
-    `read_limit` bytes; False for any other source, and for a file that cannot be read now (reading
-    it reports why)."""
+    """Whether `source` is an uncompressed file of at most `lines` lines, told from its bytes when
+    it has fewer than `read_limit` (a bigger one is not read here); False for any other source, and
+    for a file that cannot be read now (reading it reports why)."""
     if source.path is None:
         return False
     try:
+        if os.path.getsize(source.path) >= read_limit:
+            return False
         with open(source.path, "rb") as file:
             data = file.read(read_limit)
     except OSError:
         return False
-    if len(data) >= read_limit:
+    if len(data) >= read_limit or compression_of(data[:6]) is not None:
         return False
     return data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0) <= lines
 

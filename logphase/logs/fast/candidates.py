@@ -152,12 +152,7 @@ class CandidateScan:
 
     def template_at(self, buf: bytes, offset: int) -> Template | None:
         """The template a line starts with, as the scan was compiled (what the scanner answers from)."""
-        if self.template_re is None:
-            return None
-        found = self.template_re.match(buf, offset)
-        if found is None or found.lastindex is None:
-            return None
-        return self.templates[found.lastindex - 1]
+        return first_template(self.template_re, self.templates, buf, offset)
 
     def stamp_finder(self, need: str) -> re.Pattern[bytes] | None:
         """Finds, after a newline, the start of a line on a compiled template whose stamp a line
@@ -198,6 +193,15 @@ class CandidateScan:
             self.registered,
             lambda factor, line: could_match(steady[factor], line),
         )
+
+
+def first_template(
+    template_re: re.Pattern[bytes] | None, templates: Sequence[Template], buf: bytes, offset: int
+) -> Template | None:
+    """The template the line at `offset` starts with, by a regex of `templates`' first ones
+    (`TemplateSet.regex`: its `lastindex` - 1 is the template's index)."""
+    found = template_re.match(buf, offset) if template_re is not None else None
+    return None if found is None or found.lastindex is None else templates[found.lastindex - 1]
 
 
 @dataclass(frozen=True)

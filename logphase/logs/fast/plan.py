@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import marshal
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -53,11 +53,16 @@ class Plan:
 
     def could_match(self, rule: Rule, line: bytes) -> bool:
         """False when the line lacks one of the strings the rule's regex needs."""
-        return all(any(text in line for text in options) for options in self.requires.get(rule.id, ()))
+        return holds_required(self.requires.get(rule.id, ()), line)
 
     @property
     def steady_factors(self) -> list[bytes]:
         return sorted(self.steady)
+
+
+def holds_required(requires: Iterable[frozenset[bytes]], line: bytes) -> bool:
+    """Whether the line holds one string of each set a rule's regex needs (`Plan.requires`)."""
+    return all(any(text in line for text in options) for options in requires)
 
 
 _PLANS: dict[tuple[int, tuple[str, ...]], Plan] = {}

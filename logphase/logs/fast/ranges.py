@@ -32,12 +32,14 @@ from bisect import bisect_left
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import partial
 from itertools import count, pairwise
 from typing import TYPE_CHECKING, Any
 
 from logphase.errors import LogphaseError
 from logphase.jobs import Jobs
-from logphase.logs.fast.candidates import CandidateScan, Hits, lines_to_read
+from logphase.logs.fast.candidates import CandidateScan, Hits, first_template, lines_to_read
+from logphase.logs.fast.plan import holds_required
 from logphase.logs.fast.scanners import Scanner, make_scanner
 from logphase.logs.fast.templates import Template
 
@@ -188,10 +190,7 @@ def candidates_in(state: ScanState, path: str, start: int, stop: int, ticket: in
     of `line_starts`; None where the walk claimed the range first. Runs in a worker."""
     if _CLAIMS and not _CLAIMS[0].claim(ticket):
         return None
-    with open(path, "rb") as stream:
-        begin, end = line_boundary(stream, start), line_boundary(stream, stop)
-        stream.seek(begin)
-        data = stream.read(end - begin)
+    begin, end, data = _range_data(path, start, stop)
     source = (state.patterns, state.template_regex, state.accelerate)
     compiled = _SCANNERS.get(source)
     if compiled is None:
@@ -204,34 +203,26 @@ def candidates_in(state: ScanState, path: str, start: int, stop: int, ticket: in
         Hits(data, 0, len(data), scanner.matches(data, 0, len(data))),
         state.plain_patterns,
         state.loose_factors,
-        _template_at(template_re, state.templates),
+        partial(first_template, template_re, state.templates),
         {(state.templates[index], factor) for index, factor in state.registered},
         _could_match(state),
     )
     return RangeCandidates(begin, end, tuple(line + begin for line in starts))
 
 
-def _template_at(
-    template_re: re.Pattern[bytes] | None, templates: tuple[Template, ...]
-) -> Callable[[bytes, int], Template | None]:
-    """`CandidateScan.template_at` from the state's template regex (of its first templates)."""
-
-    def template_at(buf: bytes, offset: int) -> Template | None:
-        found = template_re.match(buf, offset) if template_re is not None else None
-        return None if found is None or found.lastindex is None else templates[found.lastindex - 1]
-
-    return template_at
-
-
 def _could_match(state: ScanState) -> Callable[[bytes, bytes], bool]:
     """`Plan.could_match` of a steady factor's rule, from the state's copy of the plan's requirements."""
     steady = dict(state.steady)
     requires = dict(state.requires)
+    return lambda factor, line: holds_required(requires.get(steady[factor], ()), line)
 
-    def could_match(factor: bytes, line: bytes) -> bool:
-        return all(any(text in line for text in options) for options in requires.get(steady[factor], ()))
 
-    return could_match
+def _range_data(path: str, start: int, stop: int) -> tuple[int, int, bytes]:
+    """The whole lines that start in [start, stop) of the file: where they begin and end, their bytes."""
+    with open(path, "rb") as stream:
+        begin, end = line_boundary(stream, start), line_boundary(stream, stop)
+        stream.seek(begin)
+        return begin, end, stream.read(end - begin)
 
 
 def line_boundary(stream: object, offset: int) -> int:
@@ -392,33 +383,30 @@ class RangeOracle:
             return task.answer
         if WALK_TAKES and not task.future.done() and self._take(task):
             return None
-        while WALK_TAKES and not task.future.done() and self._scan_ahead(scan, index):
-            pass
+        if WALK_TAKES:
+            self._scan_ahead(scan, index, task.future)
         try:
             return task.future.result()
         except Exception:  # a worker that died or could not read: the walk reads it itself
             return None
 
-    def _scan_ahead(self, scan: CandidateScan, index: int) -> bool:
-        """The walk claims the first range after `index` queued under its state that no worker
-        started, and scans it as a worker would (the scan's state is the task's); False where none is."""
+    def _scan_ahead(self, scan: CandidateScan, index: int, waited: Future[RangeCandidates | None]) -> None:
+        """Until the worker's answer the walk waits for is there, the walk claims the ranges after
+        `index` queued under its state that no worker started, in order, and scans each as a worker
+        would (the scan's state is the task's)."""
         state = self.state
         for ahead in sorted(self.tasks):
+            if waited.done():
+                return
             task = self.tasks[ahead]
             if ahead <= index or task.walks or state is None or task.key != state.key or task.future.done():
                 continue
             if not self._take(task):
                 continue  # a worker started it
-            with open(self.path, "rb") as stream:
-                begin = line_boundary(stream, ahead * self.range_bytes)
-                end = line_boundary(stream, (ahead + 1) * self.range_bytes)
-                stream.seek(begin)
-                data = stream.read(end - begin)
+            begin, end, data = _range_data(self.path, ahead * self.range_bytes, (ahead + 1) * self.range_bytes)
             starts = scan.line_starts(data, 0, len(data), len(data))
             task.answer = RangeCandidates(begin, end, tuple(line + begin for line in starts))
             self.stolen += 1
-            return True
-        return False
 
 
 def _short_line_before(buf: bytes, line: int, length: int) -> bool:

@@ -58,39 +58,36 @@ class ClockKeeping:
         """The start of the line before the one at `offset`."""
         return self.buf.rfind(b"\n", 0, max(0, offset - 1)) + 1
 
-    def _stamped_before(self, line: int, low: int, need: str) -> int | None:
+    def _stamped_before(self, line: int, low: int, need: str) -> tuple[int, str] | None:
         """The nearest line before `line`, from `low` on, on a template whose stamp a line that
-        needs `need` takes (time_step). Walked back line by line (a stamp is most often near), then
-        searched in spans that grow: a year-less log would walk a whole chunk back for a year."""
+        needs `need` takes (time_step), and that stamp. Walked back line by line (a stamp is most
+        often near), then searched in spans that grow: a year-less log would walk a whole chunk back
+        for a year."""
         walk = line
         for _ in range(NEAR_LINES):
             if walk <= low:
                 return None
             walk = self._previous(walk)
-            if self._serves(walk, need):
-                return walk
+            if (stamp := self._serves(walk, need)) is not None:
+                return walk, stamp
         finder = self.scan.stamp_finder(need)
         span = SEARCH_SPAN
         while walk > low and finder is not None:
             start = max(low, walk - span)
             starts = [hit.start() + 1 for hit in finder.finditer(self.buf, max(0, start - 1), walk)]
             for found in reversed(starts):  # what template_at says of the line decides, as walking does
-                if found >= start and self._serves(found, need):
-                    return found
+                if found >= start and (stamp := self._serves(found, need)) is not None:
+                    return found, stamp
             if start == 0:  # the chunk's first line: no newline before it
-                return 0 if walk > 0 and self._serves(0, need) else None
+                stamp = self._serves(0, need) if walk > 0 else None
+                return None if stamp is None else (0, stamp)
             walk, span = start, span * 4
         return None
 
-    def _serves(self, line: int, need: str) -> bool:
-        """Whether the line is on a template whose stamp a line that needs `need` takes."""
+    def _serves(self, line: int, need: str) -> str | None:
+        """The stamp of the line's template, where a line that needs `need` takes it."""
         template = self.scan.template_at(self.buf, line)
-        return template is not None and time_step(need, template.stamp)[0]
-
-    def _stamp_at(self, line: int) -> str:
-        template = self.scan.template_at(self.buf, line)
-        assert template is not None  # _stamped_before found it on one
-        return template.stamp
+        return template.stamp if template is not None and time_step(need, template.stamp)[0] else None
 
     # -- the clock
 
@@ -108,8 +105,8 @@ class ClockKeeping:
             need = "any"  # a full date too: it is measured against the clock (StampBelief)
             walk = line
             while need and (stamped := self._stamped_before(walk, low, need)) is not None:
-                walk = stamped
-                _, need = time_step(need, self._stamp_at(walk))
+                walk, stamp = stamped
+                _, need = time_step(need, stamp)
                 found.add(walk)
             if need and index == 0 and low == self.pos:
                 for number, raw, stamp in reversed(self.carried_stamps):
@@ -203,8 +200,7 @@ class ClockKeeping:
         need = "any"
         line = end
         while need and (stamped := self._stamped_before(line, self.pos, need)) is not None:
-            line = stamped
-            stamp = self._stamp_at(line)
+            line, stamp = stamped
             _, need = time_step(need, stamp)
             stamps.insert(0, (self._number(line), self.buf[line : self._line_end(line)], stamp))
         if stamps:
