@@ -69,8 +69,14 @@ def _pod(rng: random.Random) -> str:
 
 
 def docker_timestamps(lines: Sequence[str], rng: random.Random, times: Times) -> bytes:
-    """`docker logs -t` / `kubectl logs --timestamps`: `2024-05-01T10:00:00.123456789Z line`."""
+    """`docker logs -t`: `2024-05-01T10:00:00.123456789Z line`."""
     return _join([f"{rfc3339_nanos(t, rng)} {line}" for line, t in zip(lines, times, strict=True)])
+
+
+def kubectl_timestamps(lines: Sequence[str], rng: random.Random, times: Times) -> bytes:
+    """`kubectl logs --timestamps`: the stamps of the pod's CRI file, trimmed as containerd wrote them
+    (`2024-05-01T10:00:00.1234567Z line`), without the stream and tag."""
+    return _join([f"{rfc3339_nano_trimmed(t, rng)} {line}" for line, t in zip(lines, times, strict=True)])
 
 
 def docker_desktop(lines: Sequence[str], rng: random.Random, times: Times) -> bytes:
@@ -216,6 +222,7 @@ class Wrapper:
 
 WRAPPERS: tuple[Wrapper, ...] = (
     Wrapper("docker-t", docker_timestamps),
+    Wrapper("kubectl-timestamps", kubectl_timestamps),
     Wrapper("docker-desktop", docker_desktop),
     Wrapper("cri", cri),
     Wrapper("journald-short", journald_short),
@@ -240,6 +247,7 @@ BY_NAME = {wrapper.name: wrapper for wrapper in WRAPPERS}
 # Wrappers nest as logs travel: the first named is applied first (the inner one).
 PAIRS: tuple[tuple[str, str], ...] = (
     ("cri", "kubectl-prefix"),  # kubectl logs --prefix of a pod's CRI file
+    ("kubectl-timestamps", "kubectl-prefix"),  # kubectl logs --prefix --timestamps
     ("docker-t", "markdown-quote"),  # `docker logs -t` pasted as a quote in an issue
     ("docker-t", "compose"),  # docker compose logs -t
     ("journald-short-iso", "crlf"),  # a journal saved on Windows
