@@ -1,4 +1,5 @@
-"""The regexes a set of line templates writes: "a line on none of them that holds a factor", against its definition."""
+"""The regexes a set of line templates writes (a line on none of them, one on another that may hold
+a factor), against their definitions."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from logphase.logs.fast.scanners import HsScanner, ReScanner, Scanner, accelerated, split_long
-from logphase.logs.fast.templates import DIGIT, RUN, TemplateTrie, atoms_regex, holds
+from logphase.logs.fast.templates import DIGIT, RUN, Template, TemplateTrie, atoms_regex, holds, off_hosts
 
 # A small alphabet, so that templates, factors and lines share prefixes and overlap often; atoms are
 # its bytes, the digit class and a run of digits (a trimmed fraction)
@@ -18,13 +19,12 @@ texts = st.binary(min_size=0, max_size=10).map(lambda raw: bytes(ALPHABET[byte %
 
 
 def trie_of(templates: list[tuple[int, ...]]) -> tuple[TemplateTrie, list[tuple[int, ...]]]:
-    """The templates a TemplateSet would keep: none a prefix of another, no digit class beside a digit."""
+    """The templates a TemplateSet would keep: each once, none a prefix of another, no digit class
+    beside a digit."""
     kept: list[tuple[int, ...]] = []
     for template in templates:
         trial = TemplateTrie()
-        if all(trial.add(t) for t in [*kept, template]) and not any(
-            t[: len(template)] == template or template[: len(t)] == t for t in kept
-        ):
+        if template not in kept and all(trial.add(t) for t in [*kept, template]):
             kept.append(template)
     trie = TemplateTrie()
     for template in kept:
@@ -32,16 +32,18 @@ def trie_of(templates: list[tuple[int, ...]]) -> tuple[TemplateTrie, list[tuple[
     return trie, kept
 
 
-def off_template_with(trie: TemplateTrie, factor: bytes) -> list[bytes]:
-    """The two patterns CandidateScan compiles for a set of host templates and one factor."""
-    patterns = []
-    rest = trie.complement(ends=False)
-    if rest is not None:
-        patterns.append(b"^" + rest + b"[^\\n]*" + re.escape(factor))
-    on_path = trie.factor_on_path(factor)
-    if on_path is not None:
-        patterns.append(b"^" + on_path)
-    return patterns
+def templates_of(kept: list[tuple[int, ...]], envelopes: list[int]) -> list[Template]:
+    """Templates of these atoms, each with an envelopes' prefix of the given share of the atoms
+    after its last run (runs are only ever in the envelopes' prefix)."""
+    made = []
+    for atoms, share in zip(kept, envelopes, strict=False):
+        after_runs = max((at + 1 for at, atom in enumerate(atoms) if atom == RUN), default=0)
+        made.append(Template(atoms, None, "none", envelope=after_runs + share % (len(atoms) - after_runs + 1)))
+    return made
+
+
+def template_of_line(templates: list[Template], line: bytes) -> Template | None:
+    return next((t for t in templates if re.match(atoms_regex(t.atoms), line)), None)
 
 
 @st.composite
@@ -61,48 +63,97 @@ def near_lines(draw: st.DrawFn, templates: list[tuple[int, ...]]) -> bytes:
 
 
 @settings(max_examples=600, deadline=None)
-@given(templates=st.lists(atoms, min_size=1, max_size=4), factor=texts.filter(bool), data=st.data())
-def test_a_line_is_found_exactly_when_it_is_on_no_template_and_holds_the_factor(
-    templates: list[tuple[int, ...]], factor: bytes, data: st.DataObject
+@given(
+    templates=st.lists(atoms, min_size=1, max_size=4),
+    envelopes=st.lists(st.integers(0, 6), min_size=4, max_size=4),
+    chosen=st.lists(st.booleans(), min_size=4, max_size=4),
+    factor=texts.filter(bool),
+    data=st.data(),
+)
+def test_a_line_on_another_template_than_the_hosts_holding_the_factor_is_found(
+    templates: list[tuple[int, ...]], envelopes: list[int], chosen: list[bool], factor: bytes, data: st.DataObject
 ) -> None:
-    # GIVEN host templates (bytes, digit classes, digit runs) and a factor of a steady rule
-    trie, kept = trie_of(templates)
+    # GIVEN templates (bytes, digit classes, digit runs; an envelopes' prefix), some of them the hosts
+    # where a steady rule's runs with the factor are known, and a line, often near a template
+    _, kept = trie_of(templates)
+    made = templates_of(kept, envelopes)
+    hosts = [t for t, host in zip(made, chosen, strict=False) if host] or made[:1]
     line = data.draw(near_lines(kept))
     if len(line) > 1 and data.draw(st.booleans()):  # often a factor the line holds, where it is hard to tell
         start = data.draw(st.integers(0, len(line) - 1))
         factor = line[start : data.draw(st.integers(start + 1, len(line)))]
-    patterns = off_template_with(trie, factor)
-    # WHEN a line is searched with the two patterns
-    found = any(re.search(pattern, line, re.MULTILINE) for pattern in patterns)
-    # THEN it is found exactly when it starts with none of the templates and holds the factor
-    on_a_template = any(re.match(atoms_regex(t), line) for t in kept)
-    assert found == (not on_a_template and factor in line)
+    pattern = off_hosts(made, hosts, [factor])
+    rest = TemplateTrie()
+    for template in kept:
+        rest.add(template)
+    complement = rest.complement(ends=True)
+    # WHEN the line is searched with the hosts' pattern, and with the complement of all templates
+    found = pattern is not None and re.search(pattern, line, re.MULTILINE) is not None
+    off_all = complement is not None and re.match(complement, line) is not None
+    on = template_of_line(made, line)
+    # THEN a line on another template that holds the factor after its envelopes' prefix is found,
+    # by the one or the other (a line on no template is read anyway)
+    if on is not None and on not in hosts and factor in line[on.envelope_end(line) :]:
+        assert found or off_all
+    if on is None:
+        assert off_all
+    # ... and a line on a host that holds the factor only after its template is not: its run is known
+    if on is not None and on in hosts:
+        length = re.match(atoms_regex(on.atoms), line)
+        assert length is not None
+        if factor not in line[: length.end() + len(factor) - 1]:
+            assert not found
 
 
-def test_an_nccl_line_whose_template_ends_with_the_factor_is_not_found() -> None:
-    # GIVEN NCCL's template, whose prefix ends with the factor `NCCL INFO ` (the NCCL pack's prefix)
-    template = tuple(DIGIT if chr(b).isdigit() else b for b in b"gpu-node-17:41214:41338 [2] NCCL INFO ")
-    trie = TemplateTrie()
-    trie.add(template)
-    patterns = off_template_with(trie, b"NCCL INFO ")
-    on_it = b"gpu-node-17:41214:41338 [2] NCCL INFO Channel 08/1 : 2[2] -> 3[3] via P2P/CUMEM/read"
-    cut_short = b"gpu-node-17:41214:41338 [2] NCCL INFO"  # ends inside the template: no `NCCL INFO ` in it
-    off_it = [
-        b"gpu-node-17:41214:41338 [2] NCCL WARN Cuda failure, NCCL INFO follows",  # leaves it, factor after
-        b"gpu-node-17 NCCL INFO comm 0x5 rank 0 nranks 8",  # leaves it inside the prefix
-        b"NCCL INFO Bootstrap : Using eth0",  # leaves it at its first byte
+def test_a_factor_from_where_the_line_leaves_the_hosts_across_its_template_s_end_is_found() -> None:
+    # GIVEN the hosts' template `ab` and another, `aa`, and the factor `ab`
+    host, other = Template(tuple(b"ab"), None, "none"), Template(tuple(b"aa"), None, "none")
+    pattern = off_hosts([host, other], [host], [b"ab"])
+    assert pattern is not None
+    # WHEN lines on `aa` are searched: the factor from the byte where they leave `ab`, across the
+    # end of `aa`; after it; nowhere after the envelope
+    # THEN those that hold it are found
+    assert re.search(pattern, b"aab", re.MULTILINE)
+    assert re.search(pattern, b"aa-ab", re.MULTILINE)
+    assert not re.search(pattern, b"aa-a", re.MULTILINE)
+
+
+def test_a_template_and_its_prefix_are_not_both_kept() -> None:
+    # GIVEN a template and one that starts with it
+    short, long = tuple(b"[TP0] "), tuple(b"[TP0] Decode ")
+    for first, second in ((short, long), (long, short)):
+        # WHEN both are added to a trie, in either order
+        trie = TemplateTrie()
+        # THEN the second is refused: a line on the longer one would be on both
+        assert trie.add(first)
+        assert not trie.add(second)
+
+
+def test_an_nccl_line_whose_template_ends_with_the_factor_is_found_only_on_another_template() -> None:
+    # GIVEN NCCL's INFO template, whose prefix ends with the factor `NCCL INFO ` (the NCCL pack's
+    # prefix) and where its runs are known, and NCCL's WARN template, where they are not
+    def nccl(level: bytes) -> Template:
+        text = b"gpu-node-17:41214:41338 [2] NCCL " + level + b" "
+        return Template(tuple(DIGIT if chr(b).isdigit() else b for b in text), None, "none")
+
+    info, warn = nccl(b"INFO"), nccl(b"WARN")
+    pattern = off_hosts([info, warn], [info], [b"NCCL INFO "])
+    assert pattern is not None
+    found_lines = [b"gpu-node-17:41214:41338 [2] NCCL WARN Cuda failure, NCCL INFO follows"]
+    others = [
+        b"gpu-node-17:41214:41338 [2] NCCL INFO Channel 08/1 : 2[2] -> 3[3] via P2P/CUMEM/read",  # on the host
+        b"gpu-node-17:41214:41338 [2] NCCL WARN Cuda failure 2 'out of memory'",  # no factor
     ]
-    lines = [on_it, cut_short, *off_it]
-    data = b"\n".join(lines) + b"\n"
-    scanners: list[Scanner] = [ReScanner([(p, False) for p in patterns])]
+    data = b"\n".join(found_lines + others) + b"\n"
+    scanners: list[Scanner] = [ReScanner([(pattern, False)])]
     if accelerated():
-        scanners.append(HsScanner([(p, False) for p in patterns]))
+        scanners.append(HsScanner([(pattern, False)]))
     for scanner in scanners:
         # WHEN the lines are scanned
         hits = {data.rfind(b"\n", 0, stop) + 1 for _, stop in scanner.matches(data, 0, len(data))}
-        # THEN the lines that leave the template and hold the factor are found, by each scanner
+        # THEN the line on the WARN template that holds the factor is found, by each scanner
         found = sorted(data[start : data.index(b"\n", start)] for start in hits)
-        assert found == sorted(off_it)
+        assert found == found_lines
 
 
 def test_an_envelope_holds_a_factor_where_some_line_of_it_would() -> None:
@@ -146,9 +197,11 @@ def test_a_pattern_cut_to_a_length_matches_the_lines_it_matched(
 ) -> None:
     # GIVEN the patterns of a set of templates (their complement, the factor off them), cut into
     # pieces of at most `limit` bytes where they can be cut (hyperscan refuses 16000 bytes)
-    trie, _ = trie_of(templates)
+    trie, kept = trie_of(templates)
     rest = trie.complement(ends=True)
-    patterns = off_template_with(trie, factor) + ([b"^" + rest] if rest is not None else [])
+    made = templates_of(kept, [0] * len(kept))
+    hosts = off_hosts(made, made[:1], [factor])
+    patterns = ([hosts] if hosts is not None else []) + ([b"^" + rest] if rest is not None else [])
     for pattern in patterns:
         pieces = split_long(pattern, limit)
         # WHEN a line is searched with the pattern and with its pieces

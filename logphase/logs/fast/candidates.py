@@ -8,7 +8,15 @@ from dataclasses import dataclass
 
 from logphase.logs.fast.plan import Plan
 from logphase.logs.fast.scanners import ReScanner, Scanner, make_scanner
-from logphase.logs.fast.templates import STAMP_KINDS, Template, TemplateSet, TemplateTrie, holds, time_step
+from logphase.logs.fast.templates import (
+    STAMP_KINDS,
+    Template,
+    TemplateSet,
+    TemplateTrie,
+    holds,
+    off_hosts,
+    time_step,
+)
 from logphase.packs import Rule
 
 RECOMPILE_EVERY = 256  # emitted lines between two recompiles of the scanners
@@ -105,20 +113,10 @@ class CandidateScan:
                 else:
                     by_set.setdefault(hosts, []).append(factor)
             for hosts, factors in by_set.items():
-                trie = TemplateTrie()
-                for template in sorted(hosts, key=lambda t: t.atoms):  # the same regex in every process
-                    trie.add(template.atoms)
-                rest = trie.complement(ends=False)
-                if rest is None:
-                    continue
-                alternatives = b"(?:" + b"|".join(re.escape(f) for f in factors) + b")"
-                # a line that leaves the templates at byte p and holds the factor after p; or one
-                # that holds it from a byte up to p (the factor_on_path of one of them). One pattern:
-                # each line-anchored one costs hyperscan a pass from every line start
-                off = [rest + b"[^\\n]*" + alternatives]
-                off += [found for f in factors if (found := trie.factor_on_path(f)) is not None]
-                patterns.append((b"^(?:" + b"|".join(off) + b")", False))
-                self.loose_factors.append(factors)
+                pattern = off_hosts(self.templates, hosts, factors)
+                if pattern is not None:
+                    patterns.append((pattern, False))
+                    self.loose_factors.append(factors)
         self.scanner = make_scanner(patterns, accelerate=self.accelerate)
         self.patterns = patterns
         self.generation += 1

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cached_property
@@ -86,10 +87,19 @@ def holds(atoms: tuple[int, ...], text: bytes) -> bool:
     if RUN in atoms:  # a run as long as `text` or shorter: longer ones add nothing a shorter one lacks
         at = atoms.index(RUN)
         return any(holds(atoms[:at] + (DIGIT,) * length + atoms[at + 1 :], text) for length in range(1, len(text) + 2))
-    return any(
-        all(atom == byte or (atom == DIGIT and 48 <= byte <= 57) for atom, byte in zip(atoms[at:], text, strict=False))
-        for at in range(len(atoms) - len(text) + 1)
-    )
+    return any(_agrees(atoms, at, text) for at in range(len(atoms) - len(text) + 1))
+
+
+def factor_starts(atoms: tuple[int, ...], factor: bytes, start: int) -> list[int]:
+    """The atoms from `start` on (none of them a run) where a line on these atoms may hold `factor`:
+    it agrees with them from there, inside them or across their end (what follows is any text)."""
+    return [at for at in range(start, len(atoms)) if _agrees(atoms, at, factor)]
+
+
+def _agrees(atoms: tuple[int, ...], at: int, text: bytes) -> bool:
+    """Whether `text` may stand at atom `at` as far as both go (a digit class takes any digit)."""
+    pairs = zip(atoms[at:], text, strict=False)
+    return all(atom == byte or (atom == DIGIT and 48 <= byte <= 57) for atom, byte in pairs)
 
 
 def atoms_regex(atoms: tuple[int, ...]) -> bytes:
@@ -237,12 +247,19 @@ class TemplateTrie:
         self.run = run  # reached by a RUN: a digit here still belongs to it
 
     def add(self, atoms: tuple[int, ...]) -> bool:
+        """Add a template; False (the trie then holds part of it: build another) where it would make
+        a line ambiguous: a digit class beside another digit atom, a digit after a run (no simple
+        complement), or it and another are prefixes of each other (a line on the longer is on both)."""
         node = self
         for atom in atoms:
             kids = node.children
-            if _digits(atom) and (node.run or any(k != atom and _digits(k) and min(k, atom) < 0 for k in kids)):
-                return False  # a digit class beside another digit atom, or a digit after a run: no simple complement
+            if node.leaf or (
+                _digits(atom) and (node.run or any(k != atom and _digits(k) and min(k, atom) < 0 for k in kids))
+            ):
+                return False
             node = kids.setdefault(atom, TemplateTrie(run=atom == RUN))
+        if node.children:
+            return False
         node.leaf = True
         return True
 
@@ -255,36 +272,23 @@ class TemplateTrie:
         excluded = b"0-9" if self.run else b""
         excluded += b"".join(b"0-9" if atom in (DIGIT, RUN) else _class_byte(atom) for atom in self.children)
         options = [b"[^" + excluded + b"\\n]"] + ([b"$"] if ends else [])
+        # atoms followed by the same text share one class (`TP[0-7]` and what follows once, not eight
+        # times: templates that differ in a rank's digit): the pattern, its compile and scan shrink
+        after: dict[bytes, list[int]] = {}
         for atom, child in self.children.items():
             rest = child.complement(ends=ends)
             if rest is not None:
-                options.append(atoms_regex((atom,)) + rest)
+                after.setdefault(rest, []).append(atom)
+        for rest, atoms in after.items():
+            runs = [atom for atom in atoms if atom == RUN]
+            single = [atom for atom in atoms if atom != RUN]
+            options += [atoms_regex((RUN,)) + rest for _ in runs]
+            if len(single) == 1:
+                options.append(atoms_regex((single[0],)) + rest)
+            elif single:
+                members = b"".join(b"0-9" if atom == DIGIT else _class_byte(atom) for atom in single)
+                options.append(b"[" + members + b"]" + rest)
         return b"(?:" + b"|".join(options) + b")"
-
-    def factor_on_path(self, factor: bytes) -> bytes | None:
-        """A regex for the text after `^` of a line that holds `factor` from a byte where it still
-        follows this node's templates, and starts none of them. The lines the complement finds only
-        after they leave the templates are the others; this one spares the lines that are on a
-        template with the factor inside it (an NCCL template ends `NCCL INFO `)."""
-        options = []
-        if not self.leaf:
-            node: TemplateTrie | None = self
-            for byte in factor:
-                assert node is not None
-                node = node.step(byte)
-                if node is None or node.leaf:
-                    break
-            if node is None:
-                options.append(re.escape(factor))  # the line leaves the templates inside the factor
-            elif not node.leaf:
-                rest = node.complement(ends=True)
-                if rest is not None:
-                    options.append(re.escape(factor) + rest)
-        for atom, child in self.children.items():
-            inner = child.factor_on_path(factor)
-            if inner is not None:
-                options.append(atoms_regex((atom,)) + inner)
-        return b"(?:" + b"|".join(options) + b")" if options else None
 
     def step(self, byte: int) -> TemplateTrie | None:
         """The node a byte leads to (a digit: its own atom, the digit class or a run, `add` keeps
@@ -293,6 +297,30 @@ class TemplateTrie:
         if child is None and 48 <= byte <= 57:
             child = self if self.run else self.children.get(DIGIT) or self.children.get(RUN)
         return child
+
+
+def off_hosts(templates: Sequence[Template], hosts: Collection[Template], factors: Sequence[bytes]) -> bytes | None:
+    """A regex for the lines on one of `templates` but not of `hosts` (those where the factors' runs
+    are known) that may hold one of `factors` after their envelopes' prefix. Such a line leaves the
+    hosts' templates at a byte p of its own template (none is a prefix of another): it holds a factor
+    after p, or from a byte of its template on (inside it, or across its end: a few literals after a
+    prefix, where a walk of each factor along the hosts' trie wrote twice the pattern, its compile and
+    its scan). Lines on no template are not all found: the complement finds them."""
+    trie = TemplateTrie()
+    for template in sorted(hosts, key=lambda t: t.atoms):  # the same regex in every process
+        trie.add(template.atoms)
+    rest = trie.complement(ends=False)
+    if rest is None:
+        return None
+    off = [rest + b"[^\\n]*(?:" + b"|".join(re.escape(factor) for factor in factors) + b")"]
+    off += [
+        atoms_regex(template.atoms[:at]) + re.escape(factor)
+        for template in templates
+        if template not in hosts
+        for factor in factors
+        for at in factor_starts(template.atoms, factor, template.envelope)
+    ]
+    return b"^(?:" + b"|".join(off) + b")"
 
 
 @dataclass
