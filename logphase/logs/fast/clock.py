@@ -243,11 +243,12 @@ class EnvelopeClock:
     def _offset(self, raw: bytes, template: Template) -> timedelta | None:
         """Own stamp minus envelope stamp of a line with both, as the matcher works it out; None where
         that needs more than the line (a time of day: the matcher's day)."""
-        prefix = raw[: template.envelope_end(raw)]
+        at = template.envelope_end(raw)
+        prefix = raw[:at]
         envelope = self._time(prefix, self.key(prefix))
         if envelope is None:
             return None
-        own = self._own_time(raw, template)
+        own = self._own_time(raw, template, at)
         if own is None:
             return None
         if template.stamp == "date":
@@ -256,17 +257,17 @@ class EnvelopeClock:
             own = own.replace(year=self.year)
         return own - envelope
 
-    def _own_time(self, raw: bytes, template: Template) -> datetime | None:
+    def _own_time(self, raw: bytes, template: Template, at: int) -> datetime | None:
         """A line's own stamp as `split_prefix` reads it, where it has a date: remembered by the bytes
         of the stamp where one prefix of the template gives it (a second's lines share them whatever
-        their rank, pid or thread), else by the bytes of the whole own prefix."""
+        their rank, pid or thread), else by the bytes of the whole own prefix. `at`: where its
+        envelopes' prefix ends."""
         known = self.own_spots.get(id(template))
         if known is None or known[0] is not template:
             known = (template, self._own_stamp(raw, template))
             self.own_spots[id(template)] = known
         spot = known[1]
         if spot is not None:
-            at = template.envelope_end(raw)
             key = (spot.prefix.id, raw[at + spot.start : at + spot.end])
             if key in self.own_stamps:
                 return self.own_stamps[key]
@@ -276,10 +277,9 @@ class EnvelopeClock:
                     self.own_stamps.clear()
                 self.own_stamps[key] = parsed[0] if parsed[2] else None
                 return self.own_stamps[key]
-        return self._own_time_whole(raw, template)
+        return self._own_time_whole(raw, template, at)
 
-    def _own_time_whole(self, raw: bytes, template: Template) -> datetime | None:
-        at = template.envelope_end(raw)
+    def _own_time_whole(self, raw: bytes, template: Template, at: int) -> datetime | None:
         key = raw[at : at + len(template.atoms) - template.envelope]
         if key not in self.own:
             if len(self.own) > OWN_CACHE:
