@@ -7,8 +7,9 @@ each slice with the packs' literals and triggers in one hyperscan database (what
 log (the lines on none of them: the least a scan must tell apart for the report's clock, which every
 line moves). The last is a floor of any scan that keeps that contract, the summarising, the clock and
 the matcher not counted; halved, the best two cores could do. analyze is the CLI, `--jobs 1` and the
-default. Sizes: LOGPHASE_BENCH_SIZES (default 100M); shapes: LOGPHASE_BENCH_SHAPES (default every
-shape); seed: LOGPHASE_BENCH_SEED (default 13). Prints a Markdown table for BENCHMARKS.md."""
+default (with the CLI's peak RSS, GNU time's). Sizes: LOGPHASE_BENCH_SIZES (default 100M); shapes:
+LOGPHASE_BENCH_SHAPES (default every shape); seed: LOGPHASE_BENCH_SEED (default 13). Prints a
+Markdown table for BENCHMARKS.md."""
 
 from __future__ import annotations
 
@@ -83,9 +84,9 @@ def main() -> None:
     print(f"Seed {seed}. Seconds, best of two; `x grep` is each time over grep's on the same file.\n")
     print(
         "| size | shape | grep | read | + literals | + templates | floor x grep | halved | "
-        "analyze --jobs 1 | analyze | x grep |"
+        "analyze --jobs 1 | analyze | x grep | peak RSS MB |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory(prefix="logphase-floor-") as folder:
         pattern = Path(folder) / "literals.txt"
         pattern.write_text("|".join(ere(literal) for literal in pack_literals()) + "\n", encoding="utf-8")
@@ -104,14 +105,14 @@ def main() -> None:
                         literals += best_of(2, partial(one_pass, log, with_literals))
                         templates += best_of(2, partial(one_pass, log, with_templates))
                     one = best("analyze", [logphase, "analyze", "--post-mortem", "--jobs", "1", *names], 2).seconds
-                    default = best("analyze", [logphase, "analyze", "--post-mortem", *names], 2).seconds
+                    default = best("analyze", [logphase, "analyze", "--post-mortem", *names], 2)
                 finally:
                     for log in logs:
                         log.unlink()
                 print(
                     f"| {size} | {shape} | {grep:.3f} | {read:.3f} | {literals:.3f} | {templates:.3f} "
-                    f"| {templates / grep:.1f} | {templates / 2 / grep:.1f} | {one:.2f} | {default:.2f} "
-                    f"| {default / grep:.1f} |",
+                    f"| {templates / grep:.1f} | {templates / 2 / grep:.1f} | {one:.2f} | {default.seconds:.2f} "
+                    f"| {default.seconds / grep:.1f} | {default.rss_mb:.0f} |",
                     flush=True,
                 )
     print()

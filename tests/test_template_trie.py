@@ -95,8 +95,8 @@ def test_a_line_on_another_template_than_the_hosts_holding_the_factor_is_found(
     # by the one or the other (a line on no template is read anyway)
     if on is not None and on not in hosts and factor in line[on.envelope_end(line) :]:
         assert found or off_all
-    if on is None:
-        assert off_all
+    # ... a line on no template is found by the complement, and one on a template is not
+    assert off_all == (on is None)
     # ... and a line on a host that holds the factor only after its template is not: its run is known
     if on is not None and on in hosts:
         length = re.match(atoms_regex(on.atoms), line)

@@ -280,23 +280,15 @@ class TemplateTrie:
             if rest is not None:
                 after.setdefault(rest, []).append(atom)
         for rest, atoms in after.items():
-            runs = [atom for atom in atoms if atom == RUN]
-            single = [atom for atom in atoms if atom != RUN]
-            options += [atoms_regex((RUN,)) + rest for _ in runs]
-            if len(single) == 1:
-                options.append(atoms_regex((single[0],)) + rest)
-            elif single:
-                members = b"".join(b"0-9" if atom == DIGIT else _class_byte(atom) for atom in single)
+            if RUN in atoms:  # not one byte: its own option
+                options.append(atoms_regex((RUN,)) + rest)
+                atoms.remove(RUN)
+            if len(atoms) == 1:
+                options.append(atoms_regex((atoms[0],)) + rest)
+            elif atoms:
+                members = b"".join(b"0-9" if atom == DIGIT else _class_byte(atom) for atom in atoms)
                 options.append(b"[" + members + b"]" + rest)
         return b"(?:" + b"|".join(options) + b")"
-
-    def step(self, byte: int) -> TemplateTrie | None:
-        """The node a byte leads to (a digit: its own atom, the digit class or a run, `add` keeps
-        one; in a run, the run itself)."""
-        child = self.children.get(byte)
-        if child is None and 48 <= byte <= 57:
-            child = self if self.run else self.children.get(DIGIT) or self.children.get(RUN)
-        return child
 
 
 def off_hosts(templates: Sequence[Template], hosts: Collection[Template], factors: Sequence[bytes]) -> bytes | None:
