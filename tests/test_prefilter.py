@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import gzip
 import re
+import tempfile
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from bench.loggen import write_log, write_logs
 from bench.shapes import SHAPES
@@ -119,6 +122,25 @@ def test_every_shape_of_generated_log_is_read_the_same(
         stats = filtered.stats
         assert stats.lines == log.read_bytes().count(b"\n")
         assert (stats.emitted - scanning.YEAR_LOOKAHEAD) * 5 < stats.lines
+
+
+@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    shape=st.sampled_from(sorted(SHAPES)),
+    seed=st.integers(1, 10**6),
+    size=st.sampled_from([200_000, 700_000, 1_500_000]),
+)
+def test_a_generated_log_of_any_seed_is_read_the_same(
+    shape: str, seed: int, size: int, packs: PackSet, short_head: None
+) -> None:
+    # GIVEN a generated serving log of a shape, a seed and a size drawn afresh each run (the shapes'
+    # tests above use one seed: the templates, kinds and recompiles a log teaches differ with it)
+    with tempfile.TemporaryDirectory() as folder:
+        logs = write_logs(Path(folder) / f"{shape}.log", size, seed=seed, shape=shape)
+        # WHEN it is analysed with and without the fast path
+        plain, fast = (report_of(logs, packs, fast=fast) for fast in (False, True))
+    # THEN the reports are the same
+    assert fast == plain
 
 
 def report_of(logs: list[Path], packs: PackSet, *, fast: bool) -> str:
