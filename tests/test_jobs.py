@@ -279,6 +279,7 @@ class SlowWorker:
 
     def __init__(self, claims: ranges.Claims, delay: float) -> None:
         self.claims, self.delay = claims, delay
+        self.answers = 0  # ranges it claimed and answered
         self.queue: queue.Queue[tuple[concurrent.futures.Future[Any], Any, tuple[Any, ...]] | None] = queue.Queue()
         threading.Thread(target=self._run, daemon=True).start()
 
@@ -296,6 +297,7 @@ class SlowWorker:
                 future.set_result(None)
                 continue
             time.sleep(self.delay)
+            self.answers += 1
             future.set_result(task(*args))
 
     def shutdown(self, **kwargs: object) -> None:
@@ -307,17 +309,21 @@ def test_the_walk_scans_ranges_ahead_while_it_waits_for_a_worker(
 ) -> None:
     # GIVEN one worker that answers each range it starts only 50 ms later
     claims = ranges.Claims.shared(multiprocessing.get_context())
-    slow = ranges.Workers(SlowWorker(claims, 0.05), claims)  # type: ignore[arg-type]
+    worker = SlowWorker(claims, 0.05)
+    slow = ranges.Workers(worker, claims)  # type: ignore[arg-type]
     monkeypatch.setattr(ranges, "start_workers", lambda count: slow)
     log = served["journald"]
     # WHEN the journald log is analysed with two jobs, in ranges of 16 kB
     shared = report(log, packs, split(2, 16_384))
     # THEN while the walk waited for the worker's range it claimed and scanned ranges ahead (each of
     # its answers the lines the walk's own scan of that window gives: `oracles`), the worker answered
-    # others, and the report is that of one process
+    # the ones it claimed, and the report is that of one process. (Whether the walk could use a
+    # worker's answer depends on the timing: one given under a scan state the walk has since left
+    # is dropped; a loaded machine made every one of them late once. The workers' answers are used
+    # in test_generated_logs_read_the_same_and_the_workers_answer.)
     assert shared == expected_alone(log, packs)
     assert oracles[0].stolen > 0
-    assert oracles[0].answered > oracles[0].stolen
+    assert worker.answers > 0
 
 
 def test_a_range_is_scanned_by_whoever_claims_it_first() -> None:
