@@ -46,7 +46,7 @@ def learned_patterns(path: Path, packs: PackSet) -> tuple[list[tuple[bytes, bool
     for line in fast:
         fast.matcher.match_line(line)
     plain = fast.scan.patterns[: fast.scan.plain_patterns]
-    if plain and plain[-1][0].startswith(b"^"):
+    if fast.scan.compiled_templates:  # their complement closes the plain patterns (a trigger may start with `^`)
         return plain[:-1], plain[-1][0]
     return plain, None
 

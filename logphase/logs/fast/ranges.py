@@ -395,11 +395,13 @@ class RangeOracle:
         `index` queued under its state that no worker started, in order, and scans each as a worker
         would (the scan's state is the task's)."""
         state = self.state
+        if state is None:
+            return
         for ahead in sorted(self.tasks):
             if waited.done():
                 return
             task = self.tasks[ahead]
-            if ahead <= index or task.walks or state is None or task.key != state.key or task.future.done():
+            if ahead <= index or task.walks or task.key != state.key or task.future.done():
                 continue
             if not self._take(task):
                 continue  # a worker started it
