@@ -136,9 +136,12 @@ class Ingest:
         self.scanned.timeline = self.timeline()
         return self.scanned
 
-    def judgement(self, budgets: Budgets, now: float) -> Judgement:
+    def judgement(self, budgets: Budgets, now: float, *, post_mortem: bool = False) -> Judgement:
         """Failure, ready and phase come from the lines; stalled vs progressing is `observe`'s
-        (by arrival), so the judgement is only renewed when new events came in."""
+        (by arrival), so the judgement is only renewed when new events came in. Once the input
+        ended, the log is a finished one: judged post-mortem, as analyze judges it."""
+        if post_mortem:
+            return judge(self.timeline(), as_of=self.log_now(now) or self.reference, post_mortem=True, budgets=budgets)
         if self._judgement is None:
             log_now = self.log_now(now) or self.reference
             self._judgement = judge(self.timeline(), as_of=log_now, post_mortem=False, budgets=budgets)
@@ -180,7 +183,10 @@ class Ingest:
         process_alive: bool | None = None,
         input_ended: bool = False,
     ) -> Observation:
-        judgement = self.judgement(budgets, now) if self.builder.events else None
+        if input_ended:
+            judgement: Judgement | None = self.judgement(budgets, now, post_mortem=True)
+        else:
+            judgement = self.judgement(budgets, now) if self.builder.events else None
         stop = self.stop_point()
         return Observation(
             t=now,
@@ -275,10 +281,12 @@ class Transition:
         return {"t": round(self.t, 3), "event": str(self.event), **self.fields, "text": self.text}
 
 
-def outcome_transition(state: WatchState, t: float, exit_code: ExitCode, settings: Settings) -> Transition:
-    """The watch's last word, told once the final report is judged (its exit code comes with the
-    confidence, judging/exits.py): the outcome, with both sides when the health URL overruled a log
-    that says ready."""
+def outcome_transition(
+    state: WatchState, t: float, settings: Settings, *, confidence: str, exit_code: ExitCode
+) -> Transition:
+    """The watch's last word, told once the final report is judged (the confidence and the exit code
+    are the report's, as analyze gives them): the outcome, with both sides when the health URL
+    overruled a log that says ready."""
     outcome = state.outcome
     if outcome is None:
         raise ValueError("the watch has no outcome yet")
@@ -286,7 +294,11 @@ def outcome_transition(state: WatchState, t: float, exit_code: ExitCode, setting
     log_says = state.log_ready if outcome.verdict is not Verdict.READY else None
     if log_says is not None:
         message += f"; {unconfirmed(settings.health_url, state.health_text or 'not asked yet', log_says)}"
-    fields: dict[str, JsonScalar] = {"verdict": str(outcome.verdict), "exit_code": int(exit_code)}
+    fields: dict[str, JsonScalar] = {
+        "verdict": str(outcome.verdict),
+        "confidence": confidence,
+        "exit_code": int(exit_code),
+    }
     return Transition(t, WatchEvent.OUTCOME, message, {**fields, "log_says_ready": log_says})
 
 

@@ -283,7 +283,8 @@ def watch(
         inputs, ingest.scan_result(), packs, options, identity=identity, last_activity=last_write
     )
     code = exit_code(report.verdict, Confidence(report.confidence))
-    printer.transitions([outcome_transition(state, clock() - began, code, settings)])
+    told = outcome_transition(state, clock() - began, settings, confidence=report.confidence, exit_code=code)
+    printer.transitions([told])
     if stacks is not None:
         _show_stacks(stacks, colour, printer, clock() - began)
     if run is not None:

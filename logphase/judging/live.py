@@ -53,16 +53,21 @@ class LiveDecision:
 
 
 def decide(judgement: Judgement | None, facts: LiveFacts, budget: Budget) -> LiveDecision:
-    """docs/design.md §4 for a watched run, in order: the log's failure; the health URL's ready; the
-    log's ready (only without a health URL: with one, only the URL can say ready); a finished job;
-    the process gone; silence by arrival past the phase's budget; the input ended; the deadline;
-    an interrupt. Anything else: still starting."""
+    """docs/design.md §4 for a watched run, in order: the log's failure; the health URL's ready; a log
+    that ended (its post-mortem judgement, `judgement` then being one); the log's ready (only without
+    a health URL: with one, only the URL can say ready); a finished job; the process gone; silence by
+    arrival past the phase's budget; the deadline; an interrupt. Anything else: still starting."""
     where = f" during {facts.phase}" if facts.phase else ""
     logged = judgement.verdict if judgement is not None else None
     if judgement is not None and logged in PROBLEM_VERDICTS and logged is not Verdict.STALLED:
         return LiveDecision(judgement.verdict, f"{judgement.verdict}: {judgement.reason}", True, Source.LOG)
     if facts.health_ready:
         return LiveDecision(Verdict.READY, f"ready: health {facts.health_text} after {format_duration(facts.t)}", True)
+    if facts.input_ended:  # a finished log: judged post-mortem, as analyze judges it
+        if judgement is None:
+            return LiveDecision(Verdict.UNKNOWN, "unknown: no line matched any pattern", True, Source.LOG)
+        said = judgement.reason if logged in SUCCESS_VERDICTS else f"{judgement.verdict}: {judgement.reason}"
+        return LiveDecision(judgement.verdict, said, True, Source.LOG)
     if judgement is not None and logged is Verdict.READY and facts.health_url is None:
         return LiveDecision(Verdict.READY, f"ready: {log_ready(judgement)}", True, Source.LOG)
     if judgement is not None and logged in SUCCESS_VERDICTS and logged is not Verdict.READY:
@@ -74,8 +79,6 @@ def decide(judgement: Judgement | None, facts: LiveFacts, budget: Budget) -> Liv
         last = f"; last progress at line {facts.last_progress_line}" if facts.last_progress_line else ""
         reason = f"stalled: {quiet} (budget {format_duration(budget.seconds)}, {budget.source}){last}"
         return LiveDecision(Verdict.STALLED, reason, True)
-    if facts.input_ended:
-        return LiveDecision(Verdict.STALLED, f"stalled: the log ended{where} without a ready line", True, Source.LOG)
     if facts.timed_out:
         at = f" (in {facts.phase})" if facts.phase else ""
         reason = f"still starting after {format_duration(facts.t)}{at}: --timeout"

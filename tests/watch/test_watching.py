@@ -53,7 +53,7 @@ def _step(state: WatchState, obs: Observation, settings: Settings) -> tuple[Watc
     whose evidence carries its verdict: high confidence)."""
     state, said = step(state, obs, settings)
     if state.outcome is not None:
-        said = (*said, outcome_transition(state, obs.t, _code(state), settings))
+        said = (*said, outcome_transition(state, obs.t, settings, confidence="high", exit_code=_code(state)))
     return state, said
 
 
@@ -160,16 +160,24 @@ def test_crash_in_the_log_and_a_vanished_process_end_it_with_exit_4() -> None:
     assert _texts(said)[-1] == "[+   2.0s] crashed: process 4242 exited during cuda_graph without a ready line"
 
 
-def test_timeout_ends_it_still_starting_exit_5_and_stdin_ending_is_a_stall() -> None:
+def test_timeout_ends_it_still_starting_exit_5_and_stdin_ending_is_judged_post_mortem() -> None:
     state, said = _step(WatchState(), _obs(3.0), Settings(timeout_s=3.0))
     assert state.outcome is not None and (_code(state), _texts(said)[-1]) == (
         ExitCode.STARTING,
         "[+   3.0s] still starting after 3s (in cuda_graph): --timeout",
     )
-    state, said = _step(WatchState(), _obs(3.0, input_ended=True), Settings())
+    # GIVEN the input ended mid-capture: the log's post-mortem judgement (Ingest judges it so) decides
+    ended = _judged(Verdict.STALLED, Phase.CUDA_GRAPH, "the log ends during cuda_graph with no error (line 12)")
+    state, said = _step(WatchState(), _obs(3.0, input_ended=True, judgement=ended), Settings())
     assert state.outcome is not None and (_code(state), _texts(said)[-1]) == (
         ExitCode.PROBLEM,
-        "[+   3.0s] stalled: the log ended during cuda_graph without a ready line",
+        "[+   3.0s] stalled: the log ends during cuda_graph with no error (line 12)",
+    )
+    # AND an input that ended without a line any rule knows is unknown, as analyze says
+    state, said = _step(WatchState(), _obs(3.0, input_ended=True, phase=None), Settings())
+    assert state.outcome is not None and (state.outcome.verdict, _texts(said)[-1]) == (
+        Verdict.UNKNOWN,
+        "[+   3.0s] unknown: no line matched any pattern",
     )
 
 
@@ -281,6 +289,7 @@ def test_every_transition_is_one_json_event_with_t_event_and_its_fields() -> Non
             "t": 1181.5,
             "event": "outcome",
             "verdict": "ready",
+            "confidence": "high",
             "exit_code": 0,
             "log_says_ready": None,
             "text": "ready: health 200 ready after 19m42s",
@@ -335,11 +344,12 @@ def test_with_a_url_a_log_that_says_ready_ends_ready_once_the_url_answers_200() 
 
 def test_an_interrupt_ends_it_still_starting() -> None:
     state = interrupted(WatchState(phase=Phase.CUDA_GRAPH), 7.25, Settings())
-    said = outcome_transition(state, 7.25, _code(state), Settings())
+    said = outcome_transition(state, 7.25, Settings(), confidence="high", exit_code=_code(state))
     assert said.to_json() == {
         "t": 7.25,
         "event": "outcome",
         "verdict": "progressing",
+        "confidence": "high",
         "exit_code": 5,
         "log_says_ready": None,
         "text": "interrupted",
