@@ -135,7 +135,7 @@ def assemble(
     assessment = assess(timeline, judgement, post_mortem=options.post_mortem, earlier_starts=len(result.earlier))
     stacks = options.stacks
     if stacks is None and result.dumps:
-        from logphase.stacks.stalls import summarize  # the stack model: only for a log with dumps in it
+        from logphase.judging.stalls import summarize  # the stack model: only for a log with dumps in it
 
         stacks = summarize(result.dumps, packs.signatures)
     culprits = weigh_culprits(judgement.culprit_ranks, Evidence(live_stacks=options.stacks, flight=options.flight))

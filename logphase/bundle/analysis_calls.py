@@ -13,13 +13,13 @@ from typing import Any
 from logphase import pipeline
 from logphase.flight_recorder import judge_dumps, read_dumps
 from logphase.jobs import ONE_JOB, Jobs
+from logphase.judging.stalls import summarize
 from logphase.logs.matcher import SourceMatcher
 from logphase.logs.reader import LogSource, read_lines
 from logphase.packs import PackSet
 from logphase.phases import FAILURE_KINDS
 from logphase.report.formats import OutputFormat, pick
 from logphase.stacks.model import ProcessSnapshot, StacksReport
-from logphase.stacks.stalls import summarize
 
 
 @dataclass(frozen=True)

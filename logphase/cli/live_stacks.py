@@ -5,14 +5,15 @@ from __future__ import annotations
 
 import os
 import socket
+from typing import TYPE_CHECKING
 
 import click
 
 from logphase.errors import LogphaseError
 from logphase.packs import PackSet
-from logphase.stacks import pyspy
-from logphase.stacks.model import StacksReport
-from logphase.stacks.stalls import summarize
+
+if TYPE_CHECKING:  # types only: a plain `analyze` imports no stack model (start-up time)
+    from logphase.stacks.model import StacksReport
 
 # Two samples half a second apart tell a rank that moves from one that waits, at a second's cost.
 SAMPLES = 2
@@ -43,6 +44,9 @@ def take_stacks(pid: int, packs: PackSet) -> StacksReport | None:
     """Every process of the server's tree sampled twice, merged and judged as `logphase stacks --pid`
     does. What stops it (py-spy missing or denied, the server gone) is said on stderr with its hint,
     and the analysis goes on without stacks: the log's answer is still worth having."""
+    from logphase.judging.stalls import summarize
+    from logphase.stacks import pyspy
+
     try:
         py_spy = pyspy.find_py_spy(None)
         procs = pyspy.discover_tree(pid)
