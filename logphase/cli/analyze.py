@@ -85,7 +85,11 @@ def analyze(
     dumps given with them (one per rank, named <prefix><rank>) tell which rank never joined the
     collective the others wait in.
 
-    Exit: 0 ready, 4 stalled/crashed/aborted/timeout, 5 still starting, 6 unknown, 3 unreadable.
+    With --pid, the running server's ranks are sampled with py-spy and their stacks judged with the
+    logs: where each rank waits, and the odd rank out as the culprit where the logs name none.
+
+    Exit: 0 ready, 4 stalled/crashed/aborted/timeout, 5 still starting, 6 unknown (or a success the
+    evidence does not carry), 3 unreadable input or no such --pid.
     """
     if pid is not None:
         check_pid(pid)
