@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from logphase.logs.fast import FastLines, Plan
+    from logphase.logs.fast.caches import FastCaches
     from logphase.logs.fast.ranges import Workers
     from logphase.stacks.dumps import DumpParser
     from logphase.stacks.model import ProcessSnapshot
@@ -311,20 +312,12 @@ def scan(
     if not any(fast_sources):
         # no source takes the fast path: nothing of it is imported (~10 ms of a small log's start-up)
         return _scan(sources, packs, as_of, fast_sources=fast_sources, jobs=ONE_JOB, workers=None)
-    use_fast_caches(caches)
+    from logphase.logs.fast.caches import FastCaches
     from logphase.logs.fast.ranges import workers_for
 
+    kept = FastCaches.at(caches)
     with workers_for(jobs, [source.path for source in sources]) as workers:
-        return _scan(sources, packs, as_of, fast_sources=fast_sources, jobs=jobs, workers=workers)
-
-
-def use_fast_caches(folder: Path | None) -> None:
-    """The fast path's scan plans and compiled scanners kept in `folder` (logs/fast/plan.py,
-    scanners.py); None: built every time."""
-    from logphase.logs.fast import plan, scanners
-
-    scanners.use_cache(folder / "scanners" if folder else None)
-    plan.use_cache(folder / "plans" if folder else None)
+        return _scan(sources, packs, as_of, fast_sources=fast_sources, jobs=jobs, workers=workers, caches=kept)
 
 
 def _fast_for(source: LogSource, fast: bool | None) -> bool:
@@ -346,6 +339,7 @@ def _scan(
     fast_sources: list[bool],
     jobs: Jobs,
     workers: Workers | None,
+    caches: FastCaches | None = None,
 ) -> ScanResult:
     builder = TimelineBuilder(job_systems=packs.job_systems)
     result = ScanResult(timeline=builder.finish(), unrecognised=TemplateMiner(packs))
@@ -362,7 +356,8 @@ def _scan(
             from logphase.logs.fast.ranges import oracle_for
 
             if plan is None:
-                plan = plan_for(packs, (TRIGGER,))  # the first source that takes the fast path
+                # the first source that takes the fast path
+                plan = plan_for(packs, (TRIGGER,), caches.plans if caches is not None else None)
             if plan.enabled:
                 filtered = FastLines(
                     source,
@@ -370,6 +365,7 @@ def _scan(
                     as_of,
                     context=(CONTEXT_BEFORE, CONTEXT_AFTER),
                     plain_head=YEAR_LOOKAHEAD,
+                    scanners=caches.scanners if caches is not None else None,
                     ranges=oracle_for(workers, source.path, jobs),
                 )
         lines = iter(filtered) if filtered is not None else read_lines(source)

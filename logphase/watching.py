@@ -19,6 +19,7 @@ from logphase.judging.live import LiveDecision, LiveFacts, decide, log_ready
 from logphase.judging.logs import Judgement, judge
 from logphase.logs.clocks import format_offset_notes, head_clock
 from logphase.logs.fast import FollowRuns, plan_for
+from logphase.logs.fast.caches import FastCaches
 from logphase.logs.matcher import Event, SourceMatcher
 from logphase.logs.reader import Line
 from logphase.logs.stamps import ignored_stamp_notes
@@ -49,6 +50,7 @@ class Ingest:
     reference: datetime  # dates year-less stamps (SourceMatcher)
     fast: bool = True  # steady runs summarised (logs/fast/ FollowRuns); same state either way
     name: str = "<stdin>"  # the log's, for the notes
+    caches: FastCaches = field(default_factory=FastCaches)  # the fast path's plans and scanners
     matcher: SourceMatcher = field(init=False)
     runs: FollowRuns | None = field(init=False)
     builder: TimelineBuilder = field(init=False)
@@ -73,8 +75,8 @@ class Ingest:
         self.fingerprint = FingerprintCollector(formats=self.packs.server_args)
         self.scanned = ScanResult(timeline=self.builder.finish(), unrecognised=TemplateMiner(self.packs))
         self.source = SourceFeed(0, self.matcher, self.builder, self.scanned)
-        plan = plan_for(self.packs, (TRIGGER,))
-        self.runs = FollowRuns(plan) if self.fast and plan.enabled else None
+        plan = plan_for(self.packs, (TRIGGER,), self.caches.plans)
+        self.runs = FollowRuns(plan, cache=self.caches.scanners) if self.fast and plan.enabled else None
 
     def feed(self, lines: Sequence[Line], arrived: float) -> None:
         matcher, builder, fingerprint = self.matcher, self.builder, self.fingerprint

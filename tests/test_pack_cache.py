@@ -6,7 +6,7 @@ from __future__ import annotations
 import marshal
 import pickle
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -15,7 +15,7 @@ from click.testing import CliRunner
 from logphase.cli import main
 from logphase.disk_cache import DiskCache
 from logphase.frames import TRIGGER
-from logphase.logs.fast import plan, scanners
+from logphase.logs.fast import plan
 from logphase.packs import PackRegex, PackSet, load_packs, loading
 from logphase.packs.cache import MAGIC, PackCache, PackFile
 from tests.conftest import FIXTURES
@@ -208,13 +208,6 @@ def test_a_user_packs_regexes_are_compiled_as_it_loads(tmp_path: Path) -> None:
 
 
 @pytest.fixture
-def no_scanner_cache() -> Iterator[None]:
-    yield
-    scanners.use_cache(None)  # analyze set these to the test's folder
-    plan.use_cache(None)
-
-
-@pytest.fixture
 def builds(monkeypatch: pytest.MonkeyPatch) -> list[PackSet]:
     """The pack set of every scan plan built (one read back from the cache is not built)."""
     seen: list[PackSet] = []
@@ -229,11 +222,8 @@ def builds(monkeypatch: pytest.MonkeyPatch) -> list[PackSet]:
 
 
 @pytest.fixture
-def plan_folder(tmp_path: Path) -> Iterator[Path]:
-    folder = tmp_path / "plans"
-    plan.use_cache(folder)
-    yield folder
-    plan.use_cache(None)
+def plan_folder(tmp_path: Path) -> Path:
+    return tmp_path / "plans"
 
 
 def plan_facts(built: plan.Plan) -> tuple[object, ...]:
@@ -247,8 +237,8 @@ def test_the_plan_of_cached_packs_is_read_back_the_same(
     # GIVEN the shipped packs loaded through the pack cache, twice (two runs)
     first, second = (load_packs(cache_folder=tmp_path / "packs") for _ in range(2))
     # WHEN each run asks for its scan plan
-    stored = plan.plan_for(first, (TRIGGER,))
-    loaded = plan.plan_for(second, (TRIGGER,))
+    stored = plan.plan_for(first, (TRIGGER,), plan.plan_cache(plan_folder))
+    loaded = plan.plan_for(second, (TRIGGER,), plan.plan_cache(plan_folder))
     # THEN the first was built and stored, the second read back: the same factors, rules and
     # triggers, its rules those of its own pack set
     assert builds == [first]
@@ -262,13 +252,13 @@ def test_the_plan_of_cached_packs_is_read_back_the_same(
 def test_a_damaged_plan_is_never_used(tmp_path: Path, plan_folder: Path, builds: list[PackSet], damage: str) -> None:
     # GIVEN a stored plan, then damaged on disk
     first = load_packs(cache_folder=tmp_path / "packs")
-    stored = plan.plan_for(first, (TRIGGER,))
+    stored = plan.plan_for(first, (TRIGGER,), plan.plan_cache(plan_folder))
     (entry,) = plan_folder.iterdir()
     data = entry.read_bytes()
     entry.write_bytes(_damaged(data, damage, plan.MAGIC))
     # WHEN the next run asks for it
     second = load_packs(cache_folder=tmp_path / "packs")
-    rebuilt = plan.plan_for(second, (TRIGGER,))
+    rebuilt = plan.plan_for(second, (TRIGGER,), plan.plan_cache(plan_folder))
     # THEN it was built again, the same, and stored whole again
     assert builds == [first, second]
     assert plan_facts(rebuilt) == plan_facts(stored)
@@ -280,12 +270,12 @@ def test_a_plan_entry_whose_checksum_holds_but_is_no_plan_is_rebuilt(
 ) -> None:
     # GIVEN an entry under the right key with a good checksum over something else
     first = load_packs(cache_folder=tmp_path / "packs")
-    plan.plan_for(first, (TRIGGER,))
+    plan.plan_for(first, (TRIGGER,), plan.plan_cache(plan_folder))
     (entry,) = plan_folder.iterdir()
     DiskCache(plan_folder, plan.MAGIC, plan.KEEP).store(entry.name, marshal.dumps(("not", "a", "plan")))
     # WHEN the next run asks for its plan THEN it is built afresh
     second = load_packs(cache_folder=tmp_path / "packs")
-    plan.plan_for(second, (TRIGGER,))
+    plan.plan_for(second, (TRIGGER,), plan.plan_cache(plan_folder))
     assert builds == [first, second]
 
 
@@ -293,12 +283,12 @@ def test_packs_loaded_without_the_cache_store_no_plan(plan_folder: Path, builds:
     # GIVEN packs loaded without the pack cache (no digest of what they were loaded from)
     packs = load_packs()
     # WHEN their plan is asked for THEN it is built, and nothing is stored
-    plan.plan_for(packs, (TRIGGER,))
+    plan.plan_for(packs, (TRIGGER,), plan.plan_cache(plan_folder))
     assert builds == [packs]
     assert not plan_folder.exists()
 
 
-def test_logphase_no_cache_writes_nothing(tmp_path: Path, no_scanner_cache: None) -> None:
+def test_logphase_no_cache_writes_nothing(tmp_path: Path) -> None:
     # GIVEN an empty cache home and LOGPHASE_NO_CACHE set
     log = FIXTURES / "logs" / "sglang" / "tp8-ready-serving.log"
     env = {"XDG_CACHE_HOME": str(tmp_path), "LOGPHASE_NO_CACHE": "1"}
@@ -310,7 +300,7 @@ def test_logphase_no_cache_writes_nothing(tmp_path: Path, no_scanner_cache: None
 
 @pytest.mark.parametrize("log", LOGS, ids=lambda p: str(p.relative_to(FIXTURES)))
 def test_the_report_is_the_same_with_a_cold_a_warm_and_no_cache(
-    log: Path, tmp_path: Path, parses: list[str], builds: list[PackSet], no_scanner_cache: None
+    log: Path, tmp_path: Path, parses: list[str], builds: list[PackSet]
 ) -> None:
     # GIVEN a fixture or real-world log and an empty cache home
     argv = ["analyze", "--post-mortem", "--format", "json", "--as-of", "2030-01-01 00:00:00", str(log)]

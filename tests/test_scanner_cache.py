@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -22,11 +21,14 @@ EXPECTED = [(1, 6), (0, 43), (2, 82)]
 
 
 @pytest.fixture
-def folder(tmp_path: Path) -> Iterator[Path]:
-    cache = tmp_path / "scanners"
-    scanners.use_cache(cache)
-    yield cache
-    scanners.use_cache(None)
+def folder(tmp_path: Path) -> Path:
+    return tmp_path / "scanners"
+
+
+def kept_in(folder: Path) -> ScannerCache:
+    cache = scanners.scanner_cache(folder)
+    assert cache is not None  # hyperscan is installed (the module's mark)
+    return cache
 
 
 @pytest.fixture
@@ -47,8 +49,8 @@ def loads(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
 def test_a_second_scanner_of_the_same_patterns_is_loaded_not_compiled(folder: Path, loads: list[bool]) -> None:
     # GIVEN an empty cache folder
     # WHEN a scanner for the same patterns is made twice
-    first = scanners.make_scanner(PATTERNS)
-    second = scanners.make_scanner(PATTERNS)
+    first = scanners.make_scanner(PATTERNS, cache=kept_in(folder))
+    second = scanners.make_scanner(PATTERNS, cache=kept_in(folder))
     # THEN the first is compiled and stored (one file), the second loaded; both find the same
     assert loads == [False, True]
     assert len(list(folder.iterdir())) == 1
@@ -58,7 +60,7 @@ def test_a_second_scanner_of_the_same_patterns_is_loaded_not_compiled(folder: Pa
 @pytest.mark.parametrize("damage", ["flipped byte", "truncated", "empty", "other magic"])
 def test_a_damaged_entry_is_never_loaded_and_is_rebuilt(folder: Path, loads: list[bool], damage: str) -> None:
     # GIVEN a cached database, then damaged on disk
-    scanners.make_scanner(PATTERNS)
+    scanners.make_scanner(PATTERNS, cache=kept_in(folder))
     (entry,) = folder.iterdir()
     data = entry.read_bytes()
     damaged = {
@@ -69,7 +71,7 @@ def test_a_damaged_entry_is_never_loaded_and_is_rebuilt(folder: Path, loads: lis
     }[damage]
     entry.write_bytes(damaged)
     # WHEN the same patterns are scanned again
-    scanner = scanners.make_scanner(PATTERNS)
+    scanner = scanners.make_scanner(PATTERNS, cache=kept_in(folder))
     # THEN the damaged entry was not used: compiled afresh, stored whole again, the same matches
     assert loads == [False, False]
     assert entry.read_bytes()[: len(MAGIC)] == MAGIC
@@ -82,7 +84,7 @@ def test_a_payload_hyperscan_refuses_is_compiled_afresh(folder: Path, loads: lis
     cache = ScannerCache(folder, f"hyperscan {scanners.hyperscan.__version__}")
     cache.store(cache.key(PATTERNS), b"not a database")
     # WHEN the patterns are scanned
-    scanner = scanners.make_scanner(PATTERNS)
+    scanner = scanners.make_scanner(PATTERNS, cache=kept_in(folder))
     # THEN it is compiled (and works)
     assert loads == [False]
     assert scanner.matches(TEXT, 0, len(TEXT)) == EXPECTED
@@ -101,13 +103,9 @@ def test_an_unwritable_cache_only_costs_the_compile(tmp_path: Path, loads: list[
     # GIVEN a cache folder that is a file (cannot be created)
     blocked = tmp_path / "file"
     blocked.write_text("")
-    scanners.use_cache(blocked / "scanners")
-    try:
-        # WHEN a scanner is made twice
-        scanner = scanners.make_scanner(PATTERNS)
-        scanners.make_scanner(PATTERNS)
-    finally:
-        scanners.use_cache(None)
+    # WHEN a scanner is made twice
+    scanner = scanners.make_scanner(PATTERNS, cache=kept_in(blocked / "scanners"))
+    scanners.make_scanner(PATTERNS, cache=kept_in(blocked / "scanners"))
     # THEN both are compiled, no error
     assert loads == [False, False]
     assert scanner.matches(TEXT, 0, len(TEXT)) == EXPECTED
@@ -125,7 +123,6 @@ def test_analyze_reports_the_same_with_and_without_the_cache(tmp_path: Path) -> 
     warm = runner.invoke(main, argv, env=env)
     (tmp_path / "blocked").write_text("")
     uncached = runner.invoke(main, argv, env={"XDG_CACHE_HOME": str(tmp_path / "blocked")})
-    scanners.use_cache(None)
     # THEN the cold run stored its databases, and the three reports are the same, byte for byte
     assert stored
     assert cold.output == warm.output == uncached.output

@@ -37,11 +37,11 @@ from logphase.health import parse_url, probe
 from logphase.judging.budgets import Budgets, budgets_from
 from logphase.judging.confidence import Confidence
 from logphase.judging.exits import exit_code
+from logphase.logs.fast.caches import FastCaches
 from logphase.logs.follow import FOLLOW_POLL_S, follow_lines
 from logphase.phases import Phase, Verdict
 from logphase.report.formats import OutputFormat, pick
 from logphase.report.model import InputSummary
-from logphase.scanning import use_fast_caches
 from logphase.stacks.model import StacksReport
 from logphase.watching import (
     Ingest,
@@ -167,13 +167,14 @@ def watch(
     if pid is not None:
         check_pid(pid)
     packs = load_all_packs(pattern_paths)
-    use_fast_caches(cache_folder())  # as analyze: the scan plan and compiled scanners of a run before
     health_url = parse_url(url) if url else None
     tty = sys.stderr.isatty()
     colour = use_colour()
     store_path = resolve_db(db_path)
     printer = _Printer(jsonl=output_format is WatchFormat.JSONL)
-    ingest = Ingest(packs, reference=datetime.now(), name=log if log != "-" else "<stdin>")
+    # as analyze: the scan plan and compiled scanners of a run before
+    caches = FastCaches.at(cache_folder())
+    ingest = Ingest(packs, reference=datetime.now(), name=log if log != "-" else "<stdin>", caches=caches)
     settings = Settings(
         budgets=Budgets(stall_after_s=stall_after_s),
         timeout_s=timeout_s,

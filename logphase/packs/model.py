@@ -336,6 +336,8 @@ class PackSet:
     _candidates: dict[frozenset[tuple[str, str]], tuple[Rule, ...]] = field(init=False, repr=False)
     _word_hits: dict[str, tuple[tuple[str, str], ...]] = field(init=False, repr=False)
     _prefixes_by_first: dict[str, tuple[PrefixRule, ...]] = field(init=False, repr=False)
+    # the fast path's scan plans of this pack set, by trigger patterns (logs/fast/plan.py)
+    plans: dict[tuple[str, ...], Any] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         prefixes = sorted((p for pack in self.packs for p in pack.prefixes), key=lambda p: -p.priority)
@@ -352,7 +354,7 @@ class PackSet:
 
     def __getstate__(self) -> dict[str, Any]:
         """Pickled (the pack cache) with its rule index, without the memos that lines fill in."""
-        return {**self.__dict__, "_candidates": {}, "_word_hits": {}, "_prefixes_by_first": {}}
+        return {**self.__dict__, "_candidates": {}, "_word_hits": {}, "_prefixes_by_first": {}, "plans": {}}
 
     def _index_literals(self) -> None:
         """Index the rules so that a line picks the few worth trying (the per-rule prefilter, done
@@ -373,6 +375,7 @@ class PackSet:
         object.__setattr__(self, "_always", tuple(always))
         object.__setattr__(self, "_candidates", {})
         object.__setattr__(self, "_word_hits", {})
+        object.__setattr__(self, "plans", {})
         object.__setattr__(self, "_prefixes_by_first", {})
 
     @property

@@ -6,6 +6,7 @@ import re
 from collections.abc import Callable, Container, Iterable, Sequence
 from dataclasses import dataclass
 
+from logphase.logs.fast.cache import ScannerCache
 from logphase.logs.fast.plan import Plan
 from logphase.logs.fast.scanners import ReScanner, Scanner, make_scanner
 from logphase.logs.fast.templates import (
@@ -40,9 +41,10 @@ class CandidateScan:
     with no learned template, and lines with a steady factor whose template has not shown that
     factor's run yet. Learning a template or a kind marks it stale; `refresh` recompiles."""
 
-    def __init__(self, plan: Plan, *, accelerate: bool) -> None:
+    def __init__(self, plan: Plan, *, accelerate: bool, cache: ScannerCache | None = None) -> None:
         self.plan = plan
         self.accelerate = accelerate
+        self.cache = cache
         self.learned = TemplateSet()
         self.templates = self.learned.known
         self.kinds: list[Kind] = []
@@ -117,7 +119,7 @@ class CandidateScan:
                 if pattern is not None:
                     patterns.append((pattern, False))
                     self.loose_factors.append(factors)
-        self.scanner = make_scanner(patterns, accelerate=self.accelerate)
+        self.scanner = make_scanner(patterns, accelerate=self.accelerate, cache=self.cache)
         self.patterns = patterns
         self.generation += 1
 

@@ -7,6 +7,7 @@ import itertools
 import re
 from collections.abc import Iterator, Sequence
 
+from logphase.logs.fast.cache import ScannerCache
 from logphase.logs.fast.plan import Plan
 from logphase.logs.fast.runs import Run, Runs, book_runs
 from logphase.logs.fast.scanners import make_scanner
@@ -28,15 +29,16 @@ class FollowRuns:
     run (its rule's regex needs more than the factors say), the run's last mark is the one before
     the lines skipped. No shipped rule and no test log shows it (tests/watch/test_follow_runs.py)."""
 
-    def __init__(self, plan: Plan, *, accelerate: bool = True) -> None:
+    def __init__(self, plan: Plan, *, accelerate: bool = True, cache: ScannerCache | None = None) -> None:
         self.plan = plan
         self.packs = plan.packs
         patterns = [(re.escape(f.text), f.caseless) for f in plan.candidates]
         patterns += [(trigger, False) for trigger in plan.triggers]
-        self.candidates = make_scanner(patterns, accelerate=accelerate)
+        self.candidates = make_scanner(patterns, accelerate=accelerate, cache=cache)
         self.steady_factors = list(plan.steady)
         self.rule_of = {factor: rule.id for factor, rule in plan.steady.items()}
-        self.steady_scanner = make_scanner([(re.escape(f), False) for f in self.steady_factors], accelerate=accelerate)
+        steady = [(re.escape(f), False) for f in self.steady_factors]
+        self.steady_scanner = make_scanner(steady, accelerate=accelerate, cache=cache)
         self.learned = TemplateSet()
         self.templates = self.learned.known
         self.template_re: re.Pattern[bytes] | None = None

@@ -7,6 +7,7 @@ from datetime import datetime
 from typing import IO, Protocol
 
 from logphase.envelope import Unwrapper
+from logphase.logs.fast.cache import ScannerCache
 from logphase.logs.fast.candidates import CandidateScan, Kind
 from logphase.logs.fast.clock import EnvelopeClock
 from logphase.logs.fast.hours import OtherHours
@@ -69,6 +70,7 @@ class FastLines(ClockKeeping):
         context: tuple[int, int],
         plain_head: int = 0,
         accelerate: bool = True,
+        scanners: ScannerCache | None = None,
         ranges: RangeOracle | None = None,
     ) -> None:
         self.source = source
@@ -79,7 +81,7 @@ class FastLines(ClockKeeping):
         self.matcher: SourceMatcher | None = None
         self.dumps: OpenDumps | None = None
         self.stats = ScanStats()
-        self.scan = CandidateScan(plan, accelerate=accelerate)
+        self.scan = CandidateScan(plan, accelerate=accelerate, cache=scanners)
         self.runs: Runs = {}
         self.steady_rules = {rule.id: rule for rule in plan.steady.values()}
         self.steady_bytes = list(plan.steady)

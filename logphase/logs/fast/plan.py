@@ -65,10 +65,6 @@ def holds_required(requires: Iterable[frozenset[bytes]], line: bytes) -> bool:
     return all(any(text in line for text in options) for options in requires)
 
 
-_PLANS: dict[tuple[int, tuple[str, ...]], Plan] = {}
-# The on-disk cache of plans, where the caller set one (the CLI: under $XDG_CACHE_HOME); the
-# library alone writes nothing to disk.
-_CACHE: list[DiskCache | None] = [None]
 MAGIC = b"logphase-scan-plan 1\n"
 KEEP = 16
 # The code a plan is built by (beside the packs, whose digest names their own code): another
@@ -76,25 +72,25 @@ KEEP = 16
 PLAN_CODE = ("plan.py", "factors.py", "../matcher.py", "../timeline.py")
 
 
-def use_cache(folder: Path | None) -> None:
-    """Keep the plans of pack sets loaded through the pack cache in `folder` (None: build every
-    time). Building one parses ~80 of the packs' regexes for their factors: ~11 ms of every run."""
-    _CACHE[0] = DiskCache(folder, MAGIC, KEEP) if folder is not None else None
+def plan_cache(folder: Path) -> DiskCache:
+    """The on-disk cache of plans in `folder`: building one parses ~80 of the packs' regexes for
+    their factors (~11 ms of every run)."""
+    return DiskCache(folder, MAGIC, KEEP)
 
 
-def plan_for(packs: PackSet, triggers: Sequence[re.Pattern[str]] = ()) -> Plan:
-    """The scan plan of a pack set (cached: packs are immutable once loaded)."""
-    key = (id(packs), tuple(t.pattern for t in triggers))
-    plan = _PLANS.get(key)
-    if plan is None or plan.packs is not packs:
-        plan = _PLANS[key] = _stored_plan(packs, triggers)
+def plan_for(packs: PackSet, triggers: Sequence[re.Pattern[str]] = (), cache: DiskCache | None = None) -> Plan:
+    """The scan plan of a pack set, remembered by the pack set itself (packs are immutable once
+    loaded), and kept in `cache` where the caller names one (the library alone writes nothing)."""
+    key = tuple(t.pattern for t in triggers)
+    plan = packs.plans.get(key)
+    if plan is None:
+        plan = packs.plans[key] = _stored_plan(packs, triggers, cache)
     return plan
 
 
-def _stored_plan(packs: PackSet, triggers: Sequence[re.Pattern[str]]) -> Plan:
+def _stored_plan(packs: PackSet, triggers: Sequence[re.Pattern[str]], cache: DiskCache | None) -> Plan:
     """The plan from the on-disk cache when it holds this pack set's (packs of the same files,
     versions and code: `PackSet.digest`), else built, and stored there."""
-    cache = _CACHE[0]
     if cache is None or not packs.digest:
         return _build_plan(packs, triggers)
     key = cache.key([packs.digest.encode(), _code_digest(), *(t.pattern.encode() for t in triggers)])

@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 from logphase.errors import LogphaseError
 from logphase.jobs import Jobs
+from logphase.logs.fast.cache import ScannerCache
 from logphase.logs.fast.candidates import CandidateScan, Hits, first_template, lines_to_read
 from logphase.logs.fast.plan import holds_required
 from logphase.logs.fast.scanners import Scanner, make_scanner
@@ -76,6 +77,7 @@ class ScanState:
     steady: tuple[tuple[bytes, str], ...]  # factor → its rule's id
     requires: tuple[tuple[str, tuple[frozenset[bytes], ...]], ...]  # rule id → the byte sets it needs
     accelerate: bool
+    cache: ScannerCache | None  # the walk's compiled databases: a worker loads what the walk stored
     seams: int  # a pattern may span a line shorter than this (and its newline) into the next
 
     @property
@@ -104,6 +106,7 @@ def state_of(scan: CandidateScan) -> ScanState | None:
         steady=tuple((factor, rule.id) for factor, rule in plan.steady.items()),
         requires=tuple((rule, tuple(sets)) for rule, sets in plan.requires.items()),
         accelerate=scan.accelerate,
+        cache=scan.cache,
         seams=seams,
     )
 
@@ -197,7 +200,8 @@ def candidates_in(state: ScanState, path: str, start: int, stop: int, ticket: in
         if len(_SCANNERS) >= KEEP_SCANNERS:
             _SCANNERS.clear()  # the walk moved on from the older states
         template_re = re.compile(state.template_regex) if state.template_regex is not None else None
-        compiled = _SCANNERS[source] = (make_scanner(state.patterns, accelerate=state.accelerate), template_re)
+        scanner = make_scanner(state.patterns, accelerate=state.accelerate, cache=state.cache)
+        compiled = _SCANNERS[source] = (scanner, template_re)
     scanner, template_re = compiled
     starts = lines_to_read(
         Hits(data, 0, len(data), scanner.matches(data, 0, len(data))),

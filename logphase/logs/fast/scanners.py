@@ -205,7 +205,7 @@ def _trie_regex(words: Iterable[bytes]) -> bytes:
 class HsScanner:
     """Hyperscan: every pattern in one database, scanned once."""
 
-    def __init__(self, patterns: Sequence[tuple[bytes, bool]]) -> None:
+    def __init__(self, patterns: Sequence[tuple[bytes, bool]], cache: ScannerCache | None = None) -> None:
         self.db: Any = None
         if not patterns:
             return
@@ -218,7 +218,6 @@ class HsScanner:
                 expressions.append(piece)
                 ids.append(index)
                 flags.append(flag)
-        cache = _CACHE[0]
         key = cache.key(patterns) if cache is not None else ""
         self.db = _cached_database(cache, key)
         if self.db is None:
@@ -241,16 +240,10 @@ class HsScanner:
         return found
 
 
-# The compiled-database cache, where the caller set one (the CLI: under $XDG_CACHE_HOME); the
-# library alone writes nothing to disk.
-_CACHE: list[ScannerCache | None] = [None]
-
-
-def use_cache(folder: Path | None) -> None:
-    """Keep compiled scanner databases in `folder` (None: compile every time)."""
+def scanner_cache(folder: Path) -> ScannerCache | None:
+    """Compiled scanner databases kept in `folder`; None without hyperscan (nothing to keep)."""
     # the module's own version, not importlib.metadata's lookup (~8 ms of imports on every run)
-    engine = f"hyperscan {hyperscan.__version__}" if hyperscan is not None else ""
-    _CACHE[0] = ScannerCache(folder, engine) if folder is not None and engine else None
+    return ScannerCache(folder, f"hyperscan {hyperscan.__version__}") if hyperscan is not None else None
 
 
 def _cached_database(cache: ScannerCache | None, key: str) -> Any:
@@ -264,11 +257,14 @@ def _cached_database(cache: ScannerCache | None, key: str) -> Any:
         return None
 
 
-def make_scanner(patterns: Sequence[tuple[bytes, bool]], *, accelerate: bool = True) -> Scanner:
-    """A scanner for (regex, caseless) pairs: hyperscan when installed and asked for."""
+def make_scanner(
+    patterns: Sequence[tuple[bytes, bool]], *, accelerate: bool = True, cache: ScannerCache | None = None
+) -> Scanner:
+    """A scanner for (regex, caseless) pairs: hyperscan when installed and asked for, its database
+    from `cache` when it holds it (and stored there when compiled)."""
     if accelerate and hyperscan is not None:
         try:
-            return HsScanner(patterns)
+            return HsScanner(patterns, cache)
         except hyperscan.error:  # a pattern hyperscan does not support: the stdlib reads it all
             pass
     return ReScanner(patterns)
