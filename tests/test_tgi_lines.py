@@ -1,5 +1,6 @@
-"""loguru's `backtrace=True` tracebacks (TGI's shard server) mark the frame that caught the exception
-`> File "…"`: a frame like the others, so the innermost anchored frame still places the failure."""
+"""TGI's lines as users paste them: loguru's `backtrace=True` tracebacks (the shard server) mark the frame
+that caught the exception `> File "…"`, a frame like the others; the launcher's colour codes lose their
+ESC byte in a terminal copy (`[2m…[0m`)."""
 
 from __future__ import annotations
 
@@ -38,3 +39,27 @@ def test_a_caught_frame_marker_keeps_the_traceback_one_group(tmp_path: Path, mar
     assert (report["verdict"], report["phase"]) == ("crashed", "weight_load"), report["reason"]
     assert report["root_cause"]["text"].startswith("torch.OutOfMemoryError")
     assert exit_code == 4
+
+
+READY = [
+    '[2m2024-11-05T09:12:04.434453Z[0m [32m INFO[0m [2mtext_generation_launcher[0m[2m:[0m Args { model_id: "m" }',
+    "[2m2024-11-05T09:12:08.101000Z[0m [32m INFO[0m [1mshard-manager[0m: [2mtext_generation_launcher[0m[2m:[0m "
+    "Starting shard [2m[3mrank[0m[2m=[0m0[0m",
+    "[2m2024-11-05T09:12:34.400000Z[0m [32m INFO[0m [1mshard-manager[0m: [2mtext_generation_launcher[0m[2m:[0m "
+    "Shard ready in 26.337128812s [2m[3mrank[0m[2m=[0m0[0m",
+    "[2m2024-11-05T09:12:34.500000Z[0m [32m INFO[0m [2mtext_generation_launcher[0m[2m:[0m Starting Webserver",
+    "[2m2024-11-05T09:12:36.900000Z[0m [32m INFO[0m [2mtext_generation_router::server[0m[2m:[0m "
+    "[2mrouter/src/server.rs[0m[2m:[0m[2m2393:[0m Connected",
+]
+
+
+@pytest.mark.parametrize("esc", ["", "#033", "\x1b"])
+def test_colour_codes_without_their_escape_byte_are_removed(tmp_path: Path, esc: str) -> None:
+    # GIVEN a TGI launcher log pasted from a terminal: its colour codes without the ESC byte, written out
+    # as `#033` (syslog), or whole
+    log = tmp_path / "tgi.log"
+    log.write_text("\n".join(line.replace("[", esc + "[") for line in READY) + "\n")
+    # WHEN analysed THEN every line reads as the uncoloured one: the shard's rank, the router's ready line
+    exit_code, report = run_json("analyze", str(log), "--post-mortem")
+    assert (report["system"], report["verdict"], report["ranks"]) == ("tgi", "ready", ["rank 0"]), report["reason"]
+    assert exit_code == 0
