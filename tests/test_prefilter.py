@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import json
 import re
 import tempfile
 from datetime import datetime
@@ -444,3 +445,25 @@ def test_quiet_lines_teach_their_template_and_a_cut_frame_on_it_is_still_read(
     assert fast == plain
     stats = captured[-1].stats
     assert (stats.emitted - scanning.YEAR_LOOKAHEAD) * 5 < 3000 - scanning.YEAR_LOOKAHEAD
+
+
+def test_an_event_read_as_another_lines_context_is_quoted_with_its_own_context(
+    packs: PackSet, tmp_path: Path, short_head: None
+) -> None:
+    # GIVEN NCCL's INFO lines of three ranks (one template), a blank line the scan must show the matcher,
+    # then a WARN on the very next line and INFO lines of the same template after it (NCCL's format:
+    # `host:pid:tid [dev] NCCL WARN ...`)
+    info = "node7:4{rank}1:4{rank}2 [{rank}] NCCL INFO group.cc:{line} -> 1 [Async thread]\n"
+    log = tmp_path / "nccl.log"
+    log.write_text(
+        "".join(info.format(rank=rank, line=64) for rank in range(3))
+        + "\n"
+        + "node7:411:412 [1] transport/nvls.cc:246 NCCL WARN Cuda failure 3 'initialization error'\n"
+        + "".join(info.format(rank=rank, line=line) for line in (1010, 1501, 64, 418, 95) for rank in range(3))
+    )
+    # WHEN analysed with and without the fast path
+    plain, fast = reports(log, packs)
+    # THEN the reports are the same: the WARN's context runs to the third line after it on both paths
+    assert fast == plain
+    context = [line["line"] for line in json.loads(fast)["root_cause"]["context"]]
+    assert context == [3, 4, 5, 6, 7, 8]

@@ -38,6 +38,9 @@ ENVELOPE_RANK = "envelope.rank"
 RANK_CAPTURES = frozenset({"tags", "rank"})
 # A traceback frame line (CPython: `  File "path", line N, in name`; faulthandler has no comma).
 TRACEBACK_FRAME = re.compile(r'\s+File "[^"]*", line \d+, in ')
+# loguru's `backtrace=True` marks the frame that caught the exception `> File "…"` (TGI's shard tracebacks):
+# a frame like the others.
+CAUGHT_FRAME = '> File "'
 # The capture an exception read from a cut traceback's `raise` statement carries (judging says so).
 CUT_TRACEBACK = "read_from"
 # libstdc++'s std::terminate prints the exception's text indented: `  what():  <message>`.
@@ -275,6 +278,8 @@ class SourceMatcher:
         inside = self._continues_block(fields, message)
         cut = self._cut_exception(block) if self.block is not block else None
         before = (cut,) if cut is not None else _NOTHING
+        if message.startswith(CAUGHT_FRAME):
+            message = "  " + message[2:]
         if message[:1].isspace() and (inside or message.lstrip().startswith('File "')) and not _is_what(message):
             # a frame or a quoted code line: never a message, but a frame can tell the phase
             if not inside and TRACEBACK_FRAME.match(message):

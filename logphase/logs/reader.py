@@ -24,6 +24,10 @@ CHUNK_BYTES = 1 << 20
 # Longer lines keep their first MAX_LINE_BYTES: no pattern needs more, and memory stays bounded.
 MAX_LINE_BYTES = 1 << 16
 ANSI_ESCAPE = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
+# Colour codes whose ESC byte was lost (a terminal's output pasted into an issue: TGI's
+# `[2m2024-…Z[0m [32m INFO[0m …`) or written out as text (`#033[0m`, syslog / CloudWatch): removed
+# only from a line that holds the reset `[0m`, which no log writes as text of its own.
+ANSI_REMNANT = re.compile(r"(?:#033)?\[[0-9;]*m")
 BAR_THEN_LOG_LINE = re.compile(r"(?<=\])(?=\[(?:\d{4}-\d\d-\d\d )?\d\d:\d\d:\d\d)")
 
 # What reading a source's stream raises when the file ends early or is damaged (see `damaged`).
@@ -436,6 +440,8 @@ def decoded_text(raw: bytes) -> str:
     text = raw.decode("utf-8", "replace")
     if "\x1b" in text:
         text = ANSI_ESCAPE.sub("", text)
+    if "[0m" in text:
+        text = ANSI_REMNANT.sub("", text)
     return text.rstrip("\r")
 
 

@@ -433,6 +433,11 @@ class FastLines(ClockKeeping):
             if not events:
                 self._learn_quiet(offset, raw, lines)
         self._book(events, (offset, raw, lines))
+        if any(event.rule.id not in self.steady_rules for event in events):
+            # an event read as another line's context has context of its own (the report quotes the
+            # lines after a failure and after the latest phase event); a steady run's members are
+            # shown with theirs where the run is (`_emit_with_context`)
+            self.after = self.context_after
         self.stats.emitted += 1
         self.pos = end + 1
         self.carried_stamps = []

@@ -18,10 +18,11 @@ from logphase.packs import PackSet, Rule
 from logphase.phases import EventKind
 
 # Lines that always reach the matcher: progress-bar rewrites (a carriage return inside a line; the
-# one of CRLF ends it and changes nothing), colour codes, a bar glued to a line, and the non-ASCII
-# letters whose lower case is ASCII (a caseless literal could hide behind them).
+# one of CRLF ends it and changes nothing), colour codes (and their remnants without ESC: `[0m`), a bar
+# glued to a line, and the non-ASCII letters whose lower case is ASCII (a caseless literal could hide
+# behind them).
 CARRIAGE_RETURN = b"\\r[^\\n]"
-ALWAYS_BYTES = (b"\x1b", b"%|")
+ALWAYS_BYTES = (b"\x1b", b"[0m", b"%|")
 UNICODE_CASE_BYTES = (b"\xc4\xb0", b"\xe2\x84\xaa", b"\xc5\xbf")
 FRAME_LINE = b'File "'  # what TRACEBACK_FRAME needs
 

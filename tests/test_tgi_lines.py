@@ -1,0 +1,65 @@
+"""TGI's lines as users paste them: loguru's `backtrace=True` tracebacks (the shard server) mark the frame
+that caught the exception `> File "…"`, a frame like the others; the launcher's colour codes lose their
+ESC byte in a terminal copy (`[2m…[0m`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import run_json
+
+PY = "/opt/conda/lib/python3.11/site-packages/text_generation_server"
+HEAD = [
+    '2025-01-14T16:40:51.220700Z  INFO text_generation_launcher: Args { model_id: "m", num_shard: Some(2) }',
+    "2025-01-14T16:40:51.300000Z  INFO shard-manager: text_generation_launcher: Starting shard rank=0",
+    "2025-01-14T16:41:20.100000Z ERROR text_generation_launcher: Error when initializing model",
+    "Traceback (most recent call last):",
+    '  File "/opt/conda/lib/python3.11/asyncio/runners.py", line 190, in run',
+    "    return runner.run(main)",
+]
+TAIL = [
+    f'  File "{PY}/models/__init__.py", line 870, in get_model',
+    "    return FlashCausalLM(",
+    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 448.00 MiB.",
+]
+
+
+@pytest.mark.parametrize("marker", ["> ", "  "])
+def test_a_caught_frame_marker_keeps_the_traceback_one_group(tmp_path: Path, marker: str) -> None:
+    # GIVEN a shard traceback through asyncio's runner (a serving frame) into the model load, with or
+    # without loguru's `> File` mark on the frame that caught it
+    caught = [f'{marker}File "{PY}/server.py", line 268, in serve_inner', "    model = get_model_with_lora_adapters("]
+    log = tmp_path / "tgi.log"
+    log.write_text("\n".join([*HEAD, *caught, *TAIL]) + "\n")
+    # WHEN analysed
+    exit_code, report = run_json("analyze", str(log), "--post-mortem")
+    # THEN the failure is placed by the innermost anchored frame (the model load), never by the runner
+    assert (report["verdict"], report["phase"]) == ("crashed", "weight_load"), report["reason"]
+    assert report["root_cause"]["text"].startswith("torch.OutOfMemoryError")
+    assert exit_code == 4
+
+
+READY = [
+    '[2m2024-11-05T09:12:04.434453Z[0m [32m INFO[0m [2mtext_generation_launcher[0m[2m:[0m Args { model_id: "m" }',
+    "[2m2024-11-05T09:12:08.101000Z[0m [32m INFO[0m [1mshard-manager[0m: [2mtext_generation_launcher[0m[2m:[0m "
+    "Starting shard [2m[3mrank[0m[2m=[0m0[0m",
+    "[2m2024-11-05T09:12:34.400000Z[0m [32m INFO[0m [1mshard-manager[0m: [2mtext_generation_launcher[0m[2m:[0m "
+    "Shard ready in 26.337128812s [2m[3mrank[0m[2m=[0m0[0m",
+    "[2m2024-11-05T09:12:34.500000Z[0m [32m INFO[0m [2mtext_generation_launcher[0m[2m:[0m Starting Webserver",
+    "[2m2024-11-05T09:12:36.900000Z[0m [32m INFO[0m [2mtext_generation_router::server[0m[2m:[0m "
+    "[2mrouter/src/server.rs[0m[2m:[0m[2m2393:[0m Connected",
+]
+
+
+@pytest.mark.parametrize("esc", ["", "#033", "\x1b"])
+def test_colour_codes_without_their_escape_byte_are_removed(tmp_path: Path, esc: str) -> None:
+    # GIVEN a TGI launcher log pasted from a terminal: its colour codes without the ESC byte, written out
+    # as `#033` (syslog), or whole
+    log = tmp_path / "tgi.log"
+    log.write_text("\n".join(line.replace("[", esc + "[") for line in READY) + "\n")
+    # WHEN analysed THEN every line reads as the uncoloured one: the shard's rank, the router's ready line
+    exit_code, report = run_json("analyze", str(log), "--post-mortem")
+    assert (report["system"], report["verdict"], report["ranks"]) == ("tgi", "ready", ["rank 0"]), report["reason"]
+    assert exit_code == 0
