@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 DEMO_LOG := fixtures/logs/sglang/eagle3-tp8-warmup-health-503.log
 
-.PHONY: demo test lint typecheck bench install install-test clean
+.PHONY: demo test lint typecheck bench accuracy install install-test clean
 
 $(BIN)/logphase: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -39,6 +39,10 @@ typecheck: install-test
 
 bench: install-test
 	$(BIN)/python -m bench
+
+# logphase against the labelled real-world logs, per batch (ACCURACY.md); CASES="a.toml b.toml" to pick
+accuracy: install-test
+	$(BIN)/python -m bench.accuracy $(CASES)
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache

@@ -65,10 +65,10 @@ def stop_tree(launcher: subprocess.Popen[bytes]) -> None:
 
 
 def time_logphase_inprocess(pid: int, py_spy: str) -> tuple[float, float | None, str]:
+    from logphase.judging.stalls import summarize
     from logphase.packs import load_pack
     from logphase.report.formats.json import JsonFormat
     from logphase.stacks import pyspy
-    from logphase.stacks.stalls import summarize
 
     signatures = load_pack(REPO / "patterns" / "stacks.toml").signatures
     started = time.perf_counter()

@@ -6,7 +6,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, overload
@@ -16,8 +16,9 @@ from logphase.errors import StoreError, UsageError
 from logphase.jobs import ONE_JOB, Jobs
 from logphase.judging.budgets import Budgets, budgets_from
 from logphase.judging.confidence import assess
-from logphase.judging.evidence import Evidence, WatchVerdict, with_evidence
-from logphase.judging.logs import Judgement, judge
+from logphase.judging.evidence import Evidence, weigh_culprits
+from logphase.judging.live import LiveDecision, weigh
+from logphase.judging.logs import judge
 from logphase.logs.reader import LogSource, open_sources
 from logphase.logs.timeline import PhaseSpan
 from logphase.packs import PackSet
@@ -35,10 +36,12 @@ from logphase.report.model import (
 from logphase.scanning import ScanResult, scan
 
 if TYPE_CHECKING:  # types only: what a plain `analyze` does not run is not imported (start-up time)
+    from logphase.baselines.compare import Comparison
     from logphase.baselines.records import RunRecord
     from logphase.baselines.store import RunStore
     from logphase.fingerprint import LogIdentity
     from logphase.flight_recorder import FlightReport
+    from logphase.stacks.model import StacksReport
 
 
 @dataclass(frozen=True)
@@ -52,7 +55,9 @@ class Options:
     store_error: StoreError | None = None  # why it could not be opened, for a baseline that does not need it
     label: str | None = None  # the outcome to record instead of the verdict
     flight: FlightReport | None = None  # torch flight-recorder dumps given with the logs
-    watched: WatchVerdict | None = None  # watch's own verdict (health, process, arrival times)
+    stacks: StacksReport | None = None  # the live stacks of the server's processes (--pid)
+    live: LiveDecision | None = None  # watch's decision (health, process, arrival times): judging/live.py
+    stall_after_s: float | None = None  # one silence budget for every phase (--stall-after)
     fast: bool | None = None  # the fast path over steady lines (logs/fast/); None: the scan picks; the same result
     jobs: Jobs = ONE_JOB  # processes that scan big logs (logs/fast/ranges.py); the same result
     caches: Path | None = None  # where the fast path keeps its scan plans and scanners (None: nowhere)
@@ -120,51 +125,107 @@ def assemble(
             raise ValueError("a baseline comparison needs the logs' identity")
         baseline = find_baseline(options.baseline, identity, packs, options)
     pool = baseline.pool if baseline is not None else []
-    budgets = budgets_from(packs.budgets(timeline.system), phase_stats(pool))
+    budgets = budgets_from(packs.budgets(timeline.system), phase_stats(pool), stall_after_s=options.stall_after_s)
     judgement = judge(
         timeline, as_of=options.as_of, post_mortem=options.post_mortem, budgets=budgets, last_activity=last_activity
     )
-    report = build_report(inputs, result, judgement, as_of=options.as_of, post_mortem=options.post_mortem)
-    report = replace(report, last_write=last_activity)
-    if result.earlier:
-        report = replace(report, notes=(*report.notes, *_earlier_starts(result, budgets, options.as_of)))
+    if options.live is not None:
+        judgement = weigh(judgement, options.live, timeline.last_progress)
+    # the verdict is final here: its confidence is worked out for it, not for an earlier one
+    assessment = assess(timeline, judgement, post_mortem=options.post_mortem, earlier_starts=len(result.earlier))
+    stacks = options.stacks
+    if stacks is None and result.dumps:
+        from logphase.judging.stalls import summarize  # the stack model: only for a log with dumps in it
+
+        stacks = summarize(result.dumps, packs.signatures)
+    culprits = weigh_culprits(judgement.culprit_ranks, Evidence(live_stacks=options.stacks, flight=options.flight))
+    earlier = _earlier_starts(result, budgets, options.as_of) if result.earlier else []
+    reason = judgement.reason
+    if not inputs and judgement.verdict is Verdict.UNKNOWN and options.flight is not None:
+        reason = "no log given; see the flight recorder"
+    unknown: tuple[UnknownTemplate, ...] = ()
     if judgement.verdict is Verdict.UNKNOWN and result.unrecognised is not None:
         unknown = tuple(UnknownTemplate(t.text, t.count, t.example_line, t.example) for t in result.unrecognised.top())
-        report = replace(report, unrecognised=unknown)
-    assessment = assess(timeline, judgement, post_mortem=options.post_mortem, earlier_starts=len(result.earlier))
     names = [summary.path for summary in inputs]
-    report = replace(
-        report,
+    phases = tuple(_span_row(span, names) for span in timeline.spans)
+    last_line = _last_line(result, names)
+    run: RunRecord | None = None
+    comparison: Comparison | None = None
+    if identity is not None:
+        from logphase.baselines.compare import compare  # a run record and its comparison: --record, --baseline
+        from logphase.baselines.records import build_run
+
+        run = build_run(
+            phases,
+            verdict=judgement.verdict,
+            lines=sum(i.lines for i in inputs),
+            last_line=last_line.line if last_line else 0,
+            last_text=last_line.text if last_line else "",
+            paths=names,
+            identity=identity,
+            label=options.label,
+        )
+        if baseline is not None:
+            now = timeline.last_time if options.post_mortem else options.as_of
+            comparison = compare(
+                run,
+                ref=baseline.ref,
+                reference=baseline.reference,
+                pool=pool,
+                in_phase_s=in_phase_seconds(run, now),
+                silence_s=judgement.silence_s,
+                post_mortem=options.post_mortem,
+                notes=baseline.notes,
+            )
+    root = judgement.root_cause
+    report = Report(
+        inputs=tuple(inputs),
+        system=timeline.system,
+        version=timeline.version,
+        ranks=tuple(state.rank for state in timeline.ranks if state.rank is not None),
+        phase=judgement.phase,
+        furthest_phase=judgement.furthest_phase,
+        verdict=judgement.verdict,
+        reason=reason,
+        culprit_ranks=culprits.ranks,
+        root_cause=None
+        if root is None
+        else RootCause(
+            line=root.line,
+            text=root.text,
+            rule=root.rule.id,
+            rank=root.rank,
+            path=names[root.source],
+            context=result.contexts.get((root.source, root.line), ()),
+            time=root.time,
+        ),
+        phases=phases,
+        rank_rows=tuple(
+            RankRow(
+                rank=state.rank,
+                reached=state.reached,
+                current=state.current,
+                last_progress_line=state.last_progress.line if state.last_progress else None,
+                last_progress=state.last_progress.time if state.last_progress else None,
+            )
+            for state in timeline.ranks
+            if state.rank is not None
+        ),
+        last_line=last_line,
+        notes=(*result.notes, *earlier, *culprits.notes),
+        as_of=options.as_of,
+        post_mortem=options.post_mortem,
+        silence_s=judgement.silence_s,
+        budget_s=judgement.budget_s,
+        baseline=comparison,
+        stacks=stacks,
+        flight_recorder=options.flight,
+        last_write=last_activity,
         confidence=assessment.confidence.value,
         support=tuple(EvidenceLine(names[e.source], e.line, e.text) for e in assessment.support),
         doubts=assessment.doubts,
+        unrecognised=unknown,
     )
-    # stack dumps printed into the log (SGLang's watchdog py-spy, faulthandler): the report's `stacks`
-    stacks = None
-    if result.dumps:
-        from logphase.stacks.stalls import summarize  # the stack model: only for a log with dumps in it
-
-        stacks = summarize(result.dumps, packs.signatures)
-    report = with_evidence(report, Evidence(stacks=stacks, flight=options.flight, watched=options.watched))
-    if identity is None:
-        return report, None
-    from logphase.baselines.compare import compare  # a run record and its comparison: --record, --baseline
-    from logphase.baselines.records import run_from_report
-
-    run = run_from_report(report, identity, options.label)
-    if baseline is not None:
-        now = timeline.last_time if options.post_mortem else options.as_of
-        comparison = compare(
-            run,
-            ref=baseline.ref,
-            reference=baseline.reference,
-            pool=pool,
-            in_phase_s=in_phase_seconds(run, now),
-            silence_s=judgement.silence_s,
-            post_mortem=options.post_mortem,
-            notes=baseline.notes,
-        )
-        report = replace(report, baseline=comparison)
     return report, run
 
 
@@ -222,55 +283,7 @@ def load_reference(path: str, packs: PackSet, as_of: datetime) -> RunRecord:
     return run(open_sources([path]), packs, Options(as_of=as_of, post_mortem=True))[1]
 
 
-# --- the report -----------------------------------------------------------------------------------
-
-
-def build_report(
-    inputs: Sequence[InputSummary], result: ScanResult, judgement: Judgement, *, as_of: datetime, post_mortem: bool
-) -> Report:
-    timeline = result.timeline
-    names = [summary.path for summary in inputs]
-    root = judgement.root_cause
-    return Report(
-        inputs=tuple(inputs),
-        system=timeline.system,
-        version=timeline.version,
-        ranks=tuple(state.rank for state in timeline.ranks if state.rank is not None),
-        phase=judgement.phase,
-        furthest_phase=judgement.furthest_phase,
-        verdict=judgement.verdict,
-        reason=judgement.reason,
-        culprit_ranks=judgement.culprit_ranks,
-        root_cause=None
-        if root is None
-        else RootCause(
-            line=root.line,
-            text=root.text,
-            rule=root.rule.id,
-            rank=root.rank,
-            path=names[root.source],
-            context=result.contexts.get((root.source, root.line), ()),
-            time=root.time,
-        ),
-        phases=tuple(_span_row(span, names) for span in timeline.spans),
-        rank_rows=tuple(
-            RankRow(
-                rank=state.rank,
-                reached=state.reached,
-                current=state.current,
-                last_progress_line=state.last_progress.line if state.last_progress else None,
-                last_progress=state.last_progress.time if state.last_progress else None,
-            )
-            for state in timeline.ranks
-            if state.rank is not None
-        ),
-        last_line=_last_line(result, names),
-        notes=tuple(result.notes),
-        as_of=as_of,
-        post_mortem=post_mortem,
-        silence_s=judgement.silence_s,
-        budget_s=judgement.budget_s,
-    )
+# --- the report's rows ----------------------------------------------------------------------------
 
 
 def _span_row(span: PhaseSpan, names: list[str]) -> SpanRow:

@@ -14,13 +14,12 @@ from logphase.frames import TRIGGER, may_open_dump
 from logphase.jobs import ONE_JOB, Jobs
 from logphase.logs.clocks import SKEW_STEP, format_offset_notes, head_clock
 from logphase.logs.matcher import Event, SourceMatcher
-from logphase.logs.reader import Line, LogSource, envelopes_of, holds_at_most, read_lines
+from logphase.logs.reader import ContextLine, Line, LogSource, envelopes_of, holds_at_most, read_lines
 from logphase.logs.stamps import CLOCK_JUMP, ignored_stamp_notes
 from logphase.logs.templates import TemplateMiner
 from logphase.logs.timeline import Timeline, TimelineBuilder
 from logphase.packs import PackSet
 from logphase.phases import FAILURE_KINDS, EventKind, Phase
-from logphase.report.model import ContextLine
 
 if TYPE_CHECKING:
     from pathlib import Path

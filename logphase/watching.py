@@ -15,7 +15,7 @@ from logphase.fingerprint import FingerprintCollector
 from logphase.frames import TRIGGER
 from logphase.health import Health, Probe
 from logphase.judging.budgets import Budgets
-from logphase.judging.exits import exit_code
+from logphase.judging.live import LiveDecision, LiveFacts, decide, log_ready
 from logphase.judging.logs import Judgement, judge
 from logphase.logs.clocks import format_offset_notes, head_clock
 from logphase.logs.fast import FollowRuns, plan_for
@@ -136,9 +136,12 @@ class Ingest:
         self.scanned.timeline = self.timeline()
         return self.scanned
 
-    def judgement(self, budgets: Budgets, now: float) -> Judgement:
+    def judgement(self, budgets: Budgets, now: float, *, post_mortem: bool = False) -> Judgement:
         """Failure, ready and phase come from the lines; stalled vs progressing is `observe`'s
-        (by arrival), so the judgement is only renewed when new events came in."""
+        (by arrival), so the judgement is only renewed when new events came in. Once the input
+        ended, the log is a finished one: judged post-mortem, as analyze judges it."""
+        if post_mortem:
+            return judge(self.timeline(), as_of=self.log_now(now) or self.reference, post_mortem=True, budgets=budgets)
         if self._judgement is None:
             log_now = self.log_now(now) or self.reference
             self._judgement = judge(self.timeline(), as_of=log_now, post_mortem=False, budgets=budgets)
@@ -180,7 +183,10 @@ class Ingest:
         process_alive: bool | None = None,
         input_ended: bool = False,
     ) -> Observation:
-        judgement = self.judgement(budgets, now) if self.builder.events else None
+        if input_ended:
+            judgement: Judgement | None = self.judgement(budgets, now, post_mortem=True)
+        else:
+            judgement = self.judgement(budgets, now) if self.builder.events else None
         stop = self.stop_point()
         return Observation(
             t=now,
@@ -232,22 +238,6 @@ class Observation:
 
 
 @dataclass(frozen=True)
-class Outcome:
-    """How the watch ends: the exit code (docs/design.md §6) and the verdict it stands for."""
-
-    verdict: Verdict
-    message: str
-
-    @property
-    def exit_code(self) -> ExitCode:
-        return exit_code(self.verdict)
-
-    @property
-    def stalled(self) -> bool:
-        return self.verdict is Verdict.STALLED
-
-
-@dataclass(frozen=True)
 class WatchState:
     phase: Phase | None = None
     phase_since: float = 0.0
@@ -258,7 +248,7 @@ class WatchState:
     samples: tuple[tuple[float, int], ...] = ()
     log_ready: str | None = None  # the log's reason for ready, while the health URL does not confirm it
     unconfirmed_said: bool = False
-    outcome: Outcome | None = None
+    outcome: LiveDecision | None = None  # how the watch ends: judging/live.py decided it
 
 
 class WatchEvent(StrEnum):
@@ -291,29 +281,38 @@ class Transition:
         return {"t": round(self.t, 3), "event": str(self.event), **self.fields, "text": self.text}
 
 
-def ended(
-    state: WatchState, t: float, verdict: Verdict, message: str, settings: Settings
-) -> tuple[WatchState, Transition]:
-    """The watch's last word: its outcome, and the transition that tells it (with both sides when
-    the health URL overruled a log that says ready)."""
-    log_says = state.log_ready if verdict is not Verdict.READY else None
+def outcome_transition(
+    state: WatchState, t: float, settings: Settings, *, confidence: str, exit_code: ExitCode
+) -> Transition:
+    """The watch's last word, told once the final report is judged (the confidence and the exit code
+    are the report's, as analyze gives them): the outcome, with both sides when the health URL
+    overruled a log that says ready."""
+    outcome = state.outcome
+    if outcome is None:
+        raise ValueError("the watch has no outcome yet")
+    message = outcome.reason
+    log_says = state.log_ready if outcome.verdict is not Verdict.READY else None
     if log_says is not None:
         message += f"; {unconfirmed(settings.health_url, state.health_text or 'not asked yet', log_says)}"
-    outcome = Outcome(verdict, message)
-    fields: dict[str, JsonScalar] = {"verdict": str(verdict), "exit_code": int(outcome.exit_code)}
-    said = Transition(t, WatchEvent.OUTCOME, message, {**fields, "log_says_ready": log_says})
-    return replace(state, outcome=outcome), said
+    fields: dict[str, JsonScalar] = {
+        "verdict": str(outcome.verdict),
+        "confidence": confidence,
+        "exit_code": int(exit_code),
+    }
+    return Transition(t, WatchEvent.OUTCOME, message, {**fields, "log_says_ready": log_says})
 
 
-def interrupted(state: WatchState, t: float, settings: Settings) -> tuple[WatchState, Transition]:
+def interrupted(state: WatchState, t: float, settings: Settings) -> WatchState:
     """A person stopped the watch (Ctrl-C, SIGTERM): the server was still starting as far as it knows."""
-    return ended(state, t, Verdict.PROGRESSING, "interrupted", settings)
+    facts = LiveFacts(t=t, silence_s=0.0, phase=state.phase, interrupted=True)
+    return replace(state, outcome=decide(None, facts, settings.budgets.for_phase(state.phase)))
 
 
 def step(state: WatchState, obs: Observation, settings: Settings) -> tuple[WatchState, tuple[Transition, ...]]:
-    """One tick of the watch. Health changes count as progress (refused → 503 → 200 is the server
-    moving on even when its log is quiet). With a health URL, only the URL can say ready: a log
-    that says ready while the URL refuses or fails is still starting, and the outcome says both."""
+    """One tick of the watch: what changed (health, phase, overdue, a ready the URL does not confirm)
+    as transitions, and the outcome once judging/live.py decides the watch has its answer. Health
+    changes count as progress (refused → 503 → 200 is the server moving on even when its log is
+    quiet)."""
     said: list[Transition] = []
     samples = tuple(s for s in (*state.samples, (obs.t, obs.lines)) if s[0] >= obs.t - RATE_WINDOW_S)
     state = replace(state, samples=samples)
@@ -335,53 +334,23 @@ def step(state: WatchState, obs: Observation, settings: Settings) -> tuple[Watch
         fields = {"phase": str(phase), "line": obs.last_progress_line}
         said.append(Transition(obs.t, WatchEvent.PHASE, f"phase: {phase}{where}", fields))
         state = replace(state, phase=phase, phase_since=obs.t, overdue=False)
-
-    def finish(verdict: Verdict, message: str) -> tuple[WatchState, tuple[Transition, ...]]:
-        done, last = ended(state, obs.t, verdict, message, settings)
-        return done, (*said, last)
-
-    # the log's failures and successes end the watch; its silence is judged here, by arrival
-    logged = exit_code(judgement.verdict) if judgement is not None else None
-    if judgement is not None and logged is ExitCode.PROBLEM and judgement.verdict is not Verdict.STALLED:
-        return finish(judgement.verdict, f"{judgement.verdict}: {judgement.reason}")
-    if probe is not None and probe.health is Health.READY:
-        return finish(Verdict.READY, f"ready: health {probe.text} after {format_duration(obs.t)}")
-    # the judgement's reason for ready reads `ready: <the line> (line N)`: said once, not `ready: ready:`
-    log_ready = None
-    if judgement is not None and judgement.verdict is Verdict.READY:
-        log_ready = judgement.reason.removeprefix("ready: ")
-    if log_ready is not None and settings.health_url is not None:
+    health_ready = probe is not None and probe.health is Health.READY
+    if judgement is not None and judgement.verdict is Verdict.READY and settings.health_url and not health_ready:
+        ready = log_ready(judgement)
         if state.log_ready is None:
-            state = replace(state, log_ready=log_ready)
+            state = replace(state, log_ready=ready)
         if probe is not None and not state.unconfirmed_said:  # a probe taken after the log said ready
-            text = f"not ready: {unconfirmed(settings.health_url, probe.text, log_ready)}"
-            fields = {"log_says_ready": log_ready, "health": str(probe.health), "status": probe.status}
+            text = f"not ready: {unconfirmed(settings.health_url, probe.text, ready)}"
+            fields = {"log_says_ready": ready, "health": str(probe.health), "status": probe.status}
             said.append(Transition(obs.t, WatchEvent.READY_UNCONFIRMED, text, fields))
             state = replace(state, unconfirmed_said=True)
-    elif log_ready is not None:
-        return finish(Verdict.READY, f"ready: {log_ready}")
-    elif judgement is not None and logged is ExitCode.OK:
-        return finish(judgement.verdict, judgement.reason)  # a finished job's reason says so ("the job finished: …")
-    if obs.process_alive is False:
-        where = f" during {phase}" if phase else ""
-        return finish(Verdict.CRASHED, f"crashed: process {settings.pid} exited{where} without a ready line")
-    silence = obs.silence_s
-    if state.health_changed is not None:
-        silence = min(silence, obs.t - state.health_changed)
-    budget = settings.budgets.for_phase(phase)
-    if silence > budget.seconds:
-        where = f" in {phase}" if phase else ""
-        last = f"; last progress at line {obs.last_progress_line}" if obs.last_progress_line else ""
-        quiet = f"no progress for {format_duration(silence)}{where}"
-        message = f"stalled: {quiet} (budget {format_duration(budget.seconds)}, {budget.source}){last}"
-        return finish(Verdict.STALLED, message)
-    if obs.input_ended:
-        where = f" during {phase}" if phase else ""
-        return finish(Verdict.STALLED, f"stalled: the log ended{where} without a ready line")
+    decision = decide(judgement, _facts(state, obs, settings), settings.budgets.for_phase(phase))
+    if decision.ends and decision.verdict is not Verdict.PROGRESSING:
+        return replace(state, outcome=decision), tuple(said)
     stats = settings.stats.get(obs.stop.phase) if obs.stop.phase else None
     in_phase = obs.in_phase_s
     # overdue (a warning): far longer in the phase than successful runs, and nothing moved for its budget
-    tests = overdue_check(stats, in_phase, silence)
+    tests = overdue_check(stats, in_phase, _silence(state, obs))
     overdue = tests is not None and tests.holds
     if overdue and not state.overdue and stats is not None and in_phase is not None and obs.stop.phase is not None:
         usual = f"{format_duration(stats.median)} (p90 {format_duration(stats.p90)})"
@@ -394,10 +363,34 @@ def step(state: WatchState, obs: Observation, settings: Settings) -> tuple[Watch
         }
         said.append(Transition(obs.t, WatchEvent.OVERDUE, text, fields))
         state = replace(state, overdue=True)
-    if settings.timeout_s is not None and obs.t >= settings.timeout_s:
-        where = f" (in {phase})" if phase else ""
-        return finish(Verdict.PROGRESSING, f"still starting after {format_duration(obs.t)}{where}: --timeout")
+    if decision.ends:  # the deadline: still starting, and the watch gives up
+        state = replace(state, outcome=decision)
     return state, tuple(said)
+
+
+def _silence(state: WatchState, obs: Observation) -> float:
+    """Silence by arrival; a health change is progress too."""
+    if state.health_changed is None:
+        return obs.silence_s
+    return min(obs.silence_s, obs.t - state.health_changed)
+
+
+def _facts(state: WatchState, obs: Observation, settings: Settings) -> LiveFacts:
+    """What the watch saw at this tick, for judging/live.py."""
+    probe = obs.probe
+    return LiveFacts(
+        t=obs.t,
+        silence_s=_silence(state, obs),
+        phase=obs.phase,
+        last_progress_line=obs.last_progress_line,
+        health_ready=probe is not None and probe.health is Health.READY,
+        health_text=probe.text if probe is not None else state.health_text,
+        health_url=settings.health_url,
+        pid=settings.pid,
+        process_exited=obs.process_alive is False,
+        input_ended=obs.input_ended,
+        timed_out=settings.timeout_s is not None and obs.t >= settings.timeout_s,
+    )
 
 
 def unconfirmed(url: str | None, health: str, log_says: str) -> str:

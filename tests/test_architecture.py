@@ -14,13 +14,24 @@ MODULES = sorted(p for p in PACKAGE.rglob("*.py"))
 
 
 def imports(path: Path) -> set[str]:
-    tree = ast.parse(path.read_text())
+    return imports_in(path.read_text(), path)
+
+
+def imports_in(text: str, path: Path) -> set[str]:
+    """Every module the file at `path` imports, in every form: `import a.b`, `from a import b` (both `a`
+    and `a.b`: b may be a module), relative imports resolved, imports inside functions and TYPE_CHECKING."""
+    package = ".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts[:-1])
     found: set[str] = set()
-    for node in ast.walk(tree):
+    for node in ast.walk(ast.parse(text)):
         if isinstance(node, ast.Import):
             found |= {alias.name for alias in node.names}
-        elif isinstance(node, ast.ImportFrom) and node.module:
-            found.add(node.module)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parent = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*parent, *([base] if base else [])])
+            found.add(base)
+            found |= {f"{base}.{alias.name}" for alias in node.names}
     return found
 
 
@@ -46,8 +57,8 @@ def test_module_follows_the_import_rules(path: Path) -> None:
         below = ("logphase.pipeline", "logphase.scanning", "logphase.watching", "logphase.cli", "logphase.health")
         assert not any(name.startswith(below) for name in found)
         assert not found & {"os", "sqlite3", "subprocess", "time", "socket"}
-    if not relative.startswith("cli/") and relative != "pipeline.py":
-        assert "logphase.pipeline" not in found, "the pipeline is assembled once, and run from the CLI"
+    if not relative.startswith(("cli/", "bundle/")) and relative != "pipeline.py":
+        assert "logphase.pipeline" not in found, "the pipeline is assembled once, and run from the edges"
     if not relative.startswith("cli/") and relative != "__main__.py":
         assert "click" not in found, "only logphase/cli may use click"
         assert not calls_print(path), "only logphase/cli prints"
@@ -67,3 +78,57 @@ def test_every_package_is_in_the_wheel() -> None:
     listed = set(tomllib.loads((_REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
     found = {".".join(init.parent.relative_to(_REPO).parts) for init in (_REPO / "logphase").rglob("__init__.py")}
     assert found <= listed, sorted(found - listed)
+
+
+# The layers of docs/design.md §2, lowest first: a unit (a package or a root module of logphase/) imports
+# only units of lower layers, never one of its own layer nor above (so there is no cycle between units).
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("phases", "errors", "durations", "ranks", "jobs", "disk_cache"),  # the vocabulary
+    ("packs", "frames", "envelope", "health"),  # the rules as data; a line's wrappers; the HTTP probe
+    ("logs", "stacks"),  # reading: logs into events and a timeline; stack dumps into snapshots
+    ("scanning", "fingerprint", "flight_recorder", "inventory"),  # what reads both, or reads for a purpose
+    ("baselines",),  # recorded runs
+    ("judging",),  # verdicts, pure
+    ("report",),  # the Report and its formats
+    ("pipeline", "watching"),  # the one assembly; the watch's state machine
+    ("bundle",),  # the bug-report archive, through the library
+    ("cli",),  # the only place that prints
+    ("__main__",),  # `python -m logphase`
+)
+LAYER_OF = {unit: index for index, units in enumerate(LAYERS) for unit in units}
+
+
+def _unit(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[1] if parts[0] == "logphase" and len(parts) > 1 and parts[1] in LAYER_OF else None
+
+
+def test_every_unit_has_a_layer() -> None:
+    # GIVEN the packages and root modules of logphase/ WHEN their layers are looked up THEN each has one
+    units = {
+        p.stem if p.is_file() else p.name
+        for p in PACKAGE.iterdir()
+        if p.suffix == ".py" or (p / "__init__.py").exists()
+    }
+    assert sorted(units - set(LAYER_OF) - {"__init__"}) == []
+
+
+@pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_module_imports_only_lower_layers(path: Path) -> None:
+    # GIVEN a module of a unit WHEN its imports are read (every form) THEN each other unit it imports is below it
+    own = _unit(".".join(("logphase", *path.relative_to(PACKAGE).with_suffix("").parts)))
+    if own is None:
+        return  # logphase/__init__.py: the library's lazy door, checked below
+    above = sorted(
+        f"{unit} (layer {LAYER_OF[unit]})"
+        for unit in filter(None, map(_unit, imports(path)))
+        if unit != own and LAYER_OF[unit] >= LAYER_OF[own]
+    )
+    assert above == [], f"{own} (layer {LAYER_OF[own]}) imports {above}"
+
+
+def test_the_import_reader_sees_every_form() -> None:
+    # GIVEN a module of logphase/bundle with each import form WHEN its imports are read THEN each is found
+    text = "from logphase import pipeline\nfrom . import live\nfrom ..judging import live as j\nimport logphase.cli\n"
+    found = imports_in(text, PACKAGE / "bundle" / "example.py")
+    assert {"logphase.pipeline", "logphase.bundle.live", "logphase.judging.live", "logphase.cli"} <= found

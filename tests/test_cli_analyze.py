@@ -48,6 +48,18 @@ def test_live_log_silent_past_its_budget_is_stalled_exit_4(starting_log: Path) -
     assert report["root_cause"]["line"] == 6
 
 
+def test_stall_after_is_one_budget_for_every_phase_as_watch_has_it(starting_log: Path) -> None:
+    # GIVEN the log whose last progress is 60 s before "now" (within the pack's weight_load budget)
+    argv = ("analyze", "--as-of", "2025-06-01 10:01:21", str(starting_log), "--format", "json")
+    # WHEN analysed with --stall-after 30, and with --stall-after 90
+    short, long = run_cli(*argv, "--stall-after", "30"), run_cli(*argv, "--stall-after", "90")
+    # THEN 60 s of silence is past the first budget (stalled, exit 4) and within the second (exit 5)
+    report = json.loads(short.stdout)
+    assert (short.exit_code, report["verdict"], report["budget_s"]) == (4, "stalled", 30.0)
+    assert report["reason"] == "no progress for 1m00s in weight_load (budget 30s); last progress at line 6"
+    assert (long.exit_code, json.loads(long.stdout)["verdict"]) == (5, "progressing")
+
+
 def test_post_mortem_log_that_ends_mid_startup_is_stalled(starting_log: Path) -> None:
     result = run_cli("analyze", "--post-mortem", str(starting_log))
     assert result.exit_code == 4

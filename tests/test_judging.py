@@ -7,6 +7,7 @@ import pytest
 from logphase.baselines.stats import PhaseStats
 from logphase.errors import ExitCode
 from logphase.judging.budgets import Budget, Budgets, budgets_from
+from logphase.judging.confidence import Confidence
 from logphase.judging.exits import exit_code
 from logphase.phases import Phase, Verdict
 
@@ -26,8 +27,17 @@ EXPECTED_EXITS = {
 
 @pytest.mark.parametrize("verdict", list(Verdict))
 def test_every_verdict_has_the_documented_exit_code(verdict: Verdict) -> None:
-    # GIVEN a verdict WHEN turned into an exit code THEN it is the documented one
-    assert exit_code(verdict) == ExitCode(EXPECTED_EXITS[verdict])
+    # GIVEN a verdict the evidence carries WHEN turned into an exit code THEN it is the documented one
+    assert exit_code(verdict, Confidence.HIGH) == ExitCode(EXPECTED_EXITS[verdict])
+    assert exit_code(verdict, Confidence.MEDIUM) == ExitCode(EXPECTED_EXITS[verdict])
+
+
+@pytest.mark.parametrize("verdict", list(Verdict))
+def test_a_success_the_evidence_does_not_carry_is_no_exit_0(verdict: Verdict) -> None:
+    # GIVEN a verdict with low confidence WHEN turned into an exit code THEN a success is unknown (6),
+    # and every other verdict keeps its code (a problem is still a problem)
+    wanted = 6 if verdict in (Verdict.READY, Verdict.FINISHED) else EXPECTED_EXITS[verdict]
+    assert exit_code(verdict, Confidence.LOW) == ExitCode(wanted)
 
 
 def test_the_budget_rule_stall_after_then_learned_then_pack_then_fallback() -> None:

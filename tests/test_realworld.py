@@ -33,7 +33,9 @@ def verdict_class(verdict: str) -> str:
 
 
 def rank_numbers(ranks: list[str]) -> list[int]:
-    return sorted(rank_number(rank) or -1 for rank in ranks)
+    # -1 for a rank without a number; TP0 is 0 (`rank_number(rank) or -1` made it -1 too)
+    numbers = (rank_number(rank) for rank in ranks)
+    return sorted(-1 if number is None else number for number in numbers)
 
 
 # Labels logphase disagrees with, and why (also in the issue note). The test pins our answer, so a

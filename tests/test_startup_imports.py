@@ -15,7 +15,7 @@ SMALL_LOG = FIXTURES / "logs" / "sglang" / "tp8-ready-serving.log"
 # tabulate imports importlib.metadata (~13 ms): the terminal table is laid out without it
 TABLE_ONLY = ("tabulate", "importlib.metadata")
 # only a log with stack dumps printed into it needs the dump parser and the stack model
-DUMPS_ONLY = ("logphase.stacks.dumps", "logphase.stacks.model", "logphase.stacks.stalls", "logphase.report.stacks")
+DUMPS_ONLY = ("logphase.stacks.dumps", "logphase.stacks.model", "logphase.judging.stalls", "logphase.report.stacks")
 # parsing a pack (a cold cache), a log on two clocks, a mistyped command or pack key, the run store
 ELSEWHERE = ("tomllib", "statistics", "difflib", "logphase.report.runs", "json", "sqlite3")
 DEFERRED = (*TABLE_ONLY, *DUMPS_ONLY, *ELSEWHERE)
@@ -72,4 +72,4 @@ def test_a_log_with_a_stack_dump_imports_the_dump_parser(tmp_path: Path) -> None
     # WHEN it is analysed
     modules = _modules_after(["analyze", "--post-mortem", str(log)], tmp_path / "cache")
     # THEN the dump parser and the stack model were imported to read it
-    assert {"logphase.stacks.dumps", "logphase.stacks.model", "logphase.stacks.stalls"} <= modules
+    assert {"logphase.stacks.dumps", "logphase.stacks.model", "logphase.judging.stalls"} <= modules

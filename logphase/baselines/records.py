@@ -11,7 +11,6 @@ from logphase.phases import MAIN_PROCESS_PHASES, SUCCESS_VERDICTS, Phase, Verdic
 
 if TYPE_CHECKING:  # types only: a plain `analyze` reads RunRecord's module without hashing logs
     from logphase.fingerprint import Fingerprint, LogIdentity
-    from logphase.report.model import Report
 
 # A ready run whose user label says otherwise is not a successful run.
 PROBLEM_LABELS = frozenset(
@@ -197,19 +196,5 @@ def build_run(
         head_hash=identity.head_hash,
         started=origin,
         ready_s=ready_s,
-        label=label,
-    )
-
-
-def run_from_report(report: Report, identity: LogIdentity, label: str | None = None) -> RunRecord:
-    last = report.last_line
-    return build_run(
-        report.phases,
-        verdict=report.verdict,
-        lines=sum(i.lines for i in report.inputs),
-        last_line=last.line if last else 0,
-        last_text=last.text if last else "",
-        paths=[i.path for i in report.inputs],
-        identity=identity,
         label=label,
     )

@@ -13,13 +13,13 @@ from typing import Any
 from logphase import pipeline
 from logphase.flight_recorder import judge_dumps, read_dumps
 from logphase.jobs import ONE_JOB, Jobs
+from logphase.judging.stalls import summarize
 from logphase.logs.matcher import SourceMatcher
 from logphase.logs.reader import LogSource, read_lines
 from logphase.packs import PackSet
 from logphase.phases import FAILURE_KINDS
 from logphase.report.formats import OutputFormat, pick
-from logphase.stacks.model import ProcessSnapshot
-from logphase.stacks.stalls import summarize
+from logphase.stacks.model import ProcessSnapshot, StacksReport
 
 
 @dataclass(frozen=True)
@@ -37,13 +37,14 @@ def analyse(
     flight_recorder_dumps: Sequence[str],
     as_of: datetime,
     post_mortem: bool,
+    stacks: StacksReport | None = None,
     jobs: Jobs = ONE_JOB,
 ) -> Analysis:
-    """The same library calls as `logphase analyze` (without a baseline)."""
+    """The same library calls as `logphase analyze --pid` (without a baseline): the stacks taken or
+    given are judged with the logs, as analyze judges its live stacks."""
     flight = judge_dumps(read_dumps(list(flight_recorder_dumps))) if flight_recorder_dumps else None
-    report = pipeline.report(
-        sources, packs, pipeline.Options(as_of=as_of, post_mortem=post_mortem, flight=flight, jobs=jobs)
-    )
+    options = pipeline.Options(as_of=as_of, post_mortem=post_mortem, flight=flight, stacks=stacks, jobs=jobs)
+    report = pipeline.report(sources, packs, options)
     return Analysis(json=report.to_json(), markdown=pick(OutputFormat.MARKDOWN).analysis(report))
 
 
@@ -59,6 +60,6 @@ def failure_lines(source: LogSource, packs: PackSet, as_of: datetime) -> set[int
     return lines
 
 
-def stacks_json(snapshots: Sequence[ProcessSnapshot], packs: PackSet, notes: Sequence[str] = ()) -> dict[str, Any]:
-    """What `logphase stacks --format json` prints for these snapshots."""
-    return summarize(snapshots, packs.signatures, notes=notes).to_json()
+def summarize_stacks(snapshots: Sequence[ProcessSnapshot], packs: PackSet) -> StacksReport:
+    """What `logphase stacks` reports for these snapshots (its `--format json` is the bundle's stacks.json)."""
+    return summarize(snapshots, packs.signatures)

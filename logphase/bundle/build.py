@@ -14,7 +14,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from logphase.bundle import environment
-from logphase.bundle.analysis_calls import Analysis, analyse, failure_lines, stacks_json
+from logphase.bundle.analysis_calls import Analysis, analyse, failure_lines, summarize_stacks
 from logphase.bundle.excerpt import Excerpt, choose, render
 from logphase.bundle.live import LiveStacks
 from logphase.bundle.readme import Listed, render_readme
@@ -78,12 +78,15 @@ def collect(request: BundleRequest, packs: PackSet) -> Bundle:
     for source in sources:
         source.name = display_name(source.name, request.cwd)
     post_mortem = request.post_mortem if request.post_mortem is not None else all(s.finished for s in sources)
+    snapshots = [*(request.live.snapshots if request.live else []), *request.dump_snapshots]
+    stacks_report = summarize_stacks(snapshots, packs) if snapshots else None
     analysis = analyse(
         sources,
         packs,
         flight_recorder_dumps=flight_dumps,
         as_of=request.as_of,
         post_mortem=post_mortem,
+        stacks=stacks_report,
         jobs=request.jobs,
     )
     # the flight-recorder dumps are read by the paths given; the report names them as a bug report may
@@ -128,12 +131,9 @@ def collect(request: BundleRequest, packs: PackSet) -> Bundle:
         "nvidia_smi": "nvidia-smi.txt" if request.nvidia_smi.text is not None else request.nvidia_smi.missing,
     }
     notes: list[str] = []
-    stacks: dict[str, Any] | None = None
-    snapshots = [*(request.live.snapshots if request.live else []), *request.dump_snapshots]
+    stacks = stacks_report.to_json() if stacks_report is not None else None
     if request.live is not None:
         notes.extend(request.live.notes)
-    if snapshots:
-        stacks = stacks_json(snapshots, packs)
     if request.nvidia_smi.text is None:
         notes.append(f"nvidia-smi: {request.nvidia_smi.missing}")
 

@@ -18,11 +18,14 @@ from logphase.cli.common import (
     load_all_packs,
     parse_as_of,
     patterns_option,
+    stall_after_option,
     terminal_width,
     use_colour,
 )
+from logphase.cli.live_stacks import check_pid, take_stacks
 from logphase.cli.progress import progress_on_stderr
 from logphase.errors import StoreError
+from logphase.judging.confidence import Confidence
 from logphase.judging.exits import exit_code
 from logphase.logs.reader import open_sources
 from logphase.report.formats import OutputFormat, pick
@@ -50,6 +53,14 @@ if TYPE_CHECKING:  # types only: a plain `analyze` imports neither the run store
     "or the path of an earlier log.",
 )
 @click.option("--record", "record_run", is_flag=True, help="Record this run in the run store (see logphase runs).")
+@click.option(
+    "--pid",
+    "pid",
+    type=click.IntRange(min=1),
+    help="The running server's main process: its ranks' live stacks are judged with the logs "
+    "(where each rank waits, the odd ranks out).",
+)
+@stall_after_option
 @jobs_option
 @db_option
 @patterns_option
@@ -60,6 +71,8 @@ def analyze(
     as_of_text: str | None,
     baseline_ref: str | None,
     record_run: bool,
+    pid: int | None,
+    stall_after_s: float | None,
     db_path: Path | None,
     pattern_paths: tuple[Path, ...],
     jobs: int | None,
@@ -72,8 +85,14 @@ def analyze(
     dumps given with them (one per rank, named <prefix><rank>) tell which rank never joined the
     collective the others wait in.
 
-    Exit: 0 ready, 4 stalled/crashed/aborted/timeout, 5 still starting, 6 unknown, 3 unreadable.
+    With --pid, the running server's ranks are sampled with py-spy and their stacks judged with the
+    logs: where each rank waits, and the odd rank out as the culprit where the logs name none.
+
+    Exit: 0 ready, 4 stalled/crashed/aborted/timeout, 5 still starting, 6 unknown (or a success the
+    evidence does not carry), 3 unreadable input or no such --pid.
     """
+    if pid is not None:
+        check_pid(pid)
     cache = cache_folder()
     packs = load_all_packs(pattern_paths)
     dump_paths: list[str] = []
@@ -102,6 +121,8 @@ def analyze(
             store=store,
             store_error=store_error,
             flight=flight,
+            stacks=take_stacks(pid, packs) if pid is not None else None,
+            stall_after_s=stall_after_s,
             jobs=jobs_from(jobs),
             caches=cache,
         )
@@ -118,4 +139,4 @@ def analyze(
         if store is not None:
             store.close()
     click.echo(pick(output_format, colour=use_colour(), width=terminal_width()).analysis(report), nl=False)
-    sys.exit(int(exit_code(report.verdict, doubtful=report.confidence == "low")))
+    sys.exit(int(exit_code(report.verdict, Confidence(report.confidence))))

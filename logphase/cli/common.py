@@ -48,6 +48,16 @@ def jobs_option(function: click.decorators.FC) -> click.decorators.FC:
     )(function)
 
 
+def stall_after_option(function: click.decorators.FC) -> click.decorators.FC:
+    return click.option(
+        "--stall-after",
+        "stall_after_s",
+        type=click.FloatRange(min=0, min_open=True),
+        metavar="S",
+        help="Stalled after S seconds without progress, in any phase (instead of learned or pack budgets).",
+    )(function)
+
+
 def jobs_from(count: int | None) -> Jobs:
     """`--jobs`, default the cores this process may use. LOGPHASE_JOBS_MIN_BYTES and
     LOGPHASE_JOBS_RANGE_BYTES (tests, benchmarks) move the size where workers start and their share."""

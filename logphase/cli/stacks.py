@@ -13,13 +13,13 @@ import click
 
 from logphase.cli.common import FORMATS, load_all_packs, patterns_option, use_colour
 from logphase.errors import ExitCode, InputError, UsageError
+from logphase.judging.stalls import summarize
 from logphase.logs.reader import READ_ERRORS, LogSource, damaged, open_sources, read_lines
 from logphase.report.formats import OutputFormat, pick
 from logphase.stacks import pyspy
 from logphase.stacks.dumps import parse_dumps_in_lines, rank_from_file_name
 from logphase.stacks.dumps_json import looks_like_json, parse_json_text
 from logphase.stacks.model import ProcessSnapshot, StacksReport
-from logphase.stacks.stalls import summarize
 
 # A py-spy / logphase JSON dump is read whole: 512 processes of 50 frames are ~5 MB.
 MAX_JSON_BYTES = 16 << 20

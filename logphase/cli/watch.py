@@ -6,7 +6,6 @@ import hashlib
 import json
 import os
 import signal
-import socket
 import sys
 import threading
 import time
@@ -22,21 +21,28 @@ import click
 from logphase import pipeline
 from logphase.baselines.stats import phase_stats, successful_pool
 from logphase.baselines.store import RunStore
-from logphase.cli.common import cache_folder, db_option, load_all_packs, patterns_option, use_colour
+from logphase.cli.common import (
+    cache_folder,
+    db_option,
+    load_all_packs,
+    patterns_option,
+    stall_after_option,
+    use_colour,
+)
+from logphase.cli.live_stacks import check_pid, take_stacks
 from logphase.cli.runs import record, resolve_db
-from logphase.errors import LogphaseError, StoreError
+from logphase.errors import StoreError
 from logphase.fingerprint import HEAD_HASH_BYTES, LogIdentity, combine_digests, head_digest
 from logphase.health import parse_url, probe
 from logphase.judging.budgets import Budgets, budgets_from
-from logphase.judging.evidence import WatchVerdict
+from logphase.judging.confidence import Confidence
+from logphase.judging.exits import exit_code
 from logphase.logs.follow import FOLLOW_POLL_S, follow_lines
-from logphase.packs import PackSet
-from logphase.phases import Phase
+from logphase.phases import Phase, Verdict
 from logphase.report.formats import OutputFormat, pick
 from logphase.report.model import InputSummary
 from logphase.scanning import use_fast_caches
-from logphase.stacks import pyspy
-from logphase.stacks.stalls import summarize
+from logphase.stacks.model import StacksReport
 from logphase.watching import (
     Ingest,
     Observation,
@@ -45,6 +51,7 @@ from logphase.watching import (
     WatchState,
     format_clock,
     interrupted,
+    outcome_transition,
     status_line,
     step,
 )
@@ -110,13 +117,7 @@ class _Printer:
     metavar="S",
     help="Give up after S seconds (exit 5).",
 )
-@click.option(
-    "--stall-after",
-    "stall_after_s",
-    type=click.FloatRange(min=0, min_open=True),
-    metavar="S",
-    help="Stalled after S seconds without progress, in any phase (instead of learned or pack budgets).",
-)
+@stall_after_option
 @click.option("--record", "record_run", is_flag=True, help="Record the finished run in the run store.")
 @click.option(
     "--interval",
@@ -163,11 +164,8 @@ def watch(
     """
     clock = time.monotonic
     began = clock()  # --timeout counts from here: loading the packs is part of it
-    if pid is not None and not _exists(pid):
-        raise LogphaseError(
-            f"--pid {pid}: no such process",
-            hint="give the pid of the server's main process while it runs (ps -ef | grep -e sglang -e vllm)",
-        )
+    if pid is not None:
+        check_pid(pid)
     packs = load_all_packs(pattern_paths)
     use_fast_caches(cache_folder())  # as analyze: the scan plan and compiled scanners of a run before
     health_url = parse_url(url) if url else None
@@ -265,31 +263,34 @@ def watch(
             state, said = step(state, observation, settings)
             printer.transitions(said)
     except KeyboardInterrupt:
-        state, last = interrupted(state, clock() - began, settings)
-        printer.transitions([last])
+        state = interrupted(state, clock() - began, settings)
     finally:
         restore_sigterm()
         follower.close()
     outcome = state.outcome
     assert outcome is not None
-    if outcome.stalled and pid is not None:
-        _stacks_at_stall(pid, packs, colour, printer, clock() - began)
-    if record_run:
-        ingest.end()
-        as_of = ingest.log_now(clock() - began) or datetime.now()
-        name = str(Path(log).resolve()) if log != "-" else "<stdin>"
-        inputs = [InputSummary(name, ingest.lines, read_bytes)]
-        identity = _identity(ingest, digest.hexdigest(), bytes(head))
-        last_write = datetime.fromtimestamp(modified) if modified is not None else None
-        options = pipeline.Options(
-            as_of=as_of, post_mortem=ended, watched=WatchVerdict(outcome.verdict, outcome.message)
-        )
-        _, run = pipeline.assemble(
-            inputs, ingest.scan_result(), packs, options, identity=identity, last_activity=last_write
-        )
+    stacks = take_stacks(pid, packs) if outcome.verdict is Verdict.STALLED and pid is not None else None
+    # the final report judges the run once, the watch's decision weighed in: its verdict, confidence
+    # and exit code are those analyze gives the same lines
+    ingest.end()
+    as_of = ingest.log_now(clock() - began) or datetime.now()
+    name = str(Path(log).resolve()) if log != "-" else "<stdin>"
+    inputs = [InputSummary(name, ingest.lines, read_bytes)]
+    last_write = datetime.fromtimestamp(modified) if modified is not None else None
+    options = pipeline.Options(as_of=as_of, post_mortem=ended, live=outcome, stacks=stacks, stall_after_s=stall_after_s)
+    identity = _identity(ingest, digest.hexdigest(), bytes(head)) if record_run else None
+    report, run = pipeline.assemble(
+        inputs, ingest.scan_result(), packs, options, identity=identity, last_activity=last_write
+    )
+    code = exit_code(report.verdict, Confidence(report.confidence))
+    told = outcome_transition(state, clock() - began, settings, confidence=report.confidence, exit_code=code)
+    printer.transitions([told])
+    if stacks is not None:
+        _show_stacks(stacks, colour, printer, clock() - began)
+    if run is not None:
         with RunStore.open(store_path, create=True) as store:
             click.echo(record(store, run), err=True)
-    sys.exit(int(outcome.exit_code))
+    sys.exit(int(code))
 
 
 def _sigterm_interrupts() -> Callable[[], None]:
@@ -330,37 +331,13 @@ def _with_baselines(
     return replace(settings, budgets=budgets, stats=stats, pool=tuple(pool))
 
 
-def _stacks_at_stall(pid: int, packs: PackSet, colour: bool, printer: _Printer, t: float) -> None:
-    """Before exiting on a stall: every rank's stack, merged, and where they wait."""
-    try:
-        py_spy = pyspy.find_py_spy(None)
-        procs = pyspy.discover_tree(pid)
-        if not procs:
-            click.echo(f"logphase: no process {pid} to take stacks from", err=True)
-            return
-        snapshots, skew = pyspy.snapshot(procs, py_spy=py_spy, samples=2, interval_s=0.5, host=socket.gethostname())
-    except LogphaseError as error:
-        click.echo(f"logphase: stacks not taken: {error.message}", err=True)
-        if error.hint:
-            click.echo(f"  hint: {error.hint}", err=True)
-        return
-    report = summarize(snapshots, packs.signatures, samples=2, interval_s=0.5, skew_s=skew)
+def _show_stacks(report: StacksReport, colour: bool, printer: _Printer, t: float) -> None:
+    """After a stall: every rank's stack, merged, and where they wait."""
     if printer.jsonl:
         printer.event({"t": round(t, 3), "event": "stacks", "text": report.summary, "stacks": report.to_json()})
         return
     click.echo(f"Stall point (stacks of {report.readable} processes): {report.summary}", err=True)
     click.echo(pick(OutputFormat.TABLE, colour=colour).stacks(report), nl=False)
-
-
-def _exists(pid: int) -> bool:
-    """Whether a process with this pid exists (of any user; a zombie too)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        pass  # another user's process: it exists
-    return True
 
 
 def _identity(ingest: Ingest, content: str, head: bytes) -> LogIdentity:

@@ -1,13 +1,10 @@
-"""Evidence from outside the log judgement — stack dumps, flight-recorder dumps, the watch's own
-verdict — combined into the report's culprits, notes and verdict (pure)."""
+"""Evidence from outside the log judgement — stack dumps (printed in the log or taken live with --pid)
+and torch flight-recorder dumps — weighed into the run's culprits, notes and reason (pure)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
-
-from logphase.phases import Verdict
-from logphase.report.model import Report
 
 if TYPE_CHECKING:  # types only: the dump readers are imported where dumps are read
     from logphase.flight_recorder import FlightReport
@@ -15,42 +12,38 @@ if TYPE_CHECKING:  # types only: the dump readers are imported where dumps are r
 
 
 @dataclass(frozen=True)
-class WatchVerdict:
-    """What `watch` decided with what only it saw: the health endpoint, the process, arrival times."""
-
-    verdict: Verdict
-    reason: str
+class Evidence:
+    live_stacks: StacksReport | None = None  # every rank's stack taken now (--pid): odd ranks out stand out
+    flight: FlightReport | None = None  # torch flight-recorder dumps given with the logs
 
 
 @dataclass(frozen=True)
-class Evidence:
-    stacks: StacksReport | None = None  # dumps printed into the logs
-    flight: FlightReport | None = None  # torch flight-recorder dumps given with the logs
-    watched: WatchVerdict | None = None
+class Culprits:
+    """The ranks to blame, and what the outside evidence said about them."""
+
+    ranks: tuple[str, ...]
+    notes: tuple[str, ...] = ()
 
 
-def with_evidence(report: Report, evidence: Evidence) -> Report:
-    if evidence.stacks is not None:
-        report = replace(report, stacks=evidence.stacks)
-    if evidence.flight is not None:
-        report = with_flight_recorder(report, evidence.flight)
-    if evidence.watched is not None:
-        report = replace(report, verdict=evidence.watched.verdict, reason=evidence.watched.reason)
-    return report
-
-
-def with_flight_recorder(report: Report, flight: FlightReport) -> Report:
-    """The flight recorder's finding in the report; the ranks it names missing from a collective
-    are the culprits when the logs named none, and a note when the logs named others."""
-    culprits = report.culprit_ranks
-    notes = list(report.notes)
-    missing = flight.missing
-    if missing and not culprits:
-        culprits = missing
-        notes.append(f"culprit ranks from the flight recorder: {', '.join(missing)}")
-    elif missing and set(missing) != set(culprits):
-        notes.append(f"the flight recorder names {', '.join(missing)} missing from a collective")
-    reason = report.reason
-    if not report.inputs and report.verdict is Verdict.UNKNOWN:
-        reason = "no log given; see the flight recorder"
-    return replace(report, flight_recorder=flight, culprit_ranks=culprits, notes=tuple(notes), reason=reason)
+def weigh_culprits(from_logs: tuple[str, ...], evidence: Evidence) -> Culprits:
+    """The logs' culprits stand; where the logs named none, the flight recorder's ranks missing from a
+    collective, else the live stacks' odd ranks out, are the culprits, and a note says where they came
+    from (dumps printed in a log are the dying process's, not a comparison of ranks). Evidence that
+    names other ranks than the logs is a note, never silently dropped."""
+    ranks = from_logs
+    notes: list[str] = []
+    flight = evidence.flight
+    if flight is not None and flight.missing:
+        if not ranks:
+            ranks = flight.missing
+            notes.append(f"culprit ranks from the flight recorder: {', '.join(flight.missing)}")
+        elif set(flight.missing) != set(ranks):
+            notes.append(f"the flight recorder names {', '.join(flight.missing)} missing from a collective")
+    stacks = evidence.live_stacks
+    if stacks is not None and stacks.culprit_ranks:
+        if not ranks:
+            ranks = stacks.culprit_ranks
+            notes.append(f"culprit ranks from the stacks: {', '.join(stacks.culprit_ranks)}")
+        elif set(stacks.culprit_ranks) != set(ranks):
+            notes.append(f"the stacks name {', '.join(stacks.culprit_ranks)} as the odd ranks out")
+    return Culprits(ranks, tuple(notes))

@@ -56,6 +56,14 @@ class Line:
     rank: str | None = None
 
 
+@dataclass(frozen=True)
+class ContextLine:
+    """A line shown around a root cause: its number and text."""
+
+    line: int
+    text: str
+
+
 @dataclass
 class LogSource:
     """One readable log: a file, stdin, or a member of a tar archive. Counters fill while reading."""

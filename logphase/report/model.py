@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from logphase.logs.reader import ContextLine
 from logphase.phases import Phase, Verdict
 from logphase.report.sections import BaselineSection, FlightSection, Section, StacksSection
 
@@ -18,12 +19,6 @@ class InputSummary:
     path: str
     lines: int
     bytes: int
-
-
-@dataclass(frozen=True)
-class ContextLine:
-    line: int
-    text: str
 
 
 @dataclass(frozen=True)

@@ -212,6 +212,9 @@ def test_stack_dumps_from_files_are_added(work: Path) -> None:
     stacks = run_cli("stacks", "--from", str(dump), "--format", "json")
     assert json.loads(files["stacks.json"]) == json.loads(stacks.stdout)
     assert files[f"dumps/{dump.name}"] == dump.read_bytes()
+    # AND the analysis judged the same stacks: they are in analysis.json, as `analyze --pid` puts them
+    analysis = json.loads(files["analysis.json"])
+    assert analysis["stacks"]["summary"] == json.loads(stacks.stdout)["summary"]
 
 
 @pytest.fixture
@@ -243,6 +246,8 @@ def test_live_stacks_of_a_pid(work: Path, sleeper: subprocess.Popen[bytes]) -> N
         assert process["pid"] == sleeper.pid and process["error"] is None
         assert "wait_here_for_the_bundle" in files["stacks.json"].decode()
         assert "| stacks.json |" in readme
+        # AND the analysis holds the same stacks (it said `stacks: null` beside a stacks.json once)
+        assert json.loads(files["analysis.json"])["stacks"]["processes"][0]["pid"] == sleeper.pid
 
 
 def fake_py_spy(folder: Path, stderr: str) -> Path:

@@ -11,10 +11,11 @@ from typing import Any
 import pytest
 
 from logphase import __version__
+from logphase.judging.stalls import summarize
+from logphase.logs.reader import ContextLine
 from logphase.phases import Phase, Verdict
 from logphase.report.formats import OutputFormat, pick
-from logphase.report.model import ContextLine, InputSummary, LastLine, RankRow, Report, RootCause, SpanRow
-from logphase.stacks.stalls import summarize
+from logphase.report.model import InputSummary, LastLine, RankRow, Report, RootCause, SpanRow
 from tests.conftest import FIXTURES, run_cli
 
 # --- sections as the producers (baselines.Comparison, StacksReport, FlightReport) offer them -----

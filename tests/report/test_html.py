@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
+from logphase.judging.stalls import summarize
+from logphase.logs.reader import ContextLine
 from logphase.phases import Phase
 from logphase.report.formats import OutputFormat, pick
 from logphase.report.formats.html import PHASE_FILLS
-from logphase.report.model import ContextLine
-from logphase.stacks.stalls import summarize
 from tests.conftest import FIXTURES, run_cli
 from tests.report.png_pixels import png_rows, png_size
 from tests.report.test_formats import BASELINE, COLLECTIVE, NOTES, STALL, full_report

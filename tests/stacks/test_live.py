@@ -177,3 +177,33 @@ def test_native_frames(start_server) -> None:  # type: ignore[no-untyped-def]
     assert any(f.startswith("shard_reader (model_runner.py") for f in frames)
     assert not any(f.startswith("0x") for f in frames)
     assert os.path.exists(f"/proc/{server.pid}")
+
+
+def test_analyze_with_pid_judges_the_live_stacks_with_the_log(start_server, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # GIVEN a server whose TP2 is still loading weights while the others wait in a barrier, and its log,
+    # which names no culprit (every rank began loading; none has said more)
+    server = start_server(["barrier", "barrier", "slow", "barrier"])
+    log = tmp_path / "server.log"
+    log.write_text(
+        "".join(f"[2025-03-08 12:29:13 TP{rank}] Load weight begin. avail mem=21.63 GB\n" for rank in range(4))
+    )
+    # WHEN analysed with its pid
+    result = run_cli("analyze", str(log), "--pid", str(server.pid), "--post-mortem", "--format", "json")
+    report = json.loads(result.stdout)
+    # THEN the report holds the live stacks, and their odd rank out is the culprit, said in a note
+    assert (report["verdict"], report["phase"], result.exit_code) == ("stalled", "weight_load", 4)
+    assert report["stacks"]["culprit_ranks"] == ["TP2"]
+    assert report["culprit_ranks"] == ["TP2"]
+    assert "culprit ranks from the stacks: TP2" in report["notes"]
+
+
+def test_analyze_with_a_pid_that_does_not_exist_is_refused_before_any_work(tmp_path: Path) -> None:
+    # GIVEN a log and a pid no process has
+    log = tmp_path / "server.log"
+    log.write_text("[2025-03-08 12:29:13 TP0] Load weight begin. avail mem=21.63 GB\n")
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    # WHEN analysed with it THEN exit 3, one line and a hint
+    result = run_cli("analyze", str(log), "--pid", str(dead.pid))
+    assert result.exit_code == 3
+    assert result.stderr.splitlines()[0] == f"logphase: error: --pid {dead.pid}: no such process"

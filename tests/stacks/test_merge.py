@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from logphase.judging.stacks import ALL_IDLE
+from logphase.judging.stalls import classify, summarize
 from logphase.stacks.dumps import parse_frame_text
 from logphase.stacks.dumps_json import parse_dump_text
 from logphase.stacks.model import Frame, ProcessSnapshot, ThreadStack
-from logphase.stacks.stalls import classify, summarize
 
 from .conftest import REALWORLD, STACKS_FIXTURES
 

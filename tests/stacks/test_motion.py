@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
+from logphase.judging.stalls import classify, summarize
 from logphase.stacks import pyspy
 from logphase.stacks.dumps import parse_frame_text
 from logphase.stacks.model import ThreadStack
-from logphase.stacks.stalls import classify, summarize
 
 from .test_merge import CAPTURE, LOADING, snap
 

@@ -81,6 +81,7 @@ def test_format_jsonl_writes_one_json_event_per_line(tmp_path: Path) -> None:
     assert {k: v for k, v in events[1].items() if k != "t"} == {
         "event": "outcome",
         "verdict": "ready",
+        "confidence": "high",
         "exit_code": 0,
         "log_says_ready": None,
         "text": "ready: The server is fired up and ready to roll! (line 4)",
@@ -218,7 +219,7 @@ def test_a_named_pipe_is_followed_until_its_writer_closes(tmp_path: Path) -> Non
     assert result.exit_code == ExitCode.PROBLEM, result.stderr
     assert _transitions(result.stdout) == [
         "phase: weight_load (line 3)",
-        "stalled: the log ended during weight_load without a ready line",
+        "stalled: the log ends during weight_load with no error (line 3)",
     ]
 
 
@@ -254,7 +255,7 @@ def test_a_writer_that_closes_a_named_pipe_before_writing_does_not_end_it(tmp_pa
     assert _transitions(result.stderr) == [f"waiting for a writer on {pipe} (a named pipe)"]
     assert _transitions(result.stdout) == [
         "phase: weight_load (line 3)",
-        "stalled: the log ended during weight_load without a ready line",
+        "stalled: the log ends during weight_load with no error (line 3)",
     ]
 
 

@@ -10,12 +10,24 @@ from logphase.baselines.stats import PhaseStats, phase_stats
 from logphase.errors import ExitCode
 from logphase.health import Health, Probe
 from logphase.judging.budgets import Budgets, budgets_from
+from logphase.judging.confidence import Confidence
+from logphase.judging.exits import exit_code
 from logphase.judging.logs import Judgement
 from logphase.logs.reader import Line
 from logphase.logs.timeline import PhaseSpan
 from logphase.packs import load_packs
 from logphase.phases import Phase, Verdict
-from logphase.watching import Ingest, Observation, Settings, WatchState, interrupted, status_line, step
+from logphase.watching import (
+    Ingest,
+    Observation,
+    Settings,
+    Transition,
+    WatchState,
+    interrupted,
+    outcome_transition,
+    status_line,
+    step,
+)
 from tests.baselines.test_eta_words import _ready_run
 
 
@@ -36,24 +48,38 @@ def _obs(t: float, *, phase: Phase | None = Phase.CUDA_GRAPH, silence: float = 0
     return replace(observation, **changes)  # type: ignore[arg-type]
 
 
+def _step(state: WatchState, obs: Observation, settings: Settings) -> tuple[WatchState, tuple[Transition, ...]]:
+    """`step`, and the outcome told as the CLI tells it once the final report is judged (here a report
+    whose evidence carries its verdict: high confidence)."""
+    state, said = step(state, obs, settings)
+    if state.outcome is not None:
+        said = (*said, outcome_transition(state, obs.t, settings, confidence="high", exit_code=_code(state)))
+    return state, said
+
+
+def _code(state: WatchState) -> ExitCode:
+    assert state.outcome is not None
+    return exit_code(state.outcome.verdict, Confidence.HIGH)
+
+
 def _texts(transitions: tuple[object, ...]) -> list[str]:
     return [str(t) for t in transitions]
 
 
 def test_health_changes_and_phase_changes_are_transitions_and_200_ends_it_ready() -> None:
     settings = Settings(budgets=Budgets(stall_after_s=5))
-    state, said = step(WatchState(), _obs(0.0, probe=Probe(Health.REFUSED, None, "connection refused", 0.0)), settings)
+    state, said = _step(WatchState(), _obs(0.0, probe=Probe(Health.REFUSED, None, "connection refused", 0.0)), settings)
     assert _texts(said) == [
         "[+   0.0s] health: connection refused (not listening yet)",
         "[+   0.0s] phase: cuda_graph (line 12)",
     ]
-    state, said = step(state, _obs(1.0), settings)
+    state, said = _step(state, _obs(1.0), settings)
     assert (said, state.outcome) == ((), None)  # nothing changed: nothing said
-    state, said = step(state, _obs(2.0, probe=Probe(Health.STARTING, 503, "service unavailable", 0.0)), settings)
+    state, said = _step(state, _obs(2.0, probe=Probe(Health.STARTING, 503, "service unavailable", 0.0)), settings)
     assert _texts(said) == ["[+   2.0s] health: 503 starting or warming up"]
-    state, said = step(state, _obs(3.5, probe=Probe(Health.READY, 200, "ok", 0.0)), settings)
+    state, said = _step(state, _obs(3.5, probe=Probe(Health.READY, 200, "ok", 0.0)), settings)
     assert _texts(said) == ["[+   3.5s] health: 200 ready", "[+   3.5s] ready: health 200 ready after 4s"]
-    assert state.outcome is not None and (state.outcome.exit_code, state.outcome.verdict) == (
+    assert state.outcome is not None and (_code(state), state.outcome.verdict) == (
         ExitCode.OK,
         Verdict.READY,
     )
@@ -63,10 +89,10 @@ def test_a_job_whose_ranks_all_shut_down_ends_it_finished_exit_0() -> None:
     # GIVEN a watched torch job WHEN its log says every rank destroyed its communicators
     reason = "the job finished: every rank shut down cleanly (the last: rank 1, line 65, ...)"
     finished = _obs(9.0, judgement=_judged(Verdict.FINISHED, Phase.DIST_INIT, reason))
-    state, said = step(WatchState(), finished, Settings(budgets=Budgets(stall_after_s=5)))
+    state, said = _step(WatchState(), finished, Settings(budgets=Budgets(stall_after_s=5)))
     # THEN the watch ends with exit 0 and says why
     assert _texts(said)[-1] == f"[+   9.0s] {reason}"
-    assert state.outcome is not None and (state.outcome.exit_code, state.outcome.verdict) == (
+    assert state.outcome is not None and (_code(state), state.outcome.verdict) == (
         ExitCode.OK,
         Verdict.FINISHED,
     )
@@ -74,31 +100,31 @@ def test_a_job_whose_ranks_all_shut_down_ends_it_finished_exit_0() -> None:
 
 def test_silence_past_stall_after_ends_it_stalled_exit_4() -> None:
     settings = Settings(budgets=Budgets(stall_after_s=5))
-    state, _ = step(WatchState(), _obs(0.0), settings)
-    state, said = step(state, _obs(5.0, silence=5.0), settings)
+    state, _ = _step(WatchState(), _obs(0.0), settings)
+    state, said = _step(state, _obs(5.0, silence=5.0), settings)
     assert state.outcome is None  # at the budget: not yet
-    state, said = step(state, _obs(5.5, silence=5.5), settings)
+    state, said = _step(state, _obs(5.5, silence=5.5), settings)
     assert _texts(said) == [
         "[+   5.5s] stalled: no progress for 6s in cuda_graph (budget 5s, --stall-after); last progress at line 12"
     ]
-    assert state.outcome is not None and state.outcome.exit_code is ExitCode.PROBLEM and state.outcome.stalled
+    assert state.outcome is not None and _code(state) is ExitCode.PROBLEM and state.outcome.verdict is Verdict.STALLED
 
 
 def test_a_health_change_is_progress_while_the_log_is_quiet() -> None:
     settings = Settings(budgets=Budgets(stall_after_s=5))
-    state, _ = step(WatchState(), _obs(0.0, probe=Probe(Health.REFUSED, None, "", 0.0)), settings)
-    state, _ = step(state, _obs(4.0, silence=4.0, probe=Probe(Health.STARTING, 503, "", 0.0)), settings)
-    state, _ = step(state, _obs(8.0, silence=8.0), settings)
+    state, _ = _step(WatchState(), _obs(0.0, probe=Probe(Health.REFUSED, None, "", 0.0)), settings)
+    state, _ = _step(state, _obs(4.0, silence=4.0, probe=Probe(Health.STARTING, 503, "", 0.0)), settings)
+    state, _ = _step(state, _obs(8.0, silence=8.0), settings)
     assert state.outcome is None  # the 503 at 4 s was progress: 4 s of silence, not 8
-    state, _ = step(state, _obs(9.5, silence=9.5), settings)
+    state, _ = _step(state, _obs(9.5, silence=9.5), settings)
     assert state.outcome is not None and state.outcome.verdict is Verdict.STALLED
 
 
 def test_learned_budgets_win_over_pack_defaults_and_say_where_they_come_from() -> None:
     stats = {Phase.CUDA_GRAPH: PhaseStats(Phase.CUDA_GRAPH, 3, 110.0, 118.0, 119.0)}
     settings = Settings(budgets=budgets_from({Phase.CUDA_GRAPH: 1800.0}, stats), stats=stats)
-    state, _ = step(WatchState(), _obs(0.0), settings)
-    state, said = step(state, _obs(400.0, silence=358.0), settings)
+    state, _ = _step(WatchState(), _obs(0.0), settings)
+    state, said = _step(state, _obs(400.0, silence=358.0), settings)
     assert _texts(said)[-1] == (
         "[+ 400.0s] stalled: no progress for 5m58s in cuda_graph (budget 5m57s, learned from 3 successful runs); "
         "last progress at line 12"
@@ -108,13 +134,13 @@ def test_learned_budgets_win_over_pack_defaults_and_say_where_they_come_from() -
 def test_overdue_is_said_once_before_the_stall() -> None:
     stats = {Phase.CUDA_GRAPH: PhaseStats(Phase.CUDA_GRAPH, 3, 110.0, 118.0, 119.0)}
     settings = Settings(budgets=budgets_from({}, stats), stats=stats)
-    state, _ = step(WatchState(), _obs(0.0), settings)
+    state, _ = _step(WatchState(), _obs(0.0), settings)
     # 4 min in (2 × p90) is slow, not overdue: that takes 10 × p90 (19m40s) and 2 min without progress
-    state, said = step(state, _obs(240.0, silence=120.0), settings)
+    state, said = _step(state, _obs(240.0, silence=120.0), settings)
     assert said == ()
-    state, said = step(state, _obs(1180.0, silence=120.0), settings)
+    state, said = _step(state, _obs(1180.0, silence=120.0), settings)
     assert _texts(said) == ["[+1180.0s] overdue: 19m40s in cuda_graph, successful runs take 1m50s (p90 1m58s)"]
-    state, said = step(state, _obs(1181.0, silence=121.0), settings)
+    state, said = _step(state, _obs(1181.0, silence=121.0), settings)
     assert (said, state.overdue, state.outcome) == ((), True, None)
 
 
@@ -124,34 +150,42 @@ def test_crash_in_the_log_and_a_vanished_process_end_it_with_exit_4() -> None:
         Phase.CUDA_GRAPH,
         "TP1 crashed during cuda_graph: RuntimeError: CUDA error: out of memory (line 25)",
     )
-    state, said = step(WatchState(), _obs(1.0, judgement=crashed), Settings())
+    state, said = _step(WatchState(), _obs(1.0, judgement=crashed), Settings())
     assert (
         _texts(said)[-1]
         == "[+   1.0s] crashed: TP1 crashed during cuda_graph: RuntimeError: CUDA error: out of memory (line 25)"
     )
-    assert state.outcome is not None and state.outcome.exit_code is ExitCode.PROBLEM
-    state, said = step(WatchState(), _obs(2.0, process_alive=False), Settings(pid=4242))
+    assert state.outcome is not None and _code(state) is ExitCode.PROBLEM
+    state, said = _step(WatchState(), _obs(2.0, process_alive=False), Settings(pid=4242))
     assert _texts(said)[-1] == "[+   2.0s] crashed: process 4242 exited during cuda_graph without a ready line"
 
 
-def test_timeout_ends_it_still_starting_exit_5_and_stdin_ending_is_a_stall() -> None:
-    state, said = step(WatchState(), _obs(3.0), Settings(timeout_s=3.0))
-    assert state.outcome is not None and (state.outcome.exit_code, _texts(said)[-1]) == (
+def test_timeout_ends_it_still_starting_exit_5_and_stdin_ending_is_judged_post_mortem() -> None:
+    state, said = _step(WatchState(), _obs(3.0), Settings(timeout_s=3.0))
+    assert state.outcome is not None and (_code(state), _texts(said)[-1]) == (
         ExitCode.STARTING,
         "[+   3.0s] still starting after 3s (in cuda_graph): --timeout",
     )
-    state, said = step(WatchState(), _obs(3.0, input_ended=True), Settings())
-    assert state.outcome is not None and (state.outcome.exit_code, _texts(said)[-1]) == (
+    # GIVEN the input ended mid-capture: the log's post-mortem judgement (Ingest judges it so) decides
+    ended = _judged(Verdict.STALLED, Phase.CUDA_GRAPH, "the log ends during cuda_graph with no error (line 12)")
+    state, said = _step(WatchState(), _obs(3.0, input_ended=True, judgement=ended), Settings())
+    assert state.outcome is not None and (_code(state), _texts(said)[-1]) == (
         ExitCode.PROBLEM,
-        "[+   3.0s] stalled: the log ended during cuda_graph without a ready line",
+        "[+   3.0s] stalled: the log ends during cuda_graph with no error (line 12)",
+    )
+    # AND an input that ended without a line any rule knows is unknown, as analyze says
+    state, said = _step(WatchState(), _obs(3.0, input_ended=True, phase=None), Settings())
+    assert state.outcome is not None and (state.outcome.verdict, _texts(said)[-1]) == (
+        Verdict.UNKNOWN,
+        "[+   3.0s] unknown: no line matched any pattern",
     )
 
 
 def test_status_line_shows_phase_usual_time_rate_progress_and_health() -> None:
     stats = {Phase.CUDA_GRAPH: PhaseStats(Phase.CUDA_GRAPH, 3, 110.0, 118.0, 119.0)}
     settings = Settings(stats=stats)
-    state, _ = step(WatchState(), _obs(62.0, probe=Probe(Health.STARTING, 503, "", 0.0)), settings)
-    state, _ = step(state, _obs(66.0, silence=6.0), settings)  # 400 lines in the last 4 s
+    state, _ = _step(WatchState(), _obs(62.0, probe=Probe(Health.STARTING, 503, "", 0.0)), settings)
+    state, _ = _step(state, _obs(66.0, silence=6.0), settings)  # 400 lines in the last 4 s
     line = status_line(state, _obs(66.0, silence=6.0), settings)
     assert (
         line == "cuda_graph 1m06s (usually 1m50s) · 100 lines/s · progress 6s ago · health 503 starting or warming up"
@@ -228,9 +262,9 @@ def test_every_transition_is_one_json_event_with_t_event_and_its_fields() -> Non
     stats = {Phase.CUDA_GRAPH: PhaseStats(Phase.CUDA_GRAPH, 3, 110.0, 118.0, 119.0)}
     settings = Settings(budgets=budgets_from({}, stats), stats=stats)
     refused = Probe(Health.REFUSED, None, "connection refused", 0.0)
-    state, first = step(WatchState(), _obs(0.0, probe=refused), settings)
-    state, overdue = step(state, _obs(1180.0, silence=120.0), settings)
-    state, last = step(state, _obs(1181.5, probe=Probe(Health.READY, 200, "ok", 0.0)), settings)
+    state, first = _step(WatchState(), _obs(0.0, probe=refused), settings)
+    state, overdue = _step(state, _obs(1180.0, silence=120.0), settings)
+    state, last = _step(state, _obs(1181.5, probe=Probe(Health.READY, 200, "ok", 0.0)), settings)
     # WHEN they are written as JSON THEN each has `t`, `event`, its own fields and the text line
     assert [t.to_json() for t in (*first, *overdue, *last)] == [
         {
@@ -255,6 +289,7 @@ def test_every_transition_is_one_json_event_with_t_event_and_its_fields() -> Non
             "t": 1181.5,
             "event": "outcome",
             "verdict": "ready",
+            "confidence": "high",
             "exit_code": 0,
             "log_says_ready": None,
             "text": "ready: health 200 ready after 19m42s",
@@ -264,36 +299,36 @@ def test_every_transition_is_one_json_event_with_t_event_and_its_fields() -> Non
 
 def test_a_log_that_says_ready_ends_it_once_worded_when_no_url_is_watched() -> None:
     # GIVEN no --url WHEN the log says ready THEN ready, said once (was `ready: ready: …`)
-    state, said = step(WatchState(), _obs(4.0, judgement=_judged(Verdict.READY, Phase.READY, LOG_READY)), Settings())
+    state, said = _step(WatchState(), _obs(4.0, judgement=_judged(Verdict.READY, Phase.READY, LOG_READY)), Settings())
     assert _texts(said)[-1] == "[+   4.0s] ready: The server is fired up and ready to roll! (line 32)"
-    assert state.outcome is not None and state.outcome.exit_code is ExitCode.OK
+    assert state.outcome is not None and _code(state) is ExitCode.OK
 
 
 def test_with_a_url_a_log_that_says_ready_is_not_ready_while_the_url_refuses_and_the_outcome_says_both() -> None:
     settings = Settings(budgets=Budgets(stall_after_s=60), timeout_s=10.0, health_url=URL)
     log_ready = _judged(Verdict.READY, Phase.READY, LOG_READY)
     refused = Probe(Health.REFUSED, None, "connection refused", 0.0)
-    state, _ = step(WatchState(), _obs(1.0, probe=refused), settings)
+    state, _ = _step(WatchState(), _obs(1.0, probe=refused), settings)
     # GIVEN the log says ready before the URL was asked again: not ready, nothing said yet
-    state, said = step(state, _obs(2.0, judgement=log_ready), settings)
+    state, said = _step(state, _obs(2.0, judgement=log_ready), settings)
     assert (_texts(said), state.outcome) == (["[+   2.0s] phase: ready (line 12)"], None)
     # WHEN the URL, asked after the ready line, still refuses THEN not ready, and both are said
-    state, said = step(state, _obs(2.1, judgement=log_ready, probe=refused), settings)
+    state, said = _step(state, _obs(2.1, judgement=log_ready, probe=refused), settings)
     assert _texts(said) == [
         f"[+   2.1s] not ready: {URL}: connection refused (not listening yet), "
         "though the log says ready: The server is fired up and ready to roll! (line 32)"
     ]
     assert said[0].to_json()["event"] == "ready_unconfirmed" and state.outcome is None
-    state, said = step(state, _obs(5.0, judgement=log_ready, probe=refused), settings)
+    state, said = _step(state, _obs(5.0, judgement=log_ready, probe=refused), settings)
     assert (said, state.outcome) == ((), None)  # said once
     # AND at --timeout the outcome keeps both sides
-    state, said = step(state, _obs(10.0, judgement=log_ready), settings)
+    state, said = _step(state, _obs(10.0, judgement=log_ready), settings)
     assert _texts(said) == [
         "[+  10.0s] still starting after 10s (in ready): --timeout; "
         f"{URL}: connection refused (not listening yet), "
         "though the log says ready: The server is fired up and ready to roll! (line 32)"
     ]
-    assert state.outcome is not None and state.outcome.exit_code is ExitCode.STARTING
+    assert state.outcome is not None and _code(state) is ExitCode.STARTING
     assert said[0].to_json()["log_says_ready"] == "The server is fired up and ready to roll! (line 32)"
 
 
@@ -301,20 +336,22 @@ def test_with_a_url_a_log_that_says_ready_ends_ready_once_the_url_answers_200() 
     settings = Settings(budgets=Budgets(stall_after_s=60), health_url=URL)
     log_ready = _judged(Verdict.READY, Phase.READY, LOG_READY)
     failing = Probe(Health.NO_ANSWER, None, "timed out", 2.0)
-    state, _ = step(WatchState(), _obs(1.0, judgement=log_ready, probe=failing), settings)
-    state, said = step(state, _obs(3.0, judgement=log_ready, probe=Probe(Health.READY, 200, "ok", 0.0)), settings)
+    state, _ = _step(WatchState(), _obs(1.0, judgement=log_ready, probe=failing), settings)
+    state, said = _step(state, _obs(3.0, judgement=log_ready, probe=Probe(Health.READY, 200, "ok", 0.0)), settings)
     assert _texts(said) == ["[+   3.0s] health: 200 ready", "[+   3.0s] ready: health 200 ready after 3s"]
     assert state.outcome is not None and state.outcome.verdict is Verdict.READY
 
 
 def test_an_interrupt_ends_it_still_starting() -> None:
-    state, said = interrupted(WatchState(phase=Phase.CUDA_GRAPH), 7.25, Settings())
+    state = interrupted(WatchState(phase=Phase.CUDA_GRAPH), 7.25, Settings())
+    said = outcome_transition(state, 7.25, Settings(), confidence="high", exit_code=_code(state))
     assert said.to_json() == {
         "t": 7.25,
         "event": "outcome",
         "verdict": "progressing",
+        "confidence": "high",
         "exit_code": 5,
         "log_says_ready": None,
         "text": "interrupted",
     }
-    assert state.outcome is not None and state.outcome.exit_code is ExitCode.STARTING
+    assert state.outcome is not None and _code(state) is ExitCode.STARTING

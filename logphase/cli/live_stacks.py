@@ -1,0 +1,64 @@
+"""The running server at the CLI's edge: a pid that must exist, and its ranks' live stacks (py-spy),
+for `analyze --pid` and `watch --pid`."""
+
+from __future__ import annotations
+
+import os
+import socket
+from typing import TYPE_CHECKING
+
+import click
+
+from logphase.errors import LogphaseError
+from logphase.packs import PackSet
+
+if TYPE_CHECKING:  # types only: a plain `analyze` imports no stack model (start-up time)
+    from logphase.stacks.model import StacksReport
+
+# Two samples half a second apart tell a rank that moves from one that waits, at a second's cost.
+SAMPLES = 2
+INTERVAL_S = 0.5
+
+
+def check_pid(pid: int) -> None:
+    """A pid that does not exist is an error before any work (a typo, or the server is gone)."""
+    if not exists(pid):
+        raise LogphaseError(
+            f"--pid {pid}: no such process",
+            hint="give the pid of the server's main process while it runs (ps -ef | grep -e sglang -e vllm)",
+        )
+
+
+def exists(pid: int) -> bool:
+    """Whether a process with this pid exists (of any user; a zombie too)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass  # another user's process: it exists
+    return True
+
+
+def take_stacks(pid: int, packs: PackSet) -> StacksReport | None:
+    """Every process of the server's tree sampled twice, merged and judged as `logphase stacks --pid`
+    does. What stops it (py-spy missing or denied, the server gone) is said on stderr with its hint,
+    and the analysis goes on without stacks: the log's answer is still worth having."""
+    from logphase.judging.stalls import summarize
+    from logphase.stacks import pyspy
+
+    try:
+        py_spy = pyspy.find_py_spy(None)
+        procs = pyspy.discover_tree(pid)
+        if not procs:
+            click.echo(f"logphase: no process {pid} to take stacks from", err=True)
+            return None
+        snapshots, skew = pyspy.snapshot(
+            procs, py_spy=py_spy, samples=SAMPLES, interval_s=INTERVAL_S, host=socket.gethostname()
+        )
+    except LogphaseError as error:
+        click.echo(f"logphase: stacks not taken: {error.message}", err=True)
+        if error.hint:
+            click.echo(f"  hint: {error.hint}", err=True)
+        return None
+    return summarize(snapshots, packs.signatures, samples=SAMPLES, interval_s=INTERVAL_S, skew_s=skew)

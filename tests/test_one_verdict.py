@@ -1,0 +1,82 @@
+"""One verdict for every command: analyze, watch (fed the whole log) and bundle judge the same lines
+the same way — verdict, confidence and exit code — over every fixture and real-world log."""
+
+from __future__ import annotations
+
+import io
+import json
+import tarfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from logphase.errors import ExitCode
+from tests.conftest import FIXTURES, REALWORLD, run_cli, run_json
+
+LOGS = sorted(
+    [
+        *(p for p in (FIXTURES / "logs").glob("*/*.log") if not p.name.endswith(".part.log")),
+        *(REALWORLD / "logs").glob("*.log"),
+    ]
+)
+# What the exit code of each verdict class is (docs/design.md §6), for the uvicorn case below.
+UNKNOWN = int(ExitCode.UNKNOWN)
+
+
+def _analyze(log: Path) -> tuple[int, dict[str, Any]]:
+    return run_json("analyze", "--post-mortem", str(log))
+
+
+def _watch(log: Path) -> dict[str, Any]:
+    """`cat LOG | logphase watch - --format jsonl`: its outcome event."""
+    result = run_cli("watch", "-", "--format", "jsonl", input=log.read_bytes())
+    events = [json.loads(line) for line in result.stdout.splitlines()]
+    outcome: dict[str, Any] = events[-1]
+    assert outcome["event"] == "outcome" and outcome["exit_code"] == result.exit_code, result.stdout
+    return outcome
+
+
+def _bundle(log: Path, folder: Path) -> dict[str, Any]:
+    """`logphase bundle LOG --post-mortem`: the analysis.json inside."""
+    out = folder / "b.tar.gz"
+    result = run_cli("bundle", str(log), "--post-mortem", "--no-redact", "-o", str(out))
+    assert result.exit_code == 0, result.output
+    with tarfile.open(out) as archive:
+        member = next(m for m in archive.getmembers() if m.name.endswith("/analysis.json"))
+        data = archive.extractfile(member)
+        assert data is not None
+        analysis: dict[str, Any] = json.load(io.TextIOWrapper(data, encoding="utf-8"))
+        return analysis
+
+
+@pytest.mark.parametrize("log", LOGS, ids=lambda p: f"{p.parent.name}/{p.stem}")
+def test_analyze_watch_and_bundle_give_one_verdict(log: Path, tmp_path: Path) -> None:
+    # GIVEN a whole log, as a finished log is given to each command
+    code, analysed = _analyze(log)
+    # WHEN watch is fed it on stdin (the input ends: a finished log) and bundle packs it
+    watched = _watch(log)
+    bundled = _bundle(log, tmp_path)
+    # THEN the three judge it alike: one verdict, one confidence, one exit code
+    assert (watched["verdict"], watched["confidence"], watched["exit_code"]) == (
+        analysed["verdict"],
+        analysed["confidence"],
+        code,
+    ), (watched["text"], analysed["reason"])
+    assert (bundled["verdict"], bundled["confidence"]) == (analysed["verdict"], analysed["confidence"])
+
+
+def test_access_lines_alone_are_no_ready_for_any_command(tmp_path: Path) -> None:
+    # GIVEN two uvicorn access lines, which any web app writes: no server of ours said it was up
+    log = tmp_path / "access.log"
+    log.write_text(
+        'INFO:     127.0.0.1:50412 - "GET /health HTTP/1.1" 200 OK\n'
+        'INFO:     127.0.0.1:50418 - "POST /v1/completions HTTP/1.1" 200 OK\n'
+    )
+    # WHEN analysed post-mortem, and watched live with a deadline
+    analysed = run_cli("analyze", "--post-mortem", str(log))
+    watched = run_cli("watch", str(log), "--timeout", "5", "--format", "jsonl")
+    outcome = json.loads(watched.stdout.splitlines()[-1])
+    # THEN both say ready with low confidence, and neither exits 0: a script must not take it for ready
+    assert (analysed.exit_code, watched.exit_code) == (UNKNOWN, UNKNOWN)
+    assert (outcome["verdict"], outcome["confidence"], outcome["exit_code"]) == ("ready", "low", UNKNOWN)
