@@ -287,8 +287,11 @@ def test_a_decision_is_a_rule_an_ignore_entry_with_its_reason_or_undecided(decis
 def test_coverage_command_prints_one_row_per_release() -> None:
     result = run_cli("patterns", "coverage", "--system", "vllm", "--release", "0.8.5")
     assert result.exit_code == 0, result.output
-    rows = [line.split()[:2] for line in result.output.splitlines()[2:]]
+    *table, wrongly_ignored = result.output.splitlines()
+    rows = [line.split()[:2] for line in table[2:]]
     assert rows == [["vllm", "0.8.5"]]
+    # AND the last line counts the ignored templates that name a signal, an exit, a wait, ... (none)
+    assert wrongly_ignored == "ignored although they name a signal, an exit, a wait, a timeout or a shutdown: 0"
 
 
 def write_wheel(path: Path, members: dict[str, str]) -> Path:

@@ -10,7 +10,15 @@ from tabulate import tabulate
 
 from logphase.cli.common import load_all_packs, patterns_option
 from logphase.errors import ExitCode, UsageError
-from logphase.inventory.coverage import IGNORED, RULE, UNDECIDED, coverage_by_release, decide
+from logphase.inventory.coverage import (
+    IGNORED,
+    RULE,
+    UNDECIDED,
+    coverage_by_release,
+    decide,
+    swallowed_by,
+    wrongly_ignored,
+)
 from logphase.inventory.files import SYSTEMS, build_inventory, builtin_inventory_dir, data_path, read_inventory
 from logphase.logs.matcher import explain as explain_line
 from logphase.packs import builtin_pack_paths, check_pack_examples, expand_pack_paths, load_packs
@@ -92,6 +100,9 @@ def explain(line: str, pattern_paths: tuple[Path, ...]) -> None:
     click.echo(f"message: {result.message}")
     if not result.matches:
         click.echo("no rule matches")
+        ignored = swallowed_by(result, packs)
+        if ignored is not None:
+            click.echo(f"ignored: {ignored.id} ({', '.join(ignored.levels) or 'any level'}): {ignored.why}")
         sys.exit(int(ExitCode.UNKNOWN))
     for position, (rule, captures) in enumerate(result.matches):
         winner = "*" if position == 0 else " "
@@ -145,7 +156,8 @@ def coverage(
     pattern_paths: tuple[Path, ...],
 ) -> None:
     """Per release: how many source templates the packs map to each phase / event kind, how many
-    they knowingly ignore, and how many are undecided."""
+    they knowingly ignore, and how many are undecided; then the ignored templates that name a signal,
+    a death, an exit, a kill, a hang, a wait, a retry, a timeout or a shutdown (there should be none)."""
     packs = load_all_packs(pattern_paths)
     entries = read_inventory(data_dir or builtin_inventory_dir(), systems or SYSTEMS)
     if releases:
@@ -173,6 +185,12 @@ def coverage(
             rows, headers=["system", "release", "templates", "rule", "ignored", "undecided", "decided", "by phase/kind"]
         )
     )
+    wrong = wrongly_ignored(decisions)
+    click.echo(f"ignored although they name a signal, an exit, a wait, a timeout or a shutdown: {len(wrong)}")
+    for decision in wrong:
+        entry, ignored = decision.entry, decision.ignore
+        assert ignored is not None
+        click.echo(f"{entry.system} {entry.file}:{entry.line} [{entry.level}] {ignored.id}: {decision.line}")
     if undecided:
         for decision in decisions:
             if decision.outcome == UNDECIDED:

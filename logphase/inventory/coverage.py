@@ -5,16 +5,26 @@ stripping and rule matching as `logphase patterns explain`."""
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from logphase.inventory.store import InventoryEntry, release_key
 from logphase.inventory.synthesis import synthesise_variants
-from logphase.logs.matcher import explain
+from logphase.logs.matcher import Explanation, explain
 from logphase.packs import IgnoreEntry, PackSet, Rule
 
 RULE, IGNORED, UNDECIDED = "rule", "ignored", "undecided"
+# A message that speaks of these is never knowingly ignored: a rule reads it with a kind and a role (issue 24).
+NEVER_IGNORED = re.compile(
+    r"\b(?:signal|death|exit|kill|hang|stall|timeout|timed out|waiting|wait for|retry|retries\b|not called"
+    r"|not registered|heartbeat|no available|shutdown|shut down|shutting down)",
+    re.IGNORECASE,
+)
+FIELD = re.compile(r"\{[^{}]*\}")
+# the level letters and words of the systems' prefixes, as the inventory names levels
+LEVELS = {"D": "debug", "I": "info", "W": "warning", "E": "error", "F": "critical", "WARN": "warning"}
 
 
 @dataclass(frozen=True)
@@ -38,6 +48,38 @@ class Decision:
         if self.rule is None:
             return self.outcome
         return f"{self.rule.phase.value if self.rule.phase else '-'}/{self.rule.kind.value}"
+
+
+def never_ignored(text: str) -> bool:
+    """The template names a signal, a death, an exit, a kill, a hang, a stall, a timeout, a wait, a retry, a call
+    or registration that did not happen, a heartbeat, something not available or a shutdown (fields left out)."""
+    return NEVER_IGNORED.search(FIELD.sub("", text)) is not None
+
+
+def wrongly_ignored(decisions: Iterable[Decision]) -> list[Decision]:
+    """The templates an ignore entry swallows although they name what is never ignored."""
+    return [d for d in decisions if d.outcome == IGNORED and never_ignored(d.entry.text)]
+
+
+def swallowed_by(result: Explanation, packs: PackSet) -> IgnoreEntry | None:
+    """The ignore entry that leaves an explained line unread: a generic pack's, or one of the system whose
+    prefix the line has; at the prefix's level when it names one, else at any level a line is printed at
+    by default (not DEBUG only)."""
+    owners = {prefix.id: pack.systems for pack in packs.packs for prefix in pack.prefixes}
+    systems = {system for prefix in result.prefix.prefixes for system in owners.get(prefix, ())}
+    raw = result.prefix.level
+    level = LEVELS.get(raw.upper(), raw.lower()) if raw else None
+    return next(
+        (
+            ignored
+            for pack in packs.packs
+            for ignored in pack.ignores
+            if (not ignored.systems or systems & set(ignored.systems))
+            and (not ignored.levels or (level in ignored.levels if level else set(ignored.levels) != {"debug"}))
+            and ignored.pattern.search(result.message) is not None
+        ),
+        None,
+    )
 
 
 def decide(entry: InventoryEntry, packs: PackSet) -> Decision:

@@ -71,7 +71,8 @@ def judge(
     # the health route outranks every other route: its newest answer said it is not up. Said only
     # where it overrules other evidence (a 503 during warmup with nothing else is just warmup)
     unhealthy = _unhealthy(timeline) if looks_ready else None
-    if looks_ready and unhealthy is None:
+    hang = timeline.hang  # the program's own report that it is stuck, with no progress since
+    if looks_ready and unhealthy is None and hang is None:
         ready = timeline.ready
         reason = f"ready: {_message(ready)} (line {ready.line})" if ready else f"the server is {phase}"
         return Judgement(Verdict.READY, reason, phase, furthest, (), None, None, None)
@@ -110,6 +111,14 @@ def judge(
         at = f"; last progress at line {progress.line}" if progress else ""
         reason = f"interrupted during {phase}{quiet} ({_message(interrupt)}, line {interrupt.line}){at}{also}"
         return Judgement(Verdict.STALLED, reason, phase, furthest, culprits, progress, silence, budget, tuple(doubts))
+    if hang is not None and (post_mortem or looks_ready):
+        # docs/design.md §4.4: no progress after a hang report: stalled, the first report since is why
+        at = f"; last progress at line {progress.line}" if progress else ""
+        where = "after it was ready" if looks_ready else f"during {phase}"
+        reason = f"hung {where}: {_message(hang)} (line {hang.line}){at}{also}"
+        end = timeline.last_time if post_mortem else as_of
+        silence = max(0.0, (end - progress_time).total_seconds()) if end and progress_time else None
+        return Judgement(Verdict.STALLED, reason, phase, furthest, culprits, hang, silence, budget, tuple(doubts))
     if post_mortem:
         end = timeline.last_time
         silence = (end - progress_time).total_seconds() if end and progress_time else None
@@ -140,8 +149,11 @@ def judge(
         reason = f"no progress for {format_duration(silence)} in {phase} (budget {format_duration(budget)})"
         if progress:
             reason += f"; last progress at line {progress.line}"
+        if hang is not None:
+            reason += f"; hung since line {hang.line}: {_message(hang)}"
         reason += also
-        return Judgement(Verdict.STALLED, reason, phase, furthest, culprits, progress, silence, budget, tuple(doubts))
+        cause = hang or progress
+        return Judgement(Verdict.STALLED, reason, phase, furthest, culprits, cause, silence, budget, tuple(doubts))
     reason = f"in {phase}; last progress {format_duration(silence)} ago, within the {format_duration(budget)} budget"
     reason += also
     return Judgement(Verdict.PROGRESSING, reason, phase, furthest, culprits, None, silence, budget, tuple(doubts))

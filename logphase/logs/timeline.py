@@ -103,6 +103,7 @@ class Timeline:
     served: bool  # a line of the server itself (not a frame of a dump) says it is ready or serving
     health: Event | None  # the newest answer of the health route (a `health_status` capture)
     interrupt: Event | None  # the first time a person stopped it (Ctrl-C)
+    hang: Event | None  # the first hang report (kind mark, role root) since the last progress
     exits: Mapping[str, Event]  # per rank, its clean exit, when no phase line of it came after
     system: str | None
     system_is_server: bool  # a system, and not a job's (a pack with `job = true`: torchrun)
@@ -189,6 +190,7 @@ class TimelineBuilder:
     served: bool = False
     health: Event | None = None
     interrupt: Event | None = None
+    hangs: list[Event] = field(default_factory=list)  # hang reports since the newest progress
     visible: set[str] = field(default_factory=set)
     exits: dict[str, Event] = field(default_factory=dict)
     # systems that are jobs, not servers (packs with `job = true`); a caller with its own packs passes theirs
@@ -229,6 +231,8 @@ class TimelineBuilder:
             self.interrupt = event
         if event.kind is EventKind.EXIT and event.rank is not None:
             self.exits[event.rank] = event
+        if event.kind is EventKind.MARK and event.role is Role.ROOT and len(self.hangs) < MAX_FAILURES:
+            self.hangs.append(event)  # the program says it waits on something that does not come
         if event.phase is None:
             return
         if event.rank is not None and not failed:
@@ -267,6 +271,7 @@ class TimelineBuilder:
             acc.last_progress = event
             if self.last_progress is None or event.order_key >= self.last_progress.order_key:
                 self.last_progress = event
+                self.hangs = [hang for hang in self.hangs if hang.order_key > event.order_key]
         if failed:
             return
         self.served = self.served or phase in (Phase.READY, Phase.SERVING)
@@ -388,6 +393,11 @@ class TimelineBuilder:
             served=self.served,
             health=self.health,
             interrupt=self.interrupt,
+            hang=min(
+                (h for h in self.hangs if self.last_progress is None or h.order_key > self.last_progress.order_key),
+                key=lambda event: event.order_key,
+                default=None,
+            ),
             exits=dict(self.exits),
             system=system,
             system_is_server=system is not None and system not in self.job_systems,
