@@ -79,6 +79,10 @@ def judge(
     if unhealthy is not None and timeline.ready is None:
         phase = Phase.WARMUP
 
+    if phase is None and hang is not None:
+        # a fragment of hang reports alone (vLLM's shm broadcast lines): the process that reports it was
+        # launched, as a fragment of failure lines is (docs/design.md §4.4)
+        phase, furthest = Phase.LAUNCH, Phase.LAUNCH
     if phase is None:
         return Judgement(Verdict.UNKNOWN, "no line matched any pattern", None, None, (), None, None, None)
 
