@@ -67,7 +67,10 @@ def judge(
         reason = f"{who}{_VERB[verdict]}{where}: {_collective(root) or _message(root)} (line {root.line})"
         return Judgement(verdict, reason, phase, furthest, culprits, root, None, None)
 
-    looks_ready = timeline.ready is not None or (phase in (Phase.READY, Phase.SERVING) and timeline.served)
+    job = _job_bar(timeline)
+    looks_ready = job is None and (
+        timeline.ready is not None or (phase in (Phase.READY, Phase.SERVING) and timeline.served)
+    )
     # the health route outranks every other route: its newest answer said it is not up. Said only
     # where it overrules other evidence (a 503 during warmup with nothing else is just warmup)
     unhealthy = _unhealthy(timeline) if looks_ready else None
@@ -86,6 +89,10 @@ def judge(
     if phase is None:
         return Judgement(Verdict.UNKNOWN, "no line matched any pattern", None, None, (), None, None, None)
 
+    if job is not None and hang is None and job.captures.get("done") == job.captures.get("total"):
+        reason = f"the job finished: its progress bar reached {job.captures['done']}/{job.captures['total']}"
+        reason += f" (line {job.line}, {_message(job)})"
+        return Judgement(Verdict.FINISHED, reason, phase, furthest, (), None, None, None)
     finished = _clean_exit(timeline)
     if finished is not None:
         last = f"{finished.rank}, " if finished.rank else ""
@@ -206,6 +213,18 @@ def _unhealthy(timeline: Timeline) -> Event | None:
 
 def _health_status(event: Event) -> str:
     return event.captures.get("health_status", "")
+
+
+def _job_bar(timeline: Timeline) -> Event | None:
+    """A server used as a library runs a job, not a server: with no ready line, its latest progress is a bar
+    over its own work in the serving phase (vLLM's offline `Processed prompts: 3/8`; a server's serving lines
+    are marks, never a bar). Such a run finishes when the bar reaches its total, else progresses or stalls."""
+    progress = timeline.last_progress
+    if timeline.ready is not None or progress is None:
+        return None
+    if progress.phase is not Phase.SERVING or progress.kind is not EventKind.PROGRESS:
+        return None
+    return progress if progress.captures.get("total") and progress.captures.get("done") is not None else None
 
 
 def _clean_exit(timeline: Timeline) -> Event | None:

@@ -442,6 +442,8 @@ class SourceMatcher:
                     return True
             elif not fields.prefixes and not self._opens_block(message):
                 return True  # the exception message's further lines: CUDA's hints, a C++ what()
+            elif not message.strip():
+                return True  # the blank line CPython prints before `The above exception ...` (vLLM prefixes it)
         self.block = None
         return False
 
