@@ -52,7 +52,8 @@ def judge(
         root = _exception_line(timeline, failure)
         verdict = _FAILURE_VERDICT[root.kind]
         if verdict is Verdict.CRASHED and any(
-            e.kind is EventKind.FATAL and e.order_key >= failure.order_key for e in timeline.failures
+            e.kind is EventKind.FATAL and e.order_key >= failure.order_key and not _sigkill(e)
+            for e in timeline.failures
         ):
             verdict = Verdict.ABORTED  # the exception ended in a fatal signal (c10 abort, segfault)
         culprits = _failure_culprits(timeline, root, failure)
@@ -213,6 +214,12 @@ def _unhealthy(timeline: Timeline) -> Event | None:
 
 def _health_status(event: Event) -> str:
     return event.captures.get("health_status", "")
+
+
+def _sigkill(event: Event) -> bool:
+    """A SIGKILL report (the shell's `Killed`): another process sent it (the OOM killer, a person, the
+    program's own clean-up after its error), so a failure before it did not end in a fatal signal."""
+    return event.captures.get("signal", "").upper() in ("KILLED", "SIGKILL")
 
 
 def _job_bar(timeline: Timeline) -> Event | None:
