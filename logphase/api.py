@@ -39,7 +39,7 @@ def analyze(
     """One run's logs (a log per node or rank; .gz/.bz2/.xz/.zst, tar archives; torch flight-recorder
     dumps among them) judged as `logphase analyze` judges them. `post_mortem`: None judges plain files
     live and archives finished, as the CLI does; `as_of`: now when None; `stacks`: a server's live
-    stacks (`logphase.stacks(pid)`), judged with the logs; `packs`: the shipped ones when None;
+    stacks (`logphase.take_stacks(pid)`), judged with the logs; `packs`: the shipped ones when None;
     `cache`: a folder for the fast path's plans and scanners (None: none, nothing written)."""
     from logphase import pipeline
 
@@ -63,7 +63,7 @@ def analyze(
     return pipeline.report(sources, packs, options)
 
 
-def stacks(pid: int, *, samples: int = 2, interval_s: float = 0.5, packs: PackSet | None = None) -> StacksReport:
+def take_stacks(pid: int, *, samples: int = 2, interval_s: float = 0.5, packs: PackSet | None = None) -> StacksReport:
     """Every process of the server `pid` belongs to, sampled with py-spy, merged and judged as
     `logphase stacks --pid` does. Raises SnapshotError (py-spy missing or denied) with its remedy."""
     import socket

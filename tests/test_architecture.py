@@ -91,7 +91,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("judging",),  # verdicts, pure
     ("report",),  # the Report and its formats
     ("pipeline", "watching"),  # the one assembly; the watch's state machine
-    ("bundle", "api"),  # the bug-report archive; the library's door (logphase.analyze, logphase.stacks)
+    ("bundle", "api"),  # the bug-report archive; the library's door (logphase.analyze, logphase.take_stacks)
     ("cli",),  # the only place that prints
     ("__main__",),  # `python -m logphase`
 )
