@@ -25,8 +25,6 @@ from logphase.cli.common import (
 from logphase.cli.live_stacks import check_pid, take_stacks
 from logphase.cli.progress import progress_on_stderr
 from logphase.errors import StoreError
-from logphase.judging.confidence import Confidence
-from logphase.judging.exits import exit_code
 from logphase.logs.reader import open_sources
 from logphase.report.formats import OutputFormat, pick
 
@@ -139,4 +137,4 @@ def analyze(
         if store is not None:
             store.close()
     click.echo(pick(output_format, colour=use_colour(), width=terminal_width()).analysis(report), nl=False)
-    sys.exit(int(exit_code(report.verdict, Confidence(report.confidence))))
+    sys.exit(int(report.exit_code))

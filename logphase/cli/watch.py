@@ -35,8 +35,6 @@ from logphase.errors import StoreError
 from logphase.fingerprint import HEAD_HASH_BYTES, LogIdentity, combine_digests, head_digest
 from logphase.health import parse_url, probe
 from logphase.judging.budgets import Budgets, budgets_from
-from logphase.judging.confidence import Confidence
-from logphase.judging.exits import exit_code
 from logphase.logs.fast.caches import FastCaches
 from logphase.logs.follow import FOLLOW_POLL_S, follow_lines
 from logphase.phases import Phase, Verdict
@@ -283,7 +281,7 @@ def watch(
     report, run = pipeline.assemble(
         inputs, ingest.scan_result(), packs, options, identity=identity, last_activity=last_write
     )
-    code = exit_code(report.verdict, Confidence(report.confidence))
+    code = report.exit_code
     told = outcome_transition(state, clock() - began, settings, confidence=report.confidence, exit_code=code)
     printer.transitions([told])
     if stacks is not None:

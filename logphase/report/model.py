@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from logphase.errors import ExitCode
 from logphase.logs.reader import ContextLine
 from logphase.phases import Phase, Verdict
 from logphase.report.sections import BaselineSection, FlightSection, Section, StacksSection
@@ -113,6 +114,15 @@ class Report:
     support: tuple[EvidenceLine, ...] = ()  # the lines the verdict rests on
     doubts: tuple[str, ...] = ()  # what speaks against it, said, never silently resolved
     unrecognised: tuple[UnknownTemplate, ...] = ()  # when nothing was recognised: what the packs missed
+
+    @property
+    def exit_code(self) -> ExitCode:
+        """docs/design.md §6: from the verdict and how far the evidence carries it (judging/exits.py),
+        the same for analyze, watch and bundle."""
+        from logphase.judging.confidence import Confidence  # judging's, imported where an exit is asked
+        from logphase.judging.exits import exit_code
+
+        return exit_code(self.verdict, Confidence(self.confidence))
 
     @property
     def last_line_age_s(self) -> float | None:

@@ -207,3 +207,15 @@ def test_analyze_with_a_pid_that_does_not_exist_is_refused_before_any_work(tmp_p
     result = run_cli("analyze", str(log), "--pid", str(dead.pid))
     assert result.exit_code == 3
     assert result.stderr.splitlines()[0] == f"logphase: error: --pid {dead.pid}: no such process"
+
+
+def test_the_library_takes_the_stacks_the_cli_takes(start_server) -> None:  # type: ignore[no-untyped-def]
+    # GIVEN a server whose TP2 is behind a barrier the others wait in
+    server = start_server(["barrier", "barrier", "slow", "barrier"])
+    # WHEN its stacks are taken through the library
+    import logphase
+
+    report = logphase.take_stacks(server.pid)
+    # THEN they name the same odd rank out as `logphase stacks --pid`
+    assert report.culprit_ranks == ("TP2",)
+    assert report.to_json()["culprit_ranks"] == ["TP2"]

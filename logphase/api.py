@@ -1,0 +1,79 @@
+"""The library's door: analyse a run's logs, or take a server's stacks, from Python as the CLI does.
+
+    >>> import logphase
+    >>> report = logphase.analyze(["server.log"], post_mortem=True)
+    >>> report.verdict, report.phase, report.exit_code
+    (<Verdict.STALLED: 'stalled'>, <Phase.CUDA_GRAPH: 'cuda_graph'>, <ExitCode.PROBLEM: 4>)
+
+The values are the CLI's own: a `Report` (frozen; `to_json()` is `analyze --format json`) and a
+`StacksReport` (`to_json()` is `stacks --format json`). Nothing here reads the environment, prints or
+keeps state between calls: the packs, the cache folder and the clock are arguments."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from logphase.jobs import ONE_JOB, Jobs
+from logphase.logs.reader import open_sources
+from logphase.packs import PackSet, load_packs
+from logphase.report.model import Report
+
+if TYPE_CHECKING:
+    from logphase.stacks.model import StacksReport
+
+
+def analyze(
+    logs: Sequence[str | Path],
+    *,
+    post_mortem: bool | None = None,
+    as_of: datetime | None = None,
+    stall_after_s: float | None = None,
+    stacks: StacksReport | None = None,
+    packs: PackSet | None = None,
+    jobs: Jobs = ONE_JOB,
+    cache: Path | None = None,
+) -> Report:
+    """One run's logs (a log per node or rank; .gz/.bz2/.xz/.zst, tar archives; torch flight-recorder
+    dumps among them) judged as `logphase analyze` judges them. `post_mortem`: None judges plain files
+    live and archives finished, as the CLI does; `as_of`: now when None; `stacks`: a server's live
+    stacks (`logphase.take_stacks(pid)`), judged with the logs; `packs`: the shipped ones when None;
+    `cache`: a folder for the fast path's plans and scanners (None: none, nothing written)."""
+    from logphase import pipeline
+
+    packs = packs if packs is not None else load_packs()
+    dump_paths: list[str] = []
+    sources = open_sources([str(log) for log in logs], dumps=dump_paths, process_tags=packs.process_tags)
+    flight = None
+    if dump_paths:
+        from logphase.flight_recorder import judge_dumps, read_dumps
+
+        flight = judge_dumps(read_dumps(dump_paths))
+    options = pipeline.Options(
+        as_of=as_of if as_of is not None else datetime.now(),
+        post_mortem=post_mortem if post_mortem is not None else all(source.finished for source in sources),
+        flight=flight,
+        stacks=stacks,
+        stall_after_s=stall_after_s,
+        jobs=jobs,
+        caches=cache,
+    )
+    return pipeline.report(sources, packs, options)
+
+
+def take_stacks(pid: int, *, samples: int = 2, interval_s: float = 0.5, packs: PackSet | None = None) -> StacksReport:
+    """Every process of the server `pid` belongs to, sampled with py-spy, merged and judged as
+    `logphase stacks --pid` does. Raises SnapshotError (py-spy missing or denied) with its remedy."""
+    import socket
+
+    from logphase.judging.stalls import summarize
+    from logphase.stacks import pyspy
+
+    packs = packs if packs is not None else load_packs()
+    procs = pyspy.discover_tree(pid)
+    snapshots, skew = pyspy.snapshot(
+        procs, py_spy=pyspy.find_py_spy(None), samples=samples, interval_s=interval_s, host=socket.gethostname()
+    )
+    return summarize(snapshots, packs.signatures, samples=samples, interval_s=interval_s, skew_s=skew)
