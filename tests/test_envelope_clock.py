@@ -88,11 +88,6 @@ def test_a_stamp_with_an_offset_or_no_zone_has_no_key(stamp: bytes) -> None:
     assert stamp_key(stamp) is None
 
 
-@pytest.fixture(scope="module")
-def packs() -> PackSet:
-    return load_packs()
-
-
 def cri_backwards(bare: Path, *, docker: bool) -> bytes:
     """The bare log in CRI's file (or under `docker logs -t`), each line stamped in the second it was
     written at a random nanosecond (a second's stamps go back and forth, as the bench's `cri` shape's

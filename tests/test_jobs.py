@@ -25,7 +25,7 @@ from logphase.jobs import Jobs
 from logphase.logs.fast import FastLines, ranges
 from logphase.logs.fast.ranges import line_local
 from logphase.logs.reader import open_sources
-from logphase.packs import PackSet, load_packs
+from logphase.packs import PackSet
 from logphase.report.formats.json import JsonFormat
 from tests.conftest import FIXTURES, REALWORLD, run_cli
 
@@ -56,11 +56,6 @@ Current thread 0x00007f3a9d4b1740 (most recent call first):
 """
 # Short lines, then lines the trigger's indent class may reach across their newline.
 SHORT_LINES = "\n   x = 1\n\u00e9\n X\n\n\n\n\nY\nab\n  z\n"
-
-
-@pytest.fixture(scope="module")
-def packs() -> PackSet:
-    return load_packs()
 
 
 @pytest.fixture
@@ -105,6 +100,17 @@ def oracles(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[Any]]:
 def report(paths: list[Path], packs: PackSet, jobs: Jobs) -> str:
     options = pipeline.Options(as_of=AS_OF, post_mortem=True, jobs=jobs)
     return JsonFormat().analysis(pipeline.report(open_sources([str(p) for p in paths]), packs, options))
+
+
+_ALONE: dict[tuple[tuple[Path, ...], int], str] = {}
+
+
+def expected_alone(logs: list[Path], packs: PackSet) -> str:
+    """The report of one process, computed once per session for the same logs and head."""
+    key = (tuple(logs), scanning.YEAR_LOOKAHEAD)
+    if key not in _ALONE:
+        _ALONE[key] = report(logs, packs, Jobs(1))
+    return _ALONE[key]
 
 
 def split(count: int, range_bytes: int) -> Jobs:
@@ -160,13 +166,8 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[Path]]:
 # --- the report is the same with any number of jobs -------------------------------------------------
 
 
-@pytest.mark.parametrize("log", LOGS, ids=lambda p: p.name)
-def test_every_log_reads_the_same_with_three_jobs(log: Path, packs: PackSet, short_head: None) -> None:
-    # GIVEN a fixture or real-world log, cut in ranges of 211 bytes, the size threshold forced down
-    # WHEN it is analysed by one process and by three
-    # THEN the JSON reports are the same, byte for byte (a log this short mostly learns no line
-    # template, and the walk reads it all: the next test puts each inside a busy log)
-    assert report([log], packs, split(3, SMALL_RANGE)) == report([log], packs, Jobs(1))
+# Every corpus log by one process and by three (cut in ranges of 211 bytes), in any layout: the
+# equivalence harness (tests/equivalence/test_same_report.py), sampled. Each log inside a busy log:
 
 
 @pytest.fixture(scope="module")
@@ -207,8 +208,8 @@ def test_generated_logs_read_the_same_and_the_workers_answer(
     # GIVEN a 1 MB serving log (a traceback, a dump and short lines in it; across midnight; a
     # file per rank; wrapped), cut in ranges
     logs = served[shape]
-    # WHEN it is analysed by one process and by three
-    alone = report(logs, packs, Jobs(1))
+    # WHEN it is analysed by one process (once per session) and by three
+    alone = expected_alone(logs, packs)
     shared = report(logs, packs, split(3, range_bytes))
     # THEN the reports are the same, and the workers answered for part of the log
     assert shared == alone
@@ -226,16 +227,6 @@ def test_where_the_ranges_are_cut_changes_nothing(
     # WHEN it is analysed by 2 to 4 processes
     # THEN the report is that of one process
     assert report(log, packs, split(count, range_bytes)) == expected_alone(log, packs)
-
-
-_ALONE: dict[tuple[Path, ...], str] = {}
-
-
-def expected_alone(logs: list[Path], packs: PackSet) -> str:
-    key = tuple(logs)
-    if key not in _ALONE:
-        _ALONE[key] = report(logs, packs, Jobs(1))
-    return _ALONE[key]
 
 
 def test_no_workers_below_the_threshold(packs: PackSet, served: dict[str, list[Path]], oracles: list[Any]) -> None:

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from bench.loggen import write_log, write_logs
 from bench.shapes import SHAPES
-from logphase import pipeline, scanning
+from logphase import scanning
 from logphase.errors import InputError
 from logphase.frames import TRIGGER
 from logphase.logs import timeline
@@ -27,18 +27,13 @@ from logphase.logs.fast.templates import learn_template
 from logphase.logs.matcher import SourceMatcher
 from logphase.logs.reader import open_sources, read_lines
 from logphase.logs.timeline import LATEST_CAPTURES, TIMELINE_CAPTURES
-from logphase.packs import PackSet, load_packs
-from logphase.report.formats.json import JsonFormat
-from tests.conftest import FIXTURES, REALWORLD
+from logphase.packs import PackSet
+from tests.conftest import FIXTURES, REALWORLD, Generated
+from tests.equivalence import reports as reports_
 
 AS_OF = datetime(2030, 1, 1)
 LOGS = sorted(p for p in (FIXTURES / "logs").glob("*/*.log") if not p.name.endswith(".part.log"))
 LOGS += sorted((REALWORLD / "logs").glob("*.log"))
-
-
-@pytest.fixture(scope="module")
-def packs() -> PackSet:
-    return load_packs()
 
 
 @pytest.fixture
@@ -49,53 +44,30 @@ def short_head(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def report(path: Path, packs: PackSet, *, fast: bool) -> str:
-    """The JSON report of `analyze`, its scan told to use the fast path or not."""
-    options = pipeline.Options(as_of=AS_OF, post_mortem=True, fast=fast)
-    return JsonFormat().analysis(pipeline.report(open_sources([str(path)]), packs, options))
-
-
-_PLAIN: dict[tuple[Path, int, int], str] = {}
+    """The JSON report of `analyze`, its scan told to use the fast path or not (the plain one computed
+    once per session)."""
+    return report_of([path], packs, fast=fast)
 
 
 def reports(path: Path, packs: PackSet) -> tuple[str, str]:
-    """(plain, fast) reports; the plain one is the same for both scanners: read it once."""
-    key = (path, path.stat().st_mtime_ns, scanning.YEAR_LOOKAHEAD)
-    if key not in _PLAIN:
-        _PLAIN[key] = report(path, packs, fast=False)
-    return _PLAIN[key], report(path, packs, fast=True)
+    """(plain, fast) reports."""
+    return report_of([path], packs, fast=False), report_of([path], packs, fast=True)
 
 
-# --- the fast path changes nothing -------------------------------------------------------------------
+def report_of(logs: list[Path], packs: PackSet, *, fast: bool) -> str:
+    """The JSON report of `analyze` over several logs as one run (the plain one computed once per session)."""
+    return reports_.fast(logs, packs) if fast else reports_.plain(logs, packs)
 
 
-@pytest.mark.parametrize("log", LOGS, ids=lambda p: p.name)
-def test_fast_and_plain_reports_are_identical(log: Path, packs: PackSet, short_head: None, scanner: str) -> None:
-    # GIVEN a fixture or real-world log, read by the fast path from its second line on
-    # WHEN it is analysed with and without the fast path
-    plain, fast = reports(log, packs)
-    # THEN the JSON reports are the same, byte for byte
-    assert fast == plain
-
-
-@pytest.mark.parametrize("log", LOGS, ids=lambda p: p.name)
-def test_repeated_lines_make_runs_and_change_nothing(
-    log: Path, packs: PackSet, short_head: None, tmp_path: Path
-) -> None:
-    # GIVEN the log with every line written three times (long steady runs, blocks, bars)
-    text = log.read_bytes()
-    repeated = tmp_path / log.name
-    repeated.write_bytes(b"".join(line * 3 for line in text.splitlines(keepends=True)))
-    # WHEN it is analysed with and without the fast path
-    plain, fast = reports(repeated, packs)
-    # THEN the reports are the same
-    assert fast == plain
+# Every corpus log read by both paths, bare and in other layouts, with either scanner: the equivalence
+# harness (tests/equivalence/test_same_report.py), which samples those dimensions.
 
 
 def test_generated_serving_log_is_read_the_same(
-    packs: PackSet, tmp_path: Path, scanner: str, captured: list[Any]
+    packs: PackSet, generated: Generated, scanner: str, captured: list[Any]
 ) -> None:
     # GIVEN a generated TP8 log of 1 MB: NCCL init, startup, serving batches and access lines, a crash
-    log = write_log(tmp_path / "served.log", 1_000_000)
+    [log] = generated("sglang-pooled", 1_000_000, 20260101)
     # WHEN it is analysed with and without the fast path
     plain, fast = reports(log, packs)
     # THEN the reports are the same, and the matcher saw under a fifth of the lines
@@ -107,11 +79,11 @@ def test_generated_serving_log_is_read_the_same(
 
 @pytest.mark.parametrize("shape", sorted(SHAPES))
 def test_every_shape_of_generated_log_is_read_the_same(
-    shape: str, packs: PackSet, tmp_path: Path, scanner: str, captured: list[Any]
+    shape: str, packs: PackSet, generated: Generated, scanner: str, captured: list[Any]
 ) -> None:
     # GIVEN a generated 1 MB serving log of one shape (a version's format, 8 ranks and the HTTP
     # server interleaved line by line, NCCL chatter, a rotated start, a wrapper, a file per rank)
-    logs = write_logs(tmp_path / f"{shape}.log", 1_000_000, seed=7, shape=shape)
+    logs = generated(shape, 1_000_000, 7)
     # WHEN it is analysed with and without the fast path
     plain, fast = (report_of(logs, packs, fast=fast) for fast in (False, True))
     # THEN the reports are the same, and the matcher saw under a fifth of the lines (of each file
@@ -141,12 +113,6 @@ def test_a_generated_log_of_any_seed_is_read_the_same(
         plain, fast = (report_of(logs, packs, fast=fast) for fast in (False, True))
     # THEN the reports are the same
     assert fast == plain
-
-
-def report_of(logs: list[Path], packs: PackSet, *, fast: bool) -> str:
-    """The JSON report of `analyze` over several logs as one run."""
-    options = pipeline.Options(as_of=AS_OF, post_mortem=True, fast=fast)
-    return JsonFormat().analysis(pipeline.report(open_sources([str(log) for log in logs]), packs, options))
 
 
 def test_source_counters_are_those_of_the_reader(packs: PackSet, tmp_path: Path) -> None:

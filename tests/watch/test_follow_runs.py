@@ -12,7 +12,7 @@ import pytest
 from bench.loggen import write_log
 from logphase.judging.budgets import Budgets
 from logphase.logs.reader import Line, LogSource, read_lines
-from logphase.packs import PackSet, load_packs
+from logphase.packs import PackSet
 from logphase.watching import Ingest
 from tests.conftest import FIXTURES, REALWORLD
 
@@ -20,11 +20,6 @@ REFERENCE = datetime(2030, 1, 1)
 LOGS = sorted(p for p in (FIXTURES / "logs").glob("*/*.log") if not p.name.endswith(".part.log"))
 LOGS += sorted((REALWORLD / "logs").glob("*.log"))
 LOGS += sorted((FIXTURES / "real").glob("*/*.log"))
-
-
-@pytest.fixture(scope="module")
-def packs() -> PackSet:
-    return load_packs()
 
 
 def batches(path: Path, size: int) -> Iterator[list[Line]]:
