@@ -156,6 +156,7 @@ def test_a_log_after_a_hole_of_nul_bytes_is_read(tmp_path: Path) -> None:
     assert (result.exit_code, json.loads(result.stdout)["verdict"]) == (4, "stalled")
 
 
+@pytest.mark.slow
 def test_a_100_mb_line_is_analysed(tmp_path: Path) -> None:
     path = tmp_path / "long.log"
     with path.open("wb") as out:

@@ -102,6 +102,7 @@ def cri_backwards(bare: Path, *, docker: bool) -> bytes:
     return "".join(f"{line}\n" for line in out).encode()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("wrapper", ["cri", "docker-t"])
 @pytest.mark.parametrize("chunk", [lines.CHUNK_BYTES, 64 << 10], ids=["one-chunk", "64-KiB-chunks"])
 def test_stamps_that_go_back_within_a_second_keep_the_clock_of_every_line(
@@ -122,6 +123,7 @@ def test_stamps_that_go_back_within_a_second_keep_the_clock_of_every_line(
     assert fast == plain
 
 
+@pytest.mark.slow
 def test_an_envelope_more_than_a_second_behind_keeps_the_clock_of_every_line(
     packs: PackSet, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -140,6 +142,7 @@ def test_an_envelope_more_than_a_second_behind_keeps_the_clock_of_every_line(
     assert report(wrapped, packs, fast=True) == report(wrapped, packs, fast=False)
 
 
+@pytest.mark.slow
 def test_hours_of_lines_timed_by_the_envelope_keep_the_clock_of_every_line(
     packs: PackSet, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

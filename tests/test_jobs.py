@@ -178,6 +178,7 @@ def busy(tmp_path_factory: pytest.TempPathFactory) -> bytes:
     return log.read_bytes()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("log", sorted((REALWORLD / "logs").glob("*.log")) + LOGS[::3], ids=lambda p: p.name)
 def test_every_log_inside_a_busy_log_reads_the_same(
     log: Path, packs: PackSet, short_head: None, busy: bytes, tmp_path: Path, oracles: list[Any], walk_waits: None
@@ -194,6 +195,7 @@ def test_every_log_inside_a_busy_log_reads_the_same(
     assert oracles[-1].answered > 0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("shape", ["sglang-0.5", "vllm-v0", "per-rank", "cri", "journald"])
 @pytest.mark.parametrize("range_bytes", [4099, 8191, 16_384])  # a file per rank: 8 of ~125 kB
 def test_generated_logs_read_the_same_and_the_workers_answer(
@@ -217,6 +219,7 @@ def test_generated_logs_read_the_same_and_the_workers_answer(
     assert sum(oracle.answered for oracle in oracles) > 0
 
 
+@pytest.mark.slow
 @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(range_bytes=st.integers(min_value=1024, max_value=250_000), count=st.integers(min_value=2, max_value=4))
 def test_where_the_ranges_are_cut_changes_nothing(
@@ -229,6 +232,7 @@ def test_where_the_ranges_are_cut_changes_nothing(
     assert report(log, packs, split(count, range_bytes)) == expected_alone(log, packs)
 
 
+@pytest.mark.slow
 def test_no_workers_below_the_threshold(packs: PackSet, served: dict[str, list[Path]], oracles: list[Any]) -> None:
     # GIVEN a 1 MB log and the default threshold (tens of MB)
     # WHEN it is analysed with four jobs
@@ -247,6 +251,7 @@ class IdlePool:
         pass
 
 
+@pytest.mark.slow
 def test_the_walk_scans_the_ranges_no_worker_started(
     monkeypatch: pytest.MonkeyPatch, packs: PackSet, served: dict[str, list[Path]], oracles: list[Any], short_head: None
 ) -> None:
@@ -295,6 +300,7 @@ class SlowWorker:
         self.queue.put(None)
 
 
+@pytest.mark.slow
 def test_the_walk_scans_ranges_ahead_while_it_waits_for_a_worker(
     monkeypatch: pytest.MonkeyPatch, packs: PackSet, served: dict[str, list[Path]], oracles: list[Any], short_head: None
 ) -> None:

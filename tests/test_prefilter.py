@@ -63,6 +63,7 @@ def report_of(logs: list[Path], packs: PackSet, *, fast: bool) -> str:
 # harness (tests/equivalence/test_same_report.py), which samples those dimensions.
 
 
+@pytest.mark.slow
 def test_generated_serving_log_is_read_the_same(
     packs: PackSet, generated: Generated, scanner: str, captured: list[Any]
 ) -> None:
@@ -77,6 +78,7 @@ def test_generated_serving_log_is_read_the_same(
     assert stats.emitted * 5 < stats.lines
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("shape", sorted(SHAPES))
 def test_every_shape_of_generated_log_is_read_the_same(
     shape: str, packs: PackSet, generated: Generated, scanner: str, captured: list[Any]
@@ -96,6 +98,7 @@ def test_every_shape_of_generated_log_is_read_the_same(
         assert (stats.emitted - scanning.YEAR_LOOKAHEAD) * 5 < stats.lines
 
 
+@pytest.mark.slow
 @settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     shape=st.sampled_from(sorted(SHAPES)),
@@ -128,6 +131,7 @@ def test_source_counters_are_those_of_the_reader(packs: PackSet, tmp_path: Path)
     assert fast[0].lines == log.read_bytes().count(b"\n") + 1
 
 
+@pytest.mark.slow
 def test_the_counts_come_back_in_scan_stats_not_in_the_source(packs: PackSet, tmp_path: Path) -> None:
     # GIVEN a generated serving log of 1 MB (steady runs: most lines are skipped)
     log = write_log(tmp_path / "served.log", 1_000_000)
@@ -145,6 +149,7 @@ def test_the_counts_come_back_in_scan_stats_not_in_the_source(packs: PackSet, tm
     assert (source.lines, source.bytes) == (fast.stats.lines, log.stat().st_size)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("shape", ["vllm-v0", "vllm-v1", "sglang-0.5", "nccl-storm"])
 def test_the_system_vote_of_unread_lines_follows_the_mix_of_the_log(shape: str, packs: PackSet, tmp_path: Path) -> None:
     # GIVEN a generated 2 MB serving log of one shape (a vLLM log holds a few lines a rule of
@@ -301,6 +306,7 @@ def test_no_template_where_the_reader_changed_the_line(packs: PackSet) -> None:
     assert learn_template(packs, raw, "[2026-03-02 09:16:06 TP0] Decode batch, #running-req: 12") is None
 
 
+@pytest.mark.slow
 def test_a_truncated_archive_fails_after_the_same_line(packs: PackSet, tmp_path: Path) -> None:
     # GIVEN a generated log, gzipped and cut in the middle
     log = write_log(tmp_path / "served.log", 2_000_000)

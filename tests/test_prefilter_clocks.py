@@ -46,6 +46,7 @@ def test_a_time_of_day_template_knows_where_its_hour_is(packs: PackSet) -> None:
     assert (template.stamp, template.hour, template.rank) == ("time", 1, "TP7")
 
 
+@pytest.mark.slow
 def test_a_log_crossing_midnight_in_a_steady_run_is_read_the_same(
     packs: PackSet, generated: Generated, written: Written, scanner: str, captured: list[Any]
 ) -> None:
@@ -68,6 +69,7 @@ def test_a_log_crossing_midnight_in_a_steady_run_is_read_the_same(
     assert (stats.emitted - scanning.YEAR_LOOKAHEAD) * 5 < stats.lines
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("chunk", [lines.CHUNK_BYTES, 64 << 10], ids=["one-chunk", "64-KiB-chunks"])
 def test_a_log_of_two_midnights_and_a_noon_is_read_the_same(
     chunk: int,
@@ -94,6 +96,7 @@ def test_a_log_of_two_midnights_and_a_noon_is_read_the_same(
     assert captured[-1].stats.emitted < captured[-1].stats.lines
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("every", [40, 3000], ids=["near", "far"])
 def test_a_year_less_log_takes_its_year_from_a_dated_line_far_back_as_reading_every_line_does(
     every: int, packs: PackSet, generated: Generated, written: Written, scanner: str, captured: list[Any]

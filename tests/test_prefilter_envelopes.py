@@ -37,6 +37,7 @@ def short_head(monkeypatch: pytest.MonkeyPatch) -> None:
 # with either scanner: the equivalence harness (tests/equivalence/test_same_report.py), sampled.
 
 
+@pytest.mark.slow
 def test_the_prefix_wrappers_take_the_fast_path(
     packs: PackSet, tmp_path: Path, short_head: None, captured: list[Any]
 ) -> None:
@@ -59,6 +60,7 @@ def test_the_prefix_wrappers_take_the_fast_path(
     assert not Envelopes(wrap_width=120).prefixes_only
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("wrapper", ["cri-parts", "docker-t", "srun-label", "crlf"])
 def test_a_generated_serving_log_wrapped_is_summarised(
     wrapper: str, packs: PackSet, generated: Generated, written: Written, scanner: str, captured: list[Any]

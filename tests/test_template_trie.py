@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -62,6 +63,7 @@ def near_lines(draw: st.DrawFn, templates: list[tuple[int, ...]]) -> bytes:
     return line
 
 
+@pytest.mark.slow
 @settings(max_examples=600, deadline=None)
 @given(
     templates=st.lists(atoms, min_size=1, max_size=4),

@@ -118,6 +118,7 @@ def _cut(recorded: Recorded, line: int, folder: Path) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_eta_lies_within_the_recorded_runs_remaining_times_and_is_never_overdue(
     recorded: Recorded, tmp_path: Path
 ) -> None:

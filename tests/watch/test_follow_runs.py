@@ -62,6 +62,7 @@ def test_watch_state_is_the_same_with_steady_runs_summarised(path: Path, size: i
     assert_same_watch(path, packs, size)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("size", [50, 2000])
 def test_a_serving_log_is_summarised_and_judged_the_same(
     tmp_path: Path, packs: PackSet, scanner: str, size: int
