@@ -100,11 +100,17 @@ def cli() -> Any:
 @pytest.fixture(params=["hyperscan", "stdlib"])
 def scanner(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """Both byte scanners: hyperscan when installed, and the pure-Python one."""
-    if request.param == "hyperscan" and scanners.hyperscan is None:
+    return use_scanner(str(request.param), monkeypatch)
+
+
+def use_scanner(name: str, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The byte scanner `name` for the rest of the test: hyperscan (skipped where it is not
+    installed) or the pure-Python one."""
+    if name == "hyperscan" and scanners.hyperscan is None:
         pytest.skip("hyperscan is not installed")
-    if request.param == "stdlib":
+    if name == "stdlib":
         monkeypatch.setattr(scanners, "hyperscan", None)
-    return str(request.param)
+    return name
 
 
 @pytest.fixture

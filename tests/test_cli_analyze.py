@@ -184,6 +184,7 @@ def test_bad_paths_exit_3_with_a_hint(tmp_path: Path, make: object, message: str
     assert result.stderr.splitlines()[1].startswith("  hint: ")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("suffix", "compress"),
     [

@@ -28,6 +28,7 @@ from logphase.logs.reader import open_sources
 from logphase.packs import PackSet
 from logphase.report.formats.json import JsonFormat
 from tests.conftest import FIXTURES, REALWORLD, run_cli
+from tests.equivalence.sampling import dealt, drawn
 
 AS_OF = datetime(2030, 1, 1)
 LOGS = sorted(p for p in (FIXTURES / "logs").glob("*/*.log") if not p.name.endswith(".part.log"))
@@ -178,12 +179,18 @@ def busy(tmp_path_factory: pytest.TempPathFactory) -> bytes:
     return log.read_bytes()
 
 
+# Twelve corpus logs each run, drawn afresh (the run's seed: tests/equivalence/sampling.py), instead of
+# the 44 of every run before: every log is read with three jobs each run by the equivalence harness, and
+# inside a busy log over runs (LOGPHASE_TEST_FULL=1: all of them).
+INSIDE_BUSY = drawn("jobs-inside-busy", LOGS, 12)
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("log", sorted((REALWORLD / "logs").glob("*.log")) + LOGS[::3], ids=lambda p: p.name)
+@pytest.mark.parametrize("log", INSIDE_BUSY, ids=lambda p: p.name)
 def test_every_log_inside_a_busy_log_reads_the_same(
     log: Path, packs: PackSet, short_head: None, busy: bytes, tmp_path: Path, oracles: list[Any], walk_waits: None
 ) -> None:
-    # GIVEN a real-world log (and every third fixture) in the middle of a busy server's log, cut in
+    # GIVEN a corpus log (drawn this run) in the middle of a busy server's log, cut in
     # ranges of 4099 bytes: the workers scan its tracebacks, dumps and runs
     middle = busy.index(b"\n", 2 * len(busy) // 3) + 1
     spliced = tmp_path / log.name
@@ -195,9 +202,16 @@ def test_every_log_inside_a_busy_log_reads_the_same(
     assert oracles[-1].answered > 0
 
 
+# Each shape cut in ranges of one size, dealt afresh each run so that every size is used (a file per
+# rank: 8 of ~125 kB); every shape with every size over runs (LOGPHASE_TEST_FULL=1: each run). Ranges of
+# any size: test_where_the_ranges_are_cut_changes_nothing.
+SHAPE_RANGES = dealt(
+    "jobs-shape-ranges", ["sglang-0.5", "vllm-v0", "per-rank", "cri", "journald"], [4099, 8191, 16_384]
+)
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("shape", ["sglang-0.5", "vllm-v0", "per-rank", "cri", "journald"])
-@pytest.mark.parametrize("range_bytes", [4099, 8191, 16_384])  # a file per rank: 8 of ~125 kB
+@pytest.mark.parametrize(("shape", "range_bytes"), SHAPE_RANGES, ids=[f"{s}-{r}" for s, r in SHAPE_RANGES])
 def test_generated_logs_read_the_same_and_the_workers_answer(
     shape: str,
     range_bytes: int,
@@ -366,6 +380,7 @@ def test_patterns_that_may_span_a_newline_are_told(pattern: bytes, local: bool) 
 # --- the CLI ----------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_jobs_option_gives_the_same_report(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     # GIVEN a log longer than the 500 lines of the head (a shorter one is read plainly, without
     # workers), the threshold forced down and ranges of 211 bytes (the environment)

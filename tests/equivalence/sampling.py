@@ -17,8 +17,11 @@ import random
 import time
 from collections.abc import Callable, Mapping, Sequence
 from itertools import combinations
+from typing import TypeVar
 
 Row = dict[str, str]
+T = TypeVar("T")
+U = TypeVar("U")
 Pair = tuple[tuple[str, str], tuple[str, str]]
 
 SEED = int(os.environ.get("LOGPHASE_TEST_SEED") or time.time_ns() % 1_000_000)
@@ -126,3 +129,21 @@ def _score(row: Mapping[str, str], left: set[Pair], key: str) -> int:
 
 def row_id(row: Mapping[str, str], order: Sequence[str]) -> str:
     return "|".join(row[name] for name in order)
+
+
+def drawn(name: str, items: Sequence[T], count: int) -> list[T]:
+    """`count` of the items, drawn afresh each run (all of them with FULL), in their order."""
+    if FULL or count >= len(items):
+        return list(items)
+    chosen = set(rng(name).sample(range(len(items)), count))
+    return [item for index, item in enumerate(items) if index in chosen]
+
+
+def dealt(name: str, items: Sequence[T], values: Sequence[U]) -> list[tuple[T, U]]:
+    """Each item with one of the values, dealt in turn from a drawn order so that every value is
+    dealt when there are as many items (every item with every value with FULL)."""
+    if FULL:
+        return [(item, value) for item in items for value in values]
+    order = [*values] * (len(items) // len(values) + 1)
+    rng(name).shuffle(order)
+    return list(zip(items, order, strict=False))
