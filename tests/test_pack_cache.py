@@ -119,6 +119,7 @@ def _damaged(data: bytes, damage: str, magic: bytes = MAGIC) -> bytes:
     }[damage]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("damage", ["flipped byte", "truncated", "empty", "garbage", "another format version"])
 def test_a_damaged_entry_is_never_loaded_and_is_rebuilt(tmp_path: Path, parses: list[str], damage: str) -> None:
     # GIVEN the shipped packs cached, then the entry damaged on disk
@@ -259,6 +260,7 @@ def test_the_plan_of_cached_packs_is_read_back_the_same(
     assert all(any(rule is own for own in second.rules) for rule in loaded.steady.values())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("damage", ["flipped byte", "truncated", "garbage", "another format version"])
 def test_a_damaged_plan_is_never_used(tmp_path: Path, plan_folder: Path, builds: list[PackSet], damage: str) -> None:
     # GIVEN a stored plan, then damaged on disk

@@ -54,6 +54,7 @@ def assert_same_watch(path: Path, packs: PackSet, size: int) -> Ingest:
     return fast
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("size", [3, 400])
 @pytest.mark.parametrize("path", LOGS, ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_watch_state_is_the_same_with_steady_runs_summarised(path: Path, size: int, packs: PackSet) -> None:
