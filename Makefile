@@ -1,10 +1,10 @@
-# Two commands a new machine needs: `make demo` and `make test`.
+# Two commands a new machine needs: `make demo` and `make test`; `make check` is the quick tier (under a minute).
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 DEMO_LOG := fixtures/logs/sglang/eagle3-tp8-warmup-health-503.log
 
-.PHONY: demo test lint typecheck bench accuracy install install-test clean
+.PHONY: demo test check lint typecheck bench accuracy install install-test clean
 
 $(BIN)/logphase: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -25,10 +25,19 @@ demo: install
 	@$(BIN)/logphase analyze --post-mortem $(DEMO_LOG); \
 	  echo "(exit code $$?: 0 ready, 4 stalled/crashed/aborted/timeout, 5 still starting, 6 unknown)"
 
+# Every test: the quick ones, and those marked `slow` (the sampled equivalence harness, generated logs of
+# a MB, hostile inputs in child processes) or `live` (real processes under py-spy).
 test: install-test
 	$(BIN)/ruff check logphase tests bench
 	$(BIN)/mypy
 	$(BIN)/python -m pytest -q
+
+# The quick tier: unit, golden, CLI and layering tests; a test is quick unless marked slow or live
+# (tests/conftest.py names an unmarked one that took over 2 s).
+check: install-test
+	$(BIN)/ruff check logphase tests bench
+	$(BIN)/mypy
+	$(BIN)/python -m pytest -q -m "not slow and not live"
 
 lint: install-test
 	$(BIN)/ruff check logphase tests bench

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,7 @@ from click.testing import CliRunner, Result
 
 from logphase.cli import main
 from logphase.logs.fast import FastLines, scanners
+from logphase.packs import PackSet, load_packs
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "fixtures"
@@ -31,6 +33,56 @@ def cache_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         yield folder
 
 
+@cache
+def shipped_packs() -> PackSet:
+    """The shipped packs, loaded once per session (no test changes them)."""
+    return load_packs()
+
+
+@pytest.fixture(scope="session")
+def packs() -> PackSet:
+    return shipped_packs()
+
+
+Generated = Callable[[str, int, int], list[Path]]
+
+
+@pytest.fixture(scope="session")
+def generated(tmp_path_factory: pytest.TempPathFactory) -> Generated:
+    """Generated serving logs (bench/loggen.py) by shape, size and seed, each written once per session
+    for the tests that only read them: a reference report of them is computed once too."""
+    from bench.loggen import write_logs
+
+    folder = tmp_path_factory.mktemp("generated")
+    made: dict[tuple[str, int, int], list[Path]] = {}
+
+    def logs(shape: str, size: int, seed: int) -> list[Path]:
+        if (shape, size, seed) not in made:
+            made[shape, size, seed] = write_logs(folder / f"{shape}-{size}-{seed}.log", size, seed=seed, shape=shape)
+        return made[shape, size, seed]
+
+    return logs
+
+
+Written = Callable[[str, Callable[[], bytes]], Path]
+
+
+@pytest.fixture(scope="session")
+def written(tmp_path_factory: pytest.TempPathFactory) -> Written:
+    """A file named `name` holding `make()`, written once per session (`make` is only called the
+    first time): the tests of one log under several scanners read one file, and its reference report
+    is computed once."""
+    folder = tmp_path_factory.mktemp("written")
+
+    def write(name: str, make: Callable[[], bytes]) -> Path:
+        path = folder / name
+        if not path.exists():
+            path.write_bytes(make())
+        return path
+
+    return write
+
+
 def run_cli(*args: str, input: bytes | str | None = None) -> Result:
     return CliRunner().invoke(main, list(args), input=input, catch_exceptions=False)
 
@@ -48,11 +100,17 @@ def cli() -> Any:
 @pytest.fixture(params=["hyperscan", "stdlib"])
 def scanner(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """Both byte scanners: hyperscan when installed, and the pure-Python one."""
-    if request.param == "hyperscan" and scanners.hyperscan is None:
+    return use_scanner(str(request.param), monkeypatch)
+
+
+def use_scanner(name: str, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The byte scanner `name` for the rest of the test: hyperscan (skipped where it is not
+    installed) or the pure-Python one."""
+    if name == "hyperscan" and scanners.hyperscan is None:
         pytest.skip("hyperscan is not installed")
-    if request.param == "stdlib":
+    if name == "stdlib":
         monkeypatch.setattr(scanners, "hyperscan", None)
-    return str(request.param)
+    return name
 
 
 @pytest.fixture
@@ -67,3 +125,32 @@ def captured(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[Any]]:
 
     monkeypatch.setattr(FastLines, "__init__", init)
     yield made
+
+
+# --- tiers: `make check` runs `-m "not slow and not live"`; a test is quick unless marked ------------------
+
+# An unmarked test slower than this (its call, not its fixtures) is named at the end of the run, to be
+# made quicker or marked `slow`. Only reported: a loaded machine must not fail a run.
+QUICK_SECONDS = 2.0
+_SLOW_UNMARKED: list[tuple[str, float]] = []
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    from tests.equivalence.sampling import FULL, SEED
+
+    return f"sampled dimensions: LOGPHASE_TEST_SEED={SEED}" + (" (LOGPHASE_TEST_FULL: every layout)" if FULL else "")
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if report.when == "call" and report.duration > QUICK_SECONDS and not {"slow", "live"} & set(report.keywords):
+        _SLOW_UNMARKED.append((report.nodeid, report.duration))
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    from tests.equivalence.sampling import SEED
+
+    if _SLOW_UNMARKED:
+        terminalreporter.section(f"unmarked tests over {QUICK_SECONDS:.0f} s (mark them slow, or make them quicker)")
+        for nodeid, seconds in sorted(_SLOW_UNMARKED, key=lambda item: -item[1]):
+            terminalreporter.write_line(f"{seconds:6.2f}s {nodeid}")
+    terminalreporter.write_line(f"sampled dimensions: LOGPHASE_TEST_SEED={SEED} replays this run's rows")

@@ -33,6 +33,7 @@ def _archive(path: Path, members: int, mode: WriteMode = "w", binary: bool = Fal
     return path
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["w", "w:gz"], ids=["tar", "tar.gz"])
 def test_a_tar_of_many_members_is_one_run(tmp_path: Path, mode: WriteMode) -> None:
     # GIVEN 2,000 per-node logs in one archive, plain or gzipped
@@ -43,6 +44,7 @@ def test_a_tar_of_many_members_is_one_run(tmp_path: Path, mode: WriteMode) -> No
     assert report["inputs"][1999]["path"] == f"{archive}:logs/node1999.log"
 
 
+@pytest.mark.slow
 def test_a_tar_on_stdin_needs_one_descriptor_not_one_per_member(tmp_path: Path) -> None:
     # GIVEN a 2,000-member tar piped into a process limited to 256 open files
     archive = _archive(tmp_path / "logs.tar", 2000)

@@ -168,6 +168,7 @@ def test_a_log_after_a_hole_of_nul_bytes_is_read(tmp_path: Path) -> None:
     assert (result.exit_code, json.loads(result.stdout)["verdict"]) == (4, "stalled")
 
 
+@pytest.mark.slow
 def test_a_100_mb_line_is_analysed(tmp_path: Path) -> None:
     path = tmp_path / "long.log"
     with path.open("wb") as out:
@@ -195,6 +196,7 @@ def test_bad_paths_exit_3_with_a_hint(tmp_path: Path, make: object, message: str
     assert result.stderr.splitlines()[1].startswith("  hint: ")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("suffix", "compress"),
     [

@@ -135,6 +135,7 @@ def short_head(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(scanning, "YEAR_LOOKAHEAD", 5)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("log", "outlier", "shift"), _cases(), ids=lambda v: v if isinstance(v, str) else "")
 def test_one_line_of_another_clock_decides_nothing(
     tmp_path: Path, short_head: None, log: str, outlier: str, shift: timedelta

@@ -88,11 +88,6 @@ def test_a_stamp_with_an_offset_or_no_zone_has_no_key(stamp: bytes) -> None:
     assert stamp_key(stamp) is None
 
 
-@pytest.fixture(scope="module")
-def packs() -> PackSet:
-    return load_packs()
-
-
 def cri_backwards(bare: Path, *, docker: bool) -> bytes:
     """The bare log in CRI's file (or under `docker logs -t`), each line stamped in the second it was
     written at a random nanosecond (a second's stamps go back and forth, as the bench's `cri` shape's
@@ -107,6 +102,7 @@ def cri_backwards(bare: Path, *, docker: bool) -> bytes:
     return "".join(f"{line}\n" for line in out).encode()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("wrapper", ["cri", "docker-t"])
 @pytest.mark.parametrize("chunk", [lines.CHUNK_BYTES, 64 << 10], ids=["one-chunk", "64-KiB-chunks"])
 def test_stamps_that_go_back_within_a_second_keep_the_clock_of_every_line(
@@ -127,6 +123,7 @@ def test_stamps_that_go_back_within_a_second_keep_the_clock_of_every_line(
     assert fast == plain
 
 
+@pytest.mark.slow
 def test_an_envelope_more_than_a_second_behind_keeps_the_clock_of_every_line(
     packs: PackSet, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -145,6 +142,7 @@ def test_an_envelope_more_than_a_second_behind_keeps_the_clock_of_every_line(
     assert report(wrapped, packs, fast=True) == report(wrapped, packs, fast=False)
 
 
+@pytest.mark.slow
 def test_hours_of_lines_timed_by_the_envelope_keep_the_clock_of_every_line(
     packs: PackSet, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -193,6 +193,7 @@ def test_a_gzipped_dump_is_read(tmp_path: Path) -> None:
     assert judge_dumps(read_dumps(paths)).summary == SUMMARY
 
 
+@pytest.mark.slow
 def test_a_pickle_of_five_million_references_to_one_entry_stays_small() -> None:
     # GIVEN a 10 MB pickle whose `entries` list refers 5 million times to one memoised dict
     one = entry(1, [[4]])

@@ -21,6 +21,7 @@ INTERRUPTS = FIXTURES / "interrupts"
 TAILS = sorted(path for path in INTERRUPTS.glob("*.txt") if path.stem != "torchrun")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("tail", TAILS, ids=lambda p: p.stem)
 @pytest.mark.parametrize("log", STALLED, ids=lambda p: p.stem)
 def test_ctrl_c_after_a_stall_is_the_same_stall(tmp_path: Path, log: Path, tail: Path) -> None:

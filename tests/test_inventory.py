@@ -230,6 +230,7 @@ def decisions() -> list:  # type: ignore[type-arg]
     return [decide(entry, packs) for entry in read_inventory(builtin_inventory_dir())]
 
 
+@pytest.mark.slow
 def test_the_inventory_holds_every_listed_release_in_version_order(decisions: list) -> None:  # type: ignore[type-arg]
     found: dict[str, list[str]] = {}
     for row in coverage_by_release(decisions):

@@ -25,9 +25,10 @@ from logphase.jobs import Jobs
 from logphase.logs.fast import FastLines, ranges
 from logphase.logs.fast.ranges import line_local
 from logphase.logs.reader import open_sources
-from logphase.packs import PackSet, load_packs
+from logphase.packs import PackSet
 from logphase.report.formats.json import JsonFormat
 from tests.conftest import FIXTURES, REALWORLD, run_cli
+from tests.equivalence.sampling import dealt, drawn
 
 AS_OF = datetime(2030, 1, 1)
 LOGS = sorted(p for p in (FIXTURES / "logs").glob("*/*.log") if not p.name.endswith(".part.log"))
@@ -56,11 +57,6 @@ Current thread 0x00007f3a9d4b1740 (most recent call first):
 """
 # Short lines, then lines the trigger's indent class may reach across their newline.
 SHORT_LINES = "\n   x = 1\n\u00e9\n X\n\n\n\n\nY\nab\n  z\n"
-
-
-@pytest.fixture(scope="module")
-def packs() -> PackSet:
-    return load_packs()
 
 
 @pytest.fixture
@@ -105,6 +101,17 @@ def oracles(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[Any]]:
 def report(paths: list[Path], packs: PackSet, jobs: Jobs) -> str:
     options = pipeline.Options(as_of=AS_OF, post_mortem=True, jobs=jobs)
     return JsonFormat().analysis(pipeline.report(open_sources([str(p) for p in paths]), packs, options))
+
+
+_ALONE: dict[tuple[tuple[Path, ...], int], str] = {}
+
+
+def expected_alone(logs: list[Path], packs: PackSet) -> str:
+    """The report of one process, computed once per session for the same logs and head."""
+    key = (tuple(logs), scanning.YEAR_LOOKAHEAD)
+    if key not in _ALONE:
+        _ALONE[key] = report(logs, packs, Jobs(1))
+    return _ALONE[key]
 
 
 def split(count: int, range_bytes: int) -> Jobs:
@@ -160,13 +167,8 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[Path]]:
 # --- the report is the same with any number of jobs -------------------------------------------------
 
 
-@pytest.mark.parametrize("log", LOGS, ids=lambda p: p.name)
-def test_every_log_reads_the_same_with_three_jobs(log: Path, packs: PackSet, short_head: None) -> None:
-    # GIVEN a fixture or real-world log, cut in ranges of 211 bytes, the size threshold forced down
-    # WHEN it is analysed by one process and by three
-    # THEN the JSON reports are the same, byte for byte (a log this short mostly learns no line
-    # template, and the walk reads it all: the next test puts each inside a busy log)
-    assert report([log], packs, split(3, SMALL_RANGE)) == report([log], packs, Jobs(1))
+# Every corpus log by one process and by three (cut in ranges of 211 bytes), in any layout: the
+# equivalence harness (tests/equivalence/test_same_report.py), sampled. Each log inside a busy log:
 
 
 @pytest.fixture(scope="module")
@@ -177,11 +179,18 @@ def busy(tmp_path_factory: pytest.TempPathFactory) -> bytes:
     return log.read_bytes()
 
 
-@pytest.mark.parametrize("log", sorted((REALWORLD / "logs").glob("*.log")) + LOGS[::3], ids=lambda p: p.name)
+# Twelve corpus logs each run, drawn afresh (the run's seed: tests/equivalence/sampling.py), instead of
+# the 44 of every run before: every log is read with three jobs each run by the equivalence harness, and
+# inside a busy log over runs (LOGPHASE_TEST_FULL=1: all of them).
+INSIDE_BUSY = drawn("jobs-inside-busy", LOGS, 12)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("log", INSIDE_BUSY, ids=lambda p: p.name)
 def test_every_log_inside_a_busy_log_reads_the_same(
     log: Path, packs: PackSet, short_head: None, busy: bytes, tmp_path: Path, oracles: list[Any], walk_waits: None
 ) -> None:
-    # GIVEN a real-world log (and every third fixture) in the middle of a busy server's log, cut in
+    # GIVEN a corpus log (drawn this run) in the middle of a busy server's log, cut in
     # ranges of 4099 bytes: the workers scan its tracebacks, dumps and runs
     middle = busy.index(b"\n", 2 * len(busy) // 3) + 1
     spliced = tmp_path / log.name
@@ -193,8 +202,16 @@ def test_every_log_inside_a_busy_log_reads_the_same(
     assert oracles[-1].answered > 0
 
 
-@pytest.mark.parametrize("shape", ["sglang-0.5", "vllm-v0", "per-rank", "cri", "journald"])
-@pytest.mark.parametrize("range_bytes", [4099, 8191, 16_384])  # a file per rank: 8 of ~125 kB
+# Each shape cut in ranges of one size, dealt afresh each run so that every size is used (a file per
+# rank: 8 of ~125 kB); every shape with every size over runs (LOGPHASE_TEST_FULL=1: each run). Ranges of
+# any size: test_where_the_ranges_are_cut_changes_nothing.
+SHAPE_RANGES = dealt(
+    "jobs-shape-ranges", ["sglang-0.5", "vllm-v0", "per-rank", "cri", "journald"], [4099, 8191, 16_384]
+)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("shape", "range_bytes"), SHAPE_RANGES, ids=[f"{s}-{r}" for s, r in SHAPE_RANGES])
 def test_generated_logs_read_the_same_and_the_workers_answer(
     shape: str,
     range_bytes: int,
@@ -207,8 +224,8 @@ def test_generated_logs_read_the_same_and_the_workers_answer(
     # GIVEN a 1 MB serving log (a traceback, a dump and short lines in it; across midnight; a
     # file per rank; wrapped), cut in ranges
     logs = served[shape]
-    # WHEN it is analysed by one process and by three
-    alone = report(logs, packs, Jobs(1))
+    # WHEN it is analysed by one process (once per session) and by three
+    alone = expected_alone(logs, packs)
     shared = report(logs, packs, split(3, range_bytes))
     # THEN the reports are the same, and the workers answered for part of the log
     assert shared == alone
@@ -216,6 +233,7 @@ def test_generated_logs_read_the_same_and_the_workers_answer(
     assert sum(oracle.answered for oracle in oracles) > 0
 
 
+@pytest.mark.slow
 @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(range_bytes=st.integers(min_value=1024, max_value=250_000), count=st.integers(min_value=2, max_value=4))
 def test_where_the_ranges_are_cut_changes_nothing(
@@ -228,16 +246,7 @@ def test_where_the_ranges_are_cut_changes_nothing(
     assert report(log, packs, split(count, range_bytes)) == expected_alone(log, packs)
 
 
-_ALONE: dict[tuple[Path, ...], str] = {}
-
-
-def expected_alone(logs: list[Path], packs: PackSet) -> str:
-    key = tuple(logs)
-    if key not in _ALONE:
-        _ALONE[key] = report(logs, packs, Jobs(1))
-    return _ALONE[key]
-
-
+@pytest.mark.slow
 def test_no_workers_below_the_threshold(packs: PackSet, served: dict[str, list[Path]], oracles: list[Any]) -> None:
     # GIVEN a 1 MB log and the default threshold (tens of MB)
     # WHEN it is analysed with four jobs
@@ -256,6 +265,7 @@ class IdlePool:
         pass
 
 
+@pytest.mark.slow
 def test_the_walk_scans_the_ranges_no_worker_started(
     monkeypatch: pytest.MonkeyPatch, packs: PackSet, served: dict[str, list[Path]], oracles: list[Any], short_head: None
 ) -> None:
@@ -304,6 +314,7 @@ class SlowWorker:
         self.queue.put(None)
 
 
+@pytest.mark.slow
 def test_the_walk_scans_ranges_ahead_while_it_waits_for_a_worker(
     monkeypatch: pytest.MonkeyPatch, packs: PackSet, served: dict[str, list[Path]], oracles: list[Any], short_head: None
 ) -> None:
@@ -369,6 +380,7 @@ def test_patterns_that_may_span_a_newline_are_told(pattern: bytes, local: bool) 
 # --- the CLI ----------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_jobs_option_gives_the_same_report(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     # GIVEN a log longer than the 500 lines of the head (a shorter one is read plainly, without
     # workers), the threshold forced down and ranges of 211 bytes (the environment)

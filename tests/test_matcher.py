@@ -6,11 +6,9 @@ import copy
 from dataclasses import fields
 from datetime import date, datetime, timedelta
 
-import pytest
-
 from logphase.logs.matcher import SHARED_ON_FORK, SourceMatcher
 from logphase.logs.reader import Line
-from logphase.packs import PackSet, load_packs
+from logphase.packs import PackSet
 from tests.conftest import FIXTURES
 
 REFERENCE = datetime(2030, 1, 1)
@@ -23,11 +21,6 @@ DAY_BEHIND = 165
 INSIDE_THE_TRACEBACK = 182
 # offsets and the first date: the caller's, read from the log's head
 CONSTRUCTOR_INPUTS = {"packs", "reference", "format_offsets", "first_date"}
-
-
-@pytest.fixture(scope="module")
-def packs() -> PackSet:
-    return load_packs()
 
 
 def lines(first: int, last: int) -> list[Line]:

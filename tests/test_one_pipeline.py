@@ -14,10 +14,11 @@ from logphase import pipeline
 from logphase.fingerprint import LogIdentity, combine_digests
 from logphase.flight_recorder import judge_dumps, read_dumps
 from logphase.logs.reader import open_sources, read_lines
-from logphase.packs import PackSet, load_packs
+from logphase.packs import PackSet
 from logphase.report.model import InputSummary
 from logphase.watching import Ingest
 from tests.conftest import FIXTURES, run_cli, run_json
+from tests.equivalence.sampling import FULL, rng
 
 AS_OF_TEXT = "2026-06-01 12:00:00"
 AS_OF = datetime(2026, 6, 1, 12, 0, 0)
@@ -58,11 +59,6 @@ def flight_dumps(log: Path) -> list[Path]:
     return sorted([*log.parent.glob(f"{log.stem}-fr-rank-*"), *log.parent.glob("fr/fr-rank-*")])
 
 
-@pytest.fixture(scope="module")
-def packs() -> PackSet:
-    return load_packs()
-
-
 def analyzed(log: Path, *extra: str) -> dict[str, Any]:
     dumps = [str(dump) for dump in flight_dumps(log)]
     _, report = run_json("analyze", str(log), *dumps, "--post-mortem", "--as-of", AS_OF_TEXT, *extra)
@@ -99,21 +95,57 @@ def sections(report: dict[str, Any]) -> dict[str, Any]:
     return {key: report[key] for key in SECTIONS}
 
 
-@pytest.mark.parametrize("log", LOGS, ids=lambda p: str(p.relative_to(FIXTURES)))
-def test_analyze_baseline_record_and_watch_judge_a_log_alike(log: Path, packs: PackSet, tmp_path: Path) -> None:
-    # GIVEN a fixture log (with the flight-recorder dumps taken with it, if any)
-    baseline = BASELINES[1] if log == BASELINES[0] else BASELINES[0]
-    # WHEN it is analysed plain, against another fixture log, recorded, and watched to its end
-    plain = analyzed(log)
-    compared = analyzed(log, "--baseline", str(baseline))
-    recorded = analyzed(log, "--record", "--db", str(tmp_path / "runs.db"))
-    followed = watched(log, packs)
-    # THEN each of them says the same about the run
-    assert sections(compared) == sections(plain)
-    assert sections(recorded) == sections(plain)
-    assert sections(followed) == sections(plain)
-    # AND the comparison is there only when asked for
-    assert (plain["baseline"], compared["baseline"] is not None) == (None, True)
+# The commands besides a plain analyze that must say the same about a run. Each log's plain report is
+# computed once per session; each log is judged by one of the others, dealt afresh each run (the run's
+# seed: tests/equivalence/sampling.py), so that every log and every command are judged each run, and
+# every log with every command over runs (LOGPHASE_TEST_FULL=1: every command each run).
+COMMANDS = ("baseline", "record", "watch")
+
+
+def dealt_commands() -> list[tuple[Path, str]]:
+    if FULL:
+        return [(log, command) for log in LOGS for command in COMMANDS]
+    random_ = rng("one-pipeline")
+    order = [*COMMANDS] * (len(LOGS) // len(COMMANDS) + 1)
+    random_.shuffle(order)
+    return list(zip(LOGS, order, strict=False))
+
+
+CASES = dealt_commands()
+_PLAIN: dict[Path, dict[str, Any]] = {}
+
+
+def analyzed_plain(log: Path) -> dict[str, Any]:
+    if log not in _PLAIN:
+        _PLAIN[log] = analyzed(log)
+    return _PLAIN[log]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("log", "command"), CASES, ids=[f"{log.relative_to(FIXTURES)}|{c}" for log, c in CASES])
+def test_analyze_baseline_record_and_watch_judge_a_log_alike(
+    log: Path, command: str, packs: PackSet, tmp_path: Path
+) -> None:
+    # GIVEN a fixture log (with the flight-recorder dumps taken with it, if any), analysed plain
+    plain = analyzed_plain(log)
+    # WHEN it is analysed against another fixture log, recorded, or watched to its end
+    if command == "baseline":
+        baseline = BASELINES[1] if log == BASELINES[0] else BASELINES[0]
+        other = analyzed(log, "--baseline", str(baseline))
+        # THEN the comparison is there only when asked for
+        assert (plain["baseline"], other["baseline"] is not None) == (None, True)
+    elif command == "record":
+        other = analyzed(log, "--record", "--db", str(tmp_path / "runs.db"))
+    else:
+        other = watched(log, packs)
+    # THEN it says the same about the run as the plain analyze
+    assert sections(other) == sections(plain)
+
+
+def test_every_log_and_every_command_is_judged_each_run() -> None:
+    # GIVEN this run's cases WHEN listed THEN every log and every command is among them
+    assert {log for log, _ in CASES} == set(LOGS)
+    assert {command for _, command in CASES} == set(COMMANDS)
 
 
 def test_every_kind_of_fixture_is_a_case() -> None:

@@ -19,6 +19,7 @@ from logphase.logs.fast import plan
 from logphase.packs import PackRegex, PackSet, load_packs, loading
 from logphase.packs.cache import MAGIC, PackCache, PackFile
 from tests.conftest import FIXTURES
+from tests.equivalence.sampling import drawn
 
 USER_RULE = """
 [[rule]]
@@ -118,6 +119,7 @@ def _damaged(data: bytes, damage: str, magic: bytes = MAGIC) -> bytes:
     }[damage]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("damage", ["flipped byte", "truncated", "empty", "garbage", "another format version"])
 def test_a_damaged_entry_is_never_loaded_and_is_rebuilt(tmp_path: Path, parses: list[str], damage: str) -> None:
     # GIVEN the shipped packs cached, then the entry damaged on disk
@@ -248,6 +250,7 @@ def test_the_plan_of_cached_packs_is_read_back_the_same(
     assert all(any(rule is own for own in second.rules) for rule in loaded.steady.values())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("damage", ["flipped byte", "truncated", "garbage", "another format version"])
 def test_a_damaged_plan_is_never_used(tmp_path: Path, plan_folder: Path, builds: list[PackSet], damage: str) -> None:
     # GIVEN a stored plan, then damaged on disk
@@ -298,7 +301,20 @@ def test_logphase_no_cache_writes_nothing(tmp_path: Path) -> None:
     assert list(tmp_path.iterdir()) == []
 
 
-@pytest.mark.parametrize("log", LOGS, ids=lambda p: str(p.relative_to(FIXTURES)))
+def _longer_than_the_head(log: Path) -> bool:
+    data = log.read_bytes()
+    return data.count(b"\n") + (not data.endswith(b"\n")) > 500
+
+
+# The fixture logs the fast path reads (over the 500 lines of the head: a scan plan is built and
+# cached), and a quarter of the others drawn afresh each run (tests/equivalence/sampling.py): every
+# log over runs, instead of all 96 each run (LOGPHASE_TEST_FULL=1: all of them).
+CACHE_LOGS = [log for log in LOGS if _longer_than_the_head(log)]
+CACHE_LOGS += drawn("pack-cache-logs", [log for log in LOGS if log not in CACHE_LOGS], len(LOGS) // 4)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("log", CACHE_LOGS, ids=lambda p: str(p.relative_to(FIXTURES)))
 def test_the_report_is_the_same_with_a_cold_a_warm_and_no_cache(
     log: Path, tmp_path: Path, parses: list[str], builds: list[PackSet]
 ) -> None:
@@ -316,8 +332,7 @@ def test_the_report_is_the_same_with_a_cold_a_warm_and_no_cache(
     # whole, 500 lines at most, is read without the fast path: no plan), and stored both, the warm
     # one read them back, the run without a cache wrote nothing; the three reports and exit codes
     # are the same, byte for byte
-    data = log.read_bytes()
-    fast = data.count(b"\n") + (not data.endswith(b"\n")) > 500
+    fast = _longer_than_the_head(log)
     assert (parsed_cold > 0, built_cold, parsed_warm, built_warm) == (True, int(fast), 0, 0)
     assert list((tmp_path / "cache" / "logphase" / "packs").iterdir())
     assert (tmp_path / "cache" / "logphase" / "plans").exists() == fast

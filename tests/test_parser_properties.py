@@ -7,6 +7,7 @@ import contextlib
 import io
 import json
 
+import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
@@ -62,6 +63,7 @@ JSON = st.recursive(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=150)
 @given(JSON)
 def test_the_json_dump_parser_refuses_odd_shapes_with_a_value_error_only(document: object) -> None:

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from bench.loggen import write_log, write_logs
 from bench.shapes import SHAPES
-from logphase import pipeline, scanning
+from logphase import scanning
 from logphase.errors import InputError
 from logphase.frames import TRIGGER
 from logphase.logs import timeline
@@ -28,18 +28,14 @@ from logphase.logs.fast.templates import learn_template
 from logphase.logs.matcher import SourceMatcher
 from logphase.logs.reader import open_sources, read_lines
 from logphase.logs.timeline import LATEST_CAPTURES, TIMELINE_CAPTURES
-from logphase.packs import PackSet, load_packs
-from logphase.report.formats.json import JsonFormat
-from tests.conftest import FIXTURES, REALWORLD
+from logphase.packs import PackSet
+from tests.conftest import FIXTURES, REALWORLD, Generated, use_scanner
+from tests.equivalence import reports as reports_
+from tests.equivalence.sampling import dealt
 
 AS_OF = datetime(2030, 1, 1)
 LOGS = sorted(p for p in (FIXTURES / "logs").glob("*/*.log") if not p.name.endswith(".part.log"))
 LOGS += sorted((REALWORLD / "logs").glob("*.log"))
-
-
-@pytest.fixture(scope="module")
-def packs() -> PackSet:
-    return load_packs()
 
 
 @pytest.fixture
@@ -50,53 +46,31 @@ def short_head(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def report(path: Path, packs: PackSet, *, fast: bool) -> str:
-    """The JSON report of `analyze`, its scan told to use the fast path or not."""
-    options = pipeline.Options(as_of=AS_OF, post_mortem=True, fast=fast)
-    return JsonFormat().analysis(pipeline.report(open_sources([str(path)]), packs, options))
-
-
-_PLAIN: dict[tuple[Path, int, int], str] = {}
+    """The JSON report of `analyze`, its scan told to use the fast path or not (the plain one computed
+    once per session)."""
+    return report_of([path], packs, fast=fast)
 
 
 def reports(path: Path, packs: PackSet) -> tuple[str, str]:
-    """(plain, fast) reports; the plain one is the same for both scanners: read it once."""
-    key = (path, path.stat().st_mtime_ns, scanning.YEAR_LOOKAHEAD)
-    if key not in _PLAIN:
-        _PLAIN[key] = report(path, packs, fast=False)
-    return _PLAIN[key], report(path, packs, fast=True)
+    """(plain, fast) reports."""
+    return report_of([path], packs, fast=False), report_of([path], packs, fast=True)
 
 
-# --- the fast path changes nothing -------------------------------------------------------------------
+def report_of(logs: list[Path], packs: PackSet, *, fast: bool) -> str:
+    """The JSON report of `analyze` over several logs as one run (the plain one computed once per session)."""
+    return reports_.fast(logs, packs) if fast else reports_.plain(logs, packs)
 
 
-@pytest.mark.parametrize("log", LOGS, ids=lambda p: p.name)
-def test_fast_and_plain_reports_are_identical(log: Path, packs: PackSet, short_head: None, scanner: str) -> None:
-    # GIVEN a fixture or real-world log, read by the fast path from its second line on
-    # WHEN it is analysed with and without the fast path
-    plain, fast = reports(log, packs)
-    # THEN the JSON reports are the same, byte for byte
-    assert fast == plain
+# Every corpus log read by both paths, bare and in other layouts, with either scanner: the equivalence
+# harness (tests/equivalence/test_same_report.py), which samples those dimensions.
 
 
-@pytest.mark.parametrize("log", LOGS, ids=lambda p: p.name)
-def test_repeated_lines_make_runs_and_change_nothing(
-    log: Path, packs: PackSet, short_head: None, tmp_path: Path
-) -> None:
-    # GIVEN the log with every line written three times (long steady runs, blocks, bars)
-    text = log.read_bytes()
-    repeated = tmp_path / log.name
-    repeated.write_bytes(b"".join(line * 3 for line in text.splitlines(keepends=True)))
-    # WHEN it is analysed with and without the fast path
-    plain, fast = reports(repeated, packs)
-    # THEN the reports are the same
-    assert fast == plain
-
-
+@pytest.mark.slow
 def test_generated_serving_log_is_read_the_same(
-    packs: PackSet, tmp_path: Path, scanner: str, captured: list[Any]
+    packs: PackSet, generated: Generated, scanner: str, captured: list[Any]
 ) -> None:
     # GIVEN a generated TP8 log of 1 MB: NCCL init, startup, serving batches and access lines, a crash
-    log = write_log(tmp_path / "served.log", 1_000_000)
+    [log] = generated("sglang-pooled", 1_000_000, 20260101)
     # WHEN it is analysed with and without the fast path
     plain, fast = reports(log, packs)
     # THEN the reports are the same, and the matcher saw under a fifth of the lines
@@ -106,13 +80,25 @@ def test_generated_serving_log_is_read_the_same(
     assert stats.emitted * 5 < stats.lines
 
 
-@pytest.mark.parametrize("shape", sorted(SHAPES))
+# Each shape read by one scanner, dealt afresh each run so that both are used (tests/equivalence/sampling.py):
+# every shape with both over runs, instead of each run (LOGPHASE_TEST_FULL=1: each run).
+SHAPE_SCANNERS = dealt("prefilter-shape-scanners", sorted(SHAPES), ["hyperscan", "stdlib"])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("shape", "scanner_name"), SHAPE_SCANNERS, ids=[f"{a}-{b}" for a, b in SHAPE_SCANNERS])
 def test_every_shape_of_generated_log_is_read_the_same(
-    shape: str, packs: PackSet, tmp_path: Path, scanner: str, captured: list[Any]
+    shape: str,
+    scanner_name: str,
+    packs: PackSet,
+    generated: Generated,
+    captured: list[Any],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    use_scanner(scanner_name, monkeypatch)
     # GIVEN a generated 1 MB serving log of one shape (a version's format, 8 ranks and the HTTP
     # server interleaved line by line, NCCL chatter, a rotated start, a wrapper, a file per rank)
-    logs = write_logs(tmp_path / f"{shape}.log", 1_000_000, seed=7, shape=shape)
+    logs = generated(shape, 1_000_000, 7)
     # WHEN it is analysed with and without the fast path
     plain, fast = (report_of(logs, packs, fast=fast) for fast in (False, True))
     # THEN the reports are the same, and the matcher saw under a fifth of the lines (of each file
@@ -125,6 +111,7 @@ def test_every_shape_of_generated_log_is_read_the_same(
         assert (stats.emitted - scanning.YEAR_LOOKAHEAD) * 5 < stats.lines
 
 
+@pytest.mark.slow
 @settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     shape=st.sampled_from(sorted(SHAPES)),
@@ -144,12 +131,7 @@ def test_a_generated_log_of_any_seed_is_read_the_same(
     assert fast == plain
 
 
-def report_of(logs: list[Path], packs: PackSet, *, fast: bool) -> str:
-    """The JSON report of `analyze` over several logs as one run."""
-    options = pipeline.Options(as_of=AS_OF, post_mortem=True, fast=fast)
-    return JsonFormat().analysis(pipeline.report(open_sources([str(log) for log in logs]), packs, options))
-
-
+@pytest.mark.slow
 def test_source_counters_are_those_of_the_reader(packs: PackSet, tmp_path: Path) -> None:
     # GIVEN a generated log without a newline after its last line
     log = write_log(tmp_path / "cut.log", 300_000)
@@ -163,6 +145,7 @@ def test_source_counters_are_those_of_the_reader(packs: PackSet, tmp_path: Path)
     assert fast[0].lines == log.read_bytes().count(b"\n") + 1
 
 
+@pytest.mark.slow
 def test_the_counts_come_back_in_scan_stats_not_in_the_source(packs: PackSet, tmp_path: Path) -> None:
     # GIVEN a generated serving log of 1 MB (steady runs: most lines are skipped)
     log = write_log(tmp_path / "served.log", 1_000_000)
@@ -180,6 +163,7 @@ def test_the_counts_come_back_in_scan_stats_not_in_the_source(packs: PackSet, tm
     assert (source.lines, source.bytes) == (fast.stats.lines, log.stat().st_size)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("shape", ["vllm-v0", "vllm-v1", "sglang-0.5", "nccl-storm"])
 def test_the_system_vote_of_unread_lines_follows_the_mix_of_the_log(shape: str, packs: PackSet, tmp_path: Path) -> None:
     # GIVEN a generated 2 MB serving log of one shape (a vLLM log holds a few lines a rule of
@@ -336,6 +320,7 @@ def test_no_template_where_the_reader_changed_the_line(packs: PackSet) -> None:
     assert learn_template(packs, raw, "[2026-03-02 09:16:06 TP0] Decode batch, #running-req: 12") is None
 
 
+@pytest.mark.slow
 def test_a_truncated_archive_fails_after_the_same_line(packs: PackSet, tmp_path: Path) -> None:
     # GIVEN a generated log, gzipped and cut in the middle
     log = write_log(tmp_path / "served.log", 2_000_000)
@@ -407,6 +392,7 @@ def test_scanners_agree() -> None:
     assert lines(scanners.ReScanner(patterns)) == lines(scanners.HsScanner(patterns))
 
 
+@pytest.mark.slow
 def test_quiet_lines_teach_their_template_and_a_cut_frame_on_it_is_still_read(
     packs: PackSet, tmp_path: Path, scanner: str, captured: list[Any]
 ) -> None:

@@ -16,9 +16,9 @@ from logphase import scanning
 from logphase.envelope import Envelopes, sniff
 from logphase.logs.fast.templates import learn_template
 from logphase.packs import PackSet, load_packs
-from tests.paste.harness import COMBINATIONS, wrap
+from tests.conftest import Generated, Written
 from tests.paste.wrappers import BY_NAME, line_times
-from tests.test_prefilter import LOGS, report
+from tests.test_prefilter import report
 
 # The wrappers whose lines the fast path reads (a prefix on each line): all of the paste-proof suite's but
 # these, which take the plain path (hard-wrapped pastes, exports listed newest first) and must give the
@@ -27,53 +27,20 @@ PLAIN_PATH_WRAPPERS = {"hard-wrap", "loki-export", "cloudwatch-export"}
 PREFIX_WRAPPERS = set(BY_NAME) - PLAIN_PATH_WRAPPERS - {"ansi"}
 
 
-@pytest.fixture(scope="module")
-def packs() -> PackSet:
-    return load_packs()
-
-
 @pytest.fixture
 def short_head(monkeypatch: pytest.MonkeyPatch) -> None:
     """The matcher reads the first line in full; the fast path the rest of every log."""
     monkeypatch.setattr(scanning, "YEAR_LOOKAHEAD", 1)
 
 
-# The wrappings the fast path reads (every wrapper and pair of the paste-proof suite but the exports
-# listed newest first and the hard-wrapped pastes, which the plain path reads); the pure-Python
-# scanner runs on the few that differ most in their bytes.
-FAST_COMBINATIONS = [names for names in COMBINATIONS if set(names) <= PREFIX_WRAPPERS | {"ansi"}]
-BOTH_SCANNERS = [("cri",), ("journald-short",), ("srun-label",), ("crlf",), ("cri", "kubectl-prefix")]
+# Every corpus log in every wrapping (the paste-proof suite's wrappers and pairs), read by both paths
+# with either scanner: the equivalence harness (tests/equivalence/test_same_report.py), sampled.
 
 
-@pytest.mark.parametrize("names", FAST_COMBINATIONS, ids="+".join)
-def test_every_log_wrapped_is_read_the_same(
-    names: tuple[str, ...], packs: PackSet, short_head: None, tmp_path: Path
+@pytest.mark.slow
+def test_the_prefix_wrappers_take_the_fast_path(
+    packs: PackSet, tmp_path: Path, short_head: None, captured: list[Any]
 ) -> None:
-    check_wrapped(names, packs, tmp_path)
-
-
-@pytest.mark.parametrize("names", BOTH_SCANNERS, ids="+".join)
-def test_every_log_wrapped_is_read_the_same_by_both_scanners(
-    names: tuple[str, ...], packs: PackSet, short_head: None, scanner: str, tmp_path: Path
-) -> None:
-    check_wrapped(names, packs, tmp_path)
-
-
-def check_wrapped(names: tuple[str, ...], packs: PackSet, tmp_path: Path) -> None:
-    # GIVEN every fixture and real-world log as the wrapper(s) wrote it (the paste-proof suite's wrapping)
-    mismatched = []
-    for log in LOGS:
-        path = tmp_path / f"{'+'.join(names)}-{log.name}"
-        path.write_bytes(wrap(log, names))
-        # WHEN it is analysed with and without the fast path
-        plain, fast = (report(path, packs, fast=fast) for fast in (False, True))
-        if fast != plain:
-            mismatched.append(log.name)
-    # THEN the JSON reports are the same, byte for byte, for every log
-    assert mismatched == []
-
-
-def test_the_prefix_wrappers_take_the_fast_path(tmp_path: Path, short_head: None, captured: list[Any]) -> None:
     # GIVEN a generated serving log (long lines: a hard-wrapped paste shows) through each wrapper
     [bare] = write_logs(tmp_path / "bare.log", 50_000, seed=3, shape="sglang-0.5")
     lines = bare.read_text().splitlines()
@@ -83,7 +50,7 @@ def test_the_prefix_wrappers_take_the_fast_path(tmp_path: Path, short_head: None
         path.write_bytes(wrap_lines(lines, name))
         captured.clear()
         # WHEN it is analysed
-        report(path, load_packs(), fast=True)
+        report(path, packs, fast=True)
         if captured:
             taken.add(name)
     # THEN the wrappers that are a prefix of each line are read by the fast path; the exports listed
@@ -93,17 +60,20 @@ def test_the_prefix_wrappers_take_the_fast_path(tmp_path: Path, short_head: None
     assert not Envelopes(wrap_width=120).prefixes_only
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("wrapper", ["cri-parts", "docker-t", "srun-label", "crlf"])
 def test_a_generated_serving_log_wrapped_is_summarised(
-    wrapper: str, packs: PackSet, tmp_path: Path, scanner: str, captured: list[Any]
+    wrapper: str, packs: PackSet, generated: Generated, written: Written, scanner: str, captured: list[Any]
 ) -> None:
     # GIVEN a generated 1 MB SGLang TP8 serving log (8 ranks, access lines, NCCL chatter, a crash)
     # wrapped line by line: CRI cutting every 400th line into two `P` parts and an `F` one, docker
     # stamping every line (the NCCL lines take their time from it), srun labelling one task, CRLF
-    [bare] = write_logs(tmp_path / "bare.log", 1_000_000, seed=11, shape="sglang-0.5")
-    lines = bare.read_text().splitlines()
-    wrapped = tmp_path / f"{wrapper}.log"
-    wrapped.write_bytes(cri_parts(lines) if wrapper == "cri-parts" else wrap_lines(lines, wrapper))
+    def wrapped_log() -> bytes:
+        [bare] = generated("sglang-0.5", 1_000_000, 11)
+        lines = bare.read_text().splitlines()
+        return cri_parts(lines) if wrapper == "cri-parts" else wrap_lines(lines, wrapper)
+
+    wrapped = written(f"summarised-{wrapper}.log", wrapped_log)
     # WHEN it is analysed with and without the fast path
     plain, fast = (report(wrapped, packs, fast=fast) for fast in (False, True))
     # THEN the reports are the same, and the matcher saw under a third of the lines past the head

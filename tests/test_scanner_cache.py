@@ -111,6 +111,7 @@ def test_an_unwritable_cache_only_costs_the_compile(tmp_path: Path, loads: list[
     assert scanner.matches(TEXT, 0, len(TEXT)) == EXPECTED
 
 
+@pytest.mark.slow
 def test_analyze_reports_the_same_with_and_without_the_cache(tmp_path: Path) -> None:
     # GIVEN a generated 1 MB serving log (past the head the matcher reads in full) and an empty XDG cache folder
     log = write_log(tmp_path / "served.log", 1_000_000, seed=3, shape="vllm-v1")

@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import FIXTURES
 
 SMALL_LOG = FIXTURES / "logs" / "sglang" / "tp8-ready-serving.log"
@@ -50,6 +52,7 @@ def test_help_imports_none_of_the_deferred_modules(tmp_path: Path) -> None:
     assert sorted(name for name in modules if name.startswith("logphase.cli.")) == []
 
 
+@pytest.mark.slow
 def test_a_small_log_is_analysed_without_the_deferred_modules(tmp_path: Path) -> None:
     # GIVEN the packs and scan plan in the cache (a run before filled it)
     args = ["analyze", "--post-mortem", str(SMALL_LOG)]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -62,6 +63,7 @@ def near_lines(draw: st.DrawFn, templates: list[tuple[int, ...]]) -> bytes:
     return line
 
 
+@pytest.mark.slow
 @settings(max_examples=600, deadline=None)
 @given(
     templates=st.lists(atoms, min_size=1, max_size=4),
@@ -169,6 +171,7 @@ def test_an_envelope_holds_a_factor_where_some_line_of_it_would() -> None:
     assert not holds(envelope, b"gpu-node-1a")
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(template=atoms, text=texts.filter(bool))
 def test_atoms_hold_a_text_exactly_when_some_line_they_stand_for_does(template: tuple[int, ...], text: bytes) -> None:
@@ -185,6 +188,7 @@ def test_atoms_hold_a_text_exactly_when_some_line_they_stand_for_does(template: 
     assert holds(template, text) == any(text in line for line in lines)
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(
     templates=st.lists(atoms, min_size=1, max_size=5),

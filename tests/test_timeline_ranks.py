@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import run_json
 
 
@@ -21,6 +23,7 @@ def _log(tmp_path: Path, ranks: list[int]) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_bar_goes_to_the_lowest_rank_of_4096_in_any_order(tmp_path: Path) -> None:
     # GIVEN 4,096 TP ranks that begin loading in a shuffled order (TP0 neither first nor last), then a bar
     order = [*range(4095, 2000, -1), 0, *range(1, 2001)]

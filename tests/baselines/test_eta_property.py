@@ -118,6 +118,7 @@ def _cut(recorded: Recorded, line: int, folder: Path) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_eta_lies_within_the_recorded_runs_remaining_times_and_is_never_overdue(
     recorded: Recorded, tmp_path: Path
 ) -> None:
@@ -156,6 +157,7 @@ def test_eta_lies_within_the_recorded_runs_remaining_times_and_is_never_overdue(
     )
 
 
+@pytest.mark.slow
 def test_cut_and_left_silent_for_ten_p90_and_the_floor_it_is_overdue(recorded: Recorded, tmp_path: Path) -> None:
     checked = 0
     for line in recorded.cuts[:: max(1, len(recorded.cuts) // 4)]:

@@ -103,6 +103,7 @@ def test_list_without_a_store_creates_nothing(tmp_path: Path) -> None:
     assert (result.exit_code, result.stderr, db.exists()) == (0, f"no runs recorded yet ({db})\n", False)
 
 
+@pytest.mark.slow
 def test_eight_processes_adding_at_once_lose_nothing(tmp_path: Path) -> None:
     # GIVEN eight different logs
     logs = [_log(tmp_path, day, 100 + day) for day in range(1, 9)]

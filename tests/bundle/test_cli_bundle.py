@@ -150,6 +150,7 @@ def big_log(path: Path) -> int:
     return 10_015
 
 
+@pytest.mark.slow
 def test_a_big_log_is_cut_with_its_line_numbers_kept(work: Path) -> None:
     # GIVEN a ~1.5 MB log whose scheduler died at line 10,015 (its traceback opens at 10,000)
     exception = big_log(work / "big.log")

@@ -25,6 +25,9 @@ import zstandard
 
 from tests.conftest import FIXTURES, REPO
 
+# Every case runs the CLI in a child process, many on inputs of hundreds of MB: out of `make check`
+pytestmark = pytest.mark.slow
+
 # The bound every entry point keeps on every input here (peak RSS of the child), and its wall time.
 MAX_RSS_MB = 200
 MAX_SECONDS = 60

@@ -19,8 +19,8 @@ from typing import Any
 
 from logphase import pipeline
 from logphase.logs.reader import open_sources
-from logphase.packs import PackSet, load_packs
-from tests.conftest import FIXTURES, REALWORLD, SHARED
+from logphase.packs import PackSet
+from tests.conftest import FIXTURES, REALWORLD, SHARED, shipped_packs
 from tests.paste.wrappers import BY_NAME, PAIRS, WRAPPERS, line_times
 
 FIXTURE_LOGS = sorted((FIXTURES / "logs").glob("*/*.log"))
@@ -69,9 +69,8 @@ def differences(plain: Answer, wrapped: Answer) -> list[str]:
     return kinds
 
 
-@cache
 def packs() -> PackSet:
-    return load_packs()
+    return shipped_packs()
 
 
 def plain_lines(log: Path) -> list[str]:

@@ -75,6 +75,7 @@ def test_report_tables_are_laid_out_without_tabulate(monkeypatch: pytest.MonkeyP
     assert laid_out == expected
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("cells", [REPORT_CELLS + NUMBER_LIKE, NUMBER_LIKE, REPORT_CELLS + FOREIGN])
 def test_any_table_is_laid_out_as_tabulate_lays_it_out(cells: tuple[str, ...]) -> None:
     # GIVEN tables with cells tabulate reads as numbers, or that only it lays out

@@ -12,7 +12,7 @@ import pytest
 from bench.loggen import write_log
 from logphase.judging.budgets import Budgets
 from logphase.logs.reader import Line, LogSource, read_lines
-from logphase.packs import PackSet, load_packs
+from logphase.packs import PackSet
 from logphase.watching import Ingest
 from tests.conftest import FIXTURES, REALWORLD
 
@@ -20,11 +20,6 @@ REFERENCE = datetime(2030, 1, 1)
 LOGS = sorted(p for p in (FIXTURES / "logs").glob("*/*.log") if not p.name.endswith(".part.log"))
 LOGS += sorted((REALWORLD / "logs").glob("*.log"))
 LOGS += sorted((FIXTURES / "real").glob("*/*.log"))
-
-
-@pytest.fixture(scope="module")
-def packs() -> PackSet:
-    return load_packs()
 
 
 def batches(path: Path, size: int) -> Iterator[list[Line]]:
@@ -59,6 +54,7 @@ def assert_same_watch(path: Path, packs: PackSet, size: int) -> Ingest:
     return fast
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("size", [3, 400])
 @pytest.mark.parametrize("path", LOGS, ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_watch_state_is_the_same_with_steady_runs_summarised(path: Path, size: int, packs: PackSet) -> None:
@@ -67,6 +63,7 @@ def test_watch_state_is_the_same_with_steady_runs_summarised(path: Path, size: i
     assert_same_watch(path, packs, size)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("size", [50, 2000])
 def test_a_serving_log_is_summarised_and_judged_the_same(
     tmp_path: Path, packs: PackSet, scanner: str, size: int

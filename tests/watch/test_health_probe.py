@@ -93,6 +93,7 @@ def test_a_listener_that_hangs_up_without_answering_is_no_answer() -> None:
     assert (probed.health, probed.detail) == (Health.NO_ANSWER, "connection dropped: closed without an answer")
 
 
+@pytest.mark.slow
 def test_a_server_trickling_one_byte_per_1_5_s_cannot_stretch_the_probe_past_its_time() -> None:
     # GIVEN a server that answers one byte every 1.5 s (each read within a 2 s socket timeout)
     with serving(trickle) as url:

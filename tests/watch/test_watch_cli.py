@@ -131,6 +131,7 @@ def test_a_url_that_refuses_overrules_a_log_that_says_ready_and_the_outcome_says
     ]
 
 
+@pytest.mark.slow
 def test_a_health_endpoint_trickling_bytes_cannot_hold_the_watch_past_its_timeout(tmp_path: Path) -> None:
     # GIVEN a starting server whose health endpoint answers one byte every 1.5 s (issue 15 item 6)
     log = tmp_path / "server.log"

@@ -12,10 +12,14 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import pytest
 from click.testing import Result
 
 from logphase.phases import Phase
 from tests.conftest import REPO, run_cli
+
+# Each test runs a server process and waits on its timing: out of `make check`
+pytestmark = pytest.mark.slow
 
 SERVER = Path(__file__).with_name("fake_server.py")
 # A bound that only a hung watch reaches; the scenarios themselves take 1-3 s.
