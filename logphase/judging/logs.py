@@ -67,7 +67,12 @@ def judge(
         reason = f"{who}{_VERB[verdict]}{where}: {_collective(root) or _message(root)} (line {root.line})"
         return Judgement(verdict, reason, phase, furthest, culprits, root, None, None)
 
-    looks_ready = timeline.ready is not None or (phase in (Phase.READY, Phase.SERVING) and timeline.served)
+    # a job's steps (training on torchrun) are `serving` but never `ready`: a job is judged by whether its steps
+    # go on (progressing / stalled) and how it ends (finished); only a server (or an unknown system) serves
+    serves = timeline.system_is_server or timeline.system is None
+    looks_ready = timeline.ready is not None or (
+        phase in (Phase.READY, Phase.SERVING) and timeline.served and serves
+    )
     # the health route outranks every other route: its newest answer said it is not up. Said only
     # where it overrules other evidence (a 503 during warmup with nothing else is just warmup)
     unhealthy = _unhealthy(timeline) if looks_ready else None
