@@ -110,6 +110,9 @@ ENVELOPES: tuple[Envelope, ...] = (
     _envelope("srun --label", r"^ *(?P<rank>\d{1,5}): ", weak=True, rank_name="task"),
     # torchrun --tee / --log-dir: `[default0]:` (role, local rank); the agent's own lines go unlabelled
     _envelope("torchrun --tee", r"^\[default(?P<rank>\d{1,5})\]:", rank_name="local_rank", share=0.3),
+    # Open MPI mpirun --tag-output: `[jobid,rank]<stdout>:` (orte/prte iof_base_output.c: `"[%s,%s]<%s>:"`, the
+    # local job id, the process's vpid -- its MPI rank -- and stdout / stderr / stddiag; no space after it)
+    _envelope("mpirun --tag-output", r"^\[\d+,(?P<rank>\d{1,6})\]<(?:stdout|stderr|stddiag)>:", rank_name="rank"),
     # Ray's log monitor: `(ActorName pid=123) `, `(pid=123, ip=10.0.0.1) `; `sniff` tries it with the
     # packs' process tags, which are not Ray's (`ray_envelope`)
     ray_envelope(frozenset()),
