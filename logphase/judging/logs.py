@@ -84,11 +84,10 @@ def judge(
     if unhealthy is not None and timeline.ready is None:
         phase = Phase.WARMUP
 
-    if phase is None:
-        return Judgement(Verdict.UNKNOWN, "no line matched any pattern", None, None, (), None, None, None)
-
     finished = _clean_exit(timeline)
-    if finished is not None:
+    if phase is None and finished is None:
+        return Judgement(Verdict.UNKNOWN, "no line matched any pattern", None, None, (), None, None, None)
+    if finished is not None:  # a job's tail: every rank's clean exit says it finished, whatever phase it was in
         last = f"{finished.rank}, " if finished.rank else ""
         last += f"line {finished.line}, {_message(finished)}"
         reason = f"the job finished: every rank shut down cleanly (the last: {last})"
@@ -214,8 +213,10 @@ def _clean_exit(timeline: Timeline) -> Event | None:
     after its last phase line; None otherwise. A server that exits before it was ready did not
     finish anything."""
     server = timeline.system_is_server
-    if server or not timeline.ranks:
+    if server or not (timeline.ranks or timeline.exits):
         return None
+    if not timeline.ranks:  # a job's tail with no phase line: the ranks it names all exited cleanly
+        return max(timeline.exits.values(), key=lambda event: event.order_key)
     exits = [timeline.exits.get(state.rank) if state.rank else None for state in timeline.ranks]
     done = [event for event in exits if event is not None]
     return max(done, key=lambda event: event.order_key) if len(done) == len(exits) else None
