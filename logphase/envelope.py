@@ -96,8 +96,9 @@ ENVELOPES: tuple[Envelope, ...] = (
         newest_first=True,
     ),
     # Docker Desktop's log view: `YYYY-MM-DD HH:MM:SS ` (no fraction, no zone; not a logger's own
-    # `YYYY-MM-DD HH:MM:SS - name - LEVEL - `)
-    _envelope("Docker Desktop", r"^(?P<ts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d) (?![-,.])", "%Y-%m-%d %H:%M:%S"),
+    # `YYYY-MM-DD HH:MM:SS - name - LEVEL - `: a dash and a space; a line of dashes, Megatron's `-----` rule
+    # around its validation loss, is a wrapped line)
+    _envelope("Docker Desktop", r"^(?P<ts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d) (?!-(?:\s|$)|[,.])", "%Y-%m-%d %H:%M:%S"),
     # journalctl -o short / short-precise: no year, so the time is not taken
     _envelope("journald", rf"^(?:[A-Z][a-z]{{2}} [ \d]\d \d\d:\d\d:\d\d(?:\.\d+)?){_JOURNAL_UNIT}"),
     # kubectl logs --prefix: `[pod/NAME/CONTAINER] `
