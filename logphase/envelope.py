@@ -146,6 +146,13 @@ class Envelopes:
     newest_first: bool = False
     ranks_apart: bool = False
     trimmed: bool = False
+    # the layers whose rank label is one and the same on every line sniffed (one srun task, one torchrun local
+    # rank wrapped around a log whose own inner labels differ): such a label tells no line apart, the inner does
+    still_layers: frozenset[int] = frozenset()
+
+    def gives_rank(self, layer: int) -> bool:
+        """Whether a line's label in this layer names its rank."""
+        return self.ranks_apart and layer not in self.still_layers
 
     def __bool__(self) -> bool:
         return bool(self.layers) or self.wrap_width is not None or self.newest_first
@@ -196,6 +203,7 @@ def sniff(head: Iterable[str], process_tags: frozenset[str] = frozenset()) -> En
         lines = [joined for _, joined in _join_wraps(enumerate(lines), wrap_width)]
     layers: list[Envelope] = []
     ranks: set[str] = set()
+    still: set[int] = set()
     fractions: set[int] = set()  # the lengths of the RFC 3339 stamps' fractions
     for _ in range(MAX_LAYERS):
         found = _envelope_of(lines, candidates)
@@ -203,7 +211,10 @@ def sniff(head: Iterable[str], process_tags: frozenset[str] = frozenset()) -> En
             break
         layers.append(found)
         matches = [found.pattern.match(line) for line in lines]
-        ranks |= {m["rank"] for m in matches if m is not None and m.groupdict().get("rank")}
+        labels = {int(m["rank"]) for m in matches if m is not None and m.groupdict().get("rank")}
+        ranks |= {str(label) for label in labels}
+        if len(labels) == 1:
+            still.add(len(layers) - 1)
         if "rfc3339" in found.time_formats:
             stamps = [_RFC3339_PARTS.match(m["ts"]) for m in matches if m is not None and m.groupdict().get("ts")]
             fractions |= {len(parts["fraction"] or "") for parts in stamps if parts is not None}
@@ -218,6 +229,7 @@ def sniff(head: Iterable[str], process_tags: frozenset[str] = frozenset()) -> En
         newest_first,
         ranks_apart=len({int(r) for r in ranks}) > 1,
         trimmed=len(fractions) > 1,
+        still_layers=frozenset(still) if len(still) < len(layers) else frozenset(),
     )
 
 
@@ -355,7 +367,7 @@ class Unwrapper:
             groups = found.groupdict()
             if stamp is None and groups.get("ts"):
                 stamp = parse_stamp(groups["ts"], envelope.time_formats)
-            if rank is None and groups.get("rank") and self.envelopes.ranks_apart:
+            if rank is None and groups.get("rank") and self.envelopes.gives_rank(layer):
                 rank = f"{envelope.rank_name} {int(groups['rank'])}"
             if groups.get("partial") is None:
                 continue
@@ -389,7 +401,7 @@ def envelope_prefix(envelopes: Envelopes, text: str) -> Prefix | None:
     spans: list[tuple[int, int]] = []
     fractions: list[tuple[int, int]] = []
     stamped = False
-    for envelope in envelopes.layers:
+    for layer, envelope in enumerate(envelopes.layers):
         found = envelope.pattern.match(text[position:])
         if found is None:
             return None
@@ -405,7 +417,7 @@ def envelope_prefix(envelopes: Envelopes, text: str) -> Prefix | None:
             stamped = parse_stamp(groups["ts"], envelope.time_formats) is not None
         if groups.get("rank"):
             spans.append((position + found.start("rank"), position + found.end("rank")))
-            if rank is None and envelopes.ranks_apart:
+            if rank is None and envelopes.gives_rank(layer):
                 rank = f"{envelope.rank_name} {int(groups['rank'])}"
         position += found.end()
     return Prefix(position, rank, tuple(spans), stamped, tuple(fractions))
