@@ -96,8 +96,9 @@ ENVELOPES: tuple[Envelope, ...] = (
         newest_first=True,
     ),
     # Docker Desktop's log view: `YYYY-MM-DD HH:MM:SS ` (no fraction, no zone; not a logger's own
-    # `YYYY-MM-DD HH:MM:SS - name - LEVEL - `)
-    _envelope("Docker Desktop", r"^(?P<ts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d) (?![-,.])", "%Y-%m-%d %H:%M:%S"),
+    # `YYYY-MM-DD HH:MM:SS - name - LEVEL - `: a dash and a space; a line of dashes, Megatron's `-----` rule
+    # around its validation loss, is a wrapped line)
+    _envelope("Docker Desktop", r"^(?P<ts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d) (?!-(?:\s|$)|[,.])", "%Y-%m-%d %H:%M:%S"),
     # journalctl -o short / short-precise: no year, so the time is not taken
     _envelope("journald", rf"^(?:[A-Z][a-z]{{2}} [ \d]\d \d\d:\d\d:\d\d(?:\.\d+)?){_JOURNAL_UNIT}"),
     # kubectl logs --prefix: `[pod/NAME/CONTAINER] `
@@ -110,6 +111,9 @@ ENVELOPES: tuple[Envelope, ...] = (
     _envelope("srun --label", r"^ *(?P<rank>\d{1,5}): ", weak=True, rank_name="task"),
     # torchrun --tee / --log-dir: `[default0]:` (role, local rank); the agent's own lines go unlabelled
     _envelope("torchrun --tee", r"^\[default(?P<rank>\d{1,5})\]:", rank_name="local_rank", share=0.3),
+    # Open MPI mpirun --tag-output: `[jobid,rank]<stdout>:` (orte/prte iof_base_output.c: `"[%s,%s]<%s>:"`, the
+    # local job id, the process's vpid -- its MPI rank -- and stdout / stderr / stddiag; no space after it)
+    _envelope("mpirun --tag-output", r"^\[\d+,(?P<rank>\d{1,6})\]<(?:stdout|stderr|stddiag)>:", rank_name="rank"),
     # Ray's log monitor: `(ActorName pid=123) `, `(pid=123, ip=10.0.0.1) `; `sniff` tries it with the
     # packs' process tags, which are not Ray's (`ray_envelope`)
     ray_envelope(frozenset()),
@@ -142,6 +146,13 @@ class Envelopes:
     newest_first: bool = False
     ranks_apart: bool = False
     trimmed: bool = False
+    # the layers whose rank label is one and the same on every line sniffed (one srun task, one torchrun local
+    # rank wrapped around a log whose own inner labels differ): such a label tells no line apart, the inner does
+    still_layers: frozenset[int] = frozenset()
+
+    def gives_rank(self, layer: int) -> bool:
+        """Whether a line's label in this layer names its rank."""
+        return self.ranks_apart and layer not in self.still_layers
 
     def __bool__(self) -> bool:
         return bool(self.layers) or self.wrap_width is not None or self.newest_first
@@ -192,6 +203,7 @@ def sniff(head: Iterable[str], process_tags: frozenset[str] = frozenset()) -> En
         lines = [joined for _, joined in _join_wraps(enumerate(lines), wrap_width)]
     layers: list[Envelope] = []
     ranks: set[str] = set()
+    still: set[int] = set()
     fractions: set[int] = set()  # the lengths of the RFC 3339 stamps' fractions
     for _ in range(MAX_LAYERS):
         found = _envelope_of(lines, candidates)
@@ -199,7 +211,10 @@ def sniff(head: Iterable[str], process_tags: frozenset[str] = frozenset()) -> En
             break
         layers.append(found)
         matches = [found.pattern.match(line) for line in lines]
-        ranks |= {m["rank"] for m in matches if m is not None and m.groupdict().get("rank")}
+        labels = {int(m["rank"]) for m in matches if m is not None and m.groupdict().get("rank")}
+        ranks |= {str(label) for label in labels}
+        if len(labels) == 1:
+            still.add(len(layers) - 1)
         if "rfc3339" in found.time_formats:
             stamps = [_RFC3339_PARTS.match(m["ts"]) for m in matches if m is not None and m.groupdict().get("ts")]
             fractions |= {len(parts["fraction"] or "") for parts in stamps if parts is not None}
@@ -214,6 +229,7 @@ def sniff(head: Iterable[str], process_tags: frozenset[str] = frozenset()) -> En
         newest_first,
         ranks_apart=len({int(r) for r in ranks}) > 1,
         trimmed=len(fractions) > 1,
+        still_layers=frozenset(still) if len(still) < len(layers) else frozenset(),
     )
 
 
@@ -351,7 +367,7 @@ class Unwrapper:
             groups = found.groupdict()
             if stamp is None and groups.get("ts"):
                 stamp = parse_stamp(groups["ts"], envelope.time_formats)
-            if rank is None and groups.get("rank") and self.envelopes.ranks_apart:
+            if rank is None and groups.get("rank") and self.envelopes.gives_rank(layer):
                 rank = f"{envelope.rank_name} {int(groups['rank'])}"
             if groups.get("partial") is None:
                 continue
@@ -385,7 +401,7 @@ def envelope_prefix(envelopes: Envelopes, text: str) -> Prefix | None:
     spans: list[tuple[int, int]] = []
     fractions: list[tuple[int, int]] = []
     stamped = False
-    for envelope in envelopes.layers:
+    for layer, envelope in enumerate(envelopes.layers):
         found = envelope.pattern.match(text[position:])
         if found is None:
             return None
@@ -401,7 +417,7 @@ def envelope_prefix(envelopes: Envelopes, text: str) -> Prefix | None:
             stamped = parse_stamp(groups["ts"], envelope.time_formats) is not None
         if groups.get("rank"):
             spans.append((position + found.start("rank"), position + found.end("rank")))
-            if rank is None and envelopes.ranks_apart:
+            if rank is None and envelopes.gives_rank(layer):
                 rank = f"{envelope.rank_name} {int(groups['rank'])}"
         position += found.end()
     return Prefix(position, rank, tuple(spans), stamped, tuple(fractions))

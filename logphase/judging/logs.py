@@ -69,8 +69,11 @@ def judge(
         return Judgement(verdict, reason, phase, furthest, culprits, root, None, None)
 
     job = _job_bar(timeline)
+    # a job's steps (training on torchrun) are `serving` but never `ready`: a job is judged by whether its steps
+    # go on (progressing / stalled) and how it ends (finished); only a server (or an unknown system) serves
+    serves = timeline.system_is_server or timeline.system is None
     looks_ready = job is None and (
-        timeline.ready is not None or (phase in (Phase.READY, Phase.SERVING) and timeline.served)
+        timeline.ready is not None or (phase in (Phase.READY, Phase.SERVING) and timeline.served and serves)
     )
     # the health route outranks every other route: its newest answer said it is not up. Said only
     # where it overrules other evidence (a 503 during warmup with nothing else is just warmup)
@@ -87,15 +90,14 @@ def judge(
         # a fragment of hang reports alone (vLLM's shm broadcast lines): the process that reports it was
         # launched, as a fragment of failure lines is (docs/design.md §4.4)
         phase, furthest = Phase.LAUNCH, Phase.LAUNCH
-    if phase is None:
+    finished = _clean_exit(timeline)
+    if phase is None and finished is None:
         return Judgement(Verdict.UNKNOWN, "no line matched any pattern", None, None, (), None, None, None)
-
     if job is not None and hang is None and job.captures.get("done") == job.captures.get("total"):
         reason = f"the job finished: its progress bar reached {job.captures['done']}/{job.captures['total']}"
         reason += f" (line {job.line}, {_message(job)})"
         return Judgement(Verdict.FINISHED, reason, phase, furthest, (), None, None, None)
-    finished = _clean_exit(timeline)
-    if finished is not None:
+    if finished is not None:  # a job's tail: every rank's clean exit says it finished, whatever phase it was in
         last = f"{finished.rank}, " if finished.rank else ""
         last += f"line {finished.line}, {_message(finished)}"
         reason = f"the job finished: every rank shut down cleanly (the last: {last})"
@@ -239,8 +241,10 @@ def _clean_exit(timeline: Timeline) -> Event | None:
     after its last phase line; None otherwise. A server that exits before it was ready did not
     finish anything."""
     server = timeline.system_is_server
-    if server or not timeline.ranks:
+    if server or not (timeline.ranks or timeline.exits):
         return None
+    if not timeline.ranks:  # a job's tail with no phase line: the ranks it names all exited cleanly
+        return max(timeline.exits.values(), key=lambda event: event.order_key)
     exits = [timeline.exits.get(state.rank) if state.rank else None for state in timeline.ranks]
     done = [event for event in exits if event is not None]
     return max(done, key=lambda event: event.order_key) if len(done) == len(exits) else None

@@ -115,6 +115,36 @@ def test_torchrun_tee_labels_with_unlabelled_agent_lines() -> None:
     ]
 
 
+def test_mpirun_tag_output_labels_give_the_mpi_rank() -> None:
+    # GIVEN Open MPI `mpirun --tag-output` of NCCL's INFO lines from ranks 2 and 4 (orte iof_base_output.c's
+    # `[jobid,vpid]<stdout>:`, no space after it)
+    data = (
+        b"[1,2]<stdout>:node-a:2122:2137 [2] NCCL INFO NET/Socket: Using 2 threads and 8 sockets per thread\n"
+        b"[1,4]<stdout>:node-b:1759:1773 [0] NCCL INFO Channel 00 : 4[1b0] -> 6[1d0] [send] via NET/Socket/0\n"
+        b"[1,4]<stdout>:node-b:1759:1773 [0] NCCL INFO comm 0x5581 rank 4 nranks 8 - Init COMPLETE\n"
+        b"[1,2]<stderr>:Traceback (most recent call last):\n"
+    )
+    # WHEN read THEN the tags are removed and name the MPI rank
+    assert [(text[:26], rank) for _, text, _, rank in lines_of(data)] == [
+        ("node-a:2122:2137 [2] NCCL ", "rank 2"),
+        ("node-b:1759:1773 [0] NCCL ", "rank 4"),
+        ("node-b:1759:1773 [0] NCCL ", "rank 4"),
+        ("Traceback (most recent cal", "rank 2"),
+    ]
+
+
+def test_a_label_the_same_on_every_line_leaves_the_rank_to_the_inner_envelope() -> None:
+    # GIVEN `srun --label` of one task (always `0: `) around mpirun --tag-output lines of MPI ranks 2 and 4
+    data = (
+        b"0: [1,2]<stdout>:node-a:2122:2137 [2] NCCL INFO NET/Socket: Using 2 threads and 8 sockets per thread\n"
+        b"0: [1,4]<stdout>:node-b:1759:1773 [0] NCCL INFO Channel 00 : 4[1b0] -> 6[1d0] [send] via NET/Socket/0\n"
+        b"0: [1,4]<stdout>:node-b:1759:1773 [0] NCCL INFO comm 0x5581 rank 4 nranks 8 - Init COMPLETE\n"
+        b"0: [1,2]<stderr>:Traceback (most recent call last):\n"
+    )
+    # WHEN read THEN the task label, one for every line, names no rank: the MPI ranks do
+    assert [rank for _, _, _, rank in lines_of(data)] == ["rank 2", "rank 4", "rank 4", "rank 2"]
+
+
 def test_a_log_that_only_looks_like_an_envelope_in_a_line_or_two_is_left_alone() -> None:
     # GIVEN a plain log with one line that starts like an srun label and one like a compose prefix
     head = [SGLANG[0], "0: not a label", "web | not a service", SGLANG[1], SGLANG[2]]

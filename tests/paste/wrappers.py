@@ -158,6 +158,12 @@ def torchrun_tee(lines: Sequence[str], rng: random.Random, times: Times) -> byte
     return _join([f"[default{rank}]:{line}" for line in lines])
 
 
+def mpirun_tag_output(lines: Sequence[str], rng: random.Random, times: Times) -> bytes:
+    """Open MPI `mpirun --tag-output`: `[jobid,rank]<stdout>:line` (orte iof_base_output.c, no space)."""
+    tag = f"[{rng.randint(1, 9)},{rng.randrange(8)}]<{rng.choice(['stdout', 'stderr'])}>:"
+    return _join([f"{tag}{line}" for line in lines])
+
+
 def ray_actor(lines: Sequence[str], rng: random.Random, times: Times) -> bytes:
     """Ray's log monitor on a driver: `(RayWorkerWrapper pid=123) line`."""
     tag = f"({rng.choice(['RayWorkerWrapper', 'ServeReplica', '_RayTrainWorker'])} pid={rng.randint(100, 99999)})"
@@ -233,6 +239,7 @@ WRAPPERS: tuple[Wrapper, ...] = (
     Wrapper("stern", stern),
     Wrapper("srun-label", srun_label),
     Wrapper("torchrun-tee", torchrun_tee),
+    Wrapper("mpirun-tag-output", mpirun_tag_output),
     Wrapper("ray-actor", ray_actor),
     Wrapper("ray-task", ray_task),
     Wrapper("loki-export", loki_export),
