@@ -38,7 +38,8 @@ class LogCase:
 def crash(
     file: str, line: int, rule: str, needle: str, *, verdict: str = "crashed", rank: str | None = None
 ) -> LogCase:
-    return LogCase((file,), 4, verdict, None, file, line, rule, rank, needle)
+    # a program that failed was launched: its failure lines alone place it in `launch` at least
+    return LogCase((file,), 4, verdict, "launch", file, line, rule, rank, needle)
 
 
 LOG_CASES = [
@@ -75,7 +76,7 @@ LOG_CASES = [
             ("gloo-hang-rank0.log", "gloo-hang-rank1.log"),
             4,
             "timeout",
-            None,
+            "launch",
             "gloo-hang-rank0.log",
             18,
             "torch.gloo.timeout",

@@ -58,9 +58,10 @@ def judge(
             verdict = Verdict.ABORTED  # the exception ended in a fatal signal (c10 abort, segfault)
         culprits = _failure_culprits(timeline, root, failure)
         root = replace(root, rank=_canonical(timeline, root.rank))
-        # a process that failed was launched: a fragment of failure lines alone reached launch at least
-        phase, furthest = phase or Phase.LAUNCH, furthest or Phase.LAUNCH
         where = f" during {phase}" if phase else ""
+        # a process that failed was launched: a fragment of failure lines alone reached launch at least
+        # (said as its phase, not as where it failed: the lines do not say)
+        phase, furthest = phase or Phase.LAUNCH, furthest or Phase.LAUNCH
         who = f"{root.rank} " if root.rank else ""
         relayed = _relayed_from(root)
         if relayed is not None:  # this rank only heard of another rank's timeout
