@@ -296,6 +296,7 @@ def test_every_floor_names_a_batch() -> None:
     assert set(parse_floors(FLOORS.read_text())) <= {batch_name(path) for path in CASE_FILES}
 
 
+@pytest.mark.slow  # analyses every corpus log: the full suite guards the floors
 @pytest.mark.parametrize("batch", [batch_name(path) for path in CASE_FILES])
 def test_the_batch_scores_at_least_its_floor(batch: str, corpus_scores: list[Score]) -> None:
     # GIVEN a batch of the corpus, scored as `make accuracy` scores it

@@ -50,6 +50,7 @@ def _bundle(log: Path, folder: Path) -> dict[str, Any]:
         return analysis
 
 
+@pytest.mark.slow  # three commands over every corpus log: CI's tier, not the quick one
 @pytest.mark.parametrize("log", LOGS, ids=lambda p: f"{p.parent.name}/{p.stem}")
 def test_analyze_watch_and_bundle_give_one_verdict(log: Path, tmp_path: Path) -> None:
     # GIVEN a whole log, as a finished log is given to each command

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import run_cli
 
 EVIL = "a" * 40 + "!"
@@ -30,6 +32,7 @@ def _pack(tmp_path: Path, counter: str = '"b"') -> Path:
     return path
 
 
+@pytest.mark.slow  # real waits or a subprocess: the full suite's tier
 def test_analyze_stops_at_the_first_line_the_regex_cannot_finish(tmp_path: Path) -> None:
     # GIVEN a pack with a catastrophic regex, and a log of 200 lines that trigger it
     pack = _pack(tmp_path)
@@ -43,6 +46,7 @@ def test_analyze_stops_at_the_first_line_the_regex_cannot_finish(tmp_path: Path)
     assert hint.startswith("  hint: rewrite it without repeats")
 
 
+@pytest.mark.slow  # real waits or a subprocess: the full suite's tier
 def test_a_counter_example_that_cannot_finish_fails_the_pack_at_load(tmp_path: Path) -> None:
     pack = _pack(tmp_path, counter=f'"{EVIL}"')
     result = run_cli("patterns", "test", str(pack))
@@ -50,6 +54,7 @@ def test_a_counter_example_that_cannot_finish_fails_the_pack_at_load(tmp_path: P
     assert MESSAGE in result.stderr
 
 
+@pytest.mark.slow  # real waits or a subprocess: the full suite's tier
 def test_explain_names_the_rule(tmp_path: Path) -> None:
     result = run_cli("patterns", "explain", "--patterns", str(_pack(tmp_path)), EVIL)
     assert result.exit_code == 3

@@ -45,6 +45,7 @@ def big_log(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return log
 
 
+@pytest.mark.slow  # real waits or a subprocess: the full suite's tier
 def test_a_big_input_on_a_terminal_shows_bytes_rate_and_eta(big_log: Path) -> None:
     # GIVEN a log over the threshold and a terminal on stderr
     terminal = Terminal()
@@ -79,6 +80,7 @@ def test_nothing_for_a_small_input(tmp_path: Path) -> None:
     assert terminal.getvalue() == ""
 
 
+@pytest.mark.slow  # real waits or a subprocess: the full suite's tier
 def test_the_report_is_the_same_with_progress(big_log: Path) -> None:
     # GIVEN the log read with the bar on a terminal and without it
     # WHEN both are analysed

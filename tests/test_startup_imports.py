@@ -64,6 +64,7 @@ def test_a_small_log_is_analysed_without_the_deferred_modules(tmp_path: Path) ->
     assert sorted(modules & set(DEFERRED)) == []
 
 
+@pytest.mark.slow  # real waits or a subprocess: the full suite's tier
 def test_a_log_with_a_stack_dump_imports_the_dump_parser(tmp_path: Path) -> None:
     # GIVEN a log with a faulthandler dump printed into it
     log = tmp_path / "dump.log"

@@ -29,7 +29,7 @@ from logphase.cli.common import (
     stall_after_option,
     use_colour,
 )
-from logphase.cli.live_stacks import check_pid, take_stacks
+from logphase.cli.live_stacks import check_pid, exists, take_stacks
 from logphase.cli.runs import record, resolve_db
 from logphase.errors import StoreError
 from logphase.fingerprint import HEAD_HASH_BYTES, LogIdentity, combine_digests, head_digest
@@ -351,12 +351,8 @@ def _identity(ingest: Ingest, content: str, head: bytes) -> LogIdentity:
 
 def _alive(pid: int) -> bool:
     """Whether the process still runs; a zombie (exited, not yet reaped by its parent) does not."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+    if not exists(pid):
         return False
-    except PermissionError:
-        return True
     try:
         with open(f"/proc/{pid}/stat", "rb") as stat:
             fields = stat.read().rsplit(b")", 1)[-1].split()

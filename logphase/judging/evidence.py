@@ -32,18 +32,19 @@ def weigh_culprits(from_logs: tuple[str, ...], evidence: Evidence) -> Culprits:
     names other ranks than the logs is a note, never silently dropped."""
     ranks = from_logs
     notes: list[str] = []
-    flight = evidence.flight
-    if flight is not None and flight.missing:
-        if not ranks:
-            ranks = flight.missing
-            notes.append(f"culprit ranks from the flight recorder: {', '.join(flight.missing)}")
-        elif set(flight.missing) != set(ranks):
-            notes.append(f"the flight recorder names {', '.join(flight.missing)} missing from a collective")
-    stacks = evidence.live_stacks
-    if stacks is not None and stacks.culprit_ranks:
-        if not ranks:
-            ranks = stacks.culprit_ranks
-            notes.append(f"culprit ranks from the stacks: {', '.join(stacks.culprit_ranks)}")
-        elif set(stacks.culprit_ranks) != set(ranks):
-            notes.append(f"the stacks name {', '.join(stacks.culprit_ranks)} as the odd ranks out")
+    flight, stacks = evidence.flight, evidence.live_stacks
+    outside = (  # who, the ranks it names, what it says of them
+        (
+            "the flight recorder",
+            flight.missing if flight else (),
+            "the flight recorder names {} missing from a collective",
+        ),
+        ("the stacks", stacks.culprit_ranks if stacks else (), "the stacks name {} as the odd ranks out"),
+    )
+    for source, named, other in outside:
+        if named and not ranks:
+            ranks = named
+            notes.append(f"culprit ranks from {source}: {', '.join(named)}")
+        elif named and set(named) != set(ranks):
+            notes.append(other.format(", ".join(named)))
     return Culprits(ranks, tuple(notes))

@@ -22,6 +22,7 @@ def _analyze_json(*args: str) -> tuple[int, dict]:  # type: ignore[type-arg]
     return result.exit_code, json.loads(result.stdout)
 
 
+@pytest.mark.slow  # real waits or a subprocess: the full suite's tier
 def test_relaunch_is_past_the_point_where_the_earlier_run_hung(tmp_path: Path) -> None:
     # GIVEN a run that hung in CUDA-graph capture after 247 lines, and a relaunch of 392 lines in warmup
     # WHEN the relaunch is analysed against the hung log (a path: analysed on the fly)

@@ -64,6 +64,7 @@ def _tables(cells: tuple[str, ...], count: int, seed: int) -> list[tuple[list[li
     return tables
 
 
+@pytest.mark.slow  # real waits or a subprocess: the full suite's tier
 def test_report_tables_are_laid_out_without_tabulate(monkeypatch: pytest.MonkeyPatch) -> None:
     # GIVEN tables of the cells the report writes, and what tabulate writes for each
     tables = _tables(REPORT_CELLS, 3000, seed=13)

@@ -115,6 +115,7 @@ def test_a_host_name_is_looked_up_and_each_of_its_addresses_tried() -> None:
     assert (probed.health, probed.status) == (Health.STARTING, 503)
 
 
+@pytest.mark.slow  # real waits or a subprocess: the full suite's tier
 def test_a_name_lookup_that_hangs_cannot_stretch_the_probe(monkeypatch: pytest.MonkeyPatch) -> None:
     # GIVEN a DNS server that does not answer (getaddrinfo has no timeout of its own)
     released = threading.Event()

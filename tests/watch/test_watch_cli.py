@@ -46,6 +46,7 @@ def _refused_url() -> tuple[socket.socket, str]:
     return bound, f"http://127.0.0.1:{bound.getsockname()[1]}"
 
 
+@pytest.mark.slow  # real waits or a subprocess: the full suite's tier
 def test_transitions_go_to_stdout_and_notes_to_stderr(tmp_path: Path) -> None:
     # GIVEN a watch on a log that does not exist yet, stdout and stderr apart
     log = tmp_path / "server.log"
@@ -109,6 +110,7 @@ def test_a_second_watch_takes_its_scanners_from_the_cache(tmp_path: Path, monkey
     ]
 
 
+@pytest.mark.slow  # real waits or a subprocess: the full suite's tier
 def test_a_url_that_refuses_overrules_a_log_that_says_ready_and_the_outcome_says_both(tmp_path: Path) -> None:
     # GIVEN a log that says ready, and a health URL nobody listens on
     log = tmp_path / "server.log"
@@ -184,6 +186,7 @@ def test_a_pid_that_does_not_exist_is_said_at_start_exit_3(tmp_path: Path) -> No
     assert result.stderr.splitlines()[1].startswith("  hint: ")
 
 
+@pytest.mark.slow  # real waits or a subprocess: the full suite's tier
 def test_sigterm_is_an_interrupt_and_record_still_stores_the_run(tmp_path: Path) -> None:
     # GIVEN `watch --record` following a start in weight loading
     log = tmp_path / "server.log"
@@ -224,6 +227,7 @@ def test_a_named_pipe_is_followed_until_its_writer_closes(tmp_path: Path) -> Non
     ]
 
 
+@pytest.mark.slow  # real waits or a subprocess: the full suite's tier
 def test_a_named_pipe_without_a_writer_is_waited_for_until_the_timeout(tmp_path: Path) -> None:
     # GIVEN a named pipe no server has opened yet
     pipe = tmp_path / "server.fifo"
@@ -236,6 +240,7 @@ def test_a_named_pipe_without_a_writer_is_waited_for_until_the_timeout(tmp_path:
     assert _transitions(result.stdout) == ["still starting after 1s: --timeout"]
 
 
+@pytest.mark.slow  # real waits or a subprocess: the full suite's tier
 def test_a_writer_that_closes_a_named_pipe_before_writing_does_not_end_it(tmp_path: Path) -> None:
     # GIVEN a pipe opened and closed by one writer (a wrapper script), then written by the server
     pipe = tmp_path / "server.fifo"
