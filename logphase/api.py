@@ -14,15 +14,31 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import IO, TYPE_CHECKING
 
+from logphase.errors import SnapshotError
 from logphase.jobs import ONE_JOB, Jobs
-from logphase.logs.reader import open_sources
+from logphase.logs.reader import LogSource, open_sources
 from logphase.packs import PackSet, load_packs
 from logphase.report.model import Report
 
 if TYPE_CHECKING:
+    from logphase.flight_recorder import FlightReport
     from logphase.stacks.model import StacksReport
+
+
+def open_run(
+    logs: Sequence[str | Path], packs: PackSet, stdin: IO[bytes] | None = None
+) -> tuple[list[LogSource], FlightReport | None]:
+    """A run's inputs as `analyze` takes them: the logs opened (`-`: `stdin`), and the torch
+    flight-recorder dumps among them read and judged (None without any)."""
+    dump_paths: list[str] = []
+    sources = open_sources([str(log) for log in logs], stdin=stdin, dumps=dump_paths, process_tags=packs.process_tags)
+    if not dump_paths:
+        return sources, None
+    from logphase.flight_recorder import judge_dumps, read_dumps  # only with dumps among the inputs
+
+    return sources, judge_dumps(read_dumps(dump_paths))
 
 
 def analyze(
@@ -44,13 +60,7 @@ def analyze(
     from logphase import pipeline
 
     packs = packs if packs is not None else load_packs()
-    dump_paths: list[str] = []
-    sources = open_sources([str(log) for log in logs], dumps=dump_paths, process_tags=packs.process_tags)
-    flight = None
-    if dump_paths:
-        from logphase.flight_recorder import judge_dumps, read_dumps
-
-        flight = judge_dumps(read_dumps(dump_paths))
+    sources, flight = open_run(logs, packs)
     options = pipeline.Options(
         as_of=as_of if as_of is not None else datetime.now(),
         post_mortem=post_mortem if post_mortem is not None else all(source.finished for source in sources),
@@ -64,8 +74,10 @@ def analyze(
 
 
 def take_stacks(pid: int, *, samples: int = 2, interval_s: float = 0.5, packs: PackSet | None = None) -> StacksReport:
-    """Every process of the server `pid` belongs to, sampled with py-spy, merged and judged as
-    `logphase stacks --pid` does. Raises SnapshotError (py-spy missing or denied) with its remedy."""
+    """Every process of the server `pid` belongs to, sampled with py-spy `samples` times `interval_s`
+    apart (two, half a second apart, tell a rank that moves from one that waits, at a second's cost),
+    merged and judged as `logphase stacks --pid` does. Raises SnapshotError (py-spy missing or denied,
+    no such process) with its remedy."""
     import socket
 
     from logphase.judging.stalls import summarize
@@ -73,6 +85,8 @@ def take_stacks(pid: int, *, samples: int = 2, interval_s: float = 0.5, packs: P
 
     packs = packs if packs is not None else load_packs()
     procs = pyspy.discover_tree(pid)
+    if not procs:
+        raise SnapshotError(f"no process {pid} to take stacks from", hint="is the server still running?")
     snapshots, skew = pyspy.snapshot(
         procs, py_spy=pyspy.find_py_spy(None), samples=samples, interval_s=interval_s, host=socket.gethostname()
     )

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 import click
 
 from logphase import pipeline
+from logphase.api import open_run
 from logphase.cli.common import (
     FORMATS,
     cache_folder,
@@ -25,12 +26,10 @@ from logphase.cli.common import (
 from logphase.cli.live_stacks import check_pid, take_stacks
 from logphase.cli.progress import progress_on_stderr
 from logphase.errors import StoreError
-from logphase.logs.reader import open_sources
 from logphase.report.formats import OutputFormat, pick
 
 if TYPE_CHECKING:  # types only: a plain `analyze` imports neither the run store nor the dump reader
     from logphase.baselines.store import RunStore
-    from logphase.flight_recorder import FlightReport
 
 
 @click.command()
@@ -93,15 +92,7 @@ def analyze(
         check_pid(pid)
     cache = cache_folder()
     packs = load_all_packs(pattern_paths)
-    dump_paths: list[str] = []
-    sources = open_sources(
-        logs, stdin=sys.stdin.buffer if "-" in logs else None, dumps=dump_paths, process_tags=packs.process_tags
-    )
-    flight: FlightReport | None = None
-    if dump_paths:
-        from logphase.flight_recorder import judge_dumps, read_dumps  # only with dumps among the inputs
-
-        flight = judge_dumps(read_dumps(dump_paths))
+    sources, flight = open_run(logs, packs, stdin=sys.stdin.buffer if "-" in logs else None)
     as_of = parse_as_of(as_of_text)
     if post_mortem is None:
         post_mortem = all(source.finished for source in sources)

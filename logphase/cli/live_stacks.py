@@ -4,7 +4,6 @@ for `analyze --pid` and `watch --pid`."""
 from __future__ import annotations
 
 import os
-import socket
 from typing import TYPE_CHECKING
 
 import click
@@ -14,10 +13,6 @@ from logphase.packs import PackSet
 
 if TYPE_CHECKING:  # types only: a plain `analyze` imports no stack model (start-up time)
     from logphase.stacks.model import StacksReport
-
-# Two samples half a second apart tell a rank that moves from one that waits, at a second's cost.
-SAMPLES = 2
-INTERVAL_S = 0.5
 
 
 def check_pid(pid: int) -> None:
@@ -41,24 +36,15 @@ def exists(pid: int) -> bool:
 
 
 def take_stacks(pid: int, packs: PackSet) -> StacksReport | None:
-    """Every process of the server's tree sampled twice, merged and judged as `logphase stacks --pid`
-    does. What stops it (py-spy missing or denied, the server gone) is said on stderr with its hint,
-    and the analysis goes on without stacks: the log's answer is still worth having."""
-    from logphase.judging.stalls import summarize
-    from logphase.stacks import pyspy
+    """`logphase.take_stacks` (every process of the server's tree sampled, merged, judged as `logphase
+    stacks --pid` does). What stops it (py-spy missing or denied, the server gone) is said on stderr with its
+    hint, and the analysis goes on without stacks: the log's answer is still worth having."""
+    from logphase.api import take_stacks as taken
 
     try:
-        py_spy = pyspy.find_py_spy(None)
-        procs = pyspy.discover_tree(pid)
-        if not procs:
-            click.echo(f"logphase: no process {pid} to take stacks from", err=True)
-            return None
-        snapshots, skew = pyspy.snapshot(
-            procs, py_spy=py_spy, samples=SAMPLES, interval_s=INTERVAL_S, host=socket.gethostname()
-        )
+        return taken(pid, packs=packs)
     except LogphaseError as error:
         click.echo(f"logphase: stacks not taken: {error.message}", err=True)
         if error.hint:
             click.echo(f"  hint: {error.hint}", err=True)
         return None
-    return summarize(snapshots, packs.signatures, samples=SAMPLES, interval_s=INTERVAL_S, skew_s=skew)

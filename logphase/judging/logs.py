@@ -59,9 +59,7 @@ def judge(
         culprits = _failure_culprits(timeline, root, failure)
         root = replace(root, rank=_canonical(timeline, root.rank))
         where = f" during {phase}" if phase else ""
-        # a process that failed was launched: a fragment of failure lines alone reached launch at least
-        # (said as its phase, not as where it failed: the lines do not say)
-        phase, furthest = phase or Phase.LAUNCH, furthest or Phase.LAUNCH
+        phase, furthest = _launched(phase, furthest)  # said as its phase, not as where it failed
         who = f"{root.rank} " if root.rank else ""
         relayed = _relayed_from(root)
         if relayed is not None:  # this rank only heard of another rank's timeout
@@ -87,10 +85,8 @@ def judge(
     if unhealthy is not None and timeline.ready is None:
         phase = Phase.WARMUP
 
-    if phase is None and hang is not None:
-        # a fragment of hang reports alone (vLLM's shm broadcast lines): the process that reports it was
-        # launched, as a fragment of failure lines is (docs/design.md §4.4)
-        phase, furthest = Phase.LAUNCH, Phase.LAUNCH
+    if hang is not None:  # a fragment of hang reports alone (vLLM's shm broadcast lines)
+        phase, furthest = _launched(phase, furthest)
     finished = _clean_exit(timeline)
     if phase is None and finished is None:
         return Judgement(Verdict.UNKNOWN, "no line matched any pattern", None, None, (), None, None, None)
@@ -217,6 +213,12 @@ def _unhealthy(timeline: Timeline) -> Event | None:
 
 def _health_status(event: Event) -> str:
     return event.captures.get("health_status", "")
+
+
+def _launched(phase: Phase | None, furthest: Phase | None) -> tuple[Phase, Phase]:
+    """A process that failed, or reports itself stuck, was launched: a fragment of such lines alone
+    reached `launch` at least (docs/design.md §4.4)."""
+    return phase or Phase.LAUNCH, furthest or Phase.LAUNCH
 
 
 def _sigkill(event: Event) -> bool:
