@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 
 from bench.loggen import write_logs
-from logphase import pipeline, scanning
+from logphase import pipeline
+from logphase import scan as scanning
 from logphase.logs.reader import open_sources
 from logphase.packs import load_packs
 from logphase.report.formats.json import JsonFormat

@@ -13,8 +13,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from bench.loggen import write_logs
-from logphase import scanning
-from logphase.envelope import parse_stamp
+from logphase import scan as scanning
+from logphase.logs.envelope import parse_stamp
 from logphase.logs.fast import lines
 from logphase.logs.fast.clock import stamp_key
 from logphase.packs import PackSet, load_packs

@@ -19,7 +19,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from bench.loggen import write_logs
-from logphase import pipeline, scanning
+from logphase import pipeline
+from logphase import scan as scanning
 from logphase.cli.common import jobs_from
 from logphase.jobs import Jobs
 from logphase.logs.fast import FastLines, ranges

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from logphase import scanning
+from logphase import scan as scanning
 from logphase.logs.reader import open_sources
 from logphase.packs import load_packs
 from logphase.phases import Phase

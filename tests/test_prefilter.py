@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from bench.loggen import write_log, write_logs
 from bench.shapes import SHAPES
-from logphase import scanning
+from logphase import scan as scanning
 from logphase.errors import InputError
 from logphase.frames import TRIGGER
 from logphase.logs import timeline

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from logphase import scanning
+from logphase import scan as scanning
 from logphase.logs.fast import lines
 from logphase.logs.fast.templates import learn_template
 from logphase.packs import PackSet

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from bench.loggen import write_logs
-from logphase import scanning
-from logphase.envelope import Envelopes, sniff
+from logphase import scan as scanning
+from logphase.logs.envelope import Envelopes, sniff
 from logphase.logs.fast.templates import learn_template
 from logphase.packs import PackSet, load_packs
 from tests.conftest import Generated, Written

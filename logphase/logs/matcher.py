@@ -466,7 +466,7 @@ class SourceMatcher:
         return None
 
     def _with_envelope(self, fields: PrefixFields, line: Line) -> PrefixFields:
-        """What the line's envelope told (logphase/envelope.py), where the line itself has none: the
+        """What the line's envelope told (logphase/logs/envelope.py), where the line itself has none: the
         rank of a label like srun's `3: ` (kept apart from other writers as a prefix of its own),
         the year of a year-less stamp, the time of an unstamped line (shifted by the offset between
         the envelope's clock and the log's own, which a line with both showed)."""

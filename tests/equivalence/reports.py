@@ -7,7 +7,8 @@ from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 
-from logphase import pipeline, scanning
+from logphase import pipeline
+from logphase import scan as scanning
 from logphase.logs.reader import open_sources
 from logphase.packs import PackSet
 from logphase.report.formats.json import JsonFormat

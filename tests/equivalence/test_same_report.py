@@ -24,7 +24,8 @@ from pathlib import Path
 
 import pytest
 
-from logphase import pipeline, scanning
+from logphase import pipeline
+from logphase import scan as scanning
 from logphase.jobs import Jobs
 from logphase.logs.fast import scanners
 from logphase.packs import PackSet
