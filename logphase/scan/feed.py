@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 
 # Year-less stamps (vLLM's `INFO 03-07 09:19:58`) before the first line with a year take its year, and
 # time-of-day stamps (SGLang 0.3's `[23:17:01 TP0]`) before the first line with a date its date (logs/dating.py).
+# Read where it is used (feeding.YEAR_LOOKAHEAD), so that a test that shortens the head shortens it everywhere.
 YEAR_LOOKAHEAD = 500
 CONTEXT_BEFORE = 2
 CONTEXT_AFTER = 3

@@ -11,7 +11,8 @@ from logphase.logs.reader import LogSource, envelopes_of, holds_at_most, read_li
 from logphase.logs.templates import TemplateMiner
 from logphase.logs.timeline import TimelineBuilder
 from logphase.packs import PackSet
-from logphase.scan.feed import CONTEXT_AFTER, CONTEXT_BEFORE, YEAR_LOOKAHEAD, DistInitClock, ScanResult
+from logphase.scan import feed as feeding
+from logphase.scan.feed import CONTEXT_AFTER, CONTEXT_BEFORE, DistInitClock, ScanResult
 from logphase.scan.session import SourceScan
 
 if TYPE_CHECKING:
@@ -57,7 +58,7 @@ def _fast_for(source: LogSource, fast: bool | None) -> bool:
     53 KB demo log's ~40 ms scan. The result is the same on both paths (tests/paste, test_prefilter*)."""
     if fast is not None:
         return fast
-    return not holds_at_most(source, YEAR_LOOKAHEAD)
+    return not holds_at_most(source, feeding.YEAR_LOOKAHEAD)
 
 
 def _scan(
@@ -93,7 +94,7 @@ def _scan(
                     plan,
                     as_of,
                     context=(CONTEXT_BEFORE, CONTEXT_AFTER),
-                    plain_head=YEAR_LOOKAHEAD,
+                    plain_head=feeding.YEAR_LOOKAHEAD,
                     scanners=caches.scanners if caches is not None else None,
                     ranges=oracle_for(workers, source.path, jobs),
                 )

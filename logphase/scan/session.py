@@ -18,7 +18,8 @@ from logphase.logs.reader import Line
 from logphase.logs.stamps import ignored_stamp_notes
 from logphase.logs.timeline import TimelineBuilder
 from logphase.packs import PackSet
-from logphase.scan.feed import YEAR_LOOKAHEAD, DistInitClock, DumpsInLog, ScanResult, SourceFeed
+from logphase.scan import feed as feeding
+from logphase.scan.feed import DistInitClock, DumpsInLog, ScanResult, SourceFeed
 
 if TYPE_CHECKING:
     from logphase.logs.fast.follow import FollowRuns
@@ -60,7 +61,7 @@ class SourceScan:
         if feed is None:
             assert self.head is not None
             self.head.append(line)
-            if len(self.head) < YEAR_LOOKAHEAD:
+            if len(self.head) < feeding.YEAR_LOOKAHEAD:
                 return ()
             return [event for held in self._start() for event in self._feed(held)]
         return feed.feed(line)
@@ -90,7 +91,7 @@ class SourceScan:
         """The head clock from the lines held (and `more`, up to YEAR_LOOKAHEAD), the matcher and the
         feed made; the lines held and `more`, to be fed."""
         lines, self.head = [*(self.head or ()), *more], None
-        clock = head_clock(lines[:YEAR_LOOKAHEAD], self.packs, self.as_of)
+        clock = head_clock(lines[: feeding.YEAR_LOOKAHEAD], self.packs, self.as_of)
         self.result.notes += format_offset_notes(self.name, clock.offsets)
         matcher = SourceMatcher(
             self.packs, self.as_of, year=clock.year, first_date=clock.first_date, format_offsets=clock.offsets

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import os
 import signal
 import threading
@@ -15,7 +14,7 @@ from types import FrameType
 from typing import IO, Protocol
 
 from logphase import pipeline
-from logphase.baselines.fingerprint import HEAD_HASH_BYTES, LogIdentity, combine_digests, head_digest
+from logphase.baselines.fingerprint import ByteTap, identity_of
 from logphase.baselines.records import RunRecord
 from logphase.baselines.stats import phase_stats, successful_pool
 from logphase.baselines.store import RunStore
@@ -105,7 +104,7 @@ def watch(
         health_url=str(request.health_url) if request.health_url is not None else None,
     )
     state = WatchState()
-    taken = _Taken()
+    taken = ByteTap()  # what the watch read of the log: its identity, with no second read
 
     def note(text: str) -> None:
         output.note(clock(), text)
@@ -195,38 +194,15 @@ def watch(
     options = pipeline.Options(
         as_of=as_of, post_mortem=ended, live=outcome, stacks=stacks, stall_after_s=request.stall_after_s
     )
-    identity = taken.identity(ingest) if request.record else None
+    timeline = ingest.timeline()
+    fingerprint = ingest.fingerprint.fingerprint(timeline.system, timeline.version)
+    identity = identity_of([taken], fingerprint) if request.record else None
     report, run = pipeline.assemble(
         inputs, ingest.scan_result(), packs, options, identity=identity, last_activity=last_write
     )
     told = outcome_transition(state, clock(), settings, confidence=report.confidence, exit_code=report.exit_code)
     output.transitions([told])
     return WatchEnd(report, run, stacks, told)
-
-
-class _Taken:
-    """What the watch read of the log, as bytes: their count, their hash and the head (the run's
-    identity, with no second read)."""
-
-    def __init__(self) -> None:
-        self.size = 0
-        self.digest = hashlib.sha256()
-        self.head = bytearray()
-
-    def add(self, data: bytes) -> None:
-        self.size += len(data)
-        self.digest.update(data)
-        if len(self.head) < HEAD_HASH_BYTES:
-            self.head.extend(data[: HEAD_HASH_BYTES - len(self.head)])
-
-    def identity(self, ingest: Ingest) -> LogIdentity:
-        content = self.digest.hexdigest()
-        timeline = ingest.timeline()
-        return LogIdentity(
-            content_hash=combine_digests([content]),
-            head_hash=combine_digests([head_digest(bytes(self.head), content)]),
-            fingerprint=ingest.fingerprint.fingerprint(timeline.system, timeline.version),
-        )
 
 
 def _sigterm_interrupts() -> Callable[[], None]:

@@ -25,8 +25,8 @@ def analysed(paths: Sequence[Path], packs: PackSet, options: pipeline.Options) -
 
 def plain(paths: Sequence[Path], packs: PackSet) -> str:
     """The plain path's report of the files (every line read): computed once per session for the same
-    files (path, modification time and size) and head (scanning.YEAR_LOOKAHEAD, which tests shorten)."""
-    key = (tuple((path, path.stat().st_mtime_ns, path.stat().st_size) for path in paths), scanning.YEAR_LOOKAHEAD)
+    files (path, modification time and size) and head (scanning.feed.YEAR_LOOKAHEAD, which tests shorten)."""
+    key = (tuple((path, path.stat().st_mtime_ns, path.stat().st_size) for path in paths), scanning.feed.YEAR_LOOKAHEAD)
     if key not in _PLAIN:
         _PLAIN[key] = analysed(paths, packs, pipeline.Options(as_of=AS_OF, post_mortem=True, fast=False))
     return _PLAIN[key]
