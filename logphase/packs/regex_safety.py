@@ -87,6 +87,7 @@ def probe(hazard: Hazard, search: Callable[[str], object]) -> float:
     return time.perf_counter() - started
 
 
+_IGNORECASE, _DOTALL, _ASCII = int(stdlib_re.IGNORECASE), int(stdlib_re.DOTALL), int(stdlib_re.ASCII)
 Items = Sequence[tuple[Any, Any]]
 # What a search tries before each start: a lazy `.*?` over any character (one object: the
 # check's memo is keyed by the identity of the items)
@@ -102,16 +103,16 @@ class _Checker:
 
     def __init__(self, items: list[tuple[Any, Any]], flags: int) -> None:
         self.items = items
-        self.flags = flags
-        self.atoms: list[tuple[Any, Any]] = []
-        _collect_atoms(items, self.atoms)
+        self.flags = int(flags)
+        atoms: list[tuple[Any, Any]] = []
+        _collect_atoms(items, atoms)
         # one character per set of characters the regex's atoms cannot tell apart
+        members = {repr(atom): frozenset(c for c in ALPHABET if self._atom(atom, c)) for atom in atoms}
         by_signature: dict[tuple[bool, ...], str] = {}
         for char in ALPHABET:
-            by_signature.setdefault(tuple(self._atom(atom, char) for atom in self.atoms), char)
+            by_signature.setdefault(tuple(char in chars for chars in members.values()), char)
         self.chars = list(by_signature.values())
-        nothing = tuple(False for _ in self.atoms)
-        self.fail = by_signature.get(nothing, "\n")
+        self.fail = by_signature.get(tuple(False for _ in members), "\n")
         self.memo: dict[tuple[int, str, int, int], Counter[int]] = {}
 
     def run(self, searched: bool) -> list[Hazard]:
@@ -125,8 +126,10 @@ class _Checker:
     # -- the walk: every sequence of the tree, with the text that reaches it
 
     def _walk(self, items: Items, prefix: str, found: dict[str, Hazard], top: bool) -> None:
+        before = prefix
         for index, (op, av) in enumerate(items):
-            before = prefix + self._witness(items[:index])
+            if index:
+                before += self._witness_of(*items[index - 1])
             tail_can_fail = not top or _may_fail(items[index + 1 :])
             if op in (_c.MAX_REPEAT, _c.MIN_REPEAT) and _large(av[1]) and "nested" not in found and tail_can_fail:
                 self._nested(items[index], before, found)
@@ -259,7 +262,7 @@ class _Checker:
 
     def _atom(self, item: tuple[Any, Any], char: str, flags: int | None = None) -> bool:
         flags = self.flags if flags is None else flags
-        if flags & stdlib_re.IGNORECASE:
+        if flags & _IGNORECASE:
             return any(_matches(item, variant, flags) for variant in {char, char.lower(), char.upper()})
         return _matches(item, char, flags)
 
@@ -374,7 +377,7 @@ def _matches(item: tuple[Any, Any], char: str, flags: int) -> bool:
     if op is _c.NOT_LITERAL:
         return char != chr(av)
     if op is _c.ANY:
-        return char != "\n" or bool(flags & stdlib_re.DOTALL)
+        return char != "\n" or bool(flags & _DOTALL)
     negate = False
     for kind, value in av:
         if kind is _c.NEGATE:
@@ -389,7 +392,7 @@ def _matches(item: tuple[Any, Any], char: str, flags: int) -> bool:
 
 
 def _category(category: Any, char: str, flags: int) -> bool:
-    if flags & stdlib_re.ASCII and not char.isascii():
+    if flags & _ASCII and not char.isascii():
         inside = False
         return not inside if category in _NEGATED else inside
     tests: dict[Any, Callable[[str], bool]] = {
