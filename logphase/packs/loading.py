@@ -26,7 +26,7 @@ from logphase.packs.model import (
     StallSignature,
 )
 from logphase.packs.regex_facts import derive_literal, first_characters, group_names
-from logphase.packs.regex_safety import MAX_REGEX_CHARS, PROBE_SECONDS, REWRITES, hazards
+from logphase.packs.regex_safety import MAX_REGEX_CHARS, MAX_REGEX_NESTING, PROBE_SECONDS, REWRITES, hazards, nesting
 from logphase.packs.schema import (
     ANCHOR,
     IGNORE,
@@ -81,6 +81,11 @@ def expand_pack_paths(paths: Iterable[Path]) -> list[Path]:
             expanded.extend(sorted(path.glob("*.toml")))
         elif path.exists():
             expanded.append(path)
+        elif path.is_symlink():
+            raise PackError(
+                f"pattern pack {path} is a symbolic link that leads nowhere (a loop, or a missing target)",
+                hint="point the link at a .toml file, or remove it",
+            )
         else:
             raise PackError(f"pattern pack {path} does not exist", hint="give a .toml file or a directory of them")
     return expanded
@@ -209,6 +214,10 @@ def _parse_toml(path: Path, data: bytes) -> dict[str, Any]:
         return tomllib.loads(data.decode("utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise PackError(f"{path}: not valid TOML: {exc}", hint="regexes belong in TOML literal strings: '...'") from exc
+    except RecursionError:  # tomllib reads nested arrays and tables recursively
+        raise PackError(
+            f"{path}: its arrays or tables nest too deeply to read", hint="a pack nests a few levels at most"
+        ) from None
 
 
 @cache
@@ -477,6 +486,11 @@ def _compile(pattern_text: str, flags: str, path: str, place: str, trusted: bool
         raise PackError(
             f"{path}: {place}: the regex is {len(pattern_text):,} characters long (at most {MAX_REGEX_CHARS:,})",
             hint="match the part of the line that tells the event, not the whole text",
+        )
+    if nesting(pattern_text) > MAX_REGEX_NESTING:  # every reader of a regex's parse recurses
+        raise PackError(
+            f"{path}: {place}: the regex nests its groups over {MAX_REGEX_NESTING} deep",
+            hint="a regex needs a few levels of groups at most",
         )
     pattern = PackRegex(
         pattern_text,

@@ -29,6 +29,9 @@ PUMPS = 6
 # The longest regex a pack may hold: parsing, compiling and checking it stay well under a second
 # (the longest shipped one is about 2,000 characters).
 MAX_REGEX_CHARS = 8192
+# The deepest nesting of groups a pack regex may have: every reader of its parse (the stdlib's,
+# the `regex` module's, this check, the fast path's) recurses once or more per level.
+MAX_REGEX_NESTING = 64
 # The probe's line: the reader's bound on a line (logs/reader.py MAX_LINE_BYTES, not imported:
 # packs sit below logs), and how long a regex may take on it.
 PROBE_CHARS = 1 << 16
@@ -78,6 +81,27 @@ def hazards(pattern_text: str, ignore_case: bool = False, searched: bool = True)
         return []
     checker = _Checker(_flatten(parsed), parsed.state.flags)
     return checker.run(searched)
+
+
+def nesting(pattern_text: str) -> int:
+    """How deep a regex's groups nest, read from its text (escapes and character classes skipped)."""
+    depth = deepest = 0
+    escaped = in_class = False
+    for index, char in enumerate(pattern_text):
+        if escaped:
+            escaped = False
+        elif char == "\\":
+            escaped = True
+        elif in_class:
+            in_class = char != "]" or pattern_text[index - 1] == "["
+        elif char == "[":
+            in_class = True
+        elif char == "(":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char == ")":
+            depth = max(0, depth - 1)
+    return deepest
 
 
 def probe(hazard: Hazard, search: Callable[[str], object]) -> float:
