@@ -72,22 +72,24 @@ def user_pack_dir(config_home: str | None) -> Path | None:
 def expand_pack_paths(paths: Iterable[Path]) -> list[Path]:
     expanded: list[Path] = []
     for path in paths:
+        found = [path]
         if path.is_dir():
             if not os.access(path, os.R_OK | os.X_OK):  # glob would find nothing, silently
                 raise PackError(
                     f"{path}: permission denied (a folder of pattern packs)",
                     hint="make it readable (chmod -R u+rX), or leave it out",
                 )
-            expanded.extend(sorted(path.glob("*.toml")))
-        elif path.exists():
-            expanded.append(path)
-        elif path.is_symlink():
-            raise PackError(
-                f"pattern pack {path} is a symbolic link that leads nowhere (a loop, or a missing target)",
-                hint="point the link at a .toml file, or remove it",
-            )
-        else:
-            raise PackError(f"pattern pack {path} does not exist", hint="give a .toml file or a directory of them")
+            found = sorted(path.glob("*.toml"))
+        for file in found:
+            if file.exists():
+                expanded.append(file)
+            elif file.is_symlink():  # a loop, or a target gone: resolving it later raises RuntimeError
+                raise PackError(
+                    f"pattern pack {file} is a symbolic link that leads nowhere (a loop, or a missing target)",
+                    hint="point the link at a .toml file, or remove it",
+                )
+            else:
+                raise PackError(f"pattern pack {file} does not exist", hint="give a .toml file or a directory of them")
     return expanded
 
 
