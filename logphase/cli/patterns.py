@@ -24,7 +24,6 @@ from logphase.logs.matcher import explain as explain_line
 from logphase.packs import builtin_pack_paths, check_pack_examples, check_pack_regexes, expand_pack_paths, load_packs
 from logphase.phases import Phase
 
-
 REGEX_TABLES = ("prefixes", "rules", "signatures", "anchors", "server_args", "ignores")
 
 

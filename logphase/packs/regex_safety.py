@@ -306,7 +306,8 @@ class _Checker:
         if op is _c.BRANCH:
             return min((self._witness(branch) for branch in av[1]), key=len)
         if op in (_c.MAX_REPEAT, _c.MIN_REPEAT, _c.POSSESSIVE_REPEAT):
-            return self._witness(av[2]) * av[0]
+            rounds: int = av[0]
+            return self._witness(av[2]) * rounds
         return ""
 
     def _nullable(self, items: Items) -> bool:
@@ -402,17 +403,17 @@ def _matches(item: tuple[Any, Any], char: str, flags: int) -> bool:
         return char != chr(av)
     if op is _c.ANY:
         return char != "\n" or bool(flags & _DOTALL)
-    negate = False
-    for kind, value in av:
-        if kind is _c.NEGATE:
-            negate = True
-        elif kind is _c.LITERAL and char == chr(value):
-            return not negate
-        elif kind is _c.RANGE and value[0] <= ord(char) <= value[1]:
-            return not negate
-        elif kind is _c.CATEGORY and _category(value, char, flags):
-            return not negate
-    return negate
+    negate = any(kind is _c.NEGATE for kind, _ in av)
+    return any(_member(kind, value, char, flags) for kind, value in av) != negate
+
+
+def _member(kind: Any, value: Any, char: str, flags: int) -> bool:
+    """Whether one item of a character class takes `char`."""
+    if kind is _c.LITERAL:
+        return char == chr(value)
+    if kind is _c.RANGE:
+        return bool(value[0] <= ord(char) <= value[1])
+    return kind is _c.CATEGORY and _category(value, char, flags)
 
 
 def _category(category: Any, char: str, flags: int) -> bool:

@@ -19,7 +19,12 @@ SEED = 29
 
 def _pyspy(folder: Path, depth: int, rng: random.Random) -> str:
     frames = [
-        {"name": f"f{rng.randrange(9)}", "filename": f"/app/m{i % 5}.py", "short_filename": f"m{i % 5}.py", "line": i + 1}
+        {
+            "name": f"f{rng.randrange(9)}",
+            "filename": f"/app/m{i % 5}.py",
+            "short_filename": f"m{i % 5}.py",
+            "line": i + 1,
+        }
         for i in range(depth)
     ]
     threads = [{"thread_id": 1, "os_thread_id": 11, "thread_name": "MainThread", "active": False, "frames": frames}]

@@ -28,16 +28,20 @@ def _lines(folder: Path, lines: list[str]) -> str:
 def _crafted(rng: random.Random, count: int) -> list[str]:
     """Lines of a shipped rule's required literal followed by a 60 KB run of one character and one that
     fails: the shape that made `nccl.dist_init.version` backtrack (seeded: the same lines each run)."""
-    rules = [rule for rule in load_packs(check_examples=False).rules if rule.literal]
+    literals = sorted({rule.literal for rule in load_packs(check_examples=False).rules if rule.literal})
     lines = []
-    for rule in rng.sample(rules, count):
+    for literal in rng.sample(literals, count):
         run = rng.choice("0a_ .:/-")
-        lines.append(rule.literal + run * 60_000 + rng.choice(FAILS))
+        lines.append(literal + run * 60_000 + rng.choice(FAILS))
     return lines
 
 
 CASES = {
-    "nccl-version-run": lambda f, rng: ["analyze", "--post-mortem", _lines(f, ["NCCL version 0.0." + "0" * 60_000 + "!"])],
+    "nccl-version-run": lambda f, rng: [
+        "analyze",
+        "--post-mortem",
+        _lines(f, ["NCCL version 0.0." + "0" * 60_000 + "!"]),
+    ],
     "template-word-run": lambda f, rng: ["analyze", "--post-mortem", _lines(f, ["_" * 60_000, "0" * 60_000 + "!"])],
     "rule-literal-runs": lambda f, rng: ["analyze", "--post-mortem", _lines(f, _crafted(rng, 40))],
 }
