@@ -280,7 +280,7 @@ def load_reference(path: str, packs: PackSet, as_of: datetime) -> RunRecord:
             f"--baseline {path!r}: not a run id, 'auto' or an existing log",
             hint="give a run id from `logphase runs list`, 'auto', or the path of an earlier log",
         )
-    return run(open_sources([path]), packs, Options(as_of=as_of, post_mortem=True))[1]
+    return run(open_sources([path], packs=packs), packs, Options(as_of=as_of, post_mortem=True))[1]
 
 
 # --- the report's rows ----------------------------------------------------------------------------

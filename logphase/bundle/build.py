@@ -74,7 +74,7 @@ def collect(request: BundleRequest, packs: PackSet) -> Bundle:
             hint="save it first: COMMAND > server.log; logphase bundle server.log",
         )
     flight_dumps: list[str] = []
-    sources = open_sources(request.logs, dumps=flight_dumps, process_tags=packs.process_tags)
+    sources = open_sources(request.logs, dumps=flight_dumps, packs=packs)
     for source in sources:
         source.name = display_name(source.name, request.cwd)
     post_mortem = request.post_mortem if request.post_mortem is not None else all(s.finished for s in sources)

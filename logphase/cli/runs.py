@@ -89,10 +89,7 @@ def add(
     # read every log before touching the store: a typo in the third path records nothing
     stdin = sys.stdin.buffer if "-" in logs else None
     options = pipeline.Options(as_of=as_of, post_mortem=True, label=label)
-    analysed = [
-        pipeline.run(open_sources(group, stdin=stdin, process_tags=packs.process_tags), packs, options)[1]
-        for group in groups
-    ]
+    analysed = [pipeline.run(open_sources(group, stdin=stdin, packs=packs), packs, options)[1] for group in groups]
     with RunStore.open(resolve_db(db_path), create=True) as store:
         for run in analysed:
             click.echo(record(store, run), err=True)

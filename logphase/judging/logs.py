@@ -59,6 +59,9 @@ def judge(
         culprits = _failure_culprits(timeline, root, failure)
         root = replace(root, rank=_canonical(timeline, root.rank))
         where = f" during {phase}" if phase else ""
+        counted = _phase_of_collective(root) if phase is None else None
+        if counted is not None:
+            phase, furthest, where = counted, furthest or counted, f" during {counted} (its collective counters)"
         phase, furthest = _launched(phase, furthest)  # said as its phase, not as where it failed
         who = f"{root.rank} " if root.rank else ""
         relayed = _relayed_from(root)
@@ -216,6 +219,34 @@ def _unhealthy(timeline: Timeline) -> Event | None:
 
 def _health_status(event: Event) -> str:
     return event.captures.get("health_status", "")
+
+
+# Collectives a process group had completed when one timed out: from this many on, the job was in its steady
+# state (the pack's `torch.watchdog.collective_timeout_steady` reads `SeqNum=` of three digits the same way).
+STEADY_COLLECTIVES = 100
+
+
+def _phase_of_collective(root: Event) -> Phase | None:
+    """A collective's failure with no phase line around it: its own counters say where the job was. None of
+    the group's collectives completed (SeqNum 1, `last completed` 0 or -1): its first, the distributed init's
+    barrier or broadcast; a hundred completed: the steady state (serving, a job's steps); between: unknown."""
+    captures = root.captures
+    completed = _count(captures.get("last_completed"))
+    if completed is None:
+        seq = _count(captures.get("seq"))
+        completed = seq - 1 if seq is not None else None
+    if completed is None:
+        return None
+    if completed >= STEADY_COLLECTIVES:
+        return Phase.SERVING
+    return Phase.DIST_INIT if completed <= 0 else None
+
+
+def _count(text: str | None) -> int | None:
+    """A counter a rule captured (`-?\\d+`), or None."""
+    if text is None or not text.lstrip("-").isdigit() or len(text) > 18:
+        return None
+    return int(text)
 
 
 def _launched(phase: Phase | None, furthest: Phase | None) -> tuple[Phase, Phase]:

@@ -9,7 +9,7 @@ from dataclasses import replace
 from functools import partial
 from pathlib import Path
 from stat import S_ISBLK, S_ISCHR, S_ISDIR, S_ISFIFO
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 from logphase.errors import InputError
 from logphase.logs.envelope import Unwrapper
@@ -26,6 +26,9 @@ from logphase.logs.reader import (
     sniff_bytes,
 )
 
+if TYPE_CHECKING:
+    from logphase.packs import PackSet
+
 FOLLOW_POLL_S = 0.25
 
 
@@ -38,6 +41,7 @@ def follow_lines(
     on_bytes: Callable[[bytes], None] | None = None,
     on_note: Callable[[str], None] | None = None,
     on_envelopes: Callable[[str], None] | None = None,
+    packs: PackSet | None = None,
 ) -> Generator[list[Line], None, None]:
     """Follow a growing log like `tail -F`, in batches: each item is the lines completed since the
     last one, an empty list when nothing arrived within `poll_s` (so the caller can do its periodic
@@ -48,8 +52,9 @@ def follow_lines(
     that does not exist yet is waited for. Line numbers run on across rotations. A progress bar
     updated with `\\r` yields each update once it has settled, before its line ends. `on_bytes`
     sees every byte read (the content hash of `--record`), `on_note` what happened to the file,
-    `on_envelopes` what reading it out of its envelopes assumed (logphase/logs/envelope.py)."""
-    splitter = _LineSplitter(path if path != "-" else "<stdin>", on_envelopes)
+    `on_envelopes` what reading it out of its envelopes assumed (logphase/logs/envelope.py); `packs` (the
+    run's) decide its envelopes as analyze's do (reader.sniff_bytes)."""
+    splitter = _LineSplitter(path if path != "-" else "<stdin>", on_envelopes, packs)
     if path == "-":
         if stdin is None:
             raise InputError(
@@ -232,8 +237,10 @@ class _LineSplitter:
     unfinished line come out once a later update or a quiet poll shows they are complete. The
     envelopes are sniffed from the first bytes that arrive (a followed log is never newest first)."""
 
-    def __init__(self, name: str = "<stdin>", on_envelopes: Callable[[str], None] | None = None) -> None:
-        self.name, self.on_envelopes = name, on_envelopes
+    def __init__(
+        self, name: str = "<stdin>", on_envelopes: Callable[[str], None] | None = None, packs: PackSet | None = None
+    ) -> None:
+        self.name, self.on_envelopes, self.packs = name, on_envelopes, packs
         self.pending = bytearray()
         self.emitted = 0  # bytes at the start of `pending` already given out as `\r` updates
         self.number = 0
@@ -300,7 +307,7 @@ class _LineSplitter:
         self.sniffed = True
         head, self.head = bytes(self.head), bytearray()
         whole = head[: head.rfind(b"\n", 0, SNIFF_BYTES) + 1] or head[:SNIFF_BYTES]
-        envelopes = replace(sniff_bytes(whole), newest_first=False)
+        envelopes = replace(sniff_bytes(whole, packs=self.packs), newest_first=False)
         if envelopes:
             self.unwrapper = Unwrapper(envelopes)
             for note in envelopes.notes(self.name):

@@ -44,6 +44,10 @@ CAUGHT_FRAME = '> File "'
 # The capture an exception read from a cut traceback's `raise` statement carries (judging says so).
 CUT_TRACEBACK = "read_from"
 TRACEBACK_HEADER = "Traceback (most recent call last):"
+# A traceback's source line that calls a function (`x = self.init_torch_distributed()`, `await self.run(`): CPython
+# prints the call into the next frame under each frame, so the innermost one names the call a cut paste lost.
+CALL_SPAN = 240
+CALLED = re.compile(r"^\s+(?:[\w.\[\], ]+ = )?(?:return |await |yield )?(?:[\w\]\[]+\.)*(?P<function>[A-Za-z_]\w*)\(")
 # libstdc++'s std::terminate prints the exception's text indented: `  what():  <message>`.
 CPP_WHAT = "what():"
 # A frame's quoted source line that raises: `    raise TimeoutError("Timed out waiting for ..."`.
@@ -169,6 +173,7 @@ class _FrameGroup:
     line: Line | None = None
     rank: str | None = None
     key: str = ""
+    last_file: str = ""  # the file of the innermost frame so far (a traceback's)
 
 
 @dataclass
@@ -412,16 +417,22 @@ class SourceMatcher:
         return winner
 
     def _note_frame(self, line: Line, fields: PrefixFields, message: str, inside: bool) -> None:
-        """Remember the innermost frame that proves a phase; the group's event comes at its end."""
+        """Remember the innermost frame that proves a phase; the group's event comes at its end. A
+        traceback's source line under its innermost frame names the call into the next frame, which a
+        traceback cut there no longer shows (`self.init_torch_distributed()`): that call counts as a frame."""
         key = frame_key(message)
         if key is None:
-            return
+            key = self._called(message)
+            if key is None:
+                return
         group = self._frames
         if group is None:
             # a dump's tail with no header: faulthandler writes `line N in f`, a traceback `line N, in f`
             group = self._frames = _FrameGroup(innermost_first=", in " not in message)
         if group.innermost_first and group.phase is not None:
             return
+        if key.endswith(")") and " (" in key and frame_key(message) is not None:
+            group.last_file = key.rsplit(" (", 1)[1][:-1]
         phase = self._frame_phases.get(key, _UNSEEN)
         if phase is _UNSEEN:
             phase = self.packs.frame_phase(key)
@@ -432,6 +443,14 @@ class SourceMatcher:
             group.rank = (
                 fields.rank if fields.rank is not None else (self.block.rank if inside and self.block else None)
             )
+
+    def _called(self, message: str) -> str | None:
+        """The frame key of the function a traceback's source line calls, in the file of the frame above it."""
+        group = self._frames
+        if group is None or group.innermost_first or not group.last_file:
+            return None
+        called = CALLED.match(message[:CALL_SPAN])  # bounded: the regex backtracks over a long run of spaces
+        return f"{called['function']} ({group.last_file})" if called else None
 
     def _flush_frames(self) -> tuple[Event, ...]:
         group, self._frames = self._frames, None

@@ -13,12 +13,15 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from stat import S_ISBLK, S_ISCHR
-from typing import IO, Any, cast
+from typing import IO, TYPE_CHECKING, Any, cast
 
 import zstandard
 
 from logphase.errors import InputError
 from logphase.logs.envelope import Envelopes, Unwrapped, Unwrapper, sniff
+
+if TYPE_CHECKING:
+    from logphase.packs import PackSet
 
 CHUNK_BYTES = 1 << 20
 # Longer lines keep their first MAX_LINE_BYTES: no pattern needs more, and memory stays bounded.
@@ -107,12 +110,12 @@ def open_sources(
     stdin: IO[bytes] | None = None,
     *,
     dumps: list[str] | None = None,
-    process_tags: frozenset[str] | None = None,
+    packs: PackSet | None = None,
 ) -> list[LogSource]:
     """Resolve the command line's paths into sources; archives expand into their members.
     Torch flight-recorder dumps among the paths go to `dumps` when it is given (else: an error).
-    `process_tags`: the packs' own `(Name pid=N) ` tags, which sniffing never takes for an envelope
-    (by default the shipped packs').
+    `packs`: the run's; sniffing never takes their own `(Name pid=N) ` tags for an envelope, and takes a
+    leading column only where they read more lines without it (by default the shipped packs' tags, no column).
 
     Errors that a user can fix (missing file, directory, no permission) are raised here, before
     anything is read, so a typo in the third path does not waste a scan of the first two."""
@@ -124,22 +127,22 @@ def open_sources(
                     "'-' given but there is no standard input",
                     hint="pipe a log in: kubectl logs POD | logphase analyze -",
                 )
-            sources.extend(_stdin_sources(stdin, process_tags))
+            sources.extend(_stdin_sources(stdin, packs))
             continue
-        sources.extend(_file_sources(Path(path), dumps, process_tags))
+        sources.extend(_file_sources(Path(path), dumps, packs))
     for index, source in enumerate(sources):
         source._index = index
     return sources
 
 
-def _file_sources(path: Path, dumps: list[str] | None, process_tags: frozenset[str] | None) -> list[LogSource]:
+def _file_sources(path: Path, dumps: list[str] | None, packs: PackSet | None) -> list[LogSource]:
     if not path.exists():
         raise InputError(f"{path}: no such file", hint="check the path; use '-' to read standard input")
     if path.is_dir():
         raise InputError(f"{path}: is a directory", hint=f"name the log files inside it, e.g. {path}/*.log")
     if path.is_fifo():
         # a named pipe is read once, as standard input is (its head cannot be sniffed, then read again)
-        sources = _stdin_sources(path.open("rb"), process_tags)
+        sources = _stdin_sources(path.open("rb"), packs)
         for source in sources:
             source.name = str(path) + source.name.removeprefix("<stdin>")
         return sources
@@ -164,7 +167,7 @@ def _file_sources(path: Path, dumps: list[str] | None, process_tags: frozenset[s
         from logphase.logs.archives import tar_sources  # archives builds on this module
 
         opened = lambda: decompressing(path.open("rb"), str(path))  # noqa: E731
-        return tar_sources(str(path), opened, path=None if compressed else str(path), process_tags=process_tags)
+        return tar_sources(str(path), opened, path=None if compressed else str(path), packs=packs)
     if dumps is not None and looks_like_flight_recorder(head):
         dumps.append(str(path))
         return []
@@ -175,7 +178,7 @@ def _file_sources(path: Path, dumps: list[str] | None, process_tags: frozenset[s
             open_stream=lambda: decompressing(path.open("rb"), str(path)),
             finished=compressed,
             modified=None if compressed else stat.st_mtime,
-            envelopes=sniff_bytes(head, process_tags),
+            envelopes=sniff_bytes(head, packs=packs),
             path=None if compressed else str(path),
         )
     ]
@@ -193,17 +196,17 @@ def _decompressed_head(raw: IO[bytes], name: str) -> bytes:
     return head
 
 
-def _stdin_sources(stdin: IO[bytes], process_tags: frozenset[str] | None) -> list[LogSource]:
+def _stdin_sources(stdin: IO[bytes], packs: PackSet | None) -> list[LogSource]:
     stream = decompressing(stdin, "<stdin>")
     peekable = io.BufferedReader(cast(io.RawIOBase, stream), CHUNK_BYTES)
     head = peekable.peek(512)[:512]
     if len(head) == 512 and head[257:262] == b"ustar":
         from logphase.logs.archives import tar_sources  # archives builds on this module
 
-        return tar_sources("<stdin>", lambda: peekable, path=None, process_tags=process_tags)
+        return tar_sources("<stdin>", lambda: peekable, path=None, packs=packs)
     head = peekable.peek(SNIFF_BYTES)[:SNIFF_BYTES]
     refuse_binary("<stdin>", head)
-    return [LogSource(name="<stdin>", open_stream=lambda: peekable, envelopes=sniff_bytes(head, process_tags))]
+    return [LogSource(name="<stdin>", open_stream=lambda: peekable, envelopes=sniff_bytes(head, packs=packs))]
 
 
 SNIFF_BYTES = 8192  # what is read of each input to tell a log from a binary file
@@ -370,9 +373,10 @@ def read_lines(source: LogSource, *, start_line: int = 0, start_byte: int = 0) -
         yield from line_updates(Unwrapped(order, line.text, line.stamp, line.rank), source._index)
 
 
-def envelopes_of(source: LogSource) -> Envelopes:
+def envelopes_of(source: LogSource, packs: PackSet | None = None) -> Envelopes:
     """The envelopes of a source, sniffed from its first bytes once (files and stdin when opened;
-    archive members, which can be opened again, on first use)."""
+    archive members, which can be opened again, on first use). `packs`: the run's, whose reading of the
+    first lines decides a leading column no listed envelope names (envelope.LEARNED); the scan asks first."""
     if source.envelopes is None:
         try:
             stream = source.open_stream()
@@ -382,21 +386,35 @@ def envelopes_of(source: LogSource) -> Envelopes:
                 stream.close()
         except READ_ERRORS:
             head = b""  # reading the source reports the damage
-        source.envelopes = sniff_bytes(head)
+        source.envelopes = sniff_bytes(head, packs=packs)
     return source.envelopes
 
 
-def sniff_bytes(head: bytes, process_tags: frozenset[str] | None = None) -> Envelopes:
+def sniff_bytes(head: bytes, process_tags: frozenset[str] | None = None, packs: PackSet | None = None) -> Envelopes:
     """`envelope.sniff` over the first bytes of a source; a cut last line is left out. `process_tags`:
-    the packs' own `(Name pid=N) ` tags (by default the shipped packs')."""
+    the packs' own `(Name pid=N) ` tags (by default `packs`', else the shipped packs'). With `packs`, a
+    leading column is learned where they read more lines without it."""
     lines = head.split(b"\n")
     if len(lines) > 1 and len(head) >= SNIFF_BYTES:
         lines.pop()
     if process_tags is None:
-        from logphase.packs import shipped_packs  # only where the caller has no packs of its own
+        if packs is None:
+            from logphase.packs import shipped_packs  # only where the caller has no packs of its own
 
-        process_tags = shipped_packs().process_tags
-    return sniff((decoded_text(line) for line in lines), process_tags)
+            process_tags = shipped_packs().process_tags
+        else:
+            process_tags = packs.process_tags
+    reads = None if packs is None else (lambda line: packs_read(packs, line))
+    return sniff((decoded_text(line) for line in lines), process_tags, reads=reads)
+
+
+def packs_read(packs: PackSet, text: str) -> bool:
+    """Whether the packs read a line: a prefix of theirs starts it, or a rule (outside a traceback) matches it."""
+    fields, message = packs.split_prefix(text)
+    if fields.prefixes:
+        return True
+    lowered = message.lower()
+    return any(not rule.in_block and rule.match(message) is not None for rule in packs.candidate_rules(lowered))
 
 
 def _raw_lines(source: LogSource, stream: IO[bytes]) -> Iterator[bytes]:
