@@ -83,7 +83,7 @@ def test_every_package_is_in_the_wheel() -> None:
 # The layers of docs/design.md §2, lowest first: a unit (a package or a root module of logphase/) imports
 # only units of lower layers, never one of its own layer nor above (so there is no cycle between units).
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("phases", "errors", "durations", "ranks", "jobs", "disk_cache"),  # the vocabulary
+    ("phases", "errors", "durations", "ranks", "jobs", "disk_cache", "bounded"),  # the vocabulary; bounded parsers
     ("packs", "frames", "envelope", "health"),  # the rules as data; a line's wrappers; the HTTP probe
     ("logs", "stacks"),  # reading: logs into events and a timeline; stack dumps into snapshots
     ("scanning", "fingerprint", "flight_recorder", "inventory"),  # what reads both, or reads for a purpose

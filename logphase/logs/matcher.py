@@ -9,6 +9,7 @@ from dataclasses import dataclass, field, replace
 from datetime import date, datetime, timedelta
 from functools import cache
 
+from logphase.bounded import rank_label
 from logphase.frames import frame_key
 from logphase.logs.clocks import stamp_format, timed_prefixes
 from logphase.logs.dating import MIDNIGHT_JUMP, FirstDate, first_day, with_year
@@ -457,8 +458,8 @@ class SourceMatcher:
             tagged = rank_from_tags(captures["tags"])
             if tagged:
                 return tagged
-        if captures.get("rank", "").isdigit():
-            return f"rank {int(captures['rank'])}"
+        if (label := rank_label(captures.get("rank"))) is not None:
+            return label
         if fields.rank is not None:
             return fields.rank
         if inside and self.block is not None:
