@@ -318,7 +318,13 @@ class _RatioGuard(io.RawIOBase):
         return True
 
     def readinto(self, buffer: Any) -> int:
-        size = cast(int, cast(Any, self._decoded).readinto(buffer))
+        decoded = cast(Any, self._decoded)
+        if hasattr(decoded, "read1"):  # gzip, bz2: what was decoded before a truncated end comes out (read loses it)
+            data = decoded.read1(len(buffer))
+            size = len(data)
+            buffer[:size] = data
+        else:
+            size = decoded.readinto(buffer)
         self._out += size
         if self._out > DECODED_FREE and self._out > MAX_RATIO * self._counted.count:
             raise InputError(
