@@ -67,7 +67,7 @@ def snapshots_from_pyspy_json(threads: list[Any], pid: int | None = None) -> lis
     for index, item in enumerate(threads):
         where = f"thread {index}"
         if not isinstance(item, dict):
-            raise ValueError(f"{where}: expected an object, got {_kind(item)}")
+            raise ValueError(f"{where} is {_kind(item)}, expected an object")
         thread_pid = _number(item, "pid", where) if "pid" in item else pid
         frames = []
         for at, raw in enumerate(_objects(item, "frames", where)):
