@@ -37,14 +37,6 @@ def read_int(text: str | None, limit: int = MAX_NUMBER) -> int | None:
     return value if value <= limit else None
 
 
-def read_signed(text: str | None, limit: int = MAX_NUMBER) -> int | None:
-    """`read_int` with an optional leading `-` (an exit code, a signal)."""
-    if text is not None and text.startswith("-"):
-        value = read_int(text[1:], limit)
-        return None if value is None else -value
-    return read_int(text, limit)
-
-
 def read_rank(text: str | None) -> int | None:
     """A rank id: a number up to MAX_RANK."""
     return read_int(text, MAX_RANK)
@@ -54,12 +46,6 @@ def rank_label(text: str | None, kind: str = "rank") -> str | None:
     """`rank 3` (`local_rank 3`, `task 3`) for the rank id `text`; None where it is no rank id."""
     number = read_rank(text)
     return None if number is None else f"{kind} {number}"
-
-
-def digits_key(text: str) -> tuple[int, str]:
-    """A run of ASCII digits as a sort key in its numeric order, however long (no int() of it)."""
-    significant = text.lstrip("0") or "0"
-    return len(significant), significant
 
 
 def in_calendar(moment: datetime | None) -> datetime | None:

@@ -23,7 +23,6 @@ from logphase.bounded import (
     in_calendar,
     rank_label,
     read_int,
-    read_signed,
 )
 from logphase.ranks import format_rank_set, natural_key
 from logphase.stacks.dumps_json import parse_json_text
@@ -43,7 +42,6 @@ def test_numbers_ranks_and_signs_within_their_bounds() -> None:
     assert read_int("0042") == 42
     assert read_int(str(MAX_NUMBER)) == MAX_NUMBER
     assert read_int("1" + "0" * 18) is None  # 19 digits
-    assert read_signed("-9") == -9
     assert rank_label(str(MAX_RANK)) == f"rank {MAX_RANK}"
     assert rank_label(str(MAX_RANK + 1)) is None
     assert rank_label("3", "local_rank") == "local_rank 3"
