@@ -14,7 +14,10 @@ DESIGN = REPO / "docs" / "design.md"
 # The layers, lowest first: a unit (a package or a root module of logphase/) imports only units of lower
 # layers, never one of its own layer nor above, so there is no cycle between units.
 LAYERS: tuple[tuple[tuple[str, ...], str], ...] = (
-    (("phases", "errors", "durations", "ranks", "jobs", "disk_cache"), "the vocabulary, errors and small shared facts"),
+    (
+        ("phases", "errors", "durations", "ranks", "jobs", "disk_cache", "bounded"),
+        "the vocabulary, errors and small shared facts; the one parser of numbers, rank ids and dates from input",
+    ),
     (("packs", "frames"), "the rules as data; what opens a stack dump"),
     (("logs",), "reading: inputs, a line's wrappers (envelopes), lines into events and a timeline"),
     (("stacks",), "stack dumps into snapshots (in the wrappers logs/envelope.py reads)"),

@@ -6,6 +6,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from datetime import datetime
 
+from logphase.bounded import read_int
 from logphase.durations import format_duration
 from logphase.judging.budgets import Budgets
 from logphase.logs.matcher import Event
@@ -197,11 +198,11 @@ def _collective(event: Event) -> str | None:
         words += f" of {group}"
     if captures.get("pg_rank"):
         words += f" (rank {captures['pg_rank']} in the group)"
-    ran, limit = captures.get("ran_ms"), captures.get("timeout_ms")
-    if ran and limit:
-        words += f" ran {format_duration(int(ran) / 1000)} against a {format_duration(int(limit) / 1000)} timeout"
-    elif limit:
-        words += f" timed out after {format_duration(int(limit) / 1000)}"
+    ran, limit = read_int(captures.get("ran_ms")), read_int(captures.get("timeout_ms"))
+    if ran is not None and limit is not None:
+        words += f" ran {format_duration(ran / 1000)} against a {format_duration(limit / 1000)} timeout"
+    elif limit is not None:
+        words += f" timed out after {format_duration(limit / 1000)}"
     return words
 
 

@@ -14,9 +14,11 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from functools import cache
 from itertools import pairwise
+
+from logphase.bounded import from_epoch, in_calendar, rank_label, read_rank
 
 # --- the envelopes (data) ------------------------------------------------------------------------
 
@@ -235,7 +237,7 @@ def sniff(
             break
         layers.append(found)
         matches = [found.pattern.match(line) for line in lines]
-        labels = {int(m["rank"]) for m in matches if m is not None and m.groupdict().get("rank")}
+        labels = {read_rank(m["rank"]) for m in matches if m is not None and m.groupdict().get("rank")} - {None}
         ranks |= {str(label) for label in labels}
         if len(labels) == 1:
             still.add(len(layers) - 1)
@@ -251,7 +253,7 @@ def sniff(
         tuple(layers),
         wrap_width,
         newest_first,
-        ranks_apart=len({int(r) for r in ranks}) > 1,
+        ranks_apart=len(ranks) > 1,
         trimmed=len(fractions) > 1,
         still_layers=frozenset(still) if len(still) < len(layers) else frozenset(),
     )
@@ -406,7 +408,7 @@ class Unwrapper:
             if stamp is None and groups.get("ts"):
                 stamp = parse_stamp(groups["ts"], envelope.time_formats)
             if rank is None and groups.get("rank") and self.envelopes.gives_rank(layer):
-                rank = f"{envelope.rank_name} {int(groups['rank'])}"
+                rank = rank_label(groups["rank"], envelope.rank_name)
             if groups.get("partial") is None:
                 continue
             held = self._partial.pop(layer, None)
@@ -456,7 +458,7 @@ def envelope_prefix(envelopes: Envelopes, text: str) -> Prefix | None:
         if groups.get("rank"):
             spans.append((position + found.start("rank"), position + found.end("rank")))
             if rank is None and envelopes.gives_rank(layer):
-                rank = f"{envelope.rank_name} {int(groups['rank'])}"
+                rank = rank_label(groups["rank"], envelope.rank_name)
         position += found.end()
     return Prefix(position, rank, tuple(spans), stamped, tuple(fractions))
 
@@ -485,11 +487,10 @@ def parse_stamp(text: str, formats: Sequence[str]) -> datetime | None:
                     continue
                 return _rfc3339(text)
             if name == "epoch":
-                if not text.isdigit():
+                if (epoch := from_epoch(text)) is None:
                     continue
-                seconds = int(text) / 10 ** max(0, len(text) - 10)
-                return datetime.fromtimestamp(seconds, UTC).replace(tzinfo=None)
-            return datetime.strptime(text, name)
+                return epoch
+            return in_calendar(datetime.strptime(text, name))
         except (ValueError, OverflowError, OSError):
             continue
     return None
@@ -500,9 +501,11 @@ _RFC3339_PARTS = re.compile(r"^(?P<base>[\d-]+T[\d:]+)(?:\.(?P<fraction>\d+))?(?
 
 def _rfc3339(text: str) -> datetime | None:
     if len(text) == 30 and text[19] == "." and text[29] == "Z" and text[20:29].isdigit():
-        return datetime.fromisoformat(text[:26])  # docker's and CRI's nanoseconds in UTC: the fast path's clock
+        return in_calendar(
+            datetime.fromisoformat(text[:26])
+        )  # docker's and CRI's nanoseconds in UTC: the fast path's clock
     parts = _RFC3339_PARTS.match(text)
     if parts is None:
         return None
     fraction = (parts["fraction"] or "0")[:6].ljust(6, "0")  # nanoseconds: datetime keeps micro
-    return datetime.fromisoformat(f"{parts['base']}.{fraction}")  # strptime is ten times slower
+    return in_calendar(datetime.fromisoformat(f"{parts['base']}.{fraction}"))  # strptime is ten times slower

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 from collections.abc import Callable, Generator
@@ -191,16 +192,15 @@ def _follow_stream(
     except (OSError, AttributeError, io.UnsupportedOperation):
         descriptor = None  # an in-memory stream: reads never block for long
     started = False
+    capacity = _pipe_capacity(descriptor)
+    read_at = time.monotonic()
     while not stop():
         if descriptor is not None:
             ready, _, _ = select.select([descriptor], [], [], poll_s)
             if not ready:
                 yield splitter.settle()
                 continue
-            try:
-                data = os.read(descriptor, CHUNK_BYTES)
-            except BlockingIOError:  # a non-blocking pipe whose writer has not written yet
-                data = b""
+            data = _available(descriptor)
         else:
             data = stream.read(CHUNK_BYTES)
         if not data:
@@ -220,8 +220,55 @@ def _follow_stream(
         if on_bytes is not None:
             on_bytes(data)
         yield splitter.feed(data)
-        if len(data) < CHUNK_BYTES:
-            time.sleep(poll_s)  # batch a steady trickle instead of waking for every write
+        # a trickle is batched instead of woken for every write; a stream is slept on only as long as
+        # it takes to fill a quarter of the pipe at the rate it came (a full pipe stalls its writer)
+        now = time.monotonic()
+        rate, read_at = len(data) / max(now - read_at, 1e-3), now
+        time.sleep(min(poll_s, capacity / 4 / rate))
+
+
+# What one poll reads of a pipe at most: all that is waiting, up to this (a chatty server's burst).
+FOLLOW_BATCH_BYTES = 8 << 20
+# A pipe is asked to hold this much (Linux: 64 KB by default; an unprivileged process may raise it to
+# /proc/sys/fs/pipe-max-size, 1 MB by default), so a writer is not held up while a batch is judged.
+PIPE_BYTES = 1 << 20
+
+
+def _pipe_capacity(descriptor: int | None) -> int:
+    """The bytes the pipe holds (raised to PIPE_BYTES where allowed); CHUNK_BYTES for what is no pipe."""
+    if descriptor is None:
+        return CHUNK_BYTES
+    import fcntl
+
+    try:
+        if S_ISFIFO(os.fstat(descriptor).st_mode):
+            with contextlib.suppress(OSError):  # over pipe-max-size: keep what it has
+                fcntl.fcntl(descriptor, fcntl.F_SETPIPE_SZ, PIPE_BYTES)
+            return int(fcntl.fcntl(descriptor, fcntl.F_GETPIPE_SZ))
+    except (OSError, AttributeError):  # not Linux
+        pass
+    return CHUNK_BYTES
+
+
+def _available(descriptor: int) -> bytes:
+    """What is waiting in the pipe (or file) now, up to FOLLOW_BATCH_BYTES: one read returns at most
+    what the pipe holds (64 KB), so a poll reads on while more is ready."""
+    import select
+
+    parts: list[bytes] = []
+    size = 0
+    while size < FOLLOW_BATCH_BYTES:
+        try:
+            data = os.read(descriptor, min(CHUNK_BYTES, FOLLOW_BATCH_BYTES - size))
+        except BlockingIOError:  # a non-blocking pipe whose writer has not written yet
+            break
+        if not data:
+            break  # the end: said by the next read, after what came before it is fed
+        parts.append(data)
+        size += len(data)
+        if not select.select([descriptor], [], [], 0)[0]:
+            break
+    return b"".join(parts)
 
 
 def _said_once() -> None:
@@ -336,12 +383,13 @@ class _LineSplitter:
     def _append(self, data: bytes) -> None:
         if self.dropping:
             return
-        room = MAX_LINE_BYTES - len(self.pending)
-        if len(data) > room and b"\r" not in self.pending and b"\r" not in data:
-            self.pending += data[: max(0, room)]
-            self.dropping = True  # a runaway line keeps its head; the rest waits for its newline
-            return
         self.pending += data
+        # a runaway line, or a bar's runaway update (what follows its last `\r`: those before it are
+        # given out as they settle), keeps its head; the rest waits for its newline
+        update = self.pending.rfind(b"\r") + 1
+        if len(self.pending) - update > MAX_LINE_BYTES:
+            del self.pending[update + MAX_LINE_BYTES :]
+            self.dropping = True
 
     def _complete(self) -> list[Line]:
         self.number += 1

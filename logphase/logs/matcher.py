@@ -9,6 +9,7 @@ from dataclasses import dataclass, field, replace
 from datetime import date, datetime, timedelta
 from functools import cache
 
+from logphase.bounded import rank_label
 from logphase.frames import frame_key
 from logphase.logs.clocks import stamp_format, timed_prefixes
 from logphase.logs.dating import MIDNIGHT_JUMP, FirstDate, first_day, with_year
@@ -116,6 +117,9 @@ def frame_rule(phase: Phase) -> Rule:
 
 # Fields a fork shares with its origin: the immutable packs, and a memo of what they say.
 SHARED_ON_FORK = frozenset({"packs", "_frame_phases"})
+# Fields a fork starts empty: what it reads never depends on them, and copying them for every probe
+# costs their size (a log of 200,000 ranks: a copy of 200,000 names a line).
+FRESH_ON_FORK = frozenset({"ranks_seen"})
 
 
 # Field values a fork takes as they are (a datetime is a date).
@@ -202,10 +206,13 @@ class SourceMatcher:
     def fork(self) -> SourceMatcher:
         """An independent copy, every field carried: what it makes of lines to come is what this
         matcher would make of them, and reading them changes nothing here (the fast path's probe).
-        The packs and the frame-phase memo (a function of the packs) are shared, not copied."""
+        The packs and the frame-phase memo (a function of the packs) are shared, not copied; the ranks
+        seen start empty (the fork's own)."""
         state = vars(self).copy()
         for name, value in state.items():
-            if not isinstance(value, IMMUTABLE) and name not in SHARED_ON_FORK:
+            if name in FRESH_ON_FORK:
+                state[name] = type(value)()
+            elif not isinstance(value, IMMUTABLE) and name not in SHARED_ON_FORK:
                 state[name] = _copied(value)
         forked = SourceMatcher.__new__(SourceMatcher)
         vars(forked).update(state)
@@ -508,8 +515,8 @@ class SourceMatcher:
             tagged = rank_from_tags(captures["tags"])
             if tagged:
                 return tagged
-        if captures.get("rank", "").isdigit():
-            return f"rank {int(captures['rank'])}"
+        if (label := rank_label(captures.get("rank"))) is not None:
+            return label
         if fields.rank is not None:
             return fields.rank
         if inside and self.block is not None:

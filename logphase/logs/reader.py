@@ -253,64 +253,158 @@ def compression_of(head: bytes) -> str | None:
     return None
 
 
+# Decompression holds at most this much memory for its window (xz's dictionary, zstd's window): xz -9
+# needs 65 MiB, zstd up to -19 needs 8 MiB (`--long`: 128 MiB, refused with the way to read it). A
+# crafted header asks for 1.5 GiB.
+DECODER_MEMORY = 96 << 20
+# Past DECODED_FREE bytes out, a stream that has unpacked to over MAX_RATIO times its compressed size is a
+# decompression bomb, not a log (a log compresses 5-50 times; deflate's own ceiling is 1032).
+MAX_RATIO = 1000
+DECODED_FREE = 64 << 20
+# zstd's decompressor has no output bound per call: it is handed this many compressed bytes at a time,
+# which decode to at most 32 MiB (a 4-byte RLE block is 128 KiB).
+ZSTD_FEED = 1024
+
+
 def decompressing(raw: IO[bytes], name: str) -> IO[bytes]:
     """Decompress by magic bytes, not by file name: logs get renamed, pipes have no name. Every
-    input (logs, flight-recorder dumps, stack dumps) is opened through this."""
+    input (logs, flight-recorder dumps, stack dumps) is opened through this. Memory stays bounded
+    whatever the stream declares or holds (DECODER_MEMORY, ZSTD_FEED, CHUNK_BYTES a read), and a
+    bomb is refused (MAX_RATIO): an InputError from the read that finds it."""
     buffered = cast(io.BufferedReader, raw if hasattr(raw, "peek") else io.BufferedReader(cast(io.RawIOBase, raw)))
     kind = compression_of(buffered.peek(6)[:6])
+    if kind is None:
+        return cast(IO[bytes], buffered)
+    counted = _Counted(buffered)
+    decoded: IO[bytes]
     # gzip and bz2 are imported for their files only; lzma and zstandard above, for READ_ERRORS
     if kind == "gzip":
         import gzip
 
-        return cast(IO[bytes], gzip.GzipFile(fileobj=buffered, mode="rb"))
-    if kind == "bzip2":
+        decoded = cast(IO[bytes], gzip.GzipFile(fileobj=counted, mode="rb"))
+    elif kind == "bzip2":
         import bz2
 
-        return cast(IO[bytes], bz2.BZ2File(buffered))
-    if kind == "xz":
-        return cast(IO[bytes], lzma.LZMAFile(buffered))
-    if kind == "zstd":
-        return cast(IO[bytes], io.BufferedReader(_ZstdFrames(buffered), CHUNK_BYTES))
-    return cast(IO[bytes], buffered)
+        decoded = cast(IO[bytes], bz2.BZ2File(counted))
+    else:
+        decoded = cast(IO[bytes], _Frames(cast(IO[bytes], counted), name, kind))
+    return cast(IO[bytes], io.BufferedReader(_RatioGuard(decoded, counted, name), CHUNK_BYTES))
 
 
-class _ZstdFrames(io.RawIOBase):
-    """zstd frames one after the other; a frame cut short raises EOFError like gzip, bz2 and xz do
-    (zstandard's own stream reader ends quietly there: a truncated .zst read as empty)."""
+class _Counted(io.RawIOBase):
+    """A compressed stream, counting the bytes read from it (the ratio guard's denominator)."""
 
     def __init__(self, raw: IO[bytes]) -> None:
-        self._raw = raw
-        self._frame = zstandard.ZstdDecompressor().decompressobj()
-        self._fed = False  # the current frame has had input
-        self._pending = b""
+        self.raw, self.count = raw, 0
 
     def readable(self) -> bool:
         return True
 
     def readinto(self, buffer: Any) -> int:
-        while not self._pending:
-            chunk = self._raw.read(CHUNK_BYTES)
-            if not chunk:
-                if self._fed and not self._frame.eof:
-                    raise EOFError("compressed file ended before the end-of-stream marker was reached")
-                return 0
-            self._pending = self._feed(chunk)
-        size = min(len(buffer), len(self._pending))
-        buffer[:size] = self._pending[:size]
-        self._pending = self._pending[size:]
+        data = self.raw.read(len(buffer))
+        buffer[: len(data)] = data
+        self.count += len(data)
+        return len(data)
+
+    def close(self) -> None:
+        self.raw.close()
+        super().close()
+
+
+class _RatioGuard(io.RawIOBase):
+    """The decompressed stream, refused once it has grown over MAX_RATIO times what it was read from."""
+
+    def __init__(self, decoded: IO[bytes], counted: _Counted, name: str) -> None:
+        self._decoded, self._counted, self._name, self._out = decoded, counted, name, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        decoded = cast(Any, self._decoded)
+        if hasattr(decoded, "read1"):  # gzip, bz2: what was decoded before a truncated end comes out (read loses it)
+            data = decoded.read1(len(buffer))
+            size = len(data)
+            buffer[:size] = data
+        else:
+            size = decoded.readinto(buffer)
+        self._out += size
+        if self._out > DECODED_FREE and self._out > MAX_RATIO * self._counted.count:
+            raise InputError(
+                f"{self._name}: unpacks to over {MAX_RATIO} times its size: a decompression bomb, not a log",
+                hint="if it is a log, unpack it yourself and give the part that matters",
+            )
         return size
 
-    def _feed(self, chunk: bytes) -> bytes:
-        out = []
-        while chunk:
-            self._fed = True
-            out.append(self._frame.decompress(chunk))
-            if not self._frame.eof:
-                break
-            chunk = self._frame.unused_data  # the next frame starts here
-            self._frame = zstandard.ZstdDecompressor().decompressobj()
-            self._fed = False
-        return b"".join(out)
+    def close(self) -> None:
+        self._decoded.close()
+        self._counted.close()
+        super().close()
+
+
+class _Frames(io.RawIOBase):
+    """xz streams or zstd frames one after the other, decoded in bounded steps: at most DECODER_MEMORY of
+    window, at most CHUNK_BYTES out of an xz step and ZSTD_FEED bytes into a zstd one. A frame cut short
+    raises EOFError like gzip and bz2 do (zstandard's own stream reader ends quietly there); what follows
+    the first xz stream and is none ends it, as LZMAFile reads it (stream padding)."""
+
+    def __init__(self, raw: IO[bytes], name: str, kind: str) -> None:
+        self._raw, self._name, self._kind = raw, name, kind
+        self._decoder = self._new()
+        self._fed = False  # the current frame has had input
+        self._input = b""  # compressed bytes not yet handed to the decoder
+        self._pending = b""
+        self._at = 0  # what of `_pending` was read
+        self._ended = False
+
+    def _new(self) -> Any:
+        if self._kind == "xz":
+            return lzma.LZMADecompressor(memlimit=DECODER_MEMORY)
+        return zstandard.ZstdDecompressor(max_window_size=DECODER_MEMORY).decompressobj()
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        while self._at >= len(self._pending):
+            if self._ended:
+                return 0
+            if not self._input and (self._kind == "zstd" or self._decoder.needs_input):
+                self._input = self._raw.read(CHUNK_BYTES)
+                if not self._input:
+                    if self._fed and not self._decoder.eof:
+                        raise EOFError("compressed file ended before the end-of-stream marker was reached")
+                    return 0
+            self._pending, self._at = self._step(), 0
+        size = min(len(buffer), len(self._pending) - self._at)
+        buffer[:size] = self._pending[self._at : self._at + size]
+        self._at += size
+        return size
+
+    def _step(self) -> bytes:
+        later = self._decoder.eof  # a frame ended: the next starts here
+        if later:
+            self._input = self._decoder.unused_data + self._input
+            self._decoder, self._fed = self._new(), False
+            if not self._input:
+                return b""
+        self._fed = True
+        try:
+            if self._kind == "xz":
+                data, self._input = self._input, b""
+                return cast(bytes, self._decoder.decompress(data, max_length=CHUNK_BYTES))
+            data, self._input = self._input[:ZSTD_FEED], self._input[ZSTD_FEED:]
+            return cast(bytes, self._decoder.decompress(data))
+        except (lzma.LZMAError, zstandard.ZstdError) as exc:
+            if "memory" in str(exc).lower():
+                raise InputError(
+                    f"{self._name}: needs over {DECODER_MEMORY >> 20} MB of memory to unpack ({exc})",
+                    hint="unpack it yourself (xz -d / zstd -d --long=31) and give the log",
+                ) from None
+            if later and self._kind == "xz":  # stream padding or trailing bytes after a whole stream
+                self._ended = True
+                return b""
+            raise
 
 
 # --- bytes → lines ----------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
+from logphase.bounded import read_int, read_rank
 from logphase.logs.matcher import Event
 from logphase.packs import shipped_packs
 from logphase.phases import FAILURE_KINDS, MAIN_PROCESS_PHASES, EventKind, Phase, Role
@@ -125,7 +126,7 @@ class Timeline:
 def rank_sort_key(rank: str | None) -> tuple[int, ...]:
     if rank is None:
         return (-1,)
-    return tuple(int(number) for _, number in RANK_NUMBERS.findall(rank)) or (10**6,)
+    return tuple(read_rank(number) or 0 for _, number in RANK_NUMBERS.findall(rank)) or (10**6,)
 
 
 def is_tagged(rank: str) -> bool:
@@ -137,7 +138,7 @@ def rank_number(rank: str) -> int | None:
     found = dict(RANK_NUMBERS.findall(rank))
     for key in ("TP", "rank "):
         if key in found:
-            return int(found[key])
+            return read_rank(found[key])
     return None
 
 
@@ -476,7 +477,7 @@ def _state(acc: _RankAcc) -> RankState:
 
 
 def _int(text: str | None) -> int | None:
-    return int(text) if text is not None and text.isdigit() else None
+    return read_int(text)
 
 
 def _without_numbers_after(text: str) -> str:

@@ -200,9 +200,20 @@ def _read(path: Path) -> dict[str, Any]:
     return _parse_toml(path, _read_bytes(path))
 
 
+# A pack is a few hundred KB of TOML at most; `--patterns /dev/zero` is not read whole.
+MAX_PACK_BYTES = 8 << 20
+
+
 def _read_bytes(path: Path) -> bytes:
     try:
-        return path.read_bytes()
+        with path.open("rb") as file:
+            data = file.read(MAX_PACK_BYTES + 1)
+        if len(data) > MAX_PACK_BYTES:
+            raise PackError(
+                f"pattern pack {path}: over {MAX_PACK_BYTES >> 20} MB, too big for a pack",
+                hint="give the pack's .toml file, or a directory of them",
+            )
+        return data
     except OSError as exc:
         raise PackError(
             f"cannot read pattern pack {path}: {exc.strerror}", hint="check the path and its permissions"
