@@ -14,15 +14,26 @@ from logphase.bundle import environment
 from logphase.bundle.archive import check_output, input_paths, write_tar_gz
 from logphase.bundle.build import BundleRequest, collect, output_name
 from logphase.bundle.live import find_processes, take_stacks
-from logphase.cli.common import jobs_from, jobs_option, load_all_packs, parse_as_of, patterns_option
+from logphase.cli.common import (
+    PID,
+    FiniteFloatRange,
+    jobs_from,
+    jobs_option,
+    load_all_packs,
+    parse_as_of,
+    patterns_option,
+)
 from logphase.cli.stacks import read_dump_file
 from logphase.stacks.model import ProcessSnapshot
+
+# A terabyte: a larger --cut-over keeps every log whole, as this does.
+MAX_CUT_OVER_MB = float(1 << 20)
 
 
 @click.command()
 @click.argument("logs", nargs=-1, required=True)
 @click.option(
-    "--pid", "pids", type=int, multiple=True, help="Add live stacks of this server (any of its processes); repeatable."
+    "--pid", "pids", type=PID, multiple=True, help="Add live stacks of this server (any of its processes); repeatable."
 )
 @click.option(
     "--from",
@@ -44,7 +55,7 @@ from logphase.stacks.model import ProcessSnapshot
 @click.option(
     "--cut-over",
     "cut_over_mb",
-    type=click.FloatRange(min=0, min_open=True),
+    type=FiniteFloatRange(min=0, max=MAX_CUT_OVER_MB, min_open=True),
     default=4.0,
     show_default=True,
     metavar="MB",

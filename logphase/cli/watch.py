@@ -20,17 +20,18 @@ import click
 
 from logphase import pipeline
 from logphase.baselines.stats import phase_stats, successful_pool
-from logphase.baselines.store import RunStore
 from logphase.cli.common import (
+    PID,
     cache_folder,
     db_option,
     load_all_packs,
     patterns_option,
+    seconds,
     stall_after_option,
     use_colour,
 )
 from logphase.cli.live_stacks import check_pid, exists, take_stacks
-from logphase.cli.runs import record, resolve_db
+from logphase.cli.runs import open_store, record, resolve_db
 from logphase.errors import StoreError
 from logphase.fingerprint import HEAD_HASH_BYTES, LogIdentity, combine_digests, head_digest
 from logphase.health import parse_url, probe
@@ -105,13 +106,13 @@ class _Printer:
 @click.option(
     "--pid",
     "pid",
-    type=click.IntRange(min=1),
+    type=PID,
     help="The server's main process: its exit is a crash; on a stall, its ranks' stacks are taken.",
 )
 @click.option(
     "--timeout",
     "timeout_s",
-    type=click.FloatRange(min=0, min_open=True),
+    type=seconds(0, low_open=True),
     metavar="S",
     help="Give up after S seconds (exit 5).",
 )
@@ -120,7 +121,7 @@ class _Printer:
 @click.option(
     "--interval",
     "interval_s",
-    type=click.FloatRange(min=0.05, max=600),
+    type=seconds(0.05, 600),
     default=1.0,
     show_default=True,
     metavar="S",
@@ -287,7 +288,7 @@ def watch(
     if stacks is not None:
         _show_stacks(stacks, colour, printer, clock() - began)
     if run is not None:
-        with RunStore.open(store_path, create=True) as store:
+        with open_store(store_path, create=True) as store:
             click.echo(record(store, run), err=True)
     sys.exit(int(code))
 
@@ -318,7 +319,7 @@ def _with_baselines(
     if key is None or not store_path.exists():
         return settings
     try:
-        with RunStore.open(store_path, create=False) as store:
+        with open_store(store_path, create=False) as store:
             pool = successful_pool(store.matching(key))
     except StoreError as error:
         note(f"run store not used: {error.message}")
