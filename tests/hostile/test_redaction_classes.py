@@ -105,18 +105,17 @@ def _bearer(rng: random.Random) -> tuple[str, str]:
 
 
 def _api_token(rng: random.Random) -> tuple[str, str]:
-    token = rng.choice(
-        [
-            lambda: "hf_" + _text(rng, 34),
-            lambda: "sk-" + _text(rng, 48),
-            lambda: "sk-proj-" + _text(rng, 40, ALNUM + "_-"),
-            lambda: "AKIA" + _text(rng, 16, string.ascii_uppercase + string.digits),
-            lambda: "ASIA" + _text(rng, 16, string.ascii_uppercase + string.digits),
-            lambda: rng.choice(["ghp_", "gho_", "ghs_"]) + _text(rng, 36),
-            lambda: "github_pat_" + _text(rng, 22) + "_" + _text(rng, 59),
-            lambda: rng.choice(["xoxb-", "xoxp-"]) + f"{rng.randint(10**9, 10**10)}-" + _text(rng, 24),
-        ]
-    )()
+    shapes: list[Callable[[], str]] = [
+        lambda: "hf_" + _text(rng, 34),
+        lambda: "sk-" + _text(rng, 48),
+        lambda: "sk-proj-" + _text(rng, 40, ALNUM + "_-"),
+        lambda: "AKIA" + _text(rng, 16, string.ascii_uppercase + string.digits),
+        lambda: "ASIA" + _text(rng, 16, string.ascii_uppercase + string.digits),
+        lambda: rng.choice(["ghp_", "gho_", "ghs_"]) + _text(rng, 36),
+        lambda: "github_pat_" + _text(rng, 22) + "_" + _text(rng, 59),
+        lambda: rng.choice(["xoxb-", "xoxp-"]) + f"{rng.randint(10**9, 10**10)}-" + _text(rng, 24),
+    ]
+    token = rng.choice(shapes)()
     return f"using credentials {token} for the download", token
 
 
