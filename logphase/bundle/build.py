@@ -106,7 +106,7 @@ def collect(request: BundleRequest, packs: PackSet) -> Bundle:
             lines = _last_text_per_line(source)
             if request.redact:  # a private key's block is known by its BEGIN line, which the cut may leave out
                 numbers, texts_of = tee(lines)
-                lines = zip((n for n, _ in numbers), redactor.private_keys(t for _, t in texts_of), strict=True)
+                lines = zip((n for n, _ in numbers), redactor.across_lines(t for _, t in texts_of), strict=True)
             excerpt_text = "\n".join(render(lines, excerpt)) + "\n"
             what = f"an excerpt of the log, lines numbered: {excerpt.kept_lines:,} of {excerpt.total:,} lines"
             texts.append((member, excerpt_text, what))
@@ -154,6 +154,10 @@ def collect(request: BundleRequest, packs: PackSet) -> Bundle:
     def clean_json(value: Any) -> Any:
         return redactor.json(value) if redact else value
 
+    # the logs and dumps first: a secret found there (a `value:` line under its `name:`) is then
+    # known wherever the analysis quotes that line alone
+    renamed = {name: clean(name) for name, _, _ in texts} | {m.name: clean(m.name) for m in binaries}
+    files = [Member(renamed[name], clean(text).encode(), what) for name, text, what in texts]
     shown_analysis = clean_json(analysis.json)
     members = [
         Member("analysis.md", clean(analysis.markdown).encode(), "the analysis, ready to paste into a GitHub issue"),
@@ -165,8 +169,7 @@ def collect(request: BundleRequest, packs: PackSet) -> Bundle:
     members.append(Member("versions.json", _json(clean_json(versions)), what_versions))
     if request.nvidia_smi.text is not None:
         members.append(Member("nvidia-smi.txt", clean(request.nvidia_smi.text).encode(), "nvidia-smi's output"))
-    renamed = {name: clean(name) for name, _, _ in texts} | {m.name: clean(m.name) for m in binaries}
-    members.extend(Member(renamed[name], clean(text).encode(), what) for name, text, what in texts)
+    members.extend(files)
     members.extend(Member(renamed[m.name], m.data, m.what) for m in binaries)
     summary = redactor.summary()
     # the README is made of redacted parts, and is not redacted itself: it quotes `api_key=` as an example

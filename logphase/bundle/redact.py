@@ -81,6 +81,16 @@ NOT_SECRET_PARTS = frozenset(
         "throughput",
     )
 )
+# A name/value entry whose name is a credential's: Kubernetes' env (`{"name": "PGPASSWORD", "value": …}`,
+# or `- name: PGPASSWORD` then `  value: …`), py-spy's --locals (`"name": "token"`, then `"repr": "'…'"`):
+# the value on the name's line or on one of the next NAMED_LINES, until another name.
+NAMED = re.compile(r"""(?i)(?<![\w-])\\*+["']?name\\*+["']?\s*[:=]\s*(?:\\*+["'])?(?P<name>[A-Za-z_][\w.-]*+)""")
+NAMED_VALUE = re.compile(
+    r"""(?i)(?<![\w-])(?P<key>\\*+["']?(?:value|repr))(?P<sep>\\*+['"]?\s*[=:]\s*(?:\\++['"])?)""" + _SECRET_VALUE
+)
+NAMED_LINES = 8  # py-spy's local: `{`, name, addr, arg, repr
+# On a later line the value opens it (an entry's field of its own); a `}` ends the entry.
+NAMED_FIELD = re.compile(r"""\s*+(?:-\s++)?(?=\\*+["']?(?:value|repr)\\*+["']?\s*[:=])""", re.IGNORECASE)
 BEARER = re.compile(r"(?i)\b(?P<key>Bearer|Basic)(?P<sep>\s+)(?P<value>[\w.~+/=-]{8,})")
 # Any other scheme of an Authorization header (`Authorization: token …`, `authorization=Digest …`).
 AUTHORIZATION = re.compile(
@@ -109,6 +119,9 @@ ANSI = re.compile(r"\x1b\[[0-9;?]*+[ -/]*+[@-~]")
 # Values of secret-looking keys that hide nothing: unset, booleans, numbers, already a placeholder,
 # a list, dict or tag (`stop_token_ids=[2, 7]`, `eos_token=<eos>`: unquoted, only its opening is matched).
 NOT_A_SECRET = re.compile(r"(?i)^(?:none|null|nil|true|false|\d+(?:\.\d+)?|\[\w+-\d+\]|\*+|[\[{(<].*[\]})>]|)$")
+# A secret worth finding again anywhere: 8 characters or more, not a plain word (`expired`, `changeme`
+# are found only where a key says so).
+CREDENTIAL_LIKE = re.compile(r"(?=.*[^A-Za-z])[^\s\[\]]{8,}")
 # The tokenizer's special tokens are vocabulary, not credentials.
 SPECIAL_TOKEN_KEY = re.compile(r"(?i)(?:^|[_-])(?:eos|bos|pad|unk|sep|cls|mask|additional_special)_tokens?$")
 
@@ -163,6 +176,10 @@ class Redactor:
     placeholders: dict[tuple[str, str], str] = field(default_factory=dict)
     occurrences: Counter[str] = field(default_factory=Counter)
     classes: Counter[str] = field(default_factory=Counter)  # secrets replaced, per class
+    # secrets that look like credentials, by class: replaced wherever they appear again (a line
+    # quoted alone, without the key that told it is one)
+    known: dict[str, str] = field(default_factory=dict)
+    _known_pattern: re.Pattern[str] | None = field(default=None, repr=False)
     _host_pattern: re.Pattern[str] | None = field(default=None, repr=False)
 
     def learn(self, text: str) -> None:
@@ -197,6 +214,9 @@ class Redactor:
         text = AUTHORIZATION.sub(lambda m: self._secret_value(m, BEARER_TOKEN), text)
         text = URL_PASSWORD.sub(lambda m: self._secret_value(m, URL_CREDENTIALS), text)
         text = TOKEN_SHAPE.sub(lambda m: self._placeholder(SECRET, m.group(), API_TOKEN), text)
+        known = self._known()
+        if known is not None:
+            text = known.sub(lambda m: self._placeholder(SECRET, m.group(), self.known[m.group()]), text)
         text = USER_PATH.sub(self._user, text)
         host_pattern = self._hosts()
         if host_pattern is not None:
@@ -206,7 +226,28 @@ class Redactor:
 
     def text(self, text: str) -> str:
         """A whole file: each line redacted, line breaks untouched."""
-        return "\n".join(self.line(part) for part in self.private_keys(text.split("\n")))
+        return "\n".join(self.line(part) for part in self.across_lines(text.split("\n")))
+
+    def across_lines(self, lines: Iterable[str]) -> Iterator[str]:
+        """The lines with the secrets that span lines redacted (PEM blocks, name/value entries): the
+        part of redaction that needs the lines before; `line` does the rest."""
+        return self.named_values(self.private_keys(lines))
+
+    def named_values(self, lines: Iterable[str]) -> Iterator[str]:
+        """The value of each name/value entry whose name is a credential's (NAMED) replaced."""
+        left = 0  # lines in which the last credential's name may still get its value
+        for line in lines:
+            named = NAMED.search(line)
+            start = 0
+            if named is not None:
+                left, start = (NAMED_LINES if secret_key(named["name"]) else 0), named.end()
+            if left and (named is not None or NAMED_FIELD.match(line)):
+                before = self.classes[ASSIGNMENT]
+                line = line[:start] + NAMED_VALUE.sub(self._secret_value, line[start:])
+                left = 0 if self.classes[ASSIGNMENT] > before else left - 1
+            elif left:
+                left = 0 if line.lstrip().startswith("}") else left - 1
+            yield line
 
     def private_keys(self, lines: Iterable[str]) -> Iterator[str]:
         """The lines with each multi-line PEM private key's lines (BEGIN, body, END) made one
@@ -269,6 +310,9 @@ class Redactor:
         self.occurrences[kind] += 1
         if secret_class:
             self.classes[secret_class] += 1
+            if value not in self.known and CREDENTIAL_LIKE.fullmatch(value):
+                self.known[value] = secret_class
+                self._known_pattern = None
         key = (kind, value)
         if key not in self.placeholders:
             if kind == USER:
@@ -312,6 +356,12 @@ class Redactor:
         if address.version == 6 and sum(1 for group in text.split("%")[0].split(":") if group) < 2:
             return text  # `c10::` and the like: C++ scopes, not addresses
         return self._placeholder(IP, text)
+
+    def _known(self) -> re.Pattern[str] | None:
+        if self._known_pattern is None and self.known:
+            names = sorted(self.known, key=len, reverse=True)
+            self._known_pattern = re.compile("|".join(map(re.escape, names)))
+        return self._known_pattern
 
     def _hosts(self) -> re.Pattern[str] | None:
         if self._host_pattern is None and self.hosts:

@@ -72,6 +72,10 @@ ASSIGNMENT_FORMS: list[Callable[[str, str], str]] = [
     lambda key, value: f"--{key.lower().replace('_', '-')} {value} --port 30000",
     lambda key, value: f"--{key.lower().replace('_', '-')}={value} --tp 8",
     lambda key, value: f"['python', '-m', 'sglang.launch_server', '--{key.lower().replace('_', '-')}', '{value}']",
+    # name/value entries: Kubernetes' env in JSON and YAML, py-spy's --locals
+    lambda key, value: f'"env": [{{"name": "{key}", "value": "{value}"}}]',
+    lambda key, value: f"      - name: {key}\n        value: {value}",
+    lambda key, value: f'{{\n  "name": "{key}",\n  "addr": 140,\n  "arg": true,\n  "repr": "\'{value}\'"\n}}',
 ]
 URL_SCHEMES = ["postgresql", "mysql", "redis", "rediss", "mongodb+srv", "amqp", "https", "jdbc:postgresql", "s3", "ftp"]
 
@@ -307,7 +311,6 @@ def test_ordinary_log_words_stay(line: str) -> None:
     assert redactor.secret_classes() == {}
 
 
-@pytest.mark.slow
 def test_no_fixture_log_holds_a_secret() -> None:
     # GIVEN every log of the fixtures (real and made, thousands of server-arg and request lines;
     # none holds a credential) WHEN redacted THEN no line gives a secret placeholder
