@@ -1,15 +1,19 @@
 """Redaction of a bug-report bundle: IPs, host names, secrets and user names replaced, one line at a time.
 
 Pure: a Redactor learns the host names a run's texts name (`learn`), then rewrites each line
-(`line`). A placeholder never holds a newline, so line counts and line numbers never move, and
-the same value gets the same placeholder in every file of one bundle (a reader can follow one
-host through all logs). Placeholders are `[ip-1]`, `[host-1]`, `[secret-1]` and `/home/[user]/`:
-square brackets survive GitHub's markdown, where `<ip-1>` would be taken for an HTML tag.
+(`line`; `text` and `across_lines` also redact what spans lines: PEM key blocks, a credential's
+`name:` line and its `value:` line). Secrets are redacted by class (SECRET_CLASSES, counted for the
+bundle's README), and one found once is replaced wherever it appears again. A placeholder never
+holds a newline, so line counts and line numbers never move, and the same value gets the same
+placeholder in every file of one bundle (a reader can follow one host through all logs).
+Placeholders are `[ip-1]`, `[host-1]`, `[secret-1]` and `/home/[user]/`: square brackets survive
+GitHub's markdown, where `<ip-1>` would be taken for an HTML tag.
 
 Kept on purpose: loopback and unspecified addresses (127.0.0.0/8, ::1, 0.0.0.0, ::) name no
 machine and tell whether a server listened on all interfaces; version numbers (2.28.9, 0.5.10,
 `==1.2.3.4`); empty or numeric values of secret-looking keys (`api_key=None` says no key is set,
-`#new-token: 7` is a count)."""
+`#new-token: 7` is a count); keys that name a place, a size or a count (`HF_TOKEN_PATH`,
+`max_num_batched_tokens`) and the tokenizer's words (`tokenizer_path`, `eos_token`)."""
 
 from __future__ import annotations
 
@@ -54,32 +58,8 @@ SECRET_IN_KEY = re.compile(r"(?i)pass(?:word|wd|phrase)|secret|credential|token(
 # Parts of a key that say its value is no credential: where one is (`HF_TOKEN_PATH`, `ssl_key_file`),
 # a count or a size (`max_num_batched_tokens`, `tokens_per_second`), a kind (`kv_cache_key_dtype`).
 NOT_SECRET_PARTS = frozenset(
-    (
-        "file",
-        "path",
-        "dir",
-        "dirs",
-        "size",
-        "len",
-        "length",
-        "type",
-        "dtype",
-        "mode",
-        "name",
-        "id",
-        "ids",
-        "num",
-        "count",
-        "max",
-        "min",
-        "limit",
-        "budget",
-        "usage",
-        "per",
-        "format",
-        "prefix",
-        "throughput",
-    )
+    {"file", "path", "dir", "dirs", "size", "len", "length", "type", "dtype", "mode", "name", "id", "ids", "num"}
+    | {"count", "max", "min", "limit", "budget", "usage", "per", "format", "prefix", "throughput"}
 )
 # A name/value entry whose name is a credential's: Kubernetes' env (`{"name": "PGPASSWORD", "value": …}`,
 # or `- name: PGPASSWORD` then `  value: …`), py-spy's --locals (`"name": "token"`, then `"repr": "'…'"`):
@@ -105,7 +85,7 @@ TOKEN_SHAPE = re.compile(
     r"|[rs]k_(?:live|test)_\w{16,}|eyJ[\w-]{10,}\.eyJ[\w-]{10,}\.[\w-]{10,})\b"
 )
 # A PEM private key: on one line (JSON's `\n`-escaped form: up to its END, else the line's end), or as
-# a block of lines whose body is base64 (see Redactor.text).
+# a block of lines whose body is base64 (see Redactor.private_keys).
 PEM_BEGIN = re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----")
 PEM_INLINE = re.compile(
     r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----(?:(?!-----END ).)*+(?:-----END [A-Z0-9 ]*-----)?"

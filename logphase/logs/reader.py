@@ -187,10 +187,9 @@ def _file_sources(path: Path, dumps: list[str] | None, process_tags: frozenset[s
 
 
 def _open_up_to(path: Path, size: int | None) -> IO[bytes]:
-    raw = path.open("rb", buffering=0)
     if size is None:
-        return cast(IO[bytes], io.BufferedReader(raw, CHUNK_BYTES))
-    return cast(IO[bytes], io.BufferedReader(_UpTo(raw, size), CHUNK_BYTES))
+        return path.open("rb")
+    return cast(IO[bytes], io.BufferedReader(_UpTo(path.open("rb", buffering=0), size)))
 
 
 class _UpTo(io.RawIOBase):
