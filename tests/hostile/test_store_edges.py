@@ -203,14 +203,19 @@ WRITERS = 16
 @pytest.mark.slow
 @pytest.mark.parametrize("seed", range(3))
 def test_concurrent_writers_killed_at_random_never_lose_or_double_a_row(tmp_path: Path, seed: int) -> None:
-    # GIVEN 16 distinct logs, each recorded by its own process into one store (some by --record)
+    # GIVEN 16 distinct logs, each recorded by its own process into one store (runs add, analyze
+    # --record, watch --record of a log that is ready)
     rng = random.Random(seed)
     db = tmp_path / "runs.db"
     logs = [_log(tmp_path, f"w{n}.log", f"writer {n}\n") for n in range(WRITERS)]
     env = {**os.environ, "PYTHONPATH": str(REPO), "LOGPHASE_NO_CACHE": "1"}
     processes = []
     for n, log in enumerate(logs):
-        command = ["runs", "add", log] if n % 2 else ["analyze", log, "--record", "--format", "json"]
+        command = [
+            ["runs", "add", log],
+            ["analyze", log, "--record", "--format", "json"],
+            ["watch", log, "--record", "--timeout", "60"],
+        ][n % 3]
         args = [sys.executable, "-m", "logphase", *command, "--db", str(db)]
         processes.append(subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE))
     # WHEN a random third of them is killed at random moments (SIGKILL: mid-import, mid-analysis, mid-write)
