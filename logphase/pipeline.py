@@ -33,13 +33,13 @@ from logphase.report.model import (
     SpanRow,
     UnknownTemplate,
 )
-from logphase.scanning import ScanResult, scan
+from logphase.scan import ScanResult, scan
 
 if TYPE_CHECKING:  # types only: what a plain `analyze` does not run is not imported (start-up time)
     from logphase.baselines.compare import Comparison
+    from logphase.baselines.fingerprint import LogIdentity
     from logphase.baselines.records import RunRecord
     from logphase.baselines.store import RunStore
-    from logphase.fingerprint import LogIdentity
     from logphase.flight_recorder import FlightReport
     from logphase.stacks.model import StacksReport
 
@@ -65,7 +65,7 @@ class Options:
 
 def run(sources: list[LogSource], packs: PackSet, options: Options) -> tuple[Report, RunRecord]:
     """Read every source once, hashing it, and judge the run: the report and the run as it would be recorded."""
-    from logphase.fingerprint import SourceTap  # hashing: only a recorded or compared run needs it
+    from logphase.baselines.fingerprint import SourceTap  # hashing: only a recorded or compared run needs it
 
     tap = SourceTap(sources, packs.server_args)
     result = _changed(

@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 
 from bench.loggen import write_logs
-from logphase import pipeline, scanning
+from logphase import pipeline
+from logphase import scan as scanning
 from logphase.logs.reader import open_sources
 from logphase.packs import load_packs
 from logphase.report.formats.json import JsonFormat
@@ -132,7 +133,7 @@ def short_head(monkeypatch: pytest.MonkeyPatch) -> None:
     """The fast path reads past the first lines (not only past the head read in full). The head still
     holds the first line with a year of each log (the torch fixture's first `[rank0]:2025-06-01 …` is
     its line 5): the year of the year-less lines before it is read there, as in a real head."""
-    monkeypatch.setattr(scanning, "YEAR_LOOKAHEAD", 5)
+    monkeypatch.setattr(scanning.feed, "YEAR_LOOKAHEAD", 5)
 
 
 @pytest.mark.slow

@@ -13,8 +13,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from bench.loggen import write_logs
-from logphase import scanning
-from logphase.envelope import parse_stamp
+from logphase import scan as scanning
+from logphase.logs.envelope import parse_stamp
 from logphase.logs.fast import lines
 from logphase.logs.fast.clock import stamp_key
 from logphase.packs import PackSet, load_packs
@@ -112,7 +112,7 @@ def test_stamps_that_go_back_within_a_second_keep_the_clock_of_every_line(
     # under CRI or `docker logs -t`, its stamps going back and forth within each second, trimmed;
     # the fast path reads all of it past the first line, in one chunk or in chunks of 64 KiB (most
     # of them without a line to read: their clock's peaks are handed over)
-    monkeypatch.setattr(scanning, "YEAR_LOOKAHEAD", 1)
+    monkeypatch.setattr(scanning.feed, "YEAR_LOOKAHEAD", 1)
     monkeypatch.setattr(lines, "CHUNK_BYTES", chunk)
     [bare] = write_logs(tmp_path / "bare.log", 1_000_000, seed=11, shape="sglang-0.5")
     wrapped = tmp_path / f"{wrapper}.log"
@@ -129,7 +129,7 @@ def test_an_envelope_more_than_a_second_behind_keeps_the_clock_of_every_line(
 ) -> None:
     # GIVEN the same log with every tenth envelope stamp a whole second behind its neighbours, read by
     # the fast path past its first line
-    monkeypatch.setattr(scanning, "YEAR_LOOKAHEAD", 1)
+    monkeypatch.setattr(scanning.feed, "YEAR_LOOKAHEAD", 1)
     [bare] = write_logs(tmp_path / "bare.log", 1_000_000, seed=11, shape="sglang-0.5")
     data = cri_backwards(bare, docker=False).decode().splitlines()
     for index in range(0, len(data), 10):
@@ -150,7 +150,7 @@ def test_hours_of_lines_timed_by_the_envelope_keep_the_clock_of_every_line(
     # under CRI, its n-th line written at 2 s x n: hours in steps of seconds, so that the latest
     # envelope time among the lines a summary skips is often more than an hour past the clock
     # (the clock's outlier rule: logs/stamps.py), read by the fast path past its first line
-    monkeypatch.setattr(scanning, "YEAR_LOOKAHEAD", 1)
+    monkeypatch.setattr(scanning.feed, "YEAR_LOOKAHEAD", 1)
     [bare] = write_logs(tmp_path / "bare.log", 1_000_000, seed=11, shape="nccl-storm")
     start = datetime(2026, 3, 2, 9, 0, 0)
     own = re.compile(r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d")

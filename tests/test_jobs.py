@@ -19,7 +19,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from bench.loggen import write_logs
-from logphase import pipeline, scanning
+from logphase import pipeline
+from logphase import scan as scanning
 from logphase.cli.common import jobs_from
 from logphase.jobs import Jobs
 from logphase.logs.fast import FastLines, ranges
@@ -63,7 +64,7 @@ SHORT_LINES = "\n   x = 1\n\u00e9\n X\n\n\n\n\nY\nab\n  z\n"
 def short_head(monkeypatch: pytest.MonkeyPatch) -> None:
     """The matcher reads the first YEAR_LOOKAHEAD lines in full; one line leaves the rest of
     every fixture to the fast path (and so to the workers)."""
-    monkeypatch.setattr(scanning, "YEAR_LOOKAHEAD", 1)
+    monkeypatch.setattr(scanning.feed, "YEAR_LOOKAHEAD", 1)
 
 
 @pytest.fixture
@@ -108,7 +109,7 @@ _ALONE: dict[tuple[tuple[Path, ...], int], str] = {}
 
 def expected_alone(logs: list[Path], packs: PackSet) -> str:
     """The report of one process, computed once per session for the same logs and head."""
-    key = (tuple(logs), scanning.YEAR_LOOKAHEAD)
+    key = (tuple(logs), scanning.feed.YEAR_LOOKAHEAD)
     if key not in _ALONE:
         _ALONE[key] = report(logs, packs, Jobs(1))
     return _ALONE[key]

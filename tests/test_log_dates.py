@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from logphase import scanning
+from logphase import scan as scanning
 from logphase.logs.reader import open_sources
 from logphase.packs import load_packs
 from logphase.phases import Phase
@@ -58,7 +58,7 @@ def _torchrun_log(script_prefix: str, nccl_prefix: str, c10_prefix: str) -> str:
 @pytest.fixture
 def short_head(monkeypatch: pytest.MonkeyPatch) -> None:
     """The head read in full ends at the first dated line (line 5): the fast path reads past it."""
-    monkeypatch.setattr(scanning, "YEAR_LOOKAHEAD", 5)
+    monkeypatch.setattr(scanning.feed, "YEAR_LOOKAHEAD", 5)
 
 
 def _scan(path: Path, *, fast: bool) -> scanning.ScanResult:

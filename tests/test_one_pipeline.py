@@ -11,12 +11,12 @@ from typing import Any
 import pytest
 
 from logphase import pipeline
-from logphase.fingerprint import LogIdentity, combine_digests
+from logphase.baselines.fingerprint import LogIdentity, combine_digests
 from logphase.flight_recorder import judge_dumps, read_dumps
 from logphase.logs.reader import open_sources, read_lines
 from logphase.packs import PackSet
 from logphase.report.model import InputSummary
-from logphase.watching import Ingest
+from logphase.watch.ingest import Ingest
 from tests.conftest import FIXTURES, run_cli, run_json
 from tests.equivalence.sampling import FULL, rng
 

@@ -11,14 +11,14 @@ from pathlib import Path
 
 import pytest
 
+from logphase.baselines.fingerprint import Fingerprint, fingerprint_of_lines
 from logphase.errors import PackError
-from logphase.fingerprint import Fingerprint, fingerprint_of_lines
 from logphase.logs.matcher import Event
 from logphase.logs.reader import Line
 from logphase.logs.timeline import TimelineBuilder
 from logphase.packs import Rule, load_packs, parse_pack, shipped_packs
 from logphase.packs.schema import TABLES, render_reference
-from logphase.watching import Ingest
+from logphase.watch.ingest import Ingest
 from tests.conftest import run_cli
 
 FORMAT_MD = Path(__file__).resolve().parent.parent / "patterns" / "FORMAT.md"

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from bench.loggen import write_log, write_logs
 from bench.shapes import SHAPES
-from logphase import scanning
+from logphase import scan as scanning
 from logphase.errors import InputError
 from logphase.frames import TRIGGER
 from logphase.logs import timeline
@@ -42,7 +42,7 @@ LOGS += sorted((REALWORLD / "logs").glob("*.log"))
 def short_head(monkeypatch: pytest.MonkeyPatch) -> None:
     """The matcher reads the first YEAR_LOOKAHEAD lines in full; one line leaves the rest of
     every fixture to the fast path."""
-    monkeypatch.setattr(scanning, "YEAR_LOOKAHEAD", 1)
+    monkeypatch.setattr(scanning.feed, "YEAR_LOOKAHEAD", 1)
 
 
 def report(path: Path, packs: PackSet, *, fast: bool) -> str:
@@ -108,7 +108,7 @@ def test_every_shape_of_generated_log_is_read_the_same(
     for log, filtered in zip(logs, captured, strict=True):
         stats = filtered.stats
         assert stats.lines == log.read_bytes().count(b"\n")
-        assert (stats.emitted - scanning.YEAR_LOOKAHEAD) * 5 < stats.lines
+        assert (stats.emitted - scanning.feed.YEAR_LOOKAHEAD) * 5 < stats.lines
 
 
 @pytest.mark.slow
@@ -430,7 +430,7 @@ def test_quiet_lines_teach_their_template_and_a_cut_frame_on_it_is_still_read(
     # THEN the reports are the same; the matcher read under a fifth of the lines after the head
     assert fast == plain
     stats = captured[-1].stats
-    assert (stats.emitted - scanning.YEAR_LOOKAHEAD) * 5 < 3000 - scanning.YEAR_LOOKAHEAD
+    assert (stats.emitted - scanning.feed.YEAR_LOOKAHEAD) * 5 < 3000 - scanning.feed.YEAR_LOOKAHEAD
 
 
 def test_an_event_read_as_another_lines_context_is_quoted_with_its_own_context(

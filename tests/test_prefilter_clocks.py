@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from logphase import scanning
+from logphase import scan as scanning
 from logphase.logs.fast import lines
 from logphase.logs.fast.templates import learn_template
 from logphase.packs import PackSet
@@ -66,7 +66,7 @@ def test_a_log_crossing_midnight_in_a_steady_run_is_read_the_same(
     # under a fifth of the lines past the head
     assert fast == plain
     stats = captured[-1].stats
-    assert (stats.emitted - scanning.YEAR_LOOKAHEAD) * 5 < stats.lines
+    assert (stats.emitted - scanning.feed.YEAR_LOOKAHEAD) * 5 < stats.lines
 
 
 @pytest.mark.slow

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from bench.loggen import write_logs
-from logphase import scanning
-from logphase.envelope import Envelopes, sniff
+from logphase import scan as scanning
+from logphase.logs.envelope import Envelopes, sniff
 from logphase.logs.fast.templates import learn_template
 from logphase.packs import PackSet, load_packs
 from tests.conftest import Generated, Written
@@ -30,7 +30,7 @@ PREFIX_WRAPPERS = set(BY_NAME) - PLAIN_PATH_WRAPPERS - {"ansi"}
 @pytest.fixture
 def short_head(monkeypatch: pytest.MonkeyPatch) -> None:
     """The matcher reads the first line in full; the fast path the rest of every log."""
-    monkeypatch.setattr(scanning, "YEAR_LOOKAHEAD", 1)
+    monkeypatch.setattr(scanning.feed, "YEAR_LOOKAHEAD", 1)
 
 
 # Every corpus log in every wrapping (the paste-proof suite's wrappers and pairs), read by both paths
@@ -80,7 +80,7 @@ def test_a_generated_serving_log_wrapped_is_summarised(
     assert fast == plain
     stats = captured[-1].stats
     assert stats.lines == wrapped.read_bytes().count(b"\n")
-    assert (stats.emitted - scanning.YEAR_LOOKAHEAD) * 3 < stats.lines
+    assert (stats.emitted - scanning.feed.YEAR_LOOKAHEAD) * 3 < stats.lines
 
 
 def wrap_lines(lines: list[str], wrapper: str) -> bytes:

@@ -80,7 +80,7 @@ def test_carriage_returns_split_progress_updates_on_one_line_number(tmp_path: Pa
 
 def test_ansi_invalid_utf8_and_container_prefixes_are_cleaned(tmp_path: Path) -> None:
     # GIVEN colour codes and a broken UTF-8 byte in a plain log, a docker-compose log and a Kubernetes
-    # CRI log (an envelope is decided per source: logphase/envelope.py)
+    # CRI log (an envelope is decided per source: logphase/logs/envelope.py)
     plain, compose, cri = tmp_path / "plain.log", tmp_path / "compose.log", tmp_path / "cri.log"
     plain.write_bytes(b"\x1b[32mINFO\x1b[0m ready\nbad \xff byte\n")
     compose.write_bytes(b"sglang-1  | [2025-06-01 10:00:00 TP0] Init torch distributed begin.\n")

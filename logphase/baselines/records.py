@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from logphase.phases import MAIN_PROCESS_PHASES, SUCCESS_VERDICTS, Phase, Verdict
 
 if TYPE_CHECKING:  # types only: a plain `analyze` reads RunRecord's module without hashing logs
-    from logphase.fingerprint import Fingerprint, LogIdentity
+    from logphase.baselines.fingerprint import Fingerprint, LogIdentity
 
 # A ready run whose user label says otherwise is not a successful run.
 PROBLEM_LABELS = frozenset(

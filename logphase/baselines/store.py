@@ -14,10 +14,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
+from logphase.baselines.fingerprint import Fingerprint
 from logphase.baselines.migrations import SCHEMA_VERSION, STEPS
 from logphase.baselines.records import PhaseRecord, RunRecord, StopPoint, in_start_order
 from logphase.errors import StoreError
-from logphase.fingerprint import Fingerprint
 from logphase.phases import Phase, Verdict
 
 APPLICATION_ID = 0x6C706873  # "lphs": marks a SQLite file as a logphase run store

@@ -13,6 +13,7 @@ from itertools import islice, tee
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from logphase.baselines.fingerprint import HEAD_LINES, fingerprint_of_lines
 from logphase.bundle import environment
 from logphase.bundle.analysis_calls import Analysis, analyse, failure_lines, summarize_stacks
 from logphase.bundle.excerpt import Excerpt, choose, render
@@ -20,7 +21,6 @@ from logphase.bundle.live import LiveStacks
 from logphase.bundle.readme import Listed, render_readme
 from logphase.bundle.redact import Redactor, map_strings
 from logphase.errors import UsageError
-from logphase.fingerprint import HEAD_LINES, fingerprint_of_lines
 from logphase.jobs import ONE_JOB, Jobs
 from logphase.logs.reader import LogSource, open_sources, read_lines
 from logphase.packs import PackSet

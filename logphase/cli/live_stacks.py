@@ -3,7 +3,6 @@ for `analyze --pid` and `watch --pid`."""
 
 from __future__ import annotations
 
-import os
 from typing import TYPE_CHECKING
 
 import click
@@ -17,22 +16,13 @@ if TYPE_CHECKING:  # types only: a plain `analyze` imports no stack model (start
 
 def check_pid(pid: int) -> None:
     """A pid that does not exist is an error before any work (a typo, or the server is gone)."""
-    if not exists(pid):
+    from logphase.stacks.pyspy import process_exists  # only with --pid (start-up time)
+
+    if not process_exists(pid):
         raise LogphaseError(
             f"--pid {pid}: no such process",
             hint="give the pid of the server's main process while it runs (ps -ef | grep -e sglang -e vllm)",
         )
-
-
-def exists(pid: int) -> bool:
-    """Whether a process with this pid exists (of any user; a zombie too)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        pass  # another user's process: it exists
-    return True
 
 
 def take_stacks(pid: int, packs: PackSet) -> StacksReport | None:

@@ -98,6 +98,9 @@ def judge(
         last = f"{finished.rank}, " if finished.rank else ""
         last += f"line {finished.line}, {_message(finished)}"
         reason = f"the job finished: every rank shut down cleanly (the last: {last})"
+        if finished is timeline.group_exit:
+            reason = f"the job finished: its launcher says every worker exited cleanly (line {finished.line}, "
+            reason += f"{_message(finished)})"
         return Judgement(Verdict.FINISHED, reason, phase, furthest, (), None, None, None)
 
     progress = timeline.last_progress
@@ -244,10 +247,15 @@ def _clean_exit(timeline: Timeline) -> Event | None:
     after its last phase line; None otherwise. A server that exits before it was ready did not
     finish anything."""
     server = timeline.system_is_server
-    if server or not (timeline.ranks or timeline.exits):
+    group = timeline.group_exit
+    if server or not (timeline.ranks or timeline.exits or group):
         return None
+    if group is not None:  # the launcher saw every worker it ran exit cleanly, after their phase lines
+        last_phase = max((state.last_event.order_key for state in timeline.ranks), default=None)
+        if last_phase is None or group.order_key > last_phase:
+            return group
     if not timeline.ranks:  # a job's tail with no phase line: the ranks it names all exited cleanly
-        return max(timeline.exits.values(), key=lambda event: event.order_key)
+        return max(timeline.exits.values(), key=lambda event: event.order_key) if timeline.exits else None
     exits = [timeline.exits.get(state.rank) if state.rank else None for state in timeline.ranks]
     done = [event for event in exits if event is not None]
     return max(done, key=lambda event: event.order_key) if len(done) == len(exits) else None

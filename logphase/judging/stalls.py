@@ -11,6 +11,7 @@ from logphase.judging.stacks import WAIT_STATES, judge_stacks
 from logphase.packs import StallSignature
 from logphase.ranks import natural_key
 from logphase.stacks.model import (
+    MAX_FRAMES,
     Classification,
     Frame,
     Group,
@@ -203,6 +204,11 @@ def summarize(
     for snap, label in zip(processes, labels, strict=True):
         if snap.error and not snap.skipped:
             all_notes.append(f"{label}: {snap.error}")
+        cut = max((thread.cut for thread in snap.threads), default=0)
+        if cut:
+            all_notes.append(
+                f"{label}: stack cut at {MAX_FRAMES} frames (the innermost kept, {cut:,} outer ones left out)"
+            )
 
     stall = None
     if judgement.stuck and judgement.stall_groups:

@@ -11,8 +11,8 @@ from pathlib import Path
 from stat import S_ISBLK, S_ISCHR, S_ISDIR, S_ISFIFO
 from typing import IO
 
-from logphase.envelope import Unwrapper
 from logphase.errors import InputError
+from logphase.logs.envelope import Unwrapper
 from logphase.logs.reader import (
     CHUNK_BYTES,
     MAX_LINE_BYTES,
@@ -48,7 +48,7 @@ def follow_lines(
     that does not exist yet is waited for. Line numbers run on across rotations. A progress bar
     updated with `\\r` yields each update once it has settled, before its line ends. `on_bytes`
     sees every byte read (the content hash of `--record`), `on_note` what happened to the file,
-    `on_envelopes` what reading it out of its envelopes assumed (logphase/envelope.py)."""
+    `on_envelopes` what reading it out of its envelopes assumed (logphase/logs/envelope.py)."""
     splitter = _LineSplitter(path if path != "-" else "<stdin>", on_envelopes)
     if path == "-":
         if stdin is None:

@@ -15,7 +15,7 @@ from logphase.logs.dating import MIDNIGHT_JUMP, FirstDate, first_day, with_year
 from logphase.logs.reader import Line
 from logphase.logs.stamps import StampBelief
 from logphase.packs import PackRegex, PackSet, PrefixFields, Rule, rank_from_tags
-from logphase.phases import EventKind, Phase, Role
+from logphase.phases import FAILURE_KINDS, EventKind, Phase, Role
 
 # Lines inside a traceback or dump that are its structure, not a new message.
 BLOCK_MARKERS = (
@@ -43,6 +43,7 @@ TRACEBACK_FRAME = re.compile(r'\s+File "[^"]*", line \d+, in ')
 CAUGHT_FRAME = '> File "'
 # The capture an exception read from a cut traceback's `raise` statement carries (judging says so).
 CUT_TRACEBACK = "read_from"
+TRACEBACK_HEADER = "Traceback (most recent call last):"
 # libstdc++'s std::terminate prints the exception's text indented: `  what():  <message>`.
 CPP_WHAT = "what():"
 # A frame's quoted source line that raises: `    raise TimeoutError("Timed out waiting for ..."`.
@@ -154,6 +155,9 @@ class _Block:
     # the innermost frame's `raise` statement so far: it stands for the exception line when the
     # traceback is cut before it (an excerpt pasted mid-traceback, a log that ends there)
     raised: tuple[Line, PrefixFields, str] | None = None
+    # the first frame of a traceback whose `Traceback` line is not in the log (an excerpt pasted mid-traceback)
+    headless: tuple[Line, PrefixFields] | None = None
+    failed: bool = False  # a failure line was read inside it (a native crash banner between frame runs)
 
 
 @dataclass
@@ -221,7 +225,7 @@ class SourceMatcher:
         """Events still held back at the end of the source (a dump's last frame group, the
         exception of a traceback cut before its last line)."""
         held = self._flush_frames()
-        cut = self._cut_exception(self.block)
+        cut = self._cut_exception(self.block) or self._frames_only(self.block)
         if self.stamps.held is not None:
             self.stamps.set_held_aside()  # no second line ever confirmed its clock
         return (*held, cut) if cut is not None else held
@@ -255,6 +259,32 @@ class SourceMatcher:
             stamped=False,
         )
 
+    def _frames_only(self, block: _Block | None) -> Event | None:
+        """The source ends inside a run of traceback frames that neither its `Traceback` line nor its
+        exception line came with (a paste of frames cut at both ends): CPython prints frames in that form
+        only in a traceback (and `traceback.print_stack`, which a log does not end inside), so an
+        exception was printed, its text beyond the excerpt. Read as the traceback's first line, marked
+        cut (judging/confidence.py says so)."""
+        if block is None or block.finished or block.failed or block.headless is None:
+            return None
+        line, fields = block.headless
+        best = self._best_rule(TRACEBACK_HEADER, fields.prefixes, False)
+        if best is None:
+            return None
+        rule, captures = best
+        return Event(
+            source=line.source,
+            line=line.number,
+            time=self.last_time,
+            rank=block.rank,
+            rule=rule,
+            captures={**captures, CUT_TRACEBACK: "frames"},
+            text=line.text,
+            message="a traceback's frames, cut before its first line and its exception line",
+            block=block.opener_line,
+            stamped=False,
+        )
+
     def match_line(self, line: Line) -> tuple[Event, ...]:
         fields, message = self.packs.split_prefix(line.text)
         own_time = fields.time is not None
@@ -284,7 +314,7 @@ class SourceMatcher:
             # a frame or a quoted code line: never a message, but a frame can tell the phase
             if not inside and TRACEBACK_FRAME.match(message):
                 # an excerpt cut before its `Traceback` line: the frames are the block
-                self.block = _Block(line.number, fields.rank, fields.prefixes)
+                self.block = _Block(line.number, fields.rank, fields.prefixes, headless=(line, fields))
                 inside = True
             if self.block is not None and inside:
                 if RAISE_STATEMENT.match(message):
@@ -343,6 +373,8 @@ class SourceMatcher:
             block_line = line.number
         elif inside and self.block is not None and rule.kind is EventKind.ERROR and not rule.opens_block:
             self.block.finished = True  # the exception line: what follows is a new message
+        if inside and self.block is not None and rule.kind in FAILURE_KINDS:
+            self.block.failed = True
         return Event(
             source=line.source,
             line=line.number,
@@ -466,7 +498,7 @@ class SourceMatcher:
         return None
 
     def _with_envelope(self, fields: PrefixFields, line: Line) -> PrefixFields:
-        """What the line's envelope told (logphase/envelope.py), where the line itself has none: the
+        """What the line's envelope told (logphase/logs/envelope.py), where the line itself has none: the
         rank of a label like srun's `3: ` (kept apart from other writers as a prefix of its own),
         the year of a year-less stamp, the time of an unstamped line (shifted by the offset between
         the envelope's clock and the log's own, which a line with both showed)."""

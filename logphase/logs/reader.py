@@ -17,8 +17,8 @@ from typing import IO, Any, cast
 
 import zstandard
 
-from logphase.envelope import Envelopes, Unwrapped, Unwrapper, sniff
 from logphase.errors import InputError
+from logphase.logs.envelope import Envelopes, Unwrapped, Unwrapper, sniff
 
 CHUNK_BYTES = 1 << 20
 # Longer lines keep their first MAX_LINE_BYTES: no pattern needs more, and memory stays bounded.
@@ -51,7 +51,7 @@ ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 class Line:
     """One line of a log, cleaned: `number` is the physical line (the `\\r` updates of a progress
     bar share their line's number), `source` indexes the inputs of this run. `stamp` and `rank` are
-    what the line's envelope told (logphase/envelope.py): the matcher uses them where the line has none."""
+    what the line's envelope told (logphase/logs/envelope.py): the matcher uses them where the line has none."""
 
     number: int
     text: str

@@ -105,6 +105,8 @@ class Timeline:
     interrupt: Event | None  # the first time a person stopped it (Ctrl-C)
     hang: Event | None  # the first hang report (kind mark, role root) since the last progress
     exits: Mapping[str, Event]  # per rank, its clean exit, when no phase line of it came after
+    # a launcher's word that every worker it ran exited cleanly (torchrun's `worker group successfully finished`)
+    group_exit: Event | None
     system: str | None
     system_is_server: bool  # a system, and not a job's (a pack with `job = true`: torchrun)
     version: str | None
@@ -193,6 +195,7 @@ class TimelineBuilder:
     hangs: list[Event] = field(default_factory=list)  # hang reports since the newest progress
     visible: set[str] = field(default_factory=set)
     exits: dict[str, Event] = field(default_factory=dict)
+    group_exit: Event | None = None
     # systems that are jobs, not servers (packs with `job = true`); a caller with its own packs passes theirs
     job_systems: frozenset[str] = field(default_factory=lambda: shipped_packs().job_systems)
 
@@ -229,8 +232,11 @@ class TimelineBuilder:
             self.ready = event
         if event.kind is EventKind.INTERRUPT and (self.interrupt is None or event.order_key < self.interrupt.order_key):
             self.interrupt = event
-        if event.kind is EventKind.EXIT and event.rank is not None:
-            self.exits[event.rank] = event
+        if event.kind is EventKind.EXIT:
+            if event.rank is not None:
+                self.exits[event.rank] = event
+            else:
+                self.group_exit = event
         if event.kind is EventKind.MARK and event.role is Role.ROOT and len(self.hangs) < MAX_FAILURES:
             self.hangs.append(event)  # the program says it waits on something that does not come
         if event.phase is None:
@@ -399,6 +405,7 @@ class TimelineBuilder:
                 default=None,
             ),
             exits=dict(self.exits),
+            group_exit=self.group_exit,
             system=system,
             system_is_server=system is not None and system not in self.job_systems,
             version=self.version,

@@ -3,7 +3,7 @@ blocks inside logs), pystack text, py-spy JSON and logphase's own `stacks` JSON.
 
 Lines may carry a log prefix (`[2025-01-01 10:00:00 TP3] `, `[rank0]:`, vLLM's `(Worker_TP1 pid=42) `)
 or come from a writer their envelope named (srun's `3: `, torchrun's `[default0]:`, removed by
-logphase/envelope.py); lines of different prefixes or writers are demultiplexed into separate streams,
+logphase/logs/envelope.py); lines of different prefixes or writers are demultiplexed into separate streams,
 so that dumps of several ranks interleaved line by line still parse. Lines torn apart by concurrent
 writes are parsed for whatever whole frames they still contain."""
 
@@ -15,8 +15,8 @@ from dataclasses import dataclass, field, replace
 from itertools import chain, islice
 from typing import Any, Protocol
 
-from logphase.envelope import SNIFF_LINES, Unwrapped, Unwrapper, sniff
 from logphase.frames import PYSPY_FRAME, TRIGGER, printable, short_path
+from logphase.logs.envelope import SNIFF_LINES, Unwrapped, Unwrapper, sniff
 from logphase.packs import rank_from_tags, shipped_packs
 from logphase.stacks.model import Frame, ProcessSnapshot, ThreadStack
 
@@ -24,7 +24,7 @@ from logphase.stacks.model import Frame, ProcessSnapshot, ThreadStack
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 # One layer of a system's log prefix; stripped up to three times (a Ray actor, then `[ts TP0] `).
-# Envelopes (docker, compose, srun's labels) are logphase/envelope.py's.
+# Envelopes (docker, compose, srun's labels) are logphase/logs/envelope.py's.
 PREFIXES = (
     re.compile(r"^\[(?:\d{4}-\d\d-\d\d[ T])?\d\d:\d\d:\d\d(?:[.,]\d+)?(?: (?:DP|PP|ATTN_CP|MOE_DP|TP|EP)\d+)*\] "),
     re.compile(r"^\[(?:rank|default|worker|trainer|[A-Za-z_]+)\d+\]:"),

@@ -6,6 +6,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 SCHEMA = "logphase.stacks/1"
+# The frames a thread keeps, innermost first: where it waits is there, and the merged tree, its
+# renderers and its JSON stay shallow (a dump of 50,000 frames was a RecursionError in each).
+MAX_FRAMES = 256
 
 
 @dataclass(frozen=True)
@@ -35,6 +38,12 @@ class ThreadStack:
     frames: tuple[Frame, ...]
     active: bool | None = None
     main: bool = False
+    cut: int = 0  # the outermost frames left out past MAX_FRAMES
+
+    def __post_init__(self) -> None:
+        if len(self.frames) > MAX_FRAMES:
+            object.__setattr__(self, "cut", self.cut + len(self.frames) - MAX_FRAMES)
+            object.__setattr__(self, "frames", self.frames[:MAX_FRAMES])
 
 
 @dataclass(frozen=True)

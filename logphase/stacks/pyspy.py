@@ -68,6 +68,17 @@ def _read(path: Path) -> bytes | None:
         return None
 
 
+def process_exists(pid: int) -> bool:
+    """Whether a process with this pid exists (of any user; a zombie too)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass  # another user's process: it exists
+    return True
+
+
 def read_stat(pid: int, proc: Path = Path("/proc")) -> tuple[str, str, int] | None:
     """(comm, state, ppid) from /proc/PID/stat, None if the process is gone."""
     raw = _read(proc / str(pid) / "stat")

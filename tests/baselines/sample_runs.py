@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from logphase.baselines.fingerprint import Fingerprint
 from logphase.baselines.records import PhaseRecord, RunRecord, StopPoint
-from logphase.fingerprint import Fingerprint
 from logphase.phases import Phase, Verdict
 
 QWEN_TP2 = Fingerprint(system="sglang", version="0.5.2", model_path="Qwen/Qwen3-32B", tp_size=2)

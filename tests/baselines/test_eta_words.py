@@ -6,9 +6,9 @@ from dataclasses import replace
 from datetime import datetime
 
 from logphase.baselines.compare import Comparison, compare
+from logphase.baselines.fingerprint import Fingerprint
 from logphase.baselines.records import PhaseRecord, RunRecord, StopPoint
 from logphase.baselines.stats import remaining_in
-from logphase.fingerprint import Fingerprint
 from logphase.phases import Phase, Verdict
 
 TP4 = Fingerprint(system="sglang", version="0.5.2", model_path="Qwen/Qwen3-32B", tp_size=4)

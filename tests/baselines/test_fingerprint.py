@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from logphase.fingerprint import Fingerprint, fingerprint_of_lines
+from logphase.baselines.fingerprint import Fingerprint, fingerprint_of_lines
 
 SGLANG_REPR = (
     "[2026-04-20 22:41:39] server_args=ServerArgs(model_path='meta-llama/Llama-3.3-70B-Instruct', "

@@ -8,9 +8,9 @@ from dataclasses import fields, replace
 from datetime import datetime
 from pathlib import Path
 
+from logphase.baselines.fingerprint import Fingerprint
 from logphase.baselines.migrations import SCHEMA_VERSION, STEPS
 from logphase.baselines.store import APPLICATION_ID, RunStore
-from logphase.fingerprint import Fingerprint
 from tests.baselines.sample_runs import HUNG, READY
 
 COMMITTED = Path(__file__).resolve().parent / "migrations"

@@ -11,10 +11,10 @@ SUBMODULES = ("records", "stats", "compare", "store", "migrations")
 # What runs the pipeline (today and after issue 11's pipeline.py / judging/): the package takes its results
 # (spans, a Report) and must not reach back into it.
 PIPELINE = (
-    "logphase.scanning",
+    "logphase.scan",
     "logphase.pipeline",
     "logphase.judging",
-    "logphase.watching",
+    "logphase.watch",
     "logphase.flight_recorder",
     "logphase.logs.matcher",
     "logphase.logs.timeline",

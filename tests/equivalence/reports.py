@@ -7,7 +7,8 @@ from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 
-from logphase import pipeline, scanning
+from logphase import pipeline
+from logphase import scan as scanning
 from logphase.logs.reader import open_sources
 from logphase.packs import PackSet
 from logphase.report.formats.json import JsonFormat
@@ -24,8 +25,8 @@ def analysed(paths: Sequence[Path], packs: PackSet, options: pipeline.Options) -
 
 def plain(paths: Sequence[Path], packs: PackSet) -> str:
     """The plain path's report of the files (every line read): computed once per session for the same
-    files (path, modification time and size) and head (scanning.YEAR_LOOKAHEAD, which tests shorten)."""
-    key = (tuple((path, path.stat().st_mtime_ns, path.stat().st_size) for path in paths), scanning.YEAR_LOOKAHEAD)
+    files (path, modification time and size) and head (scanning.feed.YEAR_LOOKAHEAD, which tests shorten)."""
+    key = (tuple((path, path.stat().st_mtime_ns, path.stat().st_size) for path in paths), scanning.feed.YEAR_LOOKAHEAD)
     if key not in _PLAIN:
         _PLAIN[key] = analysed(paths, packs, pipeline.Options(as_of=AS_OF, post_mortem=True, fast=False))
     return _PLAIN[key]

@@ -24,7 +24,8 @@ from pathlib import Path
 
 import pytest
 
-from logphase import pipeline, scanning
+from logphase import pipeline
+from logphase import scan as scanning
 from logphase.jobs import Jobs
 from logphase.logs.fast import scanners
 from logphase.packs import PackSet
@@ -148,7 +149,7 @@ def test_a_log_in_any_layout_gets_the_same_report_on_every_path(
             assert found == [] or (log.name, layout) in CANNOT_HOLD, found
     # WHEN it is read by the fast path from its second line on, with the row's scanner, number of
     # jobs (the size threshold forced down, ranges of 211 bytes) and scan cache
-    monkeypatch.setattr(scanning, "YEAR_LOOKAHEAD", 1)
+    monkeypatch.setattr(scanning.feed, "YEAR_LOOKAHEAD", 1)
     if row["scanner"] == "stdlib":
         monkeypatch.setattr(scanners, "hyperscan", None)
     jobs = Jobs(int(row["jobs"]), min_bytes=0, range_bytes=SMALL_RANGE)

@@ -7,7 +7,7 @@ import io
 from datetime import datetime
 from pathlib import Path
 
-from logphase.envelope import Unwrapper, sniff
+from logphase.logs.envelope import Unwrapper, sniff
 from logphase.logs.follow import _LineSplitter
 from logphase.logs.matcher import SourceMatcher
 from logphase.logs.reader import Line, LogSource, read_lines

@@ -10,7 +10,7 @@ from datetime import datetime, timedelta
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from logphase.envelope import ENVELOPES, Envelopes, Unwrapper, sniff
+from logphase.logs.envelope import ENVELOPES, Envelopes, Unwrapper, sniff
 from logphase.logs.reader import LogSource, read_lines, sniff_bytes
 from tests.paste.wrappers import WRAPPERS
 

@@ -13,7 +13,7 @@ from bench.loggen import write_log
 from logphase.judging.budgets import Budgets
 from logphase.logs.reader import Line, LogSource, read_lines
 from logphase.packs import PackSet
-from logphase.watching import Ingest
+from logphase.watch.ingest import Ingest
 from tests.conftest import FIXTURES, REALWORLD
 
 REFERENCE = datetime(2030, 1, 1)
@@ -77,3 +77,28 @@ def test_a_serving_log_is_summarised_and_judged_the_same(
     assert fast.builder.events > 0
     total = sum(1 for _ in path.open("rb"))
     assert fast.skipped_lines > total * 0.8
+
+
+def test_a_held_line_its_rule_does_not_match_leaves_the_runs_last_mark_where_reading_every_line_does(
+    tmp_path: Path, packs: PackSet
+) -> None:
+    # GIVEN a serving SGLang rank whose decode batches form a steady run, and a last line of the batch
+    # that holds every string the rule needs but is none of its events (`#running-req:` without a count)
+    decode = "[2026-01-01 10:00:{s:02d} TP0] Decode batch. #running-req: {n}, #token: 1200, token usage: 0.01, "
+    decode += "gen throughput (token/s): 51.20, #queue-req: 0"
+    lines = [
+        "[2026-01-01 10:00:00 TP0] Load weight begin. avail mem=78.12 GB",
+        "[2026-01-01 10:00:01 TP0] Load weight end. type=LlamaForCausalLM, dtype=torch.bfloat16, avail mem=60.1 GB",
+        "[2026-01-01 10:00:02] The server is fired up and ready to roll!",
+    ]
+    lines += [decode.format(s=3 + i, n=1 + i % 3) for i in range(12)]
+    lines.append(decode.format(s=20, n="?"))
+    path = tmp_path / "serving.log"
+    path.write_text("\n".join(lines) + "\n")
+    # WHEN it is followed in batches of four lines (the last batch: lines 13-16, held back once the run's
+    # template is known), with steady runs summarised and without
+    fast = assert_same_watch(path, packs, 4)
+    # THEN the timeline is the same: the run's last mark is its last event, line 15, not the line before
+    # the lines held back
+    assert fast.skipped_lines > 0
+    assert max(span.end_line or 0 for span in fast.timeline().spans) == 15

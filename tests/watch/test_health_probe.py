@@ -12,7 +12,7 @@ from contextlib import contextmanager
 
 import pytest
 
-from logphase.health import Health, HealthURL, Probe, probe
+from logphase.watch.health import Health, HealthURL, Probe, probe
 
 # seconds between the bytes of a server that answers one byte at a time (issue 15 item 6)
 TRICKLE_S = 1.5

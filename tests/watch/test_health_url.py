@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from logphase.errors import UsageError
-from logphase.health import HealthURL, parse_url
+from logphase.watch.health import HealthURL, parse_url
 
 
 @pytest.mark.parametrize(

@@ -8,7 +8,6 @@ from datetime import datetime
 from logphase.baselines.records import StopPoint
 from logphase.baselines.stats import PhaseStats, phase_stats
 from logphase.errors import ExitCode
-from logphase.health import Health, Probe
 from logphase.judging.budgets import Budgets, budgets_from
 from logphase.judging.confidence import Confidence
 from logphase.judging.exits import exit_code
@@ -17,8 +16,9 @@ from logphase.logs.reader import Line
 from logphase.logs.timeline import PhaseSpan
 from logphase.packs import load_packs
 from logphase.phases import Phase, Verdict
-from logphase.watching import (
-    Ingest,
+from logphase.watch.health import Health, Probe
+from logphase.watch.ingest import Ingest
+from logphase.watch.state import (
     Observation,
     Settings,
     Transition,

@@ -7,7 +7,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from logphase.envelope import Envelopes, envelope_time
+from logphase.logs.envelope import Envelopes, envelope_time
 from logphase.logs.fast.templates import Template
 from logphase.packs import PackSet
 from logphase.packs.model import PrefixRule, parse_time

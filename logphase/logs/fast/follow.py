@@ -21,13 +21,12 @@ from logphase.packs import Rule
 class FollowRuns:
     """What FastLines does for a file, for lines that arrive a batch at a time (`logphase watch`):
     once the matcher has seen two lines of a steady run (a serving batch, an access line, NCCL
-    chatter on one template), later members are held back, each replacing the one before, and
-    handed to the matcher only when a line of another kind comes or the batch ends. The matcher
-    then ends in the state it would reach reading every line; the lines skipped are counted for
-    the system vote, as FastLines does. One difference from FastLines: a member is known by its
-    template and factors, not probed, so if the latest one held turned out to be no event of its
-    run (its rule's regex needs more than the factors say), the run's last mark is the one before
-    the lines skipped. No shipped rule and no test log shows it (tests/watch/test_follow_runs.py)."""
+    chatter on one template), later lines of the run are held back and handed to the matcher only
+    when a line of another kind comes or the batch ends: the latest of them, and the latest that is
+    an event of its run if that is another (a line holding the run's factors on its template that its
+    rule's regex refuses is found by a probe, as FastLines finds a run's last member). The matcher
+    then ends in the state it would reach reading every line; the lines held before that member are
+    counted as the run's events for the system vote, as FastLines counts the lines it does not read."""
 
     def __init__(self, plan: Plan, *, accelerate: bool = True, cache: ScannerCache | None = None) -> None:
         self.plan = plan
@@ -56,7 +55,7 @@ class FollowRuns:
 
     def lines(self, batch: Sequence[Line], matcher: SourceMatcher) -> Iterator[Line]:
         """The lines of `batch` the matcher must read, in order, with the held ones due before
-        them; then every line still held (the batch is over: the state must be current)."""
+        them; then the ones still held (the batch is over: the state must be current)."""
         raws = [line.text.encode("utf-8", "surrogateescape") for line in batch]
         marked, factors = self._scan(raws) if self.templates else (set(), {})
         for index, line in enumerate(batch):
@@ -64,13 +63,11 @@ class FollowRuns:
             if index in factors and index not in marked and matcher.block is None:
                 run = self._run_of(raws[index], factors[index])
             if run is not None and run.stage >= 2:
-                if run.held is not None:
-                    self._skip(run.rule, matcher)
-                run.held = line
+                run.held.append(line)
                 continue
-            yield from self._release()
+            yield from self._release(matcher)
             yield line
-        yield from self._release()
+        yield from self._release(matcher)
 
     def book(self, line: Line, events: Sequence[Event]) -> None:
         """Keep the runs' state as the matcher reads this line's events (as FastLines does)."""
@@ -114,16 +111,29 @@ class FollowRuns:
             return None
         return run
 
-    def _release(self) -> Iterator[Line]:
-        held = sorted((run.held for run in self.runs.values() if run.held is not None), key=lambda line: line.number)
+    def _release(self, matcher: SourceMatcher) -> Iterator[Line]:
+        """Each run's held lines: the latest (its time is the latest), and the latest event of the run
+        before it when the latest is none (probed on a fork of the matcher); the rest are counted."""
+        due: list[Line] = []
         for run in self.runs.values():
-            run.held = None
-        yield from held
+            if not run.held:
+                continue
+            held, run.held = run.held, []
+            due.append(held[-1])
+            members = (index for index in range(len(held) - 1, -1, -1) if self._is_event_of(run, held[index], matcher))
+            member = next(members, None)
+            if member is None:
+                continue  # none of them is an event: each only moved the clock, as the latest does
+            if member != len(held) - 1:
+                due.append(held[member])
+            self.stats.skip(run.rule.system, member)
+            if run.rule.system:
+                matcher.count_unread(run.rule.system, member)  # the rule choice follows the log's system
+        yield from sorted(due, key=lambda line: line.number)
 
-    def _skip(self, rule: Rule, matcher: SourceMatcher) -> None:
-        self.stats.skip(rule.system, 1)
-        if rule.system:
-            matcher.count_unread(rule.system, 1)  # the rule choice follows the log's system
+    @staticmethod
+    def _is_event_of(run: Run, line: Line, matcher: SourceMatcher) -> bool:
+        return any(e.rule.id == run.rule.id and e.rank == run.rank for e in matcher.fork().match_line(line))
 
     def _learn(self, line: Line, rule: Rule) -> None:
         raw = line.text.encode("utf-8", "surrogateescape")

@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
 from typing import IO, Protocol
 
-from logphase.envelope import Unwrapper
+from logphase.logs.envelope import Unwrapper
 from logphase.logs.fast.cache import ScannerCache
 from logphase.logs.fast.candidates import CandidateScan, Kind
 from logphase.logs.fast.clock import EnvelopeClock

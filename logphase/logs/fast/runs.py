@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Container
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from logphase.logs.matcher import Event
 from logphase.logs.reader import Line
@@ -22,7 +22,7 @@ class Run:
     stage: int = 0
     member: int = -1  # offset of the last member the matcher saw, in this chunk
     carried: tuple[int, bytes] | None = None  # the last member of the previous chunk: (number, bytes)
-    held: Line | None = None  # FollowRuns: the latest member the matcher has not read yet
+    held: list[Line] = field(default_factory=list)  # FollowRuns: members due, the matcher has not read them
 
 
 Runs = dict[tuple[str, str | None], Run]  # (steady rule id, rank) → its run

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cached_property
 
-from logphase.envelope import Envelopes, Prefix, envelope_prefix
+from logphase.logs.envelope import Envelopes, Prefix, envelope_prefix
 from logphase.logs.matcher import RANK_CAPTURES
 from logphase.packs import PackSet
 from logphase.packs.model import parse_time

@@ -286,6 +286,35 @@ class LogIdentity:
     fingerprint: Fingerprint
 
 
+class ByteTap:
+    """One log's bytes as they are read: their count, their hash and their head, for its identity and
+    setup with no second read (analyze taps each source's stream, watch what it follows)."""
+
+    def __init__(self) -> None:
+        self.size = 0
+        self.digest = hashlib.sha256()
+        self.head = bytearray()
+
+    def add(self, data: bytes) -> None:
+        self.size += len(data)
+        self.digest.update(data)
+        room = HEAD_BYTES - len(self.head)
+        if room > 0:
+            self.head += data[:room]
+
+
+def identity_of(taps: Sequence[ByteTap], fingerprint: Fingerprint) -> LogIdentity:
+    """A run's identity from its logs' taps, whatever order they were given in."""
+    content = [tap.digest.hexdigest() for tap in taps]
+    return LogIdentity(
+        content_hash=combine_digests(content),
+        head_hash=combine_digests(
+            head_digest(bytes(tap.head), whole) for tap, whole in zip(taps, content, strict=True)
+        ),
+        fingerprint=fingerprint,
+    )
+
+
 class SourceTap:
     """Wraps sources so that the one pass of the analysis also hashes them and keeps their heads:
     no second read, so stdin and archives work too."""
@@ -293,34 +322,26 @@ class SourceTap:
     def __init__(self, sources: Sequence[LogSource], formats: tuple[ServerArgsFormat, ...] | None = None) -> None:
         self.sources = list(sources)
         self.formats = shipped_server_args() if formats is None else formats
-        self._digests: list[Any] = [hashlib.sha256() for _ in self.sources]
-        self._heads: list[bytearray] = [bytearray() for _ in self.sources]
+        self._taps = [ByteTap() for _ in self.sources]
         for index, source in enumerate(self.sources):
             source.open_stream = self._tapped(source.open_stream, index)
 
     def _tapped(self, opener: Callable[[], IO[bytes]], index: int) -> Callable[[], IO[bytes]]:
         def open_tapped() -> IO[bytes]:
             # a source opened again (a second pass) starts its hash again
-            self._digests[index] = hashlib.sha256()
-            self._heads[index] = bytearray()
-            return _TeeStream(opener(), self._digests[index], self._heads[index])  # type: ignore[return-value]
+            self._taps[index] = ByteTap()
+            return _TeeStream(opener(), self._taps[index])  # type: ignore[return-value]
 
         return open_tapped
 
     def identity(self, system: str | None = None, version: str | None = None) -> LogIdentity:
         collector = FingerprintCollector(formats=self.formats)
-        for head in self._heads:
-            head_source = LogSource(name="<head>", open_stream=lambda head=head: io.BytesIO(bytes(head)))  # type: ignore[misc]
+        for tap in self._taps:
+            head = bytes(tap.head)
+            head_source = LogSource(name="<head>", open_stream=lambda head=head: io.BytesIO(head))  # type: ignore[misc]
             collector.seen = 0  # each source's head counts on its own
             collector.feed_all(line.text for line in read_lines(head_source))
-        content = [digest.hexdigest() for digest in self._digests]
-        return LogIdentity(
-            content_hash=combine_digests(content),
-            head_hash=combine_digests(
-                head_digest(bytes(h), whole) for h, whole in zip(self._heads, content, strict=True)
-            ),
-            fingerprint=collector.fingerprint(system, version),
-        )
+        return identity_of(self._taps, collector.fingerprint(system, version))
 
 
 def head_digest(head: bytes, content_digest: str) -> str:
@@ -339,15 +360,15 @@ def combine_digests(digests: Iterable[str]) -> str:
 
 
 class _TeeStream(io.RawIOBase):
-    def __init__(self, inner: IO[bytes], digest: Any, head: bytearray) -> None:
-        self._inner, self._digest, self._head = inner, digest, head
+    def __init__(self, inner: IO[bytes], tap: ByteTap) -> None:
+        self._inner, self._tap = inner, tap
 
     def readable(self) -> bool:
         return True
 
     def read(self, size: int = -1) -> bytes:
         data = self._inner.read(size if size is not None and size >= 0 else CHUNK_BYTES)
-        self._note(data)
+        self._tap.add(data)
         return data
 
     def readinto(self, buffer: Any) -> int:
@@ -357,14 +378,6 @@ class _TeeStream(io.RawIOBase):
 
     def seek(self, offset: int, whence: int = 0) -> int:
         return self._inner.seek(offset, whence)
-
-    def _note(self, data: bytes) -> None:
-        if not data:
-            return
-        self._digest.update(data)
-        room = HEAD_BYTES - len(self._head)
-        if room > 0:
-            self._head += data[:room]
 
     def close(self) -> None:
         self._inner.close()

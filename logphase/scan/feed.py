@@ -1,4 +1,4 @@
-"""One pass over the log lines: match them, build the timeline, keep the context and dumps a report quotes."""
+"""SourceFeed: each line of a source once to its matcher, the timeline, the dump parser and the context quoted."""
 
 from __future__ import annotations
 
@@ -6,32 +6,25 @@ from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
-from itertools import chain, islice
 from typing import TYPE_CHECKING
 
 from logphase.durations import format_duration
-from logphase.frames import TRIGGER, may_open_dump
-from logphase.jobs import ONE_JOB, Jobs
-from logphase.logs.clocks import SKEW_STEP, format_offset_notes, head_clock
+from logphase.frames import may_open_dump
+from logphase.logs.clocks import SKEW_STEP
 from logphase.logs.matcher import Event, SourceMatcher
-from logphase.logs.reader import ContextLine, Line, LogSource, envelopes_of, holds_at_most, read_lines
-from logphase.logs.stamps import CLOCK_JUMP, ignored_stamp_notes
+from logphase.logs.reader import ContextLine, Line
+from logphase.logs.stamps import CLOCK_JUMP
 from logphase.logs.templates import TemplateMiner
 from logphase.logs.timeline import Timeline, TimelineBuilder
-from logphase.packs import PackSet
 from logphase.phases import FAILURE_KINDS, EventKind, Phase
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
-    from logphase.logs.fast import FastLines, Plan
-    from logphase.logs.fast.caches import FastCaches
-    from logphase.logs.fast.ranges import Workers
     from logphase.stacks.dumps import DumpParser
     from logphase.stacks.model import ProcessSnapshot
 
 # Year-less stamps (vLLM's `INFO 03-07 09:19:58`) before the first line with a year take its year, and
 # time-of-day stamps (SGLang 0.3's `[23:17:01 TP0]`) before the first line with a date its date (logs/dating.py).
+# Read where it is used (feeding.YEAR_LOOKAHEAD), so that a test that shortens the head shortens it everywhere.
 YEAR_LOOKAHEAD = 500
 CONTEXT_BEFORE = 2
 CONTEXT_AFTER = 3
@@ -291,101 +284,3 @@ class DistInitClock:
             f"read on {self.names[reference]}'s clock"
         )
         return skew
-
-
-def scan(
-    sources: list[LogSource],
-    packs: PackSet,
-    as_of: datetime,
-    *,
-    fast: bool | None = None,
-    jobs: Jobs = ONE_JOB,
-    caches: Path | None = None,
-) -> ScanResult:
-    """One streaming pass over every source. `fast`: the matcher sees only the lines that can
-    change the result (logs/fast/); the result is the same. None (the default): the fast path for
-    every source but a file the plain head holds whole (see `_fast_for`). `jobs`: worker processes
-    find the fast path's candidate lines of big files ahead of the pass (logs/fast/ranges.py); the
-    same result. `caches`: the folder where the fast path keeps its scan plans and scanners (None:
-    none), handed to it here so that a scan that does not take it imports none of it."""
-    fast_sources = [_fast_for(source, fast) for source in sources]
-    if not any(fast_sources):
-        # no source takes the fast path: nothing of it is imported (~10 ms of a small log's start-up)
-        return _scan(sources, packs, as_of, fast_sources=fast_sources, jobs=ONE_JOB, workers=None)
-    from logphase.logs.fast.caches import FastCaches
-    from logphase.logs.fast.ranges import workers_for
-
-    kept = FastCaches.at(caches)
-    with workers_for(jobs, [source.path for source in sources]) as workers:
-        return _scan(sources, packs, as_of, fast_sources=fast_sources, jobs=jobs, workers=workers, caches=kept)
-
-
-def _fast_for(source: LogSource, fast: bool | None) -> bool:
-    """Whether `source` is read by the fast path. Left to the scan (None), a file of at most
-    YEAR_LOOKAHEAD lines is read plainly: the head is read in full on either path, so the fast path
-    would hand the matcher every line of it, and only add its own work (a probe of each line that
-    may belong to a steady run, the templates it learns for lines that never come): ~20 ms of the
-    53 KB demo log's ~40 ms scan. The result is the same on both paths (tests/paste, test_prefilter*)."""
-    if fast is not None:
-        return fast
-    return not holds_at_most(source, YEAR_LOOKAHEAD)
-
-
-def _scan(
-    sources: list[LogSource],
-    packs: PackSet,
-    as_of: datetime,
-    *,
-    fast_sources: list[bool],
-    jobs: Jobs,
-    workers: Workers | None,
-    caches: FastCaches | None = None,
-) -> ScanResult:
-    builder = TimelineBuilder(job_systems=packs.job_systems)
-    result = ScanResult(timeline=builder.finish(), unrecognised=TemplateMiner(packs))
-    plan: Plan | None = None
-    clocks = DistInitClock([source.name for source in sources]) if len(sources) > 1 else None
-    for index, source in enumerate(sources):
-        envelopes = envelopes_of(source)
-        result.notes += envelopes.notes(source.name)
-        # the fast path reads bytes itself: envelopes that are a prefix of each line (docker, CRI, journald,
-        # srun, a quote) it reads too; a hard-wrapped paste or an export listed newest first takes the plain one
-        filtered: FastLines | None = None
-        if envelopes.prefixes_only and fast_sources[index]:
-            from logphase.logs.fast import FastLines, plan_for
-            from logphase.logs.fast.ranges import oracle_for
-
-            if plan is None:
-                # the first source that takes the fast path
-                plan = plan_for(packs, (TRIGGER,), caches.plans if caches is not None else None)
-            if plan.enabled:
-                filtered = FastLines(
-                    source,
-                    plan,
-                    as_of,
-                    context=(CONTEXT_BEFORE, CONTEXT_AFTER),
-                    plain_head=YEAR_LOOKAHEAD,
-                    scanners=caches.scanners if caches is not None else None,
-                    ranges=oracle_for(workers, source.path, jobs),
-                )
-        lines = iter(filtered) if filtered is not None else read_lines(source)
-        head = list(islice(lines, YEAR_LOOKAHEAD))
-        clock = head_clock(head, packs, as_of)
-        result.notes += format_offset_notes(source.name, clock.offsets)
-        matcher = SourceMatcher(
-            packs, as_of, year=clock.year, first_date=clock.first_date, format_offsets=clock.offsets
-        )
-        feed = SourceFeed(index, matcher, builder, result, restarts=len(sources) == 1, clocks=clocks)
-        if filtered is not None:
-            filtered.attach(matcher, feed.dumps)
-        for line in chain(head, lines):
-            feed.feed(line)
-        feed.end()
-        result.notes += ignored_stamp_notes(source.name, matcher.stamps)
-        if filtered is not None:
-            filtered.stats.count_input(source)
-            filtered.stats.count_events(builder)  # steady events counted, not read
-    result.timeline = builder.finish()
-    if clocks is not None:
-        result.notes += clocks.notes
-    return result

@@ -1,207 +1,23 @@
-"""The live watch without I/O: lines in as they arrive → timeline; observations → transitions, status, exit."""
+"""The watch's state machine, pure: observations → transitions, the status line, the outcome (judging/live.py's)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timedelta
 from enum import StrEnum
 
-from logphase.baselines.records import RunRecord, StopPoint, stop_point
+from logphase.baselines.records import RunRecord, StopPoint
 from logphase.baselines.stats import MIN_RUNS_FOR_BUDGET, PhaseStats, estimate_eta, overdue_check
 from logphase.durations import format_duration
 from logphase.errors import ExitCode
-from logphase.fingerprint import FingerprintCollector
-from logphase.frames import TRIGGER
-from logphase.health import Health, Probe
 from logphase.judging.budgets import Budgets
 from logphase.judging.live import LiveDecision, LiveFacts, decide, log_ready
-from logphase.judging.logs import Judgement, judge
-from logphase.logs.clocks import format_offset_notes, head_clock
-from logphase.logs.fast import FollowRuns, plan_for
-from logphase.logs.fast.caches import FastCaches
-from logphase.logs.matcher import Event, SourceMatcher
-from logphase.logs.reader import Line
-from logphase.logs.stamps import ignored_stamp_notes
-from logphase.logs.templates import TemplateMiner
-from logphase.logs.timeline import Timeline, TimelineBuilder
-from logphase.packs import PackSet
+from logphase.judging.logs import Judgement
 from logphase.phases import Phase, Verdict
-from logphase.scanning import YEAR_LOOKAHEAD, ScanResult, SourceFeed
+from logphase.watch.health import Health, Probe
 
 # lines/s is averaged over this many seconds: smooth enough to read, recent enough to mean "now".
 RATE_WINDOW_S = 5.0
-
-
-# --- incremental ingestion --------------------------------------------------------------------------
-
-
-@dataclass
-class Ingest:
-    """Keeps one SourceFeed (the matcher, the timeline builder, dumps and contexts of `analyze`'s
-    scan) and feeds it each new line once: the cost of a tick is the new lines, never the whole log.
-
-    Times are of two clocks: the log's own stamps, and `arrived` (seconds on the watcher's
-    monotonic clock when a batch came in). Silence is measured with differences within each
-    clock only, so a log written in another time zone, or by a host with a skewed clock, is
-    judged right; a live line is timed by its arrival, not by its whole-second stamp."""
-
-    packs: PackSet
-    reference: datetime  # dates year-less stamps (SourceMatcher)
-    fast: bool = True  # steady runs summarised (logs/fast/ FollowRuns); same state either way
-    name: str = "<stdin>"  # the log's, for the notes
-    caches: FastCaches = field(default_factory=FastCaches)  # the fast path's plans and scanners
-    matcher: SourceMatcher = field(init=False)
-    runs: FollowRuns | None = field(init=False)
-    builder: TimelineBuilder = field(init=False)
-    source: SourceFeed = field(init=False)
-    scanned: ScanResult = field(init=False)
-    fingerprint: FingerprintCollector = field(init=False)
-    lines: int = 0
-    skipped_lines: int = 0  # steady-run lines the matcher never read
-    last_line: Line | None = None
-    log_time: datetime | None = None  # the latest stamp seen in the log
-    log_time_arrived: float | None = None
-    progress: Event | None = None
-    progress_arrived: float | None = None
-    backlog: float = 0.0  # seconds of log time between the progress and the end of its batch
-    _timeline: Timeline | None = None
-    _judgement: Judgement | None = None
-    _stop: StopPoint | None = None
-
-    def __post_init__(self) -> None:
-        self.matcher = SourceMatcher(self.packs, self.reference)
-        self.builder = TimelineBuilder(job_systems=self.packs.job_systems)  # the user's packs' facts too
-        self.fingerprint = FingerprintCollector(formats=self.packs.server_args)
-        self.scanned = ScanResult(timeline=self.builder.finish(), unrecognised=TemplateMiner(self.packs))
-        self.source = SourceFeed(0, self.matcher, self.builder, self.scanned)
-        plan = plan_for(self.packs, (TRIGGER,), self.caches.plans)
-        self.runs = FollowRuns(plan, cache=self.caches.scanners) if self.fast and plan.enabled else None
-
-    def feed(self, lines: Sequence[Line], arrived: float) -> None:
-        matcher, builder, fingerprint = self.matcher, self.builder, self.fingerprint
-        added = False
-        if not self.lines and lines and matcher.year is None:
-            # as analyze's scan: year-less stamps before the first dated line take its year; a logger
-            # on another clock than the log's other lines is read on theirs
-            clock = head_clock(lines[:YEAR_LOOKAHEAD], self.packs, self.reference)
-            matcher.year, matcher.first_date, matcher.format_offsets = clock.year, clock.first_date, clock.offsets
-            self.scanned.notes += format_offset_notes(self.name, clock.offsets)
-        if not fingerprint.done:
-            fingerprint.feed_all(line.text for line in lines)
-        chosen: Iterable[Line] = lines if self.runs is None else self.runs.lines(lines, matcher)
-        for line in chosen:
-            events = self.source.feed(line)
-            added = added or bool(events)
-            if self.runs is not None:
-                self.runs.book(line, events)
-        if self.runs is not None:
-            skipped = self.runs.take_stats()
-            self.skipped_lines += skipped.skipped_events
-            skipped.count_events(builder)  # steady events counted, not read (as analyze's fast path)
-        if lines:
-            builder.see_ranks(matcher.ranks_seen)
-            self.source.passed(lines[-1])
-            self.last_line = lines[-1]
-            self.lines = max(self.lines, lines[-1].number)
-        if matcher.last_time is not None and matcher.last_time != self.log_time:
-            self.log_time, self.log_time_arrived = matcher.last_time, arrived
-        if builder.last_progress is not self.progress:
-            self.progress, self.progress_arrived = builder.last_progress, arrived
-            # caught up in one batch (an existing file): the log itself says how long ago it was;
-            # stamps have whole seconds, so one second of difference is no evidence
-            stamped = self.progress.time if self.progress is not None else None
-            gap = (matcher.last_time - stamped).total_seconds() if matcher.last_time and stamped else 0.0
-            self.backlog = max(0.0, gap - 1.0)
-        if added:
-            self._timeline = self._judgement = self._stop = None
-
-    def note(self, text: str) -> None:
-        """What reading the log assumed (its envelopes: logphase/envelope.py), for the final report."""
-        self.scanned.notes.append(text)
-
-    def end(self) -> None:
-        """The input ended (or the watch does): events the matcher held back (a dump's last frames)."""
-        first = not self.source.ended
-        if self.source.end():
-            self._timeline = self._judgement = self._stop = None
-        if first:
-            self.scanned.notes += ignored_stamp_notes(self.name, self.matcher.stamps)
-
-    def timeline(self) -> Timeline:
-        if self._timeline is None:
-            self._timeline = self.builder.finish()
-        return self._timeline
-
-    def scan_result(self) -> ScanResult:
-        """What `analyze`'s scan would have left for the lines fed so far: the final report's input."""
-        self.scanned.timeline = self.timeline()
-        return self.scanned
-
-    def judgement(self, budgets: Budgets, now: float, *, post_mortem: bool = False) -> Judgement:
-        """Failure, ready and phase come from the lines; stalled vs progressing is `observe`'s
-        (by arrival), so the judgement is only renewed when new events came in. Once the input
-        ended, the log is a finished one: judged post-mortem, as analyze judges it."""
-        if post_mortem:
-            return judge(self.timeline(), as_of=self.log_now(now) or self.reference, post_mortem=True, budgets=budgets)
-        if self._judgement is None:
-            log_now = self.log_now(now) or self.reference
-            self._judgement = judge(self.timeline(), as_of=log_now, post_mortem=False, budgets=budgets)
-        return self._judgement
-
-    def stop_point(self) -> StopPoint:
-        if self._stop is None:
-            self._stop = stop_point(self.timeline().spans, self.lines)
-        return self._stop
-
-    def log_now(self, now: float) -> datetime | None:
-        """The log's clock now: its latest stamp plus the time since that stamp arrived."""
-        if self.log_time is None or self.log_time_arrived is None:
-            return None
-        return self.log_time + timedelta(seconds=max(0.0, now - self.log_time_arrived))
-
-    def silence(self, now: float, since: float) -> float:
-        """Seconds without progress as of `now`: since the progress arrived, plus how far the log
-        had already gone past it when it arrived; `since` (the watch's start) when there was none."""
-        if self.progress is None or self.progress_arrived is None:
-            return now - since
-        return max(0.0, now - self.progress_arrived) + self.backlog
-
-    def in_phase(self, phase: Phase | None, now: float) -> float | None:
-        """How long the server has been in `phase`: from the phase's first stamp to the log's now."""
-        log_now = self.log_now(now)
-        if phase is None or log_now is None:
-            return None
-        starts = [s.start for s in self.timeline().spans if s.phase is phase and s.start is not None]
-        return max(0.0, (log_now - min(starts)).total_seconds()) if starts else None
-
-    def observe(
-        self,
-        now: float,
-        *,
-        since: float,
-        budgets: Budgets,
-        probe: Probe | None = None,
-        process_alive: bool | None = None,
-        input_ended: bool = False,
-    ) -> Observation:
-        if input_ended:
-            judgement: Judgement | None = self.judgement(budgets, now, post_mortem=True)
-        else:
-            judgement = self.judgement(budgets, now) if self.builder.events else None
-        stop = self.stop_point()
-        return Observation(
-            t=now,
-            lines=self.lines,
-            judgement=judgement,
-            stop=stop,
-            in_phase_s=self.in_phase(stop.phase, now),
-            silence_s=self.silence(now, since),
-            last_progress_line=self.progress.line if self.progress else None,
-            probe=probe,
-            process_alive=process_alive,
-            input_ended=input_ended,
-        )
 
 
 # --- the state machine (pure) ----------------------------------------------------------------------------
