@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
+from logphase.baselines.fingerprint import Fingerprint
 from logphase.baselines.records import PhaseRecord, RunRecord, StopPoint
 from logphase.baselines.store import INT64, RunStore, storable
-from logphase.fingerprint import Fingerprint
 from logphase.phases import Phase, Verdict
 from tests.conftest import FIXTURES, REPO, run_cli
 
