@@ -19,7 +19,7 @@ from logphase.judging.confidence import assess
 from logphase.judging.evidence import Evidence, weigh_culprits
 from logphase.judging.live import LiveDecision, weigh
 from logphase.judging.logs import judge
-from logphase.logs.reader import LogSource, open_sources
+from logphase.logs.reader import LogSource, changes, open_sources
 from logphase.logs.timeline import PhaseSpan
 from logphase.packs import PackSet
 from logphase.phases import Verdict
@@ -68,7 +68,9 @@ def run(sources: list[LogSource], packs: PackSet, options: Options) -> tuple[Rep
     from logphase.baselines.fingerprint import SourceTap  # hashing: only a recorded or compared run needs it
 
     tap = SourceTap(sources, packs.server_args)
-    result = scan(tap.sources, packs, options.as_of, fast=options.fast, jobs=options.jobs, caches=options.caches)
+    result = _changed(
+        scan(tap.sources, packs, options.as_of, fast=options.fast, jobs=options.jobs, caches=options.caches), sources
+    )
     identity = tap.identity(result.timeline.system, result.timeline.version)
     return assemble(_inputs(sources), result, packs, options, identity=identity, last_activity=_last_write(sources))
 
@@ -78,7 +80,9 @@ def report(sources: list[LogSource], packs: PackSet, options: Options) -> Report
     a tenth of the CPU of a pass. With a baseline to compare with, it is `run`."""
     if options.baseline is not None:
         return run(sources, packs, options)[0]
-    result = scan(sources, packs, options.as_of, fast=options.fast, jobs=options.jobs, caches=options.caches)
+    result = _changed(
+        scan(sources, packs, options.as_of, fast=options.fast, jobs=options.jobs, caches=options.caches), sources
+    )
     return assemble(_inputs(sources), result, packs, options, identity=None, last_activity=_last_write(sources))[0]
 
 
@@ -303,6 +307,12 @@ def _span_row(span: PhaseSpan, names: list[str]) -> SpanRow:
         if progress is None
         else {"done": progress.done, "total": progress.total, "rate_per_s": progress.rate_per_s},
     )
+
+
+def _changed(result: ScanResult, sources: list[LogSource]) -> ScanResult:
+    """The scan's notes and what became of each file while it was read (grown, truncated)."""
+    result.notes.extend(note for note in map(changes, sources) if note is not None)
+    return result
 
 
 def _inputs(sources: list[LogSource]) -> tuple[InputSummary, ...]:

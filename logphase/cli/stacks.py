@@ -11,7 +11,7 @@ from typing import cast
 
 import click
 
-from logphase.cli.common import FORMATS, load_all_packs, patterns_option, use_colour
+from logphase.cli.common import FORMATS, PID, load_all_packs, patterns_option, seconds, use_colour
 from logphase.errors import ExitCode, InputError, UsageError
 from logphase.judging.stalls import summarize
 from logphase.logs.reader import READ_ERRORS, LogSource, damaged, open_sources, read_lines
@@ -77,7 +77,7 @@ def _with_source(snapshots: list[ProcessSnapshot], path: str) -> list[ProcessSna
 @click.option(
     "--pid",
     "pids",
-    type=int,
+    type=PID,
     multiple=True,
     help="A launcher, torchrun, SGLang's main process or any rank; repeatable.",
 )
@@ -97,7 +97,7 @@ def _with_source(snapshots: list[ProcessSnapshot], path: str) -> list[ProcessSna
 @click.option(
     "--interval",
     "interval_s",
-    type=click.FloatRange(0, 600),
+    type=seconds(0, 600),
     default=1.0,
     show_default=True,
     help="Seconds between samples.",
@@ -110,7 +110,7 @@ def _with_source(snapshots: list[ProcessSnapshot], path: str) -> list[ProcessSna
 @click.option(
     "--timeout",
     "timeout_s",
-    type=click.FloatRange(0.05, 600),
+    type=seconds(0.05, 600),
     default=10.0,
     show_default=True,
     help="Seconds one py-spy may take before it is killed.",

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from stat import S_ISBLK, S_ISCHR
+from stat import S_ISBLK, S_ISCHR, S_ISREG
 from typing import IO, TYPE_CHECKING, Any, cast
 
 import zstandard
@@ -84,6 +84,7 @@ class LogSource:
     truncated_lines: int = 0
     envelopes: Envelopes | None = None  # sniffed from the first bytes; None: not yet
     path: str | None = None  # an uncompressed file: its bytes at their own offsets (workers read ranges of it)
+    size: int | None = None  # a plain file: its size when opened, where every read of it stops (see `changes`)
     _index: int = field(default=0, repr=False)
 
 
@@ -172,16 +173,79 @@ def _file_sources(path: Path, dumps: list[str] | None, packs: PackSet | None) ->
         dumps.append(str(path))
         return []
     refuse_binary(str(path), head)
+    # a plain file that grows while it is read (a live server's log) is read as it was when opened:
+    # chasing its end, a reader whose chunks cost more than the writer's never ends (watch follows)
+    size = None if compressed or not S_ISREG(stat.st_mode) else stat.st_size
     return [
         LogSource(
             name=str(path),
-            open_stream=lambda: decompressing(path.open("rb"), str(path)),
+            open_stream=lambda: decompressing(_open_up_to(path, size), str(path)),
             finished=compressed,
             modified=None if compressed else stat.st_mtime,
             envelopes=sniff_bytes(head, packs=packs),
             path=None if compressed else str(path),
+            size=size,
         )
     ]
+
+
+def _open_up_to(path: Path, size: int | None) -> IO[bytes]:
+    if size is None:
+        return path.open("rb")
+    return cast(IO[bytes], io.BufferedReader(_UpTo(path.open("rb", buffering=0), size)))
+
+
+class _UpTo(io.RawIOBase):
+    """A file's first `size` bytes: it ends there, or where the file ends first (it was truncated)."""
+
+    def __init__(self, raw: io.FileIO, size: int) -> None:
+        self._raw = raw
+        self._size = size
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        return self._raw.seek(offset, whence)
+
+    def tell(self) -> int:
+        return self._raw.tell()
+
+    def readinto(self, buffer: Any) -> int:
+        left = self._size - self._raw.tell()
+        if left <= 0:
+            return 0
+        view = memoryview(buffer)
+        return self._raw.readinto(view[: min(left, len(view))]) or 0
+
+    def close(self) -> None:
+        self._raw.close()
+        super().close()
+
+
+def changes(source: LogSource) -> str | None:
+    """What became of a plain file while it was read, as a note: it grew (what came after was not
+    read), or it was truncated (the report covers what was read); None where it did not change."""
+    if source.size is None or source.path is None:
+        return None
+    try:
+        now = os.path.getsize(source.path)
+    except OSError:
+        return f"{source.name} was removed while it was read: the report covers the {source.bytes:,} bytes read"
+    if now < source.size or source.bytes < source.size:
+        return (
+            f"{source.name} was truncated while it was read ({source.size:,} bytes when opened, {now:,} now): "
+            f"the report covers the {min(source.bytes, source.size):,} bytes read"
+        )
+    if now > source.size:
+        return (
+            f"{source.name} grew by {now - source.size:,} bytes while it was read: the report covers the "
+            f"{source.size:,} bytes it had when the read began (logphase watch follows a growing log)"
+        )
+    return None
 
 
 def _decompressed_head(raw: IO[bytes], name: str) -> bytes:
