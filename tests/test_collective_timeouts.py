@@ -62,3 +62,22 @@ def test_a_lone_collective_timeout_takes_its_phase_from_its_counters(
     # collective (the distributed init's); between, only `launch` is certain
     assert (report["verdict"], report["phase"]) == ("timeout", phase)
     assert ("its collective counters" in report["reason"]) == (phase != "launch")
+
+
+def test_timeouts_in_two_process_groups_name_their_writers_and_blame_no_one(tmp_path: Path) -> None:
+    # GIVEN global ranks 13 and 15 whose watchdogs report different collectives of sub-groups (torch 2.6: the
+    # `[rankN]:` prefix is the global rank, the message's `[Rank 1]` the rank within the group)
+    log = tmp_path / "groups.log"
+    log.write_text(
+        "[rank13]:[E218 04:54:22.864467604 ProcessGroupNCCL.cpp:616] [Rank 1] Watchdog caught collective operation "
+        "timeout: WorkNCCL(SeqNum=216, OpType=ALLTOALL_BASE, NumelIn=1379328, NumelOut=1379328, Timeout(ms)=600000) "
+        "ran for 600012 milliseconds before timing out.\n"
+        "[rank15]:[E218 04:54:22.883327702 ProcessGroupNCCL.cpp:616] [Rank 1] Watchdog caught collective operation "
+        "timeout: WorkNCCL(SeqNum=57, OpType=ALLREDUCE, NumelIn=32, NumelOut=32, Timeout(ms)=600000) ran for "
+        "600047 milliseconds before timing out.\n"
+    )
+    # WHEN analysed
+    _, report = run_json("analyze", "--post-mortem", str(log))
+    # THEN a timeout reported by rank 13 (the writer, not the group's rank 1), and no culprit: the two
+    # counters belong to different groups, and every rank shown is one that waited
+    assert (report["verdict"], report["root_cause"]["rank"], report["culprit_ranks"]) == ("timeout", "rank 13", [])

@@ -116,3 +116,16 @@ def test_frames_that_their_exception_line_ends_are_read_from_it(tmp_path: Path) 
     # THEN crashed, and the cause is the exception line, with no cut doubt
     assert (report["verdict"], report["root_cause"]["line"]) == ("crashed", 5)
     assert not any("ends inside a traceback's frames" in doubt for doubt in report["evidence"]["against"])
+
+
+def test_an_exception_line_before_a_cut_run_of_frames_stays_the_cause(tmp_path: Path) -> None:
+    # GIVEN vLLM's EngineDeadError line, then a second traceback's frames the paste cuts before their end
+    lines = [
+        "vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue. See stack trace (above) for "
+        "the root cause.",
+        *FRAMES,
+    ]
+    # WHEN analysed
+    code, report = _analyze(tmp_path, lines)
+    # THEN crashed, the exception line the cause: frames without their exception explain nothing it does not
+    assert (code, report["verdict"], report["root_cause"]["line"]) == (4, "crashed", 1)

@@ -408,7 +408,10 @@ def _behind_in_collectives(timeline: Timeline) -> tuple[str, ...]:
     """Ranks the torch watchdog counters show behind: fewer collectives enqueued than the others
     (it never issued the one they wait in), else fewer completed. Alone in the log, a rank with
     nothing in flight (enqueued == completed) while a timeout was reported is not in the
-    collective that timed out: it is the one missing from it."""
+    collective that timed out: it is the one missing from it. Ranks whose watchdogs report different
+    collectives (another sequence number) are in different process groups: their counters do not compare."""
+    if len({w.seq for w in timeline.work if w.seq is not None}) > 1:
+        return ()
     for counts in (
         {w.rank: w.last_enqueued for w in timeline.work if w.last_enqueued is not None},
         {w.rank: w.last_completed for w in timeline.work if w.last_completed is not None},

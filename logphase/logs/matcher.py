@@ -89,13 +89,16 @@ class Event:
         return (self.time or datetime.min, self.source, self.line)
 
 
+FRAMES_PACK = "frames"  # the pack name of the rules events derived from frames carry
+
+
 @cache
 def frame_rule(phase: Phase) -> Rule:
     """The rule an event derived from a frame carries: evidence of where the rank was, never
     progress and never a cause (a failure kind with the diagnostic role)."""
     return Rule(
-        id=f"frames.{phase.value}",
-        pack="frames",
+        id=f"{FRAMES_PACK}.{phase.value}",
+        pack=FRAMES_PACK,
         phase=phase,
         kind=EventKind.ERROR,
         role=Role.DIAGNOSTIC,
@@ -284,6 +287,7 @@ class SourceMatcher:
         if best is None:
             return None
         rule, captures = best
+        rule = replace(rule, role=Role.CASCADE)  # its exception is not in the log: the cause only if nothing else is
         return Event(
             source=line.source,
             line=line.number,
@@ -515,10 +519,12 @@ class SourceMatcher:
             tagged = rank_from_tags(captures["tags"])
             if tagged:
                 return tagged
+        if fields.rank is not None:
+            # the prefix names who wrote the line (torch's `[rank13]:`, the global rank); a `[Rank 1]` in the
+            # message may be the rank within a sub-group (a `[PG ID 11 …]` process group)
+            return fields.rank
         if (label := rank_label(captures.get("rank"))) is not None:
             return label
-        if fields.rank is not None:
-            return fields.rank
         if inside and self.block is not None:
             return self.block.rank
         return None

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from logphase.bounded import read_int, read_rank
-from logphase.logs.matcher import Event
+from logphase.logs.matcher import FRAMES_PACK, Event, frame_rule
 from logphase.packs import shipped_packs
 from logphase.phases import FAILURE_KINDS, MAIN_PROCESS_PHASES, EventKind, Phase, Role
 
@@ -213,6 +213,11 @@ class TimelineBuilder:
         return finished
 
     def add(self, event: Event) -> None:
+        if event.rule.pack == FRAMES_PACK and event.phase is Phase.SERVING and self._starting_http():
+            # a serving loop's frame (SGLang's scheduler event loop) while the main process is still starting
+            # its HTTP server, no ready line yet: the loop runs the warmup request (http_server
+            # `_wait_and_warmup` sends it there). A log that starts mid-run shows no such start: serving.
+            event = replace(event, rule=frame_rule(Phase.WARMUP))
         self.events += 1
         if event.time is not None:
             self.first_time = min(self.first_time or event.time, event.time)
@@ -342,6 +347,11 @@ class TimelineBuilder:
                 if span.bar is None or span.bar[2] != total or done < span.bar[1]:
                     span.first_bar = (event.time, done)  # a new bar (another batch size, the draft's)
                 span.bar = (event.time, done, total)
+
+    def _starting_http(self) -> bool:
+        """The main process has begun its HTTP server or warmup and no ready line came."""
+        main = self.ranks.get(None)
+        return self.ready is None and main is not None and main.reached in (Phase.HTTP_START, Phase.WARMUP)
 
     def _note_counters(self, event: Event) -> None:
         captures = event.captures
