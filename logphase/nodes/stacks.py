@@ -7,8 +7,8 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from logphase.nodes.transport import NodeRun, Transport, last_words
-from logphase.stacks.dumps_json import parse_json_text
-from logphase.stacks.model import NODE_ROLE, ProcessSnapshot
+from logphase.stacks.dumps_json import iter_json_documents, parse_json_text
+from logphase.stacks.model import NODE_ROLE, SCHEMA, ProcessSnapshot
 
 
 def remote_stacks_command(
@@ -71,10 +71,14 @@ def _read_answer(run: NodeRun) -> tuple[list[ProcessSnapshot], str | None]:
     if not text.strip():
         words = last_words(run.stderr)
         return [], f"nothing printed (exit status {run.returncode}{': ' + words if words else ''})"
+    first = text.strip().splitlines()[0][:80]
     try:
+        documents = list(iter_json_documents(text))  # what a login shell printed before it is skipped
+        if not any(isinstance(d, dict) and d.get("schema") == SCHEMA for d in documents):
+            return [], f"an answer without logphase stacks JSON ({first!r}); is the node's logphase current?"
         snapshots = parse_json_text(text)
     except (ValueError, TypeError, AttributeError, KeyError, RecursionError) as exc:
-        return [], f"an answer that is not logphase stacks JSON ({type(exc).__name__}); is the node's logphase current?"
+        return [], f"an answer that is not logphase stacks JSON ({type(exc).__name__}: {first!r})"
     return snapshots, None
 
 

@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from tests.stacks.conftest import APP, free_port, py_spy_path
+from tests.stacks.conftest import signatures as signatures  # the stall signatures, for the merge tests
 
 # What each node runs: this checkout's logphase, by the Python that runs the tests (a node has no PATH to it).
 REMOTE = f"{sys.executable} -m logphase"
