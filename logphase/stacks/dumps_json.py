@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator
+from functools import lru_cache
 from typing import Any
 
 from logphase.frames import printable
@@ -104,6 +105,10 @@ def snapshots_from_pyspy_json(threads: list[Any], pid: int | None = None) -> lis
     return out
 
 
+# The same frames recur on every rank of every node: each text is parsed once (frames are frozen, so shared).
+_frame_of = lru_cache(maxsize=1 << 16)(parse_frame_text)
+
+
 def _from_logphase_json(document: dict[str, Any]) -> list[ProcessSnapshot]:
     group_frames: dict[tuple[Any, ...], list[str]] = {}
     for group in document.get("groups") or []:
@@ -113,7 +118,7 @@ def _from_logphase_json(document: dict[str, Any]) -> list[ProcessSnapshot]:
     for item in document.get("processes") or []:
         threads = []
         for raw in item.get("threads") or []:
-            frames = tuple(f for f in (parse_frame_text(text) for text in raw.get("frames") or []) if f is not None)
+            frames = tuple(f for f in map(_frame_of, raw.get("frames") or []) if f is not None)
             threads.append(
                 ThreadStack(
                     thread_id=str(raw.get("id", "?")),
