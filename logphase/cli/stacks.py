@@ -195,10 +195,22 @@ def stacks(
     Exit: 0 no rank looks stuck, 4 stuck or odd ranks found, 3 nothing could be read.
     """
     transport = pick_transport(hosts, hostfile, ssh_config, slurm_job, k8s, selector, namespace, container)
+    if transport is not None and dump_files:
+        raise UsageError("--from reads files here; it does not go with many nodes", hint="drop --from")
+    sources = sum(bool(x) for x in (pids, all_processes, dump_files))
+    if transport is None and sources != 1:
+        raise UsageError("give exactly one of --pid, --all or --from", hint="see `logphase stacks --help`")
+    if transport is None and match is not None and not all_processes:
+        raise UsageError("--match goes with --all", hint="logphase stacks --all --match 'sglang::'")
+    if native and nonblocking:
+        raise UsageError(
+            "--native cannot be combined with --nonblocking", hint="py-spy must pause a process to unwind native frames"
+        )
+    packs = load_all_packs(pattern_paths, line_rules=False)  # signatures only: a snapshot waits on it
+
+    skew: float | None = None
     if transport is not None:
-        if dump_files:
-            raise UsageError("--from reads files here; it does not go with many nodes", hint="drop --from")
-        packs = load_all_packs(pattern_paths, line_rules=False)
+        # each node runs its own `logphase stacks` over its own processes (--pid there, else --all)
         command = remote_stacks_command(
             shlex.split(remote) or ["logphase"],
             pids=pids,
@@ -210,32 +222,9 @@ def stacks(
             nonblocking=nonblocking,
         )
         wait_s = node_timeout_s or 30.0 + (samples - 1) * interval_s + timeout_s * samples
-        collected, spread = collect_stacks(transport, command, timeout_s=wait_s, parallel=parallel)
-        report = summarize(
-            collected,
-            packs.signatures,
-            threads=threads,
-            samples=samples,
-            interval_s=interval_s if samples > 1 else 0.0,
-            skew_s=spread,
-            by_node=True,
-        )
-        click.echo(pick(output_format, colour=use_colour()).stacks(report), nl=False)
-        sys.exit(exit_code(report))
-    sources = sum(bool(x) for x in (pids, all_processes, dump_files))
-    if sources != 1:
-        raise UsageError("give exactly one of --pid, --all or --from", hint="see `logphase stacks --help`")
-    if match is not None and not all_processes:
-        raise UsageError("--match goes with --all", hint="logphase stacks --all --match 'sglang::'")
-    if native and nonblocking:
-        raise UsageError(
-            "--native cannot be combined with --nonblocking", hint="py-spy must pause a process to unwind native frames"
-        )
-    packs = load_all_packs(pattern_paths, line_rules=False)  # signatures only: a snapshot waits on it
-
-    skew: float | None = None
-    if dump_files:
-        snapshots: list[ProcessSnapshot] = []
+        snapshots, skew = collect_stacks(transport, command, timeout_s=wait_s, parallel=parallel)
+    elif dump_files:
+        snapshots = []
         for path in dump_files:
             snapshots.extend(read_dump_file(path))
         samples, interval_s = 1, 0.0
@@ -276,6 +265,7 @@ def stacks(
         samples=samples,
         interval_s=interval_s if samples > 1 else 0.0,
         skew_s=skew,
+        by_node=transport is not None,
     )
     click.echo(pick(output_format, colour=use_colour()).stacks(report), nl=False)
     sys.exit(exit_code(report))
