@@ -23,7 +23,8 @@ BEHIND = (317, 5)
 SILENT = 42
 WALL_BOUND_S, RSS_BOUND_MB = 2.0, 200
 
-OUTER = [f"run_scheduler_process (sglang/srt/managers/scheduler.py:{2500 + i})" for i in range(1)] + [
+OUTER = [
+    "run_scheduler_process (sglang/srt/managers/scheduler.py:2500)",
     "__init__ (sglang/srt/managers/scheduler.py:310)",
     "__init__ (sglang/srt/managers/tp_worker.py:80)",
     "__init__ (sglang/srt/model_executor/model_runner.py:220)",

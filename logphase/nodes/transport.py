@@ -7,15 +7,14 @@ else."""
 
 from __future__ import annotations
 
-import contextlib
-import os
-import signal
 import subprocess
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Protocol
+
+from logphase.stacks.pyspy import kill_group
 
 # What a node's answer may weigh: a logphase stacks JSON of 512 processes of 50 frames is ~5 MB.
 MAX_ANSWER_BYTES = 16 << 20
@@ -45,12 +44,6 @@ class Transport(Protocol):
     def run(self, command: Sequence[str], *, timeout_s: float, parallel: int) -> list[NodeRun]:
         """`command` on every node, at most `parallel` at once, each under `timeout_s`; one NodeRun per node."""
         ...
-
-
-def kill_group(pgid: int) -> None:
-    """Kill an engine client's own process group (started with start_new_session: pgid == its pid)."""
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, signal.SIGKILL)
 
 
 def run_local(
