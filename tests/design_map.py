@@ -21,7 +21,10 @@ LAYERS: tuple[tuple[tuple[str, ...], str], ...] = (
     (("packs", "frames"), "the rules as data; what opens a stack dump"),
     (("logs",), "reading: inputs, a line's wrappers (envelopes), lines into events and a timeline"),
     (("stacks",), "stack dumps into snapshots (in the wrappers logs/envelope.py reads)"),
-    (("scan", "flight_recorder", "inventory"), "what reads both, or reads for one purpose"),
+    (
+        ("scan", "flight_recorder", "inventory", "nodes"),
+        "what reads both, or reads for one purpose; the other nodes of a cluster, reached through its engine",
+    ),
     (("baselines",), "recorded runs, their statistics and store, and the setup a log says it ran"),
     (("judging",), "verdicts, confidence, exit codes (pure: no files, processes, clock or store)"),
     (("report",), "the Report, built once, and its formats"),

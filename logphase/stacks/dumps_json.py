@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator
+from functools import lru_cache
 from typing import Any
 
 from logphase.bounded import MAX_NUMBER
@@ -111,6 +112,10 @@ def snapshots_from_pyspy_json(threads: list[Any], pid: int | None = None) -> lis
     return out
 
 
+# The same frames recur on every rank of every node: each text is parsed once (frames are frozen, so shared).
+_frame_of = lru_cache(maxsize=1 << 16)(parse_frame_text)
+
+
 def _from_logphase_json(document: dict[str, Any]) -> list[ProcessSnapshot]:
     group_frames: dict[tuple[int | None, str | None], list[str]] = {}
     for index, group in enumerate(_objects(document, "groups", "the document")):
@@ -129,7 +134,7 @@ def _from_logphase_json(document: dict[str, Any]) -> list[ProcessSnapshot]:
                 ThreadStack(
                     thread_id=_text(raw, "id", place) or "?",
                     name=_text(raw, "name", place),
-                    frames=tuple(f for f in (parse_frame_text(text) for text in texts) if f is not None),
+                    frames=tuple(f for f in map(_frame_of, texts) if f is not None),
                     active=_flag(raw, "active", place),
                     main=bool(_flag(raw, "main", place)),
                 )
@@ -138,7 +143,7 @@ def _from_logphase_json(document: dict[str, Any]) -> list[ProcessSnapshot]:
         if not threads:  # a producer that wrote only the contract keys: the group's frames are the main thread
             shared = group_frames.get((pid, _text(item, "label", where) or _text(item, "rank", where)))
             if shared:
-                frames = tuple(f for f in (parse_frame_text(t) for t in shared) if f is not None)
+                frames = tuple(f for f in map(_frame_of, shared) if f is not None)
                 threads.append(ThreadStack(thread_id=str(pid), name="MainThread", frames=frames, main=True))
         out.append(
             ProcessSnapshot(
