@@ -1,4 +1,4 @@
-"""The only subprocess of logphase: find the processes of a server in /proc, name their roles and
+"""This machine's server processes and py-spy: find the processes of a server in /proc, name their roles and
 ranks, and run `py-spy dump --json` on each of them, in parallel, each under a timeout.
 
 Safety: targets are never signalled. A py-spy that overruns its timeout is killed through its own
