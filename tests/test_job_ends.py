@@ -43,7 +43,7 @@ def test_the_agent_saying_every_worker_succeeded_after_their_last_step_is_a_fini
     code, report = _analyze(tmp_path, lines)
     # THEN the job finished (exit 0), said from the agent's line
     assert (code, report["verdict"]) == (0, "finished")
-    assert "every worker" in report["reason"] and "worker group finished" in report["reason"]
+    assert report["reason"].startswith("the job finished, as its own end line says: Local worker group finished")
 
 
 def test_a_step_after_the_agents_success_is_a_new_run_not_a_finished_one(tmp_path: Path) -> None:
@@ -129,3 +129,38 @@ def test_an_exception_line_before_a_cut_run_of_frames_stays_the_cause(tmp_path: 
     code, report = _analyze(tmp_path, lines)
     # THEN crashed, the exception line the cause: frames without their exception explain nothing it does not
     assert (code, report["verdict"], report["root_cause"]["line"]) == (4, "crashed", 1)
+
+
+# nccl-tests' result row (src/common.cu): size, count, type, redop, root, out-of-place and in-place timings, #wrong
+ROW = (
+    "{size:>12}  {count:>12}     float     sum      -1    731.2   91.78  160.61  {wrong:>5}    728.9   92.07  161.12  "
+    "{wrong:>5}"
+)
+
+
+def test_nccl_tests_ending_with_correct_results_is_a_finished_job(tmp_path: Path) -> None:
+    # GIVEN nccl-tests' header, two result rows and its end lines (src/common.cu)
+    lines = [
+        "# nThread 1 nGpus 8 minBytes 8 maxBytes 134217728 step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1 "
+        "validation: 1 graph: 0",
+        ROW.format(size=67108864, count=16777216, wrong=0),
+        ROW.format(size=134217728, count=33554432, wrong=0),
+        "# Out of bounds values : 0 OK",
+        "# Avg bus bandwidth    : 84.8558 ",
+        "#",
+    ]
+    # WHEN analysed THEN finished, in its steps, said from the end line
+    code, report = _analyze(tmp_path, lines)
+    assert (code, report["verdict"], report["phase"], report["system"]) == (0, "finished", "serving", "nccl-tests")
+
+
+def test_nccl_tests_with_wrong_results_failed(tmp_path: Path) -> None:
+    # GIVEN the same run whose end line counts wrong values
+    lines = [
+        ROW.format(size=67108864, count=16777216, wrong=3),
+        "# Out of bounds values : 3 FAILED",
+    ]
+    # WHEN analysed THEN crashed: the benchmark failed its own check
+    code, report = _analyze(tmp_path, lines)
+    assert (code, report["verdict"]) == (4, "crashed")
+    assert "Out of bounds values : 3 FAILED" in report["root_cause"]["text"]

@@ -103,8 +103,7 @@ def judge(
         last += f"line {finished.line}, {_message(finished)}"
         reason = f"the job finished: every rank shut down cleanly (the last: {last})"
         if finished is timeline.group_exit:
-            reason = f"the job finished: its launcher says every worker exited cleanly (line {finished.line}, "
-            reason += f"{_message(finished)})"
+            reason = f"the job finished, as its own end line says: {_message(finished)} (line {finished.line})"
         return Judgement(Verdict.FINISHED, reason, phase, furthest, (), None, None, None)
 
     progress = timeline.last_progress
