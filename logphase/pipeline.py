@@ -41,6 +41,7 @@ if TYPE_CHECKING:  # types only: what a plain `analyze` does not run is not impo
     from logphase.baselines.records import RunRecord
     from logphase.baselines.store import RunStore
     from logphase.flight_recorder import FlightReport
+    from logphase.scan.view import LineView
     from logphase.stacks.model import StacksReport
 
 
@@ -61,6 +62,7 @@ class Options:
     fast: bool | None = None  # the fast path over steady lines (logs/fast/); None: the scan picks; the same result
     jobs: Jobs = ONE_JOB  # processes that scan big logs (logs/fast/ranges.py); the same result
     caches: Path | None = None  # where the fast path keeps its scan plans and scanners (None: nowhere)
+    tap: LineView | None = None  # shown every line the scan reads (the lines behind the verdict): the plain path
 
 
 def run(sources: list[LogSource], packs: PackSet, options: Options) -> tuple[Report, RunRecord]:
@@ -68,7 +70,9 @@ def run(sources: list[LogSource], packs: PackSet, options: Options) -> tuple[Rep
     from logphase.baselines.fingerprint import SourceTap  # hashing: only a recorded or compared run needs it
 
     tap = SourceTap(sources, packs.server_args)
-    result = scan(tap.sources, packs, options.as_of, fast=options.fast, jobs=options.jobs, caches=options.caches)
+    result = scan(
+        tap.sources, packs, options.as_of, fast=options.fast, jobs=options.jobs, caches=options.caches, tap=options.tap
+    )
     identity = tap.identity(result.timeline.system, result.timeline.version)
     return assemble(_inputs(sources), result, packs, options, identity=identity, last_activity=_last_write(sources))
 
@@ -78,7 +82,9 @@ def report(sources: list[LogSource], packs: PackSet, options: Options) -> Report
     a tenth of the CPU of a pass. With a baseline to compare with, it is `run`."""
     if options.baseline is not None:
         return run(sources, packs, options)[0]
-    result = scan(sources, packs, options.as_of, fast=options.fast, jobs=options.jobs, caches=options.caches)
+    result = scan(
+        sources, packs, options.as_of, fast=options.fast, jobs=options.jobs, caches=options.caches, tap=options.tap
+    )
     return assemble(_inputs(sources), result, packs, options, identity=None, last_activity=_last_write(sources))[0]
 
 
