@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -23,10 +24,12 @@ from logphase.logs.reader import LogSource, open_sources
 from logphase.logs.timeline import PhaseSpan
 from logphase.packs import PackSet
 from logphase.phases import Verdict
+from logphase.ranks import format_rank_set
 from logphase.report.model import (
     EvidenceLine,
     InputSummary,
     LastLine,
+    NextStep,
     RankRow,
     Report,
     RootCause,
@@ -184,6 +187,22 @@ def assemble(
                 notes=baseline.notes,
             )
     root = judgement.root_cause
+    entry = packs.next_steps(judgement.verdict, judgement.phase, timeline.system, root.rule.id if root else None)
+    next_step = (
+        None
+        if entry is None
+        else NextStep(
+            entry.id,
+            entry.filled(
+                log=shlex.join(names) or "LOG",
+                rank=format_rank_set(culprits.ranks) if culprits.ranks else (root.rank if root else None),
+                phase=judgement.phase,
+            ),
+            entry.why_none,
+            entry.versions,
+            entry.source,
+        )
+    )
     report = Report(
         inputs=tuple(inputs),
         system=timeline.system,
@@ -231,6 +250,7 @@ def assemble(
         support=tuple(EvidenceLine(names[e.source], e.line, e.text) for e in assessment.support),
         doubts=assessment.doubts,
         unrecognised=unknown,
+        next_step=next_step,
     )
     return report, run
 
