@@ -11,7 +11,15 @@ import click
 from logphase import pipeline
 from logphase.baselines.records import RunRecord
 from logphase.baselines.store import RunStore
-from logphase.cli.common import FORMATS, db_option, default_db_path, load_all_packs, parse_as_of, patterns_option
+from logphase.cli.common import (
+    FORMATS,
+    db_option,
+    default_db_path,
+    load_all_packs,
+    parse_as_of,
+    patterns_option,
+    terminal_width,
+)
 from logphase.errors import StoreError, UsageError
 from logphase.logs.reader import open_sources
 from logphase.report.formats import OutputFormat, pick
@@ -112,7 +120,7 @@ def list_runs(output_format: OutputFormat, db_path: Path | None) -> None:
             unreadable = store.unreadable
     for note in unreadable:
         click.echo(f"logphase: note: {note}", err=True)
-    click.echo(pick(output_format).runs(records, db=path if path.exists() else None), nl=False)
+    click.echo(pick(output_format, width=terminal_width()).runs(records, db=path if path.exists() else None), nl=False)
     if not records:
         click.echo(f"no readable runs ({path})" if unreadable else f"no runs recorded yet ({path})", err=True)
 

@@ -11,7 +11,7 @@ from typing import cast
 
 import click
 
-from logphase.cli.common import FORMATS, load_all_packs, patterns_option, use_colour
+from logphase.cli.common import FORMATS, load_all_packs, patterns_option, terminal_width, use_colour
 from logphase.errors import ExitCode, InputError, UsageError
 from logphase.judging.stalls import summarize
 from logphase.logs.reader import READ_ERRORS, LogSource, damaged, open_sources, read_lines
@@ -199,7 +199,7 @@ def stacks(
         interval_s=interval_s if samples > 1 else 0.0,
         skew_s=skew,
     )
-    click.echo(pick(output_format, colour=use_colour()).stacks(report), nl=False)
+    click.echo(pick(output_format, colour=use_colour(), width=terminal_width()).stacks(report), nl=False)
     sys.exit(exit_code(report))
 
 

@@ -81,7 +81,8 @@ def snapshots_from_pyspy_json(threads: list[Any], pid: int | None = None) -> lis
                 thread_id=tid,
                 name=printable(str(item["thread_name"])) if item.get("thread_name") is not None else None,
                 frames=tuple(frames),
-                active=item.get("active"),
+                active=_mark(item.get("active")),
+                gil=_mark(item.get("owns_gil")),
             )
         )
         info = item.get("process_info")
@@ -119,7 +120,8 @@ def _from_logphase_json(document: dict[str, Any]) -> list[ProcessSnapshot]:
                     thread_id=str(raw.get("id", "?")),
                     name=raw.get("name"),
                     frames=frames,
-                    active=raw.get("active"),
+                    active=_mark(raw.get("active")),
+                    gil=_mark(raw.get("gil")),
                     main=bool(raw.get("main")),
                 )
             )
@@ -155,3 +157,8 @@ def parse_dump_text(text: str) -> list[ProcessSnapshot]:
         except (ValueError, json.JSONDecodeError, AttributeError, TypeError):
             pass  # a log that happens to start with `[`: parse it as text
     return parse_dumps_in_text(text.splitlines())
+
+
+def _mark(value: Any) -> bool | None:
+    """py-spy's per-thread marks are booleans; anything else in a file is no mark."""
+    return value if isinstance(value, bool) else None
