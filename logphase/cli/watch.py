@@ -106,7 +106,7 @@ class _Printer:
     "--format",
     "output_format",
     type=click.Choice(WatchFormat, case_sensitive=False),
-    default=WatchFormat.TEXT,
+    default=WatchFormat.TEXT.value,  # the value, not the member: `--help` shows `[default: text]`
     show_default=True,
     help="Transitions on stdout as lines of text, or one JSON event per line (jsonl).",
 )
