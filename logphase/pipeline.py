@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -23,10 +24,12 @@ from logphase.logs.reader import LogSource, changes, open_sources
 from logphase.logs.timeline import PhaseSpan
 from logphase.packs import PackSet
 from logphase.phases import Verdict
+from logphase.ranks import format_rank_set
 from logphase.report.model import (
     EvidenceLine,
     InputSummary,
     LastLine,
+    NextStep,
     RankRow,
     Report,
     RootCause,
@@ -41,6 +44,7 @@ if TYPE_CHECKING:  # types only: what a plain `analyze` does not run is not impo
     from logphase.baselines.records import RunRecord
     from logphase.baselines.store import RunStore
     from logphase.flight_recorder import FlightReport
+    from logphase.scan.view import LineView
     from logphase.stacks.model import StacksReport
 
 
@@ -61,6 +65,7 @@ class Options:
     fast: bool | None = None  # the fast path over steady lines (logs/fast/); None: the scan picks; the same result
     jobs: Jobs = ONE_JOB  # processes that scan big logs (logs/fast/ranges.py); the same result
     caches: Path | None = None  # where the fast path keeps its scan plans and scanners (None: nowhere)
+    tap: LineView | None = None  # shown every line the scan reads (the lines behind the verdict): the plain path
 
 
 def run(sources: list[LogSource], packs: PackSet, options: Options) -> tuple[Report, RunRecord]:
@@ -68,9 +73,7 @@ def run(sources: list[LogSource], packs: PackSet, options: Options) -> tuple[Rep
     from logphase.baselines.fingerprint import SourceTap  # hashing: only a recorded or compared run needs it
 
     tap = SourceTap(sources, packs.server_args)
-    result = _changed(
-        scan(tap.sources, packs, options.as_of, fast=options.fast, jobs=options.jobs, caches=options.caches), sources
-    )
+    result = _scanned(tap.sources, sources, packs, options)
     identity = tap.identity(result.timeline.system, result.timeline.version)
     return assemble(_inputs(sources), result, packs, options, identity=identity, last_activity=_last_write(sources))
 
@@ -80,10 +83,17 @@ def report(sources: list[LogSource], packs: PackSet, options: Options) -> Report
     a tenth of the CPU of a pass. With a baseline to compare with, it is `run`."""
     if options.baseline is not None:
         return run(sources, packs, options)[0]
-    result = _changed(
-        scan(sources, packs, options.as_of, fast=options.fast, jobs=options.jobs, caches=options.caches), sources
-    )
+    result = _scanned(sources, sources, packs, options)
     return assemble(_inputs(sources), result, packs, options, identity=None, last_activity=_last_write(sources))[0]
+
+
+def _scanned(read: list[LogSource], sources: list[LogSource], packs: PackSet, options: Options) -> ScanResult:
+    """The one scan of `read` (the sources, or their hashing taps) with the options' runtime, and what changed
+    in `sources` while they were read."""
+    result = scan(
+        read, packs, options.as_of, fast=options.fast, jobs=options.jobs, caches=options.caches, tap=options.tap
+    )
+    return _changed(result, sources)
 
 
 @overload
@@ -182,6 +192,22 @@ def assemble(
                 notes=baseline.notes,
             )
     root = judgement.root_cause
+    entry = packs.next_steps(judgement.verdict, judgement.phase, timeline.system, root.rule.id if root else None)
+    next_step = (
+        None
+        if entry is None
+        else NextStep(
+            entry.id,
+            entry.filled(
+                log=shlex.join(names) or "LOG",
+                rank=format_rank_set(culprits.ranks) if culprits.ranks else (root.rank if root else None),
+                phase=judgement.phase,
+            ),
+            entry.why_none,
+            entry.versions,
+            entry.source,
+        )
+    )
     report = Report(
         inputs=tuple(inputs),
         system=timeline.system,
@@ -229,6 +255,7 @@ def assemble(
         support=tuple(EvidenceLine(names[e.source], e.line, e.text) for e in assessment.support),
         doubts=assessment.doubts,
         unrecognised=unknown,
+        next_step=next_step,
     )
     return report, run
 

@@ -85,6 +85,16 @@ def test_every_package_is_in_the_wheel() -> None:
     assert found <= listed, sorted(found - listed)
 
 
+def test_every_folder_of_shipped_data_is_a_listed_package() -> None:
+    # GIVEN the folders under patterns/ (shipped as logphase.patterns) WHEN pyproject's lists are read
+    project = tomllib.loads((_REPO / "pyproject.toml").read_text())["tool"]["setuptools"]
+    folders = {f"logphase.patterns.{path.name}" for path in (_REPO / "patterns").iterdir() if path.is_dir()}
+    folders -= {"logphase.patterns.__pycache__"}
+    # THEN each is a package with its data listed (else setuptools warns, 40 lines, on every install)
+    assert folders <= set(project["packages"]), sorted(folders - set(project["packages"]))
+    assert folders <= set(project["package-data"]), sorted(folders - set(project["package-data"]))
+
+
 LAYERS = tuple(units for units, _ in DESIGN_LAYERS)
 LAYER_OF = {unit: index for index, units in enumerate(LAYERS) for unit in units}
 

@@ -251,7 +251,7 @@ def test_stack_dumps_in_a_log_stay_under_stacks_with_baseline_and_record(mode: s
     # THEN the dumps are judged under `stacks`: TP3 is the one behind
     assert report["stacks"]["summary"] == (
         "TP0, TP1, TP2 wait in all_reduce (torch.distributed) inside capture_one_batch_size (cuda_graph_runner.py); "
-        "TP3 is still in load_file (safetensors/torch.py) (weight_load) — TP3 is behind"
+        "TP3 is still in load_file (safetensors/torch.py) (weight_load) (waiting: idle when sampled) — TP3 is behind"
     )
     assert report["stacks"]["culprit_ranks"] == ["TP3"]
 

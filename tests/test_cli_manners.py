@@ -33,7 +33,7 @@ from tests.conftest import FIXTURES, run_cli
             ["analyze", "--format", "yaml", "x.log"],
             [
                 "logphase: error: Invalid value for '--format': "
-                "'yaml' is not one of 'table', 'json', 'markdown', 'html'.",
+                "'yaml' is not one of 'table', 'json', 'markdown', 'html', 'line'.",
                 "  hint: see 'logphase analyze --help'",
             ],
         ),

@@ -70,13 +70,13 @@ def test_format_md_documents_every_key_of_every_table_as_the_schema_has_it() -> 
 def test_every_toml_example_in_format_md_is_a_valid_pack() -> None:
     # GIVEN each ```toml block of FORMAT.md (fragments get a one-system [pack] header)
     blocks = re.findall(r"```toml\n(.*?)```", FORMAT_MD.read_text(), re.DOTALL)
-    assert len(blocks) == 5
+    assert len(blocks) == 6
     for index, block in enumerate(blocks):
         header = HEADER.replace("systems = []", 'systems = ["demo"]')
         data = tomllib.loads(block if block.startswith("[pack]") else header + block)
         # WHEN parsed THEN the schema accepts it
         pack = parse_pack(data, f"FORMAT.md block {index + 1}")
-        assert pack.rules or pack.signatures or pack.anchors or pack.server_args or pack.ignores
+        assert pack.rules or pack.signatures or pack.anchors or pack.server_args or pack.ignores or pack.next_steps
 
 
 @pytest.mark.parametrize(

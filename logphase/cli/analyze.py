@@ -12,6 +12,7 @@ from logphase import pipeline
 from logphase.api import open_run
 from logphase.cli.common import (
     FORMATS,
+    PHASES,
     PID,
     cache_folder,
     db_option,
@@ -19,6 +20,7 @@ from logphase.cli.common import (
     jobs_option,
     load_all_packs,
     parse_as_of,
+    parse_moment,
     patterns_option,
     stall_after_option,
     terminal_width,
@@ -26,11 +28,15 @@ from logphase.cli.common import (
 )
 from logphase.cli.live_stacks import check_pid, take_stacks
 from logphase.cli.progress import progress_on_stderr
-from logphase.errors import StoreError
+from logphase.errors import StoreError, UsageError
+from logphase.phases import Phase
 from logphase.report.formats import OutputFormat, pick
 
 if TYPE_CHECKING:  # types only: a plain `analyze` imports neither the run store nor the dump reader
     from logphase.baselines.store import RunStore
+    from logphase.packs import PackSet
+    from logphase.report.model import Report
+    from logphase.scan.view import LineView
 
 
 @click.command()
@@ -58,6 +64,29 @@ if TYPE_CHECKING:  # types only: a plain `analyze` imports neither the run store
     help="The running server's main process: its ranks' live stacks are judged with the logs "
     "(where each rank waits, the odd ranks out).",
 )
+@click.option(
+    "--rank",
+    "ranks",
+    multiple=True,
+    metavar="RANK",
+    help="Show the lines of RANK (as the server names it: TP3, 'DP0 TP3', 'rank 3'; TP3 is also 'DP0 TP3'; "
+    "main: the untagged process); repeatable.",
+)
+@click.option("--phase", "phases", type=PHASES, multiple=True, help="Show the lines of a phase; repeatable.")
+@click.option(
+    "--since", "since_text", metavar="TIME", help="Show the lines from TIME on (a date and time, or HH:MM[:SS])."
+)
+@click.option("--until", "until_text", metavar="TIME", help="Show the lines up to TIME.")
+@click.option("--tail", "tail", type=click.IntRange(min=1), metavar="N", help="Show the last N lines chosen.")
+@click.option(
+    "-C",
+    "--context",
+    "context",
+    type=click.IntRange(min=0),
+    default=0,
+    metavar="N",
+    help="Show N lines around each line chosen.",
+)
 @stall_after_option
 @jobs_option
 @db_option
@@ -74,6 +103,12 @@ def analyze(
     db_path: Path | None,
     pattern_paths: tuple[Path, ...],
     jobs: int | None,
+    ranks: tuple[str, ...] = (),
+    phases: tuple[Phase, ...] = (),
+    since_text: str | None = None,
+    until_text: str | None = None,
+    tail: int | None = None,
+    context: int = 0,
 ) -> None:
     """Which phase each rank reached, whether the server is ready, progressing, stalled or crashed,
     and the line that explains it.
@@ -86,6 +121,17 @@ def analyze(
     With --pid, the running server's ranks are sampled with py-spy and their stacks judged with the
     logs: where each rank waits, and the odd rank out as the culprit where the logs name none.
 
+    --rank, --phase, --since, --until, --tail and -C print the lines behind the verdict instead of the
+    report, grep's way: `path:line  rank  what it counts as  the line` (the verdict on stderr, in one line).
+    --format line prints the verdict in one line: `verdict | phase | rank | reason | path:line`.
+
+    \b
+    Examples:
+      logphase analyze server.log
+      logphase analyze server.log --rank TP3 --tail 20
+      logphase analyze server.log --phase cuda_graph --since 10:01 -C 2
+      logphase analyze server.log --format line
+
     Exit: 0 ready, 4 stalled/crashed/aborted/timeout, 5 still starting, 6 unknown (or a success the
     evidence does not carry), 3 unreadable input or no such --pid.
     """
@@ -97,6 +143,11 @@ def analyze(
     as_of = parse_as_of(as_of_text)
     if post_mortem is None:
         post_mortem = all(source.finished for source in sources)
+    tap = _line_view(packs, [s.name for s in sources], ranks, phases, since_text, until_text, tail, context)
+    if tap is not None and output_format is OutputFormat.HTML:
+        raise UsageError(
+            "the lines behind the verdict have no html form", hint="use --format table, json, markdown or line"
+        )
     store: RunStore | None = None
     store_error: StoreError | None = None
     if baseline_ref is not None or record_run:
@@ -115,6 +166,7 @@ def analyze(
             stall_after_s=stall_after_s,
             jobs=jobs_from(jobs),
             caches=cache,
+            tap=tap,
         )
         with progress_on_stderr(sources):
             if record_run and store is not None:
@@ -128,5 +180,51 @@ def analyze(
     finally:
         if store is not None:
             store.close()
-    click.echo(pick(output_format, colour=use_colour(), width=terminal_width()).analysis(report), nl=False)
+    if tap is not None and output_format is not OutputFormat.LINE:
+        _print_view(tap, report, output_format)
+    else:
+        click.echo(pick(output_format, colour=use_colour(), width=terminal_width()).analysis(report), nl=False)
     sys.exit(int(report.exit_code))
+
+
+def _line_view(
+    packs: PackSet,
+    names: list[str],
+    ranks: tuple[str, ...],
+    phases: tuple[Phase, ...],
+    since_text: str | None,
+    until_text: str | None,
+    tail: int | None,
+    context: int,
+) -> LineView | None:
+    """The tap that keeps the lines behind the verdict, when any option asks for them."""
+    if not (ranks or phases or since_text or until_text or tail is not None or context):
+        return None
+    from logphase.scan.view import LineView, Selection
+
+    selection = Selection(
+        ranks=ranks,
+        phases=phases,
+        since=parse_moment("--since", since_text) if since_text else None,
+        until=parse_moment("--until", until_text) if until_text else None,
+        tail=tail,
+        context=context,
+    )
+    return LineView(packs, names, selection)
+
+
+def _print_view(tap: LineView, report: Report, output_format: OutputFormat) -> None:
+    from logphase.report.formats.line import report_line
+    from logphase.report.view import view_json, view_markdown, view_text
+
+    view = tap.view()
+    if output_format is OutputFormat.JSON:
+        click.echo(view_json(view, report), nl=False)
+        return
+    if output_format is OutputFormat.MARKDOWN:
+        click.echo(view_markdown(view, report), nl=False)
+        return
+    click.echo(view_text(view), nl=False)
+    if not view.hits:
+        click.echo(f"logphase: no line of {view.read} read was chosen", err=True)
+    click.echo(report_line(report), nl=False, err=True)

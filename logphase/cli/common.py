@@ -6,7 +6,7 @@ import math
 import os
 import shutil
 import sys
-from datetime import datetime
+from datetime import datetime, time
 from pathlib import Path
 
 import click
@@ -14,10 +14,13 @@ import click
 from logphase.errors import UsageError
 from logphase.jobs import MIN_PARALLEL_BYTES, RANGE_BYTES, Jobs, usable_cores
 from logphase.packs import PackSet, load_packs, user_pack_dir
+from logphase.phases import Phase
 from logphase.report.formats import DEFAULT_WIDTH, OutputFormat
 
 # `--format`: the command receives the OutputFormat itself (its value is what one types)
 FORMATS = click.Choice(OutputFormat, case_sensitive=False)
+# `--phase`: a phase id as `patterns list` and the reports write it
+PHASES = click.Choice(Phase, case_sensitive=False)
 # `runs list|show`: a list of runs has no page of its own, so no html
 TIME_FORMATS = (
     "%Y-%m-%d %H:%M:%S.%f",
@@ -177,6 +180,25 @@ def parse_as_of(text: str | None) -> datetime:
             continue
     raise UsageError(
         f"--as-of {text!r} is not a time", hint="write it as 'YYYY-MM-DD HH:MM:SS' (local time, as the log)"
+    )
+
+
+def parse_moment(option: str, text: str) -> datetime | time:
+    """A time as `--as-of` takes it, or a time of day (`HH:MM`, `HH:MM:SS`): on the date of the log's first stamp."""
+    for fmt in ("%H:%M:%S", "%H:%M"):
+        try:
+            return datetime.strptime(text.strip(), fmt).time()
+        except ValueError:
+            continue
+    for fmt in TIME_FORMATS:
+        try:
+            return datetime.strptime(text.strip(), fmt)
+        except ValueError:
+            continue
+    raise UsageError(
+        f"{option} {text!r} is not a time",
+        hint="write it as 'YYYY-MM-DD HH:MM:SS' or 'HH:MM[:SS]' (local time, as the log; a time of day "
+        "is on the date of the log's first stamp)",
     )
 
 

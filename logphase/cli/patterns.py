@@ -21,8 +21,15 @@ from logphase.inventory.coverage import (
 )
 from logphase.inventory.files import SYSTEMS, build_inventory, builtin_inventory_dir, data_path, read_inventory
 from logphase.logs.matcher import explain as explain_line
-from logphase.packs import builtin_pack_paths, check_pack_examples, check_pack_regexes, expand_pack_paths, load_packs
-from logphase.phases import Phase
+from logphase.packs import (
+    Rule,
+    builtin_pack_paths,
+    check_pack_examples,
+    check_pack_regexes,
+    expand_pack_paths,
+    load_packs,
+)
+from logphase.phases import MAIN_PROCESS_PHASES, EventKind, Phase
 
 REGEX_TABLES = ("prefixes", "rules", "signatures", "anchors", "server_args", "ignores")
 
@@ -100,7 +107,7 @@ def explain(line: str, pattern_paths: tuple[Path, ...]) -> None:
     prefix = result.prefix
     click.echo(f"prefix:  {', '.join(prefix.prefixes) or '(none)'}")
     click.echo(f"time:    {prefix.time or '-'}")
-    click.echo(f"rank:    {prefix.rank or '(main process)'}")
+    click.echo(f"rank:    {prefix.rank or _untagged(result.matches[0][0] if result.matches else None)}")
     click.echo(f"message: {result.message}")
     if not result.matches:
         click.echo("no rule matches")
@@ -200,3 +207,11 @@ def coverage(
             if decision.outcome == UNDECIDED:
                 entry = decision.entry
                 click.echo(f"{entry.system} {entry.file}:{entry.line} [{entry.level}] {decision.line}")
+
+
+def _untagged(rule: Rule | None) -> str:
+    """Whose a line without a rank tag is, as the timeline gives it (logs/timeline.py): a tqdm bar outside the
+    main process's phases is the lowest rank's (rank 0 prints it), any other line the main process's."""
+    if rule is not None and rule.kind is EventKind.PROGRESS and rule.phase not in MAIN_PROCESS_PHASES:
+        return "(no tag: the lowest rank's, as a progress bar is rank 0's)"
+    return "(main process)"

@@ -19,6 +19,7 @@ from logphase.cli.common import (
     parse_as_of,
     patterns_option,
     store_lock_timeout,
+    terminal_width,
 )
 from logphase.errors import StoreError, UsageError
 from logphase.logs.reader import open_sources
@@ -131,7 +132,7 @@ def list_runs(output_format: OutputFormat, db_path: Path | None) -> None:
             unreadable = store.unreadable
     for note in unreadable:
         click.echo(f"logphase: note: {note}", err=True)
-    click.echo(pick(output_format).runs(records, db=path if path.exists() else None), nl=False)
+    click.echo(pick(output_format, width=terminal_width()).runs(records, db=path if path.exists() else None), nl=False)
     if not records:
         click.echo(f"no readable runs ({path})" if unreadable else f"no runs recorded yet ({path})", err=True)
 

@@ -12,7 +12,7 @@ from typing import cast
 
 import click
 
-from logphase.cli.common import FORMATS, PID, load_all_packs, patterns_option, seconds, use_colour
+from logphase.cli.common import FORMATS, PID, load_all_packs, patterns_option, seconds, terminal_width, use_colour
 from logphase.errors import ExitCode, InputError, UsageError
 from logphase.judging.stalls import summarize
 from logphase.logs.reader import READ_ERRORS, LogSource, damaged, open_sources, read_lines
@@ -267,7 +267,7 @@ def stacks(
         skew_s=skew,
         by_node=transport is not None,
     )
-    click.echo(pick(output_format, colour=use_colour()).stacks(report), nl=False)
+    click.echo(pick(output_format, colour=use_colour(), width=terminal_width()).stacks(report), nl=False)
     sys.exit(exit_code(report))
 
 

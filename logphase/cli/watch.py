@@ -29,6 +29,7 @@ from logphase.logs.fast.caches import FastCaches
 from logphase.report.formats import OutputFormat, pick
 from logphase.stacks.model import StacksReport
 from logphase.watch.health import parse_url
+from logphase.watch.hooks import HOOK_TIMEOUT_S, Hooks
 from logphase.watch.loop import WatchRequest
 from logphase.watch.loop import watch as run_watch
 from logphase.watch.state import Transition, format_clock
@@ -106,9 +107,21 @@ class _Printer:
     "--format",
     "output_format",
     type=click.Choice(WatchFormat, case_sensitive=False),
-    default=WatchFormat.TEXT,
+    default=WatchFormat.TEXT.value,  # the value, not the member: `--help` shows `[default: text]`
     show_default=True,
     help="Transitions on stdout as lines of text, or one JSON event per line (jsonl).",
+)
+@click.option("--on-ready", "on_ready", metavar="CMD", help="Run CMD (a shell command) when the server is ready.")
+@click.option("--on-stall", "on_stall", metavar="CMD", help="Run CMD when the watch ends on a stall.")
+@click.option("--on-crash", "on_crash", metavar="CMD", help="Run CMD when it ends on a crash, an abort or a timeout.")
+@click.option(
+    "--hook-timeout",
+    "hook_timeout_s",
+    type=click.FloatRange(min=0, min_open=True),
+    default=HOOK_TIMEOUT_S,
+    show_default=True,
+    metavar="S",
+    help="Kill a hook that runs longer than S seconds.",
 )
 @db_option
 @patterns_option
@@ -123,6 +136,10 @@ def watch(
     output_format: WatchFormat,
     db_path: Path | None,
     pattern_paths: tuple[Path, ...],
+    on_ready: str | None = None,
+    on_stall: str | None = None,
+    on_crash: str | None = None,
+    hook_timeout_s: float = HOOK_TIMEOUT_S,
 ) -> None:
     """Follow a starting server's log and tell, live, whether it is ready, still starting, stalled
     or crashed. Rotation and truncation are handled; '-' reads standard input, e.g.
@@ -132,6 +149,18 @@ def watch(
     (starting or warming up), 200 (ready), no answer; only the URL can say ready then. Phase and
     health changes and the outcome go to stdout (--format jsonl: one JSON event per line); notes,
     and on a terminal one status line updated in place, go to stderr.
+
+    --on-ready, --on-stall and --on-crash run a shell command once the outcome is judged, with
+    LOGPHASE_VERDICT, LOGPHASE_PHASE, LOGPHASE_RANK, LOGPHASE_REASON, LOGPHASE_WHERE (path:line),
+    LOGPHASE_EXIT_CODE and LOGPHASE_LINE (analyze --format line's) in its environment; its output goes
+    to no stream of the watch; past --hook-timeout it is killed; a hook that fails is said on stderr
+    and changes no exit code.
+
+    \b
+    Examples:
+      logphase watch server.log --url http://localhost:30000
+      kubectl logs -f POD | logphase watch -
+      logphase watch server.log --on-stall 'logphase stacks --pid 1234 > stacks.txt'
 
     Exit: 0 ready, 4 crashed or stalled, 5 --timeout (or an interrupt) ended it first, 3 unreadable
     input or no such --pid.
@@ -153,6 +182,9 @@ def watch(
         record=record_run,
         caches=FastCaches.at(cache_folder()),  # as analyze: the scan plan and compiled scanners of a run before
         stdin=sys.stdin.buffer if log == "-" else None,
+        hooks=Hooks(on_ready, on_stall, on_crash, hook_timeout_s, dict(os.environ))
+        if on_ready or on_stall or on_crash
+        else None,
     )
     printer = _Printer(jsonl=output_format is WatchFormat.JSONL)
     ended = run_watch(

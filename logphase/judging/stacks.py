@@ -82,6 +82,11 @@ def judge_stacks(
                 else ": the peer it waits for is not in this snapshot; look at the other ranks"
             )
             return StacksJudgement((), group.state, text + advice, True, (group,))
+        if samples == 1 and group.moving is not None:
+            # one sample: py-spy's mark says running or idle, not whether the stack ever changes
+            return StacksJudgement(
+                (), group.state, f"{text}{motion(group.moving, samples)}; take --samples 3 to see it move", False, ()
+            )
         if group.moving is True:
             return StacksJudgement(
                 (), group.state, f"{text}: working, their stacks change between samples; still starting", False, ()
@@ -101,7 +106,7 @@ def judge_stacks(
     if waiting and others and n_wait >= n_other:
         culprits = [label for g in others for label in g.labels]
         parts = [describe(g.labels, g.classification) for g in waiting]
-        parts += [describe(g.labels, g.classification, still=True) + motion(g.moving) for g in others]
+        parts += [describe(g.labels, g.classification, still=True) + motion(g.moving, samples) for g in others]
         verb = "is" if len(culprits) == 1 else "are"
         headline = "; ".join(parts) + f" — {list_ranks(culprits)} {verb} behind"
         return StacksJudgement(tuple(culprits), others[0].state, headline, True, tuple(others))
@@ -115,7 +120,7 @@ def judge_stacks(
         rest = [g for g in peer_groups if g not in odd]
         culprits = [label for g in odd for label in g.labels]
         verb = "differs" if len(culprits) == 1 else "differ"
-        parts = [describe(g.labels, g.classification) + motion(g.moving) for g in odd]
+        parts = [describe(g.labels, g.classification) + motion(g.moving, samples) for g in odd]
         parts += [describe(g.labels, g.classification) for g in rest]
         return StacksJudgement(
             tuple(culprits),
@@ -125,11 +130,12 @@ def judge_stacks(
             tuple(odd),
         )
 
-    parts = [describe(g.labels, g.classification) + motion(g.moving) for g in peer_groups]
+    parts = [describe(g.labels, g.classification) + motion(g.moving, samples) for g in peer_groups]
     if all(g.state in WAIT_STATES for g in peer_groups):
         headline = "ranks wait in different places: " + "; ".join(parts) + " — mismatched collectives"
         return StacksJudgement((), peer_groups[0].state, headline, True, tuple(peer_groups))
-    stuck = any(g.moving is False for g in peer_groups) or bool(waiting)
+    # of one sample, not moving is py-spy's idle mark: a wait, not a frozen stack
+    stuck = (samples > 1 and any(g.moving is False for g in peer_groups)) or bool(waiting)
     return StacksJudgement((), peer_groups[0].state, "ranks are split: " + "; ".join(parts), stuck, tuple(peer_groups))
 
 
@@ -169,7 +175,10 @@ def describe(labels: Sequence[str], cls: Classification, fatal: str | None = Non
     return f"{who} {verbs.get(cls.state, default)}"
 
 
-def motion(moving: bool | None) -> str:
+def motion(moving: bool | None, samples: int = 2) -> str:
+    """What a group's motion says; of one sample, what py-spy's mark on its main thread says."""
+    if samples == 1:
+        return {True: " (working: on the CPU when sampled)", False: " (waiting: idle when sampled)", None: ""}[moving]
     if moving is True:
         return " (working: its stack changes between samples)"
     if moving is False:

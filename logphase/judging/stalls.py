@@ -22,7 +22,7 @@ from logphase.stacks.model import (
     ThreadStack,
     TreeNode,
 )
-from logphase.stacks.tree import build_tree, divergence_frame, path_of, selected_threads
+from logphase.stacks.tree import build_tree, divergence_frame, lines_of, path_of, selected_threads
 
 # States that name the startup phase a wait happens in ("waits in all_reduce inside capture").
 CONTEXT_STATES = frozenset({"weight_load", "kv_cache", "cuda_graph", "compile", "import", "rendezvous"})
@@ -136,11 +136,16 @@ class _Member:
 def _working(member: _Member, classifier: Classifier) -> bool | None:
     """Whether the process works: its stack changed between samples, or it stayed on the CPU in the
     same stack (a loop, a kernel launch) — except where it waits: NCCL and CUDA busy-poll while a
-    collective hangs, so CPU time there is no progress."""
+    collective hangs, so CPU time there is no progress. One sample (no motion to compare) is judged by
+    py-spy's own mark on the main thread: active (running) works where it does not wait, idle (in a
+    system call) does not work."""
     snap = member.snap
-    if snap.moving or not snap.busy:
-        return snap.moving
     main = next((t for t in member.threads if t.main), member.threads[0])
+    busy = snap.busy if snap.busy is not None or snap.moving is not None else main.active
+    if snap.moving or busy is None:
+        return snap.moving
+    if not busy:
+        return snap.moving if snap.moving is not None else False
     return classifier.classify(main.frames).state not in WAIT_STATES
 
 
@@ -200,7 +205,11 @@ def summarize(
         )
     groups.sort(key=lambda g: (not g.peer, -len(g.labels), natural_key(g.labels[0])))
 
-    tree = build_tree((member.label, path_of(thread), None) for member in members for thread in member.threads)
+    threads_read = [(member.label, thread) for member in members for thread in member.threads]
+    tree = build_tree(
+        ((label, path_of(thread), None) for label, thread in threads_read),
+        (lines_of(thread) for _, thread in threads_read),
+    )
     tree = _mark_states(tree, groups)
 
     peer_groups = [g for g in groups if g.peer]

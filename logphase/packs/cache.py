@@ -36,9 +36,10 @@ PICKLED = {
         "FrameAnchor",
         "ServerArgsFormat",
         "IgnoreEntry",
+        "NextSteps",
         "PackRegex",
     },
-    "logphase.phases": {"Phase", "EventKind", "Role"},
+    "logphase.phases": {"Phase", "EventKind", "Role", "Verdict"},
 }
 
 

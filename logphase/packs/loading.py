@@ -17,6 +17,7 @@ from logphase.packs.cache import PackCache, PackFile
 from logphase.packs.model import (
     FrameAnchor,
     IgnoreEntry,
+    NextSteps,
     Pack,
     PackRegex,
     PackSet,
@@ -30,6 +31,7 @@ from logphase.packs.regex_safety import MAX_REGEX_CHARS, MAX_REGEX_NESTING, PROB
 from logphase.packs.schema import (
     ANCHOR,
     IGNORE,
+    NEXT,
     PACK,
     PREFIX,
     RULE,
@@ -40,9 +42,10 @@ from logphase.packs.schema import (
     check_top_level,
     checked,
     checked_budgets,
+    did_you_mean,
     where,
 )
-from logphase.phases import EventKind, Phase, Role
+from logphase.phases import EventKind, Phase, Role, Verdict
 
 SCHEMA = 1
 # A user regex that backtracks for longer than this on one line is stopped, not waited for.
@@ -160,12 +163,13 @@ def _checked_packs(
     for pack in packs:
         ids = [p.id for p in pack.prefixes] + [r.id for r in pack.rules]
         ids += [s.id for s in pack.signatures] + [a.id for a in pack.anchors] + [f.id for f in pack.server_args]
-        ids += [i.id for i in pack.ignores]
+        ids += [i.id for i in pack.ignores] + [n.id for n in pack.next_steps]
         for item_id in ids:
             if item_id in seen:
                 raise PackError(
                     f"{pack.path}: id {item_id!r} is defined twice (also in {seen[item_id]})",
-                    hint="every prefix, rule, signature, anchor, server_args and ignore id must be unique across packs",
+                    hint="every prefix, rule, signature, anchor, server_args, ignore and next id must be unique "
+                    "across packs",
                 )
             seen[item_id] = pack.path
     pack_set = PackSet(tuple(packs), digest=digest)
@@ -278,6 +282,7 @@ def parse_pack(data: Mapping[str, Any], path: str, *, trusted: bool = False, lin
         job=header["job"],
         process_tags=_process_tags(header["process_tags"], path),
         ignores=tuple(_parse_ignore(item, name, path, systems, trusted) for item in _items(data, IGNORE, path)),
+        next_steps=tuple(_parse_next(item, name, path, pack_system, trusted) for item in _items(data, NEXT, path)),
     )
 
 
@@ -289,6 +294,46 @@ def _process_tags(names: list[str], path: str) -> tuple[str, ...]:
                 hint='a name as it opens the tag, letters, digits and `_`: `(APIServer pid=1) ` → "APIServer"',
             )
     return tuple(names)
+
+
+def _parse_next(
+    entry: tuple[str, dict[str, Any]], pack: str, path: str, pack_system: str | None, trusted: bool
+) -> NextSteps:
+    place, item = entry
+    verdicts = _names(item["verdicts"], Verdict, "verdict", path, place)
+    phases = _names(item["phases"], Phase, "phase", path, place)
+    steps, why_none = tuple(item["steps"]), item["why_none"]
+    if bool(steps) == bool(why_none) or any(not step.strip() for step in steps):
+        raise PackError(
+            f"{path}: {place}: give 'steps' (each a non-empty string) or 'why_none', one of the two",
+            hint="steps: what to do next, in order; why_none: why there is nothing to do",
+        )
+    system = item["system"] if item["system"] is not None else pack_system
+    causes = item["causes"]
+    return NextSteps(
+        id=item["id"],
+        pack=pack,
+        verdicts=frozenset(Verdict(v) for v in verdicts),
+        phases=frozenset(Phase(p) for p in phases),
+        system=system or None,
+        causes=_compile(causes, "", path, place, trusted) if causes else None,
+        steps=steps,
+        why_none=why_none,
+        versions=item["versions"],
+        source=item["source"],
+    )
+
+
+def _names(values: list[str], enum: type[Verdict] | type[Phase], what: str, path: str, place: str) -> list[str]:
+    """Enum values given by name (`stalled`, `cuda_graph`), each checked."""
+    known = [str(member.value) for member in enum]
+    for value in values:
+        if value not in known:
+            raise PackError(
+                f"{path}: {place}: unknown {what} {value!r}{did_you_mean(value, known)}",
+                hint=f"{what}s: " + ", ".join(known),
+            )
+    return values
 
 
 def _parse_ignore(
@@ -481,10 +526,12 @@ def check_pack_regexes(pack_set: PackSet, only: Collection[str] | None = None) -
             *pack.server_args,
             *pack.ignores,
         ]
-        for item in regexes:
+        searched = [(item.id, item.pattern) for item in regexes]
+        searched += [(entry.id, entry.causes) for entry in pack.next_steps if entry.causes is not None]
+        for item_id, pattern in searched:
             failures += [
-                f"{pack.path}: {item.id}: the regex can backtrack without bound: {hazard.describe()}"
-                for hazard in hazards(item.pattern.text, item.pattern.ignore_case)
+                f"{pack.path}: {item_id}: the regex can backtrack without bound: {hazard.describe()}"
+                for hazard in hazards(pattern.text, pattern.ignore_case)
             ]
     return failures
 

@@ -14,7 +14,7 @@ from logphase.bounded import in_calendar, rank_label, read_int, read_rank
 from logphase.errors import PackError
 from logphase.packs.regex_facts import EDGE_KEY, LEAD_KEY, WORD, index_key
 from logphase.packs.stamp_text import read_stamp
-from logphase.phases import EventKind, Phase, Role
+from logphase.phases import EventKind, Phase, Role, Verdict
 
 CANDIDATE_CACHE = 4096
 WORD_CACHE = 65536
@@ -304,6 +304,45 @@ class IgnoreEntry:
 
 
 @dataclass(frozen=True)
+class NextSteps:
+    """What to do next for some verdicts in some phases of a system (`[[next]]`): steps, or why none."""
+
+    id: str
+    pack: str
+    verdicts: frozenset[Verdict]
+    phases: frozenset[Phase]  # empty: any phase, or none
+    system: str | None  # None: any system
+    causes: PackRegex | None  # searched in the root cause's rule id
+    steps: tuple[str, ...]
+    why_none: str
+    versions: str
+    source: str
+
+    def specificity(self, verdict: Verdict, phase: Phase | None, system: str | None, cause: str | None) -> int | None:
+        """How closely it answers (higher: closer), None when it does not: a cause named outweighs a
+        system, a system a phase."""
+        if verdict not in self.verdicts:
+            return None
+        if self.phases and phase not in self.phases:
+            return None
+        if self.system is not None and self.system != system:
+            return None
+        if self.causes is not None and (cause is None or self.causes.search(cause) is None):
+            return None
+        return 4 * (self.causes is not None) + 2 * (self.system is not None) + bool(self.phases)
+
+    def filled(self, *, log: str, rank: str | None, phase: Phase | None) -> tuple[str, ...]:
+        """The steps with the report's own log, rank and phase where they name them (`{log}`, `{rank}`, `{phase}`)."""
+        values = {"{log}": log, "{rank}": rank or "RANK", "{phase}": phase.value if phase else "PHASE"}
+        out = []
+        for step in self.steps:
+            for placeholder, value in values.items():
+                step = step.replace(placeholder, value)
+            out.append(step)
+        return tuple(out)
+
+
+@dataclass(frozen=True)
 class Pack:
     name: str
     path: str
@@ -318,6 +357,7 @@ class Pack:
     job: bool = False  # the pack's systems are jobs that end, not servers
     process_tags: tuple[str, ...] = ()  # `(Name pid=N) ` tags the system prints itself (not a Ray envelope)
     ignores: tuple[IgnoreEntry, ...] = ()  # `[[ignore]]`: read only by the source inventory
+    next_steps: tuple[NextSteps, ...] = ()  # `[[next]]`: what to do after a verdict
 
 
 @dataclass(frozen=True)
@@ -392,6 +432,18 @@ class PackSet:
     @property
     def server_args(self) -> tuple[ServerArgsFormat, ...]:
         return tuple(found for pack in self.packs for found in pack.server_args)
+
+    def next_steps(
+        self, verdict: Verdict, phase: Phase | None, system: str | None, cause: str | None = None
+    ) -> NextSteps | None:
+        """The `[[next]]` entry that answers most closely (the first loaded among equals); None when none does."""
+        best: tuple[int, NextSteps] | None = None
+        for pack in self.packs:
+            for entry in pack.next_steps:
+                score = entry.specificity(verdict, phase, system, cause)
+                if score is not None and (best is None or score > best[0]):
+                    best = (score, entry)
+        return best[1] if best is not None else None
 
     def frame_phase(self, key: str) -> Phase | None:
         """The phase a `function (file)` frame proves, if any."""

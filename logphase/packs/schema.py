@@ -254,7 +254,43 @@ IGNORE = Table(
     "Messages of the source inventory the pack knowingly leaves unmatched (`patterns coverage`); never "
     "read by the matcher.",
 )
-ARRAYS = (PREFIX, RULE, SIGNATURE, ANCHOR, SERVER_ARGS, IGNORE)
+# what a step may name, filled in from the report: the logs as given, the rank it is about, the phase
+NEXT_PLACEHOLDERS = ("{log}", "{rank}", "{phase}")
+NEXT = Table(
+    "[[next]]",
+    (
+        ID,
+        Key("verdicts", STRINGS, True, "the verdicts it answers (`stalled`, `crashed`, …)"),
+        Key("phases", STRINGS, False, "the phases it answers; any phase (or none) when empty", default=[]),
+        Key(
+            "system",
+            STRING,
+            False,
+            "the system it answers; default the pack's one system; `\"\"`: any system (a generic pack's default)",
+        ),
+        Key(
+            "causes",
+            STRING,
+            False,
+            "a regex searched in the root cause's rule id (`^cuda\\.oom\\.`): it answers only such a cause",
+        ),
+        Key(
+            "steps",
+            STRINGS,
+            False,
+            "what to do next, in order, each naming the server's own flag or variable; "
+            + ", ".join(f"`{p}`" for p in NEXT_PLACEHOLDERS)
+            + " are filled in from the report",
+            default=[],
+        ),
+        Key("why_none", STRING, False, "instead of steps: why there is nothing to do", default=""),
+        Key("versions", STRING, False, "the versions whose flags and variables the steps name", default=""),
+        Key("source", STRING, True, "where the flags and variables are defined (the server's source file)"),
+    ),
+    "What an operator does next for a verdict in a phase of a system: the most specific entry answers "
+    "(a cause, then a system, then a phase named beats none).",
+)
+ARRAYS = (PREFIX, RULE, SIGNATURE, ANCHOR, SERVER_ARGS, IGNORE, NEXT)
 TABLES = (PACK, *ARRAYS)
 TOP_LEVEL = ("pack", *(table.title.strip("[]") for table in ARRAYS))
 

@@ -11,7 +11,7 @@ from pathlib import PurePath
 from logphase.durations import format_duration
 from logphase.phases import MAIN_PROCESS_PHASES, Phase, Verdict
 from logphase.ranks import format_rank_set
-from logphase.report.model import Report, SpanRow
+from logphase.report.model import NextStep, Report, SpanRow
 from logphase.report.sections import FlightSection
 
 
@@ -46,7 +46,7 @@ class Finding:
 
 
 def findings(report: Report) -> list[tuple[Finding, ...]]:
-    """What the baseline, the in-log stacks, the flight recorder and the notes say, one block each."""
+    """What the baseline, the in-log stacks, the flight recorder, the next steps and the notes say, one block each."""
     blocks: list[tuple[Finding, ...]] = []
     if report.baseline is not None and (summary := report.baseline.summary()):
         blocks.append((Finding("Baseline", summary),))
@@ -55,9 +55,22 @@ def findings(report: Report) -> list[tuple[Finding, ...]]:
         blocks.append((Finding("Stacks in the log", stall.summary),))
     if report.flight_recorder is not None:
         blocks.append(_flight_findings(report.flight_recorder))
+    if report.next_step is not None:
+        blocks.append(_next_findings(report.next_step))
     if report.notes:
         blocks.append(tuple(Finding("note", note) for note in report.notes))
     return blocks
+
+
+def _next_findings(step: NextStep) -> tuple[Finding, ...]:
+    """`Next: <step>` a line each (the versions whose flags they name under the last), or why there is none."""
+    if not step.steps:
+        return (Finding("Next", step.why_none),)
+    last = len(step.steps) - 1
+    return tuple(
+        Finding("Next", text, f"(flags and variables of {step.versions})" if i == last and step.versions else None)
+        for i, text in enumerate(step.steps)
+    )
 
 
 def _flight_findings(flight: FlightSection) -> tuple[Finding, ...]:

@@ -87,6 +87,17 @@ class LastLine:
 
 
 @dataclass(frozen=True)
+class NextStep:
+    """What to do next for this verdict (a pack's `[[next]]` entry, its placeholders filled): steps, or why none."""
+
+    id: str
+    steps: tuple[str, ...]
+    why_none: str
+    versions: str
+    source: str
+
+
+@dataclass(frozen=True)
 class Report:
     inputs: tuple[InputSummary, ...]
     system: str | None
@@ -114,6 +125,7 @@ class Report:
     support: tuple[EvidenceLine, ...] = ()  # the lines the verdict rests on
     doubts: tuple[str, ...] = ()  # what speaks against it, said, never silently resolved
     unrecognised: tuple[UnknownTemplate, ...] = ()  # when nothing was recognised: what the packs missed
+    next_step: NextStep | None = None  # what to do next (the packs' `[[next]]`)
 
     @property
     def exit_code(self) -> ExitCode:
@@ -206,6 +218,15 @@ class Report:
                 {"template": t.template, "count": t.count, "line": t.line, "example": t.example}
                 for t in self.unrecognised
             ],
+            "next": None
+            if self.next_step is None
+            else {
+                "id": self.next_step.id,
+                "steps": list(self.next_step.steps),
+                "why_none": self.next_step.why_none or None,
+                "versions": self.next_step.versions or None,
+                "source": self.next_step.source,
+            },
         }
 
 

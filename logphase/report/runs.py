@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from logphase.durations import format_duration
+from logphase.report.text_table import fit
 
 if TYPE_CHECKING:  # types only: a report's formats do not import the run records
     from logphase.baselines.records import RunRecord
@@ -19,10 +20,11 @@ _LIST_HEADERS = ["id", "recorded", "outcome", "setup", "lines", "stopped", "read
 _PHASE_HEADERS = ["phase", "began after", "took", "first line", "last line", "ended"]
 
 
-def render_runs_table(runs: Sequence[RunRecord]) -> str:
+def render_runs_table(runs: Sequence[RunRecord], width: int | None = None) -> str:
     from tabulate import tabulate  # imported on use: `analyze --format json` does not need it (~12 ms)
 
-    return tabulate(_list_rows(runs), headers=_LIST_HEADERS, tablefmt="simple")
+    rows = [["" if cell is None else str(cell) for cell in row] for row in _list_rows(runs)]
+    return tabulate(fit(rows, _LIST_HEADERS, width), headers=_LIST_HEADERS, tablefmt="simple")
 
 
 def render_runs_markdown(runs: Sequence[RunRecord]) -> str:

@@ -45,7 +45,7 @@ def render_tree(report: StacksReport, *, colour: bool = False, max_chain: int = 
             if skipped:
                 lines.append(paint(f"… {skipped} frame{'s' if skipped != 1 else ''} …", "dim", colour))
                 skipped = 0
-            text = item.key
+            text = with_lines(item.key, item.lines)
             if item.state:
                 text += "  " + paint(f"[{item.state}]", _state_colour(item.state), colour)
             lines.append(text)
@@ -65,7 +65,19 @@ def render_tree(report: StacksReport, *, colour: bool = False, max_chain: int = 
     return "\n".join(out)
 
 
-def _moving(group: Group) -> str:
+def with_lines(key: str, lines: tuple[int, ...]) -> str:
+    """`capture (cuda_graph_runner.py:812)`: a frame key with the lines its threads are at (`:812,815`; `:812,…`
+    past three)."""
+    if not lines or not key.endswith(")"):
+        return key
+    shown = ",".join(str(n) for n in lines[:3]) + (",…" if len(lines) > 3 else "")
+    return f"{key[:-1]}:{shown})"
+
+
+def _moving(group: Group, samples: int) -> str:
+    """Of several samples, whether the stack moved; of one, py-spy's mark (on the CPU, or idle)."""
+    if samples == 1:
+        return {True: "working (on CPU)", False: "waiting (idle)", None: "-"}[group.moving]
     return {True: "working", False: "frozen", None: "-"}[group.moving]
 
 
@@ -79,7 +91,7 @@ def group_rows(report: StacksReport) -> list[list[str]]:
                 format_rank_set(group.labels),
                 str(len(group.labels)),
                 group.state,
-                _moving(group),
+                _moving(group, report.samples),
                 str(cls.frame) if cls.frame else "-",
                 str(cls.context) if cls.context else "-",
             ]
@@ -90,8 +102,8 @@ def group_rows(report: StacksReport) -> list[list[str]]:
 GROUP_HEADERS = ["group", "ranks", "n", "state", "motion", "where", "inside"]
 
 
-def render_groups(report: StacksReport) -> str:
-    return simple_table(group_rows(report), GROUP_HEADERS)
+def render_groups(report: StacksReport, width: int | None = None) -> str:
+    return simple_table(group_rows(report), GROUP_HEADERS, width)
 
 
 PROBLEM_HEADERS = ["pid", "rank", "title", "not read"]

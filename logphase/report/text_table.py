@@ -17,10 +17,40 @@ from collections.abc import Sequence
 _THOUSANDS = re.compile(r"^(([+-]?[0-9]{1,3})(?:,([0-9]{3}))*)?(?(1)\.[0-9]*|\.[0-9]+)?$")
 _GAP = "  "  # between columns
 _HEADER_ROOM = 2  # tabulate's MIN_PADDING: a column is at least its header and two spaces wide
+ELLIPSIS = "…"  # ends a cell cut to fit the width (one column wide)
+# A column narrowed to fit keeps at least this much of its cells (or its header, when wider).
+MIN_CUT = 8
 
 
-def simple_table(rows: Sequence[Sequence[object]], headers: Sequence[str]) -> str:
-    """`tabulate(rows, headers=headers)` (its "simple" format), byte for byte."""
+def fit(rows: Sequence[Sequence[str]], headers: Sequence[str], width: int | None) -> list[list[str]]:
+    """The rows with the widest text columns cut (`…`) until the table's lines fit `width` columns (None:
+    as they are), the widest first. A column never narrows below its header or MIN_CUT; a table that
+    cannot fit then is as narrow as it can be."""
+    fitted = [list(row) for row in rows]
+    if width is None or not rows:
+        return fitted
+    widths = [max(len(header) + _HEADER_ROOM, *(len(row[i]) for row in rows)) for i, header in enumerate(headers)]
+    floors = [min(w, max(len(header) + _HEADER_ROOM, MIN_CUT)) for w, header in zip(widths, headers, strict=True)]
+    excess = sum(widths) + len(_GAP) * (len(widths) - 1) - width
+    while excess > 0:
+        narrower = [i for i in range(len(widths)) if widths[i] > floors[i]]
+        if not narrower:
+            break
+        widest = max(narrower, key=lambda i: widths[i])  # the widest first: short columns stay whole longest
+        widths[widest] -= 1
+        excess -= 1
+    for row in fitted:
+        for i, cell in enumerate(row):
+            if len(cell) > widths[i]:
+                row[i] = cell[: widths[i] - 1].rstrip() + ELLIPSIS
+    return fitted
+
+
+def simple_table(rows: Sequence[Sequence[object]], headers: Sequence[str], width: int | None = None) -> str:
+    """`tabulate(rows, headers=headers)` (its "simple" format), byte for byte; with `width`, text cells
+    cut to fit it (`fit`)."""
+    if width is not None and all(isinstance(cell, str) for row in rows for cell in row):
+        rows = fit([[str(cell) for cell in row] for row in rows], headers, width)
     columns = _text_columns(rows, len(headers))
     if columns is None or not all(header.isascii() and header.isprintable() for header in headers):
         from tabulate import tabulate  # a table this module does not lay out: tabulate's own
@@ -56,8 +86,9 @@ def _text_columns(rows: Sequence[Sequence[object]], width: int) -> list[list[str
         if len(row) != width:
             return None
         for column, cell in zip(columns, row, strict=True):
-            # isprintable: no colour codes, line breaks, tabs or tabulate's separating-line mark
-            if not isinstance(cell, str) or not cell.isascii() or not cell.isprintable():
+            # isprintable: no colour codes, line breaks, tabs or tabulate's separating-line mark; a cut
+            # cell's ellipsis is one column wide, as tabulate counts it
+            if not isinstance(cell, str) or not cell.replace(ELLIPSIS, ".").isascii() or not cell.isprintable():
                 return None
             column.append(cell)
     return columns

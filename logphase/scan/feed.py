@@ -126,13 +126,13 @@ class SourceFeed:
                 continue  # a frame group's event, held back until its group ended
             if event.kind in FAILURE_KINDS and result.failures_kept < MAX_CONTEXTS:
                 result.failures_kept += 1
-                self.waiting.append(_Context((self.index, line.number), [*self.before, here]))
+                self.waiting.append(_Context((self.index, line.number), [*self._before(line.number), here]))
             elif event.phase is not None and event.kind not in FAILURE_KINDS:
                 if self.latest is not None:
                     result.contexts.pop(self.latest.event_key, None)
                     if self.latest in self.waiting:
                         self.waiting.remove(self.latest)
-                self.latest = _Context((self.index, line.number), [*self.before, here])
+                self.latest = _Context((self.index, line.number), [*self._before(line.number), here])
                 self.waiting.append(self.latest)
         if self.before and self.before[-1].line == line.number:
             self.before[-1] = here
@@ -144,6 +144,10 @@ class SourceFeed:
                     result.contexts[pending.event_key] = tuple(pending.lines)
             self.waiting = [pending for pending in self.waiting if pending.wanted_after > 0]
         return events
+
+    def _before(self, number: int) -> list[ContextLine]:
+        """The lines before line `number`: not an earlier `\\r` piece of it (a bar's redraw is the same line)."""
+        return [context for context in self.before if context.line != number]
 
     def _settle(self) -> None:
         """The matcher decided on the stamp it held: the events since then enter the timeline, at that

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from logphase.logs.fast import FastLines, Plan
     from logphase.logs.fast.caches import FastCaches
     from logphase.logs.fast.ranges import Workers
+    from logphase.scan.view import LineView
 
 
 def scan(
@@ -31,17 +32,20 @@ def scan(
     fast: bool | None = None,
     jobs: Jobs = ONE_JOB,
     caches: Path | None = None,
+    tap: LineView | None = None,
 ) -> ScanResult:
     """One streaming pass over every source. `fast`: the matcher sees only the lines that can
     change the result (logs/fast/); the result is the same. None (the default): the fast path for
     every source but a file the plain head holds whole (see `_fast_for`). `jobs`: worker processes
     find the fast path's candidate lines of big files ahead of the pass (logs/fast/ranges.py); the
     same result. `caches`: the folder where the fast path keeps its scan plans and scanners (None:
-    none), handed to it here so that a scan that does not take it imports none of it."""
-    fast_sources = [_fast_for(source, fast) for source in sources]
+    none), handed to it here so that a scan that does not take it imports none of it. `tap` is shown
+    every line and the events it made (the lines behind a verdict, scan/view.py): it reads every line,
+    so the plain path."""
+    fast_sources = [_fast_for(source, False if tap is not None else fast) for source in sources]
     if not any(fast_sources):
         # no source takes the fast path: nothing of it is imported (~10 ms of a small log's start-up)
-        return _scan(sources, packs, as_of, fast_sources=fast_sources, jobs=ONE_JOB, workers=None)
+        return _scan(sources, packs, as_of, fast_sources=fast_sources, jobs=ONE_JOB, workers=None, tap=tap)
     from logphase.logs.fast.caches import FastCaches
     from logphase.logs.fast.ranges import workers_for
 
@@ -70,6 +74,7 @@ def _scan(
     jobs: Jobs,
     workers: Workers | None,
     caches: FastCaches | None = None,
+    tap: LineView | None = None,
 ) -> ScanResult:
     builder = TimelineBuilder(job_systems=packs.job_systems)
     result = ScanResult(timeline=builder.finish(), unrecognised=TemplateMiner(packs))
@@ -108,6 +113,7 @@ def _scan(
             restarts=len(sources) == 1,
             clocks=clocks,
             started=filtered.attach if filtered is not None else None,
+            tap=tap,
         )
         for line in filtered if filtered is not None else read_lines(source):
             session.push(line)

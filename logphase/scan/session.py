@@ -24,6 +24,7 @@ from logphase.scan.feed import DistInitClock, DumpsInLog, ScanResult, SourceFeed
 if TYPE_CHECKING:
     from logphase.logs.fast.follow import FollowRuns
     from logphase.logs.fast.stats import ScanStats
+    from logphase.scan.view import LineView
 
 
 class SourceScan:
@@ -44,10 +45,12 @@ class SourceScan:
         restarts: bool = True,
         clocks: DistInitClock | None = None,
         started: Callable[[SourceMatcher, DumpsInLog], None] | None = None,
+        tap: LineView | None = None,
     ) -> None:
         self.index, self.name, self.packs, self.as_of = index, name, packs, as_of
         self.builder, self.result = builder, result
         self.restarts, self.clocks, self.started = restarts, clocks, started
+        self.tap = tap  # shown each line as it is fed, with its events and the clock after it
         self.head: list[Line] | None = []  # None once the head clock is read
         self.matcher: SourceMatcher | None = None
         self.feed: SourceFeed | None = None
@@ -64,7 +67,7 @@ class SourceScan:
             if len(self.head) < feeding.YEAR_LOOKAHEAD:
                 return ()
             return [event for held in self._start() for event in self._feed(held)]
-        return feed.feed(line)
+        return self._feed(line)
 
     def push_batch(self, lines: Sequence[Line], runs: FollowRuns | None = None) -> bool:
         """A batch of a stream (watch), read now: the head clock from what came so far (a live log
@@ -103,8 +106,11 @@ class SourceScan:
         return lines
 
     def _feed(self, line: Line) -> Sequence[Event]:
-        assert self.feed is not None
-        return self.feed.feed(line)
+        assert self.feed is not None and self.matcher is not None
+        events = self.feed.feed(line)
+        if self.tap is not None:
+            self.tap.line(self.index, line, events, self.matcher.last_time)
+        return events
 
     def passed(self, line: Line) -> None:
         """A line read but not pushed (a fast path held it back): still the source's last line."""
@@ -123,14 +129,18 @@ class SourceScan:
         return self.feed is not None and self.feed.ended
 
     def end(self) -> Sequence[Event]:
-        """The source ended: the events held back (a dump's last frames), the contexts still waiting,
-        the notes on the stamps it ignored. Once; later calls change nothing."""
+        """The source ended: the events of a head still held (a source shorter than it) and those held
+        back (a dump's last frames), the contexts still waiting, the notes on the stamps it ignored.
+        Once; later calls change nothing."""
+        head: list[Event] = []
         if self.feed is None:
             for line in self._start():
-                self._feed(line)
+                head.extend(self._feed(line))
         assert self.feed is not None and self.matcher is not None
         if self.feed.ended:
             return ()
         held = self.feed.end()
+        if self.tap is not None:
+            self.tap.end(self.index, held)
         self.result.notes += ignored_stamp_notes(self.name, self.matcher.stamps)
-        return held
+        return [*head, *held] if head else held

@@ -90,6 +90,7 @@ def snapshots_from_pyspy_json(threads: list[Any], pid: int | None = None) -> lis
                 name=printable(name) if name is not None else None,
                 frames=tuple(frames),
                 active=_flag(item, "active", where),
+                gil=_flag(item, "owns_gil", where),
             )
         )
         info = item.get("process_info")
@@ -136,6 +137,7 @@ def _from_logphase_json(document: dict[str, Any]) -> list[ProcessSnapshot]:
                     name=_text(raw, "name", place),
                     frames=tuple(f for f in map(_frame_of, texts) if f is not None),
                     active=_flag(raw, "active", place),
+                    gil=_flag(raw, "gil", place),
                     main=bool(_flag(raw, "main", place)),
                 )
             )

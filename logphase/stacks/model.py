@@ -38,9 +38,10 @@ class ThreadStack:
     thread_id: str
     name: str | None
     frames: tuple[Frame, ...]
-    active: bool | None = None
+    active: bool | None = None  # py-spy's mark: running (True), or idle in a system call (False)
     main: bool = False
     cut: int = 0  # the outermost frames left out past MAX_FRAMES
+    gil: bool | None = None  # py-spy's mark: the thread held the GIL when sampled
 
     def __post_init__(self) -> None:
         if len(self.frames) > MAX_FRAMES:
@@ -98,6 +99,7 @@ class TreeNode:
     labels: tuple[str, ...]
     children: tuple[TreeNode, ...] = ()
     state: str | None = None  # set on the node where a stall signature decided a thread's state
+    lines: tuple[int, ...] = ()  # the line numbers the threads through it are at in this frame, in order
 
 
 @dataclass(frozen=True)
@@ -179,6 +181,7 @@ class StacksReport:
                             "id": t.thread_id,
                             "name": t.name,
                             "active": t.active,
+                            "gil": t.gil,
                             "main": t.main,
                             "frames": [str(f) for f in t.frames],
                         }

@@ -24,12 +24,18 @@ def path_of(thread: ThreadStack) -> tuple[str, ...]:
     return tuple(frame.key for frame in reversed(thread.frames))
 
 
+def lines_of(thread: ThreadStack) -> tuple[int | None, ...]:
+    """Root-first line numbers, beside `path_of`'s keys (None: the dump gave none)."""
+    return tuple(frame.line for frame in reversed(thread.frames))
+
+
 @dataclass
 class _Node:
     key: str
     labels: list[str] = field(default_factory=list)
     children: dict[str, _Node] = field(default_factory=dict)
     state: str | None = None
+    lines: set[int] = field(default_factory=set)
 
     def freeze(self, rank_of: dict[str, int]) -> TreeNode:
         """`rank_of`: each label's place in natural order, worked out once for the whole tree (4,096 ranks
@@ -39,20 +45,29 @@ class _Node:
             labels=tuple(sorted(dict.fromkeys(self.labels), key=rank_of.__getitem__)),
             children=tuple(child.freeze(rank_of) for child in self.children.values()),
             state=self.state,
+            lines=tuple(sorted(self.lines)),
         )
 
 
-def build_tree(items: Iterable[tuple[str, tuple[str, ...], str | None]]) -> TreeNode:
-    """Items are (label, root-first path, state of the leaf); returns the root (key "")."""
+def build_tree(
+    items: Iterable[tuple[str, tuple[str, ...], str | None]], lines: Iterable[tuple[int | None, ...]] = ()
+) -> TreeNode:
+    """Items are (label, root-first path, state of the leaf), `lines` each path's line numbers (`lines_of`);
+    returns the root (key "")."""
     root = _Node(key="")
+    numbers = iter(lines)
     for label, path, state in items:
         node = root
         node.labels.append(label)
-        for key in path:
+        at = next(numbers, ())
+        for index, key in enumerate(path):
             child = node.children.get(key)
             if child is None:
                 child = node.children[key] = _Node(key=key)
             child.labels.append(label)
+            line = at[index] if index < len(at) else None
+            if line is not None:
+                child.lines.add(line)
             node = child
         if state and node is not root:
             node.state = state

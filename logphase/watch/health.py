@@ -69,6 +69,11 @@ class Probe:
 
 def parse_url(text: str) -> HealthURL:
     """`http://127.0.0.1:30000` → its /health; `127.0.0.1:30000/health_generate` works too."""
+    if "://" not in text and not re.match(r"^(?:\[[^\]]*\]|[^/:]+):\d+(?:/|$)", text):
+        # a bare word (`notaurl`, a path) is no server's address: without a scheme, HOST:PORT is asked for
+        raise UsageError(
+            f"--url {text!r} is not a URL", hint="write it as http://HOST:PORT, or HOST:PORT (http is assumed)"
+        )
     candidate = text if "://" in text else f"http://{text}"
     try:
         parts = urlsplit(candidate)

@@ -28,6 +28,7 @@ from logphase.report.model import InputSummary, Report
 from logphase.stacks.model import StacksReport
 from logphase.stacks.pyspy import process_exists
 from logphase.watch.health import HealthURL, probe
+from logphase.watch.hooks import HookRun, Hooks, hook_environment, run_hook
 from logphase.watch.ingest import Ingest
 from logphase.watch.state import (
     Observation,
@@ -59,6 +60,7 @@ class WatchRequest:
     record: bool = False  # the run's identity is taken (hashed as read) for the caller to record it
     caches: FastCaches = field(default_factory=FastCaches)
     stdin: IO[bytes] | None = None
+    hooks: Hooks | None = None  # commands run on the outcome (ready, stall, crash), after the final report
 
 
 class WatchOutput(Protocol):
@@ -80,6 +82,7 @@ class WatchEnd:
     run: RunRecord | None
     stacks: StacksReport | None
     outcome: Transition
+    hook: HookRun | None = None  # the hook the outcome ran, and how it ended
 
 
 def watch(
@@ -203,7 +206,19 @@ def watch(
     )
     told = outcome_transition(state, clock(), settings, confidence=report.confidence, exit_code=report.exit_code)
     output.transitions([told])
-    return WatchEnd(report, run, stacks, told)
+    hook = _run_hook(request.hooks, report)
+    if hook is not None:
+        output.note(clock(), hook.said)
+    return WatchEnd(report, run, stacks, told, hook)
+
+
+def _run_hook(hooks: Hooks | None, report: Report) -> HookRun | None:
+    """The outcome's hook, run with the report's verdict, phase, rank and reason in its environment."""
+    chosen = hooks.command_for(report.verdict) if hooks is not None else None
+    if hooks is None or chosen is None:
+        return None
+    option, command = chosen
+    return run_hook(option, command, hook_environment(report, hooks.environment), hooks.timeout_s)
 
 
 def _sigterm_interrupts() -> Callable[[], None]:

@@ -86,9 +86,10 @@ def test_the_page_shows_the_merged_stack_tree_of_stacks_in_the_log() -> None:
     # first, the crashed frame last (the dump's innermost)
     stacks = "".join(page.text).split("Stacks in the log", 1)[1].splitlines()
     assert "stacks" in page.ids
-    assert "process #1 (1)  <module> (<string>)" in stacks
+    # each frame with its line, as the dump gives it (`File "<string>", line 1`, `custom_all_reduce.py", line 331`)
+    assert "process #1 (1)  <module> (<string>:1)" in stacks
     custom = "sglang/srt/distributed/device_communicators/custom_all_reduce.py"
-    assert f"                register_graph_buffers ({custom})  [crashed]" in stacks
+    assert f"                register_graph_buffers ({custom}:331)  [crashed]" in stacks
 
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")

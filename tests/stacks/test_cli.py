@@ -20,7 +20,7 @@ from .conftest import REALWORLD, STACKS_FIXTURES
 SGLANG_LOG = str(STACKS_FIXTURES / "sglang-watchdog-pyspy-tp4.log")
 HEADLINE = (
     "TP0, TP1, TP2 wait in all_reduce (torch.distributed) inside capture_one_batch_size (cuda_graph_runner.py); "
-    "TP3 is still in load_file (safetensors/torch.py) (weight_load) — TP3 is behind"
+    "TP3 is still in load_file (safetensors/torch.py) (weight_load) (waiting: idle when sampled) — TP3 is behind"
 )
 
 
@@ -32,9 +32,10 @@ def test_from_a_log_with_pyspy_blocks_table() -> None:
     assert lines[1] == "odd ranks: TP3"
     assert lines[2] == "the groups diverge below __init__ (scheduler.py:300)"
     assert lines[3] == "4 of 5 processes read, 1 sample(s)"
-    assert "TP[0-3] (4)  run (multiprocessing/process.py)" in lines
-    assert "├─ TP[0-2] (3)  init_cuda_graphs (model_runner.py)" in lines
-    assert "└─ TP3 (1)  load_model (model_runner.py)" in lines
+    # each frame with the line its ranks are at, as the dumps give it
+    assert "TP[0-3] (4)  run (multiprocessing/process.py:108)" in lines
+    assert "├─ TP[0-2] (3)  init_cuda_graphs (model_runner.py:1200)" in lines
+    assert "└─ TP3 (1)  load_model (model_runner.py:700)" in lines
 
 
 def test_json_contract_and_read_back(tmp_path: Path) -> None:

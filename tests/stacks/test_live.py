@@ -33,7 +33,7 @@ def test_names_the_rank_behind_a_barrier(start_server) -> None:  # type: ignore[
     assert data["culprit_ranks"] == ["TP2"]
     assert data["summary"] == (
         "TP0, TP1, TP3 wait in barrier (distributed/parallel_state.py) inside load_model (model_runner.py); "
-        "TP2 is still in load_weights (model_runner.py) (weight_load) — TP2 is behind"
+        "TP2 is still in load_weights (model_runner.py) (weight_load) (waiting: idle when sampled) — TP2 is behind"
     )
     by_rank = {p["rank"]: p for p in data["processes"] if p["rank"]}
     assert sorted(by_rank) == ["TP0", "TP1", "TP2", "TP3"]
@@ -53,7 +53,8 @@ def test_from_any_rank_finds_the_whole_server(start_server) -> None:  # type: ig
     assert result.stdout.splitlines()[0] == (
         "all ranks idle in the event loop: the server is up; look at the health check, not the server"
     )
-    assert "TP[0-2] (3)  <module> (rank.py)" in result.stdout.splitlines()
+    # the tree's frames carry the line their ranks are at (rank.py's own, the test app's)
+    assert any(line.startswith("TP[0-2] (3)  <module> (rank.py:") for line in result.stdout.splitlines())
 
 
 def test_all_match_finds_titled_processes(start_server) -> None:  # type: ignore[no-untyped-def]
@@ -86,7 +87,8 @@ def test_gloo_all_reduce_that_one_rank_never_joins(start_server) -> None:  # typ
     assert data["culprit_ranks"] == ["rank 2"]
     assert data["summary"] == (
         "rank 0, rank 1, rank 3 wait in all_reduce (torch.distributed) inside capture (cuda_graph_runner.py); "
-        "rank 2 is still in load_weights (model_runner.py) (weight_load) — rank 2 is behind"
+        "rank 2 is still in load_weights (model_runner.py) (weight_load) (waiting: idle when sampled) "
+        "— rank 2 is behind"
     )
     workers = [p for p in data["processes"] if p["rank"]]
     assert {p["role"] for p in workers} == {"worker"}
@@ -219,3 +221,21 @@ def test_the_library_takes_the_stacks_the_cli_takes(start_server) -> None:  # ty
     # THEN they name the same odd rank out as `logphase stacks --pid`
     assert report.culprit_ranks == ("TP2",)
     assert report.to_json()["culprit_ranks"] == ["TP2"]
+
+
+def test_one_sample_tells_the_spinning_rank_from_the_waiting_ones(start_server) -> None:  # type: ignore[no-untyped-def]
+    # GIVEN four ranks: TP0 spins on the CPU in its weight load, TP1-TP3 wait at a barrier
+    server = start_server(["busy", "barrier", "barrier", "barrier"])
+    # WHEN one sample is taken (no second one to compare)
+    code, data = stacks_json("--pid", str(server.pid), "--samples", "1")
+    # THEN py-spy's own marks judge: TP0 is working (on the CPU), the others are waiting (idle), and TP0 is the
+    # rank the others wait for
+    motion = {tuple(g["ranks"]): g["moving"] for g in data["groups"] if g["peer"]}
+    assert motion == {("TP1", "TP2", "TP3"): False, ("TP0",): True}
+    assert data["culprit_ranks"] == ["TP0"]
+    assert data["summary"].endswith("(working: on the CPU when sampled) — TP0 is behind")
+    table = run_cli("stacks", "--pid", str(server.pid), "--samples", "1").stdout
+    assert {"waiting (idle)", "working (on CPU)"} <= {
+        cell.strip() for line in table.splitlines() for cell in line.split("  ")
+    }
+    assert code == 4

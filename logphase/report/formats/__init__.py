@@ -27,6 +27,7 @@ class OutputFormat(StrEnum):
     JSON = "json"
     MARKDOWN = "markdown"
     HTML = "html"
+    LINE = "line"
 
 
 class Format(Protocol):
@@ -71,5 +72,9 @@ def pick(choice: OutputFormat, *, colour: bool = False, width: int = DEFAULT_WID
             from logphase.report.formats.html import HtmlFormat
 
             return HtmlFormat()
+        case OutputFormat.LINE:
+            from logphase.report.formats.line import LineFormat
+
+            return LineFormat()
         case _:
             assert_never(choice)

@@ -45,9 +45,9 @@ class TableFormat:
             out += [*timeline, ""]
         phases, ranks = phase_table(report), rank_table(report)
         if phases.rows:
-            out += [simple_table(phases.rows, phases.headers), ""]
+            out += [simple_table(phases.rows, phases.headers, self.width), ""]
         if ranks.rows:
-            out += [f"{rank_title(ranks)}:", simple_table(ranks.rows, ranks.headers), ""]
+            out += [f"{rank_title(ranks)}:", simple_table(ranks.rows, ranks.headers, self.width), ""]
         if report.culprit_ranks:
             out += [f"Culprit ranks: {', '.join(report.culprit_ranks)}", ""]
         root = report.root_cause
@@ -83,16 +83,16 @@ class TableFormat:
         if tree:
             parts += ["", tree]
         if report.groups:
-            parts += ["", render_groups(report)]
+            parts += ["", render_groups(report, self.width)]
         problems = problem_rows(report)
         if problems:
-            parts += ["", simple_table(problems, PROBLEM_HEADERS)]
+            parts += ["", simple_table(problems, PROBLEM_HEADERS, self.width)]
         return "\n".join(parts) + "\n"
 
     def runs(self, runs: Sequence[RunRecord], *, db: Path | None) -> str:
         from logphase.report.runs import render_runs_table  # json and the run records: not an analysis's
 
-        return render_runs_table(runs) + "\n" if runs else ""
+        return render_runs_table(runs, self.width) + "\n" if runs else ""
 
     def run(self, run: RunRecord) -> str:
         from logphase.report.runs import render_run_table
