@@ -20,7 +20,7 @@ from logphase.judging.evidence import Evidence, weigh_culprits
 from logphase.judging.live import LiveDecision, weigh
 from logphase.judging.logs import judge
 from logphase.logs.reader import LogSource, open_sources
-from logphase.logs.timeline import PhaseSpan
+from logphase.logs.timeline import PhaseSpan, Timeline
 from logphase.packs import PackSet
 from logphase.phases import Verdict
 from logphase.report.model import (
@@ -212,7 +212,7 @@ def assemble(
             if state.rank is not None
         ),
         last_line=last_line,
-        notes=(*result.notes, *earlier, *culprits.notes),
+        notes=(*result.notes, *_dated_notes(timeline), *earlier, *culprits.notes),
         as_of=options.as_of,
         post_mortem=options.post_mortem,
         silence_s=judgement.silence_s,
@@ -227,6 +227,19 @@ def assemble(
         unrecognised=unknown,
     )
     return report, run
+
+
+def _dated_notes(timeline: Timeline) -> list[str]:
+    """Which times were inferred: bar ticks with no stamp, dated by the bar's own elapsed time."""
+    notes = []
+    for dated in timeline.dated:
+        who = f"{dated.rank}: " if dated.rank else ""
+        lines = f"line {dated.first_line}" if dated.count == 1 else f"lines {dated.first_line}–{dated.last_line}"
+        ticks = f"{dated.count} progress-bar tick{'s' * (dated.count != 1)}"
+        notes.append(
+            f"{who}the times of {ticks} ({lines}) inferred from the bar's own elapsed time: they carry no stamp"
+        )
+    return notes
 
 
 @dataclass(frozen=True)

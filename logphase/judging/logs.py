@@ -7,7 +7,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 
 from logphase.durations import format_duration
-from logphase.judging.budgets import Budgets
+from logphase.judging.budgets import Budget, Budgets, stall_words
 from logphase.logs.matcher import Event
 from logphase.logs.timeline import RankState, Timeline, is_tagged, rank_number, rank_sort_key
 from logphase.phases import MAIN_PROCESS_PHASES, EventKind, Phase, Role, Verdict
@@ -34,6 +34,7 @@ class Judgement:
     silence_s: float | None  # as_of − last progress (live), or last line − last progress (post-mortem)
     budget_s: float | None
     doubts: tuple[str, ...] = ()  # what the judging had to weigh against the verdict, in words
+    budget: Budget | None = None  # the rule that gave `budget_s` (watch decides with the same one)
 
 
 def judge(
@@ -111,7 +112,8 @@ def judge(
         else f"; the newest /health answered {_health_status(unhealthy)} (line {unhealthy.line})"
     )
     doubts = [] if unhealthy is None else ["the health route outranked other routes that said it was up"]
-    budget = budgets.for_phase(phase).seconds
+    rule = budgets.for_run(timeline, phase)
+    budget = rule.seconds
     progress_time = progress.time if progress and progress.time else last_activity
     interrupt = timeline.interrupt
     if interrupt is not None:
@@ -121,7 +123,9 @@ def judge(
         quiet = f" after {format_duration(silence)} without progress" if silence else ""
         at = f"; last progress at line {progress.line}" if progress else ""
         reason = f"interrupted during {phase}{quiet} ({_message(interrupt)}, line {interrupt.line}){at}{also}"
-        return Judgement(Verdict.STALLED, reason, phase, furthest, culprits, progress, silence, budget, tuple(doubts))
+        return Judgement(
+            Verdict.STALLED, reason, phase, furthest, culprits, progress, silence, budget, tuple(doubts), rule
+        )
     if hang is not None and (post_mortem or looks_ready):
         # docs/design.md §4.4: no progress after a hang report: stalled, the first report since is why
         at = f"; last progress at line {progress.line}" if progress else ""
@@ -129,14 +133,16 @@ def judge(
         reason = f"hung {where}: {_message(hang)} (line {hang.line}){at}{also}"
         end = timeline.last_time if post_mortem else as_of
         silence = max(0.0, (end - progress_time).total_seconds()) if end and progress_time else None
-        return Judgement(Verdict.STALLED, reason, phase, furthest, culprits, hang, silence, budget, tuple(doubts))
+        return Judgement(Verdict.STALLED, reason, phase, furthest, culprits, hang, silence, budget, tuple(doubts), rule)
     if post_mortem:
         end = timeline.last_time
         silence = (end - progress_time).total_seconds() if end and progress_time else None
         quiet = f"; last progress {format_duration(silence)} before the end" if silence else ""
         at = f" (line {progress.line})" if progress else ""
         reason = f"the log ends during {phase} with no error{quiet}{at}{also}"
-        return Judgement(Verdict.STALLED, reason, phase, furthest, culprits, progress, silence, budget, tuple(doubts))
+        return Judgement(
+            Verdict.STALLED, reason, phase, furthest, culprits, progress, silence, budget, tuple(doubts), rule
+        )
 
     silence = (as_of - progress_time).total_seconds() if progress_time else None
     if silence is not None and silence < -CLOCK_SLACK_S:
@@ -155,19 +161,23 @@ def judge(
     if silence is None:
         why = "no file time to measure it by" if progress_time else "the log has no timestamps to judge silence by"
         reason = f"in {phase}; {why}{also}"
-        return Judgement(Verdict.PROGRESSING, reason, phase, furthest, culprits, None, None, budget, tuple(doubts))
+        return Judgement(
+            Verdict.PROGRESSING, reason, phase, furthest, culprits, None, None, budget, tuple(doubts), rule
+        )
     if silence > budget:
-        reason = f"no progress for {format_duration(silence)} in {phase} (budget {format_duration(budget)})"
-        if progress:
+        reason = stall_words(rule, silence, phase)
+        if progress and rule.bar is None:
             reason += f"; last progress at line {progress.line}"
         if hang is not None:
             reason += f"; hung since line {hang.line}: {_message(hang)}"
         reason += also
         cause = hang or progress
-        return Judgement(Verdict.STALLED, reason, phase, furthest, culprits, cause, silence, budget, tuple(doubts))
+        return Judgement(
+            Verdict.STALLED, reason, phase, furthest, culprits, cause, silence, budget, tuple(doubts), rule
+        )
     reason = f"in {phase}; last progress {format_duration(silence)} ago, within the {format_duration(budget)} budget"
-    reason += also
-    return Judgement(Verdict.PROGRESSING, reason, phase, furthest, culprits, None, silence, budget, tuple(doubts))
+    reason += f" ({rule.source}){also}"
+    return Judgement(Verdict.PROGRESSING, reason, phase, furthest, culprits, None, silence, budget, tuple(doubts), rule)
 
 
 _VERB = {Verdict.CRASHED: "crashed", Verdict.ABORTED: "aborted", Verdict.TIMEOUT: "timed out"}

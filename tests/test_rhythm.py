@@ -1,0 +1,193 @@
+"""Hung or still starting from the log's own rhythm (issue 26): bar ticks dated by tqdm's own elapsed time,
+a running bar's pace as the stall bound in analyze and watch alike, over generated start-ups."""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, timedelta
+from itertools import pairwise
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from logphase.judging.budgets import BAR_FLOOR_S, BAR_K, Budgets
+from logphase.judging.logs import judge
+from logphase.logs.reader import Line
+from logphase.logs.timeline import Timeline
+from logphase.packs import load_packs
+from logphase.phases import Phase, Verdict
+from logphase.watch.ingest import Ingest
+from logphase.watch.state import Settings, WatchState, step
+from tests.conftest import run_cli, run_json
+from tests.startups import Startup, sglang_startup, vllm_startup
+
+START = datetime(2026, 5, 10, 10, 0, 0)
+PACKS = load_packs(builtin=True)
+
+
+def _learned(waits: list[int]) -> Budgets:
+    """Budgets learned from three earlier runs of the same start-up (3 × p95 of their whole capture, at
+    least 60 s: baselines/stats.py), mostly far below a bar's bound: they must not make a bar stall sooner."""
+    return Budgets(learned={Phase.CUDA_GRAPH: max(60.0, 3.0 * sum(waits))}, learned_from={Phase.CUDA_GRAPH: 3})
+
+
+def _ingest(startup: Startup) -> Ingest:
+    """The log read as it was written: each line arrives at its own time (seconds after START)."""
+    ingest = Ingest(PACKS, reference=START)
+    for number, (text, at) in enumerate(zip(startup.lines, startup.times, strict=True), start=1):
+        ingest.feed([Line(number, text, 0)], arrived=(at - START).total_seconds())
+    return ingest
+
+
+def _timeline(startup: Startup) -> Timeline:
+    return _ingest(startup).timeline()
+
+
+def _write(tmp_path: Path, startup: Startup) -> Path:
+    log = tmp_path / "startup.log"
+    log.write_text("\n".join(startup.lines) + "\n")
+    return log
+
+
+def test_a_stuck_capture_bar_is_dated_by_its_own_clock_and_its_phase_has_a_width(tmp_path: Path) -> None:
+    # GIVEN an SGLang capture whose bar ticked every 10 s (no stamps on its lines) and stopped at 3/24
+    startup = sglang_startup(START, [10] * 24).cut(33)
+    assert startup.lines[-1].endswith("| 3/24 [00:30<03:30, 10.00s/it]")
+    begin = startup.times[startup.ticks[0]]
+    # WHEN its timeline is built
+    timeline = _timeline(startup)
+    # THEN TP0's capture lasts from its begin line to the last tick (30 s later), not 0 s
+    span = next(s for s in timeline.spans if s.phase is Phase.CUDA_GRAPH and s.rank == "TP0")
+    assert (span.start, span.end) == (begin, begin + timedelta(seconds=30))
+    assert timeline.last_progress is not None and timeline.last_progress.time == begin + timedelta(seconds=30)
+    # AND the ticks whose time was inferred are named
+    assert [(d.rank, d.count, d.first_line, d.last_line) for d in timeline.dated] == [("TP0", 3, 31, 33)]
+    # AND the report's table and HTML show the phase 30 s wide, and say which times were inferred
+    log = _write(tmp_path, startup)
+    table = run_cli("analyze", "--post-mortem", str(log)).output
+    assert re.search(r"^cuda_graph +TP\[0-3\] +10:00:39 +10:01:09 +30s ", table, re.MULTILINE), table
+    assert "TP0: the times of 3 progress-bar ticks (lines 31–33) inferred from the bar's own elapsed time" in table
+    page = run_cli("analyze", "--post-mortem", "--format", "html", str(log)).output
+    widths = [
+        float(width)
+        for width, title in re.findall(r'<rect [^>]*width="([\d.]+)"[^>]*><title>([^<]*)</title>', page)
+        if title.startswith("cuda_graph 10:00:39–10:01:09")
+    ]
+    assert widths and max(widths) > 100  # of the SVG's 1000: the capture is 30 s of a 69 s start-up
+
+
+def test_a_tick_is_never_dated_before_the_stamp_it_follows() -> None:
+    # GIVEN a bar whose elapsed time says 5 s after the begin line, printed after a line stamped 40 s later
+    lines = [
+        "[2026-05-10 10:00:00 TP0] Capture cuda graph begin. This can take up to several minutes. avail mem=40.00 GB",
+        "Capturing batches (bs=256 avail_mem=39.00 GB):   0%|          | 0/4 [00:00<?, ?it/s]",
+        "[2026-05-10 10:00:40 TP1] Capture cuda graph begin. This can take up to several minutes. avail mem=40.00 GB",
+        "Capturing batches (bs=255 avail_mem=39.00 GB):  25%|██▌       | 1/4 [00:05<00:15,  5.00s/it]",
+        "Capturing batches (bs=254 avail_mem=39.00 GB):  50%|█████     | 2/4 [00:50<00:50, 25.00s/it]",
+    ]
+    ingest = Ingest(PACKS, reference=START)
+    ingest.feed([Line(n, text, 0) for n, text in enumerate(lines, start=1)], arrived=0.0)
+    # WHEN dated THEN the tick takes the later stamp (the bar began later than its phase), and the next tick
+    # its start (10:00:35 at the latest) plus 50 s
+    span = next(s for s in ingest.timeline().spans if s.phase is Phase.CUDA_GRAPH and s.rank == "TP0")
+    assert span.end == datetime(2026, 5, 10, 10, 1, 25)
+
+
+def _bar_bound(startup: Startup) -> float | None:
+    """max(k × the slowest wait between the bar's ticks, floor), as the issue states it; None before two ticks."""
+    ticks = [startup.times[i] for i in startup.ticks]
+    waits = [(b - a).total_seconds() for a, b in pairwise(ticks)]
+    return max(BAR_K * max(waits), BAR_FLOOR_S) if waits else None
+
+
+def _analyze_verdict(timeline: Timeline, at: datetime, budgets: Budgets) -> Verdict:
+    return judge(timeline, as_of=at, post_mortem=False, budgets=budgets).verdict
+
+
+def _watch_verdict(ingest: Ingest, t: float, budgets: Budgets) -> Verdict:
+    watch_settings = Settings(budgets=budgets)
+    obs = ingest.observe(t, since=0.0, budgets=budgets)
+    state, _ = step(WatchState(), obs, watch_settings)
+    return state.outcome.verdict if state.outcome is not None else Verdict.PROGRESSING
+
+
+# a bar's pace: a base wait per tick (whole seconds) and each tick within 0.5–1.5 × of it, so no wait is
+# over 3 × another: a bar still ticking never waits k (5) × its slowest tick
+paces = st.integers(min_value=1, max_value=60).flatmap(
+    lambda base: st.lists(st.integers(min_value=max(1, base // 2), max_value=base + base // 2), min_size=2, max_size=30)
+)
+systems = st.sampled_from(["sglang", "vllm"])
+
+
+def _startup(system: str, waits: list[int]) -> Startup:
+    return sglang_startup(START, waits) if system == "sglang" else vllm_startup(START, waits)
+
+
+@pytest.mark.slow
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(system=systems, waits=paces, stop=st.integers(min_value=2), data=st.data())
+def test_a_bar_that_stops_is_stalled_past_its_bound_and_never_before(
+    system: str, waits: list[int], stop: int, data: st.DataObject
+) -> None:
+    # GIVEN a start-up whose capture bar stops after its `stop`-th tick (of more), read up to that tick
+    whole = _startup(system, waits)
+    last_tick = whole.ticks[min(stop, len(whole.ticks) - 2)]
+    startup = whole.cut(last_tick + 1)
+    bound = _bar_bound(startup)
+    assert bound is not None
+    ingest = _ingest(startup)
+    timeline = ingest.timeline()
+    tick = startup.times[last_tick]
+    # WHEN judged some time after its last tick, by analyze (with and without recorded runs) and by watch
+    after = data.draw(st.floats(min_value=0.0, max_value=3 * bound))
+    for budgets in (Budgets(), _learned(waits)):
+        analyzed = _analyze_verdict(timeline, tick + timedelta(seconds=after), budgets)
+        watched = _watch_verdict(ingest, (tick - START).total_seconds() + after, budgets)
+        # THEN stalled exactly once the silence is past max(k × its slowest tick, floor)
+        wanted = Verdict.STALLED if after > bound else Verdict.PROGRESSING
+        assert (analyzed, watched) == (wanted, wanted), (after, bound)
+
+
+@pytest.mark.slow
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(system=systems, waits=paces, data=st.data())
+def test_a_bar_still_ticking_is_never_stalled_at_any_cut_line(
+    system: str, waits: list[int], data: st.DataObject
+) -> None:
+    # GIVEN a start-up read up to any line, and judged just before its next line was written
+    whole = _startup(system, waits)
+    end = data.draw(st.integers(min_value=1, max_value=len(whole.lines) - 1))
+    startup = whole.cut(end)
+    upcoming = whole.times[end]
+    ingest = _ingest(startup)
+    for budgets in (Budgets(), _learned(waits)):
+        # WHEN analyze and watch judge it at that moment
+        analyzed = _analyze_verdict(ingest.timeline(), upcoming, budgets)
+        watched = _watch_verdict(ingest, (upcoming - START).total_seconds(), budgets)
+        # THEN neither calls it stalled: the next line was on its way
+        assert Verdict.STALLED not in (analyzed, watched), (end, startup.lines[-1])
+
+
+def test_the_stall_reason_names_the_bar_rule_in_analyze_and_watch(tmp_path: Path) -> None:
+    # GIVEN the issue's case: a capture bar at 1.95 s/it stopped at 11/24, read 4 minutes later
+    waits = [2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2]
+    startup = sglang_startup(START, [*waits, *[2] * 13]).cut(30 + len(waits))
+    assert "| 11/24 [" in startup.lines[-1]
+    tick = startup.times[-1]
+    log = _write(tmp_path, startup)
+    # WHEN analyze judges it live
+    code, report = run_json("analyze", "--as-of", f"{tick + timedelta(minutes=4):%Y-%m-%d %H:%M:%S}", str(log))
+    # THEN stalled after 2 min (5 × 2 s is under the floor), the reason naming the bar and the rule
+    assert (code, report["verdict"], report["budget_s"]) == (4, "stalled", 120.0)
+    assert report["reason"] == (
+        f"the cuda_graph bar stopped at 11/24 (line {len(startup.lines)}): still for 4m00s, past its bound of "
+        "2m00s (5 × its slowest tick (2s), at least 2m00s)"
+    )
+    # AND watch, 4 minutes after the tick arrived, says the same words
+    ingest = _ingest(startup)
+    obs = ingest.observe((tick - START).total_seconds() + 240, since=0.0, budgets=Budgets())
+    state, _ = step(WatchState(), obs, Settings())
+    assert state.outcome is not None
+    assert state.outcome.reason == f"stalled: {report['reason']}"
