@@ -18,7 +18,7 @@ from logphase.judging.budgets import Budgets, budgets_from
 from logphase.judging.confidence import assess
 from logphase.judging.evidence import Evidence, weigh_culprits
 from logphase.judging.live import LiveDecision, weigh
-from logphase.judging.logs import judge
+from logphase.judging.logs import judge, visible_ranks
 from logphase.logs.reader import LogSource, open_sources
 from logphase.logs.timeline import PhaseSpan, Timeline
 from logphase.packs import PackSet
@@ -182,7 +182,7 @@ def assemble(
         inputs=tuple(inputs),
         system=timeline.system,
         version=timeline.version,
-        ranks=tuple(state.rank for state in timeline.ranks if state.rank is not None),
+        ranks=tuple(visible_ranks(timeline)),
         phase=judgement.phase,
         furthest_phase=judgement.furthest_phase,
         verdict=judgement.verdict,

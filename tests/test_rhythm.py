@@ -20,7 +20,7 @@ from logphase.packs import load_packs
 from logphase.phases import Phase, Verdict
 from logphase.watch.ingest import Ingest
 from logphase.watch.state import Settings, WatchState, step
-from tests.conftest import run_cli, run_json
+from tests.conftest import FIXTURES, run_cli, run_json
 from tests.startups import Startup, sglang_startup, vllm_startup
 
 START = datetime(2026, 5, 10, 10, 0, 0)
@@ -191,3 +191,71 @@ def test_the_stall_reason_names_the_bar_rule_in_analyze_and_watch(tmp_path: Path
     state, _ = step(WatchState(), obs, Settings())
     assert state.outcome is not None
     assert state.outcome.reason == f"stalled: {report['reason']}"
+
+
+def test_a_rank_that_never_began_the_capture_its_peers_run_is_named(tmp_path: Path) -> None:
+    # GIVEN an SGLang TP4 start-up where TP0-2 print their capture begin and TP0's bar runs 45 s, while
+    # TP3 stopped after its `Memory pool end` (line 25)
+    startup = sglang_startup(START, [5] * 12, lagging=3)
+    log = _write(tmp_path, startup.cut(38))
+    assert "TP3] Memory pool end." in startup.lines[24]
+    # WHEN analysed post-mortem
+    code, report = run_json("analyze", "--post-mortem", str(log))
+    headline = run_cli("analyze", "--post-mortem", str(log)).output.splitlines()[0]
+    # THEN the run is where its slowest rank is, and TP3 is the culprit, named with where it stopped
+    assert (code, report["verdict"], report["phase"], report["culprit_ranks"]) == (4, "stalled", "kv_cache", ["TP3"])
+    assert headline.startswith(
+        "logphase: STALLED at kv_cache — TP3 never began cuda_graph (last line 25: Memory pool end. avail mem=40.00 GB)"
+    )
+
+
+LAGGARDS = [
+    # (fixture, arguments, the culprits, the headline's start after `logphase: VERDICT at phase — `)
+    ("torch/nccl-watchdog-timeout-rank4-lagging.log", (), ["rank 4"], "rank 4 did not arrive: rank 2 timed out"),
+    (
+        "sglang/nccl-info-tp8-rank5-missing-init-complete.log",
+        ("--post-mortem",),
+        ["TP5"],
+        "TP5 never completed its NCCL init (last line 3: Init torch distributed begin.)",
+    ),
+    ("nccl/mpirun-tag-output-init-stalled.log", ("--post-mortem",), ["rank 3"], "rank 3 never completed its NCCL init"),
+    (
+        "tgi/v145-tp2-shard-stuck-weight-load.log",
+        ("--post-mortem",),
+        ["rank 1"],
+        "rank 1 stopped in weight_load (last line 322: Waiting for shard to be ready... rank=1)",
+    ),
+    (
+        "vllm/v1-shm-broadcast-stuck-weight-load.log",
+        ("--post-mortem",),
+        ["TP3"],
+        "TP3 stopped in weight_load (last line 16: Starting to load model",
+    ),
+]
+
+
+@pytest.mark.parametrize(("fixture", "args", "culprits", "said"), LAGGARDS, ids=[case[0] for case in LAGGARDS])
+def test_the_headline_names_the_rank_behind(
+    fixture: str, args: tuple[str, ...], culprits: list[str], said: str
+) -> None:
+    # GIVEN a fixture where one rank is behind the others (or never joined the collective they wait in)
+    log = str(FIXTURES / "logs" / fixture)
+    # WHEN analysed THEN culprit_ranks and the headline name it, and every rank in the log is counted
+    _, report = run_json("analyze", *args, log)
+    headline = run_cli("analyze", *args, log).output.splitlines()[0]
+    assert report["culprit_ranks"] == culprits
+    assert headline.split(" — ", 1)[1].startswith(said), headline
+    assert set(culprits) <= set(report["ranks"])
+
+
+def test_a_post_mortem_stall_on_its_last_line_says_no_silence_and_cuts_no_word(tmp_path: Path) -> None:
+    # GIVEN a log that ends on its last progress, with a reason longer than the headline
+    startup = sglang_startup(START, [5] * 12, lagging=3)
+    log = _write(tmp_path, startup.cut(38))
+    # WHEN shown as a table
+    first, facts = run_cli("analyze", "--post-mortem", str(log)).output.splitlines()[:2]
+    # THEN no "no progress for 0s" beside the stall, and the headline is cut between words
+    assert "0s" not in facts
+    assert first.endswith("…") and not first.removesuffix("…").endswith(("erro", " e"))
+    words = set(re.findall(r"\S+", run_json("analyze", "--post-mortem", str(log))[1]["reason"]))
+    assert all(word in words for word in first.split(" — ", 1)[1].removesuffix("…").split())

@@ -195,11 +195,16 @@ def facts(report: Report, *, path: Callable[[str], str] = str) -> str:
             if not report.post_mortem and age is not None and age >= 0:
                 last += f" ({format_duration(age)} ago)"
         parts.append(last)
-    if report.silence_s is not None and report.verdict in (Verdict.PROGRESSING, Verdict.STALLED):
-        parts.append(
-            f"no progress for {format_duration(report.silence_s)}"
-            + (f" of a {format_duration(report.budget_s)} budget" if report.budget_s else "")
-        )
+    quiet = format_duration(report.silence_s) if report.silence_s is not None else "0s"
+    if quiet != "0s" and report.verdict in (Verdict.PROGRESSING, Verdict.STALLED):
+        # post-mortem, the silence is up to the log's end: a log that ends on its last progress has none to say
+        if report.post_mortem:
+            parts.append(f"last progress {quiet} before the end")
+        else:
+            parts.append(
+                f"no progress for {quiet}"
+                + (f" of a {format_duration(report.budget_s)} budget" if report.budget_s else "")
+            )
     eta = report.baseline.headline_eta() if report.baseline is not None else None
     if eta:
         parts.append(eta)
