@@ -18,7 +18,7 @@ from logphase.judging.budgets import Budgets, budgets_from
 from logphase.judging.confidence import assess
 from logphase.judging.evidence import Evidence, weigh_culprits
 from logphase.judging.live import LiveDecision, weigh
-from logphase.judging.logs import judge, visible_ranks
+from logphase.judging.logs import MIXED_HINT, judge, mixed_runs, visible_ranks
 from logphase.logs.reader import LogSource, open_sources
 from logphase.logs.timeline import PhaseSpan, Timeline
 from logphase.packs import PackSet
@@ -61,6 +61,8 @@ class Options:
     fast: bool | None = None  # the fast path over steady lines (logs/fast/); None: the scan picks; the same result
     jobs: Jobs = ONE_JOB  # processes that scan big logs (logs/fast/ranges.py); the same result
     caches: Path | None = None  # where the fast path keeps its scan plans and scanners (None: nowhere)
+    # logs of two runs given together: refused (analyze); a bug report's bundle keeps them, with a note
+    refuse_mixed: bool = True
 
 
 def run(sources: list[LogSource], packs: PackSet, options: Options) -> tuple[Report, RunRecord]:
@@ -119,6 +121,9 @@ def assemble(
     needs it). `last_activity` (a file's mtime) stands in for the time of the last progress when the
     log has no timestamps at all."""
     timeline = result.timeline
+    mixed = mixed_runs(timeline, result.relaunched, [summary.path for summary in inputs])
+    if mixed is not None and options.refuse_mixed:
+        raise UsageError(mixed, hint=MIXED_HINT)
     baseline: Baseline | None = None
     if options.baseline is not None:
         if identity is None:
@@ -212,7 +217,7 @@ def assemble(
             if state.rank is not None
         ),
         last_line=last_line,
-        notes=(*result.notes, *_dated_notes(timeline), *earlier, *culprits.notes),
+        notes=(*result.notes, *_dated_notes(timeline), *earlier, *culprits.notes, *([mixed] if mixed else [])),
         as_of=options.as_of,
         post_mortem=options.post_mortem,
         silence_s=judgement.silence_s,

@@ -259,3 +259,46 @@ def test_a_post_mortem_stall_on_its_last_line_says_no_silence_and_cuts_no_word(t
     assert first.endswith("…") and not first.removesuffix("…").endswith(("erro", " e"))
     words = set(re.findall(r"\S+", run_json("analyze", "--post-mortem", str(log))[1]["reason"]))
     assert all(word in words for word in first.split(" — ", 1)[1].removesuffix("…").split())
+
+
+def _refusal(*logs: Path) -> tuple[int, str]:
+    result = run_cli("analyze", "--post-mortem", *(str(log) for log in logs))
+    return result.exit_code, result.output
+
+
+def test_logs_of_two_systems_are_refused_not_merged(tmp_path: Path) -> None:
+    # GIVEN an SGLang start-up and a vLLM start-up of the same hour
+    sglang, vllm = tmp_path / "sglang.log", tmp_path / "vllm.log"
+    sglang.write_text("\n".join(sglang_startup(START, [2] * 5).lines) + "\n")
+    vllm.write_text("\n".join(vllm_startup(START, [2] * 5).lines) + "\n")
+    # WHEN analysed together THEN refused (usage, exit 2) with the two systems named and a hint
+    code, output = _refusal(sglang, vllm)
+    assert code == 2
+    assert f"logphase: error: {sglang} is a sglang log and {vllm} a vllm log: two runs, not one" in output
+    assert "hint: analyze each run's logs on their own" in output
+
+
+def test_logs_a_week_apart_are_refused_not_merged_into_ready(tmp_path: Path) -> None:
+    # GIVEN a start-up hung in its capture, and last week's start-up of the same server, which captured
+    hung, good = tmp_path / "hung.log", tmp_path / "last-weeks-good.log"
+    hung.write_text("\n".join(sglang_startup(START, [2] * 12).cut(36).lines) + "\n")
+    good.write_text("\n".join(sglang_startup(START - timedelta(days=7), [2] * 12).lines) + "\n")
+    # WHEN analysed together THEN refused: the gap between them is said
+    code, output = _refusal(hung, good)
+    assert code == 2
+    assert f"logphase: error: {hung} begins 6d 23h after {good} ends: two runs, not one" in output
+
+
+def test_a_log_holding_a_second_launch_beside_another_log_is_refused(tmp_path: Path) -> None:
+    # GIVEN two logs of one hour, the second holding a start, then a second start (a relaunch appended)
+    first, second = tmp_path / "node0.log", tmp_path / "node1.log"
+    one = sglang_startup(START, [2] * 5)
+    again = sglang_startup(START + timedelta(minutes=5), [2] * 5)
+    first.write_text("\n".join(one.lines) + "\n")
+    second.write_text("\n".join([*one.lines, *again.lines]) + "\n")
+    # WHEN analysed together THEN refused, naming the line of the second launch
+    code, output = _refusal(first, second)
+    assert code == 2
+    assert f"logphase: error: {second} holds another launch at line {len(one.lines) + 1}" in output
+    # AND alone, the log with two starts is judged as its last start, as before
+    assert run_cli("analyze", "--post-mortem", str(second)).exit_code == 4

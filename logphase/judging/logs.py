@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 
@@ -13,6 +13,14 @@ from logphase.logs.timeline import RankState, Timeline, is_tagged, rank_number, 
 from logphase.phases import MAIN_PROCESS_PHASES, EventKind, Phase, Role, Verdict
 from logphase.ranks import format_rank_set
 
+# Two inputs whose recognised lines are this far apart in time are two runs, not parts of one: a rotated
+# log's files follow each other within seconds, a run's logs per node or per rank overlap.
+RUNS_APART_S = 3600.0
+# Said when the inputs are not one run's.
+MIXED_HINT = (
+    "analyze each run's logs on their own (`logphase analyze A.log`, then `logphase analyze B.log`); give "
+    "several logs only of one run: a log per node or per rank, or a rotated log's files"
+)
 # A rank this long behind the first rank to enter the furthest phase is behind, not just skewed.
 LAG_GRACE_S = 30.0
 # Stamps up to this far after the time of judging are the two clocks' drift, not a clock ahead.
@@ -36,6 +44,35 @@ class Judgement:
     budget_s: float | None
     doubts: tuple[str, ...] = ()  # what the judging had to weigh against the verdict, in words
     budget: Budget | None = None  # the rule that gave `budget_s` (watch decides with the same one)
+
+
+def mixed_runs(timeline: Timeline, relaunched: Sequence[tuple[int, int]], names: Sequence[str]) -> str | None:
+    """Why logs given together are not one run's, or None: they name two server systems, their lines lie
+    over RUNS_APART_S apart, or one holds another launch after its start went on. Merged, two runs would
+    give one confident answer that is neither's."""
+    if len(names) < 2:
+        return None
+    systems = [(facts.source, facts.system) for facts in timeline.inputs if facts.system is not None]
+    for source, system in systems[1:]:
+        origin, named = systems[0]
+        if system != named:
+            return f"{names[origin]} is a {named} log and {names[source]} a {system} log: two runs, not one"
+    timed: list[tuple[datetime, datetime, int]] = []
+    for facts in timeline.inputs:
+        if facts.first_time is not None and facts.last_time is not None:
+            timed.append((facts.first_time, facts.last_time, facts.source))
+    timed.sort()
+    ended, last = (timed[0][1], timed[0][2]) if timed else (datetime.min, 0)
+    for begun, end, source in timed[1:]:
+        gap = (begun - ended).total_seconds()
+        if gap > RUNS_APART_S:
+            return f"{names[source]} begins {format_duration(gap)} after {names[last]} ends: two runs, not one"
+        if end > ended:
+            ended, last = end, source
+    if relaunched:
+        source, line = relaunched[0]
+        return f"{names[source]} holds another launch at line {line}, after its start went on: two runs, not one"
+    return None
 
 
 def judge(

@@ -64,6 +64,16 @@ class DatedTicks:
 
 
 @dataclass(frozen=True)
+class InputFacts:
+    """What one input's recognised lines say of its run: the server system they name, and when they ran."""
+
+    source: int
+    system: str | None  # the server system most of its lines name (a job's torch lines name none)
+    first_time: datetime | None
+    last_time: datetime | None
+
+
+@dataclass(frozen=True)
 class PhaseSpan:
     """One rank's time in one phase (a draft worker's spans are separate: `draft`)."""
 
@@ -146,6 +156,7 @@ class Timeline:
     last_time: datetime | None
     bar: BarPace | None = None  # the bar of the newest progress, while it is short of its total
     dated: tuple[DatedTicks, ...] = ()  # ranks whose bar ticks were dated from the bars' own clocks
+    inputs: tuple[InputFacts, ...] = ()  # per input (source), for a run given as several logs
 
     def rank_state(self, rank: str | None) -> RankState | None:
         if rank is None:
@@ -236,6 +247,8 @@ class TimelineBuilder:
     exits: dict[str, Event] = field(default_factory=dict)
     progress_span: _SpanAcc | None = None  # the span of `last_progress`
     dated: dict[str | None, list[int]] = field(default_factory=dict)  # per rank: lines of ticks dated by their bar
+    source_systems: dict[int, Counter[str]] = field(default_factory=dict)
+    source_times: dict[int, tuple[datetime, datetime]] = field(default_factory=dict)
     # systems that are jobs, not servers (packs with `job = true`); a caller with its own packs passes theirs
     job_systems: frozenset[str] = field(default_factory=lambda: shipped_packs().job_systems)
 
@@ -256,8 +269,13 @@ class TimelineBuilder:
         if event.time is not None:
             self.first_time = min(self.first_time or event.time, event.time)
             self.last_time = max(self.last_time or event.time, event.time)
+        if event.time is not None:
+            first, last = self.source_times.get(event.source, (event.time, event.time))
+            self.source_times[event.source] = (min(first, event.time), max(last, event.time))
         if event.rule.system:
             self.systems[event.rule.system] += 1
+            if event.rule.system not in self.job_systems:
+                self.source_systems.setdefault(event.source, Counter())[event.rule.system] += 1
         elif event.rule.implied_system:
             self.implied[event.rule.implied_system] += 1
         if "version" in event.captures and self.version is None:
@@ -505,6 +523,14 @@ class TimelineBuilder:
             first_time=self.first_time,
             last_time=self.last_time,
             bar=self._bar_pace(),
+            inputs=tuple(
+                InputFacts(
+                    source,
+                    systems.most_common(1)[0][0] if (systems := self.source_systems.get(source)) else None,
+                    *self.source_times.get(source, (None, None)),
+                )
+                for source in sorted(set(self.source_times) | set(self.source_systems))
+            ),
             dated=tuple(
                 DatedTicks(rank, len(lines), min(lines), max(lines))
                 for rank, lines in sorted(self.dated.items(), key=lambda item: rank_sort_key(item[0]))
