@@ -302,3 +302,28 @@ def test_a_log_holding_a_second_launch_beside_another_log_is_refused(tmp_path: P
     assert f"logphase: error: {second} holds another launch at line {len(one.lines) + 1}" in output
     # AND alone, the log with two starts is judged as its last start, as before
     assert run_cli("analyze", "--post-mortem", str(second)).exit_code == 4
+
+
+def test_a_rank_that_writes_regularly_is_bounded_by_its_own_cadence_where_no_bar_runs() -> None:
+    # GIVEN TP0 in kv_cache writing a line every 40 s (four waits), no bar running, no recorded runs
+    lines = [
+        f"[2026-05-10 10:0{minute}:{second:02d} TP0] KV Cache is allocated. #tokens: {1000 * n}, K size: 8.00 GB, "
+        "V size: 8.00 GB"
+        for n, (minute, second) in enumerate([(0, 0), (0, 40), (1, 20), (2, 0), (2, 40)], start=1)
+    ]
+    ingest = Ingest(PACKS, reference=START)
+    ingest.feed([Line(n, text, 0) for n, text in enumerate(lines, start=1)], arrived=0.0)
+    timeline = ingest.timeline()
+    # WHEN its budget is drawn THEN 10 × its longest wait (40 s): 6m40s, the rule named
+    budget = Budgets(defaults={Phase.KV_CACHE: 300.0}).for_run(timeline, Phase.KV_CACHE)
+    assert (budget.seconds, budget.source) == (
+        400.0,
+        "10 × the longest wait between the ranks' lines in kv_cache and the phase before (40s), at least 5m00s",
+    )
+    # AND a budget learned from recorded runs of the setup outranks the cadence, --stall-after every rule
+    assert Budgets(learned={Phase.KV_CACHE: 90.0}).for_run(timeline, Phase.KV_CACHE).seconds == 90.0
+    assert Budgets(stall_after_s=5.0).for_run(timeline, Phase.KV_CACHE).seconds == 5.0
+    # AND three waits are no cadence yet: the pack's budget stands
+    ingest = Ingest(PACKS, reference=START)
+    ingest.feed([Line(n, text, 0) for n, text in enumerate(lines[:4], start=1)], arrived=0.0)
+    assert Budgets(defaults={Phase.KV_CACHE: 300.0}).for_run(ingest.timeline(), Phase.KV_CACHE).source == "pack default"

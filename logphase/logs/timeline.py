@@ -390,11 +390,12 @@ class TimelineBuilder:
         phase's begin (the previous bar's last tick for a new bar) nor than any tick's time minus its
         elapsed. Every bound is a time the tick came after, so the date is never ahead of it."""
         clock = BAR_CLOCK.search(event.text)
-        if clock is None or event.time is None:
+        if event.time is None or event.stamped:
             return event
+        if clock is None:  # a tick cut before its clock comes after the bar's previous tick all the same
+            previous = span.bar[0] if span.bar is not None else None
+            return replace(event, time=previous) if previous is not None and previous > event.time else event
         elapsed = timedelta(seconds=_interval(clock["elapsed"]))
-        if event.stamped:
-            return event
         done, total = _int(event.captures.get("done")), _int(event.captures.get("total"))
         new_bar = span.bar is None or (done is not None and (done < span.bar[1] or total != span.bar[2]))
         start = span.bar_start
