@@ -33,7 +33,7 @@ def open_run(
     """A run's inputs as `analyze` takes them: the logs opened (`-`: `stdin`), and the torch
     flight-recorder dumps among them read and judged (None without any)."""
     dump_paths: list[str] = []
-    sources = open_sources([str(log) for log in logs], stdin=stdin, dumps=dump_paths, process_tags=packs.process_tags)
+    sources = open_sources([str(log) for log in logs], stdin=stdin, dumps=dump_paths, packs=packs)
     if not dump_paths:
         return sources, None
     from logphase.flight_recorder import judge_dumps, read_dumps  # only with dumps among the inputs

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from logphase.bounded import MAX_NUMBER, read_int
 from logphase.errors import InputError
 from logphase.frames import short_path
 from logphase.logs.reader import READ_ERRORS, decompressing
@@ -322,7 +323,8 @@ def judge_dumps(dumps: Sequence[RankDump]) -> FlightReport:
 
 
 def _pg_order(pg: str) -> tuple[int, str]:
-    return (int(pg), pg) if pg.isdigit() else (1 << 30, pg)
+    number = read_int(pg)
+    return (number, pg) if number is not None else (MAX_NUMBER + 1, pg)
 
 
 def _names(ranks: Sequence[str]) -> str:

@@ -19,7 +19,7 @@ from logphase.judging.confidence import assess
 from logphase.judging.evidence import Evidence, weigh_culprits
 from logphase.judging.live import LiveDecision, weigh
 from logphase.judging.logs import MIXED_HINT, judge, mixed_runs, visible_ranks
-from logphase.logs.reader import LogSource, open_sources
+from logphase.logs.reader import LogSource, changes, open_sources
 from logphase.logs.timeline import PhaseSpan, Timeline
 from logphase.packs import PackSet
 from logphase.phases import Verdict
@@ -70,7 +70,9 @@ def run(sources: list[LogSource], packs: PackSet, options: Options) -> tuple[Rep
     from logphase.baselines.fingerprint import SourceTap  # hashing: only a recorded or compared run needs it
 
     tap = SourceTap(sources, packs.server_args)
-    result = scan(tap.sources, packs, options.as_of, fast=options.fast, jobs=options.jobs, caches=options.caches)
+    result = _changed(
+        scan(tap.sources, packs, options.as_of, fast=options.fast, jobs=options.jobs, caches=options.caches), sources
+    )
     identity = tap.identity(result.timeline.system, result.timeline.version)
     return assemble(_inputs(sources), result, packs, options, identity=identity, last_activity=_last_write(sources))
 
@@ -80,7 +82,9 @@ def report(sources: list[LogSource], packs: PackSet, options: Options) -> Report
     a tenth of the CPU of a pass. With a baseline to compare with, it is `run`."""
     if options.baseline is not None:
         return run(sources, packs, options)[0]
-    result = scan(sources, packs, options.as_of, fast=options.fast, jobs=options.jobs, caches=options.caches)
+    result = _changed(
+        scan(sources, packs, options.as_of, fast=options.fast, jobs=options.jobs, caches=options.caches), sources
+    )
     return assemble(_inputs(sources), result, packs, options, identity=None, last_activity=_last_write(sources))[0]
 
 
@@ -298,7 +302,7 @@ def load_reference(path: str, packs: PackSet, as_of: datetime) -> RunRecord:
             f"--baseline {path!r}: not a run id, 'auto' or an existing log",
             hint="give a run id from `logphase runs list`, 'auto', or the path of an earlier log",
         )
-    return run(open_sources([path]), packs, Options(as_of=as_of, post_mortem=True))[1]
+    return run(open_sources([path], packs=packs), packs, Options(as_of=as_of, post_mortem=True))[1]
 
 
 # --- the report's rows ----------------------------------------------------------------------------
@@ -321,6 +325,12 @@ def _span_row(span: PhaseSpan, names: list[str]) -> SpanRow:
         if progress is None
         else {"done": progress.done, "total": progress.total, "rate_per_s": progress.rate_per_s},
     )
+
+
+def _changed(result: ScanResult, sources: list[LogSource]) -> ScanResult:
+    """The scan's notes and what became of each file while it was read (grown, truncated)."""
+    result.notes.extend(note for note in map(changes, sources) if note is not None)
+    return result
 
 
 def _inputs(sources: list[LogSource]) -> tuple[InputSummary, ...]:

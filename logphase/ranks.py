@@ -6,13 +6,22 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
-_LAST_NUMBER = re.compile(r"^(?P<head>.*?)(?P<number>\d+)$")
+# ASCII digits only (`\d` takes `٣`), and at most 18 of them read as a number (as logphase/bounded.py
+# reads numbers; a unit of the same layer, so not imported): a longer run stays text
+_LAST_NUMBER = re.compile(r"^(?P<head>.*?)(?P<number>[0-9]{1,18})$")
+_DIGITS = re.compile(r"([0-9]+)")
 MAIN = "main"  # the untagged main process (rank None)
 
 
 def natural_key(label: str) -> tuple[object, ...]:
-    """`TP2` < `TP10`; `DP0 TP3` < `DP1 TP0`."""
-    return tuple(int(part) if part.isdigit() else part for part in re.split(r"(\d+)", label))
+    """`TP2` < `TP10`; `DP0 TP3` < `DP1 TP0`; a run of digits in its numeric order, however long."""
+    parts = _DIGITS.split(label)  # text at even places, digits at odd ones: the keys' types line up
+    return tuple(part if index % 2 == 0 else _digits_key(part) for index, part in enumerate(parts))
+
+
+def _digits_key(digits: str) -> tuple[int, str]:
+    significant = digits.lstrip("0") or "0"
+    return len(significant), significant
 
 
 def format_rank_set(ranks: Iterable[str | None]) -> str:
@@ -24,7 +33,7 @@ def format_rank_set(ranks: Iterable[str | None]) -> str:
     for rank in ranks:
         label = MAIN if rank is None else rank
         found = _LAST_NUMBER.match(label)
-        if found is None:
+        if found is None or found.group("head")[-1:].isdigit():  # a number of over 18 digits
             if label not in loose:
                 loose.append(label)
             continue

@@ -14,11 +14,17 @@ DESIGN = REPO / "docs" / "design.md"
 # The layers, lowest first: a unit (a package or a root module of logphase/) imports only units of lower
 # layers, never one of its own layer nor above, so there is no cycle between units.
 LAYERS: tuple[tuple[tuple[str, ...], str], ...] = (
-    (("phases", "errors", "durations", "ranks", "jobs", "disk_cache"), "the vocabulary, errors and small shared facts"),
+    (
+        ("phases", "errors", "durations", "ranks", "jobs", "disk_cache", "bounded"),
+        "the vocabulary, errors and small shared facts; the one parser of numbers, rank ids and dates from input",
+    ),
     (("packs", "frames"), "the rules as data; what opens a stack dump"),
     (("logs",), "reading: inputs, a line's wrappers (envelopes), lines into events and a timeline"),
     (("stacks",), "stack dumps into snapshots (in the wrappers logs/envelope.py reads)"),
-    (("scan", "flight_recorder", "inventory"), "what reads both, or reads for one purpose"),
+    (
+        ("scan", "flight_recorder", "inventory", "nodes"),
+        "what reads both, or reads for one purpose; the other nodes of a cluster, reached through its engine",
+    ),
     (("baselines",), "recorded runs, their statistics and store, and the setup a log says it ran"),
     (("judging",), "verdicts, confidence, exit codes (pure: no files, processes, clock or store)"),
     (("report",), "the Report, built once, and its formats"),

@@ -115,7 +115,7 @@ def _with_outlier(lines: list[str], stamp: tuple[re.Pattern[str], str], shift: t
 
 def _report(paths: list[Path], *, fast: bool) -> str:
     options = pipeline.Options(as_of=AS_OF, post_mortem=True, fast=fast)
-    return JsonFormat().analysis(pipeline.report(open_sources([str(p) for p in paths]), PACKS, options))
+    return JsonFormat().analysis(pipeline.report(open_sources([str(p) for p in paths], packs=PACKS), PACKS, options))
 
 
 def _cases() -> list[tuple[str, str, timedelta]]:

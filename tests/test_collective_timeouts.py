@@ -37,3 +37,47 @@ def test_a_collective_timeout_is_a_timeout_naming_the_collective(log: Path, reas
     code, report = run_json("analyze", "--post-mortem", str(log))
     # THEN a timeout (not a crash or an abort), and the reason names collective, number, group, rank
     assert (report["verdict"], report["reason"], code) == ("timeout", reason, 4)
+
+
+# torch 2.3's per-group status after a timeout (ProcessGroupNCCL.cpp, ref 2.3(c)), alone in a paste
+STATUS = (
+    "[rank4]:[E114 15:08:00.554388780 ProcessGroupNCCL.cpp:1709] [PG 0 (default_pg) Rank 4] Timeout at NCCL work: "
+    "{seq}, last enqueued NCCL work: {seq}, last completed NCCL work: {done}."
+)
+
+
+@pytest.mark.parametrize(
+    ("seq", "done", "phase"),
+    [(175, 174, "serving"), (151721, 151720, "serving"), (1, 0, "dist_init"), (1, -1, "dist_init"), (9, 8, "launch")],
+)
+def test_a_lone_collective_timeout_takes_its_phase_from_its_counters(
+    tmp_path: Path, seq: int, done: int, phase: str
+) -> None:
+    # GIVEN only the status line of a timed-out collective: `seq`, with `done` of the group's collectives completed
+    log = tmp_path / "status.log"
+    log.write_text(STATUS.format(seq=seq, done=done) + "\n")
+    # WHEN analysed
+    _, report = run_json("analyze", "--post-mortem", str(log))
+    # THEN a timeout, placed by the counters: a hundred completed is the steady state, none the first
+    # collective (the distributed init's); between, only `launch` is certain
+    assert (report["verdict"], report["phase"]) == ("timeout", phase)
+    assert ("its collective counters" in report["reason"]) == (phase != "launch")
+
+
+def test_timeouts_in_two_process_groups_name_their_writers_and_blame_no_one(tmp_path: Path) -> None:
+    # GIVEN global ranks 13 and 15 whose watchdogs report different collectives of sub-groups (torch 2.6: the
+    # `[rankN]:` prefix is the global rank, the message's `[Rank 1]` the rank within the group)
+    log = tmp_path / "groups.log"
+    log.write_text(
+        "[rank13]:[E218 04:54:22.864467604 ProcessGroupNCCL.cpp:616] [Rank 1] Watchdog caught collective operation "
+        "timeout: WorkNCCL(SeqNum=216, OpType=ALLTOALL_BASE, NumelIn=1379328, NumelOut=1379328, Timeout(ms)=600000) "
+        "ran for 600012 milliseconds before timing out.\n"
+        "[rank15]:[E218 04:54:22.883327702 ProcessGroupNCCL.cpp:616] [Rank 1] Watchdog caught collective operation "
+        "timeout: WorkNCCL(SeqNum=57, OpType=ALLREDUCE, NumelIn=32, NumelOut=32, Timeout(ms)=600000) ran for "
+        "600047 milliseconds before timing out.\n"
+    )
+    # WHEN analysed
+    _, report = run_json("analyze", "--post-mortem", str(log))
+    # THEN a timeout reported by rank 13 (the writer, not the group's rank 1), and no culprit: the two
+    # counters belong to different groups, and every rank shown is one that waited
+    assert (report["verdict"], report["root_cause"]["rank"], report["culprit_ranks"]) == ("timeout", "rank 13", [])

@@ -437,6 +437,9 @@ def test_workers_that_cannot_start_are_a_clear_error(monkeypatch: pytest.MonkeyP
 
     monkeypatch.setattr(concurrent.futures, "ProcessPoolExecutor", refuse)
     monkeypatch.setenv("LOGPHASE_JOBS_MIN_BYTES", "0")
+    monkeypatch.setattr(
+        os, "sched_getaffinity", lambda pid: {0, 1, 2, 3}, raising=False
+    )  # --jobs is capped at the cores
     log = str(write_logs(tmp_path / "served.log", 200_000, seed=13, shape="sglang-0.5")[0])
     # WHEN analyze is run with --jobs 3
     result = run_cli("analyze", log, "--jobs", "3")

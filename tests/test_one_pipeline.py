@@ -68,7 +68,7 @@ def analyzed(log: Path, *extra: str) -> dict[str, Any]:
 def watched(log: Path, packs: PackSet) -> dict[str, Any]:
     """watch's final report: an Ingest fed the whole file in one batch (a log caught up on), then ended."""
     ingest = Ingest(packs, reference=AS_OF, name=str(log))
-    source = open_sources([str(log)])[0]
+    source = open_sources([str(log)], packs=packs)[0]
     lines = list(read_lines(source))
     for note in source.envelopes.notes(source.name) if source.envelopes else ():
         ingest.note(note)  # as watch's follower says what it unwrapped

@@ -36,6 +36,7 @@ def test_every_builtin_pack_loads_with_its_examples() -> None:
     assert len(builtin_pack_paths()) == len(packs.packs)
 
 
+@pytest.mark.slow  # it checks every shipped regex for backtracking too (~3 s)
 def test_patterns_test_command_passes_on_the_shipped_packs() -> None:
     result = run_cli("patterns", "test")
     assert result.exit_code == 0, result.output

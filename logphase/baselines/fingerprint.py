@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import IO, Any
 
+from logphase.bounded import MAX_RANK, read_int
 from logphase.logs.reader import CHUNK_BYTES, LogSource, read_lines
 from logphase.packs import ServerArgsFormat, shipped_packs
 
@@ -140,8 +141,12 @@ class FingerprintCollector:
             self.version = found["version"]
         if self.gpu_name is None and "device_name=" in text and (found := DEVICE_NAME.search(text)):
             self.gpu_name = found["name"].replace("_", " ")
-        if text.startswith("GPU ") and (found := SMI_GPU.match(text)):
-            self.smi_gpus = {**(self.smi_gpus or {}), int(found["index"]): found["name"].strip()}
+        if (
+            text.startswith("GPU ")
+            and (found := SMI_GPU.match(text))
+            and (index := read_int(found["index"])) is not None
+        ):
+            self.smi_gpus = {**(self.smi_gpus or {}), index: found["name"].strip()}
 
     def feed_all(self, lines: Iterable[str]) -> FingerprintCollector:
         for text in lines:
@@ -270,7 +275,7 @@ def _key_values(text: str) -> dict[str, str]:
 
 
 def _int(text: str | None) -> int | None:
-    return int(text) if text is not None and text.isdigit() else None
+    return read_int(text, MAX_RANK)  # a parallel size: at most as many as there are ranks
 
 
 # --- identity of a run's logs, collected while the analysis reads them -------------------------------

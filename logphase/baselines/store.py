@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import math
+import os
 import random
 import sqlite3
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import fields, replace
 from datetime import datetime
 from pathlib import Path
@@ -19,8 +21,11 @@ from logphase.errors import StoreError
 from logphase.phases import Phase, Verdict
 
 APPLICATION_ID = 0x6C706873  # "lphs": marks a SQLite file as a logphase run store
-BUSY_TIMEOUT_S = 30.0
-LOCK_RETRIES = 8
+# How long a command waits for another process's lock on the store (`--lock-timeout`), in all:
+# SQLite's busy timeout, then retries of what fails at once (a lock upgrade that would deadlock).
+LOCK_TIMEOUT_S = 5.0
+# What SQLite stores as INTEGER: a larger number is no size or line number a log can mean.
+INT64 = (-(1 << 63), (1 << 63) - 1)
 
 # One column per Fingerprint field, named after it. A field added to Fingerprint needs its column
 # added by a new step in migrations.py (never by editing a released step).
@@ -34,16 +39,26 @@ class RunStore:
     """Recorded runs in one SQLite file. Safe for many processes at once (WAL, a busy timeout and
     retries); a file that is not a logphase store, or is damaged, is reported and never written."""
 
-    def __init__(self, path: Path, connection: sqlite3.Connection) -> None:
+    def __init__(self, path: Path, connection: sqlite3.Connection, lock_timeout_s: float = LOCK_TIMEOUT_S) -> None:
         self.path = path
         self._db = connection
+        self.lock_timeout_s = lock_timeout_s
         self.unreadable: list[str] = []  # what the last read left out, and why
 
     @classmethod
-    def open(cls, path: Path, *, create: bool) -> RunStore:
+    def open(cls, path: Path, *, create: bool, lock_timeout_s: float | None = None) -> RunStore:
+        """The store at `path`: a regular file, or (`create`) a new one in a writable folder; never a
+        device, a pipe or a folder (SQLite would write its journal beside it). Locks held by other
+        processes are waited for `lock_timeout_s` (default LOCK_TIMEOUT_S) in all."""
+        lock_timeout_s = LOCK_TIMEOUT_S if lock_timeout_s is None else lock_timeout_s
         if path.is_dir():
             raise StoreError(
                 f"{path}: is a directory, not a run store", hint="point --db or LOGPHASE_DB at a file, e.g. runs.db"
+            )
+        if path.exists() and not path.is_file():
+            raise StoreError(
+                f"{path}: not a regular file (a device, a pipe or a socket), so not a run store",
+                hint="point --db or LOGPHASE_DB at a file, e.g. runs.db",
             )
         if not path.exists():
             if not create:
@@ -58,13 +73,18 @@ class RunStore:
                 raise StoreError(
                     f"cannot create {path.parent}: {exc.strerror}", hint="use --db to put the store somewhere writable"
                 ) from None
+            if not os.access(path.parent, os.W_OK | os.X_OK):
+                raise StoreError(
+                    f"{path.parent}: not writable, so no run store can be made there",
+                    hint="use --db to put the store somewhere writable",
+                )
         try:
-            connection = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_S, isolation_level=None)
+            connection = sqlite3.connect(str(path), timeout=lock_timeout_s, isolation_level=None)
         except sqlite3.Error as exc:
             raise StoreError(
                 f"{path}: cannot open the run store: {exc}", hint="check the path and its permissions, or use --db"
             ) from None
-        store = cls(path, connection)
+        store = cls(path, connection, lock_timeout_s)
         try:
             store._retry(store._prepare)
         except BaseException:
@@ -116,7 +136,7 @@ class RunStore:
         if str(db.execute("PRAGMA journal_mode").fetchone()[0]).lower() != "wal":
             db.execute("PRAGMA journal_mode = WAL")
         db.execute("PRAGMA foreign_keys = ON")
-        db.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+        db.execute(f"PRAGMA busy_timeout = {int(self.lock_timeout_s * 1000)}")
 
     def _header(self) -> tuple[int, int, int]:
         """(application id, schema version, number of tables…), read in one snapshot: read one by
@@ -136,25 +156,31 @@ class RunStore:
 
     def _retry(self, action: Callable[[], T]) -> T:
         """SQLite's busy timeout covers most contention; a lock upgrade that would deadlock fails at
-        once instead, so those are retried with a jittered backoff."""
-        for attempt in range(LOCK_RETRIES + 1):
+        once instead, so those are retried with a jittered backoff, all within the lock timeout."""
+        deadline = time.monotonic() + self.lock_timeout_s
+        attempt = 0
+        while True:
             try:
                 return action()
             except sqlite3.OperationalError as exc:
                 text = str(exc).lower()
-                if ("locked" in text or "busy" in text) and attempt < LOCK_RETRIES:
-                    time.sleep(0.02 * 2**attempt * (1 + random.random()))
+                left = deadline - time.monotonic()
+                if ("locked" in text or "busy" in text) and left > 0:
+                    time.sleep(min(left, 0.02 * 2 ** min(attempt, 6) * (1 + random.random())))
+                    attempt += 1
                     continue
                 raise self._store_error(exc) from None
             except sqlite3.DatabaseError as exc:
                 raise self._store_error(exc) from None
-        raise AssertionError("unreachable")  # pragma: no cover
 
     def _store_error(self, exc: sqlite3.Error) -> StoreError:
         text = str(exc)
         if "locked" in text or "busy" in text:
+            holder = lock_holder(self.path)
             return StoreError(
-                f"{self.path}: the run store stayed locked: {text}", hint="another logphase holds it; try again"
+                f"{self.path}: the run store stayed locked for {self.lock_timeout_s:g}s"
+                + (f" (held by {holder})" if holder else " by another process"),
+                hint="wait for it and try again, or wait longer with --lock-timeout SECONDS",
             )
         if "readonly" in text.replace(" ", "") or "read-only" in text:
             return StoreError(f"{self.path}: the run store is read-only", hint="use --db to point at a writable file")
@@ -168,45 +194,52 @@ class RunStore:
     def add(self, run: RunRecord, *, recorded_at: datetime) -> tuple[int, bool]:
         """Record a run → (its id, whether it is new). The same content is one run; a log that grew
         since it was recorded (same paths, same head) updates its run."""
-        return self._retry(lambda: self._add(replace(run, recorded_at=recorded_at)))
+        return self.add_all([run], recorded_at=recorded_at)[0]
 
-    def _add(self, run: RunRecord) -> tuple[int, bool]:
+    def add_all(self, runs: Sequence[RunRecord], *, recorded_at: datetime) -> list[tuple[int, bool]]:
+        """Record runs in one transaction: all of them, or (on any error) none."""
+        ready = [storable(replace(run, recorded_at=recorded_at)) for run in runs]
+        return self._retry(lambda: self._add_all(ready))
+
+    def _add_all(self, runs: Sequence[RunRecord]) -> list[tuple[int, bool]]:
         db = self._db
         db.execute("BEGIN IMMEDIATE")
         try:
-            row = db.execute("SELECT id, label FROM runs WHERE content_hash = ?", (run.content_hash,)).fetchone()
-            if row is None:
-                row = db.execute(
-                    "SELECT id, label FROM runs WHERE paths = ? AND head_hash = ? ORDER BY id DESC LIMIT 1",
-                    (json.dumps(list(run.paths)), run.head_hash),
-                ).fetchone()
-            values = self._row_values(replace(run, label=run.label or (row[1] if row else None)))
-            if row is None:
-                columns = ", ".join(values)
-                marks = ", ".join("?" for _ in values)
-                run_id = int(
-                    db.execute(f"INSERT INTO runs ({columns}) VALUES ({marks})", tuple(values.values())).lastrowid or 0
-                )
-                created = True
-            else:
-                run_id = int(row[0])
-                assignments = ", ".join(f"{column} = ?" for column in values)
-                db.execute(f"UPDATE runs SET {assignments} WHERE id = ?", (*values.values(), run_id))
-                db.execute("DELETE FROM phases WHERE run_id = ?", (run_id,))
-                created = False
-            db.executemany(
-                "INSERT INTO phases (run_id, phase, start_s, seconds, start_line, end_line, ended) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                [
-                    (run_id, p.phase.value, p.start_s, p.seconds, p.start_line, p.end_line, int(p.ended))
-                    for p in run.phases
-                ],
-            )
+            added = [self._add(run) for run in runs]
             db.execute("COMMIT")
         except BaseException:
             if db.in_transaction:
                 db.execute("ROLLBACK")
             raise
+        return added
+
+    def _add(self, run: RunRecord) -> tuple[int, bool]:
+        db = self._db
+        row = db.execute("SELECT id, label FROM runs WHERE content_hash = ?", (run.content_hash,)).fetchone()
+        if row is None:
+            row = db.execute(
+                "SELECT id, label FROM runs WHERE paths = ? AND head_hash = ? ORDER BY id DESC LIMIT 1",
+                (json.dumps(list(run.paths)), run.head_hash),
+            ).fetchone()
+        values = self._row_values(replace(run, label=run.label or (row[1] if row else None)))
+        if row is None:
+            columns = ", ".join(values)
+            marks = ", ".join("?" for _ in values)
+            run_id = int(
+                db.execute(f"INSERT INTO runs ({columns}) VALUES ({marks})", tuple(values.values())).lastrowid or 0
+            )
+            created = True
+        else:
+            run_id = int(row[0])
+            assignments = ", ".join(f"{column} = ?" for column in values)
+            db.execute(f"UPDATE runs SET {assignments} WHERE id = ?", (*values.values(), run_id))
+            db.execute("DELETE FROM phases WHERE run_id = ?", (run_id,))
+            created = False
+        db.executemany(
+            "INSERT INTO phases (run_id, phase, start_s, seconds, start_line, end_line, ended) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            [(run_id, p.phase.value, p.start_s, p.seconds, p.start_line, p.end_line, int(p.ended)) for p in run.phases],
+        )
         return run_id, created
 
     def remove(self, run_id: int) -> None:
@@ -321,3 +354,82 @@ class RunStore:
             id=row["id"],
             recorded_at=datetime.fromisoformat(row["recorded_at"]),
         )
+
+
+def storable(run: RunRecord) -> RunRecord:
+    """`run` with what SQLite cannot hold made what the store means by it: a count or size beyond
+    64 bits (no log means one: `tp_size=10**30`) unknown, a line number clamped, a NaN or infinite
+    time unknown, text that UTF-8 cannot hold (lone surrogates) replaced."""
+    changes: dict[str, Any] = {
+        name: _text(value) if isinstance(value, str) else _int_or_none(value)
+        for name in _FINGERPRINT_COLUMNS
+        if (value := getattr(run.fingerprint, name)) is not None
+    }
+    fingerprint = replace(run.fingerprint, **changes)
+    phases = tuple(
+        replace(
+            p,
+            start_s=_finite(p.start_s),
+            seconds=_finite(p.seconds),
+            start_line=_clamped(p.start_line),
+            end_line=_clamped(p.end_line),
+        )
+        for p in run.phases
+    )
+    return replace(
+        run,
+        fingerprint=fingerprint,
+        phases=phases,
+        lines=_clamped(run.lines),
+        stop=replace(run.stop, line=_clamped(run.stop.line)),
+        last_text=_text(run.last_text),
+        paths=tuple(_text(path) for path in run.paths),
+        label=_text(run.label) if run.label is not None else None,
+        ready_s=_finite(run.ready_s),
+    )
+
+
+def _int_or_none(value: Any) -> int | None:
+    return value if isinstance(value, int) and INT64[0] <= value <= INT64[1] else None
+
+
+def _clamped(value: int) -> int:
+    return min(max(value, INT64[0]), INT64[1])
+
+
+def _finite(value: float | None) -> float | None:
+    return value if value is not None and math.isfinite(value) else None
+
+
+def _text(value: str) -> str:
+    return value.encode("utf-8", "replace").decode("utf-8")
+
+
+def lock_holder(path: Path) -> str | None:
+    """The process holding a lock on the store or its WAL index, where Linux says (/proc/locks):
+    `pid 1234 (python -m logphase …)`; None elsewhere, or when no holder is found."""
+    inodes = set()
+    for candidate in (path, path.with_name(path.name + "-shm")):
+        try:
+            inodes.add(candidate.stat().st_ino)
+        except OSError:
+            continue
+    try:
+        table = Path("/proc/locks").read_text()
+    except OSError:
+        return None
+    me = os.getpid()
+    for entry in table.splitlines():
+        fields_ = entry.split()
+        # `1: POSIX  ADVISORY  WRITE 1234 08:01:5678 0 EOF`; a blocked waiter's line has `->` after the number
+        if "->" in fields_ or len(fields_) < 6:
+            continue
+        pid, inode = fields_[4], fields_[5].rsplit(":", 1)[-1]
+        if not pid.isdigit() or int(pid) == me or not inode.isdigit() or int(inode) not in inodes:
+            continue
+        try:
+            command = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
+        except OSError:
+            command = ""
+        return f"pid {pid}" + (f" ({command[:80]})" if command else "")
+    return None

@@ -9,7 +9,7 @@ import json
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from itertools import islice
+from itertools import islice, tee
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -74,7 +74,7 @@ def collect(request: BundleRequest, packs: PackSet) -> Bundle:
             hint="save it first: COMMAND > server.log; logphase bundle server.log",
         )
     flight_dumps: list[str] = []
-    sources = open_sources(request.logs, dumps=flight_dumps, process_tags=packs.process_tags)
+    sources = open_sources(request.logs, dumps=flight_dumps, packs=packs)
     for source in sources:
         source.name = display_name(source.name, request.cwd)
     post_mortem = request.post_mortem if request.post_mortem is not None else all(s.finished for s in sources)
@@ -92,6 +92,7 @@ def collect(request: BundleRequest, packs: PackSet) -> Bundle:
     # the flight-recorder dumps are read by the paths given; the report names them as a bug report may
     shown_paths = {path: display_name(path, request.cwd) for path in flight_dumps}
     analysis = Analysis(_renamed(analysis.json, shown_paths), _renamed(analysis.markdown, shown_paths))
+    redactor = Redactor()
     texts: list[tuple[str, str, str]] = []  # member name, text, what
     cuts: list[tuple[str, Excerpt, int]] = []
     used: set[str] = set()
@@ -102,7 +103,11 @@ def collect(request: BundleRequest, packs: PackSet) -> Bundle:
             marks = _marks(analysis.json, source.name) | failure_lines(source, packs, request.as_of)
             excerpt = choose(summary["lines"], marks)
             member = _unique(f"{member}.excerpt", used)
-            excerpt_text = "\n".join(render(_last_text_per_line(source), excerpt)) + "\n"
+            lines = _last_text_per_line(source)
+            if request.redact:  # a private key's block is known by its BEGIN line, which the cut may leave out
+                numbers, texts_of = tee(lines)
+                lines = zip((n for n, _ in numbers), redactor.across_lines(t for _, t in texts_of), strict=True)
+            excerpt_text = "\n".join(render(lines, excerpt)) + "\n"
             what = f"an excerpt of the log, lines numbered: {excerpt.kept_lines:,} of {excerpt.total:,} lines"
             texts.append((member, excerpt_text, what))
             cuts.append((member, excerpt, summary["bytes"]))
@@ -137,7 +142,6 @@ def collect(request: BundleRequest, packs: PackSet) -> Bundle:
     if request.nvidia_smi.text is None:
         notes.append(f"nvidia-smi: {request.nvidia_smi.missing}")
 
-    redactor = Redactor()
     redact = request.redact
     if redact:
         if request.host:
@@ -150,6 +154,10 @@ def collect(request: BundleRequest, packs: PackSet) -> Bundle:
     def clean_json(value: Any) -> Any:
         return redactor.json(value) if redact else value
 
+    # the logs and dumps first: a secret found there (a `value:` line under its `name:`) is then
+    # known wherever the analysis quotes that line alone
+    renamed = {name: clean(name) for name, _, _ in texts} | {m.name: clean(m.name) for m in binaries}
+    files = [Member(renamed[name], clean(text).encode(), what) for name, text, what in texts]
     shown_analysis = clean_json(analysis.json)
     members = [
         Member("analysis.md", clean(analysis.markdown).encode(), "the analysis, ready to paste into a GitHub issue"),
@@ -161,8 +169,7 @@ def collect(request: BundleRequest, packs: PackSet) -> Bundle:
     members.append(Member("versions.json", _json(clean_json(versions)), what_versions))
     if request.nvidia_smi.text is not None:
         members.append(Member("nvidia-smi.txt", clean(request.nvidia_smi.text).encode(), "nvidia-smi's output"))
-    renamed = {name: clean(name) for name, _, _ in texts} | {m.name: clean(m.name) for m in binaries}
-    members.extend(Member(renamed[name], clean(text).encode(), what) for name, text, what in texts)
+    members.extend(files)
     members.extend(Member(renamed[m.name], m.data, m.what) for m in binaries)
     summary = redactor.summary()
     # the README is made of redacted parts, and is not redacted itself: it quotes `api_key=` as an example
@@ -171,6 +178,7 @@ def collect(request: BundleRequest, packs: PackSet) -> Bundle:
         listed=[Listed(m.name, m.what, len(m.data)) for m in members],
         cuts=[(renamed[name], excerpt, size) for name, excerpt, size in cuts],
         redacted=summary if redact else None,
+        secret_classes=redactor.secret_classes(),
         notes=[clean(note) for note in notes],
         as_of=request.as_of,
     )

@@ -9,14 +9,26 @@ from typing import Any
 
 from logphase import __version__
 from logphase.bundle.excerpt import Excerpt
+from logphase.bundle.redact import API_TOKEN, ASSIGNMENT, BEARER_TOKEN, PRIVATE_KEY, URL_CREDENTIALS
 
 PLACEHOLDERS = {
-    "secret": "`[secret-N]`: tokens and keys (`api_key=`, `--api-key`, `HF_TOKEN=`, `*_KEY=`, `*_TOKEN=`, "
-    "`*_SECRET=`, `Bearer …`, `hf_…` tokens, URL passwords)",
+    "secret": "`[secret-N]`: credentials, by the classes below",
     "user": "`/home/[user]/`, `/Users/[user]/`: user names in paths",
     "host": "`[host-N]`: host names the logs name (NCCL's `host:pid:tid`, `host=`, `MASTER_ADDR=`, `--host`, "
     "URLs with a port) and this machine's name",
     "ip": "`[ip-N]`: IPv4 and IPv6 addresses (loopback 127.0.0.0/8 and ::1, and 0.0.0.0 and ::, are kept)",
+}
+
+
+# What each class of secret covers (the keys of Redactor.secret_classes, in this order).
+SECRET_CLASSES = {
+    URL_CREDENTIALS: "the password of a URL or DSN of any scheme (`postgresql://user:…@`, `redis://:…@`)",
+    ASSIGNMENT: "the value of any key holding PASSWORD, PASSWD, PWD, SECRET, CREDENTIAL, TOKEN or KEY, in env "
+    '(`PGPASSWORD=…`), YAML, JSON (`"password": "…"`) and CLI (`--api-key …`, `--password=…`) forms',
+    BEARER_TOKEN: "`Authorization:` values (`Bearer …`, `Basic …`, `token …`)",
+    API_TOKEN: "tokens by their shape: Hugging Face `hf_…`, OpenAI `sk-…`, AWS `AKIA…`/`ASIA…`, GitHub `ghp_…`/"
+    "`github_pat_…`, Slack `xox…-`, GitLab `glpat-…`, Google `AIza…`, JWTs",
+    PRIVATE_KEY: "PEM private keys (`-----BEGIN … PRIVATE KEY-----` and the lines of its block)",
 }
 
 
@@ -36,10 +48,12 @@ def render_readme(
     cuts: Sequence[tuple[str, Excerpt, int]],
     redacted: Mapping[str, tuple[int, int]] | None,
     notes: Sequence[str],
+    secret_classes: Mapping[str, int] | None = None,
     as_of: datetime,
 ) -> str:
     """`verdict` is the analysis JSON; `cuts` are (member, excerpt, original bytes); `redacted` is
-    None when redaction was off, else per kind (distinct values, occurrences)."""
+    None when redaction was off, else per kind (distinct values, occurrences); `secret_classes`:
+    secrets replaced per class."""
     phase = f" at `{verdict['phase']}`" if verdict.get("phase") else ""
     out = [
         "# logphase bug-report bundle",
@@ -79,6 +93,9 @@ def render_readme(
         for kind, text in PLACEHOLDERS.items():
             values, occurrences = redacted.get(kind, (0, 0))
             out.append(f"| {kind} | {values} | {occurrences} | {text} |")
+        found = secret_classes or {}
+        out += ["", "Secrets, by class:", "", "| class | occurrences | what |", "|---|---:|---|"]
+        out.extend(f"| {name} | {found.get(name, 0)} | {what} |" for name, what in SECRET_CLASSES.items())
     if notes:
         out += ["", "## Notes", ""]
         out.extend(f"- {note}" for note in notes)

@@ -1,22 +1,26 @@
 """Redaction of a bug-report bundle: IPs, host names, secrets and user names replaced, one line at a time.
 
 Pure: a Redactor learns the host names a run's texts name (`learn`), then rewrites each line
-(`line`). A placeholder never holds a newline, so line counts and line numbers never move, and
-the same value gets the same placeholder in every file of one bundle (a reader can follow one
-host through all logs). Placeholders are `[ip-1]`, `[host-1]`, `[secret-1]` and `/home/[user]/`:
-square brackets survive GitHub's markdown, where `<ip-1>` would be taken for an HTML tag.
+(`line`; `text` and `across_lines` also redact what spans lines: PEM key blocks, a credential's
+`name:` line and its `value:` line). Secrets are redacted by class (SECRET_CLASSES, counted for the
+bundle's README), and one found once is replaced wherever it appears again. A placeholder never
+holds a newline, so line counts and line numbers never move, and the same value gets the same
+placeholder in every file of one bundle (a reader can follow one host through all logs).
+Placeholders are `[ip-1]`, `[host-1]`, `[secret-1]` and `/home/[user]/`: square brackets survive
+GitHub's markdown, where `<ip-1>` would be taken for an HTML tag.
 
 Kept on purpose: loopback and unspecified addresses (127.0.0.0/8, ::1, 0.0.0.0, ::) name no
 machine and tell whether a server listened on all interfaces; version numbers (2.28.9, 0.5.10,
 `==1.2.3.4`); empty or numeric values of secret-looking keys (`api_key=None` says no key is set,
-`#new-token: 7` is a count)."""
+`#new-token: 7` is a count); keys that name a place, a size or a count (`HF_TOKEN_PATH`,
+`max_num_batched_tokens`) and the tokenizer's words (`tokenizer_path`, `eos_token`)."""
 
 from __future__ import annotations
 
 import ipaddress
 import re
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,27 +30,90 @@ SECRET = "secret"
 USER = "user"
 KINDS = (SECRET, USER, HOST, IP)
 
-# Secret-looking keys: `api_key=`, `HF_TOKEN=`, `'db_password': `, `OPENAI_API_KEY=`; not
-# `max_prefill_tokens=` (the key must end in the word) and not a bare `key:`.
-_SECRET_WORD = r"(?:api[_-]?key|token|secret|password|passwd|credentials?)"
+# Secrets, by class (the bundle's README counts each). A key is secret-looking by what it holds,
+# in any spelling (`PGPASSWORD`, `db_passwd`, `clientSecret`, `HF_TOKEN`, `x-api-key`,
+# `AWS_SECRET_ACCESS_KEY`, `--hf-token`), in env (`K=v`), YAML (`k: v`), JSON/Python (`"k": "v"`) and
+# CLI (`--k v`, `--k=v`, `'--k', 'v'` in an argv list) forms; see `secret_key`.
+URL_CREDENTIALS = "url credentials"
+ASSIGNMENT = "password/secret/token/key assignments"
+BEARER_TOKEN = "bearer/basic authorization"
+API_TOKEN = "API tokens by shape"
+PRIVATE_KEY = "private keys"
+SECRET_CLASSES = (URL_CREDENTIALS, ASSIGNMENT, BEARER_TOKEN, API_TOKEN, PRIVATE_KEY)
+
+# Only identifiers that hold one of these words are looked at (a lookahead: linear, one start per identifier).
+_SECRET_HINT = r"(?=[\w.-]*?(?:pass|secret|token|key|cred|pwd))"
+_SECRET_VALUE = r"""(?P<value>'[^'\n]*'|"[^"\n]*"|(?!\[\w+-\d+\])[^\s,;)}\]'"&\\]+)"""
 SECRET_KEY = re.compile(
-    rf"""(?i)(?<![\w-])(?P<key>(?:[a-z0-9]+[_-])*{_SECRET_WORD}|(?:[a-z0-9]+[_-])+key)"""
-    r"""(?P<sep>['"]?\s*[=:]\s*)(?P<value>'[^']*'|"[^"]*"|(?!\[\w+-\d+\])[^\s,;)}\]'"]+)"""
+    rf"""(?i)(?<![\w.-])(?P<key>{_SECRET_HINT}[A-Za-z0-9][\w.-]*+)(?P<sep>\\*+['"]?\s*[=:]\s*(?:\\++['"])?)"""
+    + _SECRET_VALUE
 )
 SECRET_OPTION = re.compile(
-    rf"""(?i)(?<![\w-])(?P<key>--(?:[a-z0-9]+-)*(?:{_SECRET_WORD.replace("[_-]", "-")}|key))"""
-    r"""(?P<sep>=|\s+)(?P<value>'[^']*'|"[^"]*"|[^\s'"-][^\s'"]*)"""
+    rf"""(?i)(?<![\w-])(?P<key>--{_SECRET_HINT}[A-Za-z0-9][\w.-]*+)"""
+    r"""(?P<sep>=|\s+|(?P<q>['"]),\s*(?P=q))(?P<value>'[^'\n]*'|"[^"\n]*"|[^\s'"-][^\s'"]*)"""
 )
+# What makes a key secret (`key` only as a word's end or before `s`: not `keyword`, `ssl_keyfile`;
+# `token` not as `tokenizer`; `pwd` only as a later part: `MYSQL_PWD`, not the shell's `PWD`).
+SECRET_IN_KEY = re.compile(r"(?i)pass(?:word|wd|phrase)|secret|credential|token(?!i[sz]|s)|key(?![a-rt-z])|.[_-]pwd\b")
+# Parts of a key that say its value is no credential: where one is (`HF_TOKEN_PATH`, `ssl_key_file`),
+# a count or a size (`max_num_batched_tokens`, `tokens_per_second`), a kind (`kv_cache_key_dtype`).
+NOT_SECRET_PARTS = frozenset(
+    {"file", "path", "dir", "dirs", "size", "len", "length", "type", "dtype", "mode", "name", "id", "ids", "num"}
+    | {"count", "max", "min", "limit", "budget", "usage", "per", "format", "prefix", "throughput"}
+)
+# A name/value entry whose name is a credential's: Kubernetes' env (`{"name": "PGPASSWORD", "value": …}`,
+# or `- name: PGPASSWORD` then `  value: …`), py-spy's --locals (`"name": "token"`, then `"repr": "'…'"`):
+# the value on the name's line or on one of the next NAMED_LINES, until another name.
+NAMED = re.compile(r"""(?i)(?<![\w-])\\*+["']?name\\*+["']?\s*[:=]\s*(?:\\*+["'])?(?P<name>[A-Za-z_][\w.-]*+)""")
+NAMED_VALUE = re.compile(
+    r"""(?i)(?<![\w-])(?P<key>\\*+["']?(?:value|repr))(?P<sep>\\*+['"]?\s*[=:]\s*(?:\\++['"])?)""" + _SECRET_VALUE
+)
+NAMED_LINES = 8  # py-spy's local: `{`, name, addr, arg, repr
+# On a later line the value opens it (an entry's field of its own); a `}` ends the entry.
+NAMED_FIELD = re.compile(r"""\s*+(?:-\s++)?(?=\\*+["']?(?:value|repr)\\*+["']?\s*[:=])""", re.IGNORECASE)
 BEARER = re.compile(r"(?i)\b(?P<key>Bearer|Basic)(?P<sep>\s+)(?P<value>[\w.~+/=-]{8,})")
-URL_PASSWORD = re.compile(r"(?P<key>\b[a-z][a-z0-9+.-]*://[^:@/\s]+)(?P<sep>:)(?P<value>[^@/\s]+)(?=@)")
-# Token shapes that need no key in front: Hugging Face, OpenAI, GitHub, AWS access key ids, Slack.
-TOKEN_SHAPE = re.compile(
-    r"\b(?:hf_[A-Za-z0-9]{20,}|sk-[A-Za-z0-9_-]{20,}|gh[pousr]_[A-Za-z0-9]{20,}|AKIA[0-9A-Z]{16}|xox[abps]-[\w-]{10,})\b"
+# Any other scheme of an Authorization header (`Authorization: token …`, `authorization=Digest …`).
+AUTHORIZATION = re.compile(
+    r"""(?i)(?P<key>\bauthori[sz]ation['"]?\s*[:=]\s*['"]?(?:[A-Za-z-]++\s+)?)(?P<sep>)(?P<value>[^\s'",;]{6,})"""
 )
-# Values of secret-looking keys that hide nothing: unset, booleans, numbers, already a placeholder.
-NOT_A_SECRET = re.compile(r"(?i)^(?:none|null|nil|true|false|\d+(?:\.\d+)?|\[\w+-\d+\]|\*+|)$")
+URL_PASSWORD = re.compile(r"(?P<key>(?<![\w+.-])[A-Za-z][\w+.-]*+://[^:@/\s]*+)(?P<sep>:)(?P<value>[^@/\s]++)(?=@)")
+# Token shapes that need no key in front: Hugging Face, OpenAI (and Anthropic's `sk-ant-`), GitHub
+# (classic and fine-grained), AWS access key ids (long-term and temporary), Slack, GitLab, Google, Stripe, JWTs.
+TOKEN_SHAPE = re.compile(
+    r"\b(?:hf_[A-Za-z0-9]{20,}|sk-[A-Za-z0-9_-]{20,}|gh[pousr]_[A-Za-z0-9]{20,}|github_pat_\w{20,}"
+    r"|(?:AKIA|ASIA)[0-9A-Z]{16}|xox[abprs]-[\w-]{10,}|xapp-[\w-]{10,}|glpat-[\w-]{20,}|AIza[\w-]{35}"
+    r"|[rs]k_(?:live|test)_\w{16,}|eyJ[\w-]{10,}\.eyJ[\w-]{10,}\.[\w-]{10,})\b"
+)
+# A PEM private key: on one line (JSON's `\n`-escaped form: up to its END, else the line's end), or as
+# a block of lines whose body is base64 (see Redactor.private_keys).
+PEM_BEGIN = re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----")
+PEM_INLINE = re.compile(
+    r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----(?:(?!-----END ).)*+(?:-----END [A-Z0-9 ]*-----)?"
+)
+PEM_END = re.compile(r"-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----")
+# A block's line: base64 or a header, after what prefixes every line where a log's wrapper adds one
+# (`svc-1 | `, a time): the base64 of a line with another prefix than BEGIN's is 16 characters or more.
+PEM_BODY = re.compile(r"(?:^|\s)(?P<body>[A-Za-z0-9+/=]*+|(?:Proc-Type|DEK-Info|Comment|Version): .*)$")
+# Terminal colours: a key glued to one (`\x1b[32mPGPASSWORD=…`) is read without them.
+ANSI = re.compile(r"\x1b\[[0-9;?]*+[ -/]*+[@-~]")
+# Values of secret-looking keys that hide nothing: unset, booleans, numbers, already a placeholder,
+# a list, dict or tag (`stop_token_ids=[2, 7]`, `eos_token=<eos>`: unquoted, only its opening is matched).
+NOT_A_SECRET = re.compile(r"(?i)^(?:none|null|nil|true|false|\d+(?:\.\d+)?|\[\w+-\d+\]|\*+|[\[{(<].*[\]})>]|)$")
+# A secret worth finding again anywhere: 8 characters or more, not a plain word (`expired`, `changeme`
+# are found only where a key says so).
+CREDENTIAL_LIKE = re.compile(r"(?=.*[^A-Za-z])[^\s\[\]]{8,}")
 # The tokenizer's special tokens are vocabulary, not credentials.
 SPECIAL_TOKEN_KEY = re.compile(r"(?i)(?:^|[_-])(?:eos|bos|pad|unk|sep|cls|mask|additional_special)_tokens?$")
+
+
+def secret_key(key: str) -> bool:
+    """Whether a key (`PGPASSWORD`, `--api-key`, `clientSecret`) names a credential."""
+    key = key.lstrip("-")
+    if not SECRET_IN_KEY.search(key) or SPECIAL_TOKEN_KEY.search(key):
+        return False
+    parts = re.split(r"[_.-]+", key.lower())
+    return parts != ["key"] and not NOT_SECRET_PARTS.intersection(parts)
+
 
 USER_PATH = re.compile(r"(?P<prefix>/(?:home|Users))/(?P<name>[^/\s'\"\[\]:]+)(?=[/\s'\":]|$)")
 
@@ -88,6 +155,11 @@ class Redactor:
     hosts: set[str] = field(default_factory=set)
     placeholders: dict[tuple[str, str], str] = field(default_factory=dict)
     occurrences: Counter[str] = field(default_factory=Counter)
+    classes: Counter[str] = field(default_factory=Counter)  # secrets replaced, per class
+    # secrets that look like credentials, by class: replaced wherever they appear again (a line
+    # quoted alone, without the key that told it is one)
+    known: dict[str, str] = field(default_factory=dict)
+    _known_pattern: re.Pattern[str] | None = field(default=None, repr=False)
     _host_pattern: re.Pattern[str] | None = field(default=None, repr=False)
 
     def learn(self, text: str) -> None:
@@ -106,10 +178,25 @@ class Redactor:
             self._host_pattern = None
 
     def line(self, text: str) -> str:
-        """One line redacted; never adds or removes a line break."""
-        for pattern in (SECRET_KEY, SECRET_OPTION, BEARER, URL_PASSWORD):
-            text = pattern.sub(self._secret_value, text)
-        text = TOKEN_SHAPE.sub(lambda m: self._placeholder(SECRET, m.group()), text)
+        """One line redacted; never adds or removes a line break. A line with terminal colours
+        that holds something to redact is given without its colours."""
+        if "\x1b" in text:
+            plain = ANSI.sub("", text)
+            redacted = self._line(plain)
+            return text if redacted == plain else redacted
+        return self._line(text)
+
+    def _line(self, text: str) -> str:
+        text = PEM_INLINE.sub(lambda m: self._placeholder(SECRET, m.group(), PRIVATE_KEY), text)
+        text = self._assignments(SECRET_KEY, text)
+        text = self._assignments(SECRET_OPTION, text)
+        text = BEARER.sub(lambda m: self._secret_value(m, BEARER_TOKEN), text)
+        text = AUTHORIZATION.sub(lambda m: self._secret_value(m, BEARER_TOKEN), text)
+        text = URL_PASSWORD.sub(lambda m: self._secret_value(m, URL_CREDENTIALS), text)
+        text = TOKEN_SHAPE.sub(lambda m: self._placeholder(SECRET, m.group(), API_TOKEN), text)
+        known = self._known()
+        if known is not None:
+            text = known.sub(lambda m: self._placeholder(SECRET, m.group(), self.known[m.group()]), text)
         text = USER_PATH.sub(self._user, text)
         host_pattern = self._hosts()
         if host_pattern is not None:
@@ -119,10 +206,66 @@ class Redactor:
 
     def text(self, text: str) -> str:
         """A whole file: each line redacted, line breaks untouched."""
-        return "\n".join(self.line(part) for part in text.split("\n"))
+        return "\n".join(self.line(part) for part in self.across_lines(text.split("\n")))
+
+    def across_lines(self, lines: Iterable[str]) -> Iterator[str]:
+        """The lines with the secrets that span lines redacted (PEM blocks, name/value entries): the
+        part of redaction that needs the lines before; `line` does the rest."""
+        return self.named_values(self.private_keys(lines))
+
+    def named_values(self, lines: Iterable[str]) -> Iterator[str]:
+        """The value of each name/value entry whose name is a credential's (NAMED) replaced."""
+        left = 0  # lines in which the last credential's name may still get its value
+        for line in lines:
+            named = NAMED.search(line)
+            start = 0
+            if named is not None:
+                left, start = (NAMED_LINES if secret_key(named["name"]) else 0), named.end()
+            if left and (named is not None or NAMED_FIELD.match(line)):
+                before = self.classes[ASSIGNMENT]
+                line = line[:start] + NAMED_VALUE.sub(self._secret_value, line[start:])
+                left = 0 if self.classes[ASSIGNMENT] > before else left - 1
+            elif left:
+                left = 0 if line.lstrip().startswith("}") else left - 1
+            yield line
+
+    def private_keys(self, lines: Iterable[str]) -> Iterator[str]:
+        """The lines with each multi-line PEM private key's lines (BEGIN, body, END) made one
+        placeholder each, what prefixes them kept; a block ends at its END line or at the first
+        line that is no base64."""
+        block: str | None = None
+        prefix = ""
+        for line in lines:
+            plain = (ANSI.sub("", line) if "\x1b" in line else line).rstrip()
+            if block is not None:
+                kept = self._pem_line(plain, prefix)
+                if kept is not None:
+                    self.occurrences[SECRET] += 1
+                    yield kept + block
+                    block = None if PEM_END.search(plain) else block
+                    continue
+                block = None
+            begin = PEM_BEGIN.search(plain)
+            if begin is not None and not PEM_END.search(plain, begin.end()):
+                block = self._placeholder(SECRET, f"private key {self.classes[PRIVATE_KEY]}", PRIVATE_KEY)
+                prefix = plain[: begin.start()]
+                yield prefix + block
+                continue
+            yield line
+
+    @staticmethod
+    def _pem_line(plain: str, prefix: str) -> str | None:
+        """What prefixes a line of a PEM block (kept), or None where the line is no part of it."""
+        end = PEM_END.search(plain)
+        if end is not None:
+            return plain[: end.start()]
+        body = PEM_BODY.search(plain)
+        if body is not None and (len(body["body"]) >= 16 or plain[: body.start("body")] == prefix):
+            return plain[: body.start("body")]
+        return None
 
     def json(self, value: Any) -> Any:
-        """Every string of a JSON value redacted (keys are the schema's names and stay)."""
+        """Every string of a JSON value redacted, keys too (the schema's own names pass unchanged)."""
         return map_strings(value, self.text)
 
     def learn_all(self, value: Any) -> None:
@@ -139,8 +282,17 @@ class Redactor:
         distinct = Counter(kind for kind, _ in self.placeholders)
         return {kind: (distinct[kind], self.occurrences[kind]) for kind in KINDS if self.occurrences[kind]}
 
-    def _placeholder(self, kind: str, value: str) -> str:
+    def secret_classes(self) -> dict[str, int]:
+        """Secrets replaced per class (SECRET_CLASSES), classes with none left out."""
+        return {name: self.classes[name] for name in SECRET_CLASSES if self.classes[name]}
+
+    def _placeholder(self, kind: str, value: str, secret_class: str = "") -> str:
         self.occurrences[kind] += 1
+        if secret_class:
+            self.classes[secret_class] += 1
+            if value not in self.known and CREDENTIAL_LIKE.fullmatch(value):
+                self.known[value] = secret_class
+                self._known_pattern = None
         key = (kind, value)
         if key not in self.placeholders:
             if kind == USER:
@@ -150,13 +302,28 @@ class Redactor:
                 self.placeholders[key] = f"[{kind}-{number}]"
         return self.placeholders[key]
 
-    def _secret_value(self, found: re.Match[str]) -> str:
+    def _assignments(self, pattern: re.Pattern[str], text: str) -> str:
+        """`key=value` pairs whose key names a credential, values replaced. A pair whose key does not
+        is searched again from its key's end: its value may be a pair (`#tokens: api_key='…'`)."""
+        parts: list[str] = []
+        done = position = 0
+        while (found := pattern.search(text, position)) is not None:
+            if not secret_key(found.group("key")):
+                position = found.end("key")
+                continue
+            parts += (text[done : found.start()], self._secret_value(found))
+            done = position = found.end()
+        return "".join(parts) + text[done:] if parts else text
+
+    def _secret_value(self, found: re.Match[str], secret_class: str = ASSIGNMENT) -> str:
         key, separator, value = found.group("key"), found.group("sep"), found.group("value")
-        quote = value[0] if value[:1] in ("'", '"') and len(value) > 1 and value[-1] == value[0] else ""
-        bare = value[1:-1] if quote else value
-        if NOT_A_SECRET.match(bare) or SPECIAL_TOKEN_KEY.search(key.lstrip("-")):
+        quote = ""
+        if len(value) > 1 and value[0] in ("'", '"') and value[-1] == value[0]:
+            quote = value[0]
+        bare = value[len(quote) : len(value) - len(quote)]
+        if NOT_A_SECRET.match(bare) or (not quote and bare[:1] in ("[", "{", "(", "<")):
             return found.group()
-        return f"{key}{separator}{quote}{self._placeholder(SECRET, bare)}{quote}"
+        return f"{key}{separator}{quote}{self._placeholder(SECRET, bare, secret_class)}{quote}"
 
     def _user(self, found: re.Match[str]) -> str:
         return f"{found.group('prefix')}/{self._placeholder(USER, found.group('name'))}"
@@ -170,6 +337,12 @@ class Redactor:
             return text  # `c10::` and the like: C++ scopes, not addresses
         return self._placeholder(IP, text)
 
+    def _known(self) -> re.Pattern[str] | None:
+        if self._known_pattern is None and self.known:
+            names = sorted(self.known, key=len, reverse=True)
+            self._known_pattern = re.compile("|".join(map(re.escape, names)))
+        return self._known_pattern
+
     def _hosts(self) -> re.Pattern[str] | None:
         if self._host_pattern is None and self.hosts:
             names = sorted(self.hosts, key=len, reverse=True)  # `node0.cluster` before `node0`
@@ -179,13 +352,13 @@ class Redactor:
 
 def map_strings(value: Any, change: Callable[[str], str]) -> Any:
     """A JSON-like value (strings, numbers, lists, tuples, dicts) with every string passed through
-    `change`; dict keys stay (they are a schema's names)."""
+    `change`, dict keys too (a key may come from a log: a path, a rank, a host)."""
     if isinstance(value, str):
         return change(value)
     if isinstance(value, (list, tuple)):
         return [map_strings(item, change) for item in value]
     if isinstance(value, dict):
-        return {key: map_strings(item, change) for key, item in value.items()}
+        return {change(key) if isinstance(key, str) else key: map_strings(item, change) for key, item in value.items()}
     return value
 
 

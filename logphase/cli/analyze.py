@@ -12,6 +12,7 @@ from logphase import pipeline
 from logphase.api import open_run
 from logphase.cli.common import (
     FORMATS,
+    PID,
     cache_folder,
     db_option,
     jobs_from,
@@ -53,7 +54,7 @@ if TYPE_CHECKING:  # types only: a plain `analyze` imports neither the run store
 @click.option(
     "--pid",
     "pid",
-    type=click.IntRange(min=1),
+    type=PID,
     help="The running server's main process: its ranks' live stacks are judged with the logs "
     "(where each rank waits, the odd ranks out).",
 )

@@ -11,18 +11,29 @@ from pathlib import Path
 import click
 
 from logphase.bundle import environment
-from logphase.bundle.archive import check_output, write_tar_gz
+from logphase.bundle.archive import check_output, input_paths, write_tar_gz
 from logphase.bundle.build import BundleRequest, collect, output_name
 from logphase.bundle.live import find_processes, take_stacks
-from logphase.cli.common import jobs_from, jobs_option, load_all_packs, parse_as_of, patterns_option
+from logphase.cli.common import (
+    PID,
+    FiniteFloatRange,
+    jobs_from,
+    jobs_option,
+    load_all_packs,
+    parse_as_of,
+    patterns_option,
+)
 from logphase.cli.stacks import read_dump_file
 from logphase.stacks.model import ProcessSnapshot
+
+# A terabyte: a larger --cut-over keeps every log whole, as this does.
+MAX_CUT_OVER_MB = float(1 << 20)
 
 
 @click.command()
 @click.argument("logs", nargs=-1, required=True)
 @click.option(
-    "--pid", "pids", type=int, multiple=True, help="Add live stacks of this server (any of its processes); repeatable."
+    "--pid", "pids", type=PID, multiple=True, help="Add live stacks of this server (any of its processes); repeatable."
 )
 @click.option(
     "--from",
@@ -37,11 +48,14 @@ from logphase.stacks.model import ProcessSnapshot
     type=click.Path(path_type=Path),
     help="The bundle file [default: logphase-bundle-DATE-TIME.tar.gz].",
 )
+@click.option(
+    "--force", is_flag=True, help="Replace the file -o names when it exists (never an input, a folder or a device)."
+)
 @click.option("--no-redact", is_flag=True, help="Keep IPs, host names, tokens and user names as the logs have them.")
 @click.option(
     "--cut-over",
     "cut_over_mb",
-    type=click.FloatRange(min=0, min_open=True),
+    type=FiniteFloatRange(min=0, max=MAX_CUT_OVER_MB, min_open=True),
     default=4.0,
     show_default=True,
     metavar="MB",
@@ -57,6 +71,7 @@ def bundle(
     pids: tuple[int, ...],
     dump_files: tuple[str, ...],
     output: Path | None,
+    force: bool,
     no_redact: bool,
     cut_over_mb: float,
     post_mortem: bool | None,
@@ -77,11 +92,16 @@ def bundle(
     logphase bundle server.log                       -> logphase-bundle-DATE-TIME.tar.gz
     logphase bundle node*.log --pid 1234 -o hang.tar.gz
 
-    Exit: 0 the bundle was written, 3 it could not be (nothing is left at -o).
+    The bundle is never written over one of its inputs, a folder or a device, and replaces an
+    existing file only with --force; it is written beside -o and renamed into place when complete.
+
+    Exit: 0 the bundle was written; 2 -o names an input, or an existing file without --force;
+    3 it could not be written (nothing is left at -o, and what was there is untouched).
     """
     made = datetime.now().replace(microsecond=0)
     path = output if output is not None else Path(output_name(made))
-    check_output(path)
+    inputs = input_paths(logs, dump_files, pattern_paths)
+    check_output(path, inputs=inputs, force=force)
     as_of = parse_as_of(as_of_text) if as_of_text else made
     processes = find_processes(pids) if pids else None  # a pid that does not exist: an error, before any work
     dump_snapshots: list[ProcessSnapshot] = []
@@ -105,7 +125,8 @@ def bundle(
         jobs=jobs_from(jobs),
     )
     made_bundle = collect(request, packs)
-    size = write_tar_gz(path, path.name.removesuffix(".tar.gz").removesuffix(".tgz"), made_bundle.members, time.time())
+    top = path.name.removesuffix(".tar.gz").removesuffix(".tgz")
+    size = write_tar_gz(path, top, made_bundle.members, time.time(), inputs=inputs, force=force)
     redacted = sum(occurrences for _, occurrences in made_bundle.redacted.values())
     how = "not redacted" if no_redact else f"{redacted} value{'s' if redacted != 1 else ''} redacted"
     cut = f", {made_bundle.cut_logs} log{'s' if made_bundle.cut_logs != 1 else ''} cut" if made_bundle.cut_logs else ""

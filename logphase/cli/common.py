@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import shutil
 import sys
@@ -25,6 +26,30 @@ TIME_FORMATS = (
     "%Y-%m-%dT%H:%M:%S",
     "%Y-%m-%d %H:%M",
 )
+
+
+# The longest wait or budget an option takes (a year): beyond it a date overflows, and no run means it.
+MAX_SECONDS = 365 * 24 * 3600.0
+# Process ids Linux can give (PID_MAX_LIMIT, 2**22): a larger --pid names no process.
+MAX_PID = 1 << 22
+PID = click.IntRange(1, MAX_PID)
+# Widths a table is drawn at: COLUMNS beyond it (`1e8`, 2**63) is ignored, as is junk.
+MAX_WIDTH = 1000
+
+
+class FiniteFloatRange(click.FloatRange):
+    """click's FloatRange, with nan and inf refused (click lets nan through any bound)."""
+
+    def convert(self, value: object, param: click.Parameter | None, ctx: click.Context | None) -> float:
+        number: float = super().convert(value, param, ctx)  # type: ignore[arg-type]  # click takes any value
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number", param, ctx)
+        return number
+
+
+def seconds(low: float, high: float = MAX_SECONDS, *, low_open: bool = False) -> FiniteFloatRange:
+    """A number of seconds between `low` and `high` (a year by default), finite."""
+    return FiniteFloatRange(min=low, max=high, min_open=low_open)
 
 
 def patterns_option(function: click.decorators.FC) -> click.decorators.FC:
@@ -52,18 +77,22 @@ def stall_after_option(function: click.decorators.FC) -> click.decorators.FC:
     return click.option(
         "--stall-after",
         "stall_after_s",
-        type=click.FloatRange(min=0, min_open=True),
+        type=seconds(0, low_open=True),
         metavar="S",
         help="Stalled after S seconds without progress, in any phase (instead of learned or pack budgets).",
     )(function)
 
 
 def jobs_from(count: int | None) -> Jobs:
-    """`--jobs`, default the cores this process may use. LOGPHASE_JOBS_MIN_BYTES and
-    LOGPHASE_JOBS_RANGE_BYTES (tests, benchmarks) move the size where workers start and their share."""
+    """`--jobs`, default the cores this process may use, and never more (said in a note: more
+    processes than cores only add memory). LOGPHASE_JOBS_MIN_BYTES and LOGPHASE_JOBS_RANGE_BYTES
+    (tests, benchmarks) move the size where workers start and their share."""
     min_bytes = _bytes_from_env("LOGPHASE_JOBS_MIN_BYTES", MIN_PARALLEL_BYTES, low=0)
     range_bytes = _bytes_from_env("LOGPHASE_JOBS_RANGE_BYTES", RANGE_BYTES, low=1)
-    return Jobs(count if count is not None else usable_cores(), min_bytes=min_bytes, range_bytes=range_bytes)
+    cores = usable_cores()
+    if count is not None and count > cores:
+        click.echo(f"logphase: note: --jobs {count} is more than the {cores} usable cores: using {cores}", err=True)
+    return Jobs(min(count, cores) if count is not None else cores, min_bytes=min_bytes, range_bytes=range_bytes)
 
 
 def _bytes_from_env(name: str, default: int, *, low: int) -> int:
@@ -82,6 +111,15 @@ def default_db_path() -> Path:
 
 
 def db_option(function: click.decorators.FC) -> click.decorators.FC:
+    """`--db` and `--lock-timeout` (kept in the context: `store_lock_timeout()` gives it to RunStore.open)."""
+    function = click.option(
+        "--lock-timeout",
+        type=seconds(0, 3600),
+        metavar="S",
+        expose_value=False,
+        callback=_keep_lock_timeout,
+        help="Seconds to wait for another process's lock on the run store before giving up (exit 3) [default: 5].",
+    )(function)
     return click.option(
         "--db",
         "db_path",
@@ -90,6 +128,17 @@ def db_option(function: click.decorators.FC) -> click.decorators.FC:
         show_envvar=True,
         help="Run store (SQLite). Default: $XDG_DATA_HOME/logphase/runs.db.",
     )(function)
+
+
+def _keep_lock_timeout(ctx: click.Context, _: click.Parameter, value: float | None) -> None:
+    ctx.meta["logphase.lock_timeout_s"] = value
+
+
+def store_lock_timeout() -> float | None:
+    """`--lock-timeout` of the running command; None: the store's default (baselines/store.py)."""
+    ctx = click.get_current_context(silent=True)
+    value = ctx.meta.get("logphase.lock_timeout_s") if ctx is not None else None
+    return float(value) if value is not None else None
 
 
 def load_all_packs(pattern_paths: tuple[Path, ...], *, line_rules: bool = True) -> PackSet:
@@ -137,5 +186,6 @@ def use_colour() -> bool:
 
 def terminal_width() -> int:
     """The columns the table's timeline may fill: COLUMNS when set, else the terminal's; where stdout
-    is no terminal (a pipe, a file), the table's default width."""
-    return shutil.get_terminal_size((DEFAULT_WIDTH, 24)).columns
+    is no terminal (a pipe, a file), the table's default width, as where COLUMNS is junk or absurd."""
+    columns = shutil.get_terminal_size((DEFAULT_WIDTH, 24)).columns
+    return columns if 0 < columns <= MAX_WIDTH else DEFAULT_WIDTH

@@ -21,8 +21,10 @@ from logphase.inventory.coverage import (
 )
 from logphase.inventory.files import SYSTEMS, build_inventory, builtin_inventory_dir, data_path, read_inventory
 from logphase.logs.matcher import explain as explain_line
-from logphase.packs import builtin_pack_paths, check_pack_examples, expand_pack_paths, load_packs
+from logphase.packs import builtin_pack_paths, check_pack_examples, check_pack_regexes, expand_pack_paths, load_packs
 from logphase.phases import Phase
+
+REGEX_TABLES = ("prefixes", "rules", "signatures", "anchors", "server_args", "ignores")
 
 
 @click.group()
@@ -60,7 +62,8 @@ def list_rules(pattern_paths: tuple[Path, ...], system: str | None, phase: str |
 @patterns.command("test")
 @click.argument("targets", nargs=-1)
 def test_packs(targets: tuple[str, ...]) -> None:
-    """Run every example and counter-example of the packs (all built-in packs by default).
+    """Run every example and counter-example of the packs (all built-in packs by default), and check
+    every regex for repeats that can backtrack without bound.
 
     TARGET is a built-in pack name (sglang, vllm, …) or a path to a .toml file or folder."""
     builtin = {path.stem: path for path in builtin_pack_paths()}
@@ -73,7 +76,7 @@ def test_packs(targets: tuple[str, ...]) -> None:
     # user packs are checked together with the built-in ones: their prefixes strip each other's lines
     selected = load_packs(paths if targets else (), builtin=True, check_examples=False)
     wanted = {str(p) for p in paths} if targets else {pack.path for pack in selected.packs}
-    failures = check_pack_examples(selected, only=wanted)
+    failures = check_pack_examples(selected, only=wanted) + check_pack_regexes(selected, only=wanted)
     checked = [pack for pack in selected.packs if pack.path in wanted]
     examples = 0
     for pack in checked:
@@ -81,7 +84,8 @@ def test_packs(targets: tuple[str, ...]) -> None:
             examples += sum(len(item.examples) + len(item.counter_examples) for item in examples_of)
     for failure in failures:
         click.echo(f"FAIL {failure}")
-    click.echo(f"{len(checked)} packs, {examples} examples checked, {len(failures)} failed")
+    regexes = sum(len(getattr(pack, kind)) for pack in checked for kind in REGEX_TABLES)
+    click.echo(f"{len(checked)} packs, {examples} examples and {regexes} regexes checked, {len(failures)} failed")
     if failures:
         sys.exit(int(ExitCode.CANNOT_RUN))
 

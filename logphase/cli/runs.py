@@ -10,8 +10,16 @@ import click
 
 from logphase import pipeline
 from logphase.baselines.records import RunRecord
-from logphase.baselines.store import RunStore
-from logphase.cli.common import FORMATS, db_option, default_db_path, load_all_packs, parse_as_of, patterns_option
+from logphase.baselines.store import RunStore, storable
+from logphase.cli.common import (
+    FORMATS,
+    db_option,
+    default_db_path,
+    load_all_packs,
+    parse_as_of,
+    patterns_option,
+    store_lock_timeout,
+)
 from logphase.errors import StoreError, UsageError
 from logphase.logs.reader import open_sources
 from logphase.report.formats import OutputFormat, pick
@@ -24,17 +32,22 @@ def resolve_db(db_path: Path | None) -> Path:
     return db_path if db_path is not None else default_db_path()
 
 
+def open_store(path: Path, *, create: bool) -> RunStore:
+    """The run store at `path`, waiting for others' locks as long as --lock-timeout says."""
+    return RunStore.open(path, create=create, lock_timeout_s=store_lock_timeout())
+
+
 def open_store_for(db_path: Path | None, *, ref: str | None, record: bool) -> tuple[RunStore | None, StoreError | None]:
     """The store a command needs: created to record into; else only an existing one. A REF that is
     a path does not need the store (it only adds successful runs), so its error is returned, not raised."""
     path = resolve_db(db_path)
     if record:
-        return RunStore.open(path, create=True), None
+        return open_store(path, create=True), None
     needed = ref is not None and pipeline.reference_kind(ref) != "path"
     if not needed and not path.exists():
         return None, None
     try:
-        return RunStore.open(path, create=False), None
+        return open_store(path, create=False), None
     except StoreError as error:
         if needed:
             raise
@@ -43,9 +56,17 @@ def open_store_for(db_path: Path | None, *, ref: str | None, record: bool) -> tu
 
 def record(store: RunStore, run: RunRecord) -> str:
     """Store a run; the one line that says so (stderr)."""
-    run_id, created = store.add(run, recorded_at=datetime.now().replace(microsecond=0))
-    verb = "recorded" if created else "updated"
-    return f"{verb} run {run_id}: {run.outcome}, {run.fingerprint.describe()}"
+    return record_all(store, [run])[0]
+
+
+def record_all(store: RunStore, runs: list[RunRecord]) -> list[str]:
+    """Store runs in one transaction (all or none); a line for each that says so (stderr)."""
+    runs = [storable(run) for run in runs]  # said as stored: a number SQLite cannot hold is unknown
+    added = store.add_all(runs, recorded_at=datetime.now().replace(microsecond=0))
+    return [
+        f"{'recorded' if created else 'updated'} run {run_id}: {run.outcome}, {run.fingerprint.describe()}"
+        for run, (run_id, created) in zip(runs, added, strict=True)
+    ]
 
 
 @click.group()
@@ -89,13 +110,11 @@ def add(
     # read every log before touching the store: a typo in the third path records nothing
     stdin = sys.stdin.buffer if "-" in logs else None
     options = pipeline.Options(as_of=as_of, post_mortem=True, label=label)
-    analysed = [
-        pipeline.run(open_sources(group, stdin=stdin, process_tags=packs.process_tags), packs, options)[1]
-        for group in groups
-    ]
-    with RunStore.open(resolve_db(db_path), create=True) as store:
-        for run in analysed:
-            click.echo(record(store, run), err=True)
+    analysed = [pipeline.run(open_sources(group, stdin=stdin, packs=packs), packs, options)[1] for group in groups]
+    # and record them in one transaction: a run the store cannot take records none
+    with open_store(resolve_db(db_path), create=True) as store:
+        for line in record_all(store, analysed):
+            click.echo(line, err=True)
 
 
 @runs.command("list")
@@ -107,7 +126,7 @@ def list_runs(output_format: OutputFormat, db_path: Path | None) -> None:
     records: list[RunRecord] = []
     unreadable: list[str] = []
     if path.exists():
-        with RunStore.open(path, create=False) as store:
+        with open_store(path, create=False) as store:
             records = store.all()
             unreadable = store.unreadable
     for note in unreadable:
@@ -123,7 +142,7 @@ def list_runs(output_format: OutputFormat, db_path: Path | None) -> None:
 @db_option
 def show(run_id: int, output_format: OutputFormat, db_path: Path | None) -> None:
     """One run: its setup, outcome, where it stopped and how long each phase took."""
-    with RunStore.open(resolve_db(db_path), create=False) as store:
+    with open_store(resolve_db(db_path), create=False) as store:
         run = store.get(run_id)
     click.echo(pick(output_format).run(run), nl=False)
 
@@ -133,7 +152,7 @@ def show(run_id: int, output_format: OutputFormat, db_path: Path | None) -> None
 @db_option
 def remove(run_ids: tuple[int, ...], db_path: Path | None) -> None:
     """Forget recorded runs."""
-    with RunStore.open(resolve_db(db_path), create=False) as store:
+    with open_store(resolve_db(db_path), create=False) as store:
         for run_id in run_ids:
             store.remove(run_id)
             click.echo(f"removed run {run_id}", err=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import shlex
 import socket
 import sys
 from dataclasses import replace
@@ -11,10 +12,15 @@ from typing import cast
 
 import click
 
-from logphase.cli.common import FORMATS, load_all_packs, patterns_option, use_colour
+from logphase.cli.common import FORMATS, PID, load_all_packs, patterns_option, seconds, use_colour
 from logphase.errors import ExitCode, InputError, UsageError
 from logphase.judging.stalls import summarize
 from logphase.logs.reader import READ_ERRORS, LogSource, damaged, open_sources, read_lines
+from logphase.nodes.k8s import KubernetesTransport
+from logphase.nodes.slurm import SlurmTransport
+from logphase.nodes.ssh import SshTransport, hosts_from
+from logphase.nodes.stacks import collect_stacks, remote_stacks_command
+from logphase.nodes.transport import Transport
 from logphase.report.formats import OutputFormat, pick
 from logphase.stacks import pyspy
 from logphase.stacks.dumps import parse_dumps_in_lines, rank_from_file_name
@@ -77,7 +83,7 @@ def _with_source(snapshots: list[ProcessSnapshot], path: str) -> list[ProcessSna
 @click.option(
     "--pid",
     "pids",
-    type=int,
+    type=PID,
     multiple=True,
     help="A launcher, torchrun, SGLang's main process or any rank; repeatable.",
 )
@@ -97,7 +103,7 @@ def _with_source(snapshots: list[ProcessSnapshot], path: str) -> list[ProcessSna
 @click.option(
     "--interval",
     "interval_s",
-    type=click.FloatRange(0, 600),
+    type=seconds(0, 600),
     default=1.0,
     show_default=True,
     help="Seconds between samples.",
@@ -110,13 +116,43 @@ def _with_source(snapshots: list[ProcessSnapshot], path: str) -> list[ProcessSna
 @click.option(
     "--timeout",
     "timeout_s",
-    type=click.FloatRange(0.05, 600),
+    type=seconds(0.05, 600),
     default=10.0,
     show_default=True,
     help="Seconds one py-spy may take before it is killed.",
 )
 @click.option("--format", "output_format", type=FORMATS, default="table", show_default=True, help="Report format.")
 @click.option("--py-spy", "py_spy_path", metavar="PATH", help="The py-spy binary (default: PATH, then next to Python).")
+@click.option("--hosts", metavar="H1,H2,…", help="Many nodes through ssh (BatchMode, your ssh config): these hosts.")
+@click.option("--hostfile", metavar="FILE", help="Many nodes through ssh: the hosts of FILE, one a line.")
+@click.option("--ssh-config", metavar="FILE", help="With --hosts/--hostfile: this ssh config file (ssh -F).")
+@click.option("--slurm", "slurm_job", metavar="JOBID", help="Many nodes through Slurm: one srun step in this job.")
+@click.option("--k8s", "k8s", is_flag=True, help="Many nodes through Kubernetes: kubectl exec into each pod of -l.")
+@click.option("-l", "--selector", metavar="SELECTOR", help="With --k8s: the pods' label selector (app=sglang).")
+@click.option("-n", "--namespace", metavar="NS", help="With --k8s: the pods' namespace.")
+@click.option("--container", metavar="NAME", help="With --k8s: the container to exec into.")
+@click.option(
+    "--remote",
+    "remote",
+    default="logphase",
+    show_default=True,
+    metavar="COMMAND",
+    help="With many nodes: the logphase command on each node.",
+)
+@click.option(
+    "--node-timeout",
+    "node_timeout_s",
+    type=click.FloatRange(1, 3600),
+    metavar="SECONDS",
+    help="With many nodes: seconds a node may take to answer [default: 30, more with --samples].",
+)
+@click.option(
+    "--parallel",
+    type=click.IntRange(1, 1024),
+    default=32,
+    show_default=True,
+    help="With many nodes: nodes reached at once (ssh, kubectl).",
+)
 @patterns_option
 def stacks(
     pids: tuple[int, ...],
@@ -131,6 +167,17 @@ def stacks(
     timeout_s: float,
     output_format: OutputFormat,
     py_spy_path: str | None,
+    hosts: str | None,
+    hostfile: str | None,
+    ssh_config: str | None,
+    slurm_job: str | None,
+    k8s: bool,
+    selector: str | None,
+    namespace: str | None,
+    container: str | None,
+    remote: str,
+    node_timeout_s: float | None,
+    parallel: int,
     pattern_paths: tuple[Path, ...],
 ) -> None:
     """Snapshot the Python stacks of every rank of a server (or read dumps), merge them into one
@@ -141,13 +188,19 @@ def stacks(
     logphase stacks --pid 1234 --samples 3         tell working ranks from frozen ones
     logphase stacks --all --match 'sglang::'       every matching Python process
     logphase stacks --from node0.json --from node1.json   post-mortem / many nodes
+    logphase stacks --hosts node1,node2 --match 'sglang::'   every node, through ssh
+    logphase stacks --slurm 4242 --match 'sglang::'          every node of a Slurm job
+    logphase stacks --k8s -l app=sglang -n serving --pid 1   every pod of a selector
 
     Exit: 0 no rank looks stuck, 4 stuck or odd ranks found, 3 nothing could be read.
     """
+    transport = pick_transport(hosts, hostfile, ssh_config, slurm_job, k8s, selector, namespace, container)
+    if transport is not None and dump_files:
+        raise UsageError("--from reads files here; it does not go with many nodes", hint="drop --from")
     sources = sum(bool(x) for x in (pids, all_processes, dump_files))
-    if sources != 1:
+    if transport is None and sources != 1:
         raise UsageError("give exactly one of --pid, --all or --from", hint="see `logphase stacks --help`")
-    if match is not None and not all_processes:
+    if transport is None and match is not None and not all_processes:
         raise UsageError("--match goes with --all", hint="logphase stacks --all --match 'sglang::'")
     if native and nonblocking:
         raise UsageError(
@@ -156,8 +209,22 @@ def stacks(
     packs = load_all_packs(pattern_paths, line_rules=False)  # signatures only: a snapshot waits on it
 
     skew: float | None = None
-    if dump_files:
-        snapshots: list[ProcessSnapshot] = []
+    if transport is not None:
+        # each node runs its own `logphase stacks` over its own processes (--pid there, else --all)
+        command = remote_stacks_command(
+            shlex.split(remote) or ["logphase"],
+            pids=pids,
+            match=match,
+            samples=samples,
+            interval_s=interval_s,
+            timeout_s=timeout_s,
+            native=native,
+            nonblocking=nonblocking,
+        )
+        wait_s = node_timeout_s or 30.0 + (samples - 1) * interval_s + timeout_s * samples
+        snapshots, skew = collect_stacks(transport, command, timeout_s=wait_s, parallel=parallel)
+    elif dump_files:
+        snapshots = []
         for path in dump_files:
             snapshots.extend(read_dump_file(path))
         samples, interval_s = 1, 0.0
@@ -198,9 +265,42 @@ def stacks(
         samples=samples,
         interval_s=interval_s if samples > 1 else 0.0,
         skew_s=skew,
+        by_node=transport is not None,
     )
     click.echo(pick(output_format, colour=use_colour()).stacks(report), nl=False)
     sys.exit(exit_code(report))
+
+
+def pick_transport(
+    hosts: str | None,
+    hostfile: str | None,
+    ssh_config: str | None,
+    slurm_job: str | None,
+    k8s: bool,
+    selector: str | None,
+    namespace: str | None,
+    container: str | None,
+) -> Transport | None:
+    """The engine the options name (at most one), or None for this machine alone."""
+    named = (("--hosts", hosts or hostfile), ("--slurm", slurm_job), ("--k8s", k8s))
+    engines = [name for name, given in named if given]
+    if len(engines) > 1:
+        raise UsageError(f"{' and '.join(engines)} name two ways to the nodes", hint="give one of them")
+    if not k8s and (selector or namespace or container):
+        raise UsageError("-l, -n and --container go with --k8s", hint="logphase stacks --k8s -l app=sglang -n NS")
+    if ssh_config and not (hosts or hostfile):
+        raise UsageError("--ssh-config goes with --hosts or --hostfile", hint="logphase stacks --hosts h1,h2")
+    if hosts or hostfile:
+        return SshTransport(hosts=tuple(hosts_from(hosts, hostfile)), config=ssh_config)
+    if slurm_job:
+        if not slurm_job.replace("_", "").isdigit():
+            raise UsageError(f"{slurm_job!r} is not a Slurm job id", hint="the number `squeue --me` shows")
+        return SlurmTransport(job=slurm_job)
+    if k8s:
+        if not selector:
+            raise UsageError("--k8s needs the pods' label selector", hint="logphase stacks --k8s -l app=sglang")
+        return KubernetesTransport(selector=selector, namespace=namespace, container=container)
+    return None
 
 
 def exit_code(report: StacksReport) -> int:

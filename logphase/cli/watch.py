@@ -13,17 +13,18 @@ from pathlib import Path
 
 import click
 
-from logphase.baselines.store import RunStore
 from logphase.cli.common import (
+    PID,
     cache_folder,
     db_option,
     load_all_packs,
     patterns_option,
+    seconds,
     stall_after_option,
     use_colour,
 )
 from logphase.cli.live_stacks import check_pid, take_stacks
-from logphase.cli.runs import record, resolve_db
+from logphase.cli.runs import open_store, record, resolve_db
 from logphase.logs.fast.caches import FastCaches
 from logphase.report.formats import OutputFormat, pick
 from logphase.stacks.model import StacksReport
@@ -80,13 +81,13 @@ class _Printer:
 @click.option(
     "--pid",
     "pid",
-    type=click.IntRange(min=1),
+    type=PID,
     help="The server's main process: its exit is a crash; on a stall, its ranks' stacks are taken.",
 )
 @click.option(
     "--timeout",
     "timeout_s",
-    type=click.FloatRange(min=0, min_open=True),
+    type=seconds(0, low_open=True),
     metavar="S",
     help="Give up after S seconds (exit 5).",
 )
@@ -95,7 +96,7 @@ class _Printer:
 @click.option(
     "--interval",
     "interval_s",
-    type=click.FloatRange(min=0.05, max=600),
+    type=seconds(0.05, 600),
     default=1.0,
     show_default=True,
     metavar="S",
@@ -164,7 +165,7 @@ def watch(
     if ended.stacks is not None:
         _show_stacks(ended.stacks, use_colour(), printer, ended.outcome.t)
     if ended.run is not None:
-        with RunStore.open(store_path, create=True) as store:
+        with open_store(store_path, create=True) as store:
             click.echo(record(store, ended.run), err=True)
     sys.exit(int(ended.report.exit_code))
 

@@ -35,10 +35,12 @@ def assess(timeline: Timeline, judgement: Judgement, *, post_mortem: bool, earli
         return Assessment(Confidence.LOW, (), ("no line of the log matched a rule",))
     doubts = list(judgement.doubts)
     root = judgement.root_cause
-    if root is not None and CUT_TRACEBACK in root.captures:
+    if root is not None and root.captures.get(CUT_TRACEBACK) == "raise":
         doubts.append(
             f"the traceback is cut before its exception line: read from its raise statement (line {root.line})"
         )
+    elif root is not None and CUT_TRACEBACK in root.captures:
+        doubts.append(f"the log ends inside a traceback's frames (from line {root.line}): its exception is not in it")
     if verdict is Verdict.READY and timeline.ready is not None:
         survived = [f for f in timeline.failures if f.order_key < timeline.ready.order_key]
         if survived:

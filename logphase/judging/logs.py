@@ -6,6 +6,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 
+from logphase.bounded import read_int
 from logphase.durations import format_duration
 from logphase.judging.budgets import Budget, Budgets, stall_words
 from logphase.logs.matcher import Event
@@ -98,6 +99,9 @@ def judge(
         culprits = _failure_culprits(timeline, root, failure)
         root = replace(root, rank=_canonical(timeline, root.rank))
         where = f" during {phase}" if phase else ""
+        counted = _phase_of_collective(root) if phase is None else None
+        if counted is not None:
+            phase, furthest, where = counted, furthest or counted, f" during {counted} (its collective counters)"
         phase, furthest = _launched(phase, furthest)  # said as its phase, not as where it failed
         who = f"{root.rank} " if root.rank else ""
         relayed = _relayed_from(root)
@@ -140,6 +144,8 @@ def judge(
         last = f"{finished.rank}, " if finished.rank else ""
         last += f"line {finished.line}, {_message(finished)}"
         reason = f"the job finished: every rank shut down cleanly (the last: {last})"
+        if finished is timeline.group_exit:
+            reason = f"the job finished, as its own end line says: {_message(finished)} (line {finished.line})"
         return Judgement(Verdict.FINISHED, reason, phase, furthest, (), None, None, None)
 
     progress = timeline.last_progress
@@ -245,11 +251,11 @@ def _collective(event: Event) -> str | None:
         words += f" of {group}"
     if captures.get("pg_rank"):
         words += f" (rank {captures['pg_rank']} in the group)"
-    ran, limit = captures.get("ran_ms"), captures.get("timeout_ms")
-    if ran and limit:
-        words += f" ran {format_duration(int(ran) / 1000)} against a {format_duration(int(limit) / 1000)} timeout"
-    elif limit:
-        words += f" timed out after {format_duration(int(limit) / 1000)}"
+    ran, limit = read_int(captures.get("ran_ms")), read_int(captures.get("timeout_ms"))
+    if ran is not None and limit is not None:
+        words += f" ran {format_duration(ran / 1000)} against a {format_duration(limit / 1000)} timeout"
+    elif limit is not None:
+        words += f" timed out after {format_duration(limit / 1000)}"
     return words
 
 
@@ -267,6 +273,34 @@ def _unhealthy(timeline: Timeline) -> Event | None:
 
 def _health_status(event: Event) -> str:
     return event.captures.get("health_status", "")
+
+
+# Collectives a process group had completed when one timed out: from this many on, the job was in its steady
+# state (the pack's `torch.watchdog.collective_timeout_steady` reads `SeqNum=` of three digits the same way).
+STEADY_COLLECTIVES = 100
+
+
+def _phase_of_collective(root: Event) -> Phase | None:
+    """A collective's failure with no phase line around it: its own counters say where the job was. None of
+    the group's collectives completed (SeqNum 1, `last completed` 0 or -1): its first, the distributed init's
+    barrier or broadcast; a hundred completed: the steady state (serving, a job's steps); between: unknown."""
+    captures = root.captures
+    completed = _count(captures.get("last_completed"))
+    if completed is None:
+        seq = _count(captures.get("seq"))
+        completed = seq - 1 if seq is not None else None
+    if completed is None:
+        return None
+    if completed >= STEADY_COLLECTIVES:
+        return Phase.SERVING
+    return Phase.DIST_INIT if completed <= 0 else None
+
+
+def _count(text: str | None) -> int | None:
+    """A counter a rule captured (`-?\\d+`), or None."""
+    if text is None or not text.lstrip("-").isdigit() or len(text) > 18:
+        return None
+    return int(text)
 
 
 def _launched(phase: Phase | None, furthest: Phase | None) -> tuple[Phase, Phase]:
@@ -298,10 +332,15 @@ def _clean_exit(timeline: Timeline) -> Event | None:
     after its last phase line; None otherwise. A server that exits before it was ready did not
     finish anything."""
     server = timeline.system_is_server
-    if server or not (timeline.ranks or timeline.exits):
+    group = timeline.group_exit
+    if server or not (timeline.ranks or timeline.exits or group):
         return None
+    if group is not None:  # the launcher saw every worker it ran exit cleanly, after their phase lines
+        last_phase = max((state.last_event.order_key for state in timeline.ranks), default=None)
+        if last_phase is None or group.order_key > last_phase:
+            return group
     if not timeline.ranks:  # a job's tail with no phase line: the ranks it names all exited cleanly
-        return max(timeline.exits.values(), key=lambda event: event.order_key)
+        return max(timeline.exits.values(), key=lambda event: event.order_key) if timeline.exits else None
     exits = [timeline.exits.get(state.rank) if state.rank else None for state in timeline.ranks]
     done = [event for event in exits if event is not None]
     return max(done, key=lambda event: event.order_key) if len(done) == len(exits) else None
@@ -432,7 +471,10 @@ def _behind_in_collectives(timeline: Timeline) -> tuple[str, ...]:
     """Ranks the torch watchdog counters show behind: fewer collectives enqueued than the others
     (it never issued the one they wait in), else fewer completed. Alone in the log, a rank with
     nothing in flight (enqueued == completed) while a timeout was reported is not in the
-    collective that timed out: it is the one missing from it."""
+    collective that timed out: it is the one missing from it. Ranks whose watchdogs report different
+    collectives (another sequence number) are in different process groups: their counters do not compare."""
+    if len({w.seq for w in timeline.work if w.seq is not None}) > 1:
+        return ()
     for counts in (
         {w.rank: w.last_enqueued for w in timeline.work if w.last_enqueued is not None},
         {w.rank: w.last_completed for w in timeline.work if w.last_completed is not None},

@@ -9,8 +9,10 @@ from dataclasses import dataclass, replace
 from logphase.frames import frame_key_of
 from logphase.judging.stacks import WAIT_STATES, judge_stacks
 from logphase.packs import StallSignature
-from logphase.ranks import natural_key
+from logphase.ranks import list_ranks, natural_key
 from logphase.stacks.model import (
+    MAX_FRAMES,
+    NODE_ROLE,
     Classification,
     Frame,
     Group,
@@ -94,12 +96,17 @@ def combine_samples(snapshots: Iterable[ProcessSnapshot]) -> list[ProcessSnapsho
     return out
 
 
-def unique_labels(snapshots: Sequence[ProcessSnapshot]) -> list[str]:
-    """Each process' label; ranks that repeat across hosts get `host:` in front, else `(pid N)`."""
+def unique_labels(snapshots: Sequence[ProcessSnapshot], *, by_node: bool = False) -> list[str]:
+    """Each process' label; ranks that repeat across hosts get `host:` in front, else `(pid N)`. `by_node`:
+    every process of a host gets `host:` (node × local rank), and a node that gave no answer is its name."""
     labels = []
     anonymous = 0
     for snap in snapshots:
-        if snap.label == "?" or (snap.pid is None and not snap.rank):
+        if snap.role == NODE_ROLE and snap.host:
+            labels.append(snap.host)
+        elif by_node and snap.host:
+            labels.append(f"{snap.host}:{snap.label}")
+        elif snap.label == "?" or (snap.pid is None and not snap.rank):
             anonymous += 1
             labels.append(f"{snap.role or 'process'} #{anonymous}")
         else:
@@ -110,7 +117,7 @@ def unique_labels(snapshots: Sequence[ProcessSnapshot]) -> list[str]:
     out = []
     for snap, label in zip(snapshots, labels, strict=True):
         if counts[label] > 1 or (not snap.threads and counts[label] > 0):
-            if snap.host:
+            if snap.host and not by_node:
                 label = f"{snap.host}:{label}"
             elif snap.pid is not None and not label.endswith(str(snap.pid)):
                 label = f"{label} (pid {snap.pid})"
@@ -146,10 +153,13 @@ def summarize(
     interval_s: float = 0.0,
     skew_s: float | None = None,
     notes: Sequence[str] = (),
+    by_node: bool = False,
 ) -> StacksReport:
-    """Merge, classify and judge: the pure end of `logphase stacks` (and of `analyze` for dumps in logs)."""
+    """Merge, classify and judge: the pure end of `logphase stacks` (and of `analyze` for dumps in logs).
+    `by_node`: the snapshots come from many nodes (logphase/nodes): each rank is named `node:rank`, and the
+    nodes that gave no answer are named in the headline."""
     processes = combine_samples(snapshots)
-    labels = unique_labels(processes)
+    labels = unique_labels(processes, by_node=by_node)
     classifier = Classifier(signatures)
 
     members: list[_Member] = []
@@ -203,6 +213,18 @@ def summarize(
     for snap, label in zip(processes, labels, strict=True):
         if snap.error and not snap.skipped:
             all_notes.append(f"{label}: {snap.error}")
+        cut = max((thread.cut for thread in snap.threads), default=0)
+        if cut:
+            all_notes.append(
+                f"{label}: stack cut at {MAX_FRAMES} frames (the innermost kept, {cut:,} outer ones left out)"
+            )
+
+    summary = judgement.summary
+    silent = [label for snap, label in zip(processes, labels, strict=True) if snap.role == NODE_ROLE]
+    if silent:
+        # never hidden: the rank the others wait for may be on a node that did not answer
+        summary += f" — {len(silent)} node{'s' if len(silent) > 1 else ''} did not answer: {list_ranks(silent)}"
+        summary += " (see `not read`)" if judgement.culprits or not judgement.stuck else ", look there first"
 
     stall = None
     if judgement.stuck and judgement.stall_groups:
@@ -211,7 +233,7 @@ def summarize(
             state=judgement.state,
             ranks=tuple(label for g in judgement.stall_groups for label in g.labels),
             frame=first_group.classification.frame,
-            summary=judgement.summary,
+            summary=summary,
         )
     return StacksReport(
         samples=samples,
@@ -222,7 +244,7 @@ def summarize(
         culprit_ranks=judgement.culprits,
         stall=stall,
         state=judgement.state,
-        summary=judgement.summary,
+        summary=summary,
         stuck=judgement.stuck,
         divergence=divergence,
         skew_s=skew_s,

@@ -7,10 +7,13 @@ import os
 import tarfile
 import tempfile
 from collections.abc import Callable, Iterator
-from typing import IO, Any, cast
+from typing import IO, TYPE_CHECKING, Any, cast
 
 from logphase.errors import InputError
 from logphase.logs.reader import CHUNK_BYTES, READ_ERRORS, SNIFF_BYTES, LogSource, refuse_binary, sniff_bytes
+
+if TYPE_CHECKING:
+    from logphase.packs import PackSet
 
 # What walking an archive raises when it is broken: its stream's read errors and tarfile's own
 # (raised only here: a member is then read as a byte range of a file)
@@ -70,7 +73,7 @@ _Found = tuple[str, int, int, bytes]
 
 
 def tar_sources(
-    name: str, open_archive: Callable[[], IO[bytes]], *, path: str | None, process_tags: frozenset[str] | None = None
+    name: str, open_archive: Callable[[], IO[bytes]], *, path: str | None, packs: PackSet | None = None
 ) -> list[LogSource]:
     """Each regular member of the archive is a log of its own (one per node or rank, typically).
     `path`: the archive's own file when it is an uncompressed tar (its members are read in place);
@@ -90,7 +93,7 @@ def tar_sources(
             label = f"{name}:{member}"
             refuse_binary(label, head)
             sources.append(
-                LogSource(name=label, open_stream=data.opener(start, size), envelopes=sniff_bytes(head, process_tags))
+                LogSource(name=label, open_stream=data.opener(start, size), envelopes=sniff_bytes(head, packs=packs))
             )
     except ARCHIVE_ERRORS as exc:
         raise InputError(

@@ -12,11 +12,13 @@ like an envelope (a pylogging stamp, a `0: ` list item) from being stripped in l
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from functools import cache
 from itertools import pairwise
+
+from logphase.bounded import from_epoch, in_calendar, rank_label, read_rank
 
 # --- the envelopes (data) ------------------------------------------------------------------------
 
@@ -121,6 +123,24 @@ ENVELOPES: tuple[Envelope, ...] = (
     _envelope("markdown quote", r"^>(?: |$)", weak=True),
 )
 
+# Leading columns no listed envelope names (a log viewer's time column, a report's `  | ` rule, k9s's `│ `, a
+# role label of a launcher, a replica label): each is a loose shape, taken only where the packs read more of
+# the source's first lines without it than with it (`sniff`'s `reads`). Learned per source, never assumed.
+LEARNED: tuple[Envelope, ...] = (
+    _envelope("a table's column rule", r"^[ \t]{0,40}[|│┃¦][ \t]?", weak=True),
+    _envelope("a time-of-day column", r"^\d{1,2}:\d\d:\d\d(?:[.,]\d{1,9})? +", weak=True),
+    _envelope(
+        "a date and time column",
+        r"^[ \t]{0,8}\d{4}-\d\d-\d\d[ T]\d\d:\d\d(?::\d\d(?:[.,]\d{1,9})?)?(?:Z|[+-]\d\d:?\d\d)?[ \t]+",
+        weak=True,
+    ),
+    _envelope("a bracketed process label", r"^\[(?P<writer>[A-Za-z_][\w.-]{0,40}(?:\|\d{1,5})?)\]:", weak=True),
+    _envelope("a replica label", r"^(?P<writer>[A-Za-z_][\w.-]{0,60}/\d{1,5}) ", weak=True),
+)
+# What taking a learned column must gain: this many more of the first lines read, and a tenth of them.
+LEARNED_GAIN_LINES = 2
+LEARNED_GAIN_SHARE = 0.1
+
 # Sniffing: how many of a source's first non-empty lines are looked at, and the fewest lines a loose
 # shape must show.
 SNIFF_LINES = 200
@@ -191,10 +211,14 @@ class Unwrapped:
 # --- sniffing ------------------------------------------------------------------------------------
 
 
-def sniff(head: Iterable[str], process_tags: frozenset[str] = frozenset()) -> Envelopes:
+def sniff(
+    head: Iterable[str], process_tags: frozenset[str] = frozenset(), reads: Callable[[str], bool] | None = None
+) -> Envelopes:
     """Decide from a source's first lines (decoded, colour codes and `\\r` at the end removed) which
-    envelopes it has (`process_tags`: the packs' own `(Name pid=N) ` tags, never Ray's). Never raises;
-    a source with none gets an empty `Envelopes`."""
+    envelopes it has (`process_tags`: the packs' own `(Name pid=N) ` tags, never Ray's). `reads`: whether
+    the packs read a line (a prefix or a rule of theirs); given, a leading column of LEARNED is taken where
+    no listed envelope fits and the packs read more lines without it. Never raises; a source with none
+    gets an empty `Envelopes`."""
     candidates = envelopes_for(process_tags)
     head = list(head)[: SNIFF_LINES * 2]
     lines = [line for line in head if line.strip()][:SNIFF_LINES]
@@ -207,11 +231,13 @@ def sniff(head: Iterable[str], process_tags: frozenset[str] = frozenset()) -> En
     fractions: set[int] = set()  # the lengths of the RFC 3339 stamps' fractions
     for _ in range(MAX_LAYERS):
         found = _envelope_of(lines, candidates)
+        if found is None and reads is not None:
+            found = _learned_column(lines, reads)
         if found is None:
             break
         layers.append(found)
         matches = [found.pattern.match(line) for line in lines]
-        labels = {int(m["rank"]) for m in matches if m is not None and m.groupdict().get("rank")}
+        labels = {read_rank(m["rank"]) for m in matches if m is not None and m.groupdict().get("rank")} - {None}
         ranks |= {str(label) for label in labels}
         if len(labels) == 1:
             still.add(len(layers) - 1)
@@ -227,7 +253,7 @@ def sniff(head: Iterable[str], process_tags: frozenset[str] = frozenset()) -> En
         tuple(layers),
         wrap_width,
         newest_first,
-        ranks_apart=len({int(r) for r in ranks}) > 1,
+        ranks_apart=len(ranks) > 1,
         trimmed=len(fractions) > 1,
         still_layers=frozenset(still) if len(still) < len(layers) else frozenset(),
     )
@@ -248,6 +274,20 @@ def _envelope_of(lines: Sequence[str], candidates: Sequence[Envelope]) -> Envelo
         if envelope.weak and all(m.end() == len(m.string) for m in matches):
             continue  # nothing after the prefix anywhere: not a wrapper around a log
         return envelope
+    return None
+
+
+def _learned_column(lines: Sequence[str], reads: Callable[[str], bool]) -> Envelope | None:
+    """The first LEARNED column the lines carry whose removal lets the packs read more of them."""
+    fitting = [envelope for envelope in LEARNED if _envelope_of(lines, (envelope,)) is not None]
+    if not fitting:
+        return None
+    read = sum(map(reads, lines))
+    for envelope in fitting:
+        peeled = [line[m.end() :] if (m := envelope.pattern.match(line)) else line for line in lines]
+        gained = sum(map(reads, peeled)) - read
+        if gained >= max(LEARNED_GAIN_LINES, LEARNED_GAIN_SHARE * len(lines)):
+            return envelope
     return None
 
 
@@ -368,7 +408,7 @@ class Unwrapper:
             if stamp is None and groups.get("ts"):
                 stamp = parse_stamp(groups["ts"], envelope.time_formats)
             if rank is None and groups.get("rank") and self.envelopes.gives_rank(layer):
-                rank = f"{envelope.rank_name} {int(groups['rank'])}"
+                rank = rank_label(groups["rank"], envelope.rank_name)
             if groups.get("partial") is None:
                 continue
             held = self._partial.pop(layer, None)
@@ -418,7 +458,7 @@ def envelope_prefix(envelopes: Envelopes, text: str) -> Prefix | None:
         if groups.get("rank"):
             spans.append((position + found.start("rank"), position + found.end("rank")))
             if rank is None and envelopes.gives_rank(layer):
-                rank = f"{envelope.rank_name} {int(groups['rank'])}"
+                rank = rank_label(groups["rank"], envelope.rank_name)
         position += found.end()
     return Prefix(position, rank, tuple(spans), stamped, tuple(fractions))
 
@@ -447,11 +487,10 @@ def parse_stamp(text: str, formats: Sequence[str]) -> datetime | None:
                     continue
                 return _rfc3339(text)
             if name == "epoch":
-                if not text.isdigit():
+                if (epoch := from_epoch(text)) is None:
                     continue
-                seconds = int(text) / 10 ** max(0, len(text) - 10)
-                return datetime.fromtimestamp(seconds, UTC).replace(tzinfo=None)
-            return datetime.strptime(text, name)
+                return epoch
+            return in_calendar(datetime.strptime(text, name))
         except (ValueError, OverflowError, OSError):
             continue
     return None
@@ -462,9 +501,11 @@ _RFC3339_PARTS = re.compile(r"^(?P<base>[\d-]+T[\d:]+)(?:\.(?P<fraction>\d+))?(?
 
 def _rfc3339(text: str) -> datetime | None:
     if len(text) == 30 and text[19] == "." and text[29] == "Z" and text[20:29].isdigit():
-        return datetime.fromisoformat(text[:26])  # docker's and CRI's nanoseconds in UTC: the fast path's clock
+        return in_calendar(
+            datetime.fromisoformat(text[:26])
+        )  # docker's and CRI's nanoseconds in UTC: the fast path's clock
     parts = _RFC3339_PARTS.match(text)
     if parts is None:
         return None
     fraction = (parts["fraction"] or "0")[:6].ljust(6, "0")  # nanoseconds: datetime keeps micro
-    return datetime.fromisoformat(f"{parts['base']}.{fraction}")  # strptime is ten times slower
+    return in_calendar(datetime.fromisoformat(f"{parts['base']}.{fraction}"))  # strptime is ten times slower

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 from collections.abc import Callable, Generator
@@ -9,7 +10,7 @@ from dataclasses import replace
 from functools import partial
 from pathlib import Path
 from stat import S_ISBLK, S_ISCHR, S_ISDIR, S_ISFIFO
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 from logphase.errors import InputError
 from logphase.logs.envelope import Unwrapper
@@ -26,6 +27,9 @@ from logphase.logs.reader import (
     sniff_bytes,
 )
 
+if TYPE_CHECKING:
+    from logphase.packs import PackSet
+
 FOLLOW_POLL_S = 0.25
 
 
@@ -38,6 +42,7 @@ def follow_lines(
     on_bytes: Callable[[bytes], None] | None = None,
     on_note: Callable[[str], None] | None = None,
     on_envelopes: Callable[[str], None] | None = None,
+    packs: PackSet | None = None,
 ) -> Generator[list[Line], None, None]:
     """Follow a growing log like `tail -F`, in batches: each item is the lines completed since the
     last one, an empty list when nothing arrived within `poll_s` (so the caller can do its periodic
@@ -48,8 +53,9 @@ def follow_lines(
     that does not exist yet is waited for. Line numbers run on across rotations. A progress bar
     updated with `\\r` yields each update once it has settled, before its line ends. `on_bytes`
     sees every byte read (the content hash of `--record`), `on_note` what happened to the file,
-    `on_envelopes` what reading it out of its envelopes assumed (logphase/logs/envelope.py)."""
-    splitter = _LineSplitter(path if path != "-" else "<stdin>", on_envelopes)
+    `on_envelopes` what reading it out of its envelopes assumed (logphase/logs/envelope.py); `packs` (the
+    run's) decide its envelopes as analyze's do (reader.sniff_bytes)."""
+    splitter = _LineSplitter(path if path != "-" else "<stdin>", on_envelopes, packs)
     if path == "-":
         if stdin is None:
             raise InputError(
@@ -186,16 +192,15 @@ def _follow_stream(
     except (OSError, AttributeError, io.UnsupportedOperation):
         descriptor = None  # an in-memory stream: reads never block for long
     started = False
+    capacity = _pipe_capacity(descriptor)
+    read_at = time.monotonic()
     while not stop():
         if descriptor is not None:
             ready, _, _ = select.select([descriptor], [], [], poll_s)
             if not ready:
                 yield splitter.settle()
                 continue
-            try:
-                data = os.read(descriptor, CHUNK_BYTES)
-            except BlockingIOError:  # a non-blocking pipe whose writer has not written yet
-                data = b""
+            data = _available(descriptor)
         else:
             data = stream.read(CHUNK_BYTES)
         if not data:
@@ -215,8 +220,55 @@ def _follow_stream(
         if on_bytes is not None:
             on_bytes(data)
         yield splitter.feed(data)
-        if len(data) < CHUNK_BYTES:
-            time.sleep(poll_s)  # batch a steady trickle instead of waking for every write
+        # a trickle is batched instead of woken for every write; a stream is slept on only as long as
+        # it takes to fill a quarter of the pipe at the rate it came (a full pipe stalls its writer)
+        now = time.monotonic()
+        rate, read_at = len(data) / max(now - read_at, 1e-3), now
+        time.sleep(min(poll_s, capacity / 4 / rate))
+
+
+# What one poll reads of a pipe at most: all that is waiting, up to this (a chatty server's burst).
+FOLLOW_BATCH_BYTES = 8 << 20
+# A pipe is asked to hold this much (Linux: 64 KB by default; an unprivileged process may raise it to
+# /proc/sys/fs/pipe-max-size, 1 MB by default), so a writer is not held up while a batch is judged.
+PIPE_BYTES = 1 << 20
+
+
+def _pipe_capacity(descriptor: int | None) -> int:
+    """The bytes the pipe holds (raised to PIPE_BYTES where allowed); CHUNK_BYTES for what is no pipe."""
+    if descriptor is None:
+        return CHUNK_BYTES
+    import fcntl
+
+    try:
+        if S_ISFIFO(os.fstat(descriptor).st_mode):
+            with contextlib.suppress(OSError):  # over pipe-max-size: keep what it has
+                fcntl.fcntl(descriptor, fcntl.F_SETPIPE_SZ, PIPE_BYTES)
+            return int(fcntl.fcntl(descriptor, fcntl.F_GETPIPE_SZ))
+    except (OSError, AttributeError):  # not Linux
+        pass
+    return CHUNK_BYTES
+
+
+def _available(descriptor: int) -> bytes:
+    """What is waiting in the pipe (or file) now, up to FOLLOW_BATCH_BYTES: one read returns at most
+    what the pipe holds (64 KB), so a poll reads on while more is ready."""
+    import select
+
+    parts: list[bytes] = []
+    size = 0
+    while size < FOLLOW_BATCH_BYTES:
+        try:
+            data = os.read(descriptor, min(CHUNK_BYTES, FOLLOW_BATCH_BYTES - size))
+        except BlockingIOError:  # a non-blocking pipe whose writer has not written yet
+            break
+        if not data:
+            break  # the end: said by the next read, after what came before it is fed
+        parts.append(data)
+        size += len(data)
+        if not select.select([descriptor], [], [], 0)[0]:
+            break
+    return b"".join(parts)
 
 
 def _said_once() -> None:
@@ -232,8 +284,10 @@ class _LineSplitter:
     unfinished line come out once a later update or a quiet poll shows they are complete. The
     envelopes are sniffed from the first bytes that arrive (a followed log is never newest first)."""
 
-    def __init__(self, name: str = "<stdin>", on_envelopes: Callable[[str], None] | None = None) -> None:
-        self.name, self.on_envelopes = name, on_envelopes
+    def __init__(
+        self, name: str = "<stdin>", on_envelopes: Callable[[str], None] | None = None, packs: PackSet | None = None
+    ) -> None:
+        self.name, self.on_envelopes, self.packs = name, on_envelopes, packs
         self.pending = bytearray()
         self.emitted = 0  # bytes at the start of `pending` already given out as `\r` updates
         self.number = 0
@@ -300,7 +354,7 @@ class _LineSplitter:
         self.sniffed = True
         head, self.head = bytes(self.head), bytearray()
         whole = head[: head.rfind(b"\n", 0, SNIFF_BYTES) + 1] or head[:SNIFF_BYTES]
-        envelopes = replace(sniff_bytes(whole), newest_first=False)
+        envelopes = replace(sniff_bytes(whole, packs=self.packs), newest_first=False)
         if envelopes:
             self.unwrapper = Unwrapper(envelopes)
             for note in envelopes.notes(self.name):
@@ -329,12 +383,13 @@ class _LineSplitter:
     def _append(self, data: bytes) -> None:
         if self.dropping:
             return
-        room = MAX_LINE_BYTES - len(self.pending)
-        if len(data) > room and b"\r" not in self.pending and b"\r" not in data:
-            self.pending += data[: max(0, room)]
-            self.dropping = True  # a runaway line keeps its head; the rest waits for its newline
-            return
         self.pending += data
+        # a runaway line, or a bar's runaway update (what follows its last `\r`: those before it are
+        # given out as they settle), keeps its head; the rest waits for its newline
+        update = self.pending.rfind(b"\r") + 1
+        if len(self.pending) - update > MAX_LINE_BYTES:
+            del self.pending[update + MAX_LINE_BYTES :]
+            self.dropping = True
 
     def _complete(self) -> list[Line]:
         self.number += 1

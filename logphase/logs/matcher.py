@@ -9,13 +9,14 @@ from dataclasses import dataclass, field, replace
 from datetime import date, datetime, timedelta
 from functools import cache
 
+from logphase.bounded import rank_label
 from logphase.frames import frame_key
 from logphase.logs.clocks import stamp_format, timed_prefixes
 from logphase.logs.dating import MIDNIGHT_JUMP, FirstDate, first_day, with_year
 from logphase.logs.reader import Line
 from logphase.logs.stamps import StampBelief
 from logphase.packs import PackRegex, PackSet, PrefixFields, Rule, rank_from_tags
-from logphase.phases import EventKind, Phase, Role
+from logphase.phases import FAILURE_KINDS, EventKind, Phase, Role
 
 # Lines inside a traceback or dump that are its structure, not a new message.
 BLOCK_MARKERS = (
@@ -43,6 +44,11 @@ TRACEBACK_FRAME = re.compile(r'\s+File "[^"]*", line \d+, in ')
 CAUGHT_FRAME = '> File "'
 # The capture an exception read from a cut traceback's `raise` statement carries (judging says so).
 CUT_TRACEBACK = "read_from"
+TRACEBACK_HEADER = "Traceback (most recent call last):"
+# A traceback's source line that calls a function (`x = self.init_torch_distributed()`, `await self.run(`): CPython
+# prints the call into the next frame under each frame, so the innermost one names the call a cut paste lost.
+CALL_SPAN = 240
+CALLED = re.compile(r"^\s+(?:[\w.\[\], ]+ = )?(?:return |await |yield )?(?:[\w\]\[]+\.)*(?P<function>[A-Za-z_]\w*)\(")
 # libstdc++'s std::terminate prints the exception's text indented: `  what():  <message>`.
 CPP_WHAT = "what():"
 # A frame's quoted source line that raises: `    raise TimeoutError("Timed out waiting for ..."`.
@@ -83,13 +89,16 @@ class Event:
         return (self.time or datetime.min, self.source, self.line)
 
 
+FRAMES_PACK = "frames"  # the pack name of the rules events derived from frames carry
+
+
 @cache
 def frame_rule(phase: Phase) -> Rule:
     """The rule an event derived from a frame carries: evidence of where the rank was, never
     progress and never a cause (a failure kind with the diagnostic role)."""
     return Rule(
-        id=f"frames.{phase.value}",
-        pack="frames",
+        id=f"{FRAMES_PACK}.{phase.value}",
+        pack=FRAMES_PACK,
         phase=phase,
         kind=EventKind.ERROR,
         role=Role.DIAGNOSTIC,
@@ -111,6 +120,9 @@ def frame_rule(phase: Phase) -> Rule:
 
 # Fields a fork shares with its origin: the immutable packs, and a memo of what they say.
 SHARED_ON_FORK = frozenset({"packs", "_frame_phases"})
+# Fields a fork starts empty: what it reads never depends on them, and copying them for every probe
+# costs their size (a log of 200,000 ranks: a copy of 200,000 names a line).
+FRESH_ON_FORK = frozenset({"ranks_seen"})
 
 
 # Field values a fork takes as they are (a datetime is a date).
@@ -154,6 +166,9 @@ class _Block:
     # the innermost frame's `raise` statement so far: it stands for the exception line when the
     # traceback is cut before it (an excerpt pasted mid-traceback, a log that ends there)
     raised: tuple[Line, PrefixFields, str] | None = None
+    # the first frame of a traceback whose `Traceback` line is not in the log (an excerpt pasted mid-traceback)
+    headless: tuple[Line, PrefixFields] | None = None
+    failed: bool = False  # a failure line was read inside it (a native crash banner between frame runs)
 
 
 @dataclass
@@ -165,6 +180,7 @@ class _FrameGroup:
     line: Line | None = None
     rank: str | None = None
     key: str = ""
+    last_file: str = ""  # the file of the innermost frame so far (a traceback's)
 
 
 @dataclass
@@ -193,10 +209,13 @@ class SourceMatcher:
     def fork(self) -> SourceMatcher:
         """An independent copy, every field carried: what it makes of lines to come is what this
         matcher would make of them, and reading them changes nothing here (the fast path's probe).
-        The packs and the frame-phase memo (a function of the packs) are shared, not copied."""
+        The packs and the frame-phase memo (a function of the packs) are shared, not copied; the ranks
+        seen start empty (the fork's own)."""
         state = vars(self).copy()
         for name, value in state.items():
-            if not isinstance(value, IMMUTABLE) and name not in SHARED_ON_FORK:
+            if name in FRESH_ON_FORK:
+                state[name] = type(value)()
+            elif not isinstance(value, IMMUTABLE) and name not in SHARED_ON_FORK:
                 state[name] = _copied(value)
         forked = SourceMatcher.__new__(SourceMatcher)
         vars(forked).update(state)
@@ -221,7 +240,7 @@ class SourceMatcher:
         """Events still held back at the end of the source (a dump's last frame group, the
         exception of a traceback cut before its last line)."""
         held = self._flush_frames()
-        cut = self._cut_exception(self.block)
+        cut = self._cut_exception(self.block) or self._frames_only(self.block)
         if self.stamps.held is not None:
             self.stamps.set_held_aside()  # no second line ever confirmed its clock
         return (*held, cut) if cut is not None else held
@@ -255,6 +274,33 @@ class SourceMatcher:
             stamped=False,
         )
 
+    def _frames_only(self, block: _Block | None) -> Event | None:
+        """The source ends inside a run of traceback frames that neither its `Traceback` line nor its
+        exception line came with (a paste of frames cut at both ends): CPython prints frames in that form
+        only in a traceback (and `traceback.print_stack`, which a log does not end inside), so an
+        exception was printed, its text beyond the excerpt. Read as the traceback's first line, marked
+        cut (judging/confidence.py says so)."""
+        if block is None or block.finished or block.failed or block.headless is None:
+            return None
+        line, fields = block.headless
+        best = self._best_rule(TRACEBACK_HEADER, fields.prefixes, False)
+        if best is None:
+            return None
+        rule, captures = best
+        rule = replace(rule, role=Role.CASCADE)  # its exception is not in the log: the cause only if nothing else is
+        return Event(
+            source=line.source,
+            line=line.number,
+            time=self.last_time,
+            rank=block.rank,
+            rule=rule,
+            captures={**captures, CUT_TRACEBACK: "frames"},
+            text=line.text,
+            message="a traceback's frames, cut before its first line and its exception line",
+            block=block.opener_line,
+            stamped=False,
+        )
+
     def match_line(self, line: Line) -> tuple[Event, ...]:
         fields, message = self.packs.split_prefix(line.text)
         own_time = fields.time is not None
@@ -284,7 +330,7 @@ class SourceMatcher:
             # a frame or a quoted code line: never a message, but a frame can tell the phase
             if not inside and TRACEBACK_FRAME.match(message):
                 # an excerpt cut before its `Traceback` line: the frames are the block
-                self.block = _Block(line.number, fields.rank, fields.prefixes)
+                self.block = _Block(line.number, fields.rank, fields.prefixes, headless=(line, fields))
                 inside = True
             if self.block is not None and inside:
                 if RAISE_STATEMENT.match(message):
@@ -343,6 +389,8 @@ class SourceMatcher:
             block_line = line.number
         elif inside and self.block is not None and rule.kind is EventKind.ERROR and not rule.opens_block:
             self.block.finished = True  # the exception line: what follows is a new message
+        if inside and self.block is not None and rule.kind in FAILURE_KINDS:
+            self.block.failed = True
         return Event(
             source=line.source,
             line=line.number,
@@ -380,16 +428,22 @@ class SourceMatcher:
         return winner
 
     def _note_frame(self, line: Line, fields: PrefixFields, message: str, inside: bool) -> None:
-        """Remember the innermost frame that proves a phase; the group's event comes at its end."""
+        """Remember the innermost frame that proves a phase; the group's event comes at its end. A
+        traceback's source line under its innermost frame names the call into the next frame, which a
+        traceback cut there no longer shows (`self.init_torch_distributed()`): that call counts as a frame."""
         key = frame_key(message)
         if key is None:
-            return
+            key = self._called(message)
+            if key is None:
+                return
         group = self._frames
         if group is None:
             # a dump's tail with no header: faulthandler writes `line N in f`, a traceback `line N, in f`
             group = self._frames = _FrameGroup(innermost_first=", in " not in message)
         if group.innermost_first and group.phase is not None:
             return
+        if key.endswith(")") and " (" in key and frame_key(message) is not None:
+            group.last_file = key.rsplit(" (", 1)[1][:-1]
         phase = self._frame_phases.get(key, _UNSEEN)
         if phase is _UNSEEN:
             phase = self.packs.frame_phase(key)
@@ -400,6 +454,14 @@ class SourceMatcher:
             group.rank = (
                 fields.rank if fields.rank is not None else (self.block.rank if inside and self.block else None)
             )
+
+    def _called(self, message: str) -> str | None:
+        """The frame key of the function a traceback's source line calls, in the file of the frame above it."""
+        group = self._frames
+        if group is None or group.innermost_first or not group.last_file:
+            return None
+        called = CALLED.match(message[:CALL_SPAN])  # bounded: the regex backtracks over a long run of spaces
+        return f"{called['function']} ({group.last_file})" if called else None
 
     def _flush_frames(self) -> tuple[Event, ...]:
         group, self._frames = self._frames, None
@@ -457,10 +519,12 @@ class SourceMatcher:
             tagged = rank_from_tags(captures["tags"])
             if tagged:
                 return tagged
-        if captures.get("rank", "").isdigit():
-            return f"rank {int(captures['rank'])}"
         if fields.rank is not None:
+            # the prefix names who wrote the line (torch's `[rank13]:`, the global rank); a `[Rank 1]` in the
+            # message may be the rank within a sub-group (a `[PG ID 11 …]` process group)
             return fields.rank
+        if (label := rank_label(captures.get("rank"))) is not None:
+            return label
         if inside and self.block is not None:
             return self.block.rank
         return None

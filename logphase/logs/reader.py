@@ -12,13 +12,16 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from stat import S_ISBLK, S_ISCHR
-from typing import IO, Any, cast
+from stat import S_ISBLK, S_ISCHR, S_ISREG
+from typing import IO, TYPE_CHECKING, Any, cast
 
 import zstandard
 
 from logphase.errors import InputError
 from logphase.logs.envelope import Envelopes, Unwrapped, Unwrapper, sniff
+
+if TYPE_CHECKING:
+    from logphase.packs import PackSet
 
 CHUNK_BYTES = 1 << 20
 # Longer lines keep their first MAX_LINE_BYTES: no pattern needs more, and memory stays bounded.
@@ -81,6 +84,7 @@ class LogSource:
     truncated_lines: int = 0
     envelopes: Envelopes | None = None  # sniffed from the first bytes; None: not yet
     path: str | None = None  # an uncompressed file: its bytes at their own offsets (workers read ranges of it)
+    size: int | None = None  # a plain file: its size when opened, where every read of it stops (see `changes`)
     _index: int = field(default=0, repr=False)
 
 
@@ -107,12 +111,12 @@ def open_sources(
     stdin: IO[bytes] | None = None,
     *,
     dumps: list[str] | None = None,
-    process_tags: frozenset[str] | None = None,
+    packs: PackSet | None = None,
 ) -> list[LogSource]:
     """Resolve the command line's paths into sources; archives expand into their members.
     Torch flight-recorder dumps among the paths go to `dumps` when it is given (else: an error).
-    `process_tags`: the packs' own `(Name pid=N) ` tags, which sniffing never takes for an envelope
-    (by default the shipped packs').
+    `packs`: the run's; sniffing never takes their own `(Name pid=N) ` tags for an envelope, and takes a
+    leading column only where they read more lines without it (by default the shipped packs' tags, no column).
 
     Errors that a user can fix (missing file, directory, no permission) are raised here, before
     anything is read, so a typo in the third path does not waste a scan of the first two."""
@@ -124,22 +128,22 @@ def open_sources(
                     "'-' given but there is no standard input",
                     hint="pipe a log in: kubectl logs POD | logphase analyze -",
                 )
-            sources.extend(_stdin_sources(stdin, process_tags))
+            sources.extend(_stdin_sources(stdin, packs))
             continue
-        sources.extend(_file_sources(Path(path), dumps, process_tags))
+        sources.extend(_file_sources(Path(path), dumps, packs))
     for index, source in enumerate(sources):
         source._index = index
     return sources
 
 
-def _file_sources(path: Path, dumps: list[str] | None, process_tags: frozenset[str] | None) -> list[LogSource]:
+def _file_sources(path: Path, dumps: list[str] | None, packs: PackSet | None) -> list[LogSource]:
     if not path.exists():
         raise InputError(f"{path}: no such file", hint="check the path; use '-' to read standard input")
     if path.is_dir():
         raise InputError(f"{path}: is a directory", hint=f"name the log files inside it, e.g. {path}/*.log")
     if path.is_fifo():
         # a named pipe is read once, as standard input is (its head cannot be sniffed, then read again)
-        sources = _stdin_sources(path.open("rb"), process_tags)
+        sources = _stdin_sources(path.open("rb"), packs)
         for source in sources:
             source.name = str(path) + source.name.removeprefix("<stdin>")
         return sources
@@ -164,21 +168,84 @@ def _file_sources(path: Path, dumps: list[str] | None, process_tags: frozenset[s
         from logphase.logs.archives import tar_sources  # archives builds on this module
 
         opened = lambda: decompressing(path.open("rb"), str(path))  # noqa: E731
-        return tar_sources(str(path), opened, path=None if compressed else str(path), process_tags=process_tags)
+        return tar_sources(str(path), opened, path=None if compressed else str(path), packs=packs)
     if dumps is not None and looks_like_flight_recorder(head):
         dumps.append(str(path))
         return []
     refuse_binary(str(path), head)
+    # a plain file that grows while it is read (a live server's log) is read as it was when opened:
+    # chasing its end, a reader whose chunks cost more than the writer's never ends (watch follows)
+    size = None if compressed or not S_ISREG(stat.st_mode) else stat.st_size
     return [
         LogSource(
             name=str(path),
-            open_stream=lambda: decompressing(path.open("rb"), str(path)),
+            open_stream=lambda: decompressing(_open_up_to(path, size), str(path)),
             finished=compressed,
             modified=None if compressed else stat.st_mtime,
-            envelopes=sniff_bytes(head, process_tags),
+            envelopes=sniff_bytes(head, packs=packs),
             path=None if compressed else str(path),
+            size=size,
         )
     ]
+
+
+def _open_up_to(path: Path, size: int | None) -> IO[bytes]:
+    if size is None:
+        return path.open("rb")
+    return cast(IO[bytes], io.BufferedReader(_UpTo(path.open("rb", buffering=0), size)))
+
+
+class _UpTo(io.RawIOBase):
+    """A file's first `size` bytes: it ends there, or where the file ends first (it was truncated)."""
+
+    def __init__(self, raw: io.FileIO, size: int) -> None:
+        self._raw = raw
+        self._size = size
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        return self._raw.seek(offset, whence)
+
+    def tell(self) -> int:
+        return self._raw.tell()
+
+    def readinto(self, buffer: Any) -> int:
+        left = self._size - self._raw.tell()
+        if left <= 0:
+            return 0
+        view = memoryview(buffer)
+        return self._raw.readinto(view[: min(left, len(view))]) or 0
+
+    def close(self) -> None:
+        self._raw.close()
+        super().close()
+
+
+def changes(source: LogSource) -> str | None:
+    """What became of a plain file while it was read, as a note: it grew (what came after was not
+    read), or it was truncated (the report covers what was read); None where it did not change."""
+    if source.size is None or source.path is None:
+        return None
+    try:
+        now = os.path.getsize(source.path)
+    except OSError:
+        return f"{source.name} was removed while it was read: the report covers the {source.bytes:,} bytes read"
+    if now < source.size or source.bytes < source.size:
+        return (
+            f"{source.name} was truncated while it was read ({source.size:,} bytes when opened, {now:,} now): "
+            f"the report covers the {min(source.bytes, source.size):,} bytes read"
+        )
+    if now > source.size:
+        return (
+            f"{source.name} grew by {now - source.size:,} bytes while it was read: the report covers the "
+            f"{source.size:,} bytes it had when the read began (logphase watch follows a growing log)"
+        )
+    return None
 
 
 def _decompressed_head(raw: IO[bytes], name: str) -> bytes:
@@ -193,17 +260,17 @@ def _decompressed_head(raw: IO[bytes], name: str) -> bytes:
     return head
 
 
-def _stdin_sources(stdin: IO[bytes], process_tags: frozenset[str] | None) -> list[LogSource]:
+def _stdin_sources(stdin: IO[bytes], packs: PackSet | None) -> list[LogSource]:
     stream = decompressing(stdin, "<stdin>")
     peekable = io.BufferedReader(cast(io.RawIOBase, stream), CHUNK_BYTES)
     head = peekable.peek(512)[:512]
     if len(head) == 512 and head[257:262] == b"ustar":
         from logphase.logs.archives import tar_sources  # archives builds on this module
 
-        return tar_sources("<stdin>", lambda: peekable, path=None, process_tags=process_tags)
+        return tar_sources("<stdin>", lambda: peekable, path=None, packs=packs)
     head = peekable.peek(SNIFF_BYTES)[:SNIFF_BYTES]
     refuse_binary("<stdin>", head)
-    return [LogSource(name="<stdin>", open_stream=lambda: peekable, envelopes=sniff_bytes(head, process_tags))]
+    return [LogSource(name="<stdin>", open_stream=lambda: peekable, envelopes=sniff_bytes(head, packs=packs))]
 
 
 SNIFF_BYTES = 8192  # what is read of each input to tell a log from a binary file
@@ -250,64 +317,158 @@ def compression_of(head: bytes) -> str | None:
     return None
 
 
+# Decompression holds at most this much memory for its window (xz's dictionary, zstd's window): xz -9
+# needs 65 MiB, zstd up to -19 needs 8 MiB (`--long`: 128 MiB, refused with the way to read it). A
+# crafted header asks for 1.5 GiB.
+DECODER_MEMORY = 96 << 20
+# Past DECODED_FREE bytes out, a stream that has unpacked to over MAX_RATIO times its compressed size is a
+# decompression bomb, not a log (a log compresses 5-50 times; deflate's own ceiling is 1032).
+MAX_RATIO = 1000
+DECODED_FREE = 64 << 20
+# zstd's decompressor has no output bound per call: it is handed this many compressed bytes at a time,
+# which decode to at most 32 MiB (a 4-byte RLE block is 128 KiB).
+ZSTD_FEED = 1024
+
+
 def decompressing(raw: IO[bytes], name: str) -> IO[bytes]:
     """Decompress by magic bytes, not by file name: logs get renamed, pipes have no name. Every
-    input (logs, flight-recorder dumps, stack dumps) is opened through this."""
+    input (logs, flight-recorder dumps, stack dumps) is opened through this. Memory stays bounded
+    whatever the stream declares or holds (DECODER_MEMORY, ZSTD_FEED, CHUNK_BYTES a read), and a
+    bomb is refused (MAX_RATIO): an InputError from the read that finds it."""
     buffered = cast(io.BufferedReader, raw if hasattr(raw, "peek") else io.BufferedReader(cast(io.RawIOBase, raw)))
     kind = compression_of(buffered.peek(6)[:6])
+    if kind is None:
+        return cast(IO[bytes], buffered)
+    counted = _Counted(buffered)
+    decoded: IO[bytes]
     # gzip and bz2 are imported for their files only; lzma and zstandard above, for READ_ERRORS
     if kind == "gzip":
         import gzip
 
-        return cast(IO[bytes], gzip.GzipFile(fileobj=buffered, mode="rb"))
-    if kind == "bzip2":
+        decoded = cast(IO[bytes], gzip.GzipFile(fileobj=counted, mode="rb"))
+    elif kind == "bzip2":
         import bz2
 
-        return cast(IO[bytes], bz2.BZ2File(buffered))
-    if kind == "xz":
-        return cast(IO[bytes], lzma.LZMAFile(buffered))
-    if kind == "zstd":
-        return cast(IO[bytes], io.BufferedReader(_ZstdFrames(buffered), CHUNK_BYTES))
-    return cast(IO[bytes], buffered)
+        decoded = cast(IO[bytes], bz2.BZ2File(counted))
+    else:
+        decoded = cast(IO[bytes], _Frames(cast(IO[bytes], counted), name, kind))
+    return cast(IO[bytes], io.BufferedReader(_RatioGuard(decoded, counted, name), CHUNK_BYTES))
 
 
-class _ZstdFrames(io.RawIOBase):
-    """zstd frames one after the other; a frame cut short raises EOFError like gzip, bz2 and xz do
-    (zstandard's own stream reader ends quietly there: a truncated .zst read as empty)."""
+class _Counted(io.RawIOBase):
+    """A compressed stream, counting the bytes read from it (the ratio guard's denominator)."""
 
     def __init__(self, raw: IO[bytes]) -> None:
-        self._raw = raw
-        self._frame = zstandard.ZstdDecompressor().decompressobj()
-        self._fed = False  # the current frame has had input
-        self._pending = b""
+        self.raw, self.count = raw, 0
 
     def readable(self) -> bool:
         return True
 
     def readinto(self, buffer: Any) -> int:
-        while not self._pending:
-            chunk = self._raw.read(CHUNK_BYTES)
-            if not chunk:
-                if self._fed and not self._frame.eof:
-                    raise EOFError("compressed file ended before the end-of-stream marker was reached")
-                return 0
-            self._pending = self._feed(chunk)
-        size = min(len(buffer), len(self._pending))
-        buffer[:size] = self._pending[:size]
-        self._pending = self._pending[size:]
+        data = self.raw.read(len(buffer))
+        buffer[: len(data)] = data
+        self.count += len(data)
+        return len(data)
+
+    def close(self) -> None:
+        self.raw.close()
+        super().close()
+
+
+class _RatioGuard(io.RawIOBase):
+    """The decompressed stream, refused once it has grown over MAX_RATIO times what it was read from."""
+
+    def __init__(self, decoded: IO[bytes], counted: _Counted, name: str) -> None:
+        self._decoded, self._counted, self._name, self._out = decoded, counted, name, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        decoded = cast(Any, self._decoded)
+        if hasattr(decoded, "read1"):  # gzip, bz2: what was decoded before a truncated end comes out (read loses it)
+            data = decoded.read1(len(buffer))
+            size = len(data)
+            buffer[:size] = data
+        else:
+            size = decoded.readinto(buffer)
+        self._out += size
+        if self._out > DECODED_FREE and self._out > MAX_RATIO * self._counted.count:
+            raise InputError(
+                f"{self._name}: unpacks to over {MAX_RATIO} times its size: a decompression bomb, not a log",
+                hint="if it is a log, unpack it yourself and give the part that matters",
+            )
         return size
 
-    def _feed(self, chunk: bytes) -> bytes:
-        out = []
-        while chunk:
-            self._fed = True
-            out.append(self._frame.decompress(chunk))
-            if not self._frame.eof:
-                break
-            chunk = self._frame.unused_data  # the next frame starts here
-            self._frame = zstandard.ZstdDecompressor().decompressobj()
-            self._fed = False
-        return b"".join(out)
+    def close(self) -> None:
+        self._decoded.close()
+        self._counted.close()
+        super().close()
+
+
+class _Frames(io.RawIOBase):
+    """xz streams or zstd frames one after the other, decoded in bounded steps: at most DECODER_MEMORY of
+    window, at most CHUNK_BYTES out of an xz step and ZSTD_FEED bytes into a zstd one. A frame cut short
+    raises EOFError like gzip and bz2 do (zstandard's own stream reader ends quietly there); what follows
+    the first xz stream and is none ends it, as LZMAFile reads it (stream padding)."""
+
+    def __init__(self, raw: IO[bytes], name: str, kind: str) -> None:
+        self._raw, self._name, self._kind = raw, name, kind
+        self._decoder = self._new()
+        self._fed = False  # the current frame has had input
+        self._input = b""  # compressed bytes not yet handed to the decoder
+        self._pending = b""
+        self._at = 0  # what of `_pending` was read
+        self._ended = False
+
+    def _new(self) -> Any:
+        if self._kind == "xz":
+            return lzma.LZMADecompressor(memlimit=DECODER_MEMORY)
+        return zstandard.ZstdDecompressor(max_window_size=DECODER_MEMORY).decompressobj()
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        while self._at >= len(self._pending):
+            if self._ended:
+                return 0
+            if not self._input and (self._kind == "zstd" or self._decoder.needs_input):
+                self._input = self._raw.read(CHUNK_BYTES)
+                if not self._input:
+                    if self._fed and not self._decoder.eof:
+                        raise EOFError("compressed file ended before the end-of-stream marker was reached")
+                    return 0
+            self._pending, self._at = self._step(), 0
+        size = min(len(buffer), len(self._pending) - self._at)
+        buffer[:size] = self._pending[self._at : self._at + size]
+        self._at += size
+        return size
+
+    def _step(self) -> bytes:
+        later = self._decoder.eof  # a frame ended: the next starts here
+        if later:
+            self._input = self._decoder.unused_data + self._input
+            self._decoder, self._fed = self._new(), False
+            if not self._input:
+                return b""
+        self._fed = True
+        try:
+            if self._kind == "xz":
+                data, self._input = self._input, b""
+                return cast(bytes, self._decoder.decompress(data, max_length=CHUNK_BYTES))
+            data, self._input = self._input[:ZSTD_FEED], self._input[ZSTD_FEED:]
+            return cast(bytes, self._decoder.decompress(data))
+        except (lzma.LZMAError, zstandard.ZstdError) as exc:
+            if "memory" in str(exc).lower():
+                raise InputError(
+                    f"{self._name}: needs over {DECODER_MEMORY >> 20} MB of memory to unpack ({exc})",
+                    hint="unpack it yourself (xz -d / zstd -d --long=31) and give the log",
+                ) from None
+            if later and self._kind == "xz":  # stream padding or trailing bytes after a whole stream
+                self._ended = True
+                return b""
+            raise
 
 
 # --- bytes → lines ----------------------------------------------------------------------------------
@@ -370,9 +531,10 @@ def read_lines(source: LogSource, *, start_line: int = 0, start_byte: int = 0) -
         yield from line_updates(Unwrapped(order, line.text, line.stamp, line.rank), source._index)
 
 
-def envelopes_of(source: LogSource) -> Envelopes:
+def envelopes_of(source: LogSource, packs: PackSet | None = None) -> Envelopes:
     """The envelopes of a source, sniffed from its first bytes once (files and stdin when opened;
-    archive members, which can be opened again, on first use)."""
+    archive members, which can be opened again, on first use). `packs`: the run's, whose reading of the
+    first lines decides a leading column no listed envelope names (envelope.LEARNED); the scan asks first."""
     if source.envelopes is None:
         try:
             stream = source.open_stream()
@@ -382,21 +544,35 @@ def envelopes_of(source: LogSource) -> Envelopes:
                 stream.close()
         except READ_ERRORS:
             head = b""  # reading the source reports the damage
-        source.envelopes = sniff_bytes(head)
+        source.envelopes = sniff_bytes(head, packs=packs)
     return source.envelopes
 
 
-def sniff_bytes(head: bytes, process_tags: frozenset[str] | None = None) -> Envelopes:
+def sniff_bytes(head: bytes, process_tags: frozenset[str] | None = None, packs: PackSet | None = None) -> Envelopes:
     """`envelope.sniff` over the first bytes of a source; a cut last line is left out. `process_tags`:
-    the packs' own `(Name pid=N) ` tags (by default the shipped packs')."""
+    the packs' own `(Name pid=N) ` tags (by default `packs`', else the shipped packs'). With `packs`, a
+    leading column is learned where they read more lines without it."""
     lines = head.split(b"\n")
     if len(lines) > 1 and len(head) >= SNIFF_BYTES:
         lines.pop()
     if process_tags is None:
-        from logphase.packs import shipped_packs  # only where the caller has no packs of its own
+        if packs is None:
+            from logphase.packs import shipped_packs  # only where the caller has no packs of its own
 
-        process_tags = shipped_packs().process_tags
-    return sniff((decoded_text(line) for line in lines), process_tags)
+            process_tags = shipped_packs().process_tags
+        else:
+            process_tags = packs.process_tags
+    reads = None if packs is None else (lambda line: packs_read(packs, line))
+    return sniff((decoded_text(line) for line in lines), process_tags, reads=reads)
+
+
+def packs_read(packs: PackSet, text: str) -> bool:
+    """Whether the packs read a line: a prefix of theirs starts it, or a rule (outside a traceback) matches it."""
+    fields, message = packs.split_prefix(text)
+    if fields.prefixes:
+        return True
+    lowered = message.lower()
+    return any(not rule.in_block and rule.match(message) is not None for rule in packs.candidate_rules(lowered))
 
 
 def _raw_lines(source: LogSource, stream: IO[bytes]) -> Iterator[bytes]:

@@ -9,9 +9,11 @@ from dataclasses import dataclass, field
 from logphase.logs.reader import Line
 from logphase.packs import PackSet
 
-# What varies between lines of one template: masked so that they count as one.
+# What varies between lines of one template: masked so that they count as one. Each branch that
+# opens with a repeat opens at a word boundary, or a search would start it again at every character
+# of a long word (quadratic: 16 s on a 60 KB line); tests/test_regex_safety.py checks it.
 _VARIABLE = re.compile(
-    r"\w+://\S+"  # URLs
+    r"\b\w+://\S+"  # URLs
     r"|0x[0-9a-fA-F]+"  # addresses, ids
     r"|\b[0-9a-fA-F]{8,}\b"  # hashes, request ids
     r"|(?:/[\w.@+-]+)+/?"  # paths

@@ -8,7 +8,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
-from logphase.logs.matcher import Event
+from logphase.bounded import read_int, read_rank
+from logphase.logs.matcher import FRAMES_PACK, Event, frame_rule
 from logphase.packs import shipped_packs
 from logphase.phases import FAILURE_KINDS, MAIN_PROCESS_PHASES, EventKind, Phase, Role
 
@@ -25,7 +26,8 @@ DRAFT_STAGE_INIT, DRAFT_STAGE_CAPTURE = 1, 2
 RANK_NUMBERS = re.compile(r"(DP|PP|ATTN_CP|MOE_DP|TP|EP|rank )(\d+)")
 # tqdm's own clock on a bar line: `| 11/24 [00:21<00:25,  1.95s/it]` (`{n_fmt}/{total_fmt} [{elapsed}<{remaining},
 # {rate_fmt}]`; an interval is `[H:]MM:SS`, tqdm.format_interval). Bars carry no timestamp: this dates them.
-BAR_CLOCK = re.compile(r"\[(?P<elapsed>(?:\d+:)?\d{1,2}:\d{2})<(?P<remaining>(?:\d+:)?\d{1,2}:\d{2}|\?)")
+# Hours are bounded: a line is untrusted input, and a bar that ran for a million hours is no bar.
+BAR_CLOCK = re.compile(r"\[(?P<elapsed>(?:\d{1,6}:)?\d{1,2}:\d{2})<(?P<remaining>(?:\d{1,6}:)?\d{1,2}:\d{2}|\?)")
 
 
 @dataclass(frozen=True)
@@ -146,6 +148,8 @@ class Timeline:
     interrupt: Event | None  # the first time a person stopped it (Ctrl-C)
     hang: Event | None  # the first hang report (kind mark, role root) since the last progress
     exits: Mapping[str, Event]  # per rank, its clean exit, when no phase line of it came after
+    # a launcher's word that every worker it ran exited cleanly (torchrun's `worker group successfully finished`)
+    group_exit: Event | None
     system: str | None
     system_is_server: bool  # a system, and not a job's (a pack with `job = true`: torchrun)
     version: str | None
@@ -167,7 +171,7 @@ class Timeline:
 def rank_sort_key(rank: str | None) -> tuple[int, ...]:
     if rank is None:
         return (-1,)
-    return tuple(int(number) for _, number in RANK_NUMBERS.findall(rank)) or (10**6,)
+    return tuple(read_rank(number) or 0 for _, number in RANK_NUMBERS.findall(rank)) or (10**6,)
 
 
 def is_tagged(rank: str) -> bool:
@@ -179,7 +183,7 @@ def rank_number(rank: str) -> int | None:
     found = dict(RANK_NUMBERS.findall(rank))
     for key in ("TP", "rank "):
         if key in found:
-            return int(found[key])
+            return read_rank(found[key])
     return None
 
 
@@ -249,6 +253,7 @@ class TimelineBuilder:
     dated: dict[str | None, list[int]] = field(default_factory=dict)  # per rank: lines of ticks dated by their bar
     source_systems: dict[int, Counter[str]] = field(default_factory=dict)
     source_times: dict[int, tuple[datetime, datetime]] = field(default_factory=dict)
+    group_exit: Event | None = None
     # systems that are jobs, not servers (packs with `job = true`); a caller with its own packs passes theirs
     job_systems: frozenset[str] = field(default_factory=lambda: shipped_packs().job_systems)
 
@@ -265,6 +270,11 @@ class TimelineBuilder:
         return finished
 
     def add(self, event: Event) -> None:
+        if event.rule.pack == FRAMES_PACK and event.phase is Phase.SERVING and self._starting_http():
+            # a serving loop's frame (SGLang's scheduler event loop) while the main process is still starting
+            # its HTTP server, no ready line yet: the loop runs the warmup request (http_server
+            # `_wait_and_warmup` sends it there). A log that starts mid-run shows no such start: serving.
+            event = replace(event, rule=frame_rule(Phase.WARMUP))
         self.events += 1
         if event.time is not None:
             self.first_time = min(self.first_time or event.time, event.time)
@@ -290,8 +300,11 @@ class TimelineBuilder:
             self.ready = event
         if event.kind is EventKind.INTERRUPT and (self.interrupt is None or event.order_key < self.interrupt.order_key):
             self.interrupt = event
-        if event.kind is EventKind.EXIT and event.rank is not None:
-            self.exits[event.rank] = event
+        if event.kind is EventKind.EXIT:
+            if event.rank is not None:
+                self.exits[event.rank] = event
+            else:
+                self.group_exit = event
         if event.kind is EventKind.MARK and event.role is Role.ROOT and len(self.hangs) < MAX_FAILURES:
             self.hangs.append(event)  # the program says it waits on something that does not come
         if event.phase is None:
@@ -444,6 +457,11 @@ class TimelineBuilder:
                 span.remaining_s = None if remaining == "?" else _interval(remaining)
                 span.bar = (event.time, done, total)
 
+    def _starting_http(self) -> bool:
+        """The main process has begun its HTTP server or warmup and no ready line came."""
+        main = self.ranks.get(None)
+        return self.ready is None and main is not None and main.reached in (Phase.HTTP_START, Phase.WARMUP)
+
     def _note_counters(self, event: Event) -> None:
         captures = event.captures
         rank = event.rank
@@ -507,6 +525,7 @@ class TimelineBuilder:
                 default=None,
             ),
             exits=dict(self.exits),
+            group_exit=self.group_exit,
             system=system,
             system_is_server=system is not None and system not in self.job_systems,
             version=self.version,
@@ -610,7 +629,7 @@ def _interval(text: str) -> float:
 
 
 def _int(text: str | None) -> int | None:
-    return int(text) if text is not None and text.isdigit() else None
+    return read_int(text)
 
 
 def _without_numbers_after(text: str) -> str:

@@ -26,6 +26,7 @@ from logphase.packs.model import (
     StallSignature,
 )
 from logphase.packs.regex_facts import derive_literal, first_characters, group_names
+from logphase.packs.regex_safety import MAX_REGEX_CHARS, MAX_REGEX_NESTING, PROBE_SECONDS, REWRITES, hazards, nesting
 from logphase.packs.schema import (
     ANCHOR,
     IGNORE,
@@ -71,17 +72,24 @@ def user_pack_dir(config_home: str | None) -> Path | None:
 def expand_pack_paths(paths: Iterable[Path]) -> list[Path]:
     expanded: list[Path] = []
     for path in paths:
+        found = [path]
         if path.is_dir():
             if not os.access(path, os.R_OK | os.X_OK):  # glob would find nothing, silently
                 raise PackError(
                     f"{path}: permission denied (a folder of pattern packs)",
                     hint="make it readable (chmod -R u+rX), or leave it out",
                 )
-            expanded.extend(sorted(path.glob("*.toml")))
-        elif path.exists():
-            expanded.append(path)
-        else:
-            raise PackError(f"pattern pack {path} does not exist", hint="give a .toml file or a directory of them")
+            found = sorted(path.glob("*.toml"))
+        for file in found:
+            if file.exists():
+                expanded.append(file)
+            elif file.is_symlink():  # a loop, or a target gone: resolving it later raises RuntimeError
+                raise PackError(
+                    f"pattern pack {file} is a symbolic link that leads nowhere (a loop, or a missing target)",
+                    hint="point the link at a .toml file, or remove it",
+                )
+            else:
+                raise PackError(f"pattern pack {file} does not exist", hint="give a .toml file or a directory of them")
     return expanded
 
 
@@ -192,9 +200,20 @@ def _read(path: Path) -> dict[str, Any]:
     return _parse_toml(path, _read_bytes(path))
 
 
+# A pack is a few hundred KB of TOML at most; `--patterns /dev/zero` is not read whole.
+MAX_PACK_BYTES = 8 << 20
+
+
 def _read_bytes(path: Path) -> bytes:
     try:
-        return path.read_bytes()
+        with path.open("rb") as file:
+            data = file.read(MAX_PACK_BYTES + 1)
+        if len(data) > MAX_PACK_BYTES:
+            raise PackError(
+                f"pattern pack {path}: over {MAX_PACK_BYTES >> 20} MB, too big for a pack",
+                hint="give the pack's .toml file, or a directory of them",
+            )
+        return data
     except OSError as exc:
         raise PackError(
             f"cannot read pattern pack {path}: {exc.strerror}", hint="check the path and its permissions"
@@ -208,6 +227,10 @@ def _parse_toml(path: Path, data: bytes) -> dict[str, Any]:
         return tomllib.loads(data.decode("utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise PackError(f"{path}: not valid TOML: {exc}", hint="regexes belong in TOML literal strings: '...'") from exc
+    except RecursionError:  # tomllib reads nested arrays and tables recursively
+        raise PackError(
+            f"{path}: its arrays or tables nest too deeply to read", hint="a pack nests a few levels at most"
+        ) from None
 
 
 @cache
@@ -443,11 +466,44 @@ def check_pack_examples(pack_set: PackSet, only: Collection[str] | None = None) 
     return failures
 
 
+def check_pack_regexes(pack_set: PackSet, only: Collection[str] | None = None) -> list[str]:
+    """Every regex that can backtrack without bound (`logphase.packs.regex_safety`), with the way to
+    rewrite it: the static check alone, so a shipped regex is held to it whatever engine runs it."""
+    failures: list[str] = []
+    for pack in pack_set.packs:
+        if only is not None and pack.path not in only:
+            continue
+        regexes: list[PrefixRule | Rule | StallSignature | FrameAnchor | ServerArgsFormat | IgnoreEntry] = [
+            *pack.prefixes,
+            *pack.rules,
+            *pack.signatures,
+            *pack.anchors,
+            *pack.server_args,
+            *pack.ignores,
+        ]
+        for item in regexes:
+            failures += [
+                f"{pack.path}: {item.id}: the regex can backtrack without bound: {hazard.describe()}"
+                for hazard in hazards(item.pattern.text, item.pattern.ignore_case)
+            ]
+    return failures
+
+
 def _compile(pattern_text: str, flags: str, path: str, place: str, trusted: bool) -> PackRegex:
     unknown = set(flags) - {"i"}
     if unknown:
         raise PackError(
             f"{path}: {place}: unknown flags {''.join(sorted(unknown))!r}", hint="the only flag is 'i' (ignore case)"
+        )
+    if len(pattern_text) > MAX_REGEX_CHARS:  # parsing and compiling a 1 MB regex took a minute
+        raise PackError(
+            f"{path}: {place}: the regex is {len(pattern_text):,} characters long (at most {MAX_REGEX_CHARS:,})",
+            hint="match the part of the line that tells the event, not the whole text",
+        )
+    if nesting(pattern_text) > MAX_REGEX_NESTING:  # every reader of a regex's parse recurses
+        raise PackError(
+            f"{path}: {place}: the regex nests its groups over {MAX_REGEX_NESTING} deep",
+            hint="a regex needs a few levels of groups at most",
         )
     pattern = PackRegex(
         pattern_text,
@@ -465,4 +521,21 @@ def _compile(pattern_text: str, flags: str, path: str, place: str, trusted: bool
             raise PackError(
                 f"{path}: {place}: bad regex: {exc}", hint="test it with `logphase patterns explain LINE`"
             ) from exc
+        _refuse_backtracking(pattern, path, place)
     return pattern
+
+
+def _refuse_backtracking(pattern: PackRegex, path: str, place: str) -> None:
+    """A user regex that the static check suspects is run on the line built for it: one that takes
+    longer than PROBE_SECONDS there would take as long on such a line of a log, so its pack is
+    refused as it loads (the `regex` module's own guards make many suspects fast: those load)."""
+    for hazard in hazards(pattern.text, pattern.ignore_case):
+        line = hazard.line
+        try:
+            pattern.compiled.search(line, timeout=PROBE_SECONDS)
+        except TimeoutError:
+            raise PackError(
+                f"{path}: {place}: the regex backtracks without bound: a line of {len(line):,} characters "
+                f"({hazard.prefix[:20]!r} then {hazard.pump!r} repeated) took it past {PROBE_SECONDS:g} s",
+                hint=f"{hazard.kind} repeats: {REWRITES[hazard.kind]}",
+            ) from None

@@ -10,6 +10,7 @@ from datetime import datetime
 from functools import cached_property
 from typing import Any
 
+from logphase.bounded import in_calendar, rank_label, read_int, read_rank
 from logphase.errors import PackError
 from logphase.packs.regex_facts import EDGE_KEY, LEAD_KEY, WORD, index_key
 from logphase.packs.stamp_text import read_stamp
@@ -17,7 +18,7 @@ from logphase.phases import EventKind, Phase, Role
 
 CANDIDATE_CACHE = 4096
 WORD_CACHE = 65536
-RANK_TAG = stdlib_re.compile(r"(DP|PP|ATTN_CP|MOE_DP|TP|EP)_?(\d+)")
+RANK_TAG = stdlib_re.compile(r"(DP|PP|ATTN_CP|MOE_DP|TP|EP)_?([0-9]+)")
 LONG_FRACTION = stdlib_re.compile(r"(\.\d{6})\d+")  # digits past the microseconds strptime reads
 
 
@@ -109,7 +110,7 @@ class PackRegex:
 def rank_from_tags(tags: str) -> str | None:
     """`' DP0 TP3'`, `'TP13_EP13'` → `'DP0 TP3'`, `'TP13 EP13'`; no tag → None."""
     found = RANK_TAG.findall(tags)
-    return " ".join(f"{kind}{number}" for kind, number in found) or None
+    return " ".join(f"{kind}{number}" for kind, number in found if read_rank(number) is not None) or None
 
 
 def parse_time(text: str, formats: Sequence[str]) -> tuple[datetime, bool, bool] | None:
@@ -121,7 +122,7 @@ def parse_time(text: str, formats: Sequence[str]) -> tuple[datetime, bool, bool]
     if "." in text:
         text = LONG_FRACTION.sub(r"\1", text)
     for fmt in formats:
-        parsed = read_stamp(text, fmt)
+        parsed = in_calendar(read_stamp(text, fmt))
         if parsed is not None:
             return parsed, "%Y" in fmt or "%y" in fmt, "%d" in fmt or "%j" in fmt
     return None
@@ -183,8 +184,8 @@ class PrefixRule:
             time=parsed[0] if parsed else None,
             time_has_year=parsed[1] if parsed else True,
             time_has_date=parsed[2] if parsed else True,
-            rank=rank_from_tags(tags) if tags else (f"rank {int(rank)}" if rank else None),
-            pid=int(pid) if pid and pid.isdigit() else None,
+            rank=rank_from_tags(tags) if tags else rank_label(rank),
+            pid=read_int(pid),
             level=groups.get("level"),
             prefixes=(self.id,),
         )

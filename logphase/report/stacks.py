@@ -6,7 +6,7 @@ from logphase.judging.stacks import WAIT_STATES
 from logphase.ranks import format_rank_set
 from logphase.report.paint import paint
 from logphase.report.text_table import simple_table
-from logphase.stacks.model import Group, StacksReport, TreeNode
+from logphase.stacks.model import MAX_FRAMES, Group, StacksReport, TreeNode
 
 
 def _state_colour(state: str) -> str:
@@ -56,6 +56,8 @@ def render_tree(report: StacksReport, *, colour: bool = False, max_chain: int = 
             last = index == len(children) - 1
             render(child, rest + ("└─ " if last else "├─ "), rest + ("   " if last else "│  "))
 
+    if report.tree.children and any(thread.cut for snap in report.processes for thread in snap.threads):
+        out += [f"(stacks cut at {MAX_FRAMES} frames: the innermost kept; the notes name them)", ""]
     for index, child in enumerate(report.tree.children):
         if index:
             out.append("")

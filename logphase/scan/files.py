@@ -76,7 +76,7 @@ def _scan(
     plan: Plan | None = None
     clocks = DistInitClock([source.name for source in sources]) if len(sources) > 1 else None
     for index, source in enumerate(sources):
-        envelopes = envelopes_of(source)
+        envelopes = envelopes_of(source, packs)
         result.notes += envelopes.notes(source.name)
         # the fast path reads bytes itself: envelopes that are a prefix of each line (docker, CRI, journald,
         # srun, a quote) it reads too; a hard-wrapped paste or an export listed newest first takes the plain one

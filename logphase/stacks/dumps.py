@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 from itertools import chain, islice
 from typing import Any, Protocol
 
+from logphase.bounded import rank_label, read_int, read_rank
 from logphase.frames import PYSPY_FRAME, TRIGGER, printable, short_path
 from logphase.logs.envelope import SNIFF_LINES, Unwrapped, Unwrapper, sniff
 from logphase.packs import rank_from_tags, shipped_packs
@@ -109,34 +110,34 @@ def role_and_rank_from_title(title: str) -> tuple[str | None, str | None]:
 
 
 # `pyspy-rank3.json`, `rank_3.txt`, `fr-rank-3`: a dump saved per rank under the rank's number.
-FILE_RANK = re.compile(r"(?<![A-Za-z])(?<!local[-_])(?<!node[-_])rank[-_]?(\d+)(?!\d)", re.IGNORECASE)
+FILE_RANK = re.compile(r"(?<![A-Za-z])(?<!local[-_])(?<!node[-_])rank[-_]?([0-9]+)(?![0-9])", re.IGNORECASE)
 
 
 def rank_from_file_name(name: str) -> str | None:
     """The rank a dump file is named after, when its name gives exactly one."""
-    numbers = {int(number) for number in FILE_RANK.findall(name)}
-    return f"rank {numbers.pop()}" if len(numbers) == 1 else None
+    numbers = {read_rank(number) for number in FILE_RANK.findall(name)}
+    return f"rank {numbers.pop()}" if len(numbers) == 1 and None not in numbers else None
 
 
 def rank_from_prefix(prefix: str) -> str | None:
     tags = rank_from_tags(prefix)
     if tags:
         return tags
-    found = re.search(r"\[rank(\d+)\]:", prefix)
+    found = re.search(r"\[rank([0-9]+)\]:", prefix)
     if found:
-        return f"rank {int(found.group(1))}"
-    found = re.search(r"\[[A-Za-z_]+?(\d+)\]:", prefix)
+        return rank_label(found.group(1))
+    found = re.search(r"\[[A-Za-z_]+?([0-9]+)\]:", prefix)
     if found:
-        return f"local_rank {int(found.group(1))}"
-    found = re.search(r"\((?:VllmWorker rank=(\d+)|\S+?) pid=\d+\)", prefix)
-    if found and found.group(1):
-        return f"TP{found.group(1)}"
+        return rank_label(found.group(1), "local_rank")
+    found = re.search(r"\((?:VllmWorker rank=([0-9]+)|\S+?) pid=[0-9]+\)", prefix)
+    if found and found.group(1) and (number := read_rank(found.group(1))) is not None:
+        return f"TP{number}"
     return None
 
 
 def pid_from_prefix(prefix: str) -> int | None:
-    found = re.search(r"\bpid=(\d+)\)", prefix)
-    return int(found.group(1)) if found else None
+    found = re.search(r"\bpid=([0-9]+)\)", prefix)
+    return read_int(found.group(1)) if found else None
 
 
 def split_prefix(line: str) -> tuple[str, str]:
@@ -183,7 +184,7 @@ def parse_frame_text(text: str) -> Frame | None:
 def pyspy_frame(found: re.Match[str]) -> Frame | None:
     """The Frame of a `PYSPY_FRAME` match."""
     line = found.group("line")
-    return make_frame(found.group("function"), found.group("file"), int(line) if line else None)
+    return make_frame(found.group("function"), found.group("file"), read_int(line))
 
 
 # --- the main-thread heuristic --------------------------------------------------------------------
@@ -347,17 +348,17 @@ class DumpParser:
         found: Any
         # -- py-spy text
         if found := PYSPY_PROCESS.match(body):
-            self.start(stream, "py-spy text", int(found.group("pid")), found.group("cmd") or None)
+            self.start(stream, "py-spy text", read_int(found.group("pid")), found.group("cmd") or None)
             return
         if found := SGLANG_PYSPY.search(body):
             # the dump follows unprefixed: hand the rank of this line's prefix to the bare stream
             bare = self.streams.setdefault(_writer_key(stream.writer), _Stream(writer=stream.writer))
             self.close(bare)
             self.close(stream)
-            bare.hint = (int(found.group("pid")), _stream_rank(stream))
+            bare.hint = (read_int(found.group("pid")), _stream_rank(stream))
             return
         if found := SGLANG_PYSPY_FAILED.search(body):
-            pid = int(found.group("pid") or found.group("pid2"))
+            pid = read_int(found.group("pid") or found.group("pid2"))
             self.close(stream)
             error = (found.group("err") or "all py-spy attempts failed").strip()
             self.seq += 1
@@ -404,7 +405,7 @@ class DumpParser:
             self.frame(
                 stream,
                 "pystack",
-                make_frame(found.group("func"), short_path(found.group("file")), int(found.group("line")), native),
+                make_frame(found.group("func"), short_path(found.group("file")), read_int(found.group("line")), native),
             )
             return
         if mode == "pystack" and (body.startswith("        ") or PYSTACK_NOISE.match(body)):
@@ -416,9 +417,7 @@ class DumpParser:
         frames = FH_FRAME.findall(body)
         if frames:
             for file, line, func in frames:
-                self.frame(
-                    stream, "faulthandler", make_frame(func, short_path(file), int(line) if line.isdigit() else None)
-                )
+                self.frame(stream, "faulthandler", make_frame(func, short_path(file), read_int(line)))
             return
         if mode == "faulthandler" and (FH_NOISE.match(body) or 'File "' in body):
             return  # a torn or noise line inside a faulthandler dump

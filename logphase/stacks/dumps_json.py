@@ -6,8 +6,10 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator
+from functools import lru_cache
 from typing import Any
 
+from logphase.bounded import MAX_NUMBER
 from logphase.frames import printable
 from logphase.stacks.dumps import (
     make_frame,
@@ -60,33 +62,39 @@ def parse_json_text(text: str) -> list[ProcessSnapshot]:
 
 
 def snapshots_from_pyspy_json(threads: list[Any], pid: int | None = None) -> list[ProcessSnapshot]:
+    """Raises ValueError naming the field that is not of the type py-spy writes."""
     by_pid: dict[int | None, list[ThreadStack]] = {}
     titles: dict[int | None, str | None] = {}
-    for item in threads:
+    for index, item in enumerate(threads):
+        where = f"thread {index}"
         if not isinstance(item, dict):
-            raise ValueError("a py-spy JSON thread must be an object")
-        thread_pid = item.get("pid", pid)
+            raise ValueError(f"{where} is {_kind(item)}, expected an object")
+        thread_pid = _number(item, "pid", where) if "pid" in item else pid
         frames = []
-        for raw in item.get("frames") or []:
-            file = raw.get("short_filename") or raw.get("filename") or raw.get("module") or "?"
+        for at, raw in enumerate(_objects(item, "frames", where)):
+            place = f"{where}: frames[{at}]"
+            file = _text(raw, "short_filename", place) or _text(raw, "filename", place) or _text(raw, "module", place)
             frame = make_frame(
-                str(raw.get("name", "?")), str(file), raw.get("line") or None, raw.get("module") is not None
+                _text(raw, "name", place) or "?",
+                file or "?",
+                _number(raw, "line", place) or None,
+                "module" in raw and raw["module"] is not None,
             )
             if frame is not None:
                 frames.append(frame)
-        os_tid = item.get("os_thread_id")
-        tid = str(os_tid if os_tid is not None else item.get("thread_id", "?"))
+        tid = _text(item, "os_thread_id", where) or _text(item, "thread_id", where) or "?"
+        name = _text(item, "thread_name", where)
         by_pid.setdefault(thread_pid, []).append(
             ThreadStack(
                 thread_id=tid,
-                name=printable(str(item["thread_name"])) if item.get("thread_name") is not None else None,
+                name=printable(name) if name is not None else None,
                 frames=tuple(frames),
-                active=item.get("active"),
+                active=_flag(item, "active", where),
             )
         )
         info = item.get("process_info")
-        if isinstance(info, dict) and info.get("command_line"):
-            titles[thread_pid] = str(info["command_line"])
+        if isinstance(info, dict) and (command := _text(info, "command_line", f"{where}: process_info")):
+            titles[thread_pid] = command
     out = []
     for thread_pid, stacks in by_pid.items():
         title = titles.get(thread_pid)
@@ -104,47 +112,117 @@ def snapshots_from_pyspy_json(threads: list[Any], pid: int | None = None) -> lis
     return out
 
 
+# The same frames recur on every rank of every node: each text is parsed once (frames are frozen, so shared).
+_frame_of = lru_cache(maxsize=1 << 16)(parse_frame_text)
+
+
 def _from_logphase_json(document: dict[str, Any]) -> list[ProcessSnapshot]:
-    group_frames: dict[tuple[Any, ...], list[str]] = {}
-    for group in document.get("groups") or []:
-        for pid, label in zip(group.get("pids") or [], group.get("ranks") or [], strict=False):
-            group_frames[(pid, label)] = group.get("frames") or []
+    group_frames: dict[tuple[int | None, str | None], list[str]] = {}
+    for index, group in enumerate(_objects(document, "groups", "the document")):
+        where = f"groups[{index}]"
+        texts = _texts(group, "frames", where)
+        for pid, label in zip(_items(group, "pids", where), _items(group, "ranks", where), strict=False):
+            group_frames[(_number({"pid": pid}, "pid", where), _text({"rank": label}, "rank", where))] = texts
     out = []
-    for item in document.get("processes") or []:
+    for index, item in enumerate(_objects(document, "processes", "the document")):
+        where = f"processes[{index}]"
         threads = []
-        for raw in item.get("threads") or []:
-            frames = tuple(f for f in (parse_frame_text(text) for text in raw.get("frames") or []) if f is not None)
+        for at, raw in enumerate(_objects(item, "threads", where)):
+            place = f"{where}: threads[{at}]"
+            texts = _texts(raw, "frames", place)
             threads.append(
                 ThreadStack(
-                    thread_id=str(raw.get("id", "?")),
-                    name=raw.get("name"),
-                    frames=frames,
-                    active=raw.get("active"),
-                    main=bool(raw.get("main")),
+                    thread_id=_text(raw, "id", place) or "?",
+                    name=_text(raw, "name", place),
+                    frames=tuple(f for f in map(_frame_of, texts) if f is not None),
+                    active=_flag(raw, "active", place),
+                    main=bool(_flag(raw, "main", place)),
                 )
             )
+        pid = _number(item, "pid", where)
         if not threads:  # a producer that wrote only the contract keys: the group's frames are the main thread
-            texts = group_frames.get((item.get("pid"), item.get("label") or item.get("rank")))
-            if texts:
-                frames = tuple(f for f in (parse_frame_text(t) for t in texts) if f is not None)
-                threads.append(ThreadStack(thread_id=str(item.get("pid")), name="MainThread", frames=frames, main=True))
+            shared = group_frames.get((pid, _text(item, "label", where) or _text(item, "rank", where)))
+            if shared:
+                frames = tuple(f for f in map(_frame_of, shared) if f is not None)
+                threads.append(ThreadStack(thread_id=str(pid), name="MainThread", frames=frames, main=True))
         out.append(
             ProcessSnapshot(
-                pid=item.get("pid"),
-                ppid=item.get("ppid"),
-                rank=item.get("rank"),
-                role=item.get("role"),
-                title=item.get("title"),
-                host=item.get("host"),
-                error=item.get("error"),
-                fatal=item.get("fatal"),
-                moving=item.get("moving"),
-                source=item.get("source") or "json",
-                skipped=bool(item.get("skipped")),
+                pid=pid,
+                ppid=_number(item, "ppid", where),
+                rank=_text(item, "rank", where),
+                role=_text(item, "role", where),
+                title=_text(item, "title", where),
+                host=_text(item, "host", where),
+                error=_text(item, "error", where),
+                fatal=_text(item, "fatal", where),
+                moving=_flag(item, "moving", where),
+                source=_text(item, "source", where) or "json",
+                skipped=bool(_flag(item, "skipped", where)),
                 threads=tuple(threads),
             )
         )
     return out
+
+
+# Field readers: a dump is anyone's JSON, so each field is taken only in the type its producer writes
+# (null as absent; a number where a name belongs as its digits) and anything else is bad input, named
+# (ValueError: `stacks --from` says it with exit 3), never a list where a key is hashed later.
+
+
+def _wrong(where: str, key: str, expected: str, value: Any) -> ValueError:
+    return ValueError(f"{where}: {key!r} is {_kind(value)}, expected {expected}")
+
+
+def _kind(value: Any) -> str:
+    return "null" if value is None else f"a {type(value).__name__}"
+
+
+def _text(item: dict[str, Any], key: str, where: str) -> str | None:
+    value = item.get(key)
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, int) and not isinstance(value, bool) and -MAX_NUMBER <= value <= MAX_NUMBER:
+        return str(value)  # a thread id or a rank written as a number
+    raise _wrong(where, key, "a string", value)
+
+
+def _number(item: dict[str, Any], key: str, where: str) -> int | None:
+    value = item.get(key)
+    if value is None or (isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_NUMBER):
+        return value
+    raise _wrong(where, key, f"a whole number up to {MAX_NUMBER}", value)
+
+
+def _flag(item: dict[str, Any], key: str, where: str) -> bool | None:
+    value = item.get(key)
+    if value is None or isinstance(value, bool):
+        return value
+    raise _wrong(where, key, "true or false", value)
+
+
+def _items(item: dict[str, Any], key: str, where: str) -> list[Any]:
+    value = item.get(key)
+    if value is None:
+        return []
+    if isinstance(value, list):
+        return value
+    raise _wrong(where, key, "an array", value)
+
+
+def _objects(item: dict[str, Any], key: str, where: str) -> list[dict[str, Any]]:
+    values = _items(item, key, where)
+    for index, value in enumerate(values):
+        if not isinstance(value, dict):
+            raise _wrong(where, f"{key}[{index}]", "an object", value)
+    return values
+
+
+def _texts(item: dict[str, Any], key: str, where: str) -> list[str]:
+    values = _items(item, key, where)
+    for index, value in enumerate(values):
+        if not isinstance(value, str):
+            raise _wrong(where, f"{key}[{index}]", "a string", value)
+    return values
 
 
 def parse_dump_text(text: str) -> list[ProcessSnapshot]:

@@ -6,6 +6,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 SCHEMA = "logphase.stacks/1"
+# The frames a thread keeps, innermost first: where it waits is there, and the merged tree, its
+# renderers and its JSON stay shallow (a dump of 50,000 frames was a RecursionError in each).
+MAX_FRAMES = 256
+# The role of an entry that stands for a whole node that gave no answer (logphase/nodes): its host is its label.
+NODE_ROLE = "node"
 
 
 @dataclass(frozen=True)
@@ -35,6 +40,12 @@ class ThreadStack:
     frames: tuple[Frame, ...]
     active: bool | None = None
     main: bool = False
+    cut: int = 0  # the outermost frames left out past MAX_FRAMES
+
+    def __post_init__(self) -> None:
+        if len(self.frames) > MAX_FRAMES:
+            object.__setattr__(self, "cut", self.cut + len(self.frames) - MAX_FRAMES)
+            object.__setattr__(self, "frames", self.frames[:MAX_FRAMES])
 
 
 @dataclass(frozen=True)
@@ -61,7 +72,9 @@ class ProcessSnapshot:
 
     @property
     def label(self) -> str:
-        """How the process is named in trees and headlines: its rank, else its role and pid."""
+        """How the process is named in trees and headlines: its rank, else its role and pid (a node: its name)."""
+        if self.role == NODE_ROLE and self.host:
+            return self.host
         if self.rank:
             return self.rank
         if self.role and self.pid is not None:

@@ -1,4 +1,4 @@
-"""The only subprocess of logphase: find the processes of a server in /proc, name their roles and
+"""This machine's server processes and py-spy: find the processes of a server in /proc, name their roles and
 ranks, and run `py-spy dump --json` on each of them, in parallel, each under a timeout.
 
 Safety: targets are never signalled. A py-spy that overruns its timeout is killed through its own
@@ -22,6 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from logphase.bounded import rank_label
 from logphase.errors import SnapshotError
 from logphase.frames import printable
 from logphase.stacks.dumps import role_and_rank_from_title
@@ -146,10 +147,7 @@ def read_proc(pid: int, proc: Path = Path("/proc")) -> ProcInfo | None:
     env_rank = None
     if python:
         env = read_environ(pid, proc)
-        if "RANK" in env and env["RANK"].isdigit():
-            env_rank = f"rank {int(env['RANK'])}"
-        elif "LOCAL_RANK" in env and env["LOCAL_RANK"].isdigit():
-            env_rank = f"local_rank {int(env['LOCAL_RANK'])}"
+        env_rank = rank_label(env.get("RANK")) or rank_label(env.get("LOCAL_RANK"), "local_rank")
         if rank is None and env_rank is not None and role not in ("launcher", "main", "engine_core", "api_server"):
             rank = env_rank
             role = role or "worker"

@@ -31,15 +31,13 @@ class _Node:
     children: dict[str, _Node] = field(default_factory=dict)
     state: str | None = None
 
-    def freeze(self) -> TreeNode:
-        seen: list[str] = []
-        for label in self.labels:
-            if label not in seen:
-                seen.append(label)
+    def freeze(self, rank_of: dict[str, int]) -> TreeNode:
+        """`rank_of`: each label's place in natural order, worked out once for the whole tree (4,096 ranks
+        sorted again at every node were most of a big merge's time)."""
         return TreeNode(
             key=self.key,
-            labels=tuple(sorted(seen, key=natural_key)),
-            children=tuple(child.freeze() for child in self.children.values()),
+            labels=tuple(sorted(dict.fromkeys(self.labels), key=rank_of.__getitem__)),
+            children=tuple(child.freeze(rank_of) for child in self.children.values()),
             state=self.state,
         )
 
@@ -58,7 +56,8 @@ def build_tree(items: Iterable[tuple[str, tuple[str, ...], str | None]]) -> Tree
             node = child
         if state and node is not root:
             node.state = state
-    return root.freeze()
+    ordered = sorted(dict.fromkeys(root.labels), key=natural_key)
+    return root.freeze({label: index for index, label in enumerate(ordered)})
 
 
 def common_prefix(paths: Sequence[tuple[str, ...]]) -> tuple[str, ...]:

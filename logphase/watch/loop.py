@@ -126,6 +126,7 @@ def watch(
         on_bytes=taken.add,
         on_note=note,
         on_envelopes=unwrapped,
+        packs=packs,
     )
     observation: Observation | None = None
     restore_sigterm = _sigterm_interrupts()

@@ -20,7 +20,8 @@ _PLAIN: dict[tuple[tuple[tuple[Path, int, int], ...], int], str] = {}
 
 def analysed(paths: Sequence[Path], packs: PackSet, options: pipeline.Options) -> str:
     """The JSON report of the files read as one run, with `options`."""
-    return JsonFormat().analysis(pipeline.report(open_sources([str(path) for path in paths]), packs, options))
+    sources = open_sources([str(path) for path in paths], packs=packs)
+    return JsonFormat().analysis(pipeline.report(sources, packs, options))
 
 
 def plain(paths: Sequence[Path], packs: PackSet) -> str:

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection, Sequence
+from contextlib import suppress
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
+from logphase.bounded import in_calendar
 from logphase.logs.envelope import Envelopes, envelope_time
 from logphase.logs.fast.templates import Template
 from logphase.packs import PackSet
@@ -169,10 +171,9 @@ class EnvelopeClock:
     def _time(self, prefix: bytes, key: bytes | None) -> datetime | None:
         """The envelope's time of a line, from its stamp's key where it has one."""
         if key is not None:
-            try:
-                return datetime.fromisoformat(key.decode())
-            except ValueError:
-                pass  # not in the calendar: the inner envelopes may still give a time
+            with suppress(ValueError):  # not in the calendar: the inner envelopes may still give a time
+                if (time := in_calendar(datetime.fromisoformat(key.decode()))) is not None:
+                    return time
         return self.envelope_stamp(prefix)
 
     def _top(self, walk: _Walk, lines: Sequence[Timed], end: int, read: Collection[int]) -> tuple[datetime, int] | None:
@@ -183,12 +184,14 @@ class EnvelopeClock:
         if keyed is None:
             return top
         key, start = keyed
-        try:
-            time = datetime.fromisoformat(key.decode())
+        time: datetime | None = None
+        with suppress(ValueError):
+            time = in_calendar(datetime.fromisoformat(key.decode()))
+        if time is not None:
             if top is None:
                 return time, start
             candidates = [(time, start)]
-        except ValueError:  # a stamp out of the calendar: every stamp read as a time
+        else:  # a stamp out of the calendar (or of logphase/bounded.py's years): every stamp read as a time
             group = lines[walk.since : end]
             candidates = [
                 (stamp, at)

@@ -101,6 +101,8 @@ class FastLines(ClockKeeping):
         self.rollover_at: int | None = None
         self.hours = OtherHours()  # lines stamped in another hour than the clock: the matcher sees them
         self.ranges = ranges  # workers' candidate lines of the ranges ahead (--jobs); the same answers
+        if ranges is not None and source.size is not None:
+            ranges.size = min(ranges.size, source.size)  # the walk reads the file as it was when opened
         self.chunk_offset = 0  # the file offset of the chunk's first byte
 
     def attach(self, matcher: SourceMatcher, dumps: OpenDumps | None = None) -> None:

@@ -1,7 +1,8 @@
 """A stand-in for `python -m sglang.launch_server`: starts one process per rank and waits for them.
 
 usage: launch.py SPEC_JSON — {"ranks": ["idle", "barrier", ...], "title": "sglang::scheduler_TP{rank}",
-"env_rank": false, "extra": ["sleep", "zombie"], "ready_dir": "...", "port": 0}"""
+"env_rank": false, "extra": ["sleep", "zombie"], "ready_dir": "...", "port": 0, "barrier_size": 8} (the
+ranks the barrier waits for, default all of them: more stand for the ranks of other nodes)"""
 
 import json
 import os
@@ -32,7 +33,9 @@ def main() -> None:
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
     listener.listen(64)
-    threading.Thread(target=barrier_server, args=(listener, len(spec["ranks"])), daemon=True).start()
+    threading.Thread(
+        target=barrier_server, args=(listener, spec.get("barrier_size") or len(spec["ranks"])), daemon=True
+    ).start()
     children = []
     for rank, behaviour in enumerate(spec["ranks"]):
         env = dict(os.environ)

@@ -1,0 +1,124 @@
+"""The transport interface: one command on every node through a cluster's engine, in parallel under a
+bound and a per-node timeout; each node's output, or why it gave none, in words a person can act on.
+
+Like stacks/pyspy.py this is an edge: the engines (ssh, srun, kubectl) are subprocesses, each started in its
+own session so that a node that overruns its timeout is killed through its own process group, never anything
+else."""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Protocol
+
+from logphase.stacks.pyspy import kill_group
+
+# What a node's answer may weigh: a logphase stacks JSON of 512 processes of 50 frames is ~5 MB.
+MAX_ANSWER_BYTES = 16 << 20
+
+
+@dataclass(frozen=True)
+class NodeRun:
+    """One node's run of the command: its output, or why there is none (`failure`, in words)."""
+
+    node: str
+    stdout: bytes = b""
+    stderr: str = ""
+    returncode: int | None = None  # None: killed at the timeout, or never started
+    started: float = 0.0
+    ended: float = 0.0
+    failure: str | None = None  # "timeout: no answer within 10s", "auth: Permission denied (publickey)", ...
+
+
+class Transport(Protocol):
+    """An engine that reaches a cluster's nodes: ssh, Slurm's srun, kubectl."""
+
+    @property
+    def engine(self) -> str:
+        """ "ssh", "slurm", "k8s": how the nodes were reached, named beside every node that gave no answer."""
+        ...
+
+    def run(self, command: Sequence[str], *, timeout_s: float, parallel: int) -> list[NodeRun]:
+        """`command` on every node, at most `parallel` at once, each under `timeout_s`; one NodeRun per node."""
+        ...
+
+
+def run_local(
+    node: str, argv: Sequence[str], *, timeout_s: float, clock: Callable[[], float] = time.monotonic
+) -> NodeRun:
+    """Run one engine client (`ssh host …`, `kubectl exec pod …`, `srun …`) here, under a timeout."""
+    started = clock()
+    try:
+        child = subprocess.Popen(
+            list(argv),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
+    except OSError as exc:
+        failure = f"cannot run {argv[0]}: {exc.strerror}"
+        return NodeRun(node=node, started=started, ended=clock(), failure=failure)
+    try:
+        stdout, stderr = child.communicate(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        kill_group(child.pid)
+        stdout, stderr = child.communicate()
+        return NodeRun(
+            node=node,
+            stdout=stdout[:MAX_ANSWER_BYTES],
+            stderr=stderr.decode("utf-8", "replace")[-4000:],
+            started=started,
+            ended=clock(),
+            failure=f"timeout: no answer within {timeout_s:g}s",
+        )
+    if len(stdout) > MAX_ANSWER_BYTES:
+        failure = f"an answer over {MAX_ANSWER_BYTES >> 20} MB"
+        return NodeRun(node=node, returncode=child.returncode, started=started, ended=clock(), failure=failure)
+    return NodeRun(
+        node=node,
+        stdout=stdout,
+        stderr=stderr.decode("utf-8", "replace")[-4000:],
+        returncode=child.returncode,
+        started=started,
+        ended=clock(),
+    )
+
+
+def run_each(commands: Sequence[tuple[str, Sequence[str]]], *, timeout_s: float, parallel: int) -> list[NodeRun]:
+    """(node, argv) pairs, at most `parallel` at once, each under its own timeout; in the order given."""
+    if not commands:
+        return []
+    with ThreadPoolExecutor(max_workers=max(1, min(parallel, len(commands))), thread_name_prefix="node") as pool:
+        return list(pool.map(lambda item: run_local(item[0], item[1], timeout_s=timeout_s), commands))
+
+
+# --- why a node gave no answer -------------------------------------------------------------------------
+
+# What the remote logphase says on stderr when it cannot do its job (cli prints `logphase: error: …`).
+_REMOTE_ERROR = "logphase: error: "
+
+
+def remote_failure(stderr: str, returncode: int | None) -> str | None:
+    """What the node's own logphase (or its shell) said went wrong; None when it said nothing useful."""
+    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
+    said = next((line.removeprefix(_REMOTE_ERROR) for line in lines if line.startswith(_REMOTE_ERROR)), None)
+    lowered = stderr.lower()
+    if returncode == 127 or "command not found" in lowered or "executable file not found" in lowered:
+        return "no logphase: the command is not installed on the node (see --remote)"
+    if said is not None:
+        if "py-spy" in said and ("not installed" in said or "not found" in said):
+            return f"no py-spy: {said}"
+        if "permission denied" in said.lower():
+            return f"ptrace denied: {said}"
+        return said
+    return None
+
+
+def last_words(stderr: str, limit: int = 200) -> str:
+    """The last non-empty line of an engine's stderr, as the reason of last resort."""
+    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
+    return lines[-1][:limit] if lines else ""

@@ -1,0 +1,78 @@
+"""Leading columns no listed envelope names (envelope.LEARNED), learned per source: a log pasted with one reads as
+the log without it; a log whose own lines merely start like one keeps them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import run_json
+
+# A torchrun job that a watchdog ends (torch 2.6 formats): each line the packs read.
+TORCH = [
+    "[rank1]:[E1218 20:27:21.426871257 ProcessGroupNCCL.cpp:616] [Rank 1] Watchdog caught collective operation "
+    "timeout: WorkNCCL(SeqNum=216, OpType=ALLREDUCE, NumelIn=1048576, NumelOut=1048576, Timeout(ms)=600000) ran for "
+    "600021 milliseconds before timing out.",
+    "[rank1]:[E1218 20:27:21.427001012 ProcessGroupNCCL.cpp:1785] [PG ID 0 PG GUID 0(default_pg) Rank 1] Exception "
+    "(either an error or timeout) detected by watchdog at work: 216, last enqueued NCCL work: 216, last completed "
+    "NCCL work: 215.",
+    "W1218 20:27:24.182000 4021 torch/distributed/elastic/multiprocessing/api.py:897] Sending process 4086 closing "
+    "signal SIGTERM",
+    "W1218 20:27:24.183000 4021 torch/distributed/elastic/multiprocessing/api.py:897] Sending process 4088 closing "
+    "signal SIGTERM",
+    "E1218 20:27:25.101000 4021 torch/distributed/elastic/multiprocessing/api.py:869] failed (exitcode: -6) "
+    "local_rank: 1 (pid: 4087) of binary: /usr/bin/python3",
+]
+
+COLUMNS = {
+    # a log viewer's time of day (Grafana, a web console)
+    "time-of-day": lambda n, line: f"20:27:{21 + n:02d}.{100 + n:03d} {line}",
+    # a report or ticket that indents the log behind a rule
+    "table rule": lambda n, line: f"            | {line}",
+    # k9s's log view
+    "box rule": lambda n, line: f"│ {line}",
+    # a collector's minute stamp
+    "date and minute": lambda n, line: f" 2025-12-18 20:27 {line}",
+    # a launcher's role label (torchx, NeMo-Run)
+    "role label": lambda n, line: f"[trainer0|{n % 2}]:{line}",
+    # a replica label (torchx on Ray, NeMo-Run)
+    "replica label": lambda n, line: f"job_2fa1/0 {line}",
+}
+
+
+def _analyze(tmp_path: Path, name: str, lines: list[str]) -> dict[str, Any]:
+    log = tmp_path / f"{name}.log"
+    log.write_text("\n".join(lines) + "\n")
+    return run_json("analyze", "--post-mortem", str(log))[1]
+
+
+def _answer(report: dict[str, Any]) -> tuple[object, ...]:
+    root = report["root_cause"]
+    return report["verdict"], report["phase"], report["culprit_ranks"], root["line"] if root else None
+
+
+@pytest.mark.parametrize("column", sorted(COLUMNS))
+def test_a_log_pasted_with_a_leading_column_reads_as_the_log(tmp_path: Path, column: str) -> None:
+    # GIVEN the torchrun log, and the same log with a leading column on every line
+    plain = _analyze(tmp_path, "plain", TORCH)
+    wrapped = _analyze(tmp_path, "wrapped", [COLUMNS[column](n, line) for n, line in enumerate(TORCH)])
+    # WHEN both are analysed THEN the same answer, and a note says which column was taken off
+    assert _answer(wrapped) == _answer(plain)
+    assert plain["verdict"] == "timeout"
+    assert any("lines unwrapped from:" in note for note in wrapped["notes"])
+
+
+def test_a_log_whose_own_stamp_starts_like_a_column_keeps_it(tmp_path: Path) -> None:
+    # GIVEN LMDeploy's own `%(asctime)s - lmdeploy - LEVEL - file:N - msg` lines (a date and time first)
+    lines = [
+        "2024-12-02 10:00:01,512 - lmdeploy - INFO - async_engine.py:266 - input backend=turbomind, backend_config="
+        "TurbomindEngineConfig(dtype='auto', model_format=None, tp=2)",
+        "2024-12-02 10:00:02,115 - lmdeploy - INFO - async_engine.py:268 - input chat_template_config=None",
+        "2024-12-02 10:00:03,001 - lmdeploy - INFO - turbomind.py:301 - turbomind model config:",
+    ]
+    # WHEN analysed THEN no column is taken off: the packs read the lines as they are
+    report = _analyze(tmp_path, "lmdeploy", lines)
+    assert not any("lines unwrapped from:" in note for note in report["notes"])
+    assert report["system"] == "lmdeploy"

@@ -1,0 +1,166 @@
+"""How a job's log ends, read from what its launcher and Python print: torchrun's agent stopping the workers
+still running (a worker failed), its word that every worker succeeded, and a traceback pasted as frames alone."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from tests.conftest import run_json
+
+AGENT = "torch/distributed/elastic/agent/server/api.py"
+PROCS = "torch/distributed/elastic/multiprocessing/api.py"
+
+
+def _analyze(tmp_path: Path, lines: list[str]) -> tuple[int, dict[str, Any]]:
+    log = tmp_path / "job.log"
+    log.write_text("\n".join(lines) + "\n")
+    return run_json("analyze", "--post-mortem", str(log))
+
+
+def _steps(rank: int, first: int, last: int) -> list[str]:
+    """torchtitan's step lines (train.py log_step), colours stripped, under torchrun's `[rankN]:` prefix."""
+    return [
+        f"[rank{rank}]:[titan] 2026-05-14 03:{s:02d}:00,104 - root - INFO - step: {s * 10}  loss:  2.1000  "
+        "memory: 30.12GiB(38.07%)  tps: 7,145  mfu: 41.20%"
+        for s in range(first, last)
+    ]
+
+
+def _succeeded(pid: int) -> list[str]:
+    return [
+        f"I0514 03:40:00.100000 {pid} {AGENT}:932] [default] worker group successfully finished. Waiting 300 "
+        "seconds for other agents to finish.",
+        f"I0514 03:40:00.101000 {pid} {AGENT}:985] Local worker group finished (WorkerState.SUCCEEDED). Waiting 300 "
+        "seconds for other agents to finish",
+    ]
+
+
+def test_the_agent_saying_every_worker_succeeded_after_their_last_step_is_a_finished_job(tmp_path: Path) -> None:
+    # GIVEN two ranks' step lines, then torchrun's agent: the worker group succeeded
+    lines = _steps(0, 1, 5) + _steps(1, 1, 5) + _succeeded(61)
+    # WHEN the log is analysed post-mortem
+    code, report = _analyze(tmp_path, lines)
+    # THEN the job finished (exit 0), said from the agent's line
+    assert (code, report["verdict"]) == (0, "finished")
+    assert report["reason"].startswith("the job finished, as its own end line says: Local worker group finished")
+
+
+def test_a_step_after_the_agents_success_is_a_new_run_not_a_finished_one(tmp_path: Path) -> None:
+    # GIVEN the agent's success, then rank 0 stepping again (a later run appended to the same file)
+    lines = _steps(0, 1, 3) + _succeeded(61) + _steps(0, 5, 7)
+    # WHEN analysed
+    _, report = _analyze(tmp_path, lines)
+    # THEN the success does not end the log: the job is in its steps, not finished
+    assert report["verdict"] != "finished"
+
+
+def test_the_agent_stopping_running_workers_with_no_other_failure_is_a_crash(tmp_path: Path) -> None:
+    # GIVEN rank 0's steps, then the agent signalling the workers still running (no death signal before it)
+    lines = _steps(0, 1, 4) + [
+        f"W0514 03:05:00.55{n}000 61 {PROCS}:1028] Sending process {pid} closing signal SIGTERM"
+        for n, pid in enumerate((72, 73, 74))
+    ]
+    # WHEN analysed
+    code, report = _analyze(tmp_path, lines)
+    # THEN crashed during the steps, the agent's first such line the cause
+    assert (code, report["verdict"], report["phase"]) == (4, "crashed", "serving")
+    assert "Sending process 72 closing signal SIGTERM" in report["root_cause"]["text"]
+
+
+def test_a_death_signal_before_the_agent_stops_its_workers_is_still_an_abort(tmp_path: Path) -> None:
+    # GIVEN the agent's death signal, then its `Sending process … closing signal` lines
+    lines = [
+        *_steps(0, 1, 4),
+        f"W0514 03:05:00.550000 61 {AGENT}:753] Received 15 death signal, shutting down workers",
+        f"W0514 03:05:00.552000 61 {PROCS}:1028] Sending process 72 closing signal SIGTERM",
+    ]
+    # WHEN analysed
+    code, report = _analyze(tmp_path, lines)
+    # THEN aborted, the death signal the cause: the first terminal line decides
+    assert (code, report["verdict"]) == (4, "aborted")
+    assert "Received 15 death signal" in report["root_cause"]["text"]
+
+
+FRAMES = [
+    '  File "/usr/lib/python3.12/threading.py", line 1075, in _bootstrap_inner',
+    "    self.run()",
+    '  File "/srv/app/worker.py", line 88, in run',
+    "    self.step(batch)",
+]
+
+
+def test_a_log_that_ends_inside_traceback_frames_is_a_crash_with_the_cut_said(tmp_path: Path) -> None:
+    # GIVEN CPython traceback frames with neither their `Traceback` line nor their exception line
+    # WHEN analysed
+    code, report = _analyze(tmp_path, FRAMES)
+    # THEN crashed at line 1, and a doubt says the exception is not in the log
+    assert (code, report["verdict"], report["root_cause"]["line"]) == (4, "crashed", 1)
+    assert any("ends inside a traceback's frames" in doubt for doubt in report["evidence"]["against"])
+
+
+def test_frames_that_a_log_line_follows_are_no_crash(tmp_path: Path) -> None:
+    # GIVEN the same frames, then the program logging on (a stack printed by traceback.print_stack)
+    lines = [*FRAMES, "[rank0]:2026-05-14 03:01:00,104 - INFO - step 10 | loss 2.1 | 600 ms/step"]
+    # WHEN analysed
+    _, report = _analyze(tmp_path, lines)
+    # THEN nothing failed
+    assert report["verdict"] not in ("crashed", "aborted", "timeout")
+
+
+def test_frames_that_their_exception_line_ends_are_read_from_it(tmp_path: Path) -> None:
+    # GIVEN the same frames, then their exception line
+    lines = [*FRAMES, "RuntimeError: CUDA error: an illegal memory access was encountered"]
+    # WHEN analysed
+    _, report = _analyze(tmp_path, lines)
+    # THEN crashed, and the cause is the exception line, with no cut doubt
+    assert (report["verdict"], report["root_cause"]["line"]) == ("crashed", 5)
+    assert not any("ends inside a traceback's frames" in doubt for doubt in report["evidence"]["against"])
+
+
+def test_an_exception_line_before_a_cut_run_of_frames_stays_the_cause(tmp_path: Path) -> None:
+    # GIVEN vLLM's EngineDeadError line, then a second traceback's frames the paste cuts before their end
+    lines = [
+        "vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue. See stack trace (above) for "
+        "the root cause.",
+        *FRAMES,
+    ]
+    # WHEN analysed
+    code, report = _analyze(tmp_path, lines)
+    # THEN crashed, the exception line the cause: frames without their exception explain nothing it does not
+    assert (code, report["verdict"], report["root_cause"]["line"]) == (4, "crashed", 1)
+
+
+# nccl-tests' result row (src/common.cu): size, count, type, redop, root, out-of-place and in-place timings, #wrong
+ROW = (
+    "{size:>12}  {count:>12}     float     sum      -1    731.2   91.78  160.61  {wrong:>5}    728.9   92.07  161.12  "
+    "{wrong:>5}"
+)
+
+
+def test_nccl_tests_ending_with_correct_results_is_a_finished_job(tmp_path: Path) -> None:
+    # GIVEN nccl-tests' header, two result rows and its end lines (src/common.cu)
+    lines = [
+        "# nThread 1 nGpus 8 minBytes 8 maxBytes 134217728 step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1 "
+        "validation: 1 graph: 0",
+        ROW.format(size=67108864, count=16777216, wrong=0),
+        ROW.format(size=134217728, count=33554432, wrong=0),
+        "# Out of bounds values : 0 OK",
+        "# Avg bus bandwidth    : 84.8558 ",
+        "#",
+    ]
+    # WHEN analysed THEN finished, in its steps, said from the end line
+    code, report = _analyze(tmp_path, lines)
+    assert (code, report["verdict"], report["phase"], report["system"]) == (0, "finished", "serving", "nccl-tests")
+
+
+def test_nccl_tests_with_wrong_results_failed(tmp_path: Path) -> None:
+    # GIVEN the same run whose end line counts wrong values
+    lines = [
+        ROW.format(size=67108864, count=16777216, wrong=3),
+        "# Out of bounds values : 3 FAILED",
+    ]
+    # WHEN analysed THEN crashed: the benchmark failed its own check
+    code, report = _analyze(tmp_path, lines)
+    assert (code, report["verdict"]) == (4, "crashed")
+    assert "Out of bounds values : 3 FAILED" in report["root_cause"]["text"]
