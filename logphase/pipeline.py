@@ -19,9 +19,9 @@ from logphase.judging.budgets import Budgets, budgets_from
 from logphase.judging.confidence import assess
 from logphase.judging.evidence import Evidence, weigh_culprits
 from logphase.judging.live import LiveDecision, weigh
-from logphase.judging.logs import judge
+from logphase.judging.logs import MIXED_HINT, judge, mixed_runs, visible_ranks
 from logphase.logs.reader import LogSource, changes, open_sources
-from logphase.logs.timeline import PhaseSpan
+from logphase.logs.timeline import PhaseSpan, Timeline
 from logphase.packs import PackSet
 from logphase.phases import Verdict
 from logphase.ranks import format_rank_set
@@ -66,6 +66,8 @@ class Options:
     jobs: Jobs = ONE_JOB  # processes that scan big logs (logs/fast/ranges.py); the same result
     caches: Path | None = None  # where the fast path keeps its scan plans and scanners (None: nowhere)
     tap: LineView | None = None  # shown every line the scan reads (the lines behind the verdict): the plain path
+    # logs of two runs given together: refused (analyze); a bug report's bundle keeps them, with a note
+    refuse_mixed: bool = True
 
 
 def run(sources: list[LogSource], packs: PackSet, options: Options) -> tuple[Report, RunRecord]:
@@ -133,6 +135,9 @@ def assemble(
     needs it). `last_activity` (a file's mtime) stands in for the time of the last progress when the
     log has no timestamps at all."""
     timeline = result.timeline
+    mixed = mixed_runs(timeline, result.relaunched, [summary.path for summary in inputs])
+    if mixed is not None and options.refuse_mixed:
+        raise UsageError(mixed, hint=MIXED_HINT)
     baseline: Baseline | None = None
     if options.baseline is not None:
         if identity is None:
@@ -212,7 +217,7 @@ def assemble(
         inputs=tuple(inputs),
         system=timeline.system,
         version=timeline.version,
-        ranks=tuple(state.rank for state in timeline.ranks if state.rank is not None),
+        ranks=tuple(visible_ranks(timeline)),
         phase=judgement.phase,
         furthest_phase=judgement.furthest_phase,
         verdict=judgement.verdict,
@@ -242,7 +247,7 @@ def assemble(
             if state.rank is not None
         ),
         last_line=last_line,
-        notes=(*result.notes, *earlier, *culprits.notes),
+        notes=(*result.notes, *_dated_notes(timeline), *earlier, *culprits.notes, *([mixed] if mixed else [])),
         as_of=options.as_of,
         post_mortem=options.post_mortem,
         silence_s=judgement.silence_s,
@@ -258,6 +263,19 @@ def assemble(
         next_step=next_step,
     )
     return report, run
+
+
+def _dated_notes(timeline: Timeline) -> list[str]:
+    """Which times were inferred: bar ticks with no stamp, dated by the bar's own elapsed time."""
+    notes = []
+    for dated in timeline.dated:
+        who = f"{dated.rank}: " if dated.rank else ""
+        lines = f"line {dated.first_line}" if dated.count == 1 else f"lines {dated.first_line}–{dated.last_line}"
+        ticks = f"{dated.count} progress-bar tick{'s' * (dated.count != 1)}"
+        notes.append(
+            f"{who}the times of {ticks} ({lines}) inferred from the bar's own elapsed time: they carry no stamp"
+        )
+    return notes
 
 
 @dataclass(frozen=True)

@@ -56,7 +56,9 @@ def test_stall_after_is_one_budget_for_every_phase_as_watch_has_it(starting_log:
     # THEN 60 s of silence is past the first budget (stalled, exit 4) and within the second (exit 5)
     report = json.loads(short.stdout)
     assert (short.exit_code, report["verdict"], report["budget_s"]) == (4, "stalled", 30.0)
-    assert report["reason"] == "no progress for 1m00s in weight_load (budget 30s); last progress at line 6"
+    assert (
+        report["reason"] == "no progress for 1m00s in weight_load (budget 30s, --stall-after); last progress at line 6"
+    )
     assert (long.exit_code, json.loads(long.stdout)["verdict"]) == (5, "progressing")
 
 

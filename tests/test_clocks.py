@@ -18,6 +18,7 @@ import pytest
 from bench.loggen import write_logs
 from logphase import pipeline
 from logphase import scan as scanning
+from logphase.errors import UsageError
 from logphase.logs.reader import open_sources
 from logphase.packs import load_packs
 from logphase.report.formats.json import JsonFormat
@@ -295,8 +296,11 @@ def test_a_relaunch_hours_later_in_a_second_log_is_no_skewed_clock(tmp_path: Pat
         )
     )
     # WHEN both are analysed as one run
-    report = json.loads(_report([node0, relaunch], fast=True))
-    # THEN no clock is moved: the run ends with the relaunch's last line, eight hours after node 0's
-    last = max(t for line in node0.read_text().split("\n") if (t := _stamp(line, ISO)) is not None)
-    assert report["last_line"]["time"] == (last + timedelta(hours=8)).strftime("%Y-%m-%d %H:%M:%S")
-    assert not [note for note in report["notes"] if "its clock is" in note]
+    # THEN no clock is moved to merge them: they are two runs (issue 26), refused with the gap in words
+    with pytest.raises(UsageError) as refused:
+        _report([node0, relaunch], fast=True)
+    gap = r"7h5\dm"  # eight hours less node 0's own few minutes
+    assert re.fullmatch(
+        f"{re.escape(str(relaunch))} begins {gap} after {re.escape(str(node0))} ends: two runs, not one",
+        refused.value.message,
+    )

@@ -51,7 +51,7 @@ def test_a_user_pack_adds_rules(tmp_path: Path) -> None:
     # WHEN analysed with --patterns THEN the rule decides the verdict
     result = run_cli("analyze", "--post-mortem", "--patterns", str(pack), str(log))
     assert result.exit_code == 0, result.output
-    assert result.output.startswith("logphase: READY at ready")
+    assert result.output.startswith("logphase: READY — All systems go (line 1)")  # never "READY at ready"
 
 
 @pytest.mark.parametrize(

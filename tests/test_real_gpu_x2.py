@@ -33,8 +33,10 @@ def test_hang_names_rank_1_from_both_logs(mode: str) -> None:
     )
     assert root["text"] == line_of(GPU2 / "rank0.log", 88)
     assert "WorkNCCL(SeqNum=4, OpType=ALLREDUCE" in root["text"]
+    # AND the reason names first the rank that never arrived, then the one that reported (issue 26)
     assert report["reason"] == (
-        "rank 0 timed out during dist_init: collective ALLREDUCE #4 ran 30s against a 30s timeout (line 88)"
+        "rank 1 did not arrive: rank 0 timed out during dist_init: collective ALLREDUCE #4 ran 30s against a 30s "
+        "timeout (line 88)"
     )
 
 

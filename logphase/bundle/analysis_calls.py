@@ -43,7 +43,9 @@ def analyse(
     """The same library calls as `logphase analyze --pid` (without a baseline): the stacks taken or
     given are judged with the logs, as analyze judges its live stacks."""
     flight = judge_dumps(read_dumps(list(flight_recorder_dumps))) if flight_recorder_dumps else None
-    options = pipeline.Options(as_of=as_of, post_mortem=post_mortem, flight=flight, stacks=stacks, jobs=jobs)
+    options = pipeline.Options(
+        as_of=as_of, post_mortem=post_mortem, flight=flight, stacks=stacks, jobs=jobs, refuse_mixed=False
+    )
     report = pipeline.report(sources, packs, options)
     return Analysis(json=report.to_json(), markdown=pick(OutputFormat.MARKDOWN).analysis(report))
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 
 from logphase.durations import format_duration
-from logphase.judging.budgets import Budget
+from logphase.judging.budgets import Budget, stall_words
 from logphase.judging.logs import Judgement
 from logphase.logs.matcher import Event
 from logphase.phases import PROBLEM_VERDICTS, SUCCESS_VERDICTS, Phase, Verdict
@@ -75,9 +75,8 @@ def decide(judgement: Judgement | None, facts: LiveFacts, budget: Budget) -> Liv
     if facts.process_exited:
         return LiveDecision(Verdict.CRASHED, f"crashed: process {facts.pid} exited{where} without a ready line", True)
     if facts.silence_s > budget.seconds:
-        quiet = f"no progress for {format_duration(facts.silence_s)}" + (f" in {facts.phase}" if facts.phase else "")
         last = f"; last progress at line {facts.last_progress_line}" if facts.last_progress_line else ""
-        reason = f"stalled: {quiet} (budget {format_duration(budget.seconds)}, {budget.source}){last}"
+        reason = f"stalled: {stall_words(budget, facts.silence_s, facts.phase)}{'' if budget.bar else last}"
         return LiveDecision(Verdict.STALLED, reason, True)
     if facts.timed_out:
         at = f" (in {facts.phase})" if facts.phase else ""

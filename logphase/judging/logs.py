@@ -2,17 +2,26 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 
 from logphase.bounded import read_int
 from logphase.durations import format_duration
-from logphase.judging.budgets import Budgets
+from logphase.judging.budgets import Budget, Budgets, stall_words
 from logphase.logs.matcher import Event
 from logphase.logs.timeline import RankState, Timeline, is_tagged, rank_number, rank_sort_key
 from logphase.phases import MAIN_PROCESS_PHASES, EventKind, Phase, Role, Verdict
+from logphase.ranks import format_rank_set
 
+# Two inputs whose recognised lines are this far apart in time are two runs, not parts of one: a rotated
+# log's files follow each other within seconds, a run's logs per node or per rank overlap.
+RUNS_APART_S = 3600.0
+# Said when the inputs are not one run's.
+MIXED_HINT = (
+    "analyze each run's logs on their own (`logphase analyze A.log`, then `logphase analyze B.log`); give "
+    "several logs only of one run: a log per node or per rank, or a rotated log's files"
+)
 # A rank this long behind the first rank to enter the furthest phase is behind, not just skewed.
 LAG_GRACE_S = 30.0
 # Stamps up to this far after the time of judging are the two clocks' drift, not a clock ahead.
@@ -35,6 +44,36 @@ class Judgement:
     silence_s: float | None  # as_of − last progress (live), or last line − last progress (post-mortem)
     budget_s: float | None
     doubts: tuple[str, ...] = ()  # what the judging had to weigh against the verdict, in words
+    budget: Budget | None = None  # the rule that gave `budget_s` (watch decides with the same one)
+
+
+def mixed_runs(timeline: Timeline, relaunched: Sequence[tuple[int, int]], names: Sequence[str]) -> str | None:
+    """Why logs given together are not one run's, or None: they name two server systems, their lines lie
+    over RUNS_APART_S apart, or one holds another launch after its start went on. Merged, two runs would
+    give one confident answer that is neither's."""
+    if len(names) < 2:
+        return None
+    systems = [(facts.source, facts.system) for facts in timeline.inputs if facts.system is not None]
+    for source, system in systems[1:]:
+        origin, named = systems[0]
+        if system != named:
+            return f"{names[origin]} is a {named} log and {names[source]} a {system} log: two runs, not one"
+    timed: list[tuple[datetime, datetime, int]] = []
+    for facts in timeline.inputs:
+        if facts.first_time is not None and facts.last_time is not None:
+            timed.append((facts.first_time, facts.last_time, facts.source))
+    timed.sort()
+    ended, last = (timed[0][1], timed[0][2]) if timed else (datetime.min, 0)
+    for begun, end, source in timed[1:]:
+        gap = (begun - ended).total_seconds()
+        if gap > RUNS_APART_S:
+            return f"{names[source]} begins {format_duration(gap)} after {names[last]} ends: two runs, not one"
+        if end > ended:
+            ended, last = end, source
+    if relaunched:
+        source, line = relaunched[0]
+        return f"{names[source]} holds another launch at line {line}, after its start went on: two runs, not one"
+    return None
 
 
 def judge(
@@ -69,6 +108,9 @@ def judge(
         if relayed is not None:  # this rank only heard of another rank's timeout
             who = f"rank {relayed} (reported by {root.rank or 'another rank'}) "
         reason = f"{who}{_VERB[verdict]}{where}: {_collective(root) or _message(root)} (line {root.line})"
+        if verdict is Verdict.TIMEOUT and culprits and root.rank not in culprits:
+            # the rank that reported waited on the ones that never arrived: those are named first
+            reason = f"{format_rank_set(culprits)} did not arrive: {reason}"
         return Judgement(verdict, reason, phase, furthest, culprits, root, None, None)
 
     job = _job_bar(timeline)
@@ -110,6 +152,7 @@ def judge(
     if progress is not None:
         progress = replace(progress, rank=_canonical(timeline, progress.rank))
     culprits = _lagging_ranks(timeline)
+    behind = _behind(timeline, culprits, furthest)
     # what the reason says after itself: the evidence it weighed against its first reading
     also = (
         ""
@@ -117,7 +160,8 @@ def judge(
         else f"; the newest /health answered {_health_status(unhealthy)} (line {unhealthy.line})"
     )
     doubts = [] if unhealthy is None else ["the health route outranked other routes that said it was up"]
-    budget = budgets.for_phase(phase).seconds
+    rule = budgets.for_run(timeline, phase)
+    budget = rule.seconds
     progress_time = progress.time if progress and progress.time else last_activity
     interrupt = timeline.interrupt
     if interrupt is not None:
@@ -126,23 +170,27 @@ def judge(
         silence = (end - progress_time).total_seconds() if end and progress_time else None
         quiet = f" after {format_duration(silence)} without progress" if silence else ""
         at = f"; last progress at line {progress.line}" if progress else ""
-        reason = f"interrupted during {phase}{quiet} ({_message(interrupt)}, line {interrupt.line}){at}{also}"
-        return Judgement(Verdict.STALLED, reason, phase, furthest, culprits, progress, silence, budget, tuple(doubts))
+        reason = f"{behind}interrupted during {phase}{quiet} ({_message(interrupt)}, line {interrupt.line}){at}{also}"
+        return Judgement(
+            Verdict.STALLED, reason, phase, furthest, culprits, progress, silence, budget, tuple(doubts), rule
+        )
     if hang is not None and (post_mortem or looks_ready):
         # docs/design.md §4.4: no progress after a hang report: stalled, the first report since is why
         at = f"; last progress at line {progress.line}" if progress else ""
         where = "after it was ready" if looks_ready else f"during {phase}"
-        reason = f"hung {where}: {_message(hang)} (line {hang.line}){at}{also}"
+        reason = f"{behind}hung {where}: {_message(hang)} (line {hang.line}){at}{also}"
         end = timeline.last_time if post_mortem else as_of
         silence = max(0.0, (end - progress_time).total_seconds()) if end and progress_time else None
-        return Judgement(Verdict.STALLED, reason, phase, furthest, culprits, hang, silence, budget, tuple(doubts))
+        return Judgement(Verdict.STALLED, reason, phase, furthest, culprits, hang, silence, budget, tuple(doubts), rule)
     if post_mortem:
         end = timeline.last_time
         silence = (end - progress_time).total_seconds() if end and progress_time else None
         quiet = f"; last progress {format_duration(silence)} before the end" if silence else ""
         at = f" (line {progress.line})" if progress else ""
-        reason = f"the log ends during {phase} with no error{quiet}{at}{also}"
-        return Judgement(Verdict.STALLED, reason, phase, furthest, culprits, progress, silence, budget, tuple(doubts))
+        reason = f"{behind}the log ends during {phase} with no error{quiet}{at}{also}"
+        return Judgement(
+            Verdict.STALLED, reason, phase, furthest, culprits, progress, silence, budget, tuple(doubts), rule
+        )
 
     silence = (as_of - progress_time).total_seconds() if progress_time else None
     if silence is not None and silence < -CLOCK_SLACK_S:
@@ -161,19 +209,25 @@ def judge(
     if silence is None:
         why = "no file time to measure it by" if progress_time else "the log has no timestamps to judge silence by"
         reason = f"in {phase}; {why}{also}"
-        return Judgement(Verdict.PROGRESSING, reason, phase, furthest, culprits, None, None, budget, tuple(doubts))
+        return Judgement(
+            Verdict.PROGRESSING, reason, phase, furthest, culprits, None, None, budget, tuple(doubts), rule
+        )
     if silence > budget:
-        reason = f"no progress for {format_duration(silence)} in {phase} (budget {format_duration(budget)})"
-        if progress:
+        reason = behind + stall_words(rule, silence, phase)
+        if progress and rule.bar is None:
             reason += f"; last progress at line {progress.line}"
         if hang is not None:
             reason += f"; hung since line {hang.line}: {_message(hang)}"
         reason += also
         cause = hang or progress
-        return Judgement(Verdict.STALLED, reason, phase, furthest, culprits, cause, silence, budget, tuple(doubts))
+        return Judgement(
+            Verdict.STALLED, reason, phase, furthest, culprits, cause, silence, budget, tuple(doubts), rule
+        )
     reason = f"in {phase}; last progress {format_duration(silence)} ago, within the {format_duration(budget)} budget"
-    reason += also
-    return Judgement(Verdict.PROGRESSING, reason, phase, furthest, culprits, None, silence, budget, tuple(doubts))
+    reason += f" ({rule.source}){also}"
+    if behind:
+        reason += f"; {behind.removesuffix(': ')}"
+    return Judgement(Verdict.PROGRESSING, reason, phase, furthest, culprits, None, silence, budget, tuple(doubts), rule)
 
 
 _VERB = {Verdict.CRASHED: "crashed", Verdict.ABORTED: "aborted", Verdict.TIMEOUT: "timed out"}
@@ -329,6 +383,11 @@ def _lockstep(timeline: Timeline, state: RankState) -> RankState:
         return state
     if not any(span.phase is Phase.CUDA_GRAPH and span.progress and span.progress.done for span in timeline.spans):
         return state
+    # where the ranks print their own capture lines (SGLang's `Capture cuda graph begin` on each rank), a
+    # rank without one while its peers have one never began: it is behind, not silently capturing
+    printers = {span.rank for span in timeline.spans if span.phase is Phase.CUDA_GRAPH}
+    if len(printers) >= 2 and state.rank not in printers:
+        return state
     position = (Phase.CUDA_GRAPH.order, 0, 0)
     current = Phase.COMPILE if state.current is Phase.COMPILE else Phase.CUDA_GRAPH
     return replace(state, reached=Phase.CUDA_GRAPH, current=current, position=position)
@@ -395,6 +454,11 @@ def _failure_culprits(timeline: Timeline, root: Event, failure: Event) -> tuple[
     return (rank,) if rank is not None and rank in visible and others_healthy else ()
 
 
+def visible_ranks(timeline: Timeline) -> list[str]:
+    """Every rank the log shows, in order: the report counts them all (a rank with a line is a rank)."""
+    return _visible_ranks(timeline)
+
+
 def _visible_ranks(timeline: Timeline) -> list[str]:
     """Ranks the log shows: those with phases, and every other rank a line prefix named."""
     named = {state.rank for state in timeline.ranks if state.rank is not None}
@@ -458,6 +522,33 @@ def _lagging_ranks(timeline: Timeline, *, grace: bool = True) -> tuple[str, ...]
     return tuple(behind)
 
 
+def _behind(timeline: Timeline, culprits: tuple[str, ...], furthest: Phase | None) -> str:
+    """The ranks behind and where they stopped, said first: `TP3 never began cuda_graph (last line 45:
+    Memory pool end. avail mem=40.00 GB): `; empty when no rank is behind."""
+    said = []
+    for rank in culprits[:BEHIND_SAID]:
+        state = timeline.rank_state(rank)
+        pending = any(rank in {_canonical(timeline, r) for r in c.started - c.completed} for c in timeline.comms)
+        if state is None:
+            said.append(f"{rank} never completed its NCCL init" if pending else f"{rank} is behind")
+            continue
+        where = f"stopped in {state.current}"
+        if pending:
+            where = "never completed its NCCL init"
+        elif furthest is not None and state.reached.order < furthest.order:
+            where = f"never began {furthest}"
+        last = state.last_event
+        said.append(f"{rank} {where} (last line {last.line}: {_message(last, BEHIND_TEXT)})")
+    if len(culprits) > BEHIND_SAID:
+        said.append(f"and {len(culprits) - BEHIND_SAID} more ranks behind")
+    return "; ".join(said) + ": " if said else ""
+
+
+# The ranks behind named in a reason, and the length of the last line quoted for each.
+BEHIND_SAID = 3
+BEHIND_TEXT = 60
+
+
 def _canonical(timeline: Timeline, rank: str | None) -> str | None:
     """`rank 3` (NCCL, torch) is `TP3` in a log whose ranks carry SGLang tags, when unambiguous."""
     if rank is None or is_tagged(rank):
@@ -469,6 +560,6 @@ def _canonical(timeline: Timeline, rank: str | None) -> str | None:
     return matches[0] if len(matches) == 1 else rank
 
 
-def _message(event: Event) -> str:
+def _message(event: Event, width: int = 160) -> str:
     text = event.message.strip()
-    return text if len(text) <= 160 else text[:157] + "..."
+    return text if len(text) <= width else text[: width - 3] + "..."

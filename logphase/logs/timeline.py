@@ -6,7 +6,7 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from logphase.bounded import read_int, read_rank
 from logphase.logs.matcher import FRAMES_PACK, Event, frame_rule
@@ -24,6 +24,10 @@ TIMELINE_CAPTURES = frozenset({"version", "comm", "nranks", "seq", "last_enqueue
 LATEST_CAPTURES = frozenset({"health_status"})
 DRAFT_STAGE_INIT, DRAFT_STAGE_CAPTURE = 1, 2
 RANK_NUMBERS = re.compile(r"(DP|PP|ATTN_CP|MOE_DP|TP|EP|rank )(\d+)")
+# tqdm's own clock on a bar line: `| 11/24 [00:21<00:25,  1.95s/it]` (`{n_fmt}/{total_fmt} [{elapsed}<{remaining},
+# {rate_fmt}]`; an interval is `[H:]MM:SS`, tqdm.format_interval). Bars carry no timestamp: this dates them.
+# Hours are bounded: a line is untrusted input, and a bar that ran for a million hours is no bar.
+BAR_CLOCK = re.compile(r"\[(?P<elapsed>(?:\d{1,6}:)?\d{1,2}:\d{2})<(?P<remaining>(?:\d{1,6}:)?\d{1,2}:\d{2}|\?)")
 
 
 @dataclass(frozen=True)
@@ -33,6 +37,42 @@ class Progress:
     done: int
     total: int | None
     rate_per_s: float | None
+
+
+@dataclass(frozen=True)
+class BarPace:
+    """A progress bar short of its total at the run's newest progress: how it has been ticking. Its
+    ticks are dated by tqdm's own elapsed time where they carry no stamp (`DatedTicks`)."""
+
+    phase: Phase
+    rank: str | None
+    done: int
+    total: int
+    last_tick: Event
+    ticks: int  # ticks that advanced it, its first one included
+    slowest_tick_s: float | None  # the longest wait between two of its advancing ticks; None with one tick
+    remaining_s: float | None  # tqdm's own estimate at its newest tick
+
+
+@dataclass(frozen=True)
+class DatedTicks:
+    """Progress-bar ticks of one rank whose time was inferred: their line had no stamp, so each is
+    dated by the bar's own `[elapsed<remaining]` from the bar's start, not by the last stamp before it."""
+
+    rank: str | None
+    count: int
+    first_line: int
+    last_line: int
+
+
+@dataclass(frozen=True)
+class InputFacts:
+    """What one input's recognised lines say of its run: the server system they name, and when they ran."""
+
+    source: int
+    system: str | None  # the server system most of its lines name (a job's torch lines name none)
+    first_time: datetime | None
+    last_time: datetime | None
 
 
 @dataclass(frozen=True)
@@ -49,6 +89,8 @@ class PhaseSpan:
     end: datetime | None
     ended: bool
     progress: Progress | None
+    gaps: int = 0  # waits between the rank's consecutive timed lines in this phase (its marks aside)
+    longest_gap_s: float | None = None  # the longest of them
 
     @property
     def seconds(self) -> float | None:
@@ -116,6 +158,9 @@ class Timeline:
     events: int
     first_time: datetime | None
     last_time: datetime | None
+    bar: BarPace | None = None  # the bar of the newest progress, while it is short of its total
+    dated: tuple[DatedTicks, ...] = ()  # ranks whose bar ticks were dated from the bars' own clocks
+    inputs: tuple[InputFacts, ...] = ()  # per input (source), for a run given as several logs
 
     def rank_state(self, rank: str | None) -> RankState | None:
         if rank is None:
@@ -157,6 +202,14 @@ class _SpanAcc:
     bar: tuple[datetime | None, int, int | None] | None = None
     last_begin_text: str | None = None  # set once a begin line opened the phase
     last_progress_text: str | None = None
+    bar_start: datetime | None = None  # the current bar's start as its ticks show it (a lower bound)
+    tick: datetime | None = None  # the time of the current bar's newest advancing tick
+    ticks: int = 0  # the current bar's advancing ticks
+    slowest_tick_s: float | None = None  # the longest wait between two advancing ticks of the current bar
+    remaining_s: float | None = None  # tqdm's estimate at the newest tick
+    gaps: int = 0  # waits between the rank's consecutive timed lines in the phase (marks aside)
+    longest_gap_s: float | None = None
+    seen: datetime | None = None  # the newest time of a line of the rank in the phase
 
 
 @dataclass
@@ -196,6 +249,10 @@ class TimelineBuilder:
     hangs: list[Event] = field(default_factory=list)  # hang reports since the newest progress
     visible: set[str] = field(default_factory=set)
     exits: dict[str, Event] = field(default_factory=dict)
+    progress_span: _SpanAcc | None = None  # the span of `last_progress`
+    dated: dict[str | None, list[int]] = field(default_factory=dict)  # per rank: lines of ticks dated by their bar
+    source_systems: dict[int, Counter[str]] = field(default_factory=dict)
+    source_times: dict[int, tuple[datetime, datetime]] = field(default_factory=dict)
     group_exit: Event | None = None
     # systems that are jobs, not servers (packs with `job = true`); a caller with its own packs passes theirs
     job_systems: frozenset[str] = field(default_factory=lambda: shipped_packs().job_systems)
@@ -222,8 +279,13 @@ class TimelineBuilder:
         if event.time is not None:
             self.first_time = min(self.first_time or event.time, event.time)
             self.last_time = max(self.last_time or event.time, event.time)
+        if event.time is not None:
+            first, last = self.source_times.get(event.source, (event.time, event.time))
+            self.source_times[event.source] = (min(first, event.time), max(last, event.time))
         if event.rule.system:
             self.systems[event.rule.system] += 1
+            if event.rule.system not in self.job_systems:
+                self.source_systems.setdefault(event.source, Counter())[event.rule.system] += 1
         elif event.rule.implied_system:
             self.implied[event.rule.implied_system] += 1
         if "version" in event.captures and self.version is None:
@@ -266,6 +328,10 @@ class TimelineBuilder:
         if span is None:
             span = _SpanAcc(phase, rank, draft, event.source, event.line, event.line, event.time, event.time)
             acc.spans[(phase, draft)] = span
+        if event.kind is EventKind.PROGRESS:
+            event = self._dated(event, span)
+            if event.time is not None and self.last_time is not None:
+                self.last_time = max(self.last_time, event.time)  # the log went on at least this long
         if not failed:  # a failure places the rank; it does not stretch the phase to the crash
             self._extend(span, event)
         acc.last_event = event
@@ -283,6 +349,7 @@ class TimelineBuilder:
             acc.last_progress = event
             if self.last_progress is None or event.order_key >= self.last_progress.order_key:
                 self.last_progress = event
+                self.progress_span = span
                 self.hangs = [hang for hang in self.hangs if hang.order_key > event.order_key]
         if failed:
             return
@@ -329,9 +396,42 @@ class TimelineBuilder:
             return span.last_progress_text != _without_numbers_after(message)
         return False
 
+    def _dated(self, event: Event, span: _SpanAcc) -> Event:
+        """A bar tick without a stamp of its own takes the last stamp before it: a bar ticking for
+        minutes after its phase's begin line would read as all at once. tqdm prints how long the bar
+        has run: the tick is at the bar's start plus that, the start being no earlier than the
+        phase's begin (the previous bar's last tick for a new bar) nor than any tick's time minus its
+        elapsed. Every bound is a time the tick came after, so the date is never ahead of it."""
+        clock = BAR_CLOCK.search(event.text)
+        if event.time is None or event.stamped:
+            return event
+        if clock is None:  # a tick cut before its clock comes after the bar's previous tick all the same
+            previous = span.bar[0] if span.bar is not None else None
+            return replace(event, time=previous) if previous is not None and previous > event.time else event
+        elapsed = timedelta(seconds=_interval(clock["elapsed"]))
+        done, total = _int(event.captures.get("done")), _int(event.captures.get("total"))
+        new_bar = span.bar is None or (done is not None and (done < span.bar[1] or total != span.bar[2]))
+        start = span.bar_start
+        if new_bar:  # after the previous bar's last tick, else after the begin line that opened the phase
+            start = span.bar[0] if span.bar is not None else (span.start if span.last_begin_text is not None else None)
+        candidates = [event.time - elapsed] + ([start] if start is not None else [])
+        span.bar_start = max(candidates)
+        dated = span.bar_start + elapsed
+        if dated == event.time:
+            return event
+        self.dated.setdefault(event.rank, []).append(event.line)
+        return replace(event, time=dated)
+
     @staticmethod
     def _extend(span: _SpanAcc, event: Event) -> None:
         span.end_line = max(span.end_line, event.line)
+        # marks are left out: the fast path summarises their runs (logs/fast/plan.py is_steady)
+        if event.time is not None and event.kind is not EventKind.MARK:
+            if span.seen is not None and event.time > span.seen:
+                wait = (event.time - span.seen).total_seconds()
+                span.gaps += 1
+                span.longest_gap_s = max(span.longest_gap_s or 0.0, wait)
+            span.seen = max(span.seen or event.time, event.time)
         if event.time is not None:
             span.start = min(span.start or event.time, event.time)
             span.end = max(span.end or event.time, event.time)
@@ -346,6 +446,15 @@ class TimelineBuilder:
                 total = _int(event.captures.get("total"))
                 if span.bar is None or span.bar[2] != total or done < span.bar[1]:
                     span.first_bar = (event.time, done)  # a new bar (another batch size, the draft's)
+                    span.tick, span.ticks, span.slowest_tick_s = event.time, 1, None
+                elif done > span.bar[1]:
+                    if span.tick is not None and event.time is not None:
+                        wait = max(0.0, (event.time - span.tick).total_seconds())
+                        span.slowest_tick_s = max(span.slowest_tick_s or 0.0, wait)
+                    span.tick, span.ticks = event.time, span.ticks + 1
+                clock = BAR_CLOCK.search(event.text)
+                remaining = clock["remaining"] if clock is not None else "?"
+                span.remaining_s = None if remaining == "?" else _interval(remaining)
                 span.bar = (event.time, done, total)
 
     def _starting_http(self) -> bool:
@@ -433,7 +542,30 @@ class TimelineBuilder:
             events=self.events,
             first_time=self.first_time,
             last_time=self.last_time,
+            bar=self._bar_pace(),
+            inputs=tuple(
+                InputFacts(
+                    source,
+                    systems.most_common(1)[0][0] if (systems := self.source_systems.get(source)) else None,
+                    *self.source_times.get(source, (None, None)),
+                )
+                for source in sorted(set(self.source_times) | set(self.source_systems))
+            ),
+            dated=tuple(
+                DatedTicks(rank, len(lines), min(lines), max(lines))
+                for rank, lines in sorted(self.dated.items(), key=lambda item: rank_sort_key(item[0]))
+            ),
         )
+
+    def _bar_pace(self) -> BarPace | None:
+        """The bar the newest progress ticked, while it is short of its total."""
+        event, span = self.last_progress, self.progress_span
+        if event is None or span is None or span.bar is None or event.kind is not EventKind.PROGRESS:
+            return None
+        _, done, total = span.bar
+        if total is None or done >= total or _int(event.captures.get("done")) != done:
+            return None
+        return BarPace(span.phase, span.rank, done, total, event, span.ticks, span.slowest_tick_s, span.remaining_s)
 
 
 def _close_spans(acc: _RankAcc) -> list[PhaseSpan]:
@@ -459,6 +591,8 @@ def _close_spans(acc: _RankAcc) -> list[PhaseSpan]:
                 end=end,
                 ended=span.ended,
                 progress=_progress(span),
+                gaps=span.gaps,
+                longest_gap_s=span.longest_gap_s,
             )
         )
     return spans
@@ -484,6 +618,14 @@ def _state(acc: _RankAcc) -> RankState:
     position = (acc.reached.order, stage, int(span is not None and span.ended))
     current = Phase.COMPILE if acc.latest_phase is Phase.COMPILE else reached
     return RankState(acc.rank, reached, current, position, acc.last_progress, acc.last_event)
+
+
+def _interval(text: str) -> float:
+    """tqdm's `[H:]MM:SS` in seconds."""
+    seconds = 0.0
+    for part in text.split(":"):
+        seconds = seconds * 60 + int(part)
+    return seconds
 
 
 def _int(text: str | None) -> int | None:

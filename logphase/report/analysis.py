@@ -94,14 +94,25 @@ def root_title(report: Report) -> str:
 
 def headline(report: Report, verdict: str) -> str:
     """`logphase: STALLED at warmup — <reason>`: the reason without tqdm's padding and bar glyphs, the
-    phase not said twice (`READY at ready — ready: …`), cut at HEADLINE_WIDTH."""
-    where = f" at {report.phase}" if report.phase else ""
+    phase not said twice (`READY at ready — ready: …`), cut at HEADLINE_WIDTH between words."""
+    where = verdict_place(report)
     reason = " ".join(_BAR_GLYPHS.sub("", report.reason).split())
     if report.phase is not None and reason.startswith(f"{report.phase}: "):
         reason = reason[len(f"{report.phase}: ") :]
     line = f"logphase: {verdict}{where} — {reason}"
     width = HEADLINE_WIDTH + len(verdict) - len(report.verdict.value)  # colour codes take no room
-    return line if len(line) <= width else line[: width - 1] + "…"
+    if len(line) <= width:
+        return line
+    cut = line[: width - 1]
+    space = cut.rfind(" ", len(line) - len(reason))  # within the reason: never mid-word
+    return (cut[:space] if space > 0 else cut).rstrip(" ,;:—(") + "…"
+
+
+def verdict_place(report: Report) -> str:
+    """` at cuda_graph` after the verdict; nothing where it would repeat the verdict (`READY at ready`)."""
+    if report.phase is None or report.phase.value == report.verdict.value:
+        return ""
+    return f" at {report.phase}"
 
 
 # The headline is read at a glance: the whole reason stays in the JSON and in the markdown.
@@ -197,11 +208,16 @@ def facts(report: Report, *, path: Callable[[str], str] = str) -> str:
             if not report.post_mortem and age is not None and age >= 0:
                 last += f" ({format_duration(age)} ago)"
         parts.append(last)
-    if report.silence_s is not None and report.verdict in (Verdict.PROGRESSING, Verdict.STALLED):
-        parts.append(
-            f"no progress for {format_duration(report.silence_s)}"
-            + (f" of a {format_duration(report.budget_s)} budget" if report.budget_s else "")
-        )
+    quiet = format_duration(report.silence_s) if report.silence_s is not None else "0s"
+    if quiet != "0s" and report.verdict in (Verdict.PROGRESSING, Verdict.STALLED):
+        # post-mortem, the silence is up to the log's end: a log that ends on its last progress has none to say
+        if report.post_mortem:
+            parts.append(f"last progress {quiet} before the end")
+        else:
+            parts.append(
+                f"no progress for {quiet}"
+                + (f" of a {format_duration(report.budget_s)} budget" if report.budget_s else "")
+            )
     eta = report.baseline.headline_eta() if report.baseline is not None else None
     if eta:
         parts.append(eta)

@@ -64,6 +64,8 @@ class ScanResult:
     earlier: list[EarlierStart] = field(default_factory=list)  # starts a later one in the same log replaced
     # the head lines no rule knew, by template: shown when nothing was recognised
     unrecognised: TemplateMiner | None = None
+    # (source, line) of a launch after its start went on, in a log of several (where no restart is split)
+    relaunched: list[tuple[int, int]] = field(default_factory=list)
 
 
 class SourceFeed:
@@ -193,7 +195,10 @@ class SourceFeed:
         if event.phase is not Phase.LAUNCH:
             self.progressed = True
             return False
-        return self.restarts and self.progressed and event.kind is EventKind.BEGIN and event.rank is None
+        again = self.progressed and event.kind is EventKind.BEGIN and event.rank is None
+        if again and not self.restarts:
+            self.result.relaunched.append((self.index, event.line))  # one of several logs holds two starts
+        return self.restarts and again
 
     def _restart(self, event: Event) -> Event:
         for earlier in self.unsettled:

@@ -162,7 +162,9 @@ def step(state: WatchState, obs: Observation, settings: Settings) -> tuple[Watch
             fields = {"log_says_ready": ready, "health": str(probe.health), "status": probe.status}
             said.append(Transition(obs.t, WatchEvent.READY_UNCONFIRMED, text, fields))
             state = replace(state, unconfirmed_said=True)
-    decision = decide(judgement, _facts(state, obs, settings), settings.budgets.for_phase(phase))
+    # the log's own evidence (a bar's pace, a rank's cadence) bounds the silence as analyze bounds it
+    budget = judgement.budget if judgement is not None and judgement.budget is not None else None
+    decision = decide(judgement, _facts(state, obs, settings), budget or settings.budgets.for_phase(phase))
     if decision.ends and decision.verdict is not Verdict.PROGRESSING:
         return replace(state, outcome=decision), tuple(said)
     stats = settings.stats.get(obs.stop.phase) if obs.stop.phase else None

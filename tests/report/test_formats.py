@@ -331,7 +331,11 @@ def test_analyze_shows_the_same_sections_in_every_format() -> None:
     markdown = run_cli(*args, "--format", "markdown").stdout
     # THEN the stacks, the flight recorder and the note JSON holds are in the table and in markdown
     stall, flight = document["stacks"]["stall"]["summary"], document["flight_recorder"]["summary"]
-    assert document["notes"] == ["culprit ranks from the flight recorder: rank 1"]
+    assert document["notes"] == [
+        "TP0: the times of 63 progress-bar ticks (lines 26–60) inferred from the bar's own elapsed time: "
+        "they carry no stamp",
+        "culprit ranks from the flight recorder: rank 1",
+    ]
     for line in [f"Stacks in the log: {stall}", f"Flight recorder: {flight}", f"note: {document['notes'][0]}"]:
         assert line in table.splitlines()
     for line in [f"Stacks in the log:** {stall}", f"Flight recorder:** {flight}", f"note:** {document['notes'][0]}"]:

@@ -23,6 +23,7 @@ from logphase.report.analysis import (
     root_title,
     shareable_path,
     unrecognised_lines,
+    verdict_place,
 )
 from logphase.report.model import Report
 from logphase.report.paint import verdict_colour
@@ -67,7 +68,7 @@ LABEL_WIDTH = 130
 class HtmlFormat:
     def analysis(self, report: Report) -> str:
         fill = _COLOUR_FILLS[verdict_colour(report.verdict)]
-        where = f" at {escape(report.phase)}" if report.phase else ""
+        where = escape(verdict_place(report))
         body = [
             f'<h1 id="verdict"><span class="verdict" style="background:{fill}">'
             f"{escape(report.verdict.value.upper())}</span>{where} — {escape(report.reason)}</h1>",

@@ -22,6 +22,7 @@ from logphase.report.analysis import (
     root_title,
     shareable_path,
     unrecognised_lines,
+    verdict_place,
 )
 from logphase.report.model import Report
 from logphase.report.picture import NO_TIMESTAMPS, picture
@@ -33,7 +34,7 @@ from logphase.stacks.model import StacksReport
 @dataclass(frozen=True)
 class MarkdownFormat:
     def analysis(self, report: Report) -> str:
-        where = f" at `{report.phase}`" if report.phase else ""
+        where = f" at `{report.phase}`" if verdict_place(report) else ""
         out = [
             f"**logphase: {report.verdict.value.upper()}**{where} — {report.reason}",
             "",
