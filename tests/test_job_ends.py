@@ -6,6 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.conftest import run_json
 
 AGENT = "torch/distributed/elastic/agent/server/api.py"
@@ -164,3 +166,18 @@ def test_nccl_tests_with_wrong_results_failed(tmp_path: Path) -> None:
     code, report = _analyze(tmp_path, lines)
     assert (code, report["verdict"]) == (4, "crashed")
     assert "Out of bounds values : 3 FAILED" in report["root_cause"]["text"]
+
+
+@pytest.mark.parametrize(("code", "verdict"), [("-9", "crashed"), ("-6", "aborted"), ("-11", "aborted")])
+def test_a_worker_killed_by_sigkill_crashed_and_one_that_died_of_its_own_signal_aborted(
+    tmp_path: Path, code: str, verdict: str
+) -> None:
+    # GIVEN torchrun's summary of a worker that died of a signal, alone (torch 2.13 multiprocessing/api.py)
+    lines = [
+        f"E0514 03:05:00.101000 4021 {PROCS}:869] failed (exitcode: {code}) local_rank: 1 (pid: 4087) of binary: "
+        "/usr/bin/python3"
+    ]
+    # WHEN analysed THEN SIGKILL (another process sent it: the OOM killer, a scheduler) is a crash; SIGABRT or
+    # SIGSEGV, the process's own fatal signal, an abort
+    _, report = _analyze(tmp_path, lines)
+    assert report["verdict"] == verdict

@@ -91,6 +91,9 @@ def judge(
     if failure is not None:
         root = _exception_line(timeline, failure)
         verdict = _FAILURE_VERDICT[root.kind]
+        if verdict is Verdict.ABORTED and _sigkill(root):
+            # killed by another process (the OOM killer, most often): no fatal error of its own
+            verdict = Verdict.CRASHED
         if verdict is Verdict.CRASHED and any(
             e.kind is EventKind.FATAL and e.order_key >= failure.order_key and not _sigkill(e)
             for e in timeline.failures
@@ -310,9 +313,12 @@ def _launched(phase: Phase | None, furthest: Phase | None) -> tuple[Phase, Phase
 
 
 def _sigkill(event: Event) -> bool:
-    """A SIGKILL report (the shell's `Killed`): another process sent it (the OOM killer, a person, the
-    program's own clean-up after its error), so a failure before it did not end in a fatal signal."""
-    return event.captures.get("signal", "").upper() in ("KILLED", "SIGKILL")
+    """A SIGKILL report (the shell's `Killed`, torchrun's `failed (exitcode: -9)`): another process sent it (the
+    kernel's OOM killer, a scheduler, the program's own clean-up after its error). The process had no fatal error
+    of its own: a failure before it did not end in a fatal signal, and alone it is a crash, not an abort (every
+    labeller of the real-world batches reads it so)."""
+    captures = event.captures
+    return captures.get("signal", "").upper() in ("KILLED", "SIGKILL") or captures.get("exitcode") == "-9"
 
 
 def _job_bar(timeline: Timeline) -> Event | None:
