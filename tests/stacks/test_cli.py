@@ -241,3 +241,15 @@ def test_permission_denied_everywhere_gives_the_ptrace_hint(tmp_path: Path) -> N
     assert "kernel.yama.ptrace_scope" in result.stderr
     assert "--cap-add SYS_PTRACE" in result.stderr
     assert "securityContext.capabilities.add: [SYS_PTRACE]" in result.stderr
+
+
+@pytest.mark.parametrize(("fmt", "prefix"), [("table", "note: "), ("markdown", "- ")])
+def test_the_reports_notes_are_shown_in_every_format(tmp_path: Path, fmt: str, prefix: str) -> None:
+    # GIVEN a faulthandler dump 300 frames deep (a thread's stack keeps its innermost 256, a note says so)
+    dump = tmp_path / "deep.txt"
+    frames = "".join(f'  File "/app/m{i % 5}.py", line {i + 1} in f{i % 7}\n' for i in range(300))
+    dump.write_text(f"Thread 0x00007f0000000001 (most recent call first):\n{frames}")
+    # WHEN its stacks are shown as a table or markdown
+    result = run_cli("stacks", "--from", str(dump), "--format", fmt)
+    # THEN the note that JSON carries is shown too
+    assert any(line.startswith(prefix) and "stack cut at 256 frames" in line for line in result.stdout.splitlines())

@@ -86,6 +86,8 @@ class MarkdownFormat:
         if problems:
             lines += ["", "### Not read", ""]
             lines += [tabulate(problems, headers=PROBLEM_HEADERS, tablefmt="github")]
+        if report.notes:
+            lines += ["", "### Notes", "", *(f"- {_cell(note)}" for note in report.notes)]
         return "\n".join(lines) + "\n"
 
     def runs(self, runs: Sequence[RunRecord], *, db: Path | None) -> str:

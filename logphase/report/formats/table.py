@@ -87,6 +87,8 @@ class TableFormat:
         problems = problem_rows(report)
         if problems:
             parts += ["", simple_table(problems, PROBLEM_HEADERS, self.width)]
+        if report.notes:
+            parts += ["", *(f"note: {note}" for note in report.notes)]
         return "\n".join(parts) + "\n"
 
     def runs(self, runs: Sequence[RunRecord], *, db: Path | None) -> str:
