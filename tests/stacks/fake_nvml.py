@@ -112,9 +112,7 @@ def from_state(state: dict[str, Any]) -> FakeNvml:
                 memory_total=device["memory"]["total"],
                 memory_used=device["memory"]["used"],
                 processes=[(p["pid"], p["usedGpuMemory"]) for p in device["compute_processes"]],
-                samples=[]
-                if isinstance(samples, dict)
-                else [(s["pid"], s["timeStamp"], s["smUtil"]) for s in samples],
+                samples=[] if isinstance(samples, dict) else [(s["pid"], s["timeStamp"], s["smUtil"]) for s in samples],
                 samples_error=samples["code"] if isinstance(samples, dict) and samples["code"] != NOT_FOUND else None,
             )
         )
