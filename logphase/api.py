@@ -76,18 +76,21 @@ def analyze(
 def take_stacks(pid: int, *, samples: int = 2, interval_s: float = 0.5, packs: PackSet | None = None) -> StacksReport:
     """Every process of the server `pid` belongs to, sampled with py-spy `samples` times `interval_s`
     apart (two, half a second apart, tell a rank that moves from one that waits, at a second's cost),
-    merged and judged as `logphase stacks --pid` does. Raises SnapshotError (py-spy missing or denied,
-    no such process) with its remedy."""
+    merged and judged as `logphase stacks --pid` does, with this machine's GPUs (NVML, where installed).
+    Raises SnapshotError (py-spy missing or denied, no such process) with its remedy."""
     import socket
 
     from logphase.judging.stalls import summarize
     from logphase.stacks import pyspy
+    from logphase.stacks.nvml import read_gpus
 
     packs = packs if packs is not None else load_packs()
     procs = pyspy.discover_tree(pid)
     if not procs:
         raise SnapshotError(f"no process {pid} to take stacks from", hint="is the server still running?")
+    host = socket.gethostname()
     snapshots, skew = pyspy.snapshot(
-        procs, py_spy=pyspy.find_py_spy(None), samples=samples, interval_s=interval_s, host=socket.gethostname()
+        procs, py_spy=pyspy.find_py_spy(None), samples=samples, interval_s=interval_s, host=host
     )
-    return summarize(snapshots, packs.signatures, samples=samples, interval_s=interval_s, skew_s=skew)
+    gpus = read_gpus(host=host)
+    return summarize(snapshots, packs.signatures, samples=samples, interval_s=interval_s, skew_s=skew, gpus=gpus)

@@ -19,7 +19,7 @@ from logphase.logs.reader import LogSource, read_lines
 from logphase.packs import PackSet
 from logphase.phases import FAILURE_KINDS
 from logphase.report.formats import OutputFormat, pick
-from logphase.stacks.model import ProcessSnapshot, StacksReport
+from logphase.stacks.model import GpuReading, ProcessSnapshot, StacksReport
 
 
 @dataclass(frozen=True)
@@ -62,6 +62,8 @@ def failure_lines(source: LogSource, packs: PackSet, as_of: datetime) -> set[int
     return lines
 
 
-def summarize_stacks(snapshots: Sequence[ProcessSnapshot], packs: PackSet) -> StacksReport:
-    """What `logphase stacks` reports for these snapshots (its `--format json` is the bundle's stacks.json)."""
-    return summarize(snapshots, packs.signatures)
+def summarize_stacks(
+    snapshots: Sequence[ProcessSnapshot], packs: PackSet, *, gpus: GpuReading | None = None
+) -> StacksReport:
+    """What `logphase stacks` reports for these snapshots and GPUs (its `--format json` is the bundle's stacks.json)."""
+    return summarize(snapshots, packs.signatures, gpus=gpus)

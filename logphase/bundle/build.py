@@ -79,7 +79,8 @@ def collect(request: BundleRequest, packs: PackSet) -> Bundle:
         source.name = display_name(source.name, request.cwd)
     post_mortem = request.post_mortem if request.post_mortem is not None else all(s.finished for s in sources)
     snapshots = [*(request.live.snapshots if request.live else []), *request.dump_snapshots]
-    stacks_report = summarize_stacks(snapshots, packs) if snapshots else None
+    gpus = request.live.gpus if request.live else None
+    stacks_report = summarize_stacks(snapshots, packs, gpus=gpus) if snapshots else None
     analysis = analyse(
         sources,
         packs,

@@ -25,7 +25,8 @@ from logphase.report.formats import OutputFormat, pick
 from logphase.stacks import pyspy
 from logphase.stacks.dumps import parse_dumps_in_lines, rank_from_file_name
 from logphase.stacks.dumps_json import looks_like_json, parse_json_text
-from logphase.stacks.model import ProcessSnapshot, StacksReport
+from logphase.stacks.model import GpuReading, ProcessSnapshot, StacksReport
+from logphase.stacks.nvml import read_gpus
 
 # A py-spy / logphase JSON dump is read whole: 512 processes of 50 frames are ~5 MB.
 MAX_JSON_BYTES = 16 << 20
@@ -209,6 +210,7 @@ def stacks(
     packs = load_all_packs(pattern_paths, line_rules=False)  # signatures only: a snapshot waits on it
 
     skew: float | None = None
+    gpus: GpuReading | None = None  # this machine's GPUs, read with its live stacks
     if transport is not None:
         # each node runs its own `logphase stacks` over its own processes (--pid there, else --all)
         command = remote_stacks_command(
@@ -248,6 +250,7 @@ def stacks(
         if skipped:
             names = ", ".join(sorted({p.comm for p in skipped}))
             click.echo(f"logphase: skipping {len(skipped)} non-Python process(es): {names}", err=True)
+        host = socket.gethostname()
         snapshots, skew = pyspy.snapshot(
             procs,
             py_spy=py_spy,
@@ -256,8 +259,9 @@ def stacks(
             timeout_s=timeout_s,
             samples=samples,
             interval_s=interval_s,
-            host=socket.gethostname(),
+            host=host,
         )
+        gpus = read_gpus(host=host)
     report = summarize(
         snapshots,
         packs.signatures,
@@ -266,6 +270,7 @@ def stacks(
         interval_s=interval_s if samples > 1 else 0.0,
         skew_s=skew,
         by_node=transport is not None,
+        gpus=gpus,
     )
     click.echo(pick(output_format, colour=use_colour(), width=terminal_width()).stacks(report), nl=False)
     sys.exit(exit_code(report))

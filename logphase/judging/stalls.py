@@ -15,6 +15,7 @@ from logphase.stacks.model import (
     NODE_ROLE,
     Classification,
     Frame,
+    GpuReading,
     Group,
     ProcessSnapshot,
     StacksReport,
@@ -159,10 +160,12 @@ def summarize(
     skew_s: float | None = None,
     notes: Sequence[str] = (),
     by_node: bool = False,
+    gpus: GpuReading | None = None,
 ) -> StacksReport:
     """Merge, classify and judge: the pure end of `logphase stacks` (and of `analyze` for dumps in logs).
     `by_node`: the snapshots come from many nodes (logphase/nodes): each rank is named `node:rank`, and the
-    nodes that gave no answer are named in the headline."""
+    nodes that gave no answer are named in the headline. `gpus`: this machine's GPUs read at the time (NVML),
+    each process on them named as the report names it."""
     processes = combine_samples(snapshots)
     labels = unique_labels(processes, by_node=by_node)
     classifier = Classifier(signatures)
@@ -228,6 +231,10 @@ def summarize(
                 f"{label}: stack cut at {MAX_FRAMES} frames (the innermost kept, {cut:,} outer ones left out)"
             )
 
+    if gpus is not None:
+        gpus = _named_gpu_processes(gpus, processes, labels)
+        all_notes.extend(_gpu_notes(gpus))
+
     summary = judgement.summary
     silent = [label for snap, label in zip(processes, labels, strict=True) if snap.role == NODE_ROLE]
     if silent:
@@ -258,7 +265,26 @@ def summarize(
         divergence=divergence,
         skew_s=skew_s,
         notes=tuple(all_notes),
+        gpus=gpus,
     )
+
+
+def _named_gpu_processes(gpus: GpuReading, processes: Sequence[ProcessSnapshot], labels: Sequence[str]) -> GpuReading:
+    """By pid: NVML lists the processes of this machine, so only the processes read on its host are matched."""
+    here = [(snap, label) for snap, label in zip(processes, labels, strict=True) if snap.host in (None, gpus.host)]
+    return gpus.with_labels({snap.pid: (label, snap.rank) for snap, label in here if snap.pid is not None})
+
+
+def _gpu_notes(gpus: GpuReading) -> list[str]:
+    notes = [gpus.note] if gpus.note else []
+    notes += [f"GPU {gpu.index}: {gpu.error}" for gpu in gpus.gpus if gpu.error]
+    listed = [p for gpu in gpus.gpus for p in gpu.processes]
+    if listed and all(p.label is None for p in listed):
+        notes.append(
+            f"GPUs: none of the {len(listed)} process{'es' if len(listed) != 1 else ''} NVML lists is one of the "
+            "processes read (another job's, or pids of another namespace: a container without the host's)"
+        )
+    return notes
 
 
 def _mark_states(tree: TreeNode, groups: Sequence[Group]) -> TreeNode:

@@ -115,3 +115,58 @@ def problem_rows(report: StacksReport) -> list[list[str]]:
         for p in report.processes
         if p.error
     ]
+
+
+GPU_HEADERS = ["gpu", "model", "busy", "memory used", "processes"]
+GPU_PROCESS_HEADERS = ["gpu", "pid", "process", "kernels", "GPU memory"]
+
+
+def gpu_title(report: StacksReport) -> str | None:
+    """The GPU section's first line: what read them, or why they were not read (None: not asked, e.g. dumps)."""
+    reading = report.gpus
+    if reading is None:
+        return None
+    if not reading.gpus:
+        return reading.note or "GPUs not read"
+    said = [f"driver {reading.driver}"] if reading.driver else []
+    if reading.window_s is not None:
+        said.append(f"process kernels over the last {reading.window_s:g}s")
+    return f"GPUs (NVML{', ' if said else ''}{', '.join(said)}):"
+
+
+def gpu_rows(report: StacksReport) -> list[list[str]]:
+    reading = report.gpus
+    return [
+        [
+            str(gpu.index),
+            gpu.name or "-",
+            f"{gpu.utilisation_pct}%" if gpu.utilisation_pct is not None else "-",
+            _memory(gpu.memory_used_bytes, gpu.memory_total_bytes),
+            str(len(gpu.processes)),
+        ]
+        for gpu in (reading.gpus if reading is not None else ())
+    ]
+
+
+def gpu_process_rows(report: StacksReport) -> list[list[str]]:
+    """A row per process on a GPU, named as the stacks name it: whether its kernels kept the GPU busy."""
+    reading = report.gpus
+    rows = []
+    for gpu in reading.gpus if reading is not None else ():
+        for process in gpu.processes:
+            kernels = {True: "busy", False: "idle", None: "-"}[process.busy]
+            if process.sm_pct is not None:
+                kernels += f" ({process.sm_pct}% SM)"
+            memory = _gib(process.memory_bytes) if process.memory_bytes is not None else "-"
+            rows.append([str(gpu.index), str(process.pid), process.label or "-", kernels, memory])
+    return rows
+
+
+def _memory(used: int | None, total: int | None) -> str:
+    if used is None or total is None:
+        return "-"
+    return f"{used / (1 << 30):.1f} of {_gib(total)}"
+
+
+def _gib(size: int) -> str:
+    return f"{size / (1 << 30):.1f} GiB"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 SCHEMA = "logphase.stacks/1"
@@ -133,6 +133,103 @@ class StallFinding:
     summary: str
 
 
+# A process whose kernels ran at least this share of NVML's sampling window is busy on its GPU: a spinning
+# kernel (a compute loop, NCCL's busy-poll in a hung collective) reads near 100 %, a rank blocked on a pipe,
+# a lock or the CPU reads 0; the share between is rare and a few percent of stray work is not "busy".
+GPU_BUSY_PCT = 10
+
+
+@dataclass(frozen=True)
+class GpuProcess:
+    """One process NVML lists on a GPU: its memory there, how busy its kernels kept the GPU, and who it is
+    in the stacks report (`label`, `rank`: None when it is none of the processes read)."""
+
+    pid: int
+    memory_bytes: int | None = None
+    sm_pct: int | None = None  # mean SM utilisation of its samples in the window; None: NVML gave none to read
+    label: str | None = None
+    rank: str | None = None
+
+    @property
+    def busy(self) -> bool | None:
+        return None if self.sm_pct is None else self.sm_pct >= GPU_BUSY_PCT
+
+
+@dataclass(frozen=True)
+class Gpu:
+    """One GPU as NVML saw it: utilisation (share of the last sample period with a kernel running),
+    memory, and the compute processes on it; `error`: what could not be read of it."""
+
+    index: int
+    name: str | None = None
+    uuid: str | None = None
+    utilisation_pct: int | None = None
+    memory_used_bytes: int | None = None
+    memory_total_bytes: int | None = None
+    processes: tuple[GpuProcess, ...] = ()
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class GpuReading:
+    """This machine's GPUs at the stall (NVML), or why there is no reading (`note`: no NVML, no driver,
+    no GPU). `window_s`: how far back the per-process utilisation samples were read."""
+
+    gpus: tuple[Gpu, ...] = ()
+    driver: str | None = None
+    nvml: str | None = None  # the NVML library's version
+    window_s: float | None = None
+    note: str | None = None
+    host: str | None = None
+
+    def with_labels(self, labels: dict[int, tuple[str, str | None]]) -> GpuReading:
+        """Each GPU process named as the stacks report names the process of its pid: (label, rank)."""
+        gpus = tuple(
+            replace(
+                gpu,
+                processes=tuple(
+                    replace(p, label=labels[p.pid][0], rank=labels[p.pid][1]) if p.pid in labels else p
+                    for p in gpu.processes
+                ),
+            )
+            for gpu in self.gpus
+        )
+        return replace(self, gpus=gpus)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "source": "nvml",
+            "host": self.host,
+            "driver": self.driver,
+            "nvml": self.nvml,
+            "window_s": self.window_s,
+            "note": self.note,
+            "devices": [
+                {
+                    "index": gpu.index,
+                    "name": gpu.name,
+                    "uuid": gpu.uuid,
+                    "utilisation_pct": gpu.utilisation_pct,
+                    "memory_used_bytes": gpu.memory_used_bytes,
+                    "memory_total_bytes": gpu.memory_total_bytes,
+                    "error": gpu.error,
+                    "processes": [
+                        {
+                            "pid": p.pid,
+                            "label": p.label,
+                            "rank": p.rank,
+                            "memory_bytes": p.memory_bytes,
+                            "sm_pct": p.sm_pct,
+                            "busy": p.busy,
+                        }
+                        for p in gpu.processes
+                    ],
+                }
+                for gpu in self.gpus
+            ],
+        }
+
+
 @dataclass(frozen=True)
 class StacksReport:
     samples: int
@@ -148,14 +245,16 @@ class StacksReport:
     divergence: Frame | None = None
     skew_s: float | None = None
     notes: tuple[str, ...] = field(default=())
+    gpus: GpuReading | None = None  # live stacks on this machine: its GPUs (NVML); None when not read (dumps)
 
     @property
     def readable(self) -> int:
         return sum(1 for p in self.processes if p.threads)
 
     def to_json(self) -> dict[str, Any]:
-        """The docs/design.md §5 `stacks` contract, plus `state`, `summary`, `divergence`, `skew_s` and
-        per-process `threads` (so that `logphase stacks --from out.json` reads it back losslessly)."""
+        """The docs/design.md §5 `stacks` contract, plus `state`, `summary`, `divergence`, `skew_s`,
+        per-process `threads` (so that `logphase stacks --from out.json` reads it back losslessly) and `gpus`
+        (this machine's GPUs at the time, NVML's; null when not read)."""
         return {
             "schema": SCHEMA,
             "samples": self.samples,
@@ -215,4 +314,5 @@ class StacksReport:
             "divergence": str(self.divergence) if self.divergence else None,
             "skew_s": self.skew_s,
             "notes": list(self.notes),
+            "gpus": self.gpus.to_json() if self.gpus is not None else None,
         }

@@ -247,6 +247,10 @@ def test_live_stacks_of_a_pid(work: Path, sleeper: subprocess.Popen[bytes]) -> N
         assert process["pid"] == sleeper.pid and process["error"] is None
         assert "wait_here_for_the_bundle" in files["stacks.json"].decode()
         assert "| stacks.json |" in readme
+        # AND this machine's GPUs (NVML), or the README says why they were not read
+        gpus = stacks["gpus"]
+        assert gpus["source"] == "nvml" and bool(gpus["devices"]) != bool(gpus["note"])
+        assert gpus["note"] is None or f"- {gpus['note']}" in readme
         # AND the analysis holds the same stacks (it said `stacks: null` beside a stacks.json once)
         assert json.loads(files["analysis.json"])["stacks"]["processes"][0]["pid"] == sleeper.pid
 

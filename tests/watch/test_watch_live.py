@@ -184,5 +184,8 @@ def test_jsonl_stall_with_pid_keeps_stdout_json_and_adds_the_stacks_as_an_event(
     }
     if "logphase: stacks not taken: " not in result.stderr:  # py-spy may be denied ptrace here
         assert events[-1]["event"] == "stacks" and events[-1]["stacks"]["schema"] == "logphase.stacks/1"
+        # AND this machine's GPUs with them (NVML), or the note saying why not (no nvidia-ml-py, no driver)
+        gpus = events[-1]["stacks"]["gpus"]
+        assert gpus["source"] == "nvml" and bool(gpus["devices"]) != bool(gpus["note"])
     else:
         assert events[-1] is outcomes[0]

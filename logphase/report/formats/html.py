@@ -29,7 +29,18 @@ from logphase.report.model import Report
 from logphase.report.paint import verdict_colour
 from logphase.report.picture import NO_TIMESTAMPS, PHASE_LETTERS, Picture, picture
 from logphase.report.runs import render_run_table, render_runs_table
-from logphase.report.stacks import GROUP_HEADERS, PROBLEM_HEADERS, group_rows, problem_rows, render_tree
+from logphase.report.stacks import (
+    GPU_HEADERS,
+    GPU_PROCESS_HEADERS,
+    GROUP_HEADERS,
+    PROBLEM_HEADERS,
+    gpu_process_rows,
+    gpu_rows,
+    gpu_title,
+    group_rows,
+    problem_rows,
+    render_tree,
+)
 from logphase.stacks.model import StacksReport
 
 # The bars' fills: the terminal's grounds, as a browser shows them.
@@ -118,6 +129,14 @@ class HtmlFormat:
         tree = render_tree(report)
         if tree:
             body += ['<section id="tree"><h2>Merged stacks</h2>', _pre(tree.splitlines()), "</section>"]
+        gpus = gpu_title(report)
+        if gpus is not None:
+            body += ['<section id="gpus"><h2>GPUs</h2>', f"<p>{escape(gpus)}</p>"]
+            if gpu_rows(report):
+                body.append(_table(Table(tuple(GPU_HEADERS), gpu_rows(report))))
+            if gpu_process_rows(report):
+                body.append(_table(Table(tuple(GPU_PROCESS_HEADERS), gpu_process_rows(report))))
+            body.append("</section>")
         problems = problem_rows(report)
         if problems:
             body += ['<section id="not-read"><h2>Not read</h2>', _table(Table(tuple(PROBLEM_HEADERS), problems))]

@@ -27,7 +27,18 @@ from logphase.report.analysis import (
 from logphase.report.model import Report
 from logphase.report.picture import NO_TIMESTAMPS, picture
 from logphase.report.runs import render_run_markdown, render_runs_markdown
-from logphase.report.stacks import GROUP_HEADERS, PROBLEM_HEADERS, group_rows, problem_rows, render_tree
+from logphase.report.stacks import (
+    GPU_HEADERS,
+    GPU_PROCESS_HEADERS,
+    GROUP_HEADERS,
+    PROBLEM_HEADERS,
+    gpu_process_rows,
+    gpu_rows,
+    gpu_title,
+    group_rows,
+    problem_rows,
+    render_tree,
+)
 from logphase.stacks.model import StacksReport
 
 
@@ -82,6 +93,13 @@ class MarkdownFormat:
         tree = render_tree(report)
         if tree:
             lines += ["", "### Merged stacks", "", "```", tree, "```"]
+        gpus = gpu_title(report)
+        if gpus is not None:
+            lines += ["", "### GPUs", "", _cell(gpus)]
+            if gpu_rows(report):
+                lines += ["", tabulate(gpu_rows(report), headers=GPU_HEADERS, tablefmt="github")]
+            if gpu_process_rows(report):
+                lines += ["", tabulate(gpu_process_rows(report), headers=GPU_PROCESS_HEADERS, tablefmt="github")]
         problems = problem_rows(report)
         if problems:
             lines += ["", "### Not read", ""]

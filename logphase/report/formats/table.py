@@ -66,7 +66,17 @@ class TableFormat:
         return "\n".join(out).rstrip() + "\n"
 
     def stacks(self, report: StacksReport) -> str:
-        from logphase.report.stacks import PROBLEM_HEADERS, problem_rows, render_groups, render_tree
+        from logphase.report.stacks import (
+            GPU_HEADERS,
+            GPU_PROCESS_HEADERS,
+            PROBLEM_HEADERS,
+            gpu_process_rows,
+            gpu_rows,
+            gpu_title,
+            problem_rows,
+            render_groups,
+            render_tree,
+        )
 
         parts = [paint(report.summary, "red" if report.stuck else "green", self.colour)]
         if report.culprit_ranks:
@@ -84,6 +94,13 @@ class TableFormat:
             parts += ["", tree]
         if report.groups:
             parts += ["", render_groups(report, self.width)]
+        gpus = gpu_title(report)
+        if gpus is not None:
+            parts += ["", gpus]
+            if gpu_rows(report):
+                parts.append(simple_table(gpu_rows(report), GPU_HEADERS, self.width))
+            if gpu_process_rows(report):
+                parts += ["", simple_table(gpu_process_rows(report), GPU_PROCESS_HEADERS, self.width)]
         problems = problem_rows(report)
         if problems:
             parts += ["", simple_table(problems, PROBLEM_HEADERS, self.width)]
