@@ -114,7 +114,8 @@ def test_the_stuck_node_and_rank_are_named(cluster) -> None:  # type: ignore[no-
     assert data["culprit_ranks"] == ["b:TP2"]
     assert data["summary"] == (
         "a:TP[0-3], b:TP[0-1,3] wait in barrier (distributed/parallel_state.py) inside load_model "
-        "(model_runner.py); b:TP2 is still in load_weights (model_runner.py) (weight_load) — b:TP2 is behind"
+        "(model_runner.py); b:TP2 is still in load_weights (model_runner.py) (weight_load) "
+        "(waiting: idle when sampled) — b:TP2 is behind"
     )
     ranks = sorted((p["host"], p["rank"]) for p in data["processes"] if p["rank"])
     assert ranks == [(n, f"TP{r}") for n in "ab" for r in range(4)]
