@@ -29,8 +29,8 @@ if TYPE_CHECKING:
 
 class SourceScan:
     """The scan of source `index` of a run. Its first YEAR_LOOKAHEAD lines (a stream's first batch:
-    `push_batch`) are held until the head clock is read from them; then the matcher exists and every line pushed goes
-    through the SourceFeed, each once. `started(matcher, dumps)` is called then: a fast path that
+    `push_batch`) are held until the head clock is read from them; then the matcher exists and every line
+    pushed goes through the SourceFeed, each once. `started(matcher, dumps)` is called then: a fast path that
     chooses the lines itself (FastLines) attaches to them there."""
 
     def __init__(
@@ -123,10 +123,6 @@ class SourceScan:
         stats.count_events(self.builder)
 
     # -- ending
-
-    @property
-    def ended(self) -> bool:
-        return self.feed is not None and self.feed.ended
 
     def end(self) -> Sequence[Event]:
         """The source ended: the events of a head still held (a source shorter than it) and those held
