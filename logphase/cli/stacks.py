@@ -205,9 +205,7 @@ def stacks(
 
     Exit: 0 no rank looks stuck, 4 stuck or odd ranks found, 3 nothing could be read.
     """
-    transport = pick_transport(
-        hosts, hostfile, ssh_config, slurm_job, ray_address, k8s, selector, namespace, container
-    )
+    transport = pick_transport(hosts, hostfile, ssh_config, slurm_job, ray_address, k8s, selector, namespace, container)
     if transport is not None and dump_files:
         raise UsageError("--from reads files here; it does not go with many nodes", hint="drop --from")
     sources = sum(bool(x) for x in (pids, all_processes, dump_files))

@@ -34,11 +34,11 @@ class NodeRun:
 
 
 class Transport(Protocol):
-    """An engine that reaches a cluster's nodes: ssh, Slurm's srun, kubectl."""
+    """An engine that reaches a cluster's nodes: ssh, Slurm's srun, Ray's tasks, kubectl."""
 
     @property
     def engine(self) -> str:
-        """ "ssh", "slurm", "k8s": how the nodes were reached, named beside every node that gave no answer."""
+        """ "ssh", "slurm", "ray", "k8s": how the nodes were reached, named beside every node that gave no answer."""
         ...
 
     def run(self, command: Sequence[str], *, timeout_s: float, parallel: int) -> list[NodeRun]:

@@ -66,8 +66,6 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             temp,
             "--include-dashboard",
             "false",
-            "--ray-client-server-port",
-            str(free_port()),
         )
         ray_start(nodes[1], "--address", address, "--node-ip-address", WORKER)
         yield address
@@ -85,9 +83,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 
 def stacks(address: str, *extra: str, remote: str = REMOTE) -> tuple[int, dict]:  # type: ignore[type-arg]
-    result = run_cli(
-        "stacks", "--ray", address, "--remote", remote, "--match", "sglang::", "--format", "json", *extra
-    )
+    result = run_cli("stacks", "--ray", address, "--remote", remote, "--match", "sglang::", "--format", "json", *extra)
     return result.exit_code, json.loads(result.stdout)
 
 
