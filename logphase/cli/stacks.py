@@ -200,7 +200,7 @@ def stacks(
     logphase stacks --from node0.json --from node1.json   post-mortem / many nodes
     logphase stacks --hosts node1,node2 --match 'sglang::'   every node, through ssh
     logphase stacks --slurm 4242 --match 'sglang::'          every node of a Slurm job
-    logphase stacks --ray --match 'sglang::|ray::'            every node of this Ray cluster
+    logphase stacks --ray --match RayWorkerWrapper           vLLM's Ray workers on every node
     logphase stacks --k8s -l app=sglang -n serving --pid 1   every pod of a selector
 
     Exit: 0 no rank looks stuck, 4 stuck or odd ranks found, 3 nothing could be read.

@@ -6,6 +6,7 @@ from __future__ import annotations
 import errno
 import ipaddress
 import logging
+import os
 import socket
 import sys
 import time
@@ -77,9 +78,10 @@ def connect(ray: Any, address: str, *, timeout_s: float) -> bool:
         "check `ray status --address ADDRESS`; run logphase on a node of the cluster (or give ray://HEAD:10001), "
         "with the cluster's Python and Ray versions"
     )
-    unreachable = cannot_reach(address, timeout_s=min(timeout_s, 10.0))
+    given = os.environ.get("RAY_ADDRESS", address) if address == "auto" else address
+    unreachable = cannot_reach(given, timeout_s=min(timeout_s, 10.0))
     if unreachable is not None:  # ray.init retries an address that does not answer for minutes
-        raise SnapshotError(f"cannot reach the Ray cluster at {address}: {unreachable}", hint=hint)
+        raise SnapshotError(f"cannot reach the Ray cluster at {given}: {unreachable}", hint=hint)
     try:
         ray.init(address=address, logging_level=logging.ERROR, log_to_driver=False)
     except Exception as exc:  # ConnectionError, RuntimeError (versions differ), ValueError: all say why in words
