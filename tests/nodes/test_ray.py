@@ -70,10 +70,12 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         ray_start(nodes[1], "--address", address, "--node-ip-address", WORKER)
         yield address
     finally:
-        for node in nodes:  # `ray stop` inside a node's namespace sees, and stops, that node's Ray only
+        for node in nodes:
+            # `ray stop` inside a node's namespace sees, and stops, that node's Ray only; what it kills stays a
+            # zombie there (the launcher reaps none) until the namespace goes, so it is given no time to wait
             with contextlib.suppress(subprocess.TimeoutExpired):
                 subprocess.run(
-                    ["nsenter", "-t", str(node.pid), "-p", "-m", str(RAY), "stop", "--force"],
+                    ["nsenter", "-t", str(node.pid), "-p", "-m", str(RAY), "stop", "--force", "--grace-period", "0"],
                     capture_output=True,
                     timeout=60,
                     check=False,
