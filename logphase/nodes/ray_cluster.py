@@ -129,7 +129,6 @@ def run_tasks(
     *,
     timeout_s: float,
     parallel: int,
-    clock: Callable[[], float] = time.monotonic,
 ) -> list[NodeRun]:
     """A task per node, at most `parallel` at once: the command under `timeout_s` there, the task itself under
     `timeout_s + RAY_GRACE_S` here (cancelled past it); in the order of `nodes`."""
@@ -146,17 +145,19 @@ def run_tasks(
             pinned = NodeAffinitySchedulingStrategy(node_id=node.node_id, soft=False)
             # no CPU of its own: the server's workers may hold them all; never retried on another node
             ref = task.options(num_cpus=0, max_retries=0, scheduling_strategy=pinned, name="logphase-stacks")
-            running[ref.remote(list(command), timeout_s, MAX_ANSWER_BYTES)] = (node, clock())
+            running[ref.remote(list(command), timeout_s, MAX_ANSWER_BYTES)] = (node, time.monotonic())
         first_deadline = min(started for _, started in running.values()) + limit_s
-        ready, _ = ray.wait(list(running), num_returns=1, timeout=max(0.0, first_deadline - clock()))
+        ready, _ = ray.wait(list(running), num_returns=1, timeout=max(0.0, first_deadline - time.monotonic()))
         for ref in ready:
             node, started = running.pop(ref)
             try:
                 answer, failure = ray.get(ref), None
             except ray.exceptions.RayError as exc:
                 answer, failure = {}, ray_failure(exc)
-            done[node.name] = node_run(node.name, answer, failure, started=started, ended=clock(), timeout_s=timeout_s)
-        now = clock()
+            done[node.name] = node_run(
+                node.name, answer, failure, started=started, ended=time.monotonic(), timeout_s=timeout_s
+            )
+        now = time.monotonic()
         for ref, (node, started) in list(running.items()):
             if now >= started + limit_s:
                 ray.cancel(ref, force=True)
