@@ -17,6 +17,7 @@ from logphase.errors import ExitCode, InputError, UsageError
 from logphase.judging.stalls import summarize
 from logphase.logs.reader import READ_ERRORS, LogSource, damaged, open_sources, read_lines
 from logphase.nodes.k8s import KubernetesTransport
+from logphase.nodes.ray_cluster import RayTransport
 from logphase.nodes.slurm import SlurmTransport
 from logphase.nodes.ssh import SshTransport, hosts_from
 from logphase.nodes.stacks import collect_stacks, remote_stacks_command
@@ -128,6 +129,14 @@ def _with_source(snapshots: list[ProcessSnapshot], path: str) -> list[ProcessSna
 @click.option("--hostfile", metavar="FILE", help="Many nodes through ssh: the hosts of FILE, one a line.")
 @click.option("--ssh-config", metavar="FILE", help="With --hosts/--hostfile: this ssh config file (ssh -F).")
 @click.option("--slurm", "slurm_job", metavar="JOBID", help="Many nodes through Slurm: one srun step in this job.")
+@click.option(
+    "--ray",
+    "ray_address",
+    is_flag=False,
+    flag_value="auto",
+    metavar="[ADDRESS]",
+    help="Many nodes through Ray: a task pinned to each alive node of the cluster (default: this machine's).",
+)
 @click.option("--k8s", "k8s", is_flag=True, help="Many nodes through Kubernetes: kubectl exec into each pod of -l.")
 @click.option("-l", "--selector", metavar="SELECTOR", help="With --k8s: the pods' label selector (app=sglang).")
 @click.option("-n", "--namespace", metavar="NS", help="With --k8s: the pods' namespace.")
@@ -152,7 +161,7 @@ def _with_source(snapshots: list[ProcessSnapshot], path: str) -> list[ProcessSna
     type=click.IntRange(1, 1024),
     default=32,
     show_default=True,
-    help="With many nodes: nodes reached at once (ssh, kubectl).",
+    help="With many nodes: nodes reached at once (ssh, kubectl, Ray).",
 )
 @patterns_option
 def stacks(
@@ -172,6 +181,7 @@ def stacks(
     hostfile: str | None,
     ssh_config: str | None,
     slurm_job: str | None,
+    ray_address: str | None,
     k8s: bool,
     selector: str | None,
     namespace: str | None,
@@ -191,11 +201,12 @@ def stacks(
     logphase stacks --from node0.json --from node1.json   post-mortem / many nodes
     logphase stacks --hosts node1,node2 --match 'sglang::'   every node, through ssh
     logphase stacks --slurm 4242 --match 'sglang::'          every node of a Slurm job
+    logphase stacks --ray --match RayWorkerWrapper           vLLM's Ray workers on every node
     logphase stacks --k8s -l app=sglang -n serving --pid 1   every pod of a selector
 
     Exit: 0 no rank looks stuck, 4 stuck or odd ranks found, 3 nothing could be read.
     """
-    transport = pick_transport(hosts, hostfile, ssh_config, slurm_job, k8s, selector, namespace, container)
+    transport = pick_transport(hosts, hostfile, ssh_config, slurm_job, ray_address, k8s, selector, namespace, container)
     if transport is not None and dump_files:
         raise UsageError("--from reads files here; it does not go with many nodes", hint="drop --from")
     sources = sum(bool(x) for x in (pids, all_processes, dump_files))
@@ -281,13 +292,14 @@ def pick_transport(
     hostfile: str | None,
     ssh_config: str | None,
     slurm_job: str | None,
+    ray_address: str | None,
     k8s: bool,
     selector: str | None,
     namespace: str | None,
     container: str | None,
 ) -> Transport | None:
     """The engine the options name (at most one), or None for this machine alone."""
-    named = (("--hosts", hosts or hostfile), ("--slurm", slurm_job), ("--k8s", k8s))
+    named = (("--hosts", hosts or hostfile), ("--slurm", slurm_job), ("--ray", ray_address), ("--k8s", k8s))
     engines = [name for name, given in named if given]
     if len(engines) > 1:
         raise UsageError(f"{' and '.join(engines)} name two ways to the nodes", hint="give one of them")
@@ -301,6 +313,8 @@ def pick_transport(
         if not slurm_job.replace("_", "").isdigit():
             raise UsageError(f"{slurm_job!r} is not a Slurm job id", hint="the number `squeue --me` shows")
         return SlurmTransport(job=slurm_job)
+    if ray_address:
+        return RayTransport(address=ray_address)
     if k8s:
         if not selector:
             raise UsageError("--k8s needs the pods' label selector", hint="logphase stacks --k8s -l app=sglang")

@@ -1,2 +1,2 @@
 """Many nodes, one command: logphase run on every node of a cluster through the engine it already has
-(ssh, Slurm, Kubernetes), and each node's answer, or why it gave none."""
+(ssh, Slurm, Ray, Kubernetes), and each node's answer, or why it gave none."""

@@ -34,11 +34,11 @@ class NodeRun:
 
 
 class Transport(Protocol):
-    """An engine that reaches a cluster's nodes: ssh, Slurm's srun, kubectl."""
+    """An engine that reaches a cluster's nodes: ssh, Slurm's srun, Ray's tasks, kubectl."""
 
     @property
     def engine(self) -> str:
-        """ "ssh", "slurm", "k8s": how the nodes were reached, named beside every node that gave no answer."""
+        """ "ssh", "slurm", "ray", "k8s": how the nodes were reached, named beside every node that gave no answer."""
         ...
 
     def run(self, command: Sequence[str], *, timeout_s: float, parallel: int) -> list[NodeRun]:
@@ -100,6 +100,7 @@ def run_each(commands: Sequence[tuple[str, Sequence[str]]], *, timeout_s: float,
 
 # What the remote logphase says on stderr when it cannot do its job (cli prints `logphase: error: …`).
 _REMOTE_ERROR = "logphase: error: "
+NO_LOGPHASE = "no logphase: the command is not installed on the node (see --remote)"
 
 
 def remote_failure(stderr: str, returncode: int | None) -> str | None:
@@ -108,7 +109,7 @@ def remote_failure(stderr: str, returncode: int | None) -> str | None:
     said = next((line.removeprefix(_REMOTE_ERROR) for line in lines if line.startswith(_REMOTE_ERROR)), None)
     lowered = stderr.lower()
     if returncode == 127 or "command not found" in lowered or "executable file not found" in lowered:
-        return "no logphase: the command is not installed on the node (see --remote)"
+        return NO_LOGPHASE
     if said is not None:
         if "py-spy" in said and ("not installed" in said or "not found" in said):
             return f"no py-spy: {said}"

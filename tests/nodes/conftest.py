@@ -60,40 +60,55 @@ def _children(pid: int) -> list[int]:
     return []
 
 
+def launch_node(folder: Path, name: str, ranks: list[str], *, barrier_size: int | None, wait_s: float = 30.0) -> Node:
+    """A node whose ranks are titled `sglang::scheduler_TP{local rank}` and are in their named functions when it
+    returns; the caller kills its launcher's session (`kill_node`)."""
+    ready = folder / f"ready-{name}"
+    ready.mkdir()
+    spec = {
+        "ranks": ranks,
+        "title": "sglang::scheduler_TP{rank}",
+        "ready_dir": str(ready),
+        "port": free_port(),
+        "barrier_size": barrier_size,
+    }
+    argv = ["unshare", "--pid", "--fork", "--mount-proc", sys.executable, str(APP / "launch.py"), json.dumps(spec)]
+    launcher = subprocess.Popen(argv, start_new_session=True)
+    node = Node(name=name, launcher=launcher, pid=0)
+    deadline = time.monotonic() + wait_s
+    while len(list(ready.glob("ready.*"))) < len(ranks) or not _children(launcher.pid):
+        exited = launcher.poll()
+        if exited is not None:
+            kill_node(node)
+            raise RuntimeError(f"node {name} exited with {exited}")
+        if time.monotonic() > deadline:
+            kill_node(node)
+            raise TimeoutError(f"node {name}: ranks not ready after {wait_s}s")
+        time.sleep(0.05)
+    time.sleep(0.3)  # from "ready" to inside the blocking call
+    node.pid = _children(launcher.pid)[0]
+    return node
+
+
+def kill_node(node: Node) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(node.launcher.pid, signal.SIGKILL)  # unshare leads its session; the namespace dies with its PID 1
+    node.launcher.wait(timeout=10)
+
+
 @pytest.fixture
 def start_node(tmp_path: Path) -> Iterator[Callable[..., Node]]:
-    """start_node("b", ["barrier", "barrier", "slow", "barrier"], barrier_size=8): a node whose ranks are
-    titled `sglang::scheduler_TP{local rank}` and are in their named functions when it returns."""
-    started: list[subprocess.Popen[bytes]] = []
+    """start_node("b", ["barrier", "barrier", "slow", "barrier"], barrier_size=8): a node (launch_node), killed
+    at teardown."""
+    started: list[Node] = []
 
     def start(name: str, ranks: list[str], *, barrier_size: int | None = None, wait_s: float = 30.0) -> Node:
-        ready = tmp_path / f"ready-{name}"
-        ready.mkdir()
-        spec = {
-            "ranks": ranks,
-            "title": "sglang::scheduler_TP{rank}",
-            "ready_dir": str(ready),
-            "port": free_port(),
-            "barrier_size": barrier_size,
-        }
-        argv = ["unshare", "--pid", "--fork", "--mount-proc", sys.executable, str(APP / "launch.py"), json.dumps(spec)]
-        launcher = subprocess.Popen(argv, start_new_session=True)
-        started.append(launcher)
-        deadline = time.monotonic() + wait_s
-        while len(list(ready.glob("ready.*"))) < len(ranks) or not _children(launcher.pid):
-            if launcher.poll() is not None:
-                raise RuntimeError(f"node {name} exited with {launcher.returncode}")
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"node {name}: ranks not ready after {wait_s}s")
-            time.sleep(0.05)
-        time.sleep(0.3)  # from "ready" to inside the blocking call
-        return Node(name=name, launcher=launcher, pid=_children(launcher.pid)[0])
+        started.append(launch_node(tmp_path, name, ranks, barrier_size=barrier_size, wait_s=wait_s))
+        return started[-1]
 
     yield start
-    for launcher in started:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(launcher.pid, signal.SIGKILL)  # unshare leads its session; the namespace dies with its PID 1
-        launcher.wait(timeout=10)
+    for node in started:
+        kill_node(node)
 
 
 @pytest.fixture

@@ -4,6 +4,7 @@ output split per node, each engine's failure in words, a node's answer read back
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,7 @@ from logphase.errors import UsageError
 from logphase.judging.stalls import summarize
 from logphase.nodes.k8s import KubernetesTransport, running_pods
 from logphase.nodes.k8s import explain as explain_kubectl
+from logphase.nodes.ray_cluster import RayNode, alive_nodes, node_run, node_task, ray_failure
 from logphase.nodes.slurm import SlurmTransport, split_step
 from logphase.nodes.ssh import SshTransport, hosts_from
 from logphase.nodes.ssh import explain as explain_ssh
@@ -170,6 +172,7 @@ def test_all_waiting_and_a_node_silent_points_at_the_node(signatures) -> None:  
         (("--k8s",), "--k8s needs the pods' label selector"),
         (("--hosts", "a", "--from", "x.json"), "--from reads files here; it does not go with many nodes"),
         (("--slurm", "abc"), "'abc' is not a Slurm job id"),
+        (("--ray", "--k8s", "-l", "app=x"), "--ray and --k8s name two ways to the nodes"),
         (("--pid", "1", "--ssh-config", "c"), "--ssh-config goes with --hosts or --hostfile"),
     ],
 )
@@ -177,3 +180,86 @@ def test_many_node_usage_errors(args: tuple[str, ...], message: str) -> None:
     result = run_cli("stacks", *args)
     assert result.exit_code == 2
     assert result.stderr.splitlines()[0] == f"logphase: error: {message}"
+
+
+def test_ray_nodes_are_the_alive_ones_named_as_ray_names_them_in_address_order() -> None:
+    # GIVEN ray.nodes(): a dead node, two alive by IP (.10 after .2), two alive of one name (one host, two raylets)
+    def entry(node_id: str, name: str, alive: bool = True) -> dict[str, object]:
+        return {"NodeID": node_id, "Alive": alive, "NodeManagerAddress": name, "NodeName": name}
+
+    table = [
+        entry("d" * 56, "10.0.0.1", alive=False),
+        entry("a" * 56, "10.0.0.10"),
+        entry("b" * 56, "10.0.0.2"),
+        entry("c1" * 28, "gpu-box"),
+        entry("c2" * 28, "gpu-box"),
+    ]
+    # WHEN the nodes to ask are picked THEN the alive ones, IPs in numeric order, a repeated name with its id
+    assert alive_nodes(table) == [
+        RayNode("10.0.0.2", "b" * 56),
+        RayNode("10.0.0.10", "a" * 56),
+        RayNode("gpu-box/c1c1c1c1", "c1" * 28),
+        RayNode("gpu-box/c2c2c2c2", "c2" * 28),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("answer", "failure"),
+    [
+        ({"errno": 2, "error": "cannot run /opt/lp: No such file or directory"},
+         "no logphase: the command is not installed on the node (see --remote)"),
+        ({"errno": 13, "error": "cannot run /opt/lp: Permission denied"}, "cannot run /opt/lp: Permission denied"),
+        ({"timeout": True, "stderr": ""}, "timeout: no answer within 4s"),
+        ({"returncode": 2, "stdout": b"", "stderr": "logphase: error: no Python process of this user matches 'x'\n"},
+         "no Python process of this user matches 'x'"),
+        ({"returncode": 4, "stdout": b'{"schema": "logphase.stacks/1"}', "stderr": ""}, None),
+    ],
+)  # fmt: skip
+def test_ray_task_answers_in_words(answer: dict[str, object], failure: str | None) -> None:
+    assert node_run("n1", answer, None, started=0.0, ended=1.0, timeout_s=4).failure == failure
+
+
+def test_rays_own_failures_in_words() -> None:
+    class NodeDiedError(Exception):  # named as Ray names it
+        pass
+
+    said = NodeDiedError("Task failed because its node 10.0.0.3 died.\nmore lines")
+    assert ray_failure(said) == "node died: Task failed because its node 10.0.0.3 died."
+    assert ray_failure(RuntimeError("")) == "ray: RuntimeError"
+    run = node_run("n1", {}, ray_failure(said), started=0.0, ended=1.0, timeout_s=4)
+    assert run.failure == "node died: Task failed because its node 10.0.0.3 died."
+
+
+def test_the_node_task_returns_the_output_or_kills_the_command_at_its_timeout(tmp_path: Path) -> None:
+    run_on_node = node_task()
+    # GIVEN a command that answers WHEN run THEN its status and output
+    assert run_on_node(["sh", "-c", "echo out; echo err >&2; exit 4"], 5.0, 100) == {
+        "returncode": 4,
+        "stdout": b"out\n",
+        "stderr": "err\n",
+    }
+    # GIVEN a command whose child hangs WHEN run under 0.5 s THEN a timeout, and the child is gone with it
+    pid_file = tmp_path / "pid"
+    assert run_on_node(["sh", "-c", f"sleep 30 & echo $! > {pid_file}; wait"], 0.5, 100) == {
+        "timeout": True,
+        "stderr": "",
+    }
+    stat = Path(f"/proc/{pid_file.read_text().strip()}/stat")
+    assert not stat.exists() or stat.read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    # GIVEN a command that is not there WHEN run THEN why, with its errno
+    assert run_on_node(["/nonexistent/logphase"], 5.0, 100) == {
+        "errno": 2,
+        "error": "cannot run /nonexistent/logphase: No such file or directory",
+    }
+
+
+def test_ray_not_installed_is_said_with_a_hint(monkeypatch: pytest.MonkeyPatch) -> None:
+    # GIVEN a Python where `import ray` fails WHEN --ray is asked for THEN a clear error and a hint: exit 3
+    monkeypatch.setitem(sys.modules, "ray", None)
+    result = run_cli("stacks", "--ray", "--match", "sglang::")
+    assert result.exit_code == 3
+    first, hint = result.stderr.splitlines()[:2]
+    assert first.startswith(f"logphase: error: --ray needs Ray's Python package next to logphase ({sys.executable}): ")
+    assert hint == (
+        "  hint: pip install ray (the cluster's version) into logphase's Python, or install logphase into Ray's"
+    )
