@@ -1,0 +1,158 @@
+"""Every rule as the dominant line (issue 27): a log per line kind, half of it that kind's lines; analyze's speed.
+
+Kinds (bench/kinds.py): every rule with examples, and every group of inventory templates the fast
+path tells apart. Each log: LOGPHASE_BENCH_RULE_LINES lines (default 3000), the kind's lines half of
+them among a seeded mix of serving lines of its system's format. Each is analysed in-process
+(`logphase.analyze`, post-mortem, one job, a scanner cache shared by the run), CPU seconds of the
+worker process (other sessions on the machine then count less); best of LOGPHASE_BENCH_RULE_REPEATS
+(default 1). The floor beside it: bench_floor's one pass (read, literals, learned templates) of its
+background alone at the same line count. Workers: LOGPHASE_BENCH_WORKERS (default the CPU count);
+kinds: LOGPHASE_BENCH_KINDS, a comma list of substrings of their names (default all); seed:
+LOGPHASE_BENCH_SEED (default 13). Prints the worst kinds and the spread for BENCHMARKS.md."""
+
+from __future__ import annotations
+
+import os
+import statistics
+import tempfile
+import time
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+
+from bench.bench_floor import best_of, learned_patterns, one_pass
+from bench.kinds import SGLANG_SERVING, VLLM_SERVING, Kind, dominant_lines, inventory_kinds, rule_kinds
+from bench.shapes import Shape
+from logphase.logs.fast.scanners import accelerated, make_scanner
+from logphase.packs import PackSet, load_packs
+
+WORST_SHOWN = 15
+TARGET = 3.0  # the worst kind's time over the median's (issue 27)
+
+
+@dataclass(frozen=True)
+class Timing:
+    name: str
+    bytes: int
+    seconds: float
+
+
+_PACKS: list[PackSet] = []
+
+
+def _packs() -> PackSet:
+    if not _PACKS:
+        _PACKS.append(load_packs())
+    return _PACKS[0]
+
+
+def write_kind_log(path: Path, kind: Kind, seed: int, lines: int) -> int:
+    text = "\n".join(dominant_lines(kind, _packs(), seed, lines)) + "\n"
+    path.write_text(text, encoding="utf-8")
+    return len(text.encode())
+
+
+def time_kind(kind: Kind, folder: str, seed: int, lines: int, repeats: int) -> Timing:
+    """CPU seconds of analyze on the kind's log (written, analysed, deleted)."""
+    packs = _packs()
+    path = Path(folder) / f"kind-{os.getpid()}.log"
+    size = write_kind_log(path, kind, seed, lines)
+    try:
+        seconds = min(_analyze_cpu(path, packs, Path(folder) / "cache") for _ in range(repeats))
+    finally:
+        path.unlink()
+    return Timing(kind.name, size, seconds)
+
+
+def _analyze_cpu(path: Path, packs: PackSet, cache: Path) -> float:
+    import logphase
+
+    started = time.process_time()
+    logphase.analyze([path], post_mortem=True, packs=packs, cache=cache)
+    return time.process_time() - started
+
+
+def background_floor(shape: Shape, folder: str, seed: int, lines: int) -> tuple[float, int]:
+    """bench_floor's one pass over the background alone (no kind's lines), CPU seconds, and its bytes."""
+    path = Path(folder) / "background.log"
+    empty = Kind("background", (), shape)
+    size = write_kind_log(path, empty, seed, lines)
+    try:
+        plain, anchored = learned_patterns(path, _packs())
+        scanner = make_scanner(plain + ([(anchored, False)] if anchored else []))
+        return best_of(3, partial(one_pass, path, scanner)), size
+    finally:
+        path.unlink()
+
+
+def main() -> None:
+    if not accelerated():
+        print("hyperscan is not installed: the rule bench measures the hyperscan scan only\n")
+        return
+    lines = int(os.environ.get("LOGPHASE_BENCH_RULE_LINES") or 3000)
+    repeats = int(os.environ.get("LOGPHASE_BENCH_RULE_REPEATS") or 1)
+    workers = int(os.environ.get("LOGPHASE_BENCH_WORKERS") or os.cpu_count() or 1)
+    seed = int(os.environ.get("LOGPHASE_BENCH_SEED") or 13)
+    wanted = [w.strip() for w in os.environ.get("LOGPHASE_BENCH_KINDS", "").split(",") if w.strip()]
+    packs = _packs()
+    kinds = rule_kinds(packs) + inventory_kinds(packs)
+    if wanted:
+        kinds = [kind for kind in kinds if any(w in kind.name for w in wanted)]
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="logphase-rules-") as folder:
+        floors = {id(shape): background_floor(shape, folder, seed, lines) for shape in (SGLANG_SERVING, VLLM_SERVING)}
+        with ProcessPoolExecutor(workers) as pool:
+            timings = list(pool.map(partial(time_kind, folder=folder, seed=seed, lines=lines, repeats=repeats), kinds))
+    elapsed = time.perf_counter() - started
+    report(kinds, timings, floors, lines=lines, seed=seed, workers=workers, elapsed=elapsed)
+
+
+def report(
+    kinds: list[Kind],
+    timings: list[Timing],
+    floors: dict[int, tuple[float, int]],
+    *,
+    lines: int,
+    seed: int,
+    workers: int,
+    elapsed: float,
+) -> None:
+    def per_mb(floor: tuple[float, int]) -> float:
+        return floor[0] / (floor[1] / 1e6)
+
+    rows = []
+    for kind, timing in zip(kinds, timings, strict=True):
+        seconds_per_mb = timing.seconds / (timing.bytes / 1e6)
+        rows.append((seconds_per_mb / per_mb(floors[id(kind.shape)]), seconds_per_mb, timing))
+    rows.sort(key=lambda row: row[0], reverse=True)
+    ratios = [row[0] for row in rows]
+    median, worst = statistics.median(ratios), ratios[0]
+    median_mbs = statistics.median(1 / row[1] for row in rows)
+    print("## Every rule as the dominant line\n")
+    print(
+        f"{len(rows)} kinds (rules with examples, groups of inventory templates), {lines} lines each, half of "
+        f"them the kind's; seed {seed}; {workers} workers, {elapsed:.0f} s. CPU seconds of in-process analyze "
+        "(one job, post-mortem) per MB, as a multiple of the floor (bench_floor's one pass over the "
+        "background alone, same line count): "
+        + ", ".join(f"{name} {1 / per_mb(floors[id(shape)]):.0f} MB/s" for name, shape in _BACKGROUNDS)
+        + ".\n"
+    )
+    print(
+        f"Median kind: {median:.1f} x floor ({median_mbs:.1f} MB/s); worst: {rows[0][2].name} {worst:.1f} x floor "
+        f"({1 / rows[0][1]:.2f} MB/s), {worst / median:.1f} x the median (target <= {TARGET:.0f}: "
+        f"{'met' if worst <= TARGET * median else 'NOT met'}).\n"
+    )
+    print("| kind | MB/s | x floor | x median |")
+    print("|---|---|---|---|")
+    for ratio, seconds_per_mb, timing in rows[:WORST_SHOWN]:
+        print(f"| {timing.name} | {1 / seconds_per_mb:.2f} | {ratio:.1f} | {ratio / median:.1f} |")
+    over = sum(1 for ratio in ratios if ratio > TARGET * median)
+    print(f"\n{over} kinds over {TARGET:.0f} x the median.\n", flush=True)
+
+
+_BACKGROUNDS = (("SGLang serving", SGLANG_SERVING), ("vLLM serving", VLLM_SERVING))
+
+
+if __name__ == "__main__":
+    main()
