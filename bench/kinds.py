@@ -20,7 +20,6 @@ from bench.shapes import SGLANG_05, VLLM, Shape, restamp, serving, variants
 from logphase.packs import PackSet
 
 
-
 @dataclass(frozen=True)
 class Kind:
     """Lines of one kind: `name` (a rule id, or `inventory:` + the template's place), the lines,
@@ -75,10 +74,6 @@ def inventory_kinds(packs: PackSet) -> list[Kind]:
             name = f"inventory:{entry.system}:{entry.file.rsplit('/', 1)[-1]}:{entry.line}"
             groups[key] = Kind(name, (decision.line,), background(entry.system))
     return list(groups.values())
-
-
-def _reading(line: str, packs: PackSet) -> tuple[str, ...]:
-    return tuple(rule.id for rule, _ in explain(line, packs).matches)
 
 
 def dominant_lines(kind: Kind, packs: PackSet, seed: int, count: int) -> Iterator[str]:
