@@ -38,9 +38,13 @@ class Mix:
     prefill: float = 0.15
     access: float = 0.20
     probe: float = 0.03
+    request: str = "POST /v1/chat/completions"  # what the access lines ask for
 
 
 BUSY = Mix()
+# issue 27: an SGLang server whose clients call its own /generate (uvicorn's access line is then the
+# warmup request's), with no health probes
+GENERATE = Mix(probe=0.0, request="POST /generate")
 NCCL_STORM = Mix(decode=0.15, prefill=0.05, access=0.12, probe=0.01)  # NCCL_DEBUG=INFO on a chatty fabric
 
 
@@ -378,6 +382,7 @@ SHAPES: dict[str, Shape | Corpus | None] = {
     "vllm-v1": Shape(VLLM(v1=True), startup=False),
     "rotated": Shape(SGLANG_05, startup=False),
     "nccl-storm": Shape(SGLANG_05, mix=NCCL_STORM),
+    "sglang-generate": Shape(SGLANG_05, mix=GENERATE),
     "per-rank": Shape(SGLANG_05, per_rank=True),
     "cri": Shape(SGLANG_05, wrap=cri),
     "docker-t": Shape(SGLANG_05, wrap=docker_t),
@@ -419,7 +424,7 @@ def serving(shape: Shape, r: random.Random, start: datetime) -> Iterator[tuple[d
             yield now, fmt.prefill(r, now, rank)
         elif roll < access:
             client = f"10.42.{r.randrange(0, 8)}.{r.randrange(2, 250)}:{r.randrange(30000, 65000)}"
-            yield now, fmt.access(now, client, "POST /v1/chat/completions")
+            yield now, fmt.access(now, client, mix.request)
         elif roll < probe:
             path = r.choice(("/health", "/metrics", "/get_model_info"))
             yield now, fmt.access(now, f"127.0.0.1:{r.randrange(30000, 65000)}", f"GET {path}")
