@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from itertools import islice
 
 from bench.shapes import SGLANG_05, VLLM, Shape, restamp, serving, variants
+from logphase.logs.fast.plan import is_steady
 from logphase.packs import PackSet
 
 
@@ -28,6 +29,8 @@ class Kind:
     name: str
     lines: tuple[str, ...]
     shape: Shape
+    # its rule makes an event the timeline counts (not a steady mark): each of its lines is read by design
+    read_by_design: bool = False
 
 
 SGLANG_SERVING = Shape(SGLANG_05)
@@ -44,7 +47,7 @@ def rule_kinds(packs: PackSet) -> list[Kind]:
     for rule in packs.rules:
         lines = tuple(dict.fromkeys(example.split("\n", 1)[0] for example in rule.examples if example.strip()))
         if lines:
-            kinds.append(Kind(rule.id, lines, background(rule.system or "")))
+            kinds.append(Kind(rule.id, lines, background(rule.system or ""), not is_steady(rule)))
     return kinds
 
 
@@ -72,7 +75,8 @@ def inventory_kinds(packs: PackSet) -> list[Kind]:
         )
         if key not in groups:
             name = f"inventory:{entry.system}:{entry.file.rsplit('/', 1)[-1]}:{entry.line}"
-            groups[key] = Kind(name, (decision.line,), background(entry.system))
+            by_design = decision.rule is not None and not is_steady(decision.rule)
+            groups[key] = Kind(name, (decision.line,), background(entry.system), by_design)
     return list(groups.values())
 
 
