@@ -178,7 +178,13 @@ def report(
     for ratio, seconds_per_mb, timing in rows[:WORST_SHOWN]:
         print(f"| {timing.name} | {1 / seconds_per_mb:.2f} | {ratio:.1f} | {ratio / median:.1f} |")
     over = sum(1 for ratio in ratios if ratio > TARGET * median)
-    print(f"\n{over} kinds over {TARGET:.0f} x the median.\n", flush=True)
+    near = sum(1 for ratio in ratios if ratio <= 10)
+    far = sum(1 for ratio in ratios if ratio > 100)
+    print(
+        f"\n{over} kinds over {TARGET:.0f} x the median; {near} within 10 x the floor (their lines summarised), "
+        f"{far} over 100 x (read about line by line).\n",
+        flush=True,
+    )
 
 
 _BACKGROUNDS = (("SGLang serving", SGLANG_SERVING), ("vLLM serving", VLLM_SERVING))
