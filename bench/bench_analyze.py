@@ -12,6 +12,7 @@ import os
 import platform
 import random
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -131,7 +132,7 @@ def main() -> None:
     lnav = shutil.which("lnav")
     print(
         f"lnav: {lnav_version(lnav) if lnav else 'not installed (`apt-get install lnav`): its columns are empty'}; "
-        f"`{' '.join(LNAV_ARGS)} FILE`, the log indexed and its lines counted.\n"
+        f"`{shlex.join(LNAV_ARGS)} FILE`, the log indexed and its lines counted.\n"
     )
     print("| size | shape | lines | wc -l s | grep s | lnav s | analyze s | x grep | x lnav | peak RSS MB | verdict |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
