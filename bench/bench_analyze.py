@@ -1,4 +1,4 @@
-"""Benchmark `logphase analyze` on generated logs of every shape against `grep -c -E` and `wc -l`, same file, same run.
+"""Benchmark `logphase analyze` on logs of every shape against `grep -c -E`, `wc -l` and lnav, same file, same run.
 
 Sizes: LOGPHASE_BENCH_SIZES (e.g. `100M` or `100M,1G`; default 100M); shapes: LOGPHASE_BENCH_SHAPES
 (default every shape of bench/shapes.py); the seed: LOGPHASE_BENCH_SEED (default: a fresh one,
@@ -12,6 +12,7 @@ import os
 import platform
 import random
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -30,6 +31,8 @@ DEFAULT_SIZES = "100M"
 REPEATS = {"100M": 2}
 TARGET_RATIO = 2.0
 TARGET_RSS_MB = 150.0
+# The log viewer a user would open instead (issue 27): headless, its index of the files built and counted.
+LNAV_ARGS = ("lnav", "-n", "-c", ";SELECT count(*) FROM all_logs")
 
 
 @dataclass(frozen=True)
@@ -102,6 +105,11 @@ def machine() -> dict[str, str]:
     return {"cpus": str(os.cpu_count()), "cpu": model or platform.processor(), "memory": memory, **versions}
 
 
+def lnav_version(lnav: str) -> str:
+    found = subprocess.run([lnav, "-V"], capture_output=True, text=True, check=False).stdout.strip()
+    return found or "lnav (version unknown)"
+
+
 def _version(package: str) -> str:
     try:
         return metadata.version(package)
@@ -121,8 +129,13 @@ def main() -> None:
         f"logphase {info['logphase']}, regex {info['regex']}, hyperscan {info['hyperscan']}, {info['grep']}.\n"
     )
     print(f"grep pattern: one `-E` alternation of the {len(literals)} literals the packs filter on. Seed {seed}.\n")
-    print("| size | shape | lines | wc -l s | grep s | analyze s | x grep | peak RSS MB | verdict |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    lnav = shutil.which("lnav")
+    print(
+        f"lnav: {lnav_version(lnav) if lnav else 'not installed (`apt-get install lnav`): its columns are empty'}; "
+        f"`{shlex.join(LNAV_ARGS)} FILE`, the log indexed and its lines counted.\n"
+    )
+    print("| size | shape | lines | wc -l s | grep s | lnav s | analyze s | x grep | x lnav | peak RSS MB | verdict |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     worst: tuple[float, str, Run] | None = None
     with tempfile.TemporaryDirectory(prefix="logphase-bench-") as folder:
         pattern = Path(folder) / "literals.txt"
@@ -131,18 +144,23 @@ def main() -> None:
             wanted = parse_size(size)
             free = shutil.disk_usage(folder).free
             if free < 2 * wanted:
-                print(f"| {size} | - | skipped: {free >> 20} MB free in {folder} | | | | | | |")
+                print(f"| {size} | - | skipped: {free >> 20} MB free in {folder} | | | | | | | | |")
                 continue
             for shape in shapes:
-                wc, grep, analyze = measure(Path(folder) / f"bench-{size}-{shape}.log", wanted, shape, seed, pattern)
+                wc, grep, viewer, analyze = measure(
+                    Path(folder) / f"bench-{size}-{shape}.log", wanted, shape, seed, pattern, lnav
+                )
                 counts = wc.output.split()
                 lines = (counts[-2] if len(counts) > 2 else counts[0]) if counts else "?"
                 verdict = re.search(r'"verdict": "(\w+)"', analyze.output)
                 failed = "" if analyze.code in (0, 4, 5, 6) else f" (exit {analyze.code})"
                 ratio = analyze.seconds / grep.seconds
+                viewed = f"{viewer.seconds:.2f}" if viewer else ""
+                over_lnav = f"{analyze.seconds / viewer.seconds:.1f}" if viewer else ""
                 print(
-                    f"| {size} | {shape} | {lines} | {wc.seconds:.2f} | {grep.seconds:.2f} | {analyze.seconds:.2f} "
-                    f"| {ratio:.1f} | {analyze.rss_mb:.0f} | {verdict.group(1) if verdict else '?'}{failed} |",
+                    f"| {size} | {shape} | {lines} | {wc.seconds:.2f} | {grep.seconds:.2f} | {viewed} "
+                    f"| {analyze.seconds:.2f} | {ratio:.1f} | {over_lnav} | {analyze.rss_mb:.0f} "
+                    f"| {verdict.group(1) if verdict else '?'}{failed} |",
                     flush=True,
                 )
                 if worst is None or ratio > worst[0]:
@@ -157,9 +175,12 @@ def main() -> None:
         )
 
 
-def measure(path: Path, size: int, shape: str, seed: int, pattern: Path) -> tuple[Run, Run, Run]:
-    """wc -l, grep and analyze on one generated log or set of per-rank logs (deleted afterwards),
-    files in the page cache. wc's output ends with the line count (a total for several files)."""
+def measure(
+    path: Path, size: int, shape: str, seed: int, pattern: Path, lnav: str | None
+) -> tuple[Run, Run, Run | None, Run]:
+    """wc -l, grep, lnav (where installed) and analyze on one generated log or set of per-rank logs
+    (deleted afterwards), files in the page cache. wc's output ends with the line count (a total for
+    several files)."""
     logs = write_logs(path, size, seed=seed, shape=shape)
     try:
         for log in logs:
@@ -171,8 +192,9 @@ def measure(path: Path, size: int, shape: str, seed: int, pattern: Path) -> tupl
         names = [str(log) for log in logs]
         wc = best("wc -l", ["wc", "-l", *names], repeats)
         grep = best("grep -c -E", ["grep", "-c", "-E", "-f", str(pattern), *names], repeats)
+        viewer = best("lnav", [lnav, *LNAV_ARGS[1:], *names], repeats) if lnav else None
         analyze = best("logphase analyze", [logphase, "analyze", "--post-mortem", "--format", "json", *names], repeats)
-        return wc, grep, analyze
+        return wc, grep, viewer, analyze
     finally:
         for log in logs:
             log.unlink()

@@ -66,11 +66,11 @@ def chatter(index: int) -> str:
 
 
 # Each format and wrapper of bench/shapes.py once (a start-up has no serving mix, and is never
-# rotated away); per-rank files and the pooled generator are analyze's shapes.
+# rotated away); per-rank files, the pooled generator and the real logs grown are analyze's shapes.
 def watch_shapes() -> list[str]:
     first: dict[tuple[object, object], str] = {}
     for name, shape in SHAPES.items():
-        if shape is not None and not shape.per_rank:
+        if isinstance(shape, Shape) and not shape.per_rank:
             first.setdefault((shape.format, shape.wrap), name)
     return ["startup", *first.values()]
 
@@ -198,7 +198,7 @@ def main() -> None:
     worst = 0.0
     for name in names:
         shape = SHAPES.get(name)
-        make_log = startup_log if shape is None else partial(shape_startup, shape, seed)
+        make_log = partial(shape_startup, shape, seed) if isinstance(shape, Shape) else startup_log
         with tempfile.TemporaryDirectory(prefix="bench-watch-") as tmp:
             start_cpu, cpu, wall, lines = run_once(DURATION_S, Path(tmp), make_log)
         steady = cpu / wall * 100

@@ -91,6 +91,36 @@ def test_patterns_test_reports_each_failing_example(tmp_path: Path) -> None:
     assert result.output.strip().endswith("1 failed")
 
 
+def test_patterns_test_warns_of_a_steady_mark_whose_lines_are_each_read(tmp_path: Path) -> None:
+    # GIVEN a pack with two steady marks (a phase, kind mark, no rank capture) needing the same literal
+    marks = "".join(
+        f"""
+[[rule]]
+id = "user.{name}"
+phase = "weight_load"
+kind = "mark"
+regex = 'Shard {name} waiting'
+literal = " waiting"
+examples = ["Shard {name} waiting"]
+"""
+        for name in ("left", "right")
+    )
+    pack = write_pack(tmp_path, marks + GOOD_RULE)
+    # WHEN it is tested
+    result = run_cli("patterns", "test", str(pack))
+    # THEN both marks are named with the cost (their runs cannot be told apart), the ready rule is not,
+    # and the test passes: a cost is no failure
+    assert result.exit_code == 0, result.output
+    costs = [line for line in result.output.splitlines() if line.startswith("COST ")]
+    assert costs == [
+        f"COST {pack}: rule user.left: a steady mark sharing a literal with user.right: its runs are not "
+        "summarised; each of its lines goes to the matcher",
+        f"COST {pack}: rule user.right: a steady mark sharing a literal with user.left: its runs are not "
+        "summarised; each of its lines goes to the matcher",
+    ]
+    assert result.output.strip().endswith("0 failed")
+
+
 def test_explain_shows_the_winning_rule_and_captures() -> None:
     result = run_cli("patterns", "explain", "[2025-03-08 12:29:13 TP3] Load weight begin. avail mem=21.63 GB")
     assert result.exit_code == 0

@@ -10,6 +10,7 @@ from tabulate import tabulate
 
 from logphase.cli.common import load_all_packs, patterns_option
 from logphase.errors import ExitCode, UsageError
+from logphase.frames import TRIGGER
 from logphase.inventory.coverage import (
     IGNORED,
     RULE,
@@ -20,6 +21,7 @@ from logphase.inventory.coverage import (
     wrongly_ignored,
 )
 from logphase.inventory.files import SYSTEMS, build_inventory, builtin_inventory_dir, data_path, read_inventory
+from logphase.logs.fast.plan import plan_for, read_one_by_one
 from logphase.logs.matcher import explain as explain_line
 from logphase.packs import (
     Rule,
@@ -91,6 +93,10 @@ def test_packs(targets: tuple[str, ...]) -> None:
             examples += sum(len(item.examples) + len(item.counter_examples) for item in examples_of)
     for failure in failures:
         click.echo(f"FAIL {failure}")
+    pack_paths = {pack.name: pack.path for pack in selected.packs}
+    for rule, why in read_one_by_one(selected, plan_for(selected, (TRIGGER,))):
+        if pack_paths.get(rule.pack) in wanted:  # a cost, not a failure: the rule may be right as it is
+            click.echo(f"COST {pack_paths[rule.pack]}: rule {rule.id}: {why}; each of its lines goes to the matcher")
     regexes = sum(len(getattr(pack, kind)) for pack in checked for kind in REGEX_TABLES)
     click.echo(f"{len(checked)} packs, {examples} examples and {regexes} regexes checked, {len(failures)} failed")
     if failures:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Container, Iterable, Sequence
+from collections.abc import Callable, Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from logphase.logs.fast.cache import ScannerCache
@@ -16,6 +16,7 @@ from logphase.logs.fast.templates import (
     TemplateTrie,
     holds,
     off_hosts,
+    text_of,
     time_step,
 )
 from logphase.packs import Rule
@@ -36,6 +37,41 @@ class Kind:
     pattern: re.Pattern[bytes]
 
 
+# (template, steady factor) → the kinds on that template whose rule, where it matches a line, wins it
+# over the factor's rule: a line holding the factor is no event of the factor's rule when one of them
+# matches it (`shadowed`)
+Shadows = Mapping[tuple[Template, bytes], Sequence[tuple[bytes, Rule]]]
+
+
+def outranks(winner: Rule, loser: Rule, order: Mapping[str, int]) -> bool:
+    """Whether `loser` can never win a line `winner` matches, whatever system the log shows: the
+    matcher takes the first rule that matches in priority order, and passes it over only for a later
+    one of the log's system (`SourceMatcher._best_rule`), which `loser` is not when it has no system,
+    when `winner` has none (taken at once), or when both have the same. A rule gated on a prefix is
+    left out (the template does not keep the prefixes' ids)."""
+    return (
+        order[winner.id] < order[loser.id]
+        and not winner.after_prefix
+        and (not loser.system or winner.system is None or winner.system == loser.system)
+    )
+
+
+def shadowed(shadows: Shadows, template: Template, factor: bytes, line: bytes) -> bool:
+    """Whether the line (on `template`, from its envelopes' end) is no event of `factor`'s rule: a
+    rule that outranks it, of a kind on this template, matches what follows the template."""
+    found = shadows.get((template, factor))
+    if not found:
+        return False
+    message: str | None = None
+    for other, rule in found:
+        if other in line:
+            if message is None:
+                message = text_of(line)[len(template.atoms) - template.envelope :]
+            if rule.match(message) is not None:
+                return True
+    return False
+
+
 class CandidateScan:
     """The scanner of one source: candidate literals and triggers from the plan, lines that start
     with no learned template, and lines with a steady factor whose template has not shown that
@@ -50,6 +86,8 @@ class CandidateScan:
         self.kinds: list[Kind] = []
         self.registered: set[tuple[Template, bytes]] = set()
         self.factors_of: dict[str, list[bytes]] = {}
+        self.order = {rule.id: index for index, rule in enumerate(plan.packs.rules)}
+        self.shadows: dict[tuple[Template, bytes], list[tuple[bytes, Rule]]] = {}
         for factor, rule in plan.steady.items():
             self.factors_of.setdefault(rule.id, []).append(factor)
         self.dirty = False
@@ -147,8 +185,15 @@ class CandidateScan:
             if factor in raw[template.envelope_end(raw) :] and (template, factor) not in self.registered:
                 self.registered.add((template, factor))
                 self.kinds.append(Kind(template, factor, rule, self.shape(template)))
+                self._shadow(template, factor, rule)
                 changed = True
         return changed
+
+    def _shadow(self, template: Template, factor: bytes, rule: Rule) -> None:
+        """A kind registered: the steady factors of the rules it outranks are shadowed by it on its template."""
+        for other, loser in self.plan.steady.items():
+            if loser.id != rule.id and outranks(rule, loser, self.order):
+                self.shadows.setdefault((template, other), []).append((factor, rule))
 
     def template_at(self, buf: bytes, offset: int) -> Template | None:
         """The template a line starts with, as the scan was compiled (what the scanner answers from)."""
@@ -192,6 +237,7 @@ class CandidateScan:
             self.template_at,
             self.registered,
             lambda factor, line: could_match(steady[factor], line),
+            self.shadows,
         )
 
 
@@ -221,11 +267,13 @@ def lines_to_read(
     template_at: Callable[[bytes, int], Template | None],
     registered: Container[tuple[Template, bytes]],
     could_match: Callable[[bytes, bytes], bool],
+    shadows: Shadows,
 ) -> list[int]:
     """The starts of the lines the matcher must see, in order: those a plain pattern (a literal, a
     trigger, the complement of the templates) hit, and those that hold a steady factor (a loose
-    pattern's) unless they are on a template whose run of that factor is known, or the rule could
-    not match what follows their envelopes. The walk's answer and the workers' (ranges.py)."""
+    pattern's) unless they are on a template whose run of that factor is known, the rule could
+    not match what follows their envelopes, or a rule that outranks it wins them (a kind of that
+    template: `shadowed`). The walk's answer and the workers' (ranges.py)."""
     buf = hits.buf
     starts: set[int] = set()
     loose: dict[int, list[bytes]] = {}
@@ -244,7 +292,11 @@ def lines_to_read(
         if template is not None:
             line = line[template.envelope_end(line) :]
         if template is None or any(
-            (template, f) not in registered and f in line and could_match(f, line) for f in factors
+            (template, f) not in registered
+            and f in line
+            and could_match(f, line)
+            and not shadowed(shadows, template, f, line)
+            for f in factors
         ):
             starts.add(line_start)
     return sorted(s for s in starts if s >= hits.start)

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from functools import lru_cache
 
+from logphase.logs.clocks import stamp_format, timed_prefixes
 from logphase.logs.fast.templates import Template
 from logphase.logs.matcher import SourceMatcher
 
@@ -66,14 +67,18 @@ def _pattern(templates: Sequence[Template], matcher: SourceMatcher | None) -> by
     # a year-less stamp's year is the one the log showed (or the reference's): when the clock is of
     # another year, its hour says nothing of theirs
     year_less = clock if clock is not None and matcher is not None and matcher.year in (None, clock.year) else None
-    alternatives = sorted(
-        {
-            pattern
-            for template in templates
-            if (pattern := template.regex_off_hour(clock if template.stamp == "year" else year_less)) is not None
-        }
-    )
-    return b"\n(?:" + b"|".join(alternatives) + b")" if alternatives else None
+    offsets = matcher.format_offsets if matcher is not None else {}
+    timed = timed_prefixes(matcher.packs) if matcher is not None and offsets else frozenset()
+    alternatives: set[bytes] = set()
+    for template in templates:
+        hour = clock if template.stamp == "year" else year_less
+        if hour is not None and offsets:
+            # a format on another clock (logs/clocks.py): its stamps' own hour is the clock's less its offset
+            hour -= offsets.get(stamp_format(template.prefixes, timed), timedelta(0))
+        pattern = template.regex_off_hour(hour)
+        if pattern is not None:
+            alternatives.add(pattern)
+    return b"\n(?:" + b"|".join(sorted(alternatives)) + b")" if alternatives else None
 
 
 @lru_cache(maxsize=16)

@@ -8,7 +8,7 @@ from typing import IO, Protocol
 
 from logphase.logs.envelope import Unwrapper
 from logphase.logs.fast.cache import ScannerCache
-from logphase.logs.fast.candidates import CandidateScan, Kind
+from logphase.logs.fast.candidates import CandidateScan, Kind, shadowed
 from logphase.logs.fast.clock import EnvelopeClock
 from logphase.logs.fast.hours import OtherHours
 from logphase.logs.fast.plan import Plan
@@ -337,9 +337,9 @@ class FastLines(ClockKeeping):
         """Whether the line at `line` (holding the kind's factor) is on its template and could be its rule's."""
         if not kind.pattern.match(self.buf, line):
             return False
-        return self.plan.could_match(
-            kind.rule, self.buf[kind.template.envelope_end(self.buf, line) : self._line_end(line)]
-        )
+        text = self.buf[kind.template.envelope_end(self.buf, line) : self._line_end(line)]
+        could = self.plan.could_match(kind.rule, text)
+        return could and not shadowed(self.scan.shadows, kind.template, kind.factor, text)
 
     def _is_member(self, kind: Kind, offset: int) -> bool:
         events = self._probe_at(offset)

@@ -191,6 +191,37 @@ def _build_plan(packs: PackSet, triggers: Sequence[re.Pattern[str]]) -> Plan:
     )
 
 
+def read_one_by_one(packs: PackSet, plan: Plan) -> list[tuple[Rule, str]]:
+    """The rules each of whose lines the matcher reads, with why: a regex with no literal (every line
+    of a log is a candidate), and a steady mark the scan cannot summarise (a caseless factor, or a
+    factor another steady rule shares: the two runs cannot be told apart). A log where such lines
+    dominate reads at the matcher's speed, not the scan's (issue 27)."""
+    prefixes = {p.id: p for p in packs.prefixes}
+    summarised = {rule.id for rule in plan.steady.values()}
+    factors_of = {rule.id: rule_factors(rule, prefixes) for rule in packs.rules if not rule.in_block}
+    owners: dict[bytes, list[str]] = {}
+    for rule in packs.rules:
+        found = factors_of.get(rule.id)
+        if found is not None and is_steady(rule):
+            for factor in found:
+                owners.setdefault(factor.text, []).append(rule.id)
+    costly: list[tuple[Rule, str]] = []
+    for rule in packs.rules:
+        if rule.id not in factors_of:
+            continue
+        found = factors_of[rule.id]
+        if found is None:
+            costly.append((rule, "its regex has no literal to filter on: every line of a log is a candidate"))
+        elif is_steady(rule) and rule.id not in summarised:
+            if any(f.caseless for f in found):
+                costly.append((rule, "a steady mark whose literal is caseless: its runs are not summarised"))
+            else:
+                shared = sorted({o for f in found for o in owners.get(f.text, ()) if o != rule.id})
+                why = f"a steady mark sharing a literal with {', '.join(shared)}: its runs are not summarised"
+                costly.append((rule, why))
+    return costly
+
+
 def widen_classes(pattern: str) -> str:
     """A str regex as a bytes regex that matches at least as much: `\\s`, `\\d` and `\\w` also
     take any non-ASCII byte (the str versions match Unicode spaces, digits and letters)."""

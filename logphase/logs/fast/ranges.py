@@ -43,6 +43,7 @@ from logphase.logs.fast.candidates import CandidateScan, Hits, first_template, l
 from logphase.logs.fast.plan import holds_required
 from logphase.logs.fast.scanners import Scanner, make_scanner
 from logphase.logs.fast.templates import Template
+from logphase.packs import Rule
 
 if TYPE_CHECKING:  # the process pool's modules load only when workers start (start-up: most runs have none)
     from concurrent.futures import Future, ProcessPoolExecutor
@@ -74,6 +75,7 @@ class ScanState:
     template_regex: bytes | None  # of the first templates (those compiled)
     templates: tuple[Template, ...]  # all the scan knows (`registered` names them by index)
     registered: frozenset[tuple[int, bytes]]  # (template index, factor)
+    shadows: tuple[tuple[int, bytes, tuple[tuple[bytes, Rule], ...]], ...]  # by template index: `Shadows`
     steady: tuple[tuple[bytes, str], ...]  # factor → its rule's id
     requires: tuple[tuple[str, tuple[frozenset[bytes], ...]], ...]  # rule id → the byte sets it needs
     accelerate: bool
@@ -103,6 +105,7 @@ def state_of(scan: CandidateScan) -> ScanState | None:
         template_regex=scan.template_re.pattern if scan.template_re is not None else None,
         templates=tuple(scan.templates),
         registered=frozenset((index[template], factor) for template, factor in scan.registered),
+        shadows=tuple((index[template], factor, tuple(kinds)) for (template, factor), kinds in scan.shadows.items()),
         steady=tuple((factor, rule.id) for factor, rule in plan.steady.items()),
         requires=tuple((rule, tuple(sets)) for rule, sets in plan.requires.items()),
         accelerate=scan.accelerate,
@@ -210,6 +213,7 @@ def candidates_in(state: ScanState, path: str, start: int, stop: int, ticket: in
         partial(first_template, template_re, state.templates),
         {(state.templates[index], factor) for index, factor in state.registered},
         _could_match(state),
+        {(state.templates[index], factor): kinds for index, factor, kinds in state.shadows},
     )
     return RangeCandidates(begin, end, tuple(line + begin for line in starts))
 

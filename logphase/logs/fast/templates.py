@@ -45,6 +45,8 @@ class Template:
     clock: tuple[int, str, bool, int] | None = None  # ... and the length of that text
     envelope: int = 0  # the atoms of the envelopes' prefix: a rule reads what follows them
     hour: int = -1  # the atom where a time of day's hour is (stamp "time"): fast/rollover.py reads it
+    # the ids of the prefixes its lines split into: which clock of the log their stamps are on (logs/clocks.py)
+    prefixes: tuple[str, ...] = ()
 
     def regex(self) -> bytes:
         return atoms_regex(self.atoms)
@@ -200,7 +202,8 @@ def learn_template(packs: PackSet, raw: bytes, text: str, envelopes: Envelopes |
         stamp = "year" if fields.time_has_year else "date"
     if stamp not in ("none", "envelope") and clock is None:
         return None  # a stamp whose hour cannot be told from its bytes: every line is read
-    return Template(atoms, rank, stamp, clock if stamp not in ("none", "envelope") else None, envelope_atoms, hour)
+    clock = clock if stamp not in ("none", "envelope") else None
+    return Template(atoms, rank, stamp, clock, envelope_atoms, hour, fields.prefixes)
 
 
 def _clock_of(stamp: str, start: int, formats: tuple[str, ...]) -> tuple[int, str, bool, int] | None:
