@@ -1,5 +1,6 @@
 """Memory bounded by construction (issue 29): decompressors with a window limit and a ratio guard, a
-bar's update without a newline in watch, a pipe read as fast as it is written, a log of many ranks.
+bar's update without a newline in watch, a pipe read as fast as it is written, a log of many ranks,
+flight-recorder dumps of many ranks, many members or many process groups.
 Each hostile command runs in a child under a 1 GiB address-space limit, its peak RSS a coarse guard."""
 
 from __future__ import annotations
@@ -7,14 +8,17 @@ from __future__ import annotations
 import json
 import lzma
 import os
+import pickle
 import struct
 import threading
 import zlib
 from pathlib import Path
+from typing import Any
 
 import pytest
 import zstandard
 
+from logphase.flight_recorder import MAX_DUMP_BYTES, MAX_GROUPS, NAMED_RANKS
 from logphase.logs.follow import follow_lines
 from logphase.logs.reader import DECODER_MEMORY, MAX_RATIO
 from logphase.logs.timeline import MAX_RANKS
@@ -127,3 +131,75 @@ def test_a_log_of_200000_ranks_stays_bounded(tmp_path: Path, many_ranks: Path, o
     else:
         assert "200000 ranks (TP[0-199999])" in ran.stdout
         assert f"{left_out} more ranks after the first {MAX_RANKS} are counted, not followed" in ran.stdout
+
+
+def _dump(groups: dict[str, str], status: dict[Any, Any], entries: int = 20) -> bytes:
+    """A flight-recorder dump as torch pickles it: `groups` maps a process group to its ranks (a JSON string)."""
+    frames = [{"name": f"step{i}", "filename": f"/job/train{i}.py", "line": i} for i in range(12)]
+    listed = [
+        {
+            "collective_seq_id": seq,
+            "process_group": (pg, f"pg{pg}"),
+            "profiling_name": "nccl:all_reduce",
+            "state": "completed",
+            "input_sizes": [[1024]],
+            "frames": frames,
+            "is_p2p": False,
+        }
+        for pg in groups
+        for seq in range(1, entries + 1)
+    ]
+    config = {pg: {"name": pg, "desc": f"pg{pg}", "ranks": ranks} for pg, ranks in groups.items()}
+    return pickle.dumps({"version": "2.10", "pg_config": config, "pg_status": status, "entries": listed}, protocol=4)
+
+
+@pytest.mark.slow
+def test_4096_flight_recorder_dumps_stay_bounded(tmp_path: Path) -> None:
+    # GIVEN one dump from each of 4,096 ranks of one group, every rank listing all 4,096 members
+    members = json.dumps(list(range(4096)))
+    status = {"0": {"last_enqueued_collective": 20, "last_completed_collective": 19}}
+    paths = []
+    for rank in range(4096):
+        path = tmp_path / f"fr-rank-{rank}"
+        path.write_bytes(_dump({"0": members}, status))
+        paths.append(str(path))
+    # WHEN analyzed THEN judged within the memory bound: #20 is in flight on every rank, nobody missing
+    ran = run_cli(["analyze", "--format", "json", *paths], tmp_path, timeout=300)
+    assert_handled(ran, (6,))
+    (group,) = json.loads(ran.stdout)["flight_recorder"]["groups"]
+    assert (group["rank_count"], group["pending"]["seq"], group["missing_ranks"]) == (4096, 20, [])
+
+
+@pytest.mark.slow
+def test_a_dump_of_three_groups_of_many_ranks_stays_bounded(tmp_path: Path) -> None:
+    # GIVEN rank 0's dump of three groups of 700,000 ranks (a million's list alone is over MAX_DUMP_BYTES),
+    # #2 in flight in each; no other rank's dump
+    members = json.dumps(list(range(700_000)))
+    status = {pg: {"last_enqueued_collective": 2, "last_completed_collective": 1} for pg in ("0", "1", "2")}
+    log = tmp_path / "fr-rank-0"
+    log.write_bytes(_dump(dict.fromkeys(("0", "1", "2"), members), status, entries=2))
+    # WHEN analyzed THEN within the bound, each group counting its members and naming the first of those without a dump
+    ran = run_cli(["analyze", "--format", "json", str(log)], tmp_path, timeout=300)
+    assert_handled(ran, (6,))
+    groups = json.loads(ran.stdout)["flight_recorder"]["groups"]
+    assert [g["rank_count"] for g in groups] == [700_000] * 3
+    assert [len(g["ranks"]) for g in groups] == [NAMED_RANKS] * 3
+    assert groups[0]["ranks_without_dump"][:2] == ["rank 1", "rank 2"]
+    assert all(g["more_ranks_without_dump"] == 699_999 - NAMED_RANKS for g in groups)
+    assert f"and {699_999 - NAMED_RANKS} more ranks" in groups[0]["summary"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("keys", [4_000_000, 850_000])
+def test_a_dump_of_millions_of_process_groups_stays_bounded(tmp_path: Path, keys: int) -> None:
+    # GIVEN a dump whose `pg_status` holds `keys` process groups (28 MB at 4 M; 850,000 is just under MAX_DUMP_BYTES)
+    log = tmp_path / "fr-rank-0"
+    log.write_bytes(_dump({}, {pg: {} for pg in range(keys)}, entries=0))
+    # WHEN analyzed THEN refused as too big for a dump, or read with its first MAX_GROUPS groups, within the bound
+    ran = run_cli(["analyze", "--format", "json", str(log)], tmp_path, timeout=300)
+    if log.stat().st_size > MAX_DUMP_BYTES:
+        assert_handled(ran, (3,))
+        assert "too big for a flight-recorder dump" in ran.stderr
+    else:
+        assert_handled(ran, (6,))
+        assert len(json.loads(ran.stdout)["flight_recorder"]["groups"]) == MAX_GROUPS
