@@ -278,9 +278,11 @@ def _newest(listed: Any, shared: dict[object, Any]) -> tuple[Collective, ...]:
 
 
 def _shared_ranks(text: Any, shared: dict[object, Any]) -> Sequence[int]:
-    """A group's global ranks, one copy for every dump that lists it: a range where they are consecutive
-    (a group of a million ranks is then a few bytes), else a compact array."""
-    key = ("ranks", text if isinstance(text, str) else repr(text)[:1000])
+    """A group's global ranks, one copy for every dump that lists them (torch writes them as a JSON string):
+    a range where they are consecutive (a group of a million ranks is then a few bytes), else a compact array."""
+    if not isinstance(text, str):
+        return _ranks(text)
+    key = ("ranks", text)
     found = shared.get(key)
     if found is None:
         found = shared[key] = _ranks(text)
