@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import io
+import itertools
 import json
 import pickle
+from array import array
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from logphase.bounded import MAX_NUMBER, read_int
 from logphase.errors import InputError
@@ -17,13 +19,20 @@ from logphase.logs.reader import READ_ERRORS, decompressing
 from logphase.stacks.dumps import rank_from_file_name
 from logphase.stacks.model import Frame
 
-# A dump holds at most TORCH_FR_BUFFER_SIZE entries (2,000 by default; 20,000 with their frames is
-# ~10 MB): more is not a flight-recorder dump. The bound keeps unpickling within ~100 MB even for a
-# pickle made of nothing but references to one object.
-MAX_DUMP_BYTES = 32 << 20
-# Entries judged per dump: the newest, where the pending collective is (a ring buffer's tail).
-MAX_ENTRIES = 100_000
+# A dump holds at most TORCH_FR_BUFFER_SIZE entries (2,000 by default; the real dumps here take
+# ~440 bytes an entry, so 6 MB holds 14,000). A pickle unpacks to up to ~20 times its size (a dict of
+# distinct small keys, each to an empty dict, is the worst): the bound keeps unpickling within ~130 MB.
+MAX_DUMP_BYTES = 6 << 20
+# Entries kept per process group of a dump: the newest, where the pending collective is (a ring
+# buffer's tail); a rank stuck in a collective is at most a few behind the others.
+MAX_ENTRIES = 16
+# Process groups read per dump: a rank is a member of one per kind of parallelism (tens); and judged
+# across the dumps (every rank's own tensor-parallel group: hundreds in a big job).
+MAX_GROUPS = 64
+MAX_GROUPS_JUDGED = 4096
 FRAMES_SHOWN = 6
+# Ranks a finding names in words and in its JSON lists: the rest are counted (`and 3 more ranks`).
+NAMED_RANKS = 32
 
 
 @dataclass(frozen=True)
@@ -44,7 +53,7 @@ class RankDump:
     rank: str | None
     version: str
     status: Mapping[str, tuple[int, int]]  # process group → (last enqueued, last completed)
-    groups: Mapping[str, tuple[str, tuple[int, ...]]]  # process group → (description, global ranks)
+    groups: Mapping[str, tuple[str, Sequence[int]]]  # process group → (description, global ranks: shared)
     entries: tuple[Collective, ...]
 
 
@@ -54,13 +63,14 @@ class GroupFinding:
 
     pg: str
     desc: str
-    ranks: tuple[int, ...]
+    ranks: Sequence[int]
     enqueued: Mapping[str, int]
     completed: Mapping[str, int]
     pending: Collective | None
     missing: tuple[str, ...]  # ranks that never enqueued `pending`
     mismatched: tuple[str, ...]  # ranks that enqueued another op or other sizes at its sequence number
-    without_dump: tuple[str, ...]  # members of the group no dump was given for
+    without_dump: tuple[str, ...]  # members of the group no dump was given for: the first NAMED_RANKS
+    without_dump_more: int = 0  # and how many more
 
     def summary(self) -> str | None:
         """`collective #4 nccl:all_reduce of default_pg: enqueued by rank 0 (scheduled); rank 1
@@ -74,13 +84,14 @@ class GroupFinding:
             f"enqueued by {_names(joined)} ({pending.state})"
         ]
         if self.missing:
-            last = ", ".join(f"#{self.enqueued[rank]}" for rank in self.missing)
+            last = ", ".join(f"#{self.enqueued[rank]}" for rank in self.missing[:NAMED_RANKS])
+            last += ", …" if len(self.missing) > NAMED_RANKS else ""
             which = "the missing rank" if len(self.missing) == 1 else "the missing ranks"
             parts.append(f"{_names(self.missing)} never enqueued it (last: {last}): {which}")
         if self.mismatched:
             parts.append(f"{_names(self.mismatched)} enqueued another op or other sizes as #{pending.seq}")
         if self.without_dump:
-            parts.append(f"no dump of {_names(self.without_dump)}")
+            parts.append(f"no dump of {_names(self.without_dump, self.without_dump_more)}")
         return "; ".join(parts)
 
     def to_json(self) -> dict[str, Any]:
@@ -88,7 +99,8 @@ class GroupFinding:
         return {
             "pg": self.pg,
             "desc": self.desc,
-            "ranks": list(self.ranks),
+            "ranks": list(self.ranks[:NAMED_RANKS]),
+            "rank_count": len(self.ranks),
             "enqueued": dict(self.enqueued),
             "completed": dict(self.completed),
             "pending": None
@@ -103,6 +115,7 @@ class GroupFinding:
             "missing_ranks": list(self.missing),
             "mismatched_ranks": list(self.mismatched),
             "ranks_without_dump": list(self.without_dump),
+            "more_ranks_without_dump": self.without_dump_more,
             "summary": self.summary(),
         }
 
@@ -144,7 +157,8 @@ class _PlainData(pickle.Unpickler):
 
 
 def read_dumps(paths: Iterable[str]) -> list[RankDump]:
-    return [parse_dump(_read(path), path) for path in paths]
+    shared: dict[object, Any] = {}  # one copy of what the dumps repeat: a group's ranks, an entry's frames
+    return [parse_dump(_read(path), path, shared) for path in paths]
 
 
 def _read(path: str) -> bytes:
@@ -168,8 +182,10 @@ def _read(path: str) -> bytes:
     return data
 
 
-def parse_dump(data: bytes, path: str) -> RankDump:
-    """One rank's dump; its rank from the file name (torch writes `<prefix><rank>`)."""
+def parse_dump(data: bytes, path: str, shared: dict[object, Any] | None = None) -> RankDump:
+    """One rank's dump; its rank from the file name (torch writes `<prefix><rank>`). `shared` keeps one
+    copy of the rank lists and frames the dumps of one job repeat (every rank's dump lists every group)."""
+    shared = {} if shared is None else shared
     broken = InputError(f"{path}: not a readable flight-recorder dump", hint=_WHOLE)
     try:
         document = _PlainData(io.BytesIO(data)).load()
@@ -188,13 +204,10 @@ def parse_dump(data: bytes, path: str) -> RankDump:
     if not isinstance(document, dict) or not isinstance(document.get("entries", []), list):
         raise broken
     try:
-        listed = document.get("entries", [])
-        entries = tuple(
-            _collective(entry) for entry in listed[-MAX_ENTRIES:] if isinstance(entry, dict) and not entry.get("is_p2p")
-        )
+        entries = _newest(document.get("entries", []), shared)
         status = {
             str(pg): (_int(s.get("last_enqueued_collective")), _int(s.get("last_completed_collective")))
-            for pg, s in _table(document.get("pg_status")).items()
+            for pg, s in _first(_table(document.get("pg_status")), MAX_GROUPS)
             if isinstance(s, dict)
         }
         if not status:  # dumps before `pg_status` (torch < 2.5): the ring buffer's own record
@@ -208,8 +221,8 @@ def parse_dump(data: bytes, path: str) -> RankDump:
             version=str(document.get("version", "")),
             status=status,
             groups={
-                str(pg): (_text(c.get("desc"), ""), _ranks(c.get("ranks")))
-                for pg, c in _table(document.get("pg_config")).items()
+                str(pg): (_text(c.get("desc"), ""), _shared_ranks(c.get("ranks"), shared))
+                for pg, c in _first(_table(document.get("pg_config")), MAX_GROUPS)
                 if isinstance(c, dict)
             },
             entries=entries,
@@ -241,27 +254,69 @@ def _items(value: Any) -> Sequence[Any]:
     return value if isinstance(value, list | tuple) else []
 
 
-def _ranks(text: Any) -> tuple[int, ...]:
+def _first(table: Mapping[Any, Any], count: int) -> list[tuple[Any, Any]]:
+    return list(itertools.islice(table.items(), count))
+
+
+def _newest(listed: Any, shared: dict[object, Any]) -> tuple[Collective, ...]:
+    """The newest MAX_ENTRIES collectives of each process group (p2p entries aside), in the dump's order."""
+    entries = _items(listed)
+    kept: dict[str, list[tuple[int, Collective]]] = {}
+    for index in range(len(entries) - 1, -1, -1):
+        entry = entries[index]
+        if not isinstance(entry, dict) or entry.get("is_p2p"):
+            continue
+        collective = _collective(entry, shared)
+        newest = kept.get(collective.pg)
+        if newest is None:
+            if len(kept) == MAX_GROUPS:
+                continue
+            newest = kept[collective.pg] = []
+        if len(newest) < MAX_ENTRIES:
+            newest.append((index, collective))
+    return tuple(collective for _, collective in sorted(pair for group in kept.values() for pair in group))
+
+
+def _shared_ranks(text: Any, shared: dict[object, Any]) -> Sequence[int]:
+    """A group's global ranks, one copy for every dump that lists them (torch writes them as a JSON string):
+    a range where they are consecutive (a group of a million ranks is then a few bytes), else a compact array."""
+    if not isinstance(text, str):
+        return _ranks(text)
+    key = ("ranks", text)
+    found = shared.get(key)
+    if found is None:
+        found = shared[key] = _ranks(text)
+    return cast("Sequence[int]", found)
+
+
+def _ranks(text: Any) -> Sequence[int]:
     try:
         values = json.loads(text) if isinstance(text, str) else text
-    except ValueError:
+    except (ValueError, RecursionError):
         return ()
-    return tuple(value for value in _items(values) if isinstance(value, int))
+    numbers = array("q", (value for value in _items(values) if isinstance(value, int) and -(2**63) <= value < 2**63))
+    if len(numbers) > 1 and numbers[1] != numbers[0]:
+        step = numbers[1] - numbers[0]
+        span = range(numbers[0], numbers[-1] + step, step)
+        if len(span) == len(numbers) and all(a == b for a, b in zip(span, numbers, strict=True)):
+            return span
+    return numbers if len(numbers) != 1 else range(numbers[0], numbers[0] + 1)
 
 
-def _collective(entry: Mapping[str, Any]) -> Collective:
+def _collective(entry: Mapping[str, Any], shared: dict[object, Any]) -> Collective:
     group = _items(entry.get("process_group")) or [entry.get("pg_id")]
+    frames = tuple(
+        str(Frame(_text(frame.get("name")), _short(_text(frame.get("filename"))), _line(frame.get("line"))))
+        for frame in _items(entry.get("frames"))[:FRAMES_SHOWN]
+        if isinstance(frame, dict)
+    )
     return Collective(
         seq=_int(entry.get("collective_seq_id")),
         pg=_text(group[0]),
         op=_text(entry.get("profiling_name")),
         state=_text(entry.get("state")),
         input_sizes=tuple(tuple(_int(n) for n in _items(sizes)) for sizes in _items(entry.get("input_sizes"))),
-        frames=tuple(
-            str(Frame(_text(frame.get("name")), _short(_text(frame.get("filename"))), _line(frame.get("line"))))
-            for frame in _items(entry.get("frames"))[:FRAMES_SHOWN]
-            if isinstance(frame, dict)
-        ),
+        frames=shared.setdefault(("frames", frames), frames),
     )
 
 
@@ -283,7 +338,8 @@ def judge_dumps(dumps: Sequence[RankDump]) -> FlightReport:
     ranks whose dumps say they never enqueued it are missing from it (torch's fr_trace says the same)."""
     names = [dump.rank or f"dump {index + 1}" for index, dump in enumerate(dumps)]
     findings = []
-    for pg in sorted({pg for dump in dumps for pg in dump.status}, key=_pg_order):
+    named = dict.fromkeys(pg for dump in dumps for pg in dump.status)
+    for pg in sorted(itertools.islice(named, MAX_GROUPS_JUDGED), key=_pg_order):
         counts = {name: dump.status[pg] for name, dump in zip(names, dumps, strict=True) if pg in dump.status}
         desc, members = next((dump.groups[pg] for dump in dumps if pg in dump.groups), ("", ()))
         in_flight = [completed + 1 for enqueued, completed in counts.values() if enqueued > completed]
@@ -306,6 +362,8 @@ def judge_dumps(dumps: Sequence[RankDump]) -> FlightReport:
                     if entry is not None and (entry.op, entry.input_sizes) != (pending.op, pending.input_sizes)
                 ]
         dumped = {dump.rank for dump in dumps if pg in dump.status}
+        undumped = (f"rank {r}" for r in members if f"rank {r}" not in dumped)
+        without_dump = tuple(itertools.islice(undumped, NAMED_RANKS))
         findings.append(
             GroupFinding(
                 pg=pg,
@@ -316,7 +374,8 @@ def judge_dumps(dumps: Sequence[RankDump]) -> FlightReport:
                 pending=pending,
                 missing=tuple(missing),
                 mismatched=tuple(mismatched),
-                without_dump=tuple(f"rank {r}" for r in members if f"rank {r}" not in dumped),
+                without_dump=without_dump,
+                without_dump_more=sum(1 for _ in undumped),
             )
         )
     return FlightReport(tuple(dumps), tuple(findings))
@@ -327,5 +386,8 @@ def _pg_order(pg: str) -> tuple[int, str]:
     return (number, pg) if number is not None else (MAX_NUMBER + 1, pg)
 
 
-def _names(ranks: Sequence[str]) -> str:
-    return ", ".join(ranks)
+def _names(ranks: Sequence[str], more: int = 0) -> str:
+    """`rank 1, rank 3`; past NAMED_RANKS, the first of them and `and N more ranks`."""
+    more += max(0, len(ranks) - NAMED_RANKS)
+    named = ", ".join(ranks[:NAMED_RANKS])
+    return f"{named} and {more} more ranks" if more else named

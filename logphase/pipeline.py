@@ -261,6 +261,7 @@ def assemble(
         doubts=assessment.doubts,
         unrecognised=unknown,
         next_step=next_step,
+        ranks_not_followed=timeline.unfollowed,
     )
     return report, run
 

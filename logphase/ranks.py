@@ -29,20 +29,19 @@ def format_rank_set(ranks: Iterable[str | None]) -> str:
     `rank[0-2]`; one rank as is (`rank 3`); groups in natural order, after the ranks without a
     number (`main` for None) in the order given."""
     groups: dict[str, set[int]] = {}
-    loose: list[str] = []
+    loose: dict[str, None] = {}  # a dict: in order, each once, without a scan of the list per rank
     for rank in ranks:
         label = MAIN if rank is None else rank
         found = _LAST_NUMBER.match(label)
         if found is None or found.group("head")[-1:].isdigit():  # a number of over 18 digits
-            if label not in loose:
-                loose.append(label)
+            loose.setdefault(label)
             continue
         groups.setdefault(found.group("head"), set()).add(int(found.group("number")))
     parts = []
     for head in sorted(groups, key=natural_key):
         numbers = sorted(groups[head])
         parts.append(f"{head}{numbers[0]}" if len(numbers) == 1 else f"{head.rstrip()}[{_ranges(numbers)}]")
-    return ", ".join(loose + parts)
+    return ", ".join([*loose, *parts])
 
 
 def list_ranks(labels: Sequence[str], limit: int = 4) -> str:

@@ -28,7 +28,7 @@ def test_the_real_two_gpu_hang_names_rank_1() -> None:
     report = judge_dumps(read_dumps(DUMPS))
     # THEN collective #4 is pending on rank 0 and rank 1 never enqueued it
     (group,) = report.groups
-    assert (group.pg, group.desc, group.ranks) == ("0", "default_pg", (0, 1))
+    assert (group.pg, group.desc, tuple(group.ranks)) == ("0", "default_pg", (0, 1))
     assert (dict(group.enqueued), dict(group.completed)) == ({"rank 0": 4, "rank 1": 3}, {"rank 0": 3, "rank 1": 3})
     assert group.pending is not None
     assert (group.pending.seq, group.pending.op, group.pending.state) == (4, "nccl:all_reduce", "scheduled")
@@ -200,7 +200,7 @@ def test_a_pickle_of_five_million_references_to_one_entry_stays_small() -> None:
     document = {"version": "2.10", "pg_config": {}, "pg_status": {}, "entries": [one] * 5_000_000}
     data = pickle.dumps(document, protocol=2)
     assert len(data) < 16 << 20
-    # WHEN parsed THEN only the newest MAX_ENTRIES entries are judged
+    # WHEN parsed THEN only the newest MAX_ENTRIES entries of its process group are judged
     dumped = parse_dump(data, "fr-rank-0")
     assert len(dumped.entries) == MAX_ENTRIES
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from logphase.baselines.stats import PhaseStats, learned_budgets
 from logphase.durations import format_duration
-from logphase.logs.timeline import BarPace, Timeline
+from logphase.logs.timeline import BarPace, PhaseSpan, Timeline
 from logphase.phases import Phase
 
 # Without baselines or a pack budget, this much silence in a phase makes a live run `stalled`.
@@ -84,16 +84,18 @@ def _cadence(timeline: Timeline, phase: Phase | None) -> Budget | None:
     between its lines there and in the phase before, where it wrote at least CADENCE_MIN_GAPS times."""
     if phase is None:
         return None
+    # each rank's latest target phase before `phase`: one pass, not one per rank (a log of many ranks)
+    previous_of: dict[str | None, PhaseSpan] = {}
+    for other in timeline.spans:
+        if other.phase.order < phase.order and not other.draft:
+            held = previous_of.get(other.rank)
+            if held is None or other.phase.order > held.phase.order:
+                previous_of[other.rank] = other
     bounds: list[tuple[float, float]] = []
     for span in timeline.spans:
         if span.phase is not phase or span.ended or span.draft:
             continue
-        before = [
-            other
-            for other in timeline.spans
-            if other.rank == span.rank and other.phase.order < phase.order and not other.draft
-        ]
-        previous = max(before, key=lambda other: other.phase.order, default=None)
+        previous = previous_of.get(span.rank)
         spans = [span] + ([previous] if previous is not None else [])
         gaps = sum(s.gaps for s in spans)
         longest = max((s.longest_gap_s for s in spans if s.longest_gap_s is not None), default=None)

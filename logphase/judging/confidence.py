@@ -52,6 +52,12 @@ def assess(timeline: Timeline, judgement: Judgement, *, post_mortem: bool, earli
     spans = len(timeline.spans)
     if post_mortem and verdict in (Verdict.STALLED, Verdict.PROGRESSING) and spans < SHORT_EXCERPT_SPANS:
         doubts.append(f"a short excerpt ({spans} phase spans): a stall and slow progress look alike in it")
+    if timeline.unfollowed:
+        followed = len(timeline.ranks)
+        doubts.append(
+            f"the log names {followed + timeline.unfollowed} ranks: {timeline.unfollowed} more ranks after the "
+            f"first {followed} are counted, not followed; the phases and progress judged are the first {followed}'s"
+        )
     if timeline.system is None:
         doubts.append("no server or job system recognised: judged from generic lines only")
         if verdict in SUCCESS_VERDICTS and timeline.ready is None:

@@ -354,7 +354,7 @@ def _clean_exit(timeline: Timeline) -> Event | None:
 
 def server_phase(timeline: Timeline) -> tuple[Phase | None, Phase | None]:
     """(phase of the slowest rank, phase of the fastest) — docs/design.md §4.5."""
-    states = [_lockstep(timeline, state) for state in timeline.ranks]
+    states = _lockstep(timeline)
     main = timeline.main
     everyone = states + ([main] if main else [])
     if not everyone:
@@ -382,21 +382,25 @@ def _progressed_in(state: RankState, phase: Phase) -> bool:
     return state.last_progress is not None and state.last_progress.phase is phase
 
 
-def _lockstep(timeline: Timeline, state: RankState) -> RankState:
-    """CUDA-graph capture runs the model's collectives: while rank 0's capture bar advances, every
-    rank that finished its KV cache is capturing too, though only rank 0 draws the bar."""
-    if not Phase.KV_CACHE.order <= state.position[0] < Phase.CUDA_GRAPH.order:
-        return state
+def _lockstep(timeline: Timeline) -> list[RankState]:
+    """The named ranks' states, where CUDA-graph capture runs the model's collectives: while rank 0's
+    capture bar advances, every rank that finished its KV cache is capturing too, though only rank 0
+    draws the bar."""
     if not any(span.phase is Phase.CUDA_GRAPH and span.progress and span.progress.done for span in timeline.spans):
-        return state
+        return list(timeline.ranks)
     # where the ranks print their own capture lines (SGLang's `Capture cuda graph begin` on each rank), a
     # rank without one while its peers have one never began: it is behind, not silently capturing
     printers = {span.rank for span in timeline.spans if span.phase is Phase.CUDA_GRAPH}
-    if len(printers) >= 2 and state.rank not in printers:
-        return state
-    position = (Phase.CUDA_GRAPH.order, 0, 0)
-    current = Phase.COMPILE if state.current is Phase.COMPILE else Phase.CUDA_GRAPH
-    return replace(state, reached=Phase.CUDA_GRAPH, current=current, position=position)
+    states = []
+    for state in timeline.ranks:
+        if Phase.KV_CACHE.order <= state.position[0] < Phase.CUDA_GRAPH.order and (
+            len(printers) < 2 or state.rank in printers
+        ):
+            position = (Phase.CUDA_GRAPH.order, 0, 0)
+            current = Phase.COMPILE if state.current is Phase.COMPILE else Phase.CUDA_GRAPH
+            state = replace(state, reached=Phase.CUDA_GRAPH, current=current, position=position)
+        states.append(state)
+    return states
 
 
 def _first_root_failure(timeline: Timeline, after: Event | None, interrupt: Event | None = None) -> Event | None:
@@ -452,7 +456,8 @@ def _failure_culprits(timeline: Timeline, root: Event, failure: Event) -> tuple[
         return tuple(missing) if 0 < len(missing) < len(visible) else _behind_in_collectives(timeline)
     if Role.CASCADE in (failure.role, root.role):
         if 0 < len(silent) < len(visible):
-            lagging = [rank for rank in silent if rank in _lagging_ranks(timeline, grace=False)]
+            behind = set(_lagging_ranks(timeline, grace=False))
+            lagging = [rank for rank in silent if rank in behind]
             return tuple(lagging or silent)
         return ()
     rank = _canonical(timeline, root.rank)
@@ -508,7 +513,7 @@ def _lagging_ranks(timeline: Timeline, *, grace: bool = True) -> tuple[str, ...]
         return tuple(sorted((_canonical(timeline, r) or r for r in pending), key=rank_sort_key))
     if timeline.main is not None and timeline.main.reached in MAIN_PROCESS_PHASES:
         return ()
-    states = [_lockstep(timeline, s) for s in timeline.ranks if s.rank is not None]
+    states = [s for s in _lockstep(timeline) if s.rank is not None]
     if len(states) < 2:
         return ()
     ahead = max(state.position for state in states)
@@ -559,10 +564,7 @@ def _canonical(timeline: Timeline, rank: str | None) -> str | None:
     """`rank 3` (NCCL, torch) is `TP3` in a log whose ranks carry SGLang tags, when unambiguous."""
     if rank is None or is_tagged(rank):
         return rank
-    number = rank_number(rank)
-    matches = [
-        s.rank for s in timeline.ranks if s.rank is not None and is_tagged(s.rank) and rank_number(s.rank) == number
-    ]
+    matches = timeline.tagged_by_number.get(rank_number(rank), ())
     return matches[0] if len(matches) == 1 else rank
 
 

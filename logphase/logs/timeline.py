@@ -7,6 +7,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
+from functools import cached_property
 
 from logphase.bounded import read_int, read_rank
 from logphase.logs.matcher import FRAMES_PACK, Event, frame_rule
@@ -15,6 +16,10 @@ from logphase.phases import FAILURE_KINDS, MAIN_PROCESS_PHASES, EventKind, Phase
 
 # Enough failures to find the first root and what followed it; a crash loop adds no information.
 MAX_FAILURES = 2000
+# Ranks followed line by line (phases, progress, counters, exits): the largest real deployments log
+# a few thousand. A rank's accumulators take ~1.5 KB, so a log naming more (a crafted one: 200,000
+# ranks were 400 MB) has the ranks after these counted, not followed, and the report says so.
+MAX_RANKS = 4096
 # The phases a speculative draft worker repeats after the target's CUDA graphs (SGLang ≤0.5.10).
 DRAFT_REPEATED = frozenset({Phase.DIST_INIT, Phase.WEIGHT_LOAD, Phase.KV_CACHE, Phase.CUDA_GRAPH})
 # The captures this module reads from an event. Every event with one of TIMELINE_CAPTURES counts:
@@ -30,7 +35,7 @@ RANK_NUMBERS = re.compile(r"(DP|PP|ATTN_CP|MOE_DP|TP|EP|rank )(\d+)")
 BAR_CLOCK = re.compile(r"\[(?P<elapsed>(?:\d{1,6}:)?\d{1,2}:\d{2})<(?P<remaining>(?:\d{1,6}:)?\d{1,2}:\d{2}|\?)")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Progress:
     """Where a progress bar stands: `done` of `total`, and its rate over the bar's updates."""
 
@@ -75,7 +80,7 @@ class InputFacts:
     last_time: datetime | None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class PhaseSpan:
     """One rank's time in one phase (a draft worker's spans are separate: `draft`)."""
 
@@ -99,7 +104,7 @@ class PhaseSpan:
         return max(0.0, (self.end - self.start).total_seconds())
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class RankState:
     """How far one rank got. `current` is `compile` while lazy compilation is its latest news;
     `position` orders ranks: the phase reached, then the draft block after the target's graphs,
@@ -161,11 +166,25 @@ class Timeline:
     bar: BarPace | None = None  # the bar of the newest progress, while it is short of its total
     dated: tuple[DatedTicks, ...] = ()  # ranks whose bar ticks were dated from the bars' own clocks
     inputs: tuple[InputFacts, ...] = ()  # per input (source), for a run given as several logs
+    unfollowed: int = 0  # ranks past the first MAX_RANKS: their lines counted, their phases not followed
 
     def rank_state(self, rank: str | None) -> RankState | None:
         if rank is None:
             return self.main
-        return next((state for state in self.ranks if state.rank == rank), None)
+        return self._states.get(rank)
+
+    @cached_property
+    def _states(self) -> dict[str | None, RankState]:
+        return {state.rank: state for state in self.ranks}
+
+    @cached_property
+    def tagged_by_number(self) -> Mapping[int | None, tuple[str, ...]]:
+        """The tagged ranks (`TP3`, `DP0 TP3`) by their TP number: how `rank 3` is matched to a tag."""
+        found: dict[int | None, list[str]] = {}
+        for state in self.ranks:
+            if state.rank is not None and is_tagged(state.rank):
+                found.setdefault(rank_number(state.rank), []).append(state.rank)
+        return {number: tuple(ranks) for number, ranks in found.items()}
 
 
 def rank_sort_key(rank: str | None) -> tuple[int, ...]:
@@ -187,7 +206,7 @@ def rank_number(rank: str) -> int | None:
     return None
 
 
-@dataclass
+@dataclass(slots=True)
 class _SpanAcc:
     phase: Phase
     rank: str | None
@@ -212,7 +231,7 @@ class _SpanAcc:
     seen: datetime | None = None  # the newest time of a line of the rank in the phase
 
 
-@dataclass
+@dataclass(slots=True)
 class _RankAcc:
     rank: str | None
     reached: Phase | None = None
@@ -254,6 +273,8 @@ class TimelineBuilder:
     source_systems: dict[int, Counter[str]] = field(default_factory=dict)
     source_times: dict[int, tuple[datetime, datetime]] = field(default_factory=dict)
     group_exit: Event | None = None
+    followed: set[str] = field(default_factory=set)  # the named ranks followed, at most MAX_RANKS
+    unfollowed: set[str] = field(default_factory=set)  # the named ranks past them: counted only
     # systems that are jobs, not servers (packs with `job = true`); a caller with its own packs passes theirs
     job_systems: frozenset[str] = field(default_factory=lambda: shipped_packs().job_systems)
 
@@ -302,12 +323,15 @@ class TimelineBuilder:
             self.interrupt = event
         if event.kind is EventKind.EXIT:
             if event.rank is not None:
-                self.exits[event.rank] = event
+                if self._follows(event.rank):
+                    self.exits[event.rank] = event
             else:
                 self.group_exit = event
         if event.kind is EventKind.MARK and event.role is Role.ROOT and len(self.hangs) < MAX_FAILURES:
             self.hangs.append(event)  # the program says it waits on something that does not come
         if event.phase is None:
+            return
+        if event.rank is not None and not self._follows(event.rank):
             return
         if event.rank is not None and not failed:
             self.exits.pop(event.rank, None)  # the rank went on after its exit line (a new communicator)
@@ -356,6 +380,16 @@ class TimelineBuilder:
         self.served = self.served or phase in (Phase.READY, Phase.SERVING)
         if self.latest_phase_event is None or event.order_key >= self.latest_phase_event.order_key:
             self.latest_phase_event = event
+
+    def _follows(self, rank: str) -> bool:
+        """Whether `rank` is followed: one of the first MAX_RANKS named; a later one is only counted."""
+        if rank in self.followed:
+            return True
+        if len(self.followed) < MAX_RANKS:
+            self.followed.add(rank)
+            return True
+        self.unfollowed.add(rank)
+        return False
 
     def _owner(self, event: Event) -> str | None:
         """tqdm bars carry no rank tag: rank 0 prints them (docs/design.md §1)."""
@@ -465,6 +499,9 @@ class TimelineBuilder:
     def _note_counters(self, event: Event) -> None:
         captures = event.captures
         rank = event.rank
+        counted = "comm" in captures or "seq" in captures or "last_completed" in captures
+        if rank is not None and counted and not self._follows(rank):
+            return
         if "comm" in captures and rank is not None:
             comm = captures["comm"]
             if event.kind is EventKind.BEGIN:
@@ -555,6 +592,7 @@ class TimelineBuilder:
                 DatedTicks(rank, len(lines), min(lines), max(lines))
                 for rank, lines in sorted(self.dated.items(), key=lambda item: rank_sort_key(item[0]))
             ),
+            unfollowed=len(self.unfollowed),
         )
 
     def _bar_pace(self) -> BarPace | None:

@@ -164,6 +164,17 @@ def _bar_text(members: Sequence[SpanRow]) -> str:
     return f"{bar['done']}{total}{rate}"
 
 
+# Ranks a culprit list names in full: the rest are counted (`and 195904 more ranks`).
+LISTED_RANKS = 64
+
+
+def rank_list(ranks: Sequence[str], quote: Callable[[str], str] = str) -> str:
+    """`TP1, TP5, TP9`; past LISTED_RANKS, the first of them and `and N more ranks`."""
+    listed = ", ".join(quote(rank) for rank in ranks[:LISTED_RANKS])
+    more = len(ranks) - LISTED_RANKS
+    return f"{listed} and {more} more ranks" if more > 0 else listed
+
+
 def rank_table(report: Report) -> Table:
     """Per-rank rows, only when they tell something: culprits, or ranks in different phases
     before the main process took over (after that, every rank finished its init)."""
@@ -173,15 +184,17 @@ def rank_table(report: Report) -> Table:
         return Table(headers, [])
     if report.phase in MAIN_PROCESS_PHASES and not report.culprit_ranks:
         return Table(headers, [])
-    return Table(
-        headers,
-        [[row.rank, row.current.value, clock(row.last_progress), str(row.last_progress_line or "")] for row in rows],
-    )
+    listed = [
+        [row.rank, row.current.value, clock(row.last_progress), str(row.last_progress_line or "")] for row in rows
+    ]
+    if report.ranks_not_followed:  # the timeline followed only the first ranks (logs/timeline.py MAX_RANKS)
+        listed.append([f"and {report.ranks_not_followed} more ranks, not followed", "", "", ""])
+    return Table(headers, listed)
 
 
 def rank_title(table: Table) -> str:
     """`Ranks diverge` only where their phases do; the culprits' table alone is `Ranks`."""
-    return "Ranks diverge" if len({row[1] for row in table.rows}) > 1 else "Ranks"
+    return "Ranks diverge" if len({row[1] for row in table.rows if row[1]}) > 1 else "Ranks"
 
 
 def shareable_path(path: str) -> str:

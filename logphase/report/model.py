@@ -52,7 +52,7 @@ class RootCause:
     time: datetime | None = None  # the line's stamp, or the last one before it (the picture marks it)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class SpanRow:
     phase: Phase
     rank: str | None
@@ -67,7 +67,7 @@ class SpanRow:
     progress: Mapping[str, Any] | None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class RankRow:
     """Where one rank stands: the phase it reached and its last progress."""
 
@@ -126,6 +126,7 @@ class Report:
     doubts: tuple[str, ...] = ()  # what speaks against it, said, never silently resolved
     unrecognised: tuple[UnknownTemplate, ...] = ()  # when nothing was recognised: what the packs missed
     next_step: NextStep | None = None  # what to do next (the packs' `[[next]]`)
+    ranks_not_followed: int = 0  # ranks counted in `ranks` whose phases are not in `phases` nor `rank_rows`
 
     @property
     def exit_code(self) -> ExitCode:
@@ -193,6 +194,7 @@ class Report:
                 }
                 for row in self.rank_rows
             ],
+            "ranks_not_followed": self.ranks_not_followed,
             "last_line": None
             if self.last_line is None
             else {

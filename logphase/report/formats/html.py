@@ -18,6 +18,7 @@ from logphase.report.analysis import (
     facts,
     findings,
     phase_table,
+    rank_list,
     rank_table,
     rank_title,
     root_title,
@@ -99,7 +100,7 @@ class HtmlFormat:
         if ranks.rows:
             body += [f'<section id="ranks"><h2>{rank_title(ranks)}</h2>', _table(ranks), "</section>"]
         if report.culprit_ranks:
-            body.append(f"<p>Culprit ranks: {escape(', '.join(report.culprit_ranks))}</p>")
+            body.append(f"<p>Culprit ranks: {escape(rank_list(report.culprit_ranks))}</p>")
         root = report.root_cause
         if root is not None:
             title = f"{root_title(report)} at {shareable_path(root.path)}:{root.line} ({root.rule})"

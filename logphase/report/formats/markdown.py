@@ -18,6 +18,7 @@ from logphase.report.analysis import (
     facts,
     findings,
     phase_table,
+    rank_list,
     rank_table,
     root_title,
     shareable_path,
@@ -60,7 +61,7 @@ class MarkdownFormat:
             if table.rows:
                 out += [tabulate(table.rows, headers=table.headers, tablefmt="github"), ""]
         if report.culprit_ranks:
-            out += [f"Culprit ranks: {', '.join(f'`{r}`' for r in report.culprit_ranks)}", ""]
+            out += [f"Culprit ranks: {rank_list(report.culprit_ranks, lambda rank: f'`{rank}`')}", ""]
         root = report.root_cause
         if root is not None:
             out += [f"<details open><summary>{root_title(report)}: line {root.line}</summary>", "", "```"]

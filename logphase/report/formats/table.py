@@ -14,6 +14,7 @@ from logphase.report.analysis import (
     findings,
     headline,
     phase_table,
+    rank_list,
     rank_table,
     rank_title,
     root_title,
@@ -49,7 +50,7 @@ class TableFormat:
         if ranks.rows:
             out += [f"{rank_title(ranks)}:", simple_table(ranks.rows, ranks.headers, self.width), ""]
         if report.culprit_ranks:
-            out += [f"Culprit ranks: {', '.join(report.culprit_ranks)}", ""]
+            out += [f"Culprit ranks: {rank_list(report.culprit_ranks)}", ""]
         root = report.root_cause
         if root is not None:
             who = f", {root.rank}" if root.rank else ""
