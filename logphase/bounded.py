@@ -37,6 +37,14 @@ def read_int(text: str | None, limit: int = MAX_NUMBER) -> int | None:
     return value if value <= limit else None
 
 
+def read_signed(text: str | None) -> int | None:
+    """`read_int` with a leading minus allowed (torch's `last completed NCCL work: -1`)."""
+    if text is not None and text.startswith("-"):
+        value = read_int(text[1:])
+        return -value if value is not None else None
+    return read_int(text)
+
+
 def read_rank(text: str | None) -> int | None:
     """A rank id: a number up to MAX_RANK."""
     return read_int(text, MAX_RANK)

@@ -6,7 +6,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 
-from logphase.bounded import read_int
+from logphase.bounded import read_int, read_signed
 from logphase.durations import format_duration
 from logphase.judging.budgets import Budget, Budgets, stall_words
 from logphase.logs.matcher import Event
@@ -288,22 +288,15 @@ def _phase_of_collective(root: Event) -> Phase | None:
     the group's collectives completed (SeqNum 1, `last completed` 0 or -1): its first, the distributed init's
     barrier or broadcast; a hundred completed: the steady state (serving, a job's steps); between: unknown."""
     captures = root.captures
-    completed = _count(captures.get("last_completed"))
+    completed = read_signed(captures.get("last_completed"))
     if completed is None:
-        seq = _count(captures.get("seq"))
+        seq = read_signed(captures.get("seq"))
         completed = seq - 1 if seq is not None else None
     if completed is None:
         return None
     if completed >= STEADY_COLLECTIVES:
         return Phase.SERVING
     return Phase.DIST_INIT if completed <= 0 else None
-
-
-def _count(text: str | None) -> int | None:
-    """A counter a rule captured (`-?\\d+`), or None."""
-    if text is None or not text.lstrip("-").isdigit() or len(text) > 18:
-        return None
-    return int(text)
 
 
 def _launched(phase: Phase | None, furthest: Phase | None) -> tuple[Phase, Phase]:

@@ -261,18 +261,7 @@ class SourceMatcher:
         if best is None:
             return None
         rule, captures = best
-        return Event(
-            source=line.source,
-            line=line.number,
-            time=self.last_time,
-            rank=fields.rank if fields.rank is not None else block.rank,
-            rule=rule,
-            captures={**captures, CUT_TRACEBACK: "raise"},
-            text=line.text,
-            message=message,
-            block=block.opener_line,
-            stamped=False,
-        )
+        return self._cut_event(block, line, fields, rule, {**captures, CUT_TRACEBACK: "raise"}, message)
 
     def _frames_only(self, block: _Block | None) -> Event | None:
         """The source ends inside a run of traceback frames that neither its `Traceback` line nor its
@@ -288,15 +277,22 @@ class SourceMatcher:
             return None
         rule, captures = best
         rule = replace(rule, role=Role.CASCADE)  # its exception is not in the log: the cause only if nothing else is
+        message = "a traceback's frames, cut before its first line and its exception line"
+        return self._cut_event(block, line, fields, rule, {**captures, CUT_TRACEBACK: "frames"}, message)
+
+    def _cut_event(
+        self, block: _Block, line: Line, fields: PrefixFields, rule: Rule, captures: dict[str, str], message: str
+    ) -> Event:
+        """The event that stands for a traceback cut before its exception line (`captures` say how it was read)."""
         return Event(
             source=line.source,
             line=line.number,
             time=self.last_time,
-            rank=block.rank,
+            rank=fields.rank if fields.rank is not None else block.rank,
             rule=rule,
-            captures={**captures, CUT_TRACEBACK: "frames"},
+            captures=captures,
             text=line.text,
-            message="a traceback's frames, cut before its first line and its exception line",
+            message=message,
             block=block.opener_line,
             stamped=False,
         )
@@ -431,19 +427,18 @@ class SourceMatcher:
         """Remember the innermost frame that proves a phase; the group's event comes at its end. A
         traceback's source line under its innermost frame names the call into the next frame, which a
         traceback cut there no longer shows (`self.init_torch_distributed()`): that call counts as a frame."""
-        key = frame_key(message)
+        framed = frame_key(message)
+        key = framed if framed is not None else self._called(message)
         if key is None:
-            key = self._called(message)
-            if key is None:
-                return
+            return
         group = self._frames
         if group is None:
             # a dump's tail with no header: faulthandler writes `line N in f`, a traceback `line N, in f`
             group = self._frames = _FrameGroup(innermost_first=", in " not in message)
         if group.innermost_first and group.phase is not None:
             return
-        if key.endswith(")") and " (" in key and frame_key(message) is not None:
-            group.last_file = key.rsplit(" (", 1)[1][:-1]
+        if framed is not None:
+            group.last_file = framed.rsplit(" (", 1)[1][:-1]
         phase = self._frame_phases.get(key, _UNSEEN)
         if phase is _UNSEEN:
             phase = self.packs.frame_phase(key)

@@ -23,6 +23,7 @@ from logphase.bounded import (
     in_calendar,
     rank_label,
     read_int,
+    read_signed,
 )
 from logphase.ranks import format_rank_set, natural_key
 from logphase.stacks.dumps_json import parse_json_text
@@ -45,6 +46,13 @@ def test_numbers_ranks_and_signs_within_their_bounds() -> None:
     assert rank_label(str(MAX_RANK)) == f"rank {MAX_RANK}"
     assert rank_label(str(MAX_RANK + 1)) is None
     assert rank_label("3", "local_rank") == "local_rank 3"
+    # a counter torch may print negative (`last completed NCCL work: -1`), bounded the same way
+    assert (read_signed("-1"), read_signed("174"), read_signed("-" + "9" * 5000), read_signed("-²")) == (
+        -1,
+        174,
+        None,
+        None,
+    )
 
 
 @settings(max_examples=60, deadline=None)
