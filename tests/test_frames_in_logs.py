@@ -6,6 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.conftest import run_json
 
 SRT = "/usr/local/lib/python3.12/dist-packages/sglang/srt"
@@ -60,12 +62,22 @@ HTTP_START = [
 ]
 
 
-def test_a_crash_in_the_event_loop_while_the_server_starts_is_the_warmups(tmp_path: Path) -> None:
+# The same lines as collected by `docker logs -t` and by `kubectl logs --prefix` (their envelopes are removed first)
+WRAPPERS = {
+    "plain": lambda n, line: line,
+    "docker logs -t": lambda n, line: f"2025-06-27T19:02:{10 + n:02d}.123456789Z {line}",
+    "kubectl logs --prefix": lambda n, line: f"[pod/sglang-7d9f-abcde/server] {line}",
+}
+
+
+@pytest.mark.parametrize("wrapper", sorted(WRAPPERS))
+def test_a_crash_in_the_event_loop_while_the_server_starts_is_the_warmups(tmp_path: Path, wrapper: str) -> None:
     # GIVEN uvicorn starting (no ready line yet), then the scheduler of a TP=1 server (untagged since SGLang
-    # 0.4.6) failing inside its event loop
+    # 0.4.6) failing inside its event loop, as pasted or as a collector kept them
     lines = HTTP_START + _scheduler_traceback("2025-06-27 19:02:11", EVENT_LOOP, tag="")
+    wrapped = [WRAPPERS[wrapper](n, line) for n, line in enumerate(lines)]
     # WHEN analysed THEN crashed during warmup: the loop was running the warmup request
-    report = _analyze(tmp_path, lines)
+    report = _analyze(tmp_path, wrapped)
     assert (report["verdict"], report["phase"]) == ("crashed", "warmup")
 
 
