@@ -3,6 +3,7 @@ makes when the paste is cut there, and a serving loop's frame while the server i
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -63,7 +64,7 @@ HTTP_START = [
 
 
 # The same lines as collected by `docker logs -t` and by `kubectl logs --prefix` (their envelopes are removed first)
-WRAPPERS = {
+WRAPPERS: dict[str, Callable[[int, str], str]] = {
     "plain": lambda n, line: line,
     "docker logs -t": lambda n, line: f"2025-06-27T19:02:{10 + n:02d}.123456789Z {line}",
     "kubectl logs --prefix": lambda n, line: f"[pod/sglang-7d9f-abcde/server] {line}",
