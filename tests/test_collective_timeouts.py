@@ -47,11 +47,17 @@ STATUS = (
 
 
 @pytest.mark.parametrize(
-    ("seq", "done", "phase"),
-    [(175, 174, "serving"), (151721, 151720, "serving"), (1, 0, "dist_init"), (1, -1, "dist_init"), (9, 8, "launch")],
+    ("seq", "done", "phase", "furthest"),
+    [
+        (175, 174, "serving", "serving"),
+        (151721, 151720, "serving", "serving"),
+        (1, 0, "dist_init", "dist_init"),
+        (1, -1, "dist_init", "dist_init"),
+        (9, 8, "launch", "dist_init"),
+    ],
 )
 def test_a_lone_collective_timeout_takes_its_phase_from_its_counters(
-    tmp_path: Path, seq: int, done: int, phase: str
+    tmp_path: Path, seq: int, done: int, phase: str, furthest: str
 ) -> None:
     # GIVEN only the status line of a timed-out collective: `seq`, with `done` of the group's collectives completed
     log = tmp_path / "status.log"
@@ -59,9 +65,11 @@ def test_a_lone_collective_timeout_takes_its_phase_from_its_counters(
     # WHEN analysed
     _, report = run_json("analyze", "--post-mortem", str(log))
     # THEN a timeout, placed by the counters: a hundred completed is the steady state, none the first
-    # collective (the distributed init's); between, only `launch` is certain
+    # collective (the distributed init's); between, where it was is unknown (said as `launch`, no "during")
     assert (report["verdict"], report["phase"]) == ("timeout", phase)
     assert ("its collective counters" in report["reason"]) == (phase != "launch")
+    # AND a process group timed out, so the run reached dist_init at least, whatever the counters say
+    assert report["furthest_phase"] == furthest
 
 
 def test_timeouts_in_two_process_groups_name_their_writers_and_blame_no_one(tmp_path: Path) -> None:
@@ -81,3 +89,32 @@ def test_timeouts_in_two_process_groups_name_their_writers_and_blame_no_one(tmp_
     # THEN a timeout reported by rank 13 (the writer, not the group's rank 1), and no culprit: the two
     # counters belong to different groups, and every rank shown is one that waited
     assert (report["verdict"], report["root_cause"]["rank"], report["culprit_ranks"]) == ("timeout", "rank 13", [])
+
+
+# libnccl's error line (misc/socket.cc, ref 1.x) and a SGLang start-up that had reached weight_load before it
+NCCL_ERROR = (
+    "gpu-3:5121:5189 [1] misc/socket.cc:484 NCCL WARN socketStartConnect: Connect to 10.0.0.2<41379> failed : "
+    "Software caused connection abort\n"
+)
+SGLANG_TO_WEIGHTS = (
+    "[2025-03-08 12:29:01 TP0] Init torch distributed begin.\n"
+    "[2025-03-08 12:29:05 TP0] Init torch distributed ends. mem usage=0.12 GB\n"
+    "[2025-03-08 12:29:13 TP0] Load weight begin. avail mem=21.63 GB\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "furthest"),
+    [(NCCL_ERROR, "dist_init"), (SGLANG_TO_WEIGHTS + NCCL_ERROR, "weight_load")],
+    ids=["nccl-error-alone", "after-weight-load"],
+)
+def test_a_process_group_line_proves_dist_init_was_reached_and_never_lowers_the_phase(
+    tmp_path: Path, text: str, furthest: str
+) -> None:
+    # GIVEN an NCCL error line (printed only once a communicator's init began), alone or after later phases
+    log = tmp_path / "nccl.log"
+    log.write_text(text)
+    # WHEN analysed
+    _, report = run_json("analyze", "--post-mortem", str(log))
+    # THEN a crash, and the furthest phase is dist_init at least: the line proves it, the phase lines can say more
+    assert (report["verdict"], report["furthest_phase"]) == ("crashed", furthest)

@@ -104,7 +104,9 @@ def judge(
         where = f" during {phase}" if phase else ""
         counted = _phase_of_collective(root) if phase is None else None
         if counted is not None:
-            phase, furthest, where = counted, furthest or counted, f" during {counted} (its collective counters)"
+            if furthest is None or counted.order > furthest.order:
+                furthest = counted
+            phase, where = counted, f" during {counted} (its collective counters)"
         phase, furthest = _launched(phase, furthest)  # said as its phase, not as where it failed
         who = f"{root.rank} " if root.rank else ""
         relayed = _relayed_from(root)
@@ -346,13 +348,16 @@ def _clean_exit(timeline: Timeline) -> Event | None:
 
 
 def server_phase(timeline: Timeline) -> tuple[Phase | None, Phase | None]:
-    """(phase of the slowest rank, phase of the fastest) — docs/design.md §4.5."""
+    """(phase of the slowest rank, phase of the fastest or the furthest a line proves reached: pack `reached`)
+    — docs/design.md §4.5."""
     states = _lockstep(timeline)
     main = timeline.main
     everyone = states + ([main] if main else [])
     if not everyone:
-        return None, None
+        return None, timeline.floor
     furthest = max(everyone, key=lambda state: state.position).reached
+    if timeline.floor is not None and timeline.floor.order > furthest.order:
+        furthest = timeline.floor  # a line proves more than the phase lines show (a collective timed out)
     latest = timeline.latest_phase_event
     if main is not None and main.reached in MAIN_PROCESS_PHASES:
         phase = main.reached

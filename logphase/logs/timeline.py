@@ -167,6 +167,7 @@ class Timeline:
     dated: tuple[DatedTicks, ...] = ()  # ranks whose bar ticks were dated from the bars' own clocks
     inputs: tuple[InputFacts, ...] = ()  # per input (source), for a run given as several logs
     unfollowed: int = 0  # ranks past the first MAX_RANKS: their lines counted, their phases not followed
+    floor: Phase | None = None  # the furthest phase a line proves was reached without being in it (pack `reached`)
 
     def rank_state(self, rank: str | None) -> RankState | None:
         if rank is None:
@@ -273,6 +274,7 @@ class TimelineBuilder:
     source_systems: dict[int, Counter[str]] = field(default_factory=dict)
     source_times: dict[int, tuple[datetime, datetime]] = field(default_factory=dict)
     group_exit: Event | None = None
+    floor: Phase | None = None
     followed: set[str] = field(default_factory=set)  # the named ranks followed, at most MAX_RANKS
     unfollowed: set[str] = field(default_factory=set)  # the named ranks past them: counted only
     # systems that are jobs, not servers (packs with `job = true`); a caller with its own packs passes theirs
@@ -312,6 +314,9 @@ class TimelineBuilder:
         if "version" in event.captures and self.version is None:
             self.version = event.captures["version"]
         self._note_counters(event)
+        reached = event.rule.reached
+        if reached is not None and (self.floor is None or reached.order > self.floor.order):
+            self.floor = reached
         if "health_status" in event.captures and (self.health is None or event.order_key >= self.health.order_key):
             self.health = event  # kept before any phase logic: a 503 after `serving` is news
         failed = event.kind in FAILURE_KINDS
@@ -593,6 +598,7 @@ class TimelineBuilder:
                 for rank, lines in sorted(self.dated.items(), key=lambda item: rank_sort_key(item[0]))
             ),
             unfollowed=len(self.unfollowed),
+            floor=self.floor,
         )
 
     def _bar_pace(self) -> BarPace | None:

@@ -424,6 +424,7 @@ def _parse_rule(
         summary=item["summary"],
         examples=tuple(item["examples"]),
         counter_examples=tuple(item["counter_examples"]),
+        reached=Phase(item["reached"]) if item["reached"] else None,
     )
 
 

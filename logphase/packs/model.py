@@ -215,6 +215,7 @@ class Rule:
     examples: tuple[str, ...]
     counter_examples: tuple[str, ...]
     implied_system: str | None = None  # the system a log of only generic lines like this one is
+    reached: Phase | None = None  # a phase the line proves was reached, without being in it
 
     def prefilter(self, message: str, lowered: str) -> bool:
         """Cheap test before the regex: the literal the regex cannot match without."""

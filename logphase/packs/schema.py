@@ -148,6 +148,13 @@ RULE = Table(
         Key("kind", KIND, True, "what the line is (below)"),
         Key("regex", STRING, True, "searched in the message"),
         Key("phase", PHASE, False, "the phase the line proves; optional for failures"),
+        Key(
+            "reached",
+            PHASE,
+            False,
+            "a phase the line proves the run had reached, without placing the line in it: a collective's "
+            "timeout proves a process group was up (`dist_init`), wherever the job was when it fired",
+        ),
         Key("role", ROLE, False, "how much the line explains (below)", default="progress"),
         Key(
             "priority",
