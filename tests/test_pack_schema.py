@@ -123,6 +123,21 @@ def test_a_defect_is_named_with_file_table_id_key_and_nearest_key(tmp_path: Path
     assert error.hint
 
 
+@pytest.mark.parametrize(
+    "body",
+    [
+        RULE + 'closes_from = "kv_cache"\n',  # a `ready`, not an end
+        RULE.replace('kind = "ready"', 'kind = "end"').replace('phase = "ready"', 'phase = "kv_cache"')
+        + 'closes_from = "cuda_graph"\n',  # the open step would come after the line's own phase
+    ],
+    ids=["not-an-end", "from-after-phase"],
+)
+def test_closes_from_needs_an_end_of_a_later_phase(tmp_path: Path, body: str) -> None:
+    # GIVEN a rule whose `closes_from` cannot close a step up to its own phase WHEN loaded THEN refused, named
+    path, error = refused(tmp_path, HEADER + body)
+    assert error.message == f'{path}: [[rule]] user.ready: closes_from needs kind = "end" and a later `phase`'
+
+
 def test_a_job_pack_must_name_its_systems(tmp_path: Path) -> None:
     path, error = refused(tmp_path, HEADER + "job = true\n" + RULE)
     assert error.message == f"{path}: [pack]: job = true needs the systems that are jobs"

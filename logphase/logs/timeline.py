@@ -406,10 +406,15 @@ class TimelineBuilder:
     def _effective_phase(event: Event, acc: _RankAcc) -> tuple[Phase, bool]:
         """SGLang ≤0.5.10 runs the draft worker after the target's graphs: its second dist init,
         weight load and KV pool are `draft_init`; its capture (and the bars while it is the rank's
-        latest news) is `cuda_graph` again, flagged draft. Later versions interleave and flag."""
+        latest news) is `cuda_graph` again, flagged draft. Later versions interleave and flag. A rule's
+        `closes_from` ends the step open on the rank rather than its own phase."""
         phase = event.phase
         assert phase is not None
         reached = acc.reached
+        opened = event.rule.closes_from
+        if opened is not None and reached is not None and reached.order < phase.order:
+            # the line closes the step the rank is in (a skipped capture is not claimed), at least `closes_from`
+            return (reached if reached.order > opened.order else opened), event.rule.draft
         past_graphs = reached is not None and Phase.CUDA_GRAPH.order <= reached.order < Phase.HTTP_START.order
         if past_graphs and phase in DRAFT_REPEATED:
             if phase is not Phase.CUDA_GRAPH:

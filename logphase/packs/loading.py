@@ -405,6 +405,14 @@ def _parse_rule(
     if literal is not None and ignore_case:
         literal = literal.lower()
     system: str | None = item["system"]
+    closes_from = item["closes_from"]
+    if closes_from is not None and (
+        item["kind"] != "end" or not item["phase"] or Phase(closes_from).order >= Phase(item["phase"]).order
+    ):
+        raise PackError(
+            f"{path}: {place}: closes_from needs kind = \"end\" and a later `phase`",
+            hint=RULE.key("closes_from").doc,
+        )
     return Rule(
         id=item["id"],
         pack=pack,
@@ -425,6 +433,7 @@ def _parse_rule(
         examples=tuple(item["examples"]),
         counter_examples=tuple(item["counter_examples"]),
         reached=Phase(item["reached"]) if item["reached"] else None,
+        closes_from=Phase(item["closes_from"]) if item["closes_from"] else None,
     )
 
 

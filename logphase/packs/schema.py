@@ -155,6 +155,13 @@ RULE = Table(
             "a phase the line proves the run had reached, without placing the line in it: a collective's "
             "timeout proves a process group was up (`dist_init`), wherever the job was when it fired",
         ),
+        Key(
+            "closes_from",
+            PHASE,
+            False,
+            "an `end` that closes the step open on its rank, from this phase up to its own `phase`: a line that "
+            "ends a sequence whose last steps a server may skip (CUDA graphs disabled) claims only what ran",
+        ),
         Key("role", ROLE, False, "how much the line explains (below)", default="progress"),
         Key(
             "priority",
