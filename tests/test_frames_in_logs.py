@@ -88,3 +88,102 @@ def test_a_crash_in_the_event_loop_of_a_log_that_starts_mid_run_is_the_servings(
     # WHEN analysed THEN crashed during serving
     report = _analyze(tmp_path, lines)
     assert (report["verdict"], report["phase"]) == ("crashed", "serving")
+
+
+SERVING_LOOP = ("managers/scheduler.py", 2415, "event_loop_normal", "self.process_input_requests(recv_reqs)")
+
+
+@pytest.mark.parametrize(
+    ("calls", "error"),
+    [
+        (
+            [
+                ("managers/scheduler.py", 2415, "event_loop_normal", "result = self.run_batch(batch)"),
+                ("managers/scheduler.py", 1602, "run_batch", "self.draft_worker.forward_batch_speculative_generation("),
+                ("speculative/eagle_worker.py", 310, "forward_batch_speculative_generation", "self.verify(batch)"),
+            ],
+            "RuntimeError: CUDA error: an illegal memory access was encountered",
+        ),
+        (
+            [
+                SERVING_LOOP,
+                ("managers/scheduler.py", 1210, "init_weights_update_group", "success, message = self.tp_worker."),
+                ("model_executor/model_runner.py", 744, "init_weights_update_group", "self._model_update_group = "),
+                ("../../torch/distributed/c10d_logger.py", 81, "init_process_group", "return func(*args, **kwargs)"),
+            ],
+            "torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/NCCLUtils.hpp:317",
+        ),
+    ],
+    ids=["eagle-verify-while-serving", "weight-update-group-while-serving"],
+)
+def test_an_inner_frame_of_an_earlier_step_never_takes_a_serving_loop_back_to_start_up(
+    tmp_path: Path, calls: list[tuple[str, int, str, str]], error: str
+) -> None:
+    # GIVEN a mid-run scheduler traceback whose outer frame is the serving loop and whose inner frames are in
+    # code that also runs at start-up (the EAGLE worker's module; a process group's init for a weight update)
+    lines = _scheduler_traceback("2025-06-02 10:00:01", calls) + [error]
+    # WHEN analysed
+    report = _analyze(tmp_path, lines)
+    # THEN a crash while serving: the inner frame refines no start-up step here
+    assert (report["verdict"], report["phase"], report["furthest_phase"]) == ("crashed", "serving", "serving")
+
+
+def test_a_faulthandler_dump_is_placed_by_its_latest_step_whatever_frame_comes_first(tmp_path: Path) -> None:
+    # GIVEN faulthandler's dump (most recent call first) of the weight-update group's init under the serving loop
+    lines = [
+        "Fatal Python error: Aborted",
+        "",
+        "Thread 0x00007f3a2c9ff640 (most recent call first):",
+        '  File "/usr/local/lib/python3.12/dist-packages/torch/distributed/c10d_logger.py", line 81 in wrapper',
+        '  File "/usr/local/lib/python3.12/dist-packages/torch/distributed/c10d_logger.py", line 95 in init_process_group',
+        f'  File "{SRT}/model_executor/model_runner.py", line 744 in init_weights_update_group',
+        f'  File "{SRT}/managers/scheduler.py", line 1210 in init_weights_update_group',
+        f'  File "{SRT}/managers/scheduler.py", line 2415 in event_loop_normal',
+        f'  File "{SRT}/managers/scheduler.py", line 2950 in run_scheduler_process',
+    ]
+    # WHEN analysed
+    report = _analyze(tmp_path, lines)
+    # THEN aborted while serving: the serving loop is the latest step on the stack, not the innermost frame's
+    assert (report["verdict"], report["furthest_phase"]) == ("aborted", "serving")
+
+
+def test_a_capture_under_the_draft_workers_init_is_the_drafts(tmp_path: Path) -> None:
+    # GIVEN a start-up traceback through the draft worker's init down into the CUDA-graph runner's capture
+    lines = _scheduler_traceback(
+        "2025-06-02 10:00:01",
+        [
+            ("managers/scheduler.py", 2950, "run_scheduler_process", "scheduler = Scheduler(server_args, port_args)"),
+            ("managers/scheduler.py", 321, "__init__", "self.draft_worker = EAGLEWorker("),
+            ("speculative/eagle_worker.py", 131, "__init__", "self.init_cuda_graphs()"),
+            ("speculative/eagle_worker.py", 240, "init_cuda_graphs", "self.cuda_graph_runner = EAGLEDraftCudaGraphRunner(self)"),
+            ("model_executor/cuda_graph_runner.py", 412, "capture_one_batch_size", "run_once()"),
+        ],
+    ) + ["torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.00 GiB."]
+    # WHEN analysed
+    report = _analyze(tmp_path, lines)
+    # THEN a crash in the capture, and the capture row is the draft model's
+    assert (report["verdict"], report["furthest_phase"]) == ("crashed", "cuda_graph")
+    assert [(row["phase"], row["draft"]) for row in report["phases"]] == [("cuda_graph", True)]
+
+
+def test_an_event_loop_a_server_runs_in_from_launch_proves_no_serving(tmp_path: Path) -> None:
+    # GIVEN vLLM's API server failing at start-up: its whole life runs under `uvloop.run(run_server(args))`
+    vllm = "/usr/local/lib/python3.12/dist-packages/vllm"
+    lines = [
+        "Traceback (most recent call last):",
+        '  File "/usr/local/bin/vllm", line 8, in <module>',
+        "    sys.exit(main())",
+        f'  File "{vllm}/entrypoints/cli/serve.py", line 27, in cmd',
+        "    uvloop.run(run_server(args))",
+        '  File "/usr/local/lib/python3.12/dist-packages/uvloop/__init__.py", line 109, in run',
+        "    return __asyncio.run(",
+        '  File "/usr/lib/python3.12/asyncio/runners.py", line 118, in run',
+        "    return self._loop.run_until_complete(task)",
+        f'  File "{vllm}/entrypoints/openai/api_server.py", line 1078, in run_server',
+        "    async with build_async_engine_client(args) as engine_client:",
+        "RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}",
+    ]
+    # WHEN analysed
+    report = _analyze(tmp_path, lines)
+    # THEN a crash at launch, not while serving: an asyncio or uvloop frame says nothing of the phase
+    assert (report["verdict"], report["furthest_phase"]) == ("crashed", "launch")

@@ -93,11 +93,12 @@ FRAMES_PACK = "frames"  # the pack name of the rules events derived from frames 
 
 
 @cache
-def frame_rule(phase: Phase) -> Rule:
+def frame_rule(phase: Phase, draft: bool = False) -> Rule:
     """The rule an event derived from a frame carries: evidence of where the rank was, never
-    progress and never a cause (a failure kind with the diagnostic role)."""
+    progress and never a cause (a failure kind with the diagnostic role); `draft`: a capture the
+    draft worker's init called."""
     return Rule(
-        id=f"{FRAMES_PACK}.{phase.value}",
+        id=f"{FRAMES_PACK}.{phase.value}{'.draft' if draft else ''}",
         pack=FRAMES_PACK,
         phase=phase,
         kind=EventKind.ERROR,
@@ -106,7 +107,7 @@ def frame_rule(phase: Phase) -> Rule:
         literal=None,
         pattern=PackRegex("(?!)", False, None),  # never matches a line: made from frames
         ignore_case=False,
-        draft=False,
+        draft=draft,
         system=None,
         versions="",
         after_prefix=(),
@@ -177,6 +178,7 @@ class _FrameGroup:
 
     innermost_first: bool  # faulthandler and py-spy: most recent call first; tracebacks: last
     phase: Phase | None = None
+    draft: bool = False  # a frame of the draft worker's init holds the stack: its capture is the draft's
     line: Line | None = None
     rank: str | None = None
     key: str = ""
@@ -424,7 +426,11 @@ class SourceMatcher:
         return winner
 
     def _note_frame(self, line: Line, fields: PrefixFields, message: str, inside: bool) -> None:
-        """Remember the innermost frame that proves a phase; the group's event comes at its end. A
+        """Remember the frame that proves the stack's phase; the group's event comes at its end. Start-up
+        steps nest forward (a KV-cache profile calls the compiler, a draft worker's init its capture), so a
+        stack is in the latest phase any of its frames proves: an inner frame refines an outer step, never
+        takes a serving loop back to start-up (a weight update's process group while serving; a compile
+        inside a capture is the capture's). Of frames proving one phase, the innermost names it. A
         traceback's source line under its innermost frame names the call into the next frame, which a
         traceback cut there no longer shows (`self.init_torch_distributed()`): that call counts as a frame."""
         framed = frame_key(message)
@@ -435,8 +441,6 @@ class SourceMatcher:
         if group is None:
             # a dump's tail with no header: faulthandler writes `line N in f`, a traceback `line N, in f`
             group = self._frames = _FrameGroup(innermost_first=", in " not in message)
-        if group.innermost_first and group.phase is not None:
-            return
         if framed is not None:
             group.last_file = framed.rsplit(" (", 1)[1][:-1]
         phase = self._frame_phases.get(key, _UNSEEN)
@@ -444,7 +448,11 @@ class SourceMatcher:
             phase = self.packs.frame_phase(key)
             if len(self._frame_phases) < FRAME_CACHE:
                 self._frame_phases[key] = phase
-        if isinstance(phase, Phase):
+        if not isinstance(phase, Phase):
+            return
+        group.draft = group.draft or phase is Phase.DRAFT_INIT
+        held = group.phase
+        if held is None or phase.order > held.order or (phase is held and not group.innermost_first):
             group.phase, group.line, group.key = phase, line, key
             group.rank = (
                 fields.rank if fields.rank is not None else (self.block.rank if inside and self.block else None)
@@ -468,7 +476,7 @@ class SourceMatcher:
                 line=group.line.number,
                 time=self.last_time,
                 rank=group.rank,
-                rule=frame_rule(group.phase),
+                rule=frame_rule(group.phase, group.draft and group.phase is Phase.CUDA_GRAPH),
                 captures={"frame": group.key},
                 text=group.line.text,
                 message=group.line.text.strip(),
