@@ -12,6 +12,7 @@ import pytest
 from tests.conftest import run_json
 
 SRT = "/usr/local/lib/python3.12/dist-packages/sglang/srt"
+TORCH = "/usr/local/lib/python3.12/dist-packages/torch"
 
 
 def _analyze(tmp_path: Path, lines: list[str]) -> dict[str, Any]:
@@ -121,7 +122,7 @@ def test_an_inner_frame_of_an_earlier_step_never_takes_a_serving_loop_back_to_st
 ) -> None:
     # GIVEN a mid-run scheduler traceback whose outer frame is the serving loop and whose inner frames are in
     # code that also runs at start-up (the EAGLE worker's module; a process group's init for a weight update)
-    lines = _scheduler_traceback("2025-06-02 10:00:01", calls) + [error]
+    lines = [*_scheduler_traceback("2025-06-02 10:00:01", calls), error]
     # WHEN analysed
     report = _analyze(tmp_path, lines)
     # THEN a crash while serving: the inner frame refines no start-up step here
@@ -134,8 +135,8 @@ def test_a_faulthandler_dump_is_placed_by_its_latest_step_whatever_frame_comes_f
         "Fatal Python error: Aborted",
         "",
         "Thread 0x00007f3a2c9ff640 (most recent call first):",
-        '  File "/usr/local/lib/python3.12/dist-packages/torch/distributed/c10d_logger.py", line 81 in wrapper',
-        '  File "/usr/local/lib/python3.12/dist-packages/torch/distributed/c10d_logger.py", line 95 in init_process_group',
+        f'  File "{TORCH}/distributed/c10d_logger.py", line 81 in wrapper',
+        f'  File "{TORCH}/distributed/c10d_logger.py", line 95 in init_process_group',
         f'  File "{SRT}/model_executor/model_runner.py", line 744 in init_weights_update_group',
         f'  File "{SRT}/managers/scheduler.py", line 1210 in init_weights_update_group',
         f'  File "{SRT}/managers/scheduler.py", line 2415 in event_loop_normal',
@@ -149,16 +150,29 @@ def test_a_faulthandler_dump_is_placed_by_its_latest_step_whatever_frame_comes_f
 
 def test_a_capture_under_the_draft_workers_init_is_the_drafts(tmp_path: Path) -> None:
     # GIVEN a start-up traceback through the draft worker's init down into the CUDA-graph runner's capture
-    lines = _scheduler_traceback(
-        "2025-06-02 10:00:01",
-        [
-            ("managers/scheduler.py", 2950, "run_scheduler_process", "scheduler = Scheduler(server_args, port_args)"),
-            ("managers/scheduler.py", 321, "__init__", "self.draft_worker = EAGLEWorker("),
-            ("speculative/eagle_worker.py", 131, "__init__", "self.init_cuda_graphs()"),
-            ("speculative/eagle_worker.py", 240, "init_cuda_graphs", "self.cuda_graph_runner = EAGLEDraftCudaGraphRunner(self)"),
-            ("model_executor/cuda_graph_runner.py", 412, "capture_one_batch_size", "run_once()"),
-        ],
-    ) + ["torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.00 GiB."]
+    lines = [
+        *_scheduler_traceback(
+            "2025-06-02 10:00:01",
+            [
+                (
+                    "managers/scheduler.py",
+                    2950,
+                    "run_scheduler_process",
+                    "scheduler = Scheduler(server_args, port_args)",
+                ),
+                ("managers/scheduler.py", 321, "__init__", "self.draft_worker = EAGLEWorker("),
+                ("speculative/eagle_worker.py", 131, "__init__", "self.init_cuda_graphs()"),
+                (
+                    "speculative/eagle_worker.py",
+                    240,
+                    "init_cuda_graphs",
+                    "self.cuda_graph_runner = EAGLEDraftCudaGraphRunner(self)",
+                ),
+                ("model_executor/cuda_graph_runner.py", 412, "capture_one_batch_size", "run_once()"),
+            ],
+        ),
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.00 GiB.",
+    ]
     # WHEN analysed
     report = _analyze(tmp_path, lines)
     # THEN a crash in the capture, and the capture row is the draft model's

@@ -410,7 +410,7 @@ def _parse_rule(
         item["kind"] != "end" or not item["phase"] or Phase(closes_from).order >= Phase(item["phase"]).order
     ):
         raise PackError(
-            f"{path}: {place}: closes_from needs kind = \"end\" and a later `phase`",
+            f'{path}: {place}: closes_from needs kind = "end" and a later `phase`',
             hint=RULE.key("closes_from").doc,
         )
     return Rule(
