@@ -158,10 +158,10 @@ class _PlainData(pickle.Unpickler):
 
 def read_dumps(paths: Iterable[str]) -> list[RankDump]:
     shared: dict[object, Any] = {}  # one copy of what the dumps repeat: a group's ranks, an entry's frames
-    return [parse_dump(_read(path), path, shared) for path in paths]
+    return [parse_dump(read_dump_bytes(path), path, shared) for path in paths]
 
 
-def _read(path: str) -> bytes:
+def read_dump_bytes(path: str) -> bytes:
     """The dump's bytes, decompressed when it was compressed (a gzipped dump is read as torch wrote it)."""
     try:
         with open(path, "rb") as raw:
@@ -187,20 +187,7 @@ def parse_dump(data: bytes, path: str, shared: dict[object, Any] | None = None) 
     copy of the rank lists and frames the dumps of one job repeat (every rank's dump lists every group)."""
     shared = {} if shared is None else shared
     broken = InputError(f"{path}: not a readable flight-recorder dump", hint=_WHOLE)
-    try:
-        document = _PlainData(io.BytesIO(data)).load()
-    except (
-        pickle.UnpicklingError,
-        EOFError,
-        ValueError,
-        TypeError,
-        IndexError,
-        KeyError,
-        AttributeError,
-        OverflowError,
-        MemoryError,
-    ) as exc:
-        raise InputError(f"{broken.message}: {' '.join(str(exc).split())}", hint=broken.hint) from None
+    document = load_plain(data, path)
     if not isinstance(document, dict) or not isinstance(document.get("entries", []), list):
         raise broken
     try:
@@ -229,6 +216,25 @@ def parse_dump(data: bytes, path: str, shared: dict[object, Any] | None = None) 
         )
     except (AttributeError, TypeError, ValueError, RecursionError) as exc:
         raise InputError(f"{broken.message}: {exc}", hint=broken.hint) from None
+
+
+def load_plain(data: bytes, path: str) -> Any:
+    """A pickle's plain data (dicts, lists, tuples, sets, strings, bytes, numbers), never a class."""
+    try:
+        return _PlainData(io.BytesIO(data)).load()
+    except (
+        pickle.UnpicklingError,
+        EOFError,
+        ValueError,
+        TypeError,
+        IndexError,
+        KeyError,
+        AttributeError,
+        OverflowError,
+        MemoryError,
+    ) as exc:
+        message = f"{path}: not a readable flight-recorder dump: {' '.join(str(exc).split())}"
+        raise InputError(message, hint=_WHOLE) from None
 
 
 _WHOLE = "give the files torch wrote (TORCH_FR_DUMP_TEMP_FILE / TORCH_NCCL_DEBUG_INFO_TEMP_FILE + rank), whole"

@@ -87,7 +87,9 @@ def render_readme(
     else:
         out.append(
             "The same value has the same placeholder in every file, so one host or address can still be followed. "
-            "Line counts and line numbers are unchanged. Version numbers are kept."
+            "Line counts and line numbers are unchanged. Version numbers are kept. Torch flight-recorder dumps stay "
+            "pickles torch's tools read: a pickle's strings are length-prefixed, so what is redacted in them is "
+            "masked with `*` at its length in bytes instead of a placeholder."
         )
         out += ["", "| kind | values | occurrences | as |", "|---|---:|---:|---|"]
         for kind, text in PLACEHOLDERS.items():

@@ -115,7 +115,8 @@ def secret_key(key: str) -> bool:
     return parts != ["key"] and not NOT_SECRET_PARTS.intersection(parts)
 
 
-USER_PATH = re.compile(r"(?P<prefix>/(?:home|Users))/(?P<name>[^/\s'\"\[\]:]+)(?=[/\s'\":]|$)")
+# A name of `*` only is one already masked (a flight-recorder pickle's strings keep their length).
+USER_PATH = re.compile(r"(?P<prefix>/(?:home|Users))/(?!\*+(?:[/\s'\":]|$))(?P<name>[^/\s'\"\[\]:]+)(?=[/\s'\":]|$)")
 
 # A 4-part dotted quad not glued to a version (`v1.2.3.4`, `==1.2.3.4`, `version 1.2.3.4`).
 IPV4 = re.compile(
@@ -285,6 +286,10 @@ class Redactor:
     def secret_classes(self) -> dict[str, int]:
         """Secrets replaced per class (SECRET_CLASSES), classes with none left out."""
         return {name: self.classes[name] for name in SECRET_CLASSES if self.classes[name]}
+
+    def secret(self, value: str, secret_class: str = ASSIGNMENT) -> str:
+        """A whole value known to be a credential (a structure said so: the value of a secret key), replaced."""
+        return self._placeholder(SECRET, value, secret_class)
 
     def _placeholder(self, kind: str, value: str, secret_class: str = "") -> str:
         self.occurrences[kind] += 1
