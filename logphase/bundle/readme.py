@@ -24,7 +24,9 @@ PLACEHOLDERS = {
 SECRET_CLASSES = {
     URL_CREDENTIALS: "the password of a URL or DSN of any scheme (`postgresql://user:…@`, `redis://:…@`)",
     ASSIGNMENT: "the value of any key holding PASSWORD, PASSWD, PWD, SECRET, CREDENTIAL, TOKEN or KEY, in env "
-    '(`PGPASSWORD=…`), YAML, JSON (`"password": "…"`) and CLI (`--api-key …`, `--password=…`) forms',
+    '(`PGPASSWORD=…`), YAML, JSON (`"password": "…"`) and CLI (`--api-key …`, `--password=…`) forms, and across '
+    'lines: every value of a structure under such a key (`"credentials": {…}`, a YAML block), a name/value '
+    "entry whose name is one",
     BEARER_TOKEN: "`Authorization:` values (`Bearer …`, `Basic …`, `token …`)",
     API_TOKEN: "tokens by their shape: Hugging Face `hf_…`, OpenAI `sk-…`, AWS `AKIA…`/`ASIA…`, GitHub `ghp_…`/"
     "`github_pat_…`, Slack `xox…-`, GitLab `glpat-…`, Google `AIza…`, JWTs",
