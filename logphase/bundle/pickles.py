@@ -121,14 +121,13 @@ def redact_dump(data: bytes, path: str, redactor: Redactor) -> RedactedDump:
     """The dump with every string through the redactor (and the values `secret_values` names
     replaced whole): masked in place when that is safe, else as JSON. Raises InputError only where
     the dump does not read as plain data (the analysis has read it already)."""
-    document = load_plain(data, path)
-    secrets = secret_values(document)
+    secrets = secret_values(load_plain(data, path))  # one decoded dump at a time: each may be ~100 MB
     work = copy.deepcopy(redactor)  # its counts are kept only when the pickle is redacted in place
     try:
         rewritten, masked = _rewrite(data, secrets, work)
         _verify(rewritten, path, work)
     except _NotInPlace as why:
-        return _as_json(document, secrets, redactor, str(why))
+        return _as_json(load_plain(data, path), secrets, redactor, str(why))
     vars(redactor).update(vars(work))
     return RedactedDump(rewritten, "", masked, None)
 
