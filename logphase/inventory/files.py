@@ -91,10 +91,12 @@ def build_inventory(wheels: list[Path], out: Path, *, force: bool = False) -> di
         if system is None:
             raise UsageError(f"{wheel.name}: not a wheel of {', '.join(SYSTEMS)}")
         systems[wheel] = system
-    _make_folder(out)
+    if out.exists() and not out.is_dir():
+        raise OutputError(f"{out}: not a folder", hint=f"name a folder for the data files with {OPTION}")
     inputs = [str(wheel) for wheel in wheels]
-    for system in set(systems.values()):
-        check_output(data_path(out, system), inputs=inputs, force=force, option=OPTION)
+    if out.is_dir():  # else made once the wheels are read
+        for system in set(systems.values()):
+            check_output(data_path(out, system), inputs=inputs, force=force, option=OPTION)
     found: dict[str, dict[str, list[Template]]] = {}
     for wheel, system in systems.items():
         try:
@@ -106,6 +108,12 @@ def build_inventory(wheels: list[Path], out: Path, *, force: bool = False) -> di
                 hint="give the .whl files as `pip download --no-deps PKG==VER` saves them, whole",
             ) from None
         found.setdefault(system, {})[release_of_wheel(wheel.name)] = templates
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise OutputError(
+            f"{out}: cannot make the folder: {exc.strerror}", hint=f"write elsewhere with {OPTION}"
+        ) from None
     counts = {}
     for system, by_release in found.items():
         entries = merge_releases(system, by_release)
@@ -122,15 +130,3 @@ OPTION = "--out FOLDER"
 
 def _write(data: bytes, raw: BinaryIO) -> None:
     raw.write(data)
-
-
-def _make_folder(out: Path) -> None:
-    """The data files' folder, made when missing; a path that is something else is refused."""
-    if out.exists() and not out.is_dir():
-        raise OutputError(f"{out}: not a folder", hint=f"name a folder for the data files with {OPTION}")
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise OutputError(
-            f"{out}: cannot make the folder: {exc.strerror}", hint=f"write elsewhere with {OPTION}"
-        ) from None

@@ -242,3 +242,6 @@ def test_a_broken_wheel_is_an_error_not_a_traceback(wheel: Path) -> None:
         f"logphase: error: {wheel}: cannot read the wheel: File is not a zip file",
     )
     assert list(Path("inventory").iterdir()) == []
+    # AND a new --out folder is not made
+    assert run_cli("patterns", "inventory", str(wheel), "--out", "new").exit_code == 3
+    assert not Path("new").exists()
