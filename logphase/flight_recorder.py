@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import gc
 import io
 import itertools
 import json
 import pickle
+import sys
 from array import array
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -19,10 +21,15 @@ from logphase.logs.reader import READ_ERRORS, decompressing
 from logphase.stacks.dumps import rank_from_file_name
 from logphase.stacks.model import Frame
 
-# A dump holds at most TORCH_FR_BUFFER_SIZE entries (2,000 by default; the real dumps here take
-# ~440 bytes an entry, so 6 MB holds 14,000). A pickle unpacks to up to ~20 times its size (a dict of
-# distinct small keys, each to an empty dict, is the worst): the bound keeps unpickling within ~130 MB.
-MAX_DUMP_BYTES = 6 << 20
+# A dump holds at most TORCH_FR_BUFFER_SIZE entries (TORCH_NCCL_TRACE_BUFFER_SIZE before torch 2.8;
+# 2,000 by default from 2.11). What bounds reading one is what it unpacks to, counted as it is made
+# (see _Bounded): MAX_OBJECTS of CPython's memory blocks, each ~60-75 bytes (measured: a byte of a
+# hostile pickle makes at most one; the real dumps' shape makes 0.13 a byte, 68 bytes each), so
+# ~110 MB; a real dump of up to ~12 MB (~40,000 entries) is read. Its bytes are read up to
+# MAX_DUMP_BYTES. (A dump's entries are one list, made by the C unpickler, which has no hook per entry:
+# keeping only the newest while unpickling would need an unpickler of our own, ~7 s for 20 MB in Python.)
+MAX_DUMP_BYTES = 16 << 20
+MAX_OBJECTS = 1_600_000
 # Entries kept per process group of a dump: the newest, where the pending collective is (a ring
 # buffer's tail); a rank stuck in a collective is at most a few behind the others.
 MAX_ENTRIES = 16
@@ -158,10 +165,10 @@ class _PlainData(pickle.Unpickler):
 
 def read_dumps(paths: Iterable[str]) -> list[RankDump]:
     shared: dict[object, Any] = {}  # one copy of what the dumps repeat: a group's ranks, an entry's frames
-    return [parse_dump(_read(path), path, shared) for path in paths]
+    return [parse_dump(read_dump_bytes(path), path, shared) for path in paths]
 
 
-def _read(path: str) -> bytes:
+def read_dump_bytes(path: str) -> bytes:
     """The dump's bytes, decompressed when it was compressed (a gzipped dump is read as torch wrote it)."""
     try:
         with open(path, "rb") as raw:
@@ -175,11 +182,44 @@ def _read(path: str) -> bytes:
     except READ_ERRORS as exc:
         raise InputError(f"{path}: the compressed dump ends early or is damaged: {exc}", hint=_WHOLE) from None
     if len(data) > MAX_DUMP_BYTES:
-        raise InputError(
-            f"{path}: over {MAX_DUMP_BYTES >> 20} MB, too big for a flight-recorder dump",
-            hint="a dump holds TORCH_FR_BUFFER_SIZE entries of one rank; give the files torch wrote, one per rank",
-        )
+        raise InputError(f"{path}: over {MAX_DUMP_BYTES >> 20} MB, too big for a flight-recorder dump", hint=_SMALLER)
     return data
+
+
+class _TooBig(Exception):
+    """What a dump unpacks to passed MAX_OBJECTS."""
+
+
+class _Bounded:
+    """A dump's bytes as the unpickler reads them (with `peek`, ~64 KB at a time), stopping it once the
+    objects it has made pass MAX_OBJECTS memory blocks: a bound on memory, not on bytes."""
+
+    def __init__(self, data: bytes) -> None:
+        self._stream = io.BytesIO(data)
+        self._start = sys.getallocatedblocks()
+
+    def _check(self) -> None:
+        if sys.getallocatedblocks() - self._start > MAX_OBJECTS:
+            raise _TooBig
+
+    def read(self, size: int = -1) -> bytes:
+        self._check()
+        return self._stream.read(size)
+
+    def readinto(self, buffer: bytearray | memoryview) -> int:
+        self._check()
+        return self._stream.readinto(buffer)
+
+    def readline(self) -> bytes:
+        self._check()
+        return self._stream.readline()
+
+    def peek(self, size: int = 0) -> bytes:
+        self._check()
+        position = self._stream.tell()
+        ahead = self._stream.read(max(size, 1))
+        self._stream.seek(position)
+        return ahead
 
 
 def parse_dump(data: bytes, path: str, shared: dict[object, Any] | None = None) -> RankDump:
@@ -187,20 +227,7 @@ def parse_dump(data: bytes, path: str, shared: dict[object, Any] | None = None) 
     copy of the rank lists and frames the dumps of one job repeat (every rank's dump lists every group)."""
     shared = {} if shared is None else shared
     broken = InputError(f"{path}: not a readable flight-recorder dump", hint=_WHOLE)
-    try:
-        document = _PlainData(io.BytesIO(data)).load()
-    except (
-        pickle.UnpicklingError,
-        EOFError,
-        ValueError,
-        TypeError,
-        IndexError,
-        KeyError,
-        AttributeError,
-        OverflowError,
-        MemoryError,
-    ) as exc:
-        raise InputError(f"{broken.message}: {' '.join(str(exc).split())}", hint=broken.hint) from None
+    document = load_plain(data, path)
     if not isinstance(document, dict) or not isinstance(document.get("entries", []), list):
         raise broken
     try:
@@ -231,6 +258,41 @@ def parse_dump(data: bytes, path: str, shared: dict[object, Any] | None = None) 
         raise InputError(f"{broken.message}: {exc}", hint=broken.hint) from None
 
 
+def load_plain(data: bytes, path: str) -> Any:
+    """A pickle's plain data (dicts, lists, tuples, sets, strings, bytes, numbers), never a class."""
+    collecting = gc.isenabled()
+    gc.disable()  # plain data: the collector would walk the millions of containers made, again and again
+    try:
+        return _PlainData(_Bounded(data)).load()
+    except _TooBig:
+        raise InputError(
+            f"{path}: {len(data) / (1 << 20):.1f} MB that unpacks to more than a flight-recorder dump is read to "
+            f"({MAX_OBJECTS:,} objects, ~110 MB)",
+            hint=_SMALLER,
+        ) from None
+    except (
+        pickle.UnpicklingError,
+        EOFError,
+        ValueError,
+        TypeError,
+        IndexError,
+        KeyError,
+        AttributeError,
+        OverflowError,
+        MemoryError,
+    ) as exc:
+        message = f"{path}: not a readable flight-recorder dump: {' '.join(str(exc).split())}"
+        raise InputError(message, hint=_WHOLE) from None
+    finally:
+        if collecting:
+            gc.enable()
+
+
+_SMALLER = (
+    "a dump holds TORCH_FR_BUFFER_SIZE entries of one rank (TORCH_NCCL_TRACE_BUFFER_SIZE before torch 2.8): "
+    "record with a smaller one (2000, the default, is plenty to find a hang), and give the files torch wrote, "
+    "one per rank"
+)
 _WHOLE = "give the files torch wrote (TORCH_FR_DUMP_TEMP_FILE / TORCH_NCCL_DEBUG_INFO_TEMP_FILE + rank), whole"
 
 

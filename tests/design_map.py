@@ -18,7 +18,7 @@ LAYERS: tuple[tuple[tuple[str, ...], str], ...] = (
         ("phases", "errors", "durations", "ranks", "jobs", "disk_cache", "bounded"),
         "the vocabulary, errors and small shared facts; the one parser of numbers, rank ids and dates from input",
     ),
-    (("packs", "frames"), "the rules as data; what opens a stack dump"),
+    (("packs", "frames", "outputs"), "the rules as data; what opens a stack dump; output files written safely"),
     (("logs",), "reading: inputs, a line's wrappers (envelopes), lines into events and a timeline"),
     (("stacks",), "stack dumps into snapshots (in the wrappers logs/envelope.py reads)"),
     (

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import gzip
 import os
 import pickle
@@ -10,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from logphase import flight_recorder
 from logphase.errors import InputError
 from logphase.flight_recorder import MAX_ENTRIES, judge_dumps, parse_dump, read_dumps
 from tests.conftest import FIXTURES, run_json
@@ -228,3 +230,33 @@ def test_fields_of_the_wrong_type_read_as_unknown(bad_entry: Any) -> None:
     # WHEN parsed THEN nothing raises, and the good entry is read as it is
     dumped = parse_dump(data, "fr-rank-0")
     assert dumped.entries[0].seq == 2
+
+
+def test_a_dump_that_unpacks_past_the_bound_is_refused_with_the_buffer_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    # GIVEN a dump of 5,000 distinct entries, and a bound of 20,000 objects (each entry is ~10)
+    monkeypatch.setattr(flight_recorder, "MAX_OBJECTS", 20_000)
+    data = dump(5000, 4999, [entry(seq, [[seq]]) for seq in range(1, 5001)])
+    # WHEN read THEN refused: its size, the bound, and the hint naming the buffer torch records
+    with pytest.raises(InputError) as caught:
+        parse_dump(data, "fr-rank-0")
+    size = f"{len(data) / (1 << 20):.1f}"
+    assert caught.value.message == (
+        f"fr-rank-0: {size} MB that unpacks to more than a flight-recorder dump is read to (20,000 objects, ~110 MB)"
+    )
+    assert "TORCH_FR_BUFFER_SIZE" in caught.value.hint and "TORCH_NCCL_TRACE_BUFFER_SIZE" in caught.value.hint
+    # AND under the bound the same dump is read (the collector is left as it was)
+    monkeypatch.setattr(flight_recorder, "MAX_OBJECTS", 200_000)
+    assert len(parse_dump(data, "fr-rank-0").entries) == MAX_ENTRIES
+    assert gc.isenabled()
+
+
+def test_a_dump_over_the_byte_bound_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # GIVEN a dump of 2 MB and a byte bound of 1 MB
+    monkeypatch.setattr(flight_recorder, "MAX_DUMP_BYTES", 1 << 20)
+    path = tmp_path / "fr-rank-0"
+    path.write_bytes(dump(1, 0, [entry(1, [[4]])] * 3) + b"\0" * (2 << 20))
+    # WHEN read THEN refused before unpickling, the hint naming the buffer
+    with pytest.raises(InputError) as caught:
+        read_dumps([str(path)])
+    assert caught.value.message == f"{path}: over 1 MB, too big for a flight-recorder dump"
+    assert "TORCH_FR_BUFFER_SIZE" in caught.value.hint

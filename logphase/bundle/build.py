@@ -14,13 +14,14 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from logphase.baselines.fingerprint import HEAD_LINES, fingerprint_of_lines
-from logphase.bundle import environment
+from logphase.bundle import environment, pickles
 from logphase.bundle.analysis_calls import Analysis, analyse, failure_lines, summarize_stacks
 from logphase.bundle.excerpt import Excerpt, choose, render
 from logphase.bundle.live import LiveStacks
 from logphase.bundle.readme import Listed, render_readme
 from logphase.bundle.redact import Redactor, map_strings
 from logphase.errors import UsageError
+from logphase.flight_recorder import read_dump_bytes
 from logphase.jobs import ONE_JOB, Jobs
 from logphase.logs.reader import LogSource, open_sources, read_lines
 from logphase.packs import PackSet
@@ -115,15 +116,19 @@ def collect(request: BundleRequest, packs: PackSet) -> Bundle:
         else:
             texts.append((member, _whole_text(source), f"the log, whole ({summary['lines']:,} lines)"))
     binaries: list[Member] = []
-    for path in [*flight_dumps, *request.dump_files]:
+    for path in request.dump_files:
         member = _unique(f"dumps/{member_path(display_name(path, request.cwd))}", used)
         data = Path(path).read_bytes()
         text = _as_text(data)
-        what = "a torch flight-recorder dump" if path in flight_dumps else "a stack dump given with --from"
+        what = "a stack dump given with --from"
         if text is None:
             binaries.append(Member(member, data, f"{what} (binary: as it was, not redacted)"))
         else:
             texts.append((member, text, what))
+    # flight-recorder dumps are pickles: decompressed as the analysis read them, redacted below
+    flight_members = [
+        (path, _unique(f"dumps/{member_path(display_name(path, request.cwd))}", used)) for path in flight_dumps
+    ]
 
     fingerprint = fingerprint_of_lines(
         (line.text for source in sources for line in islice(read_lines(source), HEAD_LINES)),
@@ -148,6 +153,8 @@ def collect(request: BundleRequest, packs: PackSet) -> Bundle:
         if request.host:
             redactor.learn_host(request.host)
         redactor.learn_all([texts, analysis.json, analysis.markdown, stacks, request.nvidia_smi.text])
+        for path in flight_dumps:  # one at a time: a decoded dump is many times its size
+            pickles.learn(read_dump_bytes(path), path, redactor)
 
     def clean(text: str) -> str:
         return redactor.text(text) if redact else text
@@ -159,6 +166,8 @@ def collect(request: BundleRequest, packs: PackSet) -> Bundle:
     # known wherever the analysis quotes that line alone
     renamed = {name: clean(name) for name, _, _ in texts} | {m.name: clean(m.name) for m in binaries}
     files = [Member(renamed[name], clean(text).encode(), what) for name, text, what in texts]
+    for path, member in flight_members:
+        files.extend(_flight_member(path, clean(member), redactor if redact else None, notes))
     shown_analysis = clean_json(analysis.json)
     members = [
         Member("analysis.md", clean(analysis.markdown).encode(), "the analysis, ready to paste into a GitHub issue"),
@@ -185,6 +194,24 @@ def collect(request: BundleRequest, packs: PackSet) -> Bundle:
     )
     members.insert(0, Member("README.md", readme.encode(), "this file"))
     return Bundle(members=members, redacted=summary, cut_logs=len(cuts))
+
+
+def _flight_member(path: str, member: str, redactor: Redactor | None, notes: list[str]) -> list[Member]:
+    """A flight-recorder dump as the bundle carries it: the pickle (masked in place where it held
+    something to redact), else its decoded form as redacted JSON, else nothing; a note says which."""
+    data = read_dump_bytes(path)
+    what = "a torch flight-recorder dump (pickle"
+    if redactor is None:
+        return [Member(member, data, f"{what}, as it was: not redacted)")]
+    dump = pickles.redact_dump(data, path, redactor)
+    if dump.note is not None:
+        notes.append(f"{member}: {dump.note}")
+    if dump.data is None:
+        return []
+    if dump.suffix:
+        return [Member(member + dump.suffix, dump.data, "a torch flight-recorder dump, decoded and redacted as JSON")]
+    masked = f"; {dump.masked:,} strings masked with `*` at their length" if dump.masked else ""
+    return [Member(member, dump.data, f"{what}, redacted in place{masked})")]
 
 
 def display_name(name: str, cwd: Path) -> str:

@@ -24,7 +24,9 @@ PLACEHOLDERS = {
 SECRET_CLASSES = {
     URL_CREDENTIALS: "the password of a URL or DSN of any scheme (`postgresql://user:…@`, `redis://:…@`)",
     ASSIGNMENT: "the value of any key holding PASSWORD, PASSWD, PWD, SECRET, CREDENTIAL, TOKEN or KEY, in env "
-    '(`PGPASSWORD=…`), YAML, JSON (`"password": "…"`) and CLI (`--api-key …`, `--password=…`) forms',
+    '(`PGPASSWORD=…`), YAML, JSON (`"password": "…"`) and CLI (`--api-key …`, `--password=…`) forms, and across '
+    'lines: every value of a structure under such a key (`"credentials": {…}`, a YAML block), a name/value '
+    "entry whose name is one",
     BEARER_TOKEN: "`Authorization:` values (`Bearer …`, `Basic …`, `token …`)",
     API_TOKEN: "tokens by their shape: Hugging Face `hf_…`, OpenAI `sk-…`, AWS `AKIA…`/`ASIA…`, GitHub `ghp_…`/"
     "`github_pat_…`, Slack `xox…-`, GitLab `glpat-…`, Google `AIza…`, JWTs",
@@ -87,7 +89,9 @@ def render_readme(
     else:
         out.append(
             "The same value has the same placeholder in every file, so one host or address can still be followed. "
-            "Line counts and line numbers are unchanged. Version numbers are kept."
+            "Line counts and line numbers are unchanged. Version numbers are kept. Torch flight-recorder dumps stay "
+            "pickles torch's tools read: a pickle's strings are length-prefixed, so what is redacted in them is "
+            "masked with `*` at its length in bytes instead of a placeholder."
         )
         out += ["", "| kind | values | occurrences | as |", "|---|---:|---:|---|"]
         for kind, text in PLACEHOLDERS.items():

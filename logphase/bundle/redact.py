@@ -2,7 +2,9 @@
 
 Pure: a Redactor learns the host names a run's texts name (`learn`), then rewrites each line
 (`line`; `text` and `across_lines` also redact what spans lines: PEM key blocks, a credential's
-`name:` line and its `value:` line). Secrets are redacted by class (SECRET_CLASSES, counted for the
+`name:` line and its `value:` line in either order, and a secret key's value laid out below it or
+as a structure: pretty-printed JSON, a Python dict, YAML blocks; `line` redacts a JSON string that
+holds lines as the text it holds). Secrets are redacted by class (SECRET_CLASSES, counted for the
 bundle's README), and one found once is replaced wherever it appears again. A placeholder never
 holds a newline, so line counts and line numbers never move, and the same value gets the same
 placeholder in every file of one bundle (a reader can follow one host through all logs).
@@ -18,6 +20,7 @@ machine and tell whether a server listened on all interfaces; version numbers (2
 from __future__ import annotations
 
 import ipaddress
+import json
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
@@ -70,7 +73,26 @@ NAMED_VALUE = re.compile(
 )
 NAMED_LINES = 8  # py-spy's local: `{`, name, addr, arg, repr
 # On a later line the value opens it (an entry's field of its own); a `}` ends the entry.
+# Where an entry starts or ends: its brace, a YAML list item.
+ENTRY_EDGE = re.compile(r"\s*+(?:[{}]|-\s)")
 NAMED_FIELD = re.compile(r"""\s*+(?:-\s++)?(?=\\*+["']?(?:value|repr)\\*+["']?\s*[:=])""", re.IGNORECASE)
+# A secret key whose value is a structure or is on the lines below (pretty-printed JSON, a Python
+# dict, YAML): `"credentials": {`, `'api_keys': [`, `"password":` then its value on the next line,
+# `password: |` (a block scalar), `credentials:` then indented lines. Every value in it is redacted,
+# whatever its own key (see Redactor.secret_blocks).
+BLOCK_KEY = re.compile(
+    rf"""(?i)(?<![\w.\\-])(?P<q>["']?)(?P<key>{_SECRET_HINT}[A-Za-z0-9][\w.-]*+)(?P=q)\s*(?P<sep>[:=])[ \t]*"""
+)
+BLOCK_OPENINGS = (":{", ": {", ":[", ": [", "={", "=[")
+BLOCK_SCALAR = re.compile(r"[|>][-+0-9]*\s*$")
+# A YAML mapping's `key: value` (the value after it) and a list item's `- ` inside a block.
+YAML_PAIR = re.compile(r"""(?:-\s+)*(?:["']?[^\s:'"{}\[\],][^:'"{}\[\]]*?["']?\s*:(?:\s+|$))?(?:-\s+)*""")
+KEY_AFTER = re.compile(r"\s*+:")  # what follows a key: it is one, not a value
+BARE_TOKEN = re.compile(r"""[^\s,:{}\[\]'"]+""")
+PLACEHOLDER = re.compile(r"\[(?:secret|host|ip)-\d+\]|\[user\]")
+# A block not closed after this many lines is taken as ended (a cut or damaged log must not make the
+# rest of it one credential); a service account's JSON is a dozen lines.
+BLOCK_LINES = 256
 BEARER = re.compile(r"(?i)\b(?P<key>Bearer|Basic)(?P<sep>\s+)(?P<value>[\w.~+/=-]{8,})")
 # Any other scheme of an Authorization header (`Authorization: token …`, `authorization=Digest …`).
 AUTHORIZATION = re.compile(
@@ -94,11 +116,15 @@ PEM_END = re.compile(r"-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----")
 # A block's line: base64 or a header, after what prefixes every line where a log's wrapper adds one
 # (`svc-1 | `, a time): the base64 of a line with another prefix than BEGIN's is 16 characters or more.
 PEM_BODY = re.compile(r"(?:^|\s)(?P<body>[A-Za-z0-9+/=]*+|(?:Proc-Type|DEK-Info|Comment|Version): .*)$")
+# A JSON string literal (escapes taken whole: linear); one holding `\n` is redacted as the lines it holds.
+JSON_STRING = re.compile(r'"(?:[^"\\\n]|\\.)*+"')
 # Terminal colours: a key glued to one (`\x1b[32mPGPASSWORD=…`) is read without them.
 ANSI = re.compile(r"\x1b\[[0-9;?]*+[ -/]*+[@-~]")
 # Values of secret-looking keys that hide nothing: unset, booleans, numbers, already a placeholder,
 # a list, dict or tag (`stop_token_ids=[2, 7]`, `eos_token=<eos>`: unquoted, only its opening is matched).
-NOT_A_SECRET = re.compile(r"(?i)^(?:none|null|nil|true|false|\d+(?:\.\d+)?|\[\w+-\d+\]|\*+|[\[{(<].*[\]})>]|)$")
+NOT_A_SECRET = re.compile(
+    r"(?i)^(?:none|null|nil|true|false|\d+(?:\.\d+)?|\[\w+-\d+\]|\*+|[\[{(<].*[\]})>]|[|>][-+]?\d*|)$"
+)
 # A secret worth finding again anywhere: 8 characters or more, not a plain word (`expired`, `changeme`
 # are found only where a key says so).
 CREDENTIAL_LIKE = re.compile(r"(?=.*[^A-Za-z])[^\s\[\]]{8,}")
@@ -115,7 +141,8 @@ def secret_key(key: str) -> bool:
     return parts != ["key"] and not NOT_SECRET_PARTS.intersection(parts)
 
 
-USER_PATH = re.compile(r"(?P<prefix>/(?:home|Users))/(?P<name>[^/\s'\"\[\]:]+)(?=[/\s'\":]|$)")
+# A name of `*` only is one already masked (a flight-recorder pickle's strings keep their length).
+USER_PATH = re.compile(r"(?P<prefix>/(?:home|Users))/(?!\*+(?:[/\s'\":]|$))(?P<name>[^/\s'\"\[\]:]+)(?=[/\s'\":]|$)")
 
 # A 4-part dotted quad not glued to a version (`v1.2.3.4`, `==1.2.3.4`, `version 1.2.3.4`).
 IPV4 = re.compile(
@@ -180,11 +207,26 @@ class Redactor:
     def line(self, text: str) -> str:
         """One line redacted; never adds or removes a line break. A line with terminal colours
         that holds something to redact is given without its colours."""
+        if "\\n" in text:
+            text = JSON_STRING.sub(self._escaped_lines, text)
         if "\x1b" in text:
             plain = ANSI.sub("", text)
             redacted = self._line(plain)
             return text if redacted == plain else redacted
         return self._line(text)
+
+    def _escaped_lines(self, found: re.Match[str]) -> str:
+        """A JSON string that holds lines (a JSON log's message, a dump's frame), redacted as the
+        text it holds: what spans its lines is then found as in a file."""
+        literal = found.group()
+        if "\\n" not in literal:
+            return literal
+        try:
+            value = json.loads(literal)
+        except ValueError:
+            return literal
+        redacted = self.text(value) if isinstance(value, str) else value
+        return literal if redacted == value else json.dumps(redacted, ensure_ascii=False)
 
     def _line(self, text: str) -> str:
         text = PEM_INLINE.sub(lambda m: self._placeholder(SECRET, m.group(), PRIVATE_KEY), text)
@@ -211,23 +253,172 @@ class Redactor:
     def across_lines(self, lines: Iterable[str]) -> Iterator[str]:
         """The lines with the secrets that span lines redacted (PEM blocks, name/value entries): the
         part of redaction that needs the lines before; `line` does the rest."""
-        return self.named_values(self.private_keys(lines))
+        return self.secret_blocks(self.named_values(self.private_keys(lines)))
+
+    def secret_blocks(self, lines: Iterable[str]) -> Iterator[str]:
+        """Every value under a secret key whose value is a structure or sits on the lines below
+        (BLOCK_KEY) replaced: to its closing bracket, in the next line's string, or in the lines indented
+        below it (YAML), at most BLOCK_LINES lines. Lines that repeat what prefixes the key's line (a
+        log's `INFO `) are read after it; a line with terminal colours is read, and given, without them."""
+        block: _Block | None = None
+        for line in lines:
+            plain = ANSI.sub("", line) if "\x1b" in line else line
+            redacted, touched = plain, False
+            if block is not None:
+                redacted, block, touched = self._in_block(plain, block)
+            if block is None and not touched:
+                redacted, block = self._open_block(redacted)
+            yield line if redacted == plain else redacted
+
+    def _open_block(self, line: str) -> tuple[str, _Block | None]:
+        tail = line.rstrip()
+        if not (tail.endswith(":") or BLOCK_SCALAR.search(tail[-6:]) or any(o in line for o in BLOCK_OPENINGS)):
+            return line, None  # what every opening has, looked for fast: most lines have none
+        for found in BLOCK_KEY.finditer(line):
+            if not secret_key(found["key"]):
+                continue
+            rest = line[found.end() :]
+            if rest[:1] in ("{", "[") and not PLACEHOLDER.match(rest):
+                line, depth = self._brackets(line, found.end(), 0)
+                return line, _Block("brackets", depth) if depth > 0 else None
+            if found["sep"] == "=":  # `credentials={…}` only: `PGPASSWORD=` then a line is no block
+                continue
+            kind = "next" if found["q"] else "indent" if not rest.strip() else "scalar"
+            if kind == "scalar" and not BLOCK_SCALAR.match(rest):
+                continue
+            prefix = line[: found.start()]
+            if not prefix.strip():
+                return line, _Block(kind, indent=len(prefix))
+            return line, _Block(kind, prefix=prefix)
+        return line, None
+
+    def _in_block(self, line: str, block: _Block) -> tuple[str, _Block | None, bool]:
+        """The line as the open block makes it; the block after it (None when it ended); whether the
+        line was part of it."""
+        block.lines += 1
+        if block.lines > BLOCK_LINES:
+            return line, None, False
+        if block.kind == "brackets":
+            line, block.depth = self._brackets(line, 0, block.depth)
+            return line, block if block.depth > 0 else None, True
+        # after a prefix, the lines that repeat it (a log's `INFO ` on each) or that have none (the
+        # lines of one multi-line message): the key is at the indent 0 of what follows the prefix
+        prefix = block.prefix if line.startswith(block.prefix) else ""
+        rest = line[len(prefix) :]
+        content = rest.lstrip()
+        if not content.strip():
+            return line, block, True
+        column = len(prefix) + len(rest) - len(content)
+        if block.kind == "next":  # `"password":` then its value on the next line that is not empty
+            if content[:1] in ("{", "["):
+                line, depth = self._brackets(line, column, 0)
+                return line, _Block("brackets", depth) if depth > 0 else None, True
+            if content[:1] in ("'", '"'):
+                return self._brackets(line, column, 1, once=True)[0], None, True
+            return line, None, False
+        indent = column - len(prefix)
+        if indent > block.indent or (indent == block.indent and content.startswith("- ")):
+            start = column
+            if block.kind == "indent":  # a mapping's or a list's value, not its key or dash
+                start += len(YAML_PAIR.match(content)[0])  # type: ignore[index]
+            value = line[start:].rstrip()
+            if value and not PLACEHOLDER.fullmatch(value):
+                line = line[:start] + self._whole_value(value) + line[start + len(value) :]
+            return line, block, True
+        return line, None, False
+
+    def _whole_value(self, value: str) -> str:
+        quote = value[0] if len(value) > 1 and value[0] in ("'", '"') and value[-1] == value[0] else ""
+        bare = value[len(quote) : len(value) - len(quote)]
+        if NOT_A_SECRET.match(bare) or BLOCK_SCALAR.match(bare):
+            return value
+        return f"{quote}{self._placeholder(SECRET, bare, ASSIGNMENT)}{quote}"
+
+    def _brackets(self, line: str, start: int, depth: int, once: bool = False) -> tuple[str, int]:
+        """From `start`, at bracket depth `depth`: each string and bare word that is no key (a `:`
+        after it) replaced, up to the bracket that closes depth 0 (or, `once`, after one string)."""
+        parts = [line[:start]]
+        position = start
+        while position < len(line):
+            char = line[position]
+            placeholder = PLACEHOLDER.match(line, position)
+            if placeholder is not None:
+                end = placeholder.end()
+                parts.append(placeholder.group())
+            elif char in ("'", '"'):
+                end = _string_end(line, position)
+                closed = end - position >= 2 and line[end - 1] == char
+                body = line[position + 1 : end - 1 if closed else end]
+                closing = char if closed else ""
+                if KEY_AFTER.match(line, end) or NOT_A_SECRET.match(body):
+                    parts.append(line[position:end])
+                else:
+                    parts.append(f"{char}{self._placeholder(SECRET, body, ASSIGNMENT)}{closing}")
+                if once:
+                    position = end
+                    break
+            elif char in "{[":
+                depth, end = depth + 1, position + 1
+                parts.append(char)
+            elif char in "}]":
+                depth, end = depth - 1, position + 1
+                parts.append(char)
+                if depth <= 0:
+                    position = end
+                    break
+            elif char in ",:" or char.isspace():
+                end = position + 1
+                parts.append(char)
+            else:
+                end = BARE_TOKEN.match(line, position).end()  # type: ignore[union-attr]
+                word = line[position:end]
+                if KEY_AFTER.match(line, end) or NOT_A_SECRET.match(word):
+                    parts.append(word)
+                else:
+                    parts.append(self._placeholder(SECRET, word, ASSIGNMENT))
+            position = end
+        parts.append(line[position:])
+        return "".join(parts), depth
 
     def named_values(self, lines: Iterable[str]) -> Iterator[str]:
-        """The value of each name/value entry whose name is a credential's (NAMED) replaced."""
+        """The value of each name/value entry whose name is a credential's (NAMED) replaced, given
+        after its name or before it (`{"value": "…", "name": "HF_TOKEN"}`, over lines too: the lines
+        from a value field are held until the entry's name, its end or NAMED_LINES)."""
         left = 0  # lines in which the last credential's name may still get its value
+        held: list[str] = []  # lines of an entry with a value field and no name yet
         for line in lines:
             named = NAMED.search(line)
+            if held and (named is not None or len(held) >= NAMED_LINES or ENTRY_EDGE.match(line)):
+                if named is not None and secret_key(named["name"]):
+                    held = [NAMED_VALUE.sub(self._secret_value, before) for before in held]
+                yield from held
+                held = []
             start = 0
             if named is not None:
                 left, start = (NAMED_LINES if secret_key(named["name"]) else 0), named.end()
+                line = self._values_before_names(line)
+            elif ENTRY_EDGE.match(line):
+                left = 0  # another entry: the credential's name had no value
             if left and (named is not None or NAMED_FIELD.match(line)):
                 before = self.classes[ASSIGNMENT]
                 line = line[:start] + NAMED_VALUE.sub(self._secret_value, line[start:])
                 left = 0 if self.classes[ASSIGNMENT] > before else left - 1
             elif left:
                 left = 0 if line.lstrip().startswith("}") else left - 1
+            elif named is None and (held or NAMED_FIELD.match(line)):
+                held.append(line)
+                continue
             yield line
+        yield from held
+
+    def _values_before_names(self, line: str) -> str:
+        """The line with the value of each entry whose secret name follows it replaced."""
+        for named in reversed(list(NAMED.finditer(line))):
+            if secret_key(named["name"]):
+                opened = line.rfind("{", 0, named.start()) + 1
+                head = NAMED_VALUE.sub(self._secret_value, line[opened : named.start()])
+                line = line[:opened] + head + line[named.start() :]
+        return line
 
     def private_keys(self, lines: Iterable[str]) -> Iterator[str]:
         """The lines with each multi-line PEM private key's lines (BEGIN, body, END) made one
@@ -285,6 +476,10 @@ class Redactor:
     def secret_classes(self) -> dict[str, int]:
         """Secrets replaced per class (SECRET_CLASSES), classes with none left out."""
         return {name: self.classes[name] for name in SECRET_CLASSES if self.classes[name]}
+
+    def secret(self, value: str, secret_class: str = ASSIGNMENT) -> str:
+        """A whole value known to be a credential (a structure said so: the value of a secret key), replaced."""
+        return self._placeholder(SECRET, value, secret_class)
 
     def _placeholder(self, kind: str, value: str, secret_class: str = "") -> str:
         self.occurrences[kind] += 1
@@ -367,3 +562,31 @@ def _address(text: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
         return ipaddress.ip_address(text.split("%")[0])
     except ValueError:
         return None
+
+
+@dataclass
+class _Block:
+    """A secret key's value that spans lines: `brackets` (open at `depth`), `next` (on the next line),
+    `indent` / `scalar` (YAML: the lines indented past `indent` after `prefix`: values / all of each)."""
+
+    kind: str
+    depth: int = 0
+    indent: int = 0
+    prefix: str = ""
+    lines: int = 0
+
+
+def _string_end(line: str, start: int) -> int:
+    """The index after the quoted string opening at `start` (backslash escapes skipped); the
+    line's end where it is not closed."""
+    quote = line[start]
+    position = start + 1
+    while position < len(line):
+        char = line[position]
+        if char == "\\":
+            position += 2
+            continue
+        if char == quote:
+            return position + 1
+        position += 1
+    return len(line)

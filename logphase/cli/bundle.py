@@ -11,7 +11,7 @@ from pathlib import Path
 import click
 
 from logphase.bundle import environment
-from logphase.bundle.archive import check_output, input_paths, write_tar_gz
+from logphase.bundle.archive import input_paths, write_tar_gz
 from logphase.bundle.build import BundleRequest, collect, output_name
 from logphase.bundle.live import find_processes, take_stacks
 from logphase.cli.common import (
@@ -24,6 +24,7 @@ from logphase.cli.common import (
     patterns_option,
 )
 from logphase.cli.stacks import read_dump_file
+from logphase.outputs import check_output
 from logphase.stacks.model import ProcessSnapshot
 
 # A terabyte: a larger --cut-over keeps every log whole, as this does.

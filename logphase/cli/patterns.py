@@ -143,13 +143,18 @@ def explain(line: str, pattern_paths: tuple[Path, ...]) -> None:
     show_default=True,
     help="Folder of the data files (one per system).",
 )
-def inventory(wheels: tuple[Path, ...], out: Path) -> None:
+@click.option("--force", is_flag=True, help="Replace the data files that exist (never an input, a folder or a device).")
+def inventory(wheels: tuple[Path, ...], out: Path, force: bool) -> None:
     """Rebuild the message inventory from release WHEELS (sglang, vllm, torch).
 
-    A dev command: pass every release of a system at once, its data file is rewritten from them.
+    A dev command: pass every release of a system at once, its data file is rewritten from them
+    (an existing one only with --force; written beside it and renamed into place when complete).
     e.g. `pip download --no-deps vllm==0.11.0 -d /tmp/wheels`, then
-    `logphase patterns inventory /tmp/wheels/*.whl`."""
-    for system, count in sorted(build_inventory(list(wheels), out).items()):
+    `logphase patterns inventory /tmp/wheels/*.whl --force`.
+
+    Exit: 0 written; 2 a data file exists without --force, or names an input; 3 --out is no
+    folder, or a data file's path is a folder or a device, or cannot be written."""
+    for system, count in sorted(build_inventory(list(wheels), out, force=force).items()):
         click.echo(f"{system}: {count} templates → {data_path(out, system)}")
 
 

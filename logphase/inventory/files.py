@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import functools
 import re
 import zipfile
+import zlib
 from collections.abc import Iterable, Iterator
 from importlib import resources
 from pathlib import Path
+from typing import BinaryIO
 
-from logphase.errors import UsageError
+from logphase.errors import InputError, UsageError
 from logphase.inventory.scope import NATIVE_LIBRARIES, NATIVE_MESSAGE, in_scope, release_of_wheel, system_of_wheel
 from logphase.inventory.store import InventoryEntry, decode, encode, merge_releases
 from logphase.inventory.templates import Template, extract_templates
+from logphase.outputs import OutputError, check_output, write_atomically
 
 SYSTEMS = ("sglang", "vllm", "torch")
 
@@ -76,19 +80,53 @@ def read_inventory(directory: Path, systems: tuple[str, ...] = SYSTEMS) -> list[
     return entries
 
 
-def build_inventory(wheels: list[Path], out: Path) -> dict[str, int]:
+def build_inventory(wheels: list[Path], out: Path, *, force: bool = False) -> dict[str, int]:
     """Extract every wheel, merge by system, write one data file per system → templates per system.
-    A system's file is rewritten from the wheels given: pass every release of it at once."""
-    found: dict[str, dict[str, list[Template]]] = {}
+    A system's file is rewritten from the wheels given: pass every release of it at once. Each file is
+    checked before any wheel is read (never an input, a folder or a device; an existing one only with
+    `force`) and written beside itself, then renamed into place."""
+    systems: dict[Path, str] = {}
     for wheel in wheels:
         system = system_of_wheel(wheel.name)
         if system is None:
             raise UsageError(f"{wheel.name}: not a wheel of {', '.join(SYSTEMS)}")
-        found.setdefault(system, {})[release_of_wheel(wheel.name)] = list(wheel_templates(wheel, system))
-    out.mkdir(parents=True, exist_ok=True)
+        systems[wheel] = system
+    if out.exists() and not out.is_dir():
+        raise OutputError(f"{out}: not a folder", hint=f"name a folder for the data files with {OPTION}")
+    inputs = [str(wheel) for wheel in wheels]
+    if out.is_dir():  # else made once the wheels are read
+        for system in set(systems.values()):
+            check_output(data_path(out, system), inputs=inputs, force=force, option=OPTION)
+    found: dict[str, dict[str, list[Template]]] = {}
+    for wheel, system in systems.items():
+        try:
+            templates = list(wheel_templates(wheel, system))
+        except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError, OSError) as exc:
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc) or type(exc).__name__
+            raise InputError(
+                f"{wheel}: cannot read the wheel: {reason}",
+                hint="give the .whl files as `pip download --no-deps PKG==VER` saves them, whole",
+            ) from None
+        found.setdefault(system, {})[release_of_wheel(wheel.name)] = templates
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise OutputError(
+            f"{out}: cannot make the folder: {exc.strerror}", hint=f"write elsewhere with {OPTION}"
+        ) from None
     counts = {}
     for system, by_release in found.items():
         entries = merge_releases(system, by_release)
-        data_path(out, system).write_bytes(encode(entries))
+        data = encode(entries)
+        write_atomically(
+            data_path(out, system), functools.partial(_write, data), inputs=inputs, force=force, option=OPTION
+        )
         counts[system] = len(entries)
     return counts
+
+
+OPTION = "--out FOLDER"
+
+
+def _write(data: bytes, raw: BinaryIO) -> None:
+    raw.write(data)

@@ -22,6 +22,7 @@ from logphase.flight_recorder import MAX_DUMP_BYTES, MAX_GROUPS, NAMED_RANKS
 from logphase.logs.follow import follow_lines
 from logphase.logs.reader import DECODER_MEMORY, MAX_RATIO
 from logphase.logs.timeline import MAX_RANKS
+from tests.conftest import FIXTURES
 from tests.hostile.child import assert_handled, run_cli
 
 
@@ -190,16 +191,66 @@ def test_a_dump_of_three_groups_of_many_ranks_stays_bounded(tmp_path: Path) -> N
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("keys", [4_000_000, 850_000])
-def test_a_dump_of_millions_of_process_groups_stays_bounded(tmp_path: Path, keys: int) -> None:
-    # GIVEN a dump whose `pg_status` holds `keys` process groups (28 MB at 4 M; 850,000 is just under MAX_DUMP_BYTES)
+@pytest.mark.parametrize(
+    ("keys", "refused"),
+    [
+        (4_000_000, "over 16 MB, too big for a flight-recorder dump"),  # 28 MB
+        (2_000_000, "MB that unpacks to more than a flight-recorder dump is read to"),  # 14 MB: 4 M objects
+        (500_000, None),  # 3.4 MB: read
+    ],
+)
+def test_a_dump_of_millions_of_process_groups_stays_bounded(tmp_path: Path, keys: int, refused: str | None) -> None:
+    # GIVEN a dump whose `pg_status` holds `keys` process groups, each an empty dict (a byte or two a
+    # dict: what unpacks to the most objects a byte)
     log = tmp_path / "fr-rank-0"
     log.write_bytes(_dump({}, {pg: {} for pg in range(keys)}, entries=0))
-    # WHEN analyzed THEN refused as too big for a dump, or read with its first MAX_GROUPS groups, within the bound
+    # WHEN analyzed THEN refused as too big (its bytes, or what they unpack to), the hint naming the
+    # buffer's size, or read with its first MAX_GROUPS groups; within the bound either way
     ran = run_cli(["analyze", "--format", "json", str(log)], tmp_path, timeout=300)
-    if log.stat().st_size > MAX_DUMP_BYTES:
+    if refused is not None:
         assert_handled(ran, (3,))
-        assert "too big for a flight-recorder dump" in ran.stderr
+        assert refused in ran.stderr and "TORCH_FR_BUFFER_SIZE" in ran.stderr
     else:
         assert_handled(ran, (6,))
         assert len(json.loads(ran.stdout)["flight_recorder"]["groups"]) == MAX_GROUPS
+
+
+def _real_shaped(entries: int) -> bytes:
+    """A dump of `entries` collectives over four process groups, each entry as the real two-GPU hang's
+    first one (its 7 frames, 26 fields; strings memoised as torch pickles them): ~260 bytes an entry."""
+    real = pickle.loads((FIXTURES / "real" / "gpu-h200x2" / "fr" / "fr-rank-0").read_bytes())
+    template = real["entries"][0]
+    groups = [("0", "default_pg"), ("1", "tp"), ("2", "dp"), ("3", "pp")]
+    listed = [
+        {
+            **template,
+            "record_id": n,
+            "collective_seq_id": n // 4 + 1,
+            "pg_id": n % 4,
+            "process_group": groups[n % 4],
+            "frames": [dict(frame) for frame in template["frames"]],
+        }
+        for n in range(entries)
+    ]
+    last = entries // 4
+    real["pg_config"] = {pg: {"name": pg, "desc": desc, "ranks": "[0, 1]"} for pg, desc in groups}
+    real["pg_status"] = {
+        pg: {"last_enqueued_collective": last, "last_completed_collective": last - 1} for pg, _ in groups
+    }
+    real["entries"] = listed
+    return pickle.dumps(real, protocol=2)
+
+
+@pytest.mark.slow
+def test_a_real_dump_past_the_old_6_mb_bound_is_read(tmp_path: Path) -> None:
+    # GIVEN a dump of 40,000 entries shaped as torch writes them (~9.9 MiB; refused over 6 MiB before)
+    log = tmp_path / "fr-rank-0"
+    log.write_bytes(_real_shaped(40_000))
+    assert 9 << 20 < log.stat().st_size < MAX_DUMP_BYTES
+    # WHEN analyzed THEN read within the bound: each group's last collective is the one in flight
+    ran = run_cli(["analyze", "--format", "json", str(log)], tmp_path, timeout=300)
+    assert_handled(ran, (6,))
+    groups = json.loads(ran.stdout)["flight_recorder"]["groups"]
+    assert [(g["pg"], g["pending"]["seq"], g["pending"]["state"]) for g in groups] == [
+        (pg, 10_000, "completed") for pg in ("0", "1", "2", "3")
+    ]

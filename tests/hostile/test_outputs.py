@@ -1,5 +1,6 @@
 """Outputs never destroy: `bundle -o` refuses an input (by name, symlink or hard link), a device, a
-folder; replaces an existing file only with --force; leaves nothing behind when it fails."""
+folder; replaces an existing file only with --force; leaves nothing behind when it fails; and so do the
+data files `patterns inventory --out FOLDER` writes."""
 
 from __future__ import annotations
 
@@ -7,14 +8,17 @@ import os
 import shutil
 import stat
 import tarfile
+import zipfile
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from click.testing import Result
 
 from logphase.bundle.archive import write_tar_gz
 from logphase.bundle.build import Member
 from logphase.errors import UsageError
+from logphase.inventory.files import read_inventory
 from tests.conftest import FIXTURES, run_cli
 
 LOG = FIXTURES / "logs" / "sglang" / "tp8-ready-serving.log"
@@ -64,7 +68,7 @@ def test_an_output_that_names_an_input_is_refused(work: Path, case: str, force: 
     result = run_cli(*args, *(["--force"] if force else []))
     # THEN it is a usage error that names the input, and the input is untouched
     assert result.exit_code == 2, result.output
-    assert "is an input of this bundle" in result.stderr
+    assert "is an input of this command" in result.stderr
     assert "hint: name another file with -o FILE" in result.stderr
     assert (work / input_name).read_bytes() == before
     assert sorted(p.name for p in work.iterdir() if p.name.startswith(".")) == []
@@ -140,3 +144,104 @@ def test_a_file_that_appears_while_the_bundle_is_made_is_not_replaced(tmp_path: 
     # THEN the usage error says so, the other file is untouched and no temporary file is left
     assert path.read_bytes() == b"theirs"
     assert [p.name for p in tmp_path.iterdir()] == ["b.tar.gz"]
+
+
+# --- `patterns inventory --out FOLDER`: its data files, as bundle's -o -------------------------------
+
+SCHEDULER = 'logger.info("Load weight begin. avail mem=%.2f GB", mem)\n'
+
+
+@pytest.fixture
+def wheel(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "inventory").mkdir()
+    path = tmp_path / "sglang-0.5.1-py3-none-any.whl"
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("sglang/srt/managers/scheduler.py", SCHEDULER)
+    return path
+
+
+def _inventory(wheel: Path, *options: str) -> Result:
+    return run_cli("patterns", "inventory", str(wheel), "--out", "inventory", *options)
+
+
+def test_an_inventory_data_file_is_replaced_only_with_force(wheel: Path) -> None:
+    # GIVEN a data file already there
+    data = Path("inventory/sglang.jsonl.gz")
+    data.write_bytes(b"old")
+    # WHEN rebuilt without --force THEN it is refused (exit 2, the hint names --force) and untouched
+    result = _inventory(wheel)
+    assert (result.exit_code, result.stderr.splitlines()) == (
+        2,
+        [
+            "logphase: error: inventory/sglang.jsonl.gz: already exists",
+            "  hint: name another file with --out FOLDER, or replace it with --force",
+        ],
+    )
+    assert data.read_bytes() == b"old"
+    # WHEN rebuilt with --force THEN it holds the wheel's template, and nothing is left beside it
+    result = _inventory(wheel, "--force")
+    assert result.exit_code == 0, result.output
+    assert [entry.text for entry in read_inventory(Path("inventory"))] == ["Load weight begin. avail mem={:.2f} GB"]
+    assert sorted(p.name for p in Path("inventory").iterdir()) == ["sglang.jsonl.gz"]
+
+
+# (what the data file's path is made; the exit code; the error's end) — with and without --force
+DESTROYING: dict[str, tuple[Callable[[Path], None], int, str]] = {
+    "a-symlink-to-the-wheel": (
+        lambda w: Path("inventory/sglang.jsonl.gz").symlink_to(w),
+        2,
+        "is an input of this command",
+    ),
+    "a-hard-link-to-the-wheel": (lambda w: os.link(w, "inventory/sglang.jsonl.gz"), 2, "is an input of this command"),
+    "a-folder": (lambda w: Path("inventory/sglang.jsonl.gz").mkdir(), 3, "is a directory"),
+    "a-symlink-to-a-device": (lambda w: Path("inventory/sglang.jsonl.gz").symlink_to("/dev/null"), 3, "not a regular"),
+}
+
+
+@pytest.mark.parametrize("force", [False, True], ids=["plain", "force"])
+@pytest.mark.parametrize("case", DESTROYING)
+def test_an_inventory_data_file_never_destroys(wheel: Path, case: str, force: bool) -> None:
+    # GIVEN the data file's path naming the input wheel, a folder or a device
+    make, code, error = DESTROYING[case]
+    make(wheel)
+    wheel_bytes = wheel.read_bytes()
+    # WHEN rebuilt
+    result = _inventory(wheel, *(["--force"] if force else []))
+    # THEN it is refused with its reason and a hint, and the wheel is as it was
+    assert result.exit_code == code, result.output
+    assert result.stderr.startswith("logphase: error: inventory/sglang.jsonl.gz: ") and error in result.stderr
+    assert "\n  hint: " in result.stderr and "Traceback" not in result.output
+    assert wheel.read_bytes() == wheel_bytes
+    assert [p.name for p in Path("inventory").iterdir() if p.name.endswith(".part")] == []
+
+
+@pytest.mark.parametrize(
+    ("out", "error"),
+    [("/dev/null", "/dev/null: not a folder"), ("inventory/no/such", None)],
+    ids=["a-device", "a-new-folder"],
+)
+def test_the_inventory_folder(wheel: Path, out: str, error: str | None) -> None:
+    # GIVEN --out naming a device, or a folder not there yet
+    result = run_cli("patterns", "inventory", str(wheel), "--out", out)
+    # THEN a device is refused (exit 3) and a new folder is made
+    if error is None:
+        assert result.exit_code == 0, result.output
+        assert (Path(out) / "sglang.jsonl.gz").is_file()
+    else:
+        assert (result.exit_code, result.stderr.splitlines()[0]) == (3, f"logphase: error: {error}")
+
+
+def test_a_broken_wheel_is_an_error_not_a_traceback(wheel: Path) -> None:
+    # GIVEN a file named as a wheel that is no zip
+    wheel.write_bytes(b"not a zip\n")
+    # WHEN the inventory is rebuilt from it THEN exit 3 names it, with a hint, and writes nothing
+    result = _inventory(wheel)
+    assert (result.exit_code, result.stderr.splitlines()[0]) == (
+        3,
+        f"logphase: error: {wheel}: cannot read the wheel: File is not a zip file",
+    )
+    assert list(Path("inventory").iterdir()) == []
+    # AND a new --out folder is not made
+    assert run_cli("patterns", "inventory", str(wheel), "--out", "new").exit_code == 3
+    assert not Path("new").exists()

@@ -76,6 +76,17 @@ ASSIGNMENT_FORMS: list[Callable[[str, str], str]] = [
     lambda key, value: f'"env": [{{"name": "{key}", "value": "{value}"}}]',
     lambda key, value: f"      - name: {key}\n        value: {value}",
     lambda key, value: f'{{\n  "name": "{key}",\n  "addr": 140,\n  "arg": true,\n  "repr": "\'{value}\'"\n}}',
+    # across lines: pretty-printed JSON with the value under its key, a structure under a secret key
+    # (whatever its own keys), a name/value entry with its value first, YAML blocks
+    lambda key, value: f'{{\n  "{key}":\n    "{value}",\n  "port": 30000\n}}',
+    lambda key, value: f'{{\n  "{key}": {{\n    "id": "svc-7",\n    "data": "{value}"\n  }},\n  "port": 30000\n}}',
+    lambda key, value: f'"config": {{\n  "{key}": [\n    "{value}"\n  ]\n}}',
+    lambda key, value: f"{{'{key}': {{'id': 'svc-7', 'data': '{value}'}}, 'port': 30000}}",
+    lambda key, value: f'"env": [\n  {{\n    "value": "{value}",\n    "name": "{key}"\n  }}\n]',
+    lambda key, value: f'"env": [{{"name": "PATH", "value": "/bin"}}, {{"value": "{value}", "name": "{key}"}}]',
+    lambda key, value: f"{key}:\n  id: svc-7\n  data: {value}\nport: 30000",
+    lambda key, value: f"{key}: |\n  {value}\nport: 30000",
+    lambda key, value: f"{key}:\n  - {value}\nport: 30000",
 ]
 URL_SCHEMES = ["postgresql", "mysql", "redis", "rediss", "mongodb+srv", "amqp", "https", "jdbc:postgresql", "s3", "ftp"]
 
@@ -171,6 +182,67 @@ def test_no_planted_secret_survives_a_line(seed: int, prefix: str) -> None:
     assert [value for value in values if value in out] == []
     assert set(redactor.secret_classes()) == set(SECRET_CLASSES)
     assert out.count("\n") == sum(line.count("\n") + 1 for line in lines) - 1
+
+
+@pytest.mark.parametrize("prefix", ["", "2026-01-01 10:00:00 INFO ", "[TP3] "])
+def test_every_assignment_form_with_every_key(prefix: str) -> None:
+    # GIVEN each form of an assignment (one line or across lines) with each secret key, after a
+    # prefix on its first line (as a logger prints a multi-line message) or on none
+    value = "Zq7-vX93!kLm"
+    survived = []
+    for number, form in enumerate(ASSIGNMENT_FORMS):
+        for key in SECRET_KEYS:
+            redactor = Redactor()
+            # WHEN redacted as a file
+            out = redactor.text(prefix + form(key, value))
+            # THEN the value is gone, and counted as an assignment
+            if value in out or redactor.secret_classes().get(ASSIGNMENT, 0) < 1:
+                survived.append((number, key, out))
+    assert survived == []
+
+
+def test_values_across_lines_are_redacted_as_they_are_laid_out() -> None:
+    # GIVEN a pretty-printed JSON config with a credentials object, an env list and a YAML block
+    text = (
+        "{\n"
+        '  "credentials": {\n'
+        '    "user": "svc-train",\n'
+        '    "retries": 3,\n'
+        '    "scopes": ["read-all", null]\n'
+        "  },\n"
+        '  "env": [\n'
+        '    {"value": "tok-99aa77", "name": "HF_TOKEN"},\n'
+        '    {"value": "/usr/bin", "name": "PATH"}\n'
+        "  ],\n"
+        '  "port": 30000\n'
+        "}\n"
+        "db_password: >-\n"
+        "  folded-secret-1\n"
+        "port: 8000"
+    )
+    redactor = Redactor()
+    # WHEN redacted
+    out = redactor.text(text)
+    # THEN every string under the secret key, the env entry's value and the block scalar are
+    # placeholders; numbers, null, keys and the other entry stay; the lines are as many
+    assert out == (
+        "{\n"
+        '  "credentials": {\n'
+        '    "user": "[secret-1]",\n'
+        '    "retries": 3,\n'
+        '    "scopes": ["[secret-2]", null]\n'
+        "  },\n"
+        '  "env": [\n'
+        '    {"value": "[secret-3]", "name": "HF_TOKEN"},\n'
+        '    {"value": "/usr/bin", "name": "PATH"}\n'
+        "  ],\n"
+        '  "port": 30000\n'
+        "}\n"
+        "db_password: >-\n"
+        "  [secret-4]\n"
+        "port: 8000"
+    )
+    assert redactor.secret_classes() == {ASSIGNMENT: 4}
 
 
 # --- the bundle: every input form ---------------------------------------------------------------
