@@ -16,7 +16,9 @@ if TYPE_CHECKING:  # types only: a report's formats do not import the run record
 
 RUNS_SCHEMA = "logphase.runs/1"
 
-_LIST_HEADERS = ["id", "recorded", "outcome", "setup", "lines", "stopped", "ready in", "log"]
+# The verdict (what the log showed) and the user's label apart: a label never hides the verdict. The line
+# count is left to `runs show`, so that the list fits 80 columns.
+_LIST_HEADERS = ["id", "recorded", "verdict", "label", "setup", "stopped", "ready in", "log"]
 _PHASE_HEADERS = ["phase", "began after", "took", "first line", "last line", "ended"]
 
 
@@ -97,9 +99,9 @@ def _list_rows(runs: Sequence[RunRecord]) -> list[list[Any]]:
         [
             r.id,
             _when(r.recorded_at),
-            r.outcome,
+            r.verdict.value,
+            r.label or "",
             r.fingerprint.describe(),
-            r.lines,
             f"{r.stop.phase or '?'} @{r.stop.line}",
             format_duration(r.ready_s) if r.ready_s is not None else "",
             ", ".join(r.paths),
@@ -113,11 +115,12 @@ def _facts(run: RunRecord) -> list[tuple[str, Any]]:
     return [
         ("run", run.id),
         ("recorded", _when(run.recorded_at)),
-        ("outcome", run.outcome + (f" (verdict {run.verdict.value})" if run.label else "")),
+        ("verdict", run.verdict.value),
+        ("label", run.label or "-"),
         ("setup", fingerprint.describe()),
         *((name.replace("_", " "), value) for name, value in fingerprint.to_json().items() if value is not None),
         ("lines", run.lines),
-        ("stopped", f"{run.stop.milestone} at line {run.stop.line}"),
+        ("stopped", f"{run.stop.describe()}, at line {run.stop.line}"),
         ("last line", run.last_text[:160]),
         ("ready in", format_duration(run.ready_s) if run.ready_s is not None else "-"),
         ("log", ", ".join(run.paths)),
