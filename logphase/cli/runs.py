@@ -181,7 +181,7 @@ def show(run_id: int, output_format: OutputFormat, db_path: Path | None) -> None
     """One run: its setup, outcome, where it stopped and how long each phase took."""
     with open_store(resolve_db(db_path), create=False) as store:
         run = store.get(run_id)
-    click.echo(pick(output_format).run(run), nl=False)
+    click.echo(pick(output_format, width=terminal_width()).run(run), nl=False)
 
 
 @runs.command("rm")

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from logphase.durations import format_duration
-from logphase.report.text_table import fit
+from logphase.report.text_table import ELLIPSIS, MIN_CUT, fit
 
 if TYPE_CHECKING:  # types only: a report's formats do not import the run records
     from logphase.baselines.records import RunRecord
@@ -44,9 +44,9 @@ def render_runs_json(runs: Sequence[RunRecord], *, db: Path | None) -> str:
     return json.dumps(document, indent=2)
 
 
-def render_run_table(run: RunRecord) -> str:
-    """One run's facts, a blank line, then its phases."""
-    return _run_tables(run, facts_format="plain", phases_format="simple")
+def render_run_table(run: RunRecord, width: int | None = None) -> str:
+    """One run's facts, a blank line, then its phases; with `width`, each fact cut (`…`) to fit it."""
+    return _run_tables(run, facts_format="plain", phases_format="simple", width=width)
 
 
 def render_run_markdown(run: RunRecord) -> str:
@@ -86,10 +86,14 @@ def run_json(run: RunRecord) -> dict[str, Any]:
     }
 
 
-def _run_tables(run: RunRecord, *, facts_format: str, phases_format: str) -> str:
+def _run_tables(run: RunRecord, *, facts_format: str, phases_format: str, width: int | None = None) -> str:
     from tabulate import tabulate
 
-    facts = tabulate(_facts(run), tablefmt=facts_format)
+    rows = [(name, "" if value is None else str(value)) for name, value in _facts(run)]
+    if width is not None:
+        room = max(MIN_CUT, width - max(len(name) for name, _ in rows) - 2)  # tabulate's plain: two spaces between
+        rows = [(name, value if len(value) <= room else value[: room - 1].rstrip() + ELLIPSIS) for name, value in rows]
+    facts = tabulate(rows, tablefmt=facts_format, disable_numparse=True)
     phases = tabulate(_phase_rows(run), headers=_PHASE_HEADERS, tablefmt=phases_format)
     return f"{facts}\n\n{phases}"
 

@@ -160,3 +160,9 @@ def test_runs_tables_fit_80_columns(tmp_path: Path) -> None:
     lines = table_lines(cli("runs", "list", "--db", str(db), columns=80).stdout)
     assert len(lines) == 6
     assert [line for line in lines if len(line) > 80] == []
+    # AND runs show, its facts (a long last line, an absolute path) cut with an ellipsis, its phases whole
+    shown = cli("runs", "show", "2", "--db", str(db), columns=80).stdout.splitlines()
+    assert [line for line in shown if len(line) > 80] == []
+    assert any(line.startswith("last line") and line.endswith("…") for line in shown)
+    wide = cli("runs", "show", "2", "--db", str(db), columns=300).stdout.splitlines()
+    assert f"log                    {HUNG.resolve()}" in wide
