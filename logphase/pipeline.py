@@ -27,6 +27,7 @@ from logphase.phases import Verdict
 from logphase.ranks import format_rank_set
 from logphase.report.model import (
     EvidenceLine,
+    HealthAnswers,
     InputSummary,
     LastLine,
     NextStep,
@@ -262,8 +263,22 @@ def assemble(
         unrecognised=unknown,
         next_step=next_step,
         ranks_not_followed=timeline.unfollowed,
+        health=_health(timeline, names),
     )
     return report, run
+
+
+def _health(timeline: Timeline, names: Sequence[str]) -> HealthAnswers | None:
+    """The health route's answers the log shows, counted by status (None: it shows none)."""
+    first, newest = timeline.health_first, timeline.health
+    if first is None or newest is None or not timeline.health_answers:
+        return None
+    return HealthAnswers(
+        counts=timeline.health_answers,
+        first=EvidenceLine(names[first.source], first.line, first.text),
+        newest=EvidenceLine(names[newest.source], newest.line, newest.text),
+        newest_status=newest.captures.get("health_status", ""),
+    )
 
 
 def _dated_notes(timeline: Timeline) -> list[str]:

@@ -148,7 +148,7 @@ class Comparison:
         if this.verdict in PROBLEM_VERDICTS and this.verdict is not Verdict.STALLED:
             return f"{this.verdict.value} before reaching its stall point (in {here})"
         if this.stop.position == reference.stop.position:
-            return f"at its stall point ({reference.stop.milestone})"
+            return f"at its stall point ({reference.stop.describe()})"
         return f"not yet at its stall point (this run is in {here})"
 
     def _timing_words(self) -> list[str]:

@@ -50,6 +50,14 @@ class StopPoint:
         text = f"{self.phase.value}:{'end' if self.ended else 'begin'}"
         return f"{text}+draft_init" if self.draft_after else text
 
+    def describe(self) -> str:
+        """Where it stopped in the words of the analysis report (its phase table's names): `in cuda_graph`,
+        `after cuda_graph`, `after cuda_graph, then in draft_init` (the draft model's init, begun after it)."""
+        if self.phase is None:
+            return "before any phase"
+        text = f"{'after' if self.ended else 'in'} {self.phase.value}"
+        return f"{text}, then in {Phase.DRAFT_INIT.value}" if self.draft_after else text
+
     @property
     def position(self) -> tuple[int, int, int]:
         """Milestones in startup order: comparable across log verbosity and TP sizes."""

@@ -9,7 +9,7 @@ import random
 import sqlite3
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import fields, replace
+from dataclasses import dataclass, fields, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
@@ -33,6 +33,37 @@ _FINGERPRINT_COLUMNS = tuple(field.name for field in fields(Fingerprint))
 _PHASE_NAMES = frozenset(phase.value for phase in Phase)
 
 T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class RunFilter:
+    """Which runs `runs list` shows: each given field must hold (words compared without case); `limit`: the
+    newest that many."""
+
+    outcome: str | None = None  # the verdict or the label: `stalled` and `hung` both find a labelled stalled run
+    label: str | None = None
+    system: str | None = None
+    model: str | None = None  # a part of the model's path: `qwen3` finds Qwen/Qwen3-32B
+    limit: int | None = None
+
+    def sql(self) -> tuple[str, tuple[Any, ...]]:
+        """The WHERE clause and its parameters (values are bound, never spliced in)."""
+        tests: list[str] = []
+        values: list[Any] = []
+        if self.outcome is not None:
+            tests.append("(lower(verdict) = lower(?) OR lower(coalesce(label, '')) = lower(?))")
+            values += [self.outcome, self.outcome]
+        if self.label is not None:
+            tests.append("lower(coalesce(label, '')) = lower(?)")
+            values.append(self.label)
+        if self.system is not None:
+            tests.append("lower(coalesce(system, '')) = lower(?)")
+            values.append(self.system)
+        if self.model is not None:
+            # instr, not LIKE: a `_` or `%` in a model name is itself
+            tests.append("instr(lower(coalesce(model_path, '')), lower(?)) > 0")
+            values.append(self.model)
+        return ("WHERE " + " AND ".join(tests) if tests else ""), tuple(values)
 
 
 class RunStore:
@@ -264,16 +295,23 @@ class RunStore:
     def all(self) -> list[RunRecord]:
         return self._retry(lambda: self._select("", ()))
 
+    def listed(self, chosen: RunFilter = RunFilter()) -> list[RunRecord]:
+        """The runs `chosen` names, newest first (by when they were recorded, then by id)."""
+        where, parameters = chosen.sql()
+        order = "recorded_at DESC, id DESC"
+        limit = f" LIMIT {int(chosen.limit)}" if chosen.limit is not None else ""
+        return self._retry(lambda: self._select(where, parameters, order=order + limit))
+
     def matching(self, fingerprint_key: str) -> list[RunRecord]:
         return self._retry(lambda: self._select("WHERE fingerprint_key = ?", (fingerprint_key,)))
 
-    def _select(self, where: str, parameters: tuple[Any, ...]) -> list[RunRecord]:
+    def _select(self, where: str, parameters: tuple[Any, ...], *, order: str = "id") -> list[RunRecord]:
         """The runs that match; a row this version cannot read (a phase or verdict that a newer
         logphase wrote, a damaged value) is left out and said in `unreadable`, never a traceback."""
         db = self._db
         db.execute("BEGIN")
         try:
-            cursor = db.execute(f"SELECT * FROM runs {where} ORDER BY id", parameters)
+            cursor = db.execute(f"SELECT * FROM runs {where} ORDER BY {order}", parameters)
             names = [column[0] for column in cursor.description]
             rows = [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
             phases: dict[int, list[PhaseRecord]] = {}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 
@@ -10,7 +11,7 @@ import click
 
 from logphase import pipeline
 from logphase.baselines.records import RunRecord
-from logphase.baselines.store import RunStore, storable
+from logphase.baselines.store import RunFilter, RunStore, storable
 from logphase.cli.common import (
     FORMATS,
     db_option,
@@ -62,12 +63,27 @@ def record(store: RunStore, run: RunRecord) -> str:
 
 def record_all(store: RunStore, runs: list[RunRecord]) -> list[str]:
     """Store runs in one transaction (all or none); a line for each that says so (stderr)."""
-    runs = [storable(run) for run in runs]  # said as stored: a number SQLite cannot hold is unknown
+    # said as stored: a number SQLite cannot hold is unknown; the logs by where they are, from any folder
+    runs = [storable(replace(run, paths=tuple(absolute(path) for path in run.paths))) for run in runs]
     added = store.add_all(runs, recorded_at=datetime.now().replace(microsecond=0))
     return [
-        f"{'recorded' if created else 'updated'} run {run_id}: {run.outcome}, {run.fingerprint.describe()}"
+        f"{'recorded' if created else 'updated'} run {run_id}: {run.verdict.value}"
+        + (f" (labelled {run.label})" if run.label else "")
+        + f", {run.fingerprint.describe()}"
         for run, (run_id, created) in zip(runs, added, strict=True)
     ]
+
+
+def absolute(path: str) -> str:
+    """A log's path as it is on this machine (absolute, links resolved), so that a run recorded from one
+    folder is found from another; an archive member (`ARCHIVE:MEMBER`) by its archive's; `<stdin>` as it is."""
+    candidate = Path(path)
+    if candidate.exists():
+        return str(candidate.resolve())
+    for at in range(len(path)):  # the first `:` after which the rest is the member (a member may hold `:`)
+        if path[at] == ":" and at and Path(path[:at]).is_file():
+            return f"{Path(path[:at]).resolve()}{path[at:]}"
+    return path
 
 
 @click.group()
@@ -76,7 +92,8 @@ def runs() -> None:
 
     \b
     logphase runs add hung.log --label hung     record a finished run
-    logphase runs list                           every recorded run
+    logphase runs list                           every recorded run, newest first
+    logphase runs list --outcome hung --limit 5  the last five labelled (or judged) hung
     logphase runs show 3                         one run, phase by phase
     logphase runs rm 3                           forget it
     """
@@ -119,22 +136,41 @@ def add(
 
 
 @runs.command("list")
+@click.option("--outcome", metavar="WORD", help="Only runs whose verdict or label is WORD (stalled, ready, hung…).")
+@click.option("--label", metavar="WORD", help="Only runs labelled WORD.")
+@click.option("--system", metavar="NAME", help="Only runs of this server (sglang, vllm…).")
+@click.option("--model", metavar="TEXT", help="Only runs whose model path holds TEXT (any case).")
+@click.option("--limit", type=click.IntRange(1, 1 << 31), metavar="N", help="Only the N newest.")
 @click.option("--format", "output_format", type=FORMATS, default="table", show_default=True, help="Output format.")
 @db_option
-def list_runs(output_format: OutputFormat, db_path: Path | None) -> None:
-    """Every recorded run, oldest first."""
+def list_runs(
+    outcome: str | None,
+    label: str | None,
+    system: str | None,
+    model: str | None,
+    limit: int | None,
+    output_format: OutputFormat,
+    db_path: Path | None,
+) -> None:
+    """Recorded runs, newest first; the options keep those that match all of them."""
     path = resolve_db(db_path)
     records: list[RunRecord] = []
     unreadable: list[str] = []
+    chosen = RunFilter(outcome=outcome, label=label, system=system, model=model, limit=limit)
     if path.exists():
         with open_store(path, create=False) as store:
-            records = store.all()
+            records = store.listed(chosen)
             unreadable = store.unreadable
     for note in unreadable:
         click.echo(f"logphase: note: {note}", err=True)
     click.echo(pick(output_format, width=terminal_width()).runs(records, db=path if path.exists() else None), nl=False)
     if not records:
-        click.echo(f"no readable runs ({path})" if unreadable else f"no runs recorded yet ({path})", err=True)
+        if unreadable:
+            click.echo(f"no readable runs ({path})", err=True)
+        elif replace(chosen, limit=None) != RunFilter() and path.exists():
+            click.echo(f"no recorded run matches ({path})", err=True)
+        else:
+            click.echo(f"no runs recorded yet ({path})", err=True)
 
 
 @runs.command("show")
@@ -145,7 +181,7 @@ def show(run_id: int, output_format: OutputFormat, db_path: Path | None) -> None
     """One run: its setup, outcome, where it stopped and how long each phase took."""
     with open_store(resolve_db(db_path), create=False) as store:
         run = store.get(run_id)
-    click.echo(pick(output_format).run(run), nl=False)
+    click.echo(pick(output_format, width=terminal_width()).run(run), nl=False)
 
 
 @runs.command("rm")

@@ -25,9 +25,9 @@ from logphase.nodes.transport import Transport
 from logphase.report.formats import OutputFormat, pick
 from logphase.stacks import pyspy
 from logphase.stacks.dumps import parse_dumps_in_lines, rank_from_file_name
-from logphase.stacks.dumps_json import looks_like_json, parse_json_text
+from logphase.stacks.dumps_json import looks_like_json, parse_json_dump
 from logphase.stacks.model import GpuReading, ProcessSnapshot, StacksReport
-from logphase.stacks.nvml import read_gpus
+from logphase.stacks.nvml import one_reading, read_gpus
 
 # A py-spy / logphase JSON dump is read whole: 512 processes of 50 frames are ~5 MB.
 MAX_JSON_BYTES = 16 << 20
@@ -37,13 +37,21 @@ def read_dump_file(path: str) -> list[ProcessSnapshot]:
     """Dumps in a file or on stdin ('-'), opened as `analyze` opens logs: compression by magic
     bytes, tar members, binary files refused, lines of bounded length. JSON (py-spy or logphase)
     is read whole up to MAX_JSON_BYTES; text (logs, faulthandler, py-spy, pystack) streams."""
+    return read_dump_file_with_gpus(path)[0]
+
+
+def read_dump_file_with_gpus(path: str) -> tuple[list[ProcessSnapshot], list[GpuReading]]:
+    """`read_dump_file`, with the GPU readings (NVML's) a saved `logphase stacks --format json` carries."""
     snapshots: list[ProcessSnapshot] = []
+    readings: list[GpuReading] = []
     for source in open_sources([path], stdin=sys.stdin.buffer if path == "-" else None):
-        snapshots.extend(_with_source(_read_source(source), source.name if path != "-" else "-"))
-    return snapshots
+        read, gpus = _read_source(source)
+        snapshots.extend(_with_source(read, source.name if path != "-" else "-"))
+        readings.extend(gpus)
+    return snapshots, readings
 
 
-def _read_source(source: LogSource) -> list[ProcessSnapshot]:
+def _read_source(source: LogSource) -> tuple[list[ProcessSnapshot], list[GpuReading]]:
     stream = source.open_stream()
     buffered = stream if hasattr(stream, "peek") else io.BufferedReader(cast(io.RawIOBase, stream))
     try:
@@ -52,7 +60,7 @@ def _read_source(source: LogSource) -> list[ProcessSnapshot]:
         head = b""  # reading says what is wrong
     if not looks_like_json(head.decode("utf-8", errors="replace")):
         opened = replace(source, open_stream=lambda: buffered)
-        return parse_dumps_in_lines(read_lines(opened))
+        return parse_dumps_in_lines(read_lines(opened)), []
     try:
         with buffered:
             data = buffered.read(MAX_JSON_BYTES + 1)
@@ -64,7 +72,7 @@ def _read_source(source: LogSource) -> list[ProcessSnapshot]:
             hint="give one file per node: logphase stacks --pid PID --format json > node.json",
         )
     try:
-        return parse_json_text(data.decode("utf-8", errors="replace"))
+        return parse_json_dump(data.decode("utf-8", errors="replace"))
     except (ValueError, TypeError, AttributeError, KeyError, RecursionError) as exc:
         raise InputError(
             f"{source.name}: JSON that is neither py-spy's `dump --json` nor `logphase stacks --format json` "
@@ -221,7 +229,8 @@ def stacks(
     packs = load_all_packs(pattern_paths, line_rules=False)  # signatures only: a snapshot waits on it
 
     skew: float | None = None
-    gpus: GpuReading | None = None  # this machine's GPUs, read with its live stacks
+    gpus: GpuReading | None = None  # this machine's GPUs, read with its live stacks (or saved with them)
+    gpu_notes: list[str] = []
     if transport is not None:
         # each node runs its own `logphase stacks` over its own processes (--pid there, else --all)
         command = remote_stacks_command(
@@ -238,8 +247,12 @@ def stacks(
         snapshots, skew = collect_stacks(transport, command, timeout_s=wait_s, parallel=parallel)
     elif dump_files:
         snapshots = []
+        readings: list[GpuReading] = []
         for path in dump_files:
-            snapshots.extend(read_dump_file(path))
+            read, saved = read_dump_file_with_gpus(path)
+            snapshots.extend(read)
+            readings.extend(saved)
+        gpus, gpu_notes = one_reading(readings)
         samples, interval_s = 1, 0.0
     else:
         py_spy = pyspy.find_py_spy(py_spy_path)
@@ -282,6 +295,7 @@ def stacks(
         skew_s=skew,
         by_node=transport is not None,
         gpus=gpus,
+        notes=gpu_notes,
     )
     click.echo(pick(output_format, colour=use_colour(), width=terminal_width()).stacks(report), nl=False)
     sys.exit(exit_code(report))

@@ -85,7 +85,11 @@ def judge_stacks(
         if samples == 1 and group.moving is not None:
             # one sample: py-spy's mark says running or idle, not whether the stack ever changes
             return StacksJudgement(
-                (), group.state, f"{text}{motion(group.moving, samples)}; take --samples 3 to see it move", False, ()
+                (),
+                group.state,
+                f"{text}{motion(group.moving, samples, gpu_busy=group.gpu_busy)}; take --samples 3 to see it move",
+                False,
+                (),
             )
         if group.moving is True:
             return StacksJudgement(
@@ -105,8 +109,11 @@ def judge_stacks(
     n_other = sum(len(g.labels) for g in others)
     if waiting and others and n_wait >= n_other:
         culprits = [label for g in others for label in g.labels]
-        parts = [describe(g.labels, g.classification) for g in waiting]
-        parts += [describe(g.labels, g.classification, still=True) + motion(g.moving, samples) for g in others]
+        parts = [describe(g.labels, g.classification) + _gpu_words(g) for g in waiting]
+        parts += [
+            describe(g.labels, g.classification, still=True) + motion(g.moving, samples, gpu_busy=g.gpu_busy)
+            for g in others
+        ]
         verb = "is" if len(culprits) == 1 else "are"
         headline = "; ".join(parts) + f" — {list_ranks(culprits)} {verb} behind"
         return StacksJudgement(tuple(culprits), others[0].state, headline, True, tuple(others))
@@ -120,7 +127,7 @@ def judge_stacks(
         rest = [g for g in peer_groups if g not in odd]
         culprits = [label for g in odd for label in g.labels]
         verb = "differs" if len(culprits) == 1 else "differ"
-        parts = [describe(g.labels, g.classification) + motion(g.moving, samples) for g in odd]
+        parts = [describe(g.labels, g.classification) + motion(g.moving, samples, gpu_busy=g.gpu_busy) for g in odd]
         parts += [describe(g.labels, g.classification) for g in rest]
         return StacksJudgement(
             tuple(culprits),
@@ -130,7 +137,7 @@ def judge_stacks(
             tuple(odd),
         )
 
-    parts = [describe(g.labels, g.classification) + motion(g.moving, samples) for g in peer_groups]
+    parts = [describe(g.labels, g.classification) + motion(g.moving, samples, gpu_busy=g.gpu_busy) for g in peer_groups]
     if all(g.state in WAIT_STATES for g in peer_groups):
         headline = "ranks wait in different places: " + "; ".join(parts) + " — mismatched collectives"
         return StacksJudgement((), peer_groups[0].state, headline, True, tuple(peer_groups))
@@ -175,8 +182,16 @@ def describe(labels: Sequence[str], cls: Classification, fatal: str | None = Non
     return f"{who} {verbs.get(cls.state, default)}"
 
 
-def motion(moving: bool | None, samples: int = 2) -> str:
-    """What a group's motion says; of one sample, what py-spy's mark on its main thread says."""
+def _gpu_words(group: Group) -> str:
+    """A waiting group whose kernels keep its GPU busy (NVML): the wait is for work that runs."""
+    return " (its kernels keep its GPU busy)" if group.gpu_busy else ""
+
+
+def motion(moving: bool | None, samples: int = 2, *, gpu_busy: bool | None = None) -> str:
+    """What a group's motion says; of one sample, what py-spy's mark on its main thread says; a group working
+    by its GPU's evidence (NVML: its kernels kept the GPU busy) says so."""
+    if moving is True and gpu_busy:
+        return " (working: its kernels keep its GPU busy)"
     if samples == 1:
         return {True: " (working: on the CPU when sampled)", False: " (waiting: idle when sampled)", None: ""}[moving]
     if moving is True:

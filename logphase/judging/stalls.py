@@ -132,6 +132,12 @@ class _Member:
     snap: ProcessSnapshot
     threads: list[ThreadStack]
     peer: bool
+    gpu_busy: bool | None = None  # NVML: its kernels kept its GPU busy over the reading's window
+
+
+# Where a rank waits for its peers: NCCL's kernels busy-poll there while a collective hangs, so a busy GPU
+# is no progress (model.py GPU_BUSY_PCT); everywhere else (gpu_sync: waiting for its own kernels) it is.
+PEER_WAITS = frozenset({"collective_wait", "rendezvous"})
 
 
 def _working(member: _Member, classifier: Classifier) -> bool | None:
@@ -139,9 +145,12 @@ def _working(member: _Member, classifier: Classifier) -> bool | None:
     same stack (a loop, a kernel launch) — except where it waits: NCCL and CUDA busy-poll while a
     collective hangs, so CPU time there is no progress. One sample (no motion to compare) is judged by
     py-spy's own mark on the main thread: active (running) works where it does not wait, idle (in a
-    system call) does not work."""
+    system call) does not work. A rank whose kernels keep its GPU busy (NVML) works, wherever its Python
+    thread waits for them, unless it waits for its peers."""
     snap = member.snap
     main = next((t for t in member.threads if t.main), member.threads[0])
+    if member.gpu_busy and not snap.moving and classifier.classify(main.frames).state not in PEER_WAITS:
+        return True
     busy = snap.busy if snap.busy is not None or snap.moving is not None else main.active
     if snap.moving or busy is None:
         return snap.moving
@@ -169,6 +178,7 @@ def summarize(
     processes = combine_samples(snapshots)
     labels = unique_labels(processes, by_node=by_node)
     classifier = Classifier(signatures)
+    gpu_busy = gpus.busy_pids if gpus is not None else {}
 
     members: list[_Member] = []
     rankish = [p for p in processes if (p.rank or p.role in RANK_ROLES) and selected_threads(p, threads)]
@@ -177,7 +187,13 @@ def summarize(
         if not chosen:
             continue
         peer = (bool(snap.rank) or snap.role in RANK_ROLES) if rankish else True
-        members.append(_Member(label=label, snap=snap, threads=chosen, peer=peer))
+        # NVML names the pids of its own machine: a process read on another host is none of them
+        on_gpu = (
+            gpu_busy.get(snap.pid)
+            if snap.pid is not None and gpus is not None and snap.host in (None, gpus.host)
+            else None
+        )
+        members.append(_Member(label=label, snap=snap, threads=chosen, peer=peer, gpu_busy=on_gpu))
 
     # equivalence classes: same merged path(s), same motion, same fate
     classes: dict[tuple[bool, tuple[tuple[str, ...], ...], bool | None, bool], list[_Member]] = {}
@@ -195,15 +211,19 @@ def summarize(
         representative = next((t for t in first.threads if t.main), first.threads[0])
         cls = classifier.classify(representative.frames)
         state = "crashed" if first.snap.fatal else cls.state
+        ordered = sorted(group_members, key=lambda m: natural_key(m.label))
+        read_on_gpu = [m.gpu_busy for m in ordered if m.gpu_busy is not None]
         groups.append(
             Group(
-                labels=tuple(m.label for m in sorted(group_members, key=lambda m: natural_key(m.label))),
-                pids=tuple(m.snap.pid for m in sorted(group_members, key=lambda m: natural_key(m.label))),
+                labels=tuple(m.label for m in ordered),
+                pids=tuple(m.snap.pid for m in ordered),
                 state=state,
                 frames=representative.frames,
                 classification=cls,
                 moving=key[2],
                 peer=bool(key[0]),
+                cpu_pct=tuple(m.snap.cpu_pct for m in ordered),
+                gpu_busy=any(read_on_gpu) if read_on_gpu else None,
             )
         )
     groups.sort(key=lambda g: (not g.peer, -len(g.labels), natural_key(g.labels[0])))

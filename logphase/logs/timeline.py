@@ -24,9 +24,12 @@ MAX_RANKS = 4096
 DRAFT_REPEATED = frozenset({Phase.DIST_INIT, Phase.WEIGHT_LOAD, Phase.KV_CACHE, Phase.CUDA_GRAPH})
 # The captures this module reads from an event. Every event with one of TIMELINE_CAPTURES counts:
 # the fast path never summarises a rule with one. Of LATEST_CAPTURES only the newest event counts,
-# and the last line of a summarised run is always read: such rules may be summarised.
-TIMELINE_CAPTURES = frozenset({"version", "comm", "nranks", "seq", "last_enqueued", "last_completed", "done", "total"})
-LATEST_CAPTURES = frozenset({"health_status"})
+# and the last line of a summarised run is always read: such rules may be summarised. `health_status` counts
+# (the report says how many answers of each status the health route gave), so its rules are never summarised.
+TIMELINE_CAPTURES = frozenset(
+    {"version", "comm", "nranks", "seq", "last_enqueued", "last_completed", "done", "total", "health_status"}
+)
+LATEST_CAPTURES: frozenset[str] = frozenset()
 DRAFT_STAGE_INIT, DRAFT_STAGE_CAPTURE = 1, 2
 RANK_NUMBERS = re.compile(r"(DP|PP|ATTN_CP|MOE_DP|TP|EP|rank )(\d+)")
 # tqdm's own clock on a bar line: `| 11/24 [00:21<00:25,  1.95s/it]` (`{n_fmt}/{total_fmt} [{elapsed}<{remaining},
@@ -168,6 +171,10 @@ class Timeline:
     inputs: tuple[InputFacts, ...] = ()  # per input (source), for a run given as several logs
     unfollowed: int = 0  # ranks past the first MAX_RANKS: their lines counted, their phases not followed
     floor: Phase | None = None  # the furthest phase a line proves was reached without being in it (pack `reached`)
+    # every answer of the health route the log shows, counted by status (`503`), in the order each first came;
+    # and the first of them (`health` is the newest)
+    health_answers: tuple[tuple[str, int], ...] = ()
+    health_first: Event | None = None
 
     def rank_state(self, rank: str | None) -> RankState | None:
         if rank is None:
@@ -265,6 +272,8 @@ class TimelineBuilder:
     last_time: datetime | None = None
     served: bool = False
     health: Event | None = None
+    health_first: Event | None = None
+    health_answers: Counter[str] = field(default_factory=Counter)
     interrupt: Event | None = None
     hangs: list[Event] = field(default_factory=list)  # hang reports since the newest progress
     visible: set[str] = field(default_factory=set)
@@ -317,8 +326,12 @@ class TimelineBuilder:
         reached = event.rule.reached
         if reached is not None and (self.floor is None or reached.order > self.floor.order):
             self.floor = reached
-        if "health_status" in event.captures and (self.health is None or event.order_key >= self.health.order_key):
-            self.health = event  # kept before any phase logic: a 503 after `serving` is news
+        if "health_status" in event.captures:
+            self.health_answers[event.captures["health_status"]] += 1
+            if self.health_first is None or event.order_key < self.health_first.order_key:
+                self.health_first = event
+            if self.health is None or event.order_key >= self.health.order_key:
+                self.health = event  # kept before any phase logic: a 503 after `serving` is news
         failed = event.kind in FAILURE_KINDS
         if failed and event.role in (Role.ROOT, Role.CASCADE) and len(self.failures) < MAX_FAILURES:
             self.failures.append(event)
@@ -565,6 +578,8 @@ class TimelineBuilder:
             visible_ranks=frozenset(self.visible),
             served=self.served,
             health=self.health,
+            health_answers=tuple(self.health_answers.items()),
+            health_first=self.health_first,
             interrupt=self.interrupt,
             hang=min(
                 (h for h in self.hangs if self.last_progress is None or h.order_key > self.last_progress.order_key),

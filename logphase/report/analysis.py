@@ -46,8 +46,11 @@ class Finding:
 
 
 def findings(report: Report) -> list[tuple[Finding, ...]]:
-    """What the baseline, the in-log stacks, the flight recorder, the next steps and the notes say, one block each."""
+    """What the health route's answers, the baseline, the in-log stacks, the flight recorder, the next steps and
+    the notes say, one block each."""
     blocks: list[tuple[Finding, ...]] = []
+    if report.health is not None:
+        blocks.append((Finding("Health route", report.health.summary()),))
     if report.baseline is not None and (summary := report.baseline.summary()):
         blocks.append((Finding("Baseline", summary),))
     stall = report.stacks.stall if report.stacks is not None else None

@@ -32,6 +32,45 @@ class EvidenceLine:
 
 
 @dataclass(frozen=True)
+class HealthAnswers:
+    """The health route's answers the log shows (uvicorn's access lines `"GET /health HTTP/1.1" 503`),
+    counted by status in the order each first came, with the first and the newest answer."""
+
+    counts: tuple[tuple[str, int], ...]
+    first: EvidenceLine
+    newest: EvidenceLine
+    newest_status: str
+
+    @property
+    def total(self) -> int:
+        return sum(count for _, count in self.counts)
+
+    def summary(self) -> str:
+        """`131 answers, all 503 (lines 262–392)`; of several statuses, each counted and the newest named."""
+        total = self.total
+        answers = f"{total} answer{'s' * (total != 1)}"
+        same_file = self.first.path == self.newest.path
+        where = (
+            f"line {self.first.line}"
+            if same_file and self.first.line == self.newest.line
+            else f"lines {self.first.line}–{self.newest.line}"
+            if same_file
+            else f"{self.first.path}:{self.first.line} to {self.newest.path}:{self.newest.line}"
+        )
+        if len(self.counts) == 1:
+            return f"{answers}, {'all ' if total > 1 else ''}{self.newest_status} ({where})"
+        each = ", ".join(f"{count} × {status}" for status, count in self.counts)
+        return f"{answers}: {each} ({where}); the newest {self.newest_status}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "answers": dict(self.counts),
+            "first": {"path": self.first.path, "line": self.first.line},
+            "newest": {"path": self.newest.path, "line": self.newest.line, "status": self.newest_status},
+        }
+
+
+@dataclass(frozen=True)
 class UnknownTemplate:
     """Lines no rule knows, as one template (numbers, paths, ids masked): how many, and one of them."""
 
@@ -127,6 +166,7 @@ class Report:
     unrecognised: tuple[UnknownTemplate, ...] = ()  # when nothing was recognised: what the packs missed
     next_step: NextStep | None = None  # what to do next (the packs' `[[next]]`)
     ranks_not_followed: int = 0  # ranks counted in `ranks` whose phases are not in `phases` nor `rank_rows`
+    health: HealthAnswers | None = None  # the health route's answers in the log, where it has any
 
     @property
     def exit_code(self) -> ExitCode:
@@ -195,6 +235,7 @@ class Report:
                 for row in self.rank_rows
             ],
             "ranks_not_followed": self.ranks_not_followed,
+            "health": self.health.to_json() if self.health is not None else None,
             "last_line": None
             if self.last_line is None
             else {

@@ -9,14 +9,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from logphase.durations import format_duration
-from logphase.report.text_table import fit
+from logphase.report.text_table import ELLIPSIS, MIN_CUT, fit
 
 if TYPE_CHECKING:  # types only: a report's formats do not import the run records
     from logphase.baselines.records import RunRecord
 
 RUNS_SCHEMA = "logphase.runs/1"
 
-_LIST_HEADERS = ["id", "recorded", "outcome", "setup", "lines", "stopped", "ready in", "log"]
+# The verdict (what the log showed) and the user's label apart: a label never hides the verdict. The line
+# count is left to `runs show`, so that the list fits 80 columns.
+_LIST_HEADERS = ["id", "recorded", "verdict", "label", "setup", "stopped", "ready in", "log"]
 _PHASE_HEADERS = ["phase", "began after", "took", "first line", "last line", "ended"]
 
 
@@ -42,9 +44,9 @@ def render_runs_json(runs: Sequence[RunRecord], *, db: Path | None) -> str:
     return json.dumps(document, indent=2)
 
 
-def render_run_table(run: RunRecord) -> str:
-    """One run's facts, a blank line, then its phases."""
-    return _run_tables(run, facts_format="plain", phases_format="simple")
+def render_run_table(run: RunRecord, width: int | None = None) -> str:
+    """One run's facts, a blank line, then its phases; with `width`, each fact cut (`…`) to fit it."""
+    return _run_tables(run, facts_format="plain", phases_format="simple", width=width)
 
 
 def render_run_markdown(run: RunRecord) -> str:
@@ -84,10 +86,14 @@ def run_json(run: RunRecord) -> dict[str, Any]:
     }
 
 
-def _run_tables(run: RunRecord, *, facts_format: str, phases_format: str) -> str:
+def _run_tables(run: RunRecord, *, facts_format: str, phases_format: str, width: int | None = None) -> str:
     from tabulate import tabulate
 
-    facts = tabulate(_facts(run), tablefmt=facts_format)
+    rows = [(name, "" if value is None else str(value)) for name, value in _facts(run)]
+    if width is not None:
+        room = max(MIN_CUT, width - max(len(name) for name, _ in rows) - 2)  # tabulate's plain: two spaces between
+        rows = [(name, value if len(value) <= room else value[: room - 1].rstrip() + ELLIPSIS) for name, value in rows]
+    facts = tabulate(rows, tablefmt=facts_format, disable_numparse=True)
     phases = tabulate(_phase_rows(run), headers=_PHASE_HEADERS, tablefmt=phases_format)
     return f"{facts}\n\n{phases}"
 
@@ -97,9 +103,9 @@ def _list_rows(runs: Sequence[RunRecord]) -> list[list[Any]]:
         [
             r.id,
             _when(r.recorded_at),
-            r.outcome,
+            r.verdict.value,
+            r.label or "",
             r.fingerprint.describe(),
-            r.lines,
             f"{r.stop.phase or '?'} @{r.stop.line}",
             format_duration(r.ready_s) if r.ready_s is not None else "",
             ", ".join(r.paths),
@@ -113,11 +119,12 @@ def _facts(run: RunRecord) -> list[tuple[str, Any]]:
     return [
         ("run", run.id),
         ("recorded", _when(run.recorded_at)),
-        ("outcome", run.outcome + (f" (verdict {run.verdict.value})" if run.label else "")),
+        ("verdict", run.verdict.value),
+        ("label", run.label or "-"),
         ("setup", fingerprint.describe()),
         *((name.replace("_", " "), value) for name, value in fingerprint.to_json().items() if value is not None),
         ("lines", run.lines),
-        ("stopped", f"{run.stop.milestone} at line {run.stop.line}"),
+        ("stopped", f"{run.stop.describe()}, at line {run.stop.line}"),
         ("last line", run.last_text[:160]),
         ("ready in", format_duration(run.ready_s) if run.ready_s is not None else "-"),
         ("log", ", ".join(run.paths)),

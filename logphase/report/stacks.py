@@ -75,7 +75,10 @@ def with_lines(key: str, lines: tuple[int, ...]) -> str:
 
 
 def _moving(group: Group, samples: int) -> str:
-    """Of several samples, whether the stack moved; of one, py-spy's mark (on the CPU, or idle)."""
+    """Of several samples, whether the stack moved; of one, py-spy's mark (on the CPU, or idle); working by its
+    GPU's evidence (NVML), said so."""
+    if group.moving is True and group.gpu_busy:
+        return "working (GPU busy)"
     if samples == 1:
         return {True: "working (on CPU)", False: "waiting (idle)", None: "-"}[group.moving]
     return {True: "working", False: "frozen", None: "-"}[group.moving]
@@ -92,6 +95,7 @@ def group_rows(report: StacksReport) -> list[list[str]]:
                 str(len(group.labels)),
                 group.state,
                 _moving(group, report.samples),
+                cpu_text(group.cpu_pct),
                 str(cls.frame) if cls.frame else "-",
                 str(cls.context) if cls.context else "-",
             ]
@@ -99,7 +103,19 @@ def group_rows(report: StacksReport) -> list[list[str]]:
     return rows
 
 
-GROUP_HEADERS = ["group", "ranks", "n", "state", "motion", "where", "inside"]
+GROUP_HEADERS = ["group", "ranks", "n", "state", "motion", "cpu", "where", "inside"]
+
+
+def cpu_text(shares: tuple[float | None, ...]) -> str:
+    """The CPU % of a group's processes (of one core, over the sampling window): `97%`; of several, each
+    (`0%, 97%`), past three the range (`0–97%`); `-` where none was read (dumps from files)."""
+    known = [share for share in shares if share is not None]
+    if not known:
+        return "-"
+    if len(shares) <= 3:
+        return ", ".join(f"{share:.0f}%" if share is not None else "-" for share in shares)
+    low, high = min(known), max(known)
+    return f"{low:.0f}%" if f"{low:.0f}" == f"{high:.0f}" else f"{low:.0f}–{high:.0f}%"
 
 
 def render_groups(report: StacksReport, width: int | None = None) -> str:

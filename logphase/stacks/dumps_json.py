@@ -18,7 +18,7 @@ from logphase.stacks.dumps import (
     pick_main,
     role_and_rank_from_title,
 )
-from logphase.stacks.model import SCHEMA, ProcessSnapshot, ThreadStack
+from logphase.stacks.model import SCHEMA, Gpu, GpuProcess, GpuReading, ProcessSnapshot, ThreadStack
 
 # JSON opens with `[` or `{` and then a value or its end; a log line such as `[2025-10-29 ...` does not.
 _JSON_START = re.compile(r"\s*[\[{]\s*(?:[\[{\]}\"]|$)")
@@ -50,15 +50,68 @@ def iter_json_documents(text: str) -> Iterator[Any]:
 def parse_json_text(text: str) -> list[ProcessSnapshot]:
     """py-spy `dump --json` output (one or several arrays of threads) or logphase's `stacks` JSON.
     Raises ValueError when the text is not JSON of either kind."""
+    return parse_json_dump(text)[0]
+
+
+def parse_json_dump(text: str) -> tuple[list[ProcessSnapshot], list[GpuReading]]:
+    """`parse_json_text`, with the GPU readings (NVML's, `gpus`) that logphase's `stacks` JSON carries."""
     snapshots: list[ProcessSnapshot] = []
+    readings: list[GpuReading] = []
     for document in iter_json_documents(text):
         if isinstance(document, dict) and document.get("schema") == SCHEMA:
             snapshots.extend(_from_logphase_json(document))
+            gpus = document.get("gpus")
+            if gpus is not None:
+                readings.append(gpu_reading_from_json(gpus))
         elif isinstance(document, list):
             snapshots.extend(snapshots_from_pyspy_json(document))
         else:
             raise ValueError("neither py-spy JSON (an array of threads) nor logphase stacks JSON")
-    return snapshots
+    return snapshots, readings
+
+
+def gpu_reading_from_json(item: Any) -> GpuReading:
+    """The `gpus` object of logphase's `stacks` JSON (GpuReading.to_json) back as the reading it was.
+    Raises ValueError naming a field that is not of the type logphase writes."""
+    where = "gpus"
+    if not isinstance(item, dict):
+        raise _wrong("the document", "gpus", "an object", item)
+    devices = []
+    for index, raw in enumerate(_objects(item, "devices", where)):
+        place = f"{where}: devices[{index}]"
+        processes = []
+        for at, proc in enumerate(_objects(raw, "processes", place)):
+            spot = f"{place}: processes[{at}]"
+            pid = _number(proc, "pid", spot)
+            if pid is None:
+                raise _wrong(spot, "pid", "a whole number", None)
+            processes.append(
+                GpuProcess(
+                    pid=pid,
+                    memory_bytes=_number(proc, "memory_bytes", spot),
+                    sm_pct=_number(proc, "sm_pct", spot),
+                )
+            )
+        devices.append(
+            Gpu(
+                index=_number(raw, "index", place) or 0,
+                name=_text(raw, "name", place),
+                uuid=_text(raw, "uuid", place),
+                utilisation_pct=_number(raw, "utilisation_pct", place),
+                memory_used_bytes=_number(raw, "memory_used_bytes", place),
+                memory_total_bytes=_number(raw, "memory_total_bytes", place),
+                processes=tuple(processes),
+                error=_text(raw, "error", place),
+            )
+        )
+    return GpuReading(
+        gpus=tuple(devices),
+        driver=_text(item, "driver", where),
+        nvml=_text(item, "nvml", where),
+        window_s=_seconds(item, "window_s", where),
+        note=_text(item, "note", where),
+        host=_text(item, "host", where),
+    )
 
 
 def snapshots_from_pyspy_json(threads: list[Any], pid: int | None = None) -> list[ProcessSnapshot]:
@@ -161,6 +214,7 @@ def _from_logphase_json(document: dict[str, Any]) -> list[ProcessSnapshot]:
                 source=_text(item, "source", where) or "json",
                 skipped=bool(_flag(item, "skipped", where)),
                 threads=tuple(threads),
+                cpu_pct=_percent(item, "cpu_pct", where),
             )
         )
     return out
@@ -193,6 +247,25 @@ def _number(item: dict[str, Any], key: str, where: str) -> int | None:
     if value is None or (isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_NUMBER):
         return value
     raise _wrong(where, key, f"a whole number up to {MAX_NUMBER}", value)
+
+
+def _seconds(item: dict[str, Any], key: str, where: str) -> float | None:
+    value = item.get(key)
+    if value is None:
+        return None
+    if isinstance(value, int | float) and not isinstance(value, bool) and 0 <= value <= 1e9:
+        return float(value)
+    raise _wrong(where, key, "a number of seconds", value)
+
+
+def _percent(item: dict[str, Any], key: str, where: str) -> float | None:
+    """A CPU share in % of one core: a process of many threads uses more than 100."""
+    value = item.get(key)
+    if value is None:
+        return None
+    if isinstance(value, int | float) and not isinstance(value, bool) and 0 <= value <= 1e6:
+        return float(value)
+    raise _wrong(where, key, "a percentage", value)
 
 
 def _flag(item: dict[str, Any], key: str, where: str) -> bool | None:

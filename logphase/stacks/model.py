@@ -70,6 +70,8 @@ class ProcessSnapshot:
     busy: bool | None = None
     source: str | None = None  # "py-spy", "faulthandler", "py-spy text", "pystack", "json", a file name
     skipped: bool = False  # listed but deliberately not snapshotted (not Python, a helper process)
+    # CPU time it used over the sampling window (/proc/PID/stat utime + stime), in % of one core; None: not read
+    cpu_pct: float | None = None
 
     @property
     def label(self) -> str:
@@ -123,6 +125,8 @@ class Group:
     classification: Classification
     moving: bool | None = None
     peer: bool = True  # a rank (compared with the others) rather than a main/helper process
+    cpu_pct: tuple[float | None, ...] = ()  # each member's CPU %, in the order of `labels`
+    gpu_busy: bool | None = None  # NVML saw its kernels keep their GPU busy (None: no GPU reading names it)
 
 
 @dataclass(frozen=True)
@@ -195,6 +199,16 @@ class GpuReading:
             for gpu in self.gpus
         )
         return replace(self, gpus=gpus)
+
+    @property
+    def busy_pids(self) -> dict[int, bool]:
+        """Each process NVML tells of: whether its kernels kept its GPU busy (a pid on several GPUs: on any)."""
+        out: dict[int, bool] = {}
+        for gpu in self.gpus:
+            for process in gpu.processes:
+                if process.busy is not None:
+                    out[process.pid] = out.get(process.pid, False) or process.busy
+        return out
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -275,6 +289,7 @@ class StacksReport:
                     "fatal": p.fatal,
                     "source": p.source,
                     "skipped": p.skipped,
+                    "cpu_pct": p.cpu_pct,
                     "threads": [
                         {
                             "id": t.thread_id,
@@ -297,6 +312,8 @@ class StacksReport:
                     "frames": [str(f) for f in g.frames],
                     "moving": g.moving,
                     "peer": g.peer,
+                    "cpu_pct": list(g.cpu_pct),
+                    "gpu_busy": g.gpu_busy,
                     "frame": str(g.classification.frame) if g.classification.frame else None,
                     "context": str(g.classification.context) if g.classification.context else None,
                 }

@@ -167,3 +167,17 @@ def _attempt(nvml: Nvml, call: Callable[[], T], errors: list[str], what: str = "
 
 def _text(value: str | bytes) -> str:
     return value.decode("utf-8", "replace") if isinstance(value, bytes) else value
+
+
+def one_reading(readings: Sequence[GpuReading]) -> tuple[GpuReading | None, list[str]]:
+    """The GPU reading a report shows of saved ones (`stacks --from` files): the first; the others said in notes,
+    as a report names the GPUs of one machine."""
+    if not readings:
+        return None, []
+    first = readings[0]
+    notes = [
+        f"GPUs of {reading.host or 'another reading'} left out: a report shows one machine's GPUs ({first.host or '?'})"
+        for reading in readings[1:]
+        if reading.gpus
+    ]
+    return first, notes

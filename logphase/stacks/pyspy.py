@@ -60,6 +60,9 @@ class ProcInfo:
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 # A process on the CPU this share of the time between its first and last sample is working.
 BUSY_SHARE = 0.2
+# The shortest window a process's CPU % is measured over: /proc counts CPU time in clock ticks (10 ms at
+# 100 Hz), so one py-spy dump (tens of ms) alone would give a share in steps of 10 % or more.
+CPU_WINDOW_S = 0.5
 
 
 def _read(path: Path) -> bytes | None:
@@ -389,8 +392,7 @@ def snapshot(
     for index in range(max(1, samples)):
         if index:
             sleep(interval_s)
-        if samples > 1:
-            cpu.append((clock(), {p.pid: read_cpu(p.pid) for p in targets}))
+        cpu.append((clock(), {p.pid: read_cpu(p.pid) for p in targets}))
         results = dump_all(
             py_spy, [p.pid for p in targets], native=native, nonblocking=nonblocking, timeout_s=timeout_s, clock=clock
         )
@@ -406,6 +408,10 @@ def snapshot(
                 f"permission denied reading {len(results)} process{'es' if len(results) != 1 else ''} with py-spy",
                 hint=PTRACE_HINT,
             )
+    # the window's end: at least CPU_WINDOW_S after its start (a single sample's window is its dump and this wait)
+    if cpu and targets:
+        sleep(max(0.0, CPU_WINDOW_S - (clock() - cpu[0][0])))
+        cpu.append((clock(), {p.pid: read_cpu(p.pid) for p in targets}))
     out: list[ProcessSnapshot] = []
     for info in procs:
         base = ProcessSnapshot(
@@ -440,8 +446,25 @@ def snapshot(
         if len(good) < len(results):
             first_error = next(r.error for r in results if not r.threads)
             error = f"{len(results) - len(good)} of {len(results)} samples failed: {first_error}"
-        out.append(replace(base, threads=good[-1].threads, moving=moving, busy=busy, error=error))
+        out.append(
+            replace(
+                base, threads=good[-1].threads, moving=moving, busy=busy, error=error, cpu_pct=cpu_share(info.pid, cpu)
+            )
+        )
     return out, skew
+
+
+def cpu_share(pid: int, cpu: Sequence[tuple[float, dict[int, float | None]]]) -> float | None:
+    """The CPU time a process used between the first and the last reading, in % of one core (to 0.1);
+    None where it was not read twice."""
+    readings = [(when, seconds[pid]) for when, seconds in cpu if seconds.get(pid) is not None]
+    if len(readings) < 2:
+        return None
+    (start, first), (end, last) = readings[0], readings[-1]
+    assert first is not None and last is not None
+    if end <= start:
+        return None
+    return round(100.0 * max(0.0, last - first) / (end - start), 1)
 
 
 def _on_cpu(pid: int, cpu: Sequence[tuple[float, dict[int, float | None]]]) -> bool:

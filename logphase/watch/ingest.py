@@ -10,7 +10,7 @@ from logphase.baselines.fingerprint import FingerprintCollector
 from logphase.baselines.records import StopPoint, stop_point
 from logphase.frames import TRIGGER
 from logphase.judging.budgets import Budgets
-from logphase.judging.logs import Judgement, judge
+from logphase.judging.logs import CLOCK_SLACK_S, Judgement, judge
 from logphase.logs.fast import FollowRuns, plan_for
 from logphase.logs.fast.caches import FastCaches
 from logphase.logs.matcher import Event
@@ -69,7 +69,14 @@ class Ingest:
         """Steady-run lines the matcher never read."""
         return self.scan.skipped_events
 
-    def feed(self, lines: Sequence[Line], arrived: float) -> None:
+    def feed(
+        self, lines: Sequence[Line], arrived: float, *, wall: datetime | None = None, modified: datetime | None = None
+    ) -> None:
+        """Lines that came in at `arrived`. `wall` (the wall clock then) is given for lines written before the
+        watch read them (an existing file caught up): they are timed as analyze times a log, by the log's own
+        clock (the batch's newest stamp is when it was written), so that watch and analyze judge a finished
+        file alike; by `modified` (the file's mtime) where the log has no stamps or its clock runs ahead of
+        the wall clock (another time zone, a skewed host), as analyze then measures silence on each clock."""
         if not lines:
             return
         if not self.fingerprint.done:
@@ -79,6 +86,8 @@ class Ingest:
         self.lines = max(self.lines, lines[-1].number)
         matcher, builder = self.scan.matcher, self.builder
         assert matcher is not None
+        if wall is not None:
+            arrived -= _age(matcher.last_time, wall, modified)
         if matcher.last_time is not None and matcher.last_time != self.log_time:
             self.log_time, self.log_time_arrived = matcher.last_time, arrived
         if builder.last_progress is not self.progress:
@@ -174,3 +183,13 @@ class Ingest:
             process_alive=process_alive,
             input_ended=input_ended,
         )
+
+
+def _age(stamp: datetime | None, wall: datetime, modified: datetime | None) -> float:
+    """Seconds since lines written before they were read were written: by their newest stamp where the log's
+    clock is not ahead of `wall`, else by the file's mtime; 0 where neither says."""
+    if stamp is not None and (stamp - wall).total_seconds() <= CLOCK_SLACK_S:
+        return max(0.0, (wall - stamp).total_seconds())
+    if modified is not None:
+        return max(0.0, (wall - modified).total_seconds())
+    return 0.0

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import os
 import signal
+import stat
 import threading
-import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -116,7 +116,7 @@ def watch(
         note(text)  # what the follower assumed (the log's envelopes), said now and in the final report
         ingest.note(text)
 
-    catching_up = log != "-"
+    catching_up = log != "-" and _regular(log)  # a pipe's lines arrive as they are written
     modified = _mtime(log)
     setup: tuple[str | None, str | None] | None = None
     next_probe = 0.0
@@ -137,10 +137,15 @@ def watch(
         ended = True
         for batch in follower:
             now = clock()
-            if batch:
-                # lines read while catching up on an existing file arrived when it was last written
-                arrived = now if not catching_up or modified is None else now - max(0.0, time.time() - modified)
-                ingest.feed(batch, arrived)
+            if batch and catching_up:
+                # lines of an existing file were written before now: timed by the log's own clock, as analyze
+                # judges the file (by its mtime where its stamps cannot say)
+                written = datetime.fromtimestamp(modified) if modified is not None else None
+                ingest.feed(batch, now, wall=datetime.now(), modified=written)
+                if _unread(log, taken.size) and (request.timeout_s is None or now < request.timeout_s):
+                    continue  # more of the file is there: no verdict on a part of it
+            elif batch:
+                ingest.feed(batch, now)
             else:
                 catching_up = False
             system = ingest.timeline().system
@@ -269,6 +274,21 @@ def _alive(pid: int) -> bool:
         return not fields or fields[0] != b"Z"
     except OSError:
         return True
+
+
+def _regular(log: str) -> bool:
+    try:
+        return stat.S_ISREG(os.stat(log).st_mode)
+    except OSError:
+        return False
+
+
+def _unread(log: str, read: int) -> bool:
+    """Whether the followed file holds more bytes than were read of it."""
+    try:
+        return os.stat(log).st_size > read
+    except OSError:
+        return False
 
 
 def _mtime(log: str) -> float | None:

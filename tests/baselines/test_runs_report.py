@@ -57,25 +57,26 @@ def test_runs_list_as_a_table() -> None:
     # GIVEN a ready run and a labelled hung run of two logs
     # WHEN the list is rendered as a terminal table
     table = render_runs_table([READY, HUNG])
-    # THEN one row per run: its outcome (the label over the verdict), setup, where it stopped, ready time, logs
+    # THEN one row per run, newest last as given: its verdict and its label apart (a label never hides the
+    # verdict), setup, where it stopped, ready time, logs
     assert table.split("\n") == [
-        "  id  recorded             outcome    setup            lines  stopped         ready in    log",
-        "----  -------------------  ---------  -------------  -------  --------------  ----------  --------------",
-        "   1  2026-05-01 10:05:00  ready      Qwen3-32B TP2       43  ready @43       3m32s       1.log",
-        "   2  2026-05-02 09:00:00  hung       Qwen3-32B TP2       30  cuda_graph @30              n0.log, n1.log",
+        "  id  recorded             verdict    label    setup          stopped         ready in    log",
+        "----  -------------------  ---------  -------  -------------  --------------  ----------  --------------",
+        "   1  2026-05-01 10:05:00  ready               Qwen3-32B TP2  ready @43       3m32s       1.log",
+        "   2  2026-05-02 09:00:00  stalled    hung     Qwen3-32B TP2  cuda_graph @30              n0.log, n1.log",
     ]
 
 
 def test_runs_list_as_markdown() -> None:
     markdown = render_runs_markdown([READY, HUNG])
     assert markdown.split("\n") == [
-        "|   id | recorded            | outcome   | setup         |   lines "
+        "|   id | recorded            | verdict   | label   | setup         "
         "| stopped        | ready in   | log            |",
-        "|------|---------------------|-----------|---------------|---------"
+        "|------|---------------------|-----------|---------|---------------"
         "|----------------|------------|----------------|",
-        "|    1 | 2026-05-01 10:05:00 | ready     | Qwen3-32B TP2 |      43 "
+        "|    1 | 2026-05-01 10:05:00 | ready     |         | Qwen3-32B TP2 "
         "| ready @43      | 3m32s      | 1.log          |",
-        "|    2 | 2026-05-02 09:00:00 | hung      | Qwen3-32B TP2 |      30 "
+        "|    2 | 2026-05-02 09:00:00 | stalled   | hung    | Qwen3-32B TP2 "
         "| cuda_graph @30 |            | n0.log, n1.log |",
     ]
 
@@ -101,19 +102,21 @@ def test_runs_show_as_a_table() -> None:
     # GIVEN the hung run
     # WHEN it is shown as a terminal table
     table = render_run_table(HUNG)
-    # THEN its facts (the verdict next to the label, each known setup fact, a shortened hash), a blank line,
+    # THEN its facts (the verdict and the label apart, each known setup fact, where it stopped in the phase
+    # names of the analysis report, a shortened hash), a blank line,
     # and its phases with when each began after the first line and how long it took (? while it never ended)
     assert table.split("\n") == [
         "run           2",
         "recorded      2026-05-02 09:00:00",
-        "outcome       hung (verdict stalled)",
+        "verdict       stalled",
+        "label         hung",
         "setup         Qwen3-32B TP2",
         "system        sglang",
         "version       0.5.2",
         "model path    Qwen/Qwen3-32B",
         "tp size       2",
         "lines         30",
-        "stopped       cuda_graph:begin at line 30",
+        "stopped       in cuda_graph, at line 30",
         "last line     Capture cuda graph begin.",
         "ready in      -",
         "log           n0.log, n1.log",
@@ -129,21 +132,22 @@ def test_runs_show_as_a_table() -> None:
 def test_runs_show_as_markdown() -> None:
     markdown = render_run_markdown(HUNG)
     assert markdown.split("\n") == [
-        "|--------------|-----------------------------|",
-        "| run          | 2                           |",
-        "| recorded     | 2026-05-02 09:00:00         |",
-        "| outcome      | hung (verdict stalled)      |",
-        "| setup        | Qwen3-32B TP2               |",
-        "| system       | sglang                      |",
-        "| version      | 0.5.2                       |",
-        "| model path   | Qwen/Qwen3-32B              |",
-        "| tp size      | 2                           |",
-        "| lines        | 30                          |",
-        "| stopped      | cuda_graph:begin at line 30 |",
-        "| last line    | Capture cuda graph begin.   |",
-        "| ready in     | -                           |",
-        "| log          | n0.log, n1.log              |",
-        "| content hash | feedc0de12345678            |",
+        "|--------------|---------------------------|",
+        "| run          | 2                         |",
+        "| recorded     | 2026-05-02 09:00:00       |",
+        "| verdict      | stalled                   |",
+        "| label        | hung                      |",
+        "| setup        | Qwen3-32B TP2             |",
+        "| system       | sglang                    |",
+        "| version      | 0.5.2                     |",
+        "| model path   | Qwen/Qwen3-32B            |",
+        "| tp size      | 2                         |",
+        "| lines        | 30                        |",
+        "| stopped      | in cuda_graph, at line 30 |",
+        "| last line    | Capture cuda graph begin. |",
+        "| ready in     | -                         |",
+        "| log          | n0.log, n1.log            |",
+        "| content hash | feedc0de12345678          |",
         "",
         "| phase       | began after   | took   |   first line |   last line | ended   |",
         "|-------------|---------------|--------|--------------|-------------|---------|",
@@ -159,8 +163,5 @@ def test_runs_show_as_json() -> None:
 
 def test_a_ready_run_without_a_label_shows_its_verdict_alone_and_its_ready_time() -> None:
     facts = dict(line.split("  ", 1) for line in render_run_table(READY).split("\n\n")[0].split("\n"))
-    assert (facts["outcome"].strip(), facts["ready in"].strip(), facts["stopped"].strip()) == (
-        "ready",
-        "3m32s",
-        "ready:begin at line 43",
-    )
+    assert (facts["verdict"].strip(), facts["label"].strip(), facts["ready in"].strip()) == ("ready", "-", "3m32s")
+    assert facts["stopped"].strip() == "in ready, at line 43"

@@ -42,7 +42,7 @@ def test_the_same_log_recorded_twice_is_one_run_and_a_new_label_updates_it(tmp_p
     # THEN there is one run, labelled
     assert (first.stderr, second.stderr) == (
         "recorded run 1: ready, Qwen3-32B TP2\n",
-        "updated run 1: hung, Qwen3-32B TP2\n",
+        "updated run 1: ready (labelled hung), Qwen3-32B TP2\n",
     )
     runs = _list(db)
     assert [(r["id"], r["outcome"], r["verdict"], r["lines"]) for r in runs] == [(1, "hung", "ready", 43)]

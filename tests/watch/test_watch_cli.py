@@ -12,6 +12,7 @@ import subprocess
 import sys
 import threading
 import time
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -27,6 +28,20 @@ STARTING = (
     "[2026-01-01 10:00:01 TP0] Load weight begin. avail mem=78.00 GB\n"
 )
 READY_LINE = "[2026-01-01 10:00:30] The server is fired up and ready to roll!\n"
+
+
+def starting_now(*extra: str) -> str:
+    """STARTING (and `extra` lines) stamped as a server starting now writes them: a file already written when the
+    watch begins is judged by its own stamps, as analyze judges it (a start stamped months ago is stalled)."""
+    start = datetime.now().replace(microsecond=0) - timedelta(seconds=5)
+    text = STARTING + "".join(extra)
+    for offset in range(31):
+        text = text.replace(
+            f"2026-01-01 10:00:{offset:02d}", f"{start + timedelta(seconds=offset / 10):%Y-%m-%d %H:%M:%S}"
+        )
+    return text
+
+
 # A bound only a hung watch reaches.
 HANG_GUARD_S = 60
 
@@ -112,9 +127,9 @@ def test_a_second_watch_takes_its_scanners_from_the_cache(tmp_path: Path, monkey
 
 @pytest.mark.slow  # real waits or a subprocess: the full suite's tier
 def test_a_url_that_refuses_overrules_a_log_that_says_ready_and_the_outcome_says_both(tmp_path: Path) -> None:
-    # GIVEN a log that says ready, and a health URL nobody listens on
+    # GIVEN a log that says ready (written just now), and a health URL nobody listens on
     log = tmp_path / "server.log"
-    log.write_text(STARTING + READY_LINE)
+    log.write_text(starting_now(READY_LINE))
     bound, url = _refused_url()
     with bound:
         result = run_cli(
@@ -137,7 +152,7 @@ def test_a_url_that_refuses_overrules_a_log_that_says_ready_and_the_outcome_says
 def test_a_health_endpoint_trickling_bytes_cannot_hold_the_watch_past_its_timeout(tmp_path: Path) -> None:
     # GIVEN a starting server whose health endpoint answers one byte every 1.5 s (issue 15 item 6)
     log = tmp_path / "server.log"
-    log.write_text(STARTING)
+    log.write_text(starting_now())
     with serving(trickle) as health:
         started = time.monotonic()
         # WHEN it is watched with --timeout 3

@@ -59,6 +59,23 @@ PHASE_FILLS = {
     Phase.READY: "#7ad67a",
     Phase.SERVING: "#2e8b57",
 }
+# A draft model's own phase (`cuda_graph (draft)`): its phase's hue, darker, so that the target's and the
+# draft's bars of one phase are told apart as the text timeline tells them by case (`G` and `g`).
+DRAFT_FILLS = {
+    Phase.DIST_INIT: "#2b6f78",
+    Phase.WEIGHT_LOAD: "#1f3f80",
+    Phase.KV_CACHE: "#5e2c78",
+    Phase.COMPILE: "#8a6500",
+    Phase.CUDA_GRAPH: "#1d5e27",
+}
+
+
+def phase_fill(phase: Phase, draft: bool) -> str:
+    """A bar's fill: the phase's, or its draft shade for a draft model's own phase (draft_init is the draft's by
+    name, drawn in its own colour)."""
+    return DRAFT_FILLS.get(phase, PHASE_FILLS[phase]) if draft else PHASE_FILLS[phase]
+
+
 # The terminal's verdict colours (report/paint.py: one exhaustive match) as the page draws them.
 _COLOUR_FILLS = {"green": "#2e8b57", "cyan": "#1f7a99", "yellow": "#b8860b", "red": "#c62828", "dim": "#666666"}
 _STYLE = """
@@ -114,7 +131,8 @@ class HtmlFormat:
             body += ['<section id="stacks"><h2>Stacks in the log</h2>', said, _stacks_tree(report.stacks), "</section>"]
         blocks = findings(report)
         if blocks:
-            body.append('<section id="findings"><h2>Baseline, stacks, flight recorder and notes</h2><ul>')
+            title = "Health route, baseline, stacks, flight recorder, next steps and notes"
+            body.append(f'<section id="findings"><h2>{title}</h2><ul>')
             for finding in (finding for block in blocks for finding in block):
                 detail = f"<br>{escape(finding.detail)}" if finding.detail else ""
                 body.append(f"<li><b>{escape(finding.label)}:</b> {escape(finding.text)}{detail}</li>")
@@ -228,7 +246,7 @@ def _svg(drawn: Picture) -> str:
             faded = "" if bar.ended else ' fill-opacity="0.6"'  # not ended: the phase was still on
             parts.append(
                 f'<rect x="{x(bar.start):.1f}" y="{y + 3}" width="{width:.1f}" height="{LANE_HEIGHT - 6}" '
-                f'fill="{PHASE_FILLS[bar.phase]}"{faded}>'
+                f'fill="{phase_fill(bar.phase, bar.draft)}"{faded}>'
                 f"<title>{escape(bar.name)} {bar.start:%H:%M:%S}–{bar.end:%H:%M:%S}</title></rect>"
             )
     if drawn.ticks:
@@ -251,7 +269,7 @@ def _svg(drawn: Picture) -> str:
     for letter, name in drawn.legend():  # wrapped: about 7 px a character
         if cursor + 24 + 7 * len(name) > SVG_WIDTH:
             cursor, line = float(LABEL_WIDTH), line + 18
-        fill = PHASE_FILLS[_PHASE_OF_LETTER[letter.upper()]]
+        fill = phase_fill(_PHASE_OF_LETTER[letter.upper()], letter.islower())
         parts.append(f'<rect x="{cursor:.0f}" y="{line - 10}" width="12" height="12" fill="{fill}"/>')
         parts.append(f'<text x="{cursor + 16:.0f}" y="{line}">{escape(name)}</text>')
         cursor += 24 + 7 * len(name)

@@ -52,12 +52,12 @@ class LineFormat:
         return one_line(report.state, None, ranks, report.summary, where)
 
     def runs(self, runs: Sequence[RunRecord], *, db: Path | None) -> str:
-        """A line per run, newest last, as `runs list` orders them."""
+        """A line per run, in the order `runs list` gives them (newest first)."""
         return "".join(self.run(run) for run in runs)
 
     def run(self, run: RunRecord) -> str:
         stop = run.stop
         where = f"{run.paths[0]}:{stop.line}" if run.paths else None
-        return one_line(
-            run.outcome, stop.phase.value if stop.phase else None, None, f"run {run.id}: {run.last_text}", where
-        )
+        # the verdict in the verdict's place, as analyze's line has it; the user's label said in the reason
+        said = f"run {run.id}" + (f" (labelled {run.label})" if run.label else "") + f": {run.last_text}"
+        return one_line(run.verdict.value, stop.phase.value if stop.phase else None, None, said, where)

@@ -117,4 +117,4 @@ class TableFormat:
     def run(self, run: RunRecord) -> str:
         from logphase.report.runs import render_run_table
 
-        return render_run_table(run) + "\n"
+        return render_run_table(run, self.width) + "\n"
