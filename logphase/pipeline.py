@@ -44,6 +44,7 @@ if TYPE_CHECKING:  # types only: what a plain `analyze` does not run is not impo
     from logphase.baselines.records import RunRecord
     from logphase.baselines.store import RunStore
     from logphase.flight_recorder import FlightReport
+    from logphase.report.sections import NodesSection
     from logphase.scan.view import LineView
     from logphase.stacks.model import StacksReport
 
@@ -68,6 +69,7 @@ class Options:
     tap: LineView | None = None  # shown every line the scan reads (the lines behind the verdict): the plain path
     # logs of two runs given together: refused (analyze); a bug report's bundle keeps them, with a note
     refuse_mixed: bool = True
+    nodes: NodesSection | None = None  # the nodes a cluster's engine collected the logs from (nodes/logs.py)
 
 
 def run(sources: list[LogSource], packs: PackSet, options: Options) -> tuple[Report, RunRecord]:
@@ -262,6 +264,7 @@ def assemble(
         unrecognised=unknown,
         next_step=next_step,
         ranks_not_followed=timeline.unfollowed,
+        nodes=options.nodes,
     )
     return report, run
 

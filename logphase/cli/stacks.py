@@ -13,15 +13,11 @@ from typing import cast
 import click
 
 from logphase.cli.common import FORMATS, PID, load_all_packs, patterns_option, seconds, terminal_width, use_colour
+from logphase.cli.nodes import pick_transport
 from logphase.errors import ExitCode, InputError, UsageError
 from logphase.judging.stalls import summarize
 from logphase.logs.reader import READ_ERRORS, LogSource, damaged, open_sources, read_lines
-from logphase.nodes.k8s import KubernetesTransport
-from logphase.nodes.ray_cluster import RayTransport
-from logphase.nodes.slurm import SlurmTransport
-from logphase.nodes.ssh import SshTransport, hosts_from
 from logphase.nodes.stacks import collect_stacks, remote_stacks_command
-from logphase.nodes.transport import Transport
 from logphase.report.formats import OutputFormat, pick
 from logphase.stacks import pyspy
 from logphase.stacks.dumps import parse_dumps_in_lines, rank_from_file_name
@@ -285,41 +281,6 @@ def stacks(
     )
     click.echo(pick(output_format, colour=use_colour(), width=terminal_width()).stacks(report), nl=False)
     sys.exit(exit_code(report))
-
-
-def pick_transport(
-    hosts: str | None,
-    hostfile: str | None,
-    ssh_config: str | None,
-    slurm_job: str | None,
-    ray_address: str | None,
-    k8s: bool,
-    selector: str | None,
-    namespace: str | None,
-    container: str | None,
-) -> Transport | None:
-    """The engine the options name (at most one), or None for this machine alone."""
-    named = (("--hosts", hosts or hostfile), ("--slurm", slurm_job), ("--ray", ray_address), ("--k8s", k8s))
-    engines = [name for name, given in named if given]
-    if len(engines) > 1:
-        raise UsageError(f"{' and '.join(engines)} name two ways to the nodes", hint="give one of them")
-    if not k8s and (selector or namespace or container):
-        raise UsageError("-l, -n and --container go with --k8s", hint="logphase stacks --k8s -l app=sglang -n NS")
-    if ssh_config and not (hosts or hostfile):
-        raise UsageError("--ssh-config goes with --hosts or --hostfile", hint="logphase stacks --hosts h1,h2")
-    if hosts or hostfile:
-        return SshTransport(hosts=tuple(hosts_from(hosts, hostfile)), config=ssh_config)
-    if slurm_job:
-        if not slurm_job.replace("_", "").isdigit():
-            raise UsageError(f"{slurm_job!r} is not a Slurm job id", hint="the number `squeue --me` shows")
-        return SlurmTransport(job=slurm_job)
-    if ray_address:
-        return RayTransport(address=ray_address)
-    if k8s:
-        if not selector:
-            raise UsageError("--k8s needs the pods' label selector", hint="logphase stacks --k8s -l app=sglang")
-        return KubernetesTransport(selector=selector, namespace=namespace, container=container)
-    return None
 
 
 def exit_code(report: StacksReport) -> int:

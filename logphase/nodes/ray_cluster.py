@@ -45,14 +45,22 @@ class RayTransport:
     address: str = "auto"
     engine: str = "ray"
 
-    def run(self, command: Sequence[str], *, timeout_s: float, parallel: int) -> list[NodeRun]:
+    def run(
+        self,
+        command: Sequence[str],
+        *,
+        timeout_s: float,
+        parallel: int,
+        limit: int = MAX_ANSWER_BYTES,
+        cut: bool = False,
+    ) -> list[NodeRun]:
         ray = import_ray()
         joined = connect(ray, self.address, timeout_s=timeout_s)
         try:
             nodes = alive_nodes(ray.nodes())
             if not nodes:
                 raise SnapshotError(f"the Ray cluster at {self.address} has no alive node", hint="see `ray status`")
-            return run_tasks(ray, nodes, command, timeout_s=timeout_s, parallel=parallel)
+            return run_tasks(ray, nodes, command, timeout_s=timeout_s, parallel=parallel, limit=limit, cut=cut)
         finally:
             if joined:
                 ray.shutdown()
@@ -129,6 +137,8 @@ def run_tasks(
     *,
     timeout_s: float,
     parallel: int,
+    limit: int = MAX_ANSWER_BYTES,
+    cut: bool = False,
 ) -> list[NodeRun]:
     """A task per node, at most `parallel` at once: the command under `timeout_s` there, the task itself under
     `timeout_s + RAY_GRACE_S` here (cancelled past it); in the order of `nodes`."""
@@ -145,7 +155,7 @@ def run_tasks(
             pinned = NodeAffinitySchedulingStrategy(node_id=node.node_id, soft=False)
             # no CPU of its own: the server's workers may hold them all; never retried on another node
             ref = task.options(num_cpus=0, max_retries=0, scheduling_strategy=pinned, name="logphase-stacks")
-            running[ref.remote(list(command), timeout_s, MAX_ANSWER_BYTES)] = (node, time.monotonic())
+            running[ref.remote(list(command), timeout_s, min(limit, MAX_ANSWER_BYTES))] = (node, time.monotonic())
         first_deadline = min(started for _, started in running.values()) + limit_s
         ready, _ = ray.wait(list(running), num_returns=1, timeout=max(0.0, first_deadline - time.monotonic()))
         for ref in ready:
@@ -155,7 +165,7 @@ def run_tasks(
             except ray.exceptions.RayError as exc:
                 answer, failure = {}, ray_failure(exc)
             done[node.name] = node_run(
-                node.name, answer, failure, started=started, ended=time.monotonic(), timeout_s=timeout_s
+                node.name, answer, failure, started=started, ended=time.monotonic(), timeout_s=timeout_s, cut=cut
             )
         now = time.monotonic()
         for ref, (node, started) in list(running.items()):
@@ -199,7 +209,14 @@ def node_task() -> Callable[[list[str], float, int], dict[str, Any]]:
 
 
 def node_run(
-    node: str, answer: Mapping[str, Any], failure: str | None, *, started: float, ended: float, timeout_s: float
+    node: str,
+    answer: Mapping[str, Any],
+    failure: str | None,
+    *,
+    started: float,
+    ended: float,
+    timeout_s: float,
+    cut: bool = False,
 ) -> NodeRun:
     """A node task's answer (or Ray's failure to run it) as a NodeRun, with why it gave none in words."""
     stdout: bytes = answer.get("stdout", b"")
@@ -207,7 +224,7 @@ def node_run(
         failure = NO_LOGPHASE if answer.get("errno") == errno.ENOENT else str(answer["error"])
     elif failure is None and answer.get("timeout"):
         failure = f"timeout: no answer within {timeout_s:g}s"
-    elif failure is None and len(stdout) > MAX_ANSWER_BYTES:
+    elif failure is None and len(stdout) > MAX_ANSWER_BYTES and not cut:
         failure, stdout = f"an answer over {MAX_ANSWER_BYTES >> 20} MB", b""
     run = NodeRun(
         node=node,
@@ -217,6 +234,8 @@ def node_run(
         started=started,
         ended=ended,
         failure=failure,
+        wall_started=time.time() - (time.monotonic() - started),
+        cut=cut and len(stdout) > MAX_ANSWER_BYTES,
     )
     if run.failure is None and run.returncode not in (0, None) and not run.stdout.strip():
         said = remote_failure(run.stderr, run.returncode)

@@ -48,6 +48,8 @@ class Finding:
 def findings(report: Report) -> list[tuple[Finding, ...]]:
     """What the baseline, the in-log stacks, the flight recorder, the next steps and the notes say, one block each."""
     blocks: list[tuple[Finding, ...]] = []
+    if report.nodes is not None:
+        blocks.append(_node_findings(report))
     if report.baseline is not None and (summary := report.baseline.summary()):
         blocks.append((Finding("Baseline", summary),))
     stall = report.stacks.stall if report.stacks is not None else None
@@ -60,6 +62,19 @@ def findings(report: Report) -> list[tuple[Finding, ...]]:
     if report.notes:
         blocks.append(tuple(Finding("note", note) for note in report.notes))
     return blocks
+
+
+def _node_findings(report: Report) -> tuple[Finding, ...]:
+    """The nodes the logs came from (those that gave none, with why), and the node of each culprit rank where the
+    servers' global rank names do not say it."""
+    assert report.nodes is not None
+    found = [Finding("Nodes", line) for line in report.nodes.lines()]
+    for rank in report.culprit_ranks[:8]:
+        paths = {span.path for span in report.phases if span.rank == rank and span.path}
+        nodes = sorted({node for path in paths if (node := report.nodes.node_of(path)) is not None})
+        if nodes and not rank.startswith(f"{nodes[0]}:"):
+            found.append(Finding("Nodes", f"{rank} is on node {', '.join(nodes)}"))
+    return tuple(found)
 
 
 def _next_findings(step: NextStep) -> tuple[Finding, ...]:

@@ -10,7 +10,7 @@ from typing import Any
 from logphase.errors import ExitCode
 from logphase.logs.reader import ContextLine
 from logphase.phases import Phase, Verdict
-from logphase.report.sections import BaselineSection, FlightSection, Section, StacksSection
+from logphase.report.sections import BaselineSection, FlightSection, NodesSection, Section, StacksSection
 
 SCHEMA = "logphase.analysis/1"
 
@@ -127,6 +127,7 @@ class Report:
     unrecognised: tuple[UnknownTemplate, ...] = ()  # when nothing was recognised: what the packs missed
     next_step: NextStep | None = None  # what to do next (the packs' `[[next]]`)
     ranks_not_followed: int = 0  # ranks counted in `ranks` whose phases are not in `phases` nor `rank_rows`
+    nodes: NodesSection | None = None  # the nodes a cluster's engine collected the logs from
 
     @property
     def exit_code(self) -> ExitCode:
@@ -210,6 +211,7 @@ class Report:
             "baseline": _section(self.baseline),
             "stacks": _section(self.stacks),
             "flight_recorder": _section(self.flight_recorder),
+            "nodes": _section(self.nodes),
             "notes": list(self.notes),
             "confidence": self.confidence,
             "evidence": {
