@@ -244,6 +244,7 @@ def assemble(
                 current=state.current,
                 last_progress_line=state.last_progress.line if state.last_progress else None,
                 last_progress=state.last_progress.time if state.last_progress else None,
+                last_progress_path=names[state.last_progress.source] if state.last_progress else None,
             )
             for state in timeline.ranks
             if state.rank is not None

@@ -402,18 +402,20 @@ def named(collection: Collection) -> Collection:
 
 
 def sources_of(collection: Collection, packs: PackSet) -> list[LogSource]:
-    """The collected logs opened as `analyze` opens files, each named `node:path`, its ranks named by its node
-    where the naming asks for it, its node's measured clock offset on it."""
-    sources = []
-    for node in collection.nodes:
-        for file in node.judged:
-            for source in open_sources([str(file.local)], packs=packs):
-                source.name = f"{node.node}:{file.remote}"
-                source.rank_prefix = None if collection.global_ranks else f"{node.node}:"
-                # an offset within what the measure can tell says nothing: the times are left as written
-                clock = node.clock
-                source.clock_offset_s = clock.offset_s if clock is not None and clock.beyond_doubt else None
-                sources.append(source)
+    """The collected logs opened as `analyze` opens files (in one call: each source its own index), each named
+    `node:path`, its ranks named by its node where the naming asks for it, its node's measured clock offset on
+    it where the clocks differ beyond what the measure can tell (within it, the times are left as written)."""
+    files = [(node, file) for node in collection.nodes for file in node.judged]
+    sources = open_sources([str(file.local) for _, file in files], packs=packs)
+    owners = {str(file.local): (node, file) for node, file in files}
+    for source in sources:
+        # an archive's members are named `archive:member` by the reader; a file is named by its path
+        local = next(path for path in owners if source.name == path or source.name.startswith(f"{path}:"))
+        node, file = owners[local]
+        source.name = f"{node.node}:{file.remote}{source.name[len(local) :]}"
+        source.rank_prefix = None if collection.global_ranks else f"{node.node}:"
+        clock = node.clock
+        source.clock_offset_s = clock.offset_s if clock is not None and clock.beyond_doubt else None
     return sources
 
 

@@ -70,7 +70,7 @@ def _node_findings(report: Report) -> tuple[Finding, ...]:
     assert report.nodes is not None
     found = [Finding("Nodes", line) for line in report.nodes.lines()]
     for rank in report.culprit_ranks[:8]:
-        paths = {span.path for span in report.phases if span.rank == rank and span.path}
+        paths = {row.last_progress_path for row in report.rank_rows if row.rank == rank and row.last_progress_path}
         nodes = sorted({node for path in paths if (node := report.nodes.node_of(path)) is not None})
         if nodes and not rank.startswith(f"{nodes[0]}:"):
             found.append(Finding("Nodes", f"{rank} is on node {', '.join(nodes)}"))

@@ -76,6 +76,7 @@ class RankRow:
     current: Phase
     last_progress_line: int | None
     last_progress: datetime | None
+    last_progress_path: str | None = None  # the log of that line (a run of several logs: a node's)
 
 
 @dataclass(frozen=True)
@@ -192,6 +193,7 @@ class Report:
                     "current": row.current.value,
                     "last_progress_line": row.last_progress_line,
                     "last_progress": _time(row.last_progress),
+                    "last_progress_path": row.last_progress_path,
                 }
                 for row in self.rank_rows
             ],

@@ -5,7 +5,9 @@ names the stuck node and rank, each node that gave none with why, and the clock 
 from __future__ import annotations
 
 import json
+import re
 import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -39,17 +41,31 @@ def rank_lines(rank: int, *, loaded: bool) -> str:
 
 
 def node_log(ranks: dict[int, bool], node_rank: int | None) -> str:
+    """A node's log, its ranks' lines in the order of their stamps (as they were written)."""
     head = ARGS.format(node_rank=node_rank) if node_rank is not None else ""
-    return head + "".join(rank_lines(rank, loaded=loaded) for rank, loaded in ranks.items())
+    lines = [line for rank, loaded in ranks.items() for line in rank_lines(rank, loaded=loaded).splitlines(True)]
+    return head + "".join(sorted(lines, key=lambda line: line[:21]))
+
+
+# A node's clock set ahead: its `date` (the only clock the collection reads there) bind-mounted over by this one,
+# which answers `date +%s.%N` and `date -r FILE +%s` that many seconds later than this machine's clock.
+FAKE_DATE = """#!{python}
+import os, sys, time
+ahead = {ahead}
+if sys.argv[1:2] == ["-r"]:
+    print(int(os.stat(sys.argv[2]).st_mtime + ahead))
+else:
+    print(f"{{time.time() + ahead:.9f}}")
+"""
 
 
 @pytest.fixture
 def hosts(
     tmp_path: Path, spawned: Callable[[list[str]], subprocess.Popen[bytes]]
-) -> Iterator[Callable[[dict[str, dict[str, str]]], tuple[Path, Path]]]:
-    """hosts({"a": {"server.log": text}, …}) → (ssh config, the log folder's path on every host): node a's sshd in a
-    mount namespace where that folder holds a's files only. Besides the nodes, `refused` (nothing listens) and
-    `silent` (a listener that never says a word)."""
+) -> Iterator[Callable[..., tuple[Path, Path]]]:
+    """hosts({"a": {"server.log": text}, …}, ahead={"b": 120.0}) → (ssh config, the log folder's path on every host):
+    node a's sshd in a mount namespace where that folder holds a's files only (and where `date` runs `ahead` s
+    ahead). Besides the nodes, `refused` (nothing listens) and `silent` (a listener that never says a word)."""
     skip_unless(sshd_missing())
     Path("/run/sshd").mkdir(exist_ok=True)
     key, host_key = keygen(tmp_path / "id"), keygen(tmp_path / "host")
@@ -58,7 +74,7 @@ def hosts(
     common.mkdir()
     quiet = silent_listener()
 
-    def make(nodes: dict[str, dict[str, str]]) -> tuple[Path, Path]:
+    def make(nodes: dict[str, dict[str, str]], ahead: dict[str, float] | None = None) -> tuple[Path, Path]:
         entries = []
         for index, (name, files) in enumerate(nodes.items(), 2):
             own = tmp_path / f"logs-{name}"
@@ -72,7 +88,13 @@ def hosts(
                 f"PidFile {tmp_path}/sshd-{name}.pid\nStrictModes no\nUsePAM no\nPermitRootLogin yes\n"
                 "PasswordAuthentication no\nKbdInteractiveAuthentication no\n"
             )
-            inner = f"mount --bind {own} {common} && exec {SSHD} -D -e -f {config}"
+            inner = f"mount --bind {own} {common} && "
+            if ahead and name in ahead:
+                fake = tmp_path / f"date-{name}"
+                fake.write_text(FAKE_DATE.format(python=sys.executable, ahead=ahead[name]))
+                fake.chmod(0o755)
+                inner += f"mount --bind {fake} $(readlink -f $(command -v date)) && "
+            inner += f"exec {SSHD} -D -e -f {config}"
             sshd = spawned(["unshare", "--mount", "--propagation", "private", "sh", "-c", inner])
             wait_for_port(address, port, sshd)
             entries.append((name, address, port))
@@ -161,3 +183,48 @@ def test_no_node_gives_a_log_is_exit_3(hosts) -> None:  # type: ignore[no-untype
     assert result.exit_code == 3
     assert "refused: unreachable: ssh: connect to host 127.0.0.250" in result.stderr
     assert "logphase: error: no node gave a log" in result.stderr
+
+
+def shifted(text: str, seconds: int) -> str:
+    """A log as a node whose clock is `seconds` ahead writes it: each `[YYYY-MM-DD HH:MM:SS` stamp moved."""
+    from datetime import datetime, timedelta
+
+    def move(found: re.Match[str]) -> str:
+        moved = datetime.strptime(found.group(1), "%Y-%m-%d %H:%M:%S") + timedelta(seconds=seconds)
+        return f"[{moved:%Y-%m-%d %H:%M:%S}"
+
+    return re.sub(r"\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)", move, text)
+
+
+def test_a_node_clock_ahead_is_measured_and_its_times_moved(hosts) -> None:  # type: ignore[no-untyped-def]
+    # GIVEN node b's clock 120 s ahead of this machine's (and of node a's), its log stamped by it: its TP3 began
+    # dist_init at 03:12:11 on its own clock, when a's ranks began theirs at 03:10:11 on theirs
+    config, folder = hosts(
+        {
+            "a": {"server.log": node_log({0: True, 1: True}, node_rank=0)},
+            "b": {"server.log": shifted(node_log({2: True, 3: False}, node_rank=1), 120)},
+        },
+        ahead={"b": 120.0},
+    )
+    # WHEN both nodes' logs are judged
+    code, data = analyze(config, "a,b", f"{folder}/server.log", "--post-mortem")
+    # THEN b's clock offset is measured (120 s, within the measure's uncertainty), a's is none
+    nodes = {n["node"]: n for n in data["nodes"]["nodes"]}
+    assert abs(nodes["b"]["clock_offset_s"] - 120.0) <= nodes["b"]["clock_uncertainty_s"] + 0.05
+    assert abs(nodes["a"]["clock_offset_s"]) <= nodes["a"]["clock_uncertainty_s"] + 0.05
+    # and b's times are read on this machine's clock: TP3's last progress (dist_init begun, 03:12:11 on b's clock)
+    # and TP2's (weight_load begun, 03:12:16 there) both 120 s earlier, beside a's
+    states = {row["rank"]: row for row in data["rank_states"]}
+    assert states["TP3"]["last_progress"].startswith("2025-12-18 03:10:1")
+    assert states["TP2"]["last_progress"].startswith("2025-12-18 03:10:1")
+    assert states["TP0"]["last_progress"] == "2025-12-18 03:10:16"
+    assert data["culprit_ranks"] == ["TP3"]
+    assert code == 4
+    # and the report says so in words, with the culprit's node
+    table = run_cli("analyze", "--hosts", "a,b", "--ssh-config", str(config), "--log-path", f"{folder}/server.log")
+    assert re.search(
+        r"b: its clock is 12\d\.\d{3} s ahead of this machine's \(±\d\.\d{3} s, measured when its logs were read\): "
+        r"its times are moved onto this machine's",
+        " ".join(table.stdout.split()),
+    )
+    assert "Nodes: TP3 is on node b" in table.stdout
