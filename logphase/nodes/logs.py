@@ -264,7 +264,8 @@ def _uncut(body: bytes, mark: bytes) -> tuple[bytes, int]:
     tail = body[eol + 1 :] if eol >= 0 else b""
     newline = tail.find(b"\n")
     left_out = int(count) if count.isdigit() else 0
-    return body[:at] + b"\n" + (tail[newline + 1 :] if newline >= 0 else b""), left_out + max(newline + 1, 0)
+    head = body[:at] if body[:at].endswith(b"\n") else body[:at] + b"\n"  # its last line, cut, ends there
+    return head + (tail[newline + 1 :] if newline >= 0 else b""), left_out + max(newline + 1, 0)
 
 
 def clock_offset(run: NodeRun, remote: float | None) -> ClockOffset | None:

@@ -178,7 +178,7 @@ def test_nodes_without_a_log_are_named_with_why(hosts) -> None:  # type: ignore[
 
 def test_no_node_gives_a_log_is_exit_3(hosts) -> None:  # type: ignore[no-untyped-def]
     # GIVEN only hosts that refuse WHEN their logs are asked for THEN nothing could be read: exit 3, each node's why
-    config, folder = hosts({})
+    config, _ = hosts({})
     result = run_cli("analyze", "--hosts", "refused", "--ssh-config", str(config), "--log-path", "/var/log/x.log")
     assert result.exit_code == 3
     assert "refused: unreachable: ssh: connect to host 127.0.0.250" in result.stderr
