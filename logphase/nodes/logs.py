@@ -18,7 +18,7 @@ from logphase.errors import SnapshotError, UsageError
 from logphase.logs.reader import LogSource, open_sources
 from logphase.nodes import k8s as kube
 from logphase.nodes.k8s import KubernetesTransport
-from logphase.nodes.ray_cluster import RayTransport
+from logphase.nodes.ray_cluster import RAY_SESSION, RayTransport
 from logphase.nodes.slurm import SlurmTransport, split_lines_by_label
 from logphase.nodes.ssh import SshTransport
 from logphase.nodes.transport import NodeRun, Transport, last_words, run_local
@@ -31,11 +31,11 @@ NODE_LOG_BYTES = 15 << 20
 HEAD_SHARE = 5  # a file cut keeps its first 1/5 of what it may take, and its last 4/5
 _FRAMING_BYTES = 1 << 16
 # Ray writes each worker's stdout and stderr into its session's logs folder on the node (`ray job submit`'s
-# driver into job-driver-*.log); session_latest is the link to the newest session in Ray's default temp folder.
+# driver into job-driver-*.log); RAY_SESSION is each node's own session folder (nodes/ray_cluster.py).
 RAY_SESSION_LOGS = (
-    "/tmp/ray/session_latest/logs/worker-*.out",
-    "/tmp/ray/session_latest/logs/worker-*.err",
-    "/tmp/ray/session_latest/logs/job-driver-*.log",
+    f"{RAY_SESSION}/logs/worker-*.out",
+    f"{RAY_SESSION}/logs/worker-*.err",
+    f"{RAY_SESSION}/logs/job-driver-*.log",
 )
 ANY_NODE = "*"
 

@@ -31,10 +31,27 @@ _RAY_REASONS = {
 }
 
 
+# A word of the command that stands for the node's Ray session folder (its logs/ hold each worker's output):
+# replaced on each node by its own, from `ray.nodes()` (the parent of the session's sockets/ folder).
+RAY_SESSION = "{ray-session}"
+RAY_DEFAULT_SESSION = "/tmp/ray/session_latest"  # Ray's default temp folder's link to its newest session
+
+
 @dataclass(frozen=True)
 class RayNode:
     name: str  # as `ray status` names it: its node name, by default its IP address
     node_id: str
+    session: str = RAY_DEFAULT_SESSION  # its session folder
+
+    def argv(self, command: Sequence[str]) -> list[str]:
+        return [word.replace(RAY_SESSION, self.session) for word in command]
+
+
+def session_of(entry: Mapping[str, Any]) -> str:
+    """A node's session folder from `ray.nodes()`: its object store's socket is `<session>/sockets/plasma_store`."""
+    socket_path = str(entry.get("ObjectStoreSocketName") or "")
+    parts = socket_path.rsplit("/sockets/", 1)
+    return parts[0] if len(parts) == 2 and parts[0] else RAY_DEFAULT_SESSION
 
 
 @dataclass(frozen=True)
@@ -117,7 +134,11 @@ def alive_nodes(table: Sequence[Mapping[str, Any]]) -> list[RayNode]:
     names = [str(entry.get("NodeName") or entry.get("NodeManagerAddress")) for entry in alive]
     repeated = Counter(names)
     nodes = [
-        RayNode(name=name if repeated[name] == 1 else f"{name}/{entry['NodeID'][:8]}", node_id=str(entry["NodeID"]))
+        RayNode(
+            name=name if repeated[name] == 1 else f"{name}/{entry['NodeID'][:8]}",
+            node_id=str(entry["NodeID"]),
+            session=session_of(entry),
+        )
         for name, entry in zip(names, alive, strict=True)
     ]
     return sorted(nodes, key=lambda node: _address_order(node.name))
@@ -155,7 +176,7 @@ def run_tasks(
             pinned = NodeAffinitySchedulingStrategy(node_id=node.node_id, soft=False)
             # no CPU of its own: the server's workers may hold them all; never retried on another node
             ref = task.options(num_cpus=0, max_retries=0, scheduling_strategy=pinned, name="logphase-stacks")
-            running[ref.remote(list(command), timeout_s, min(limit, MAX_ANSWER_BYTES))] = (node, time.monotonic())
+            running[ref.remote(node.argv(command), timeout_s, min(limit, MAX_ANSWER_BYTES))] = (node, time.monotonic())
         first_deadline = min(started for _, started in running.values()) + limit_s
         ready, _ = ray.wait(list(running), num_returns=1, timeout=max(0.0, first_deadline - time.monotonic()))
         for ref in ready:

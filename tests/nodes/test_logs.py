@@ -63,9 +63,8 @@ def test_the_script_frames_real_files(tmp_path: Path) -> None:
     argv = log_command(N, [("*", f"{tmp_path}/*.log"), ("other-node", f"{tmp_path}/a.log")], budget=100)
     out = subprocess.run(argv, capture_output=True, check=True).stdout
     answer = read_answer(out, N)
-    # THEN a.log whole; b.log's first 18 bytes (1/5 of the 92 left: two whole lines) and its last 74 (their first line, cut,
-    # dropped); the
-    # pattern scoped to another node not read
+    # THEN a.log whole; b.log's first 18 bytes (1/5 of the 92 left: two whole lines) and its last 74 (their first
+    # line, cut, dropped); the pattern scoped to another node not read
     assert [(path, size, cut) for path, size, _, cut, _ in answer.files] == [
         (f"{tmp_path}/a.log", 8, 0),
         (f"{tmp_path}/b.log", 360, 360 - 92 + 2),
