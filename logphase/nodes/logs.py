@@ -324,15 +324,26 @@ def _safe(name: str) -> str:
 
 def shared_files(nodes: Sequence[NodeLogs]) -> list[NodeLogs]:
     """A file two nodes read at the same path with the same bytes is one file of a shared file system (an NFS
-    home, nodes on one machine): judged once, as the first node's."""
-    seen: dict[tuple[str, str], str] = {}
-    out = []
+    home, nodes on one machine): judged once, as the first node's. Hashed only where a path repeats."""
+    by_path: dict[str, list[tuple[str, str]]] = {}  # a path: the (digest, node) of each copy judged so far
+    out: list[NodeLogs] = []
     for node in nodes:
         files = []
         for file in node.files:
-            key = (file.remote, _digest(file.local))
-            first = seen.setdefault(key, node.node)
-            files.append(file if first == node.node else replace(file, same_as=first))
+            earlier = by_path.setdefault(file.remote, [])
+            if not earlier:
+                earlier.append(("", node.node))  # the first copy: hashed when a second one comes
+                files.append(file)
+                continue
+            if earlier[0][0] == "":
+                first_node = earlier[0][1]
+                first = next(f for n in out if n.node == first_node for f in n.files if f.remote == file.remote)
+                earlier[0] = (_digest(first.local), first_node)
+            digest = _digest(file.local)
+            same = next((owner for seen, owner in earlier if seen == digest), None)
+            if same is None:
+                earlier.append((digest, node.node))
+            files.append(file if same is None else replace(file, same_as=same))
         out.append(replace(node, files=tuple(files)))
     return out
 
