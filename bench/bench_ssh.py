@@ -92,18 +92,25 @@ def wait_for(sshd: subprocess.Popen[bytes], address: str, port: int) -> None:
             time.sleep(0.05)
 
 
-def collect(config: Path, hosts: int, path: str, parallel: int, out: Path) -> tuple[float, int]:
-    """One collection's wall time and how many nodes gave their log (every host here reads the one file: the
-    collection judges it once, as a shared file system's, and counts each node's copy)."""
+def collect(config: Path, hosts: int, path: str, parallel: int, out: Path) -> tuple[float, int, float]:
+    """One collection's wall time, how many nodes gave their log (every host here reads the one file: the
+    collection judges it once, as a shared file system's, and counts each node's copy), and the CPU seconds this
+    side took (this process and its ssh clients; each host's sshd and script are the node's)."""
     from logphase.nodes.logs import collect_logs
     from logphase.nodes.ssh import SshTransport
 
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir()
     transport = SshTransport(hosts=tuple(f"h{n:02d}" for n in range(hosts)), config=str(config))
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), _cpu()
     collection = collect_logs(transport, [path], out, timeout_s=120.0, parallel=parallel)
-    return time.perf_counter() - started, sum(1 for node in collection.nodes if node.files)
+    wall = time.perf_counter() - started
+    return wall, sum(1 for node in collection.nodes if node.files), _cpu() - cpu
+
+
+def _cpu() -> float:
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
 def client_cpu_per_connection(config: Path) -> float:
@@ -134,7 +141,8 @@ def main() -> None:
             for log in logs.values():
                 one = [collect(config, 1, str(log), 1, folder / "out")[0] for _ in range(5)]
                 runs = [collect(config, HOSTS, str(log), 32, folder / "out") for _ in range(3)]
-                rows.append((log.stat().st_size / 1e6, one, [wall for wall, _ in runs], min(n for _, n in runs)))
+                walls, cpu_here = [wall for wall, _, _ in runs], statistics.median(c for _, _, c in runs)
+                rows.append((log.stat().st_size / 1e6, one, walls, min(n for _, n, _ in runs), cpu_here))
             load_after = os.getloadavg()[0]
     print(
         f"bench_ssh: {HOSTS} hosts on loopback (127.0.1.1-{HOSTS}, an sshd for each 16), each one's log read through "
@@ -143,15 +151,19 @@ def main() -> None:
         f"{cpu * 1000:.0f} ms CPU a connection"
     )
     print("")
-    print("| log | 1 host: wall s (median of 5) | 64 hosts: wall s (median of 3) | 64 hosts ÷ 1 host | nodes read |")
-    print("|---|---|---|---|---|")
+    print(
+        "| log | 1 host: wall s (median of 5) | 64 hosts: wall s (median of 3) | 64 hosts ÷ 1 host | nodes read "
+        "| CPU s on this side, 64 hosts |"
+    )
+    print("|---|---|---|---|---|---|")
     worst = 0.0
-    for size, one, many, given in rows:
+    for size, one, many, given, cpu_here in rows:
         single, median = statistics.median(one), statistics.median(many)
         worst = max(worst, median / single)
         print(
             f"| {size:.2f} MB | {single:.2f} ({', '.join(f'{w:.2f}' for w in one)}) | "
-            f"{median:.2f} ({', '.join(f'{w:.2f}' for w in many)}) | {median / single:.1f} | {given} of {HOSTS} |"
+            f"{median:.2f} ({', '.join(f'{w:.2f}' for w in many)}) | {median / single:.1f} | {given} of {HOSTS} "
+            f"| {cpu_here:.1f} |"
         )
     print("")
     print(

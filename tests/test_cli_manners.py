@@ -28,7 +28,10 @@ from tests.conftest import FIXTURES, run_cli
                 "  hint: see 'logphase analyze --help'",
             ],
         ),
-        (["analyze"], ["logphase: error: Missing argument 'LOGS...'.", "  hint: see 'logphase analyze --help'"]),
+        (
+            ["analyze"],
+            ["logphase: error: no LOG given", "  hint: logphase analyze server.log (or --hosts/--slurm/--ray/--k8s)"],
+        ),
         (
             ["analyze", "--format", "yaml", "x.log"],
             [
