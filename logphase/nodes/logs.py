@@ -570,7 +570,8 @@ def slurm_logs(
 ) -> list[NodeLogs]:
     """The job's output files (StdOut, StdErr unless the same; or the files `patterns` name), expanded for each
     node, read in one step of the job on the nodes that hold them: a name with %N or %n on each node, any
-    other on the batch host (it wrote the batch output; a file system shared with it holds the rest)."""
+    other on the batch host (it wrote the batch output; a file system shared with it holds the rest). A job
+    that ended (`scontrol` still knows it for a while) is read here."""
     shown = run_local("scontrol", ["scontrol", "show", "job", "-o", transport.job], timeout_s=timeout_s)
     if shown.failure is not None or shown.returncode != 0:
         said = shown.failure or last_words(shown.stderr)
@@ -579,6 +580,20 @@ def slurm_logs(
     wanted = list(patterns) or list(dict.fromkeys(p for p in (job.get("StdOut"), job.get("StdErr")) if p))
     if not wanted:
         raise SnapshotError(f"job {transport.job} names no output file", hint="give it with --log-path")
+    if job.get("JobState") not in ("RUNNING", "PENDING", "SUSPENDED", "CONFIGURING", ""):
+        # a job that ended has no node to step into: its output is read here, where a file system shared with
+        # its nodes (a login node's) holds it, or said missing
+        ended = [(ANY_NODE, expand(pattern, job, None, None)) for pattern in wanted]
+        run = run_local(
+            "here",
+            log_command(nonce, ended, NODE_LOG_BYTES),
+            timeout_s=timeout_s,
+            cut=True,
+            limit=NODE_LOG_BYTES + _FRAMING_BYTES,
+        )
+        here = node_logs(run, nonce, transport.engine, folder)
+        said = f"job {transport.job} is {job.get('JobState').lower()}: its output read on this machine"
+        return [replace(here, notes=(said, *here.notes))]
     nodes = transport.nodes(timeout_s=timeout_s)
     batch = job.get("BatchHost") or nodes[0]
     scoped: list[tuple[str, str]] = []
@@ -600,9 +615,3 @@ def slurm_logs(
         cut=True,
     )
     return [node_logs(per_task, nonce, transport.engine, folder) for per_task in split_lines_by_label(run, holding)]
-
-
-def describe(collection: Collection) -> str:
-    """One line: how many nodes gave logs, and how their ranks are named."""
-    given = sum(1 for n in collection.nodes if n.judged)
-    return f"{given} of {len(collection.nodes)} nodes gave logs ({collection.engine}); {collection.naming}"
