@@ -24,7 +24,8 @@ from tests.conftest import FIXTURES, run_cli
         (
             ["analyze", "--fromat", "json", "x.log"],
             [
-                "logphase: error: No such option '--fromat'. Did you mean '--format'?",
+                # click's close matches: analyze's --ray is one too
+                "logphase: error: No such option '--fromat'. (Did you mean one of: '--format', '--ray'?)",
                 "  hint: see 'logphase analyze --help'",
             ],
         ),
