@@ -4,25 +4,35 @@ node's clock offset, Slurm's file name patterns, the node rank a log states and 
 from __future__ import annotations
 
 import subprocess
+from datetime import datetime
 from pathlib import Path
 
 import pytest
 
+from logphase import pipeline
 from logphase.nodes.logs import (
+    ClockOffset,
     Collection,
     NodeFile,
     NodeLogs,
     clock_offset,
     expand,
     log_command,
+    named,
     node_logs,
     rank_naming,
     read_answer,
     read_job,
     shared_files,
+    sources_of,
     stated_node_rank,
 )
 from logphase.nodes.transport import NodeRun
+from logphase.packs import load_packs
+from logphase.report.formats.html import HtmlFormat
+from logphase.report.formats.markdown import MarkdownFormat
+from logphase.report.formats.table import TableFormat
+from logphase.report.model import Report
 
 N = "logphase-0123456789abcdef"
 
@@ -192,3 +202,70 @@ def test_a_node_that_gave_nothing_says_why(tmp_path: Path) -> None:
         "timeout: no answer within 4s",
         "nothing printed (exit status 127: sh: 1: date: not found)",
     ]
+
+
+def collected(tmp_path: Path, logs: dict[str, str], offsets: dict[str, float]) -> Collection:
+    """Nodes' logs as a collection hands them over: saved files, each node's measured clock (±0.05 s)."""
+    nodes = []
+    for name, text in logs.items():
+        local = tmp_path / name
+        local.write_text(text)
+        clock = ClockOffset(offsets.get(name, 0.0), 0.05)
+        nodes.append(NodeLogs(name, "ssh", (NodeFile("/var/log/server.log", local, len(text)),), clock))
+    nodes.append(NodeLogs("c", "ssh", failure="timeout: no answer within 60s"))
+    return named(Collection("ssh", tuple(nodes)))  # the rank naming decided from the logs' heads
+
+
+def judged(collection: Collection) -> Report:
+    packs = load_packs()
+    options = pipeline.Options(as_of=datetime(2026, 1, 1), post_mortem=True, nodes=collection)
+    return pipeline.report(sources_of(collection, packs), packs, options)
+
+
+def test_nodes_logs_are_judged_as_one_run_their_ranks_named_by_node(tmp_path: Path) -> None:
+    # GIVEN two nodes' SGLang logs that state no node rank (node b's TP1 stops in dist_init while the others
+    # reached weight_load), node b's clock 300 s ahead (its stamps too), and node c that gave none
+    from tests.nodes.test_logs_ssh import node_log, shifted
+
+    logs = {"a": node_log({0: True, 1: True}, None), "b": shifted(node_log({0: True, 1: False}, None), 300)}
+    # WHEN the collection is judged through the pipeline
+    report = judged(collected(tmp_path, logs, {"b": 300.0}))
+    # THEN each rank is named by its node, b's TP1 is the culprit, b's times are moved onto this machine's clock
+    assert sorted(report.ranks) == ["a:TP0", "a:TP1", "b:TP0", "b:TP1"]
+    assert report.culprit_ranks == ("b:TP1",)
+    rows = {row.rank: row for row in report.rank_rows}
+    assert rows["b:TP1"].last_progress == datetime(2025, 12, 18, 3, 10, 11)
+    assert rows["b:TP1"].last_progress_path == "b:/var/log/server.log"
+    # and every format says which nodes gave logs, which did not and why, and the clock it moved
+    lines = [
+        "2 of 3 nodes gave logs through ssh; ranks named node:rank (no node rank stated in the logs of a, b)",
+        "1 node gave no log: c",
+        "c: timeout: no answer within 60s",
+        "b: its clock is 300.000 s ahead of this machine's (±0.050 s, measured when its logs were read): its times "
+        "are moved onto this machine's",
+    ]
+    table = TableFormat().analysis(report)
+    assert [line.removeprefix("Nodes: ") for line in table.splitlines() if line.startswith("Nodes: ")] == lines
+    markdown, html = MarkdownFormat().analysis(report), HtmlFormat().analysis(report)
+    assert all(line in markdown for line in lines)
+    assert all(line.replace("'", "&#x27;") in html for line in lines)
+    assert report.to_json()["nodes"]["nodes"][2] == {
+        "node": "c",
+        "logs": [],
+        "clock_offset_s": None,
+        "clock_uncertainty_s": None,
+        "error": "timeout: no answer within 60s",
+        "notes": [],
+    }
+
+
+def test_global_ranks_name_the_culprit_node(tmp_path: Path) -> None:
+    # GIVEN SGLang across two nodes that state their node ranks (TP2-3 on node b), b's TP3 stuck in dist_init
+    from tests.nodes.test_logs_ssh import node_log
+
+    logs = {"a": node_log({0: True, 1: True}, 0), "b": node_log({2: True, 3: False}, 1)}
+    # WHEN judged THEN the ranks are the server's own, and the report names TP3's node
+    report = judged(collected(tmp_path, logs, {}))
+    assert report.ranks == ("TP0", "TP1", "TP2", "TP3")
+    assert report.culprit_ranks == ("TP3",)
+    assert "Nodes: TP3 is on node b" in TableFormat().analysis(report)
