@@ -8,6 +8,7 @@ import hashlib
 import os
 import re
 import secrets
+import tempfile
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
@@ -303,12 +304,14 @@ def node_logs(run: NodeRun, nonce: str, engine: str, folder: Path) -> NodeLogs:
 def _save(
     folder: Path, node: str, files: Sequence[tuple[str, int, bytes, int, float | None]], clock: ClockOffset | None
 ) -> list[NodeFile]:
-    """Each file under `folder/<node>/`, named by its place (the node's paths may repeat a base name), last
+    """Each file under `folder/<node>-…/`, named by its place (the node's paths may repeat a base name), last
     written when it was on the node (on this machine's clock): a live log's silence is measured from then."""
-    here = folder / _safe(node)
+    if not files:
+        return []
+    # a folder of its own: two node names may read alike once made safe for a file name (`a/b`, `a_b`)
+    here = Path(tempfile.mkdtemp(prefix=f"{_safe(node)}-", dir=folder))
     saved = []
     for index, (remote, size, data, left_out, mtime) in enumerate(files):
-        here.mkdir(parents=True, exist_ok=True)
         local = here / f"{index:04d}-{_safe(Path(remote).name) or 'log'}"
         local.write_bytes(data)
         if mtime is not None:
