@@ -16,8 +16,9 @@ if TYPE_CHECKING:  # a plain `analyze` of files here imports none of the engines
 F = TypeVar("F", bound=Callable[..., object])
 
 
-def node_options(what: str) -> Callable[[F], F]:
-    """--hosts/--hostfile/--ssh-config, --slurm, --ray, --k8s -l -n --container, --node-timeout, --parallel."""
+def node_options(what: str, *, timeout_default: str = "60") -> Callable[[F], F]:
+    """--hosts/--hostfile/--ssh-config, --slurm, --ray, --k8s -l -n --container, --node-timeout, --parallel;
+    `what` is what --hosts takes from each host, `timeout_default` the default --node-timeout, in words."""
     options = [
         click.option(
             "--hosts", metavar="H1,H2,…", help=f"Many nodes through ssh (BatchMode, your ssh config): {what}."
@@ -42,7 +43,7 @@ def node_options(what: str) -> Callable[[F], F]:
             "node_timeout_s",
             type=click.FloatRange(1, 3600),
             metavar="SECONDS",
-            help="With many nodes: seconds a node may take to answer [default: 60].",
+            help=f"With many nodes: seconds a node may take to answer [default: {timeout_default}].",
         ),
         click.option(
             "--parallel",

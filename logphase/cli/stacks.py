@@ -13,7 +13,7 @@ from typing import cast
 import click
 
 from logphase.cli.common import FORMATS, PID, load_all_packs, patterns_option, seconds, terminal_width, use_colour
-from logphase.cli.nodes import pick_transport
+from logphase.cli.nodes import node_options, pick_transport
 from logphase.errors import ExitCode, InputError, UsageError
 from logphase.judging.stalls import summarize
 from logphase.logs.reader import READ_ERRORS, LogSource, damaged, open_sources, read_lines
@@ -121,22 +121,7 @@ def _with_source(snapshots: list[ProcessSnapshot], path: str) -> list[ProcessSna
 )
 @click.option("--format", "output_format", type=FORMATS, default="table", show_default=True, help="Report format.")
 @click.option("--py-spy", "py_spy_path", metavar="PATH", help="The py-spy binary (default: PATH, then next to Python).")
-@click.option("--hosts", metavar="H1,H2,…", help="Many nodes through ssh (BatchMode, your ssh config): these hosts.")
-@click.option("--hostfile", metavar="FILE", help="Many nodes through ssh: the hosts of FILE, one a line.")
-@click.option("--ssh-config", metavar="FILE", help="With --hosts/--hostfile: this ssh config file (ssh -F).")
-@click.option("--slurm", "slurm_job", metavar="JOBID", help="Many nodes through Slurm: one srun step in this job.")
-@click.option(
-    "--ray",
-    "ray_address",
-    is_flag=False,
-    flag_value="auto",
-    metavar="[ADDRESS]",
-    help="Many nodes through Ray: a task pinned to each alive node of the cluster (default: this machine's).",
-)
-@click.option("--k8s", "k8s", is_flag=True, help="Many nodes through Kubernetes: kubectl exec into each pod of -l.")
-@click.option("-l", "--selector", metavar="SELECTOR", help="With --k8s: the pods' label selector (app=sglang).")
-@click.option("-n", "--namespace", metavar="NS", help="With --k8s: the pods' namespace.")
-@click.option("--container", metavar="NAME", help="With --k8s: the container to exec into.")
+@node_options("these hosts", timeout_default="30, more with --samples")
 @click.option(
     "--remote",
     "remote",
@@ -144,20 +129,6 @@ def _with_source(snapshots: list[ProcessSnapshot], path: str) -> list[ProcessSna
     show_default=True,
     metavar="COMMAND",
     help="With many nodes: the logphase command on each node.",
-)
-@click.option(
-    "--node-timeout",
-    "node_timeout_s",
-    type=click.FloatRange(1, 3600),
-    metavar="SECONDS",
-    help="With many nodes: seconds a node may take to answer [default: 30, more with --samples].",
-)
-@click.option(
-    "--parallel",
-    type=click.IntRange(1, 1024),
-    default=32,
-    show_default=True,
-    help="With many nodes: nodes reached at once (ssh, kubectl, Ray).",
 )
 @patterns_option
 def stacks(
