@@ -196,7 +196,7 @@ def analyze(
                 for line in nodes.lines():
                     click.echo(f"logphase: {line}", err=True)
                 raise InputError("no node gave a log", hint=NO_NODE_HINT)
-            sources, flight = sources_of(nodes, packs), None
+            (sources, nodes), flight = sources_of(nodes, packs), None
         _judge(
             sources,
             packs,

@@ -416,12 +416,19 @@ def named(collection: Collection) -> Collection:
     return replace(collection, global_ranks=global_ranks, naming=naming)
 
 
-def sources_of(collection: Collection, packs: PackSet) -> list[LogSource]:
+def sources_of(collection: Collection, packs: PackSet) -> tuple[list[LogSource], Collection]:
     """The collected logs opened as `analyze` opens files (in one call: each source its own index), each named
     `node:path`, its ranks named by its node where the naming asks for it, its node's measured clock offset on
-    it where the clocks differ beyond what the measure can tell (within it, the times are left as written)."""
+    it where the clocks differ beyond what the measure can tell (within it, the times are left as written); and
+    the collection, its naming revised where a log's ranks turn out local (below)."""
     files = [(node, file) for node in collection.nodes for file in node.judged]
     sources = open_sources([str(file.local) for _, file in files], packs=packs)
+    if collection.global_ranks and len({node.node for node, _ in files}) > 1 and any(map(local_labels, sources)):
+        collection = replace(
+            collection,
+            global_ranks=False,
+            naming="ranks named node:rank (a log's rank labels are local ranks: torchrun --tee's [defaultN]:)",
+        )
     owners = {str(file.local): (node, file) for node, file in files}
     for source in sources:
         # an archive's members are named `archive:member` by the reader; a file is named by its path
@@ -431,7 +438,18 @@ def sources_of(collection: Collection, packs: PackSet) -> list[LogSource]:
         source.rank_prefix = None if collection.global_ranks else f"{node.node}:"
         clock = node.clock
         source.clock_offset_s = clock.offset_s if clock is not None and clock.beyond_doubt else None
-    return sources
+    return sources, collection
+
+
+def local_labels(source: LogSource) -> bool:
+    """Whether the source's rank labels come from a wrapper that counts local ranks (torchrun --tee's
+    `[default3]:` is the node's local rank 3, whatever node rank the log states): not global names."""
+    envelopes = source.envelopes
+    if envelopes is None:
+        return False
+    return any(
+        layer.rank_name == "local_rank" and envelopes.gives_rank(index) for index, layer in enumerate(envelopes.layers)
+    )
 
 
 # --- collecting -------------------------------------------------------------------------------------------

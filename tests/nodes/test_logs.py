@@ -4,6 +4,7 @@ node's clock offset, Slurm's file name patterns, the node rank a log states and 
 from __future__ import annotations
 
 import subprocess
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 
@@ -146,7 +147,7 @@ def test_slurm_job_fields_are_read() -> None:
         ("[2026-01-10 08:00:00] server_args={'model_path': 'm', 'nnodes': 4, 'node_rank': 3, 'port': 30000}", 3),
         # torchrun's agent (torch elastic/agent/server/api.py `Rendezvous complete for workers. Result:`)
         (
-            "I0101 00:00:00.000 1 api.py:1] [default] Rendezvous complete for workers. Result:\n"
+            "[default] Rendezvous complete for workers. Result:\n"
             "  restart_count=0\n  master_addr=10.0.0.1\n  master_port=29500\n  group_rank=2\n  group_world_size=4\n"
             "  local_ranks=[0, 1]\n",
             2,
@@ -219,7 +220,8 @@ def collected(tmp_path: Path, logs: dict[str, str], offsets: dict[str, float]) -
 def judged(collection: Collection) -> Report:
     packs = load_packs()
     options = pipeline.Options(as_of=datetime(2026, 1, 1), post_mortem=True, nodes=collection)
-    return pipeline.report(sources_of(collection, packs), packs, options)
+    sources, collection = sources_of(collection, packs)
+    return pipeline.report(sources, packs, replace(options, nodes=collection))
 
 
 def test_nodes_logs_are_judged_as_one_run_their_ranks_named_by_node(tmp_path: Path) -> None:
@@ -269,3 +271,24 @@ def test_global_ranks_name_the_culprit_node(tmp_path: Path) -> None:
     assert report.ranks == ("TP0", "TP1", "TP2", "TP3")
     assert report.culprit_ranks == ("TP3",)
     assert "Nodes: TP3 is on node b" in TableFormat().analysis(report)
+
+
+def test_torchrun_tee_local_ranks_are_named_by_node_though_the_nodes_state_their_rank(tmp_path: Path) -> None:
+    # GIVEN two nodes' torchrun logs written with --tee (`[default0]:`: the node's local rank, torch
+    # elastic/multiprocessing/tail_log.py), each stating its group_rank in the agent's rendezvous result
+    def torchrun_log(group_rank: int) -> str:
+        result = (
+            "[default] Rendezvous complete for workers. Result:\n"
+            "  restart_count=0\n  master_addr=10.0.0.1\n  master_port=29500\n"
+            f"  group_rank={group_rank}\n  group_world_size=2\n  local_ranks=[0, 1]\n"
+        )
+        return result + "".join(f"[default{r}]:step {n}\n" for n in range(40) for r in (0, 1))
+
+    logs = {"a": torchrun_log(0), "b": torchrun_log(1)}
+    # WHEN their sources are opened THEN the naming falls back to node:rank, said so
+    collection = collected(tmp_path, logs, {})
+    assert collection.global_ranks is True  # from the heads alone
+    sources, revised = sources_of(collection, load_packs())
+    assert revised.global_ranks is False
+    assert revised.naming == "ranks named node:rank (a log's rank labels are local ranks: torchrun --tee's [defaultN]:)"
+    assert [s.rank_prefix for s in sources] == ["a:", "b:"]
