@@ -45,6 +45,7 @@ if TYPE_CHECKING:  # types only: what a plain `analyze` does not run is not impo
     from logphase.baselines.records import RunRecord
     from logphase.baselines.store import RunStore
     from logphase.flight_recorder import FlightReport
+    from logphase.report.sections import NodesSection
     from logphase.scan.view import LineView
     from logphase.stacks.model import StacksReport
 
@@ -69,6 +70,7 @@ class Options:
     tap: LineView | None = None  # shown every line the scan reads (the lines behind the verdict): the plain path
     # logs of two runs given together: refused (analyze); a bug report's bundle keeps them, with a note
     refuse_mixed: bool = True
+    nodes: NodesSection | None = None  # the nodes a cluster's engine collected the logs from (nodes/logs.py)
 
 
 def run(sources: list[LogSource], packs: PackSet, options: Options) -> tuple[Report, RunRecord]:
@@ -243,6 +245,7 @@ def assemble(
                 current=state.current,
                 last_progress_line=state.last_progress.line if state.last_progress else None,
                 last_progress=state.last_progress.time if state.last_progress else None,
+                last_progress_path=names[state.last_progress.source] if state.last_progress else None,
             )
             for state in timeline.ranks
             if state.rank is not None
@@ -264,6 +267,7 @@ def assemble(
         next_step=next_step,
         ranks_not_followed=timeline.unfollowed,
         health=_health(timeline, names),
+        nodes=options.nodes,
     )
     return report, run
 

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
+import tempfile
+from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 import click
 
@@ -27,20 +30,23 @@ from logphase.cli.common import (
     use_colour,
 )
 from logphase.cli.live_stacks import check_pid, take_stacks
+from logphase.cli.nodes import node_options, pick_transport
 from logphase.cli.progress import progress_on_stderr
-from logphase.errors import StoreError, UsageError
+from logphase.errors import InputError, StoreError, UsageError
 from logphase.phases import Phase
 from logphase.report.formats import OutputFormat, pick
 
 if TYPE_CHECKING:  # types only: a plain `analyze` imports neither the run store nor the dump reader
     from logphase.baselines.store import RunStore
+    from logphase.logs.reader import LogSource
+    from logphase.nodes.logs import Collection
     from logphase.packs import PackSet
     from logphase.report.model import Report
     from logphase.scan.view import LineView
 
 
 @click.command()
-@click.argument("logs", nargs=-1, required=True)
+@click.argument("logs", nargs=-1)
 @click.option("--format", "output_format", type=FORMATS, default="table", show_default=True, help="Report format.")
 @click.option(
     "--post-mortem/--live",
@@ -87,6 +93,15 @@ if TYPE_CHECKING:  # types only: a plain `analyze` imports neither the run store
     metavar="N",
     help="Show N lines around each line chosen.",
 )
+@node_options("their logs")
+@click.option(
+    "--log-path",
+    "log_paths",
+    multiple=True,
+    metavar="PATH",
+    help="With many nodes: the log's path on each node (a glob; Slurm's %j %N %n %t expanded); repeatable. "
+    "Default: Slurm's job output, each pod's `kubectl logs`, Ray's worker logs.",
+)
 @stall_after_option
 @jobs_option
 @db_option
@@ -109,6 +124,18 @@ def analyze(
     until_text: str | None = None,
     tail: int | None = None,
     context: int = 0,
+    hosts: str | None = None,
+    hostfile: str | None = None,
+    ssh_config: str | None = None,
+    slurm_job: str | None = None,
+    ray_address: str | None = None,
+    k8s: bool = False,
+    selector: str | None = None,
+    namespace: str | None = None,
+    container: str | None = None,
+    node_timeout_s: float | None = None,
+    parallel: int = 32,
+    log_paths: tuple[str, ...] = (),
 ) -> None:
     """Which phase each rank reached, whether the server is ready, progressing, stalled or crashed,
     and the line that explains it.
@@ -125,9 +152,17 @@ def analyze(
     report, grep's way: `path:line  rank  what it counts as  the line` (the verdict on stderr, in one line).
     --format line prints the verdict in one line: `verdict | phase | rank | reason | path:line`.
 
+    With --hosts, --slurm, --ray or --k8s the logs are collected from every node of the cluster through
+    its engine (a log's path on each host, a Slurm job's output files, Ray's worker logs, `kubectl logs`
+    of each pod), each node's clock measured as they are read, and judged as one run; a node that gave
+    none is named with why.
+
     \b
     Examples:
       logphase analyze server.log
+      logphase analyze --hosts node0,node1 --log-path '/var/log/sglang/*.log'
+      logphase analyze --slurm 4242
+      logphase analyze --k8s -l app=sglang -n serving
       logphase analyze server.log --rank TP3 --tail 20
       logphase analyze server.log --phase cuda_graph --since 10:01 -C 2
       logphase analyze server.log --format line
@@ -135,15 +170,69 @@ def analyze(
     Exit: 0 ready, 4 stalled/crashed/aborted/timeout, 5 still starting, 6 unknown (or a success the
     evidence does not carry), 3 unreadable input or no such --pid.
     """
+    transport = pick_transport(hosts, hostfile, ssh_config, slurm_job, ray_address, k8s, selector, namespace, container)
+    if transport is None and log_paths:
+        raise UsageError("--log-path goes with many nodes", hint="--hosts h1,h2 --log-path PATH (or give LOG here)")
+    if transport is not None and (logs or pid is not None):
+        raise UsageError(
+            "LOG and --pid are of this machine; they do not go with many nodes", hint="drop them, or the engine"
+        )
+    if transport is None and not logs:
+        raise UsageError("no LOG given", hint="logphase analyze server.log (or --hosts/--slurm/--ray/--k8s)")
     if pid is not None:
         check_pid(pid)
     cache = cache_folder()
     packs = load_all_packs(pattern_paths)
-    sources, flight = open_run(logs, packs, stdin=sys.stdin.buffer if "-" in logs else None)
-    as_of = parse_as_of(as_of_text)
-    if post_mortem is None:
-        post_mortem = all(source.finished for source in sources)
-    tap = _line_view(packs, [s.name for s in sources], ranks, phases, since_text, until_text, tail, context)
+    with contextlib.ExitStack() as kept:  # the nodes' logs, saved here, are read until the report is out
+        nodes: Collection | None = None
+        if transport is None:
+            sources, flight = open_run(logs, packs, stdin=sys.stdin.buffer if "-" in logs else None)
+        else:
+            from logphase.nodes.logs import collect_logs, sources_of  # the engines: only with many nodes
+
+            folder = Path(kept.enter_context(tempfile.TemporaryDirectory(prefix="logphase-nodes-")))
+            nodes = collect_logs(transport, log_paths, folder, timeout_s=node_timeout_s or 60.0, parallel=parallel)
+            if not any(node.judged for node in nodes.nodes):
+                for line in nodes.lines():
+                    click.echo(f"logphase: {line}", err=True)
+                raise InputError("no node gave a log", hint=NO_NODE_HINT)
+            (sources, nodes), flight = sources_of(nodes, packs), None
+        _judge(
+            sources,
+            packs,
+            output_format,
+            pipeline.Options(
+                as_of=parse_as_of(as_of_text),
+                post_mortem=post_mortem if post_mortem is not None else all(source.finished for source in sources),
+                baseline=baseline_ref,
+                flight=flight,
+                stall_after_s=stall_after_s,
+                jobs=jobs_from(jobs),
+                caches=cache,
+                tap=_line_view(packs, [s.name for s in sources], ranks, phases, since_text, until_text, tail, context),
+                nodes=nodes,
+            ),
+            pid=pid,
+            record_run=record_run,
+            db_path=db_path,
+        )
+
+
+NO_NODE_HINT = "each node's reason is above; --log-path names the files, --node-timeout the wait"
+
+
+def _judge(
+    sources: list[LogSource],
+    packs: PackSet,
+    output_format: OutputFormat,
+    options: pipeline.Options,
+    *,
+    pid: int | None,
+    record_run: bool,
+    db_path: Path | None,
+) -> NoReturn:
+    """The run's sources judged, the report printed; exits with the report's code."""
+    tap, baseline_ref = options.tap, options.baseline
     if tap is not None and output_format is OutputFormat.HTML:
         raise UsageError(
             "the lines behind the verdict have no html form", hint="use --format table, json, markdown or line"
@@ -155,18 +244,11 @@ def analyze(
 
         store, store_error = open_store_for(db_path, ref=baseline_ref, record=record_run)
     try:
-        options = pipeline.Options(
-            as_of=as_of,
-            post_mortem=post_mortem,
-            baseline=baseline_ref,
+        options = replace(
+            options,
             store=store,
             store_error=store_error,
-            flight=flight,
             stacks=take_stacks(pid, packs) if pid is not None else None,
-            stall_after_s=stall_after_s,
-            jobs=jobs_from(jobs),
-            caches=cache,
-            tap=tap,
         )
         with progress_on_stderr(sources):
             if record_run and store is not None:

@@ -13,15 +13,11 @@ from typing import cast
 import click
 
 from logphase.cli.common import FORMATS, PID, load_all_packs, patterns_option, seconds, terminal_width, use_colour
+from logphase.cli.nodes import node_options, pick_transport
 from logphase.errors import ExitCode, InputError, UsageError
 from logphase.judging.stalls import summarize
 from logphase.logs.reader import READ_ERRORS, LogSource, damaged, open_sources, read_lines
-from logphase.nodes.k8s import KubernetesTransport
-from logphase.nodes.ray_cluster import RayTransport
-from logphase.nodes.slurm import SlurmTransport
-from logphase.nodes.ssh import SshTransport, hosts_from
 from logphase.nodes.stacks import collect_stacks, remote_stacks_command
-from logphase.nodes.transport import Transport
 from logphase.report.formats import OutputFormat, pick
 from logphase.stacks import pyspy
 from logphase.stacks.dumps import parse_dumps_in_lines, rank_from_file_name
@@ -133,22 +129,7 @@ def _with_source(snapshots: list[ProcessSnapshot], path: str) -> list[ProcessSna
 )
 @click.option("--format", "output_format", type=FORMATS, default="table", show_default=True, help="Report format.")
 @click.option("--py-spy", "py_spy_path", metavar="PATH", help="The py-spy binary (default: PATH, then next to Python).")
-@click.option("--hosts", metavar="H1,H2,…", help="Many nodes through ssh (BatchMode, your ssh config): these hosts.")
-@click.option("--hostfile", metavar="FILE", help="Many nodes through ssh: the hosts of FILE, one a line.")
-@click.option("--ssh-config", metavar="FILE", help="With --hosts/--hostfile: this ssh config file (ssh -F).")
-@click.option("--slurm", "slurm_job", metavar="JOBID", help="Many nodes through Slurm: one srun step in this job.")
-@click.option(
-    "--ray",
-    "ray_address",
-    is_flag=False,
-    flag_value="auto",
-    metavar="[ADDRESS]",
-    help="Many nodes through Ray: a task pinned to each alive node of the cluster (default: this machine's).",
-)
-@click.option("--k8s", "k8s", is_flag=True, help="Many nodes through Kubernetes: kubectl exec into each pod of -l.")
-@click.option("-l", "--selector", metavar="SELECTOR", help="With --k8s: the pods' label selector (app=sglang).")
-@click.option("-n", "--namespace", metavar="NS", help="With --k8s: the pods' namespace.")
-@click.option("--container", metavar="NAME", help="With --k8s: the container to exec into.")
+@node_options("these hosts", timeout_default="30, more with --samples")
 @click.option(
     "--remote",
     "remote",
@@ -156,20 +137,6 @@ def _with_source(snapshots: list[ProcessSnapshot], path: str) -> list[ProcessSna
     show_default=True,
     metavar="COMMAND",
     help="With many nodes: the logphase command on each node.",
-)
-@click.option(
-    "--node-timeout",
-    "node_timeout_s",
-    type=click.FloatRange(1, 3600),
-    metavar="SECONDS",
-    help="With many nodes: seconds a node may take to answer [default: 30, more with --samples].",
-)
-@click.option(
-    "--parallel",
-    type=click.IntRange(1, 1024),
-    default=32,
-    show_default=True,
-    help="With many nodes: nodes reached at once (ssh, kubectl, Ray).",
 )
 @patterns_option
 def stacks(
@@ -299,41 +266,6 @@ def stacks(
     )
     click.echo(pick(output_format, colour=use_colour(), width=terminal_width()).stacks(report), nl=False)
     sys.exit(exit_code(report))
-
-
-def pick_transport(
-    hosts: str | None,
-    hostfile: str | None,
-    ssh_config: str | None,
-    slurm_job: str | None,
-    ray_address: str | None,
-    k8s: bool,
-    selector: str | None,
-    namespace: str | None,
-    container: str | None,
-) -> Transport | None:
-    """The engine the options name (at most one), or None for this machine alone."""
-    named = (("--hosts", hosts or hostfile), ("--slurm", slurm_job), ("--ray", ray_address), ("--k8s", k8s))
-    engines = [name for name, given in named if given]
-    if len(engines) > 1:
-        raise UsageError(f"{' and '.join(engines)} name two ways to the nodes", hint="give one of them")
-    if not k8s and (selector or namespace or container):
-        raise UsageError("-l, -n and --container go with --k8s", hint="logphase stacks --k8s -l app=sglang -n NS")
-    if ssh_config and not (hosts or hostfile):
-        raise UsageError("--ssh-config goes with --hosts or --hostfile", hint="logphase stacks --hosts h1,h2")
-    if hosts or hostfile:
-        return SshTransport(hosts=tuple(hosts_from(hosts, hostfile)), config=ssh_config)
-    if slurm_job:
-        if not slurm_job.replace("_", "").isdigit():
-            raise UsageError(f"{slurm_job!r} is not a Slurm job id", hint="the number `squeue --me` shows")
-        return SlurmTransport(job=slurm_job)
-    if ray_address:
-        return RayTransport(address=ray_address)
-    if k8s:
-        if not selector:
-            raise UsageError("--k8s needs the pods' label selector", hint="logphase stacks --k8s -l app=sglang")
-        return KubernetesTransport(selector=selector, namespace=namespace, container=container)
-    return None
 
 
 def exit_code(report: StacksReport) -> int:

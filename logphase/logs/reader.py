@@ -85,6 +85,10 @@ class LogSource:
     envelopes: Envelopes | None = None  # sniffed from the first bytes; None: not yet
     path: str | None = None  # an uncompressed file: its bytes at their own offsets (workers read ranges of it)
     size: int | None = None  # a plain file: its size when opened, where every read of it stops (see `changes`)
+    # a log collected from a cluster's node (nodes/logs.py): its ranks named `node:rank` where the server numbers
+    # them per node (None: as the log names them), its node's clock minus this machine's, measured then
+    rank_prefix: str | None = None
+    clock_offset_s: float | None = None
     _index: int = field(default=0, repr=False)
 
 

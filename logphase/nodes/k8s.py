@@ -8,7 +8,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from logphase.errors import SnapshotError
-from logphase.nodes.transport import NodeRun, last_words, remote_failure, run_each, run_local
+from logphase.nodes.transport import MAX_ANSWER_BYTES, NodeRun, last_words, remote_failure, run_each, run_local
 
 _KUBECTL_REASONS = (
     ("forbidden", "auth"),
@@ -60,9 +60,19 @@ class KubernetesTransport:
         container = ["-c", self.container] if self.container else []
         return [self.kubectl, "exec", pod, *self._scope(), *container, "--", *command]
 
-    def run(self, command: Sequence[str], *, timeout_s: float, parallel: int) -> list[NodeRun]:
+    def run(
+        self,
+        command: Sequence[str],
+        *,
+        timeout_s: float,
+        parallel: int,
+        limit: int = MAX_ANSWER_BYTES,
+        cut: bool = False,
+    ) -> list[NodeRun]:
         pods = self.pods(timeout_s=timeout_s)
-        runs = run_each([(p, self.argv(p, command)) for p in pods], timeout_s=timeout_s, parallel=parallel)
+        runs = run_each(
+            [(p, self.argv(p, command)) for p in pods], timeout_s=timeout_s, parallel=parallel, limit=limit, cut=cut
+        )
         return [explain(run) for run in runs]
 
 

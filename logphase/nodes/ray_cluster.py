@@ -31,10 +31,27 @@ _RAY_REASONS = {
 }
 
 
+# A word of the command that stands for the node's Ray session folder (its logs/ hold each worker's output):
+# replaced on each node by its own, from `ray.nodes()` (the parent of the session's sockets/ folder).
+RAY_SESSION = "{ray-session}"
+RAY_DEFAULT_SESSION = "/tmp/ray/session_latest"  # Ray's default temp folder's link to its newest session
+
+
 @dataclass(frozen=True)
 class RayNode:
     name: str  # as `ray status` names it: its node name, by default its IP address
     node_id: str
+    session: str = RAY_DEFAULT_SESSION  # its session folder
+
+    def argv(self, command: Sequence[str]) -> list[str]:
+        return [word.replace(RAY_SESSION, self.session) for word in command]
+
+
+def session_of(entry: Mapping[str, Any]) -> str:
+    """A node's session folder from `ray.nodes()`: its object store's socket is `<session>/sockets/plasma_store`."""
+    socket_path = str(entry.get("ObjectStoreSocketName") or "")
+    parts = socket_path.rsplit("/sockets/", 1)
+    return parts[0] if len(parts) == 2 and parts[0] else RAY_DEFAULT_SESSION
 
 
 @dataclass(frozen=True)
@@ -45,14 +62,22 @@ class RayTransport:
     address: str = "auto"
     engine: str = "ray"
 
-    def run(self, command: Sequence[str], *, timeout_s: float, parallel: int) -> list[NodeRun]:
+    def run(
+        self,
+        command: Sequence[str],
+        *,
+        timeout_s: float,
+        parallel: int,
+        limit: int = MAX_ANSWER_BYTES,
+        cut: bool = False,
+    ) -> list[NodeRun]:
         ray = import_ray()
         joined = connect(ray, self.address, timeout_s=timeout_s)
         try:
             nodes = alive_nodes(ray.nodes())
             if not nodes:
                 raise SnapshotError(f"the Ray cluster at {self.address} has no alive node", hint="see `ray status`")
-            return run_tasks(ray, nodes, command, timeout_s=timeout_s, parallel=parallel)
+            return run_tasks(ray, nodes, command, timeout_s=timeout_s, parallel=parallel, limit=limit, cut=cut)
         finally:
             if joined:
                 ray.shutdown()
@@ -109,7 +134,11 @@ def alive_nodes(table: Sequence[Mapping[str, Any]]) -> list[RayNode]:
     names = [str(entry.get("NodeName") or entry.get("NodeManagerAddress")) for entry in alive]
     repeated = Counter(names)
     nodes = [
-        RayNode(name=name if repeated[name] == 1 else f"{name}/{entry['NodeID'][:8]}", node_id=str(entry["NodeID"]))
+        RayNode(
+            name=name if repeated[name] == 1 else f"{name}/{entry['NodeID'][:8]}",
+            node_id=str(entry["NodeID"]),
+            session=session_of(entry),
+        )
         for name, entry in zip(names, alive, strict=True)
     ]
     return sorted(nodes, key=lambda node: _address_order(node.name))
@@ -129,6 +158,8 @@ def run_tasks(
     *,
     timeout_s: float,
     parallel: int,
+    limit: int = MAX_ANSWER_BYTES,
+    cut: bool = False,
 ) -> list[NodeRun]:
     """A task per node, at most `parallel` at once: the command under `timeout_s` there, the task itself under
     `timeout_s + RAY_GRACE_S` here (cancelled past it); in the order of `nodes`."""
@@ -145,7 +176,7 @@ def run_tasks(
             pinned = NodeAffinitySchedulingStrategy(node_id=node.node_id, soft=False)
             # no CPU of its own: the server's workers may hold them all; never retried on another node
             ref = task.options(num_cpus=0, max_retries=0, scheduling_strategy=pinned, name="logphase-stacks")
-            running[ref.remote(list(command), timeout_s, MAX_ANSWER_BYTES)] = (node, time.monotonic())
+            running[ref.remote(node.argv(command), timeout_s, min(limit, MAX_ANSWER_BYTES))] = (node, time.monotonic())
         first_deadline = min(started for _, started in running.values()) + limit_s
         ready, _ = ray.wait(list(running), num_returns=1, timeout=max(0.0, first_deadline - time.monotonic()))
         for ref in ready:
@@ -155,7 +186,7 @@ def run_tasks(
             except ray.exceptions.RayError as exc:
                 answer, failure = {}, ray_failure(exc)
             done[node.name] = node_run(
-                node.name, answer, failure, started=started, ended=time.monotonic(), timeout_s=timeout_s
+                node.name, answer, failure, started=started, ended=time.monotonic(), timeout_s=timeout_s, cut=cut
             )
         now = time.monotonic()
         for ref, (node, started) in list(running.items()):
@@ -199,7 +230,14 @@ def node_task() -> Callable[[list[str], float, int], dict[str, Any]]:
 
 
 def node_run(
-    node: str, answer: Mapping[str, Any], failure: str | None, *, started: float, ended: float, timeout_s: float
+    node: str,
+    answer: Mapping[str, Any],
+    failure: str | None,
+    *,
+    started: float,
+    ended: float,
+    timeout_s: float,
+    cut: bool = False,
 ) -> NodeRun:
     """A node task's answer (or Ray's failure to run it) as a NodeRun, with why it gave none in words."""
     stdout: bytes = answer.get("stdout", b"")
@@ -207,7 +245,7 @@ def node_run(
         failure = NO_LOGPHASE if answer.get("errno") == errno.ENOENT else str(answer["error"])
     elif failure is None and answer.get("timeout"):
         failure = f"timeout: no answer within {timeout_s:g}s"
-    elif failure is None and len(stdout) > MAX_ANSWER_BYTES:
+    elif failure is None and len(stdout) > MAX_ANSWER_BYTES and not cut:
         failure, stdout = f"an answer over {MAX_ANSWER_BYTES >> 20} MB", b""
     run = NodeRun(
         node=node,
@@ -217,6 +255,8 @@ def node_run(
         started=started,
         ended=ended,
         failure=failure,
+        wall_started=time.time() - (time.monotonic() - started),
+        cut=cut and len(stdout) > MAX_ANSWER_BYTES,
     )
     if run.failure is None and run.returncode not in (0, None) and not run.stdout.strip():
         said = remote_failure(run.stderr, run.returncode)

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from logphase.errors import SnapshotError
-from logphase.nodes.transport import NodeRun, last_words, remote_failure, run_local
+from logphase.nodes.transport import MAX_ANSWER_BYTES, NodeRun, last_words, remote_failure, run_local
 
 # `srun: error: node2: task 1: Exited with exit code 3`
 _TASK_EXIT = re.compile(r"srun: error: (?P<node>\S+): tasks? (?P<task>\d+)(?:-\d+)?: (?P<what>.+)")
@@ -23,6 +23,7 @@ class SlurmTransport:
 
     job: str
     engine: str = "slurm"
+    nodelist: tuple[str, ...] | None = None  # the step on these of the job's nodes only (its logs: nodes/logs.py)
 
     def nodes(self, *, timeout_s: float) -> list[str]:
         """The job's nodes in Slurm's order (task i runs on the i-th): `squeue -o %N`, expanded by scontrol."""
@@ -51,6 +52,7 @@ class SlurmTransport:
             "--overlap",  # share the job's resources: no new allocation, no wait
             f"--jobid={self.job}",
             f"--nodes={len(nodes)}",
+            *([f"--nodelist={','.join(nodes)}"] if self.nodelist is not None else []),
             "--ntasks-per-node=1",
             "--label",
             "--input=none",
@@ -58,17 +60,28 @@ class SlurmTransport:
             *command,
         ]
 
-    def run(self, command: Sequence[str], *, timeout_s: float, parallel: int) -> list[NodeRun]:
+    def run(
+        self,
+        command: Sequence[str],
+        *,
+        timeout_s: float,
+        parallel: int,
+        limit: int = MAX_ANSWER_BYTES,
+        cut: bool = False,
+    ) -> list[NodeRun]:
         # one step: Slurm fans the task out itself (a tree), so `parallel` does not bound it
-        nodes = self.nodes(timeout_s=timeout_s)
-        step = run_local(f"job {self.job}", self.argv(nodes, command), timeout_s=timeout_s)
+        nodes = list(self.nodelist) if self.nodelist is not None else self.nodes(timeout_s=timeout_s)
+        argv = self.argv(nodes, command)
+        step = run_local(f"job {self.job}", argv, timeout_s=timeout_s, limit=limit * len(nodes), cut=cut)
         return split_step(step, nodes)
 
 
 def split_step(step: NodeRun, nodes: Sequence[str]) -> list[NodeRun]:
     """One srun step's labelled output → a NodeRun per node (task i ran on nodes[i])."""
     stdout: dict[int, list[bytes]] = {}
-    for raw in step.stdout.splitlines(keepends=True):
+    # lines end at \n only: srun labels what follows each \n (a progress bar's \r stays inside its line)
+    for raw in step.stdout.split(b"\n"):
+        raw += b"\n"
         label = _LABEL.match(raw)
         if label is not None:
             stdout.setdefault(int(label.group(1)), []).append(raw[label.end() :])
@@ -108,6 +121,12 @@ def split_step(step: NodeRun, nodes: Sequence[str]) -> list[NodeRun]:
                 started=step.started,
                 ended=step.ended,
                 failure=failure,
+                wall_started=step.wall_started,
+                first_output=step.first_output,
+                cut=step.cut,
             )
         )
     return runs
+
+
+split_lines_by_label = split_step

@@ -8,7 +8,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from logphase.errors import InputError, UsageError
-from logphase.nodes.transport import NodeRun, last_words, remote_failure, run_each
+from logphase.nodes.transport import MAX_ANSWER_BYTES, NodeRun, last_words, remote_failure, run_each
 
 # ssh exits 255 for its own errors; the rest is the remote command's status.
 SSH_FAILED = 255
@@ -63,8 +63,22 @@ class SshTransport:
         # the remote shell splits the command again: each word quoted once
         return [*argv, host, "--", shlex.join(command)]
 
-    def run(self, command: Sequence[str], *, timeout_s: float, parallel: int) -> list[NodeRun]:
-        runs = run_each([(h, self.argv(h, command)) for h in self.hosts], timeout_s=timeout_s, parallel=parallel)
+    def run(
+        self,
+        command: Sequence[str],
+        *,
+        timeout_s: float,
+        parallel: int,
+        limit: int = MAX_ANSWER_BYTES,
+        cut: bool = False,
+    ) -> list[NodeRun]:
+        runs = run_each(
+            [(h, self.argv(h, command)) for h in self.hosts],
+            timeout_s=timeout_s,
+            parallel=parallel,
+            limit=limit,
+            cut=cut,
+        )
         return [explain(run) for run in runs]
 
 

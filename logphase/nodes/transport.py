@@ -7,6 +7,8 @@ else."""
 
 from __future__ import annotations
 
+import os
+import selectors
 import subprocess
 import time
 from collections.abc import Callable, Sequence
@@ -31,6 +33,13 @@ class NodeRun:
     started: float = 0.0
     ended: float = 0.0
     failure: str | None = None  # "timeout: no answer within 10s", "auth: Permission denied (publickey)", ...
+    wall_started: float = 0.0  # this machine's wall clock when it started (time.time())
+    first_output: float | None = None  # when its first stdout bytes came (on `started`'s clock)
+    cut: bool = False  # its output passed the bound it was read under and was cut there (a log)
+
+    def wall_at(self, moment: float) -> float:
+        """A moment of this run (on `started`'s clock) on this machine's wall clock."""
+        return self.wall_started + (moment - self.started)
 
 
 class Transport(Protocol):
@@ -41,16 +50,33 @@ class Transport(Protocol):
         """ "ssh", "slurm", "ray", "k8s": how the nodes were reached, named beside every node that gave no answer."""
         ...
 
-    def run(self, command: Sequence[str], *, timeout_s: float, parallel: int) -> list[NodeRun]:
-        """`command` on every node, at most `parallel` at once, each under `timeout_s`; one NodeRun per node."""
+    def run(
+        self,
+        command: Sequence[str],
+        *,
+        timeout_s: float,
+        parallel: int,
+        limit: int = MAX_ANSWER_BYTES,
+        cut: bool = False,
+    ) -> list[NodeRun]:
+        """`command` on every node, at most `parallel` at once, each under `timeout_s`; one NodeRun per node, its
+        output at most `limit` bytes (refused past it, or with `cut` kept to it)."""
         ...
 
 
 def run_local(
-    node: str, argv: Sequence[str], *, timeout_s: float, clock: Callable[[], float] = time.monotonic
+    node: str,
+    argv: Sequence[str],
+    *,
+    timeout_s: float,
+    clock: Callable[[], float] = time.monotonic,
+    limit: int = MAX_ANSWER_BYTES,
+    cut: bool = False,
 ) -> NodeRun:
-    """Run one engine client (`ssh host …`, `kubectl exec pod …`, `srun …`) here, under a timeout."""
-    started = clock()
+    """Run one engine client (`ssh host …`, `kubectl exec pod …`, `srun …`) here, under a timeout. Its output
+    is read as it comes, so that when its first bytes came is known (a remote clock read there is dated by
+    it: nodes/logs.py). Past `limit` bytes the answer is refused, or with `cut` (a log) kept to `limit`."""
+    started, wall = clock(), time.time()
     try:
         child = subprocess.Popen(
             list(argv),
@@ -60,40 +86,90 @@ def run_local(
             start_new_session=True,
         )
     except OSError as exc:
-        failure = f"cannot run {argv[0]}: {exc.strerror}"
-        return NodeRun(node=node, started=started, ended=clock(), failure=failure)
-    try:
-        stdout, stderr = child.communicate(timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        kill_group(child.pid)
-        stdout, stderr = child.communicate()
-        return NodeRun(
-            node=node,
-            stdout=stdout[:MAX_ANSWER_BYTES],
-            stderr=stderr.decode("utf-8", "replace")[-4000:],
-            started=started,
-            ended=clock(),
-            failure=f"timeout: no answer within {timeout_s:g}s",
-        )
-    if len(stdout) > MAX_ANSWER_BYTES:
-        failure = f"an answer over {MAX_ANSWER_BYTES >> 20} MB"
-        return NodeRun(node=node, returncode=child.returncode, started=started, ended=clock(), failure=failure)
+        said = f"cannot run {argv[0]}: {exc.strerror}"
+        return NodeRun(node=node, started=started, ended=clock(), failure=said, wall_started=wall)
+    read = _read_both(child, started + timeout_s, limit, clock)
+    stdout, stderr = b"".join(read.stdout)[:limit], read.stderr.decode("utf-8", "replace")[-4000:]
+    failure: str | None = None
+    if read.timed_out:
+        failure = f"timeout: no answer within {timeout_s:g}s"
+    elif read.over and not cut:
+        failure, stdout = f"an answer over {limit >> 20} MB", b""
+    if read.timed_out or read.over:
+        kill_group(child.pid)  # a log past its bound: what came is kept, the rest is not waited for
+    returncode = child.wait()
     return NodeRun(
         node=node,
         stdout=stdout,
-        stderr=stderr.decode("utf-8", "replace")[-4000:],
-        returncode=child.returncode,
+        stderr=stderr,
+        returncode=None if read.timed_out or (read.over and cut) else returncode,
         started=started,
         ended=clock(),
+        failure=failure,
+        wall_started=wall,
+        first_output=read.first_output,
+        cut=read.over and cut,
     )
 
 
-def run_each(commands: Sequence[tuple[str, Sequence[str]]], *, timeout_s: float, parallel: int) -> list[NodeRun]:
+@dataclass
+class _Read:
+    stdout: list[bytes]
+    stderr: bytes = b""
+    first_output: float | None = None
+    timed_out: bool = False
+    over: bool = False
+
+
+def _read_both(child: subprocess.Popen[bytes], deadline: float, limit: int, clock: Callable[[], float]) -> _Read:
+    """Both pipes until they close, the deadline passes or stdout passes `limit` bytes."""
+    assert child.stdout is not None and child.stderr is not None
+    read = _Read(stdout=[])
+    size, stderr = 0, bytearray()
+    with selectors.DefaultSelector() as selector:
+        selector.register(child.stdout, selectors.EVENT_READ)
+        selector.register(child.stderr, selectors.EVENT_READ)
+        while selector.get_map():
+            left = deadline - clock()
+            if left <= 0:
+                read.timed_out = True
+                break
+            for key, _ in selector.select(timeout=left):
+                chunk = os.read(key.fd, 1 << 16)
+                if not chunk:
+                    selector.unregister(key.fileobj)
+                elif key.fileobj is child.stdout:
+                    if read.first_output is None:
+                        read.first_output = clock()
+                    read.stdout.append(chunk)
+                    size += len(chunk)
+                else:
+                    stderr += chunk
+                    del stderr[:-8000]
+            if size > limit:
+                read.over = True
+                break
+    child.stdout.close()
+    child.stderr.close()
+    read.stderr = bytes(stderr)
+    return read
+
+
+def run_each(
+    commands: Sequence[tuple[str, Sequence[str]]],
+    *,
+    timeout_s: float,
+    parallel: int,
+    limit: int = MAX_ANSWER_BYTES,
+    cut: bool = False,
+) -> list[NodeRun]:
     """(node, argv) pairs, at most `parallel` at once, each under its own timeout; in the order given."""
     if not commands:
         return []
     with ThreadPoolExecutor(max_workers=max(1, min(parallel, len(commands))), thread_name_prefix="node") as pool:
-        return list(pool.map(lambda item: run_local(item[0], item[1], timeout_s=timeout_s), commands))
+        return list(
+            pool.map(lambda item: run_local(item[0], item[1], timeout_s=timeout_s, limit=limit, cut=cut), commands)
+        )
 
 
 # --- why a node gave no answer -------------------------------------------------------------------------

@@ -51,6 +51,8 @@ def findings(report: Report) -> list[tuple[Finding, ...]]:
     blocks: list[tuple[Finding, ...]] = []
     if report.health is not None:
         blocks.append((Finding("Health route", report.health.summary()),))
+    if report.nodes is not None:
+        blocks.append(_node_findings(report))
     if report.baseline is not None and (summary := report.baseline.summary()):
         blocks.append((Finding("Baseline", summary),))
     stall = report.stacks.stall if report.stacks is not None else None
@@ -63,6 +65,19 @@ def findings(report: Report) -> list[tuple[Finding, ...]]:
     if report.notes:
         blocks.append(tuple(Finding("note", note) for note in report.notes))
     return blocks
+
+
+def _node_findings(report: Report) -> tuple[Finding, ...]:
+    """The nodes the logs came from (those that gave none, with why), and the node of each culprit rank where the
+    servers' global rank names do not say it."""
+    assert report.nodes is not None
+    found = [Finding("Nodes", line) for line in report.nodes.lines()]
+    for rank in report.culprit_ranks[:8]:
+        paths = {row.last_progress_path for row in report.rank_rows if row.rank == rank and row.last_progress_path}
+        nodes = sorted({node for path in paths if (node := report.nodes.node_of(path)) is not None})
+        if nodes and not rank.startswith(f"{nodes[0]}:"):
+            found.append(Finding("Nodes", f"{rank} is on node {', '.join(nodes)}"))
+    return tuple(found)
 
 
 def _next_findings(step: NextStep) -> tuple[Finding, ...]:

@@ -10,7 +10,7 @@ from typing import Any
 from logphase.errors import ExitCode
 from logphase.logs.reader import ContextLine
 from logphase.phases import Phase, Verdict
-from logphase.report.sections import BaselineSection, FlightSection, Section, StacksSection
+from logphase.report.sections import BaselineSection, FlightSection, NodesSection, Section, StacksSection
 
 SCHEMA = "logphase.analysis/1"
 
@@ -115,6 +115,7 @@ class RankRow:
     current: Phase
     last_progress_line: int | None
     last_progress: datetime | None
+    last_progress_path: str | None = None  # the log of that line (a run of several logs: a node's)
 
 
 @dataclass(frozen=True)
@@ -167,6 +168,7 @@ class Report:
     next_step: NextStep | None = None  # what to do next (the packs' `[[next]]`)
     ranks_not_followed: int = 0  # ranks counted in `ranks` whose phases are not in `phases` nor `rank_rows`
     health: HealthAnswers | None = None  # the health route's answers in the log, where it has any
+    nodes: NodesSection | None = None  # the nodes a cluster's engine collected the logs from
 
     @property
     def exit_code(self) -> ExitCode:
@@ -231,6 +233,7 @@ class Report:
                     "current": row.current.value,
                     "last_progress_line": row.last_progress_line,
                     "last_progress": _time(row.last_progress),
+                    "last_progress_path": row.last_progress_path,
                 }
                 for row in self.rank_rows
             ],
@@ -251,6 +254,7 @@ class Report:
             "baseline": _section(self.baseline),
             "stacks": _section(self.stacks),
             "flight_recorder": _section(self.flight_recorder),
+            "nodes": _section(self.nodes),
             "notes": list(self.notes),
             "confidence": self.confidence,
             "evidence": {

@@ -65,3 +65,16 @@ class FlightSection(Section, Protocol):
 
     @property
     def groups(self) -> Sequence[FlightGroupSection]: ...
+
+
+class NodesSection(Section, Protocol):
+    """Where the logs came from when a cluster's engine collected them (`analyze --hosts/--slurm/--k8s/--ray`):
+    each node, the nodes that gave none and why, the clocks that differ."""
+
+    def lines(self) -> Sequence[str]:
+        """What the report says of the nodes, a line each: how many gave logs, each that gave none with why."""
+        ...
+
+    def node_of(self, path: str) -> str | None:
+        """The node a source named `node:path` came from."""
+        ...

@@ -82,11 +82,16 @@ class SourceFeed:
         *,
         restarts: bool = True,
         clocks: DistInitClock | None = None,
+        rank_prefix: str | None = None,
+        clock_offset_s: float | None = None,
     ) -> None:
         self.index, self.matcher, self.builder, self.result = index, matcher, builder, result
-        self.clocks = clocks  # a log of several: each node's clock, told from when it joined dist init
-        self.before_skew: list[Event] | None = [] if clocks is not None else None  # events waiting for it
-        self.skew = timedelta(0)
+        self.rank_prefix = rank_prefix  # `b:`: a collected node's ranks, named by their node (nodes/logs.py)
+        # a node's clock measured when its log was collected is known, not guessed from its dist-init line
+        measured = clock_offset_s is not None
+        self.clocks = clocks if not measured else None  # a log of several: each node's clock, told from dist init
+        self.before_skew: list[Event] | None = [] if self.clocks is not None else None  # events waiting for it
+        self.skew = timedelta(seconds=clock_offset_s or 0.0)
         self.unsettled: list[Event] = []  # events since a stamp the matcher holds (StampBelief)
         # a second start in this log judges apart (only where this source is the whole run: with a
         # log per node, the timeline is shared and another node's start is no restart)
@@ -111,7 +116,7 @@ class SourceFeed:
             if pending.lines[-1].line != line.number:  # one context line per physical line
                 pending.lines.append(here)
                 pending.wanted_after -= 1
-        events = self.matcher.match_line(line)
+        events = self._named(self.matcher.match_line(line))
         self._settle()
         self.fed += 1
         if not events and self.fed <= YEAR_LOOKAHEAD and result.unrecognised is not None:
@@ -146,6 +151,18 @@ class SourceFeed:
                     result.contexts[pending.event_key] = tuple(pending.lines)
             self.waiting = [pending for pending in self.waiting if pending.wanted_after > 0]
         return events
+
+    def _named(self, events: Sequence[Event]) -> Sequence[Event]:
+        """Events with their ranks named by their node (`b:TP2`), where the run's ranks are numbered per node."""
+        prefix = self.rank_prefix
+        if prefix is None or not events:
+            return events
+        return tuple(replace(e, rank=prefix + e.rank) if e.rank is not None else e for e in events)
+
+    def ranks_seen(self) -> set[str]:
+        """The ranks this source's lines named, as its events name them."""
+        seen = self.matcher.ranks_seen
+        return seen if self.rank_prefix is None else {self.rank_prefix + rank for rank in seen}
 
     def _before(self, number: int) -> list[ContextLine]:
         """The lines before line `number`: not an earlier `\\r` piece of it (a bar's redraw is the same line)."""
@@ -204,7 +221,7 @@ class SourceFeed:
         for earlier in self.unsettled:
             self._add(earlier)  # the earlier start's, as they were read
         self.unsettled = []
-        self.builder.see_ranks(self.matcher.ranks_seen)
+        self.builder.see_ranks(self.ranks_seen())
         self.result.earlier.append(EarlierStart(self.builder.restart(), self.start_line, event.line - 1))
         self.matcher.ranks_seen.clear()  # the earlier start's ranks are not this one's
         self.start_line, self.progressed = event.line, False
@@ -220,21 +237,24 @@ class SourceFeed:
         if self.ended:
             return ()
         self.ended = True
-        held = self.matcher.finish()
+        held = self._named(self.matcher.finish())
         self._settle()
         for event in held:
             self._add(event)
         self._release()
         if self.clocks is not None:
-            self.clocks.ranks[self.index] = frozenset(self.matcher.ranks_seen)
-        self.builder.see_ranks(self.matcher.ranks_seen)
+            self.clocks.ranks[self.index] = frozenset(self.ranks_seen())
+        self.builder.see_ranks(self.ranks_seen())
         for pending in self.waiting:
             self.result.contexts[pending.event_key] = tuple(pending.lines)
         self.waiting = []
         if self.last is not None:
             clock = self.matcher.last_time
             self.result.last_lines[self.index] = (self.last, clock - self.skew if clock is not None else None)
-        self.result.dumps.extend(self.dumps.finish())
+        dumps = self.dumps.finish()
+        if self.rank_prefix is not None:
+            dumps = [replace(d, rank=self.rank_prefix + d.rank) if d.rank is not None else d for d in dumps]
+        self.result.dumps.extend(dumps)
         return held
 
 

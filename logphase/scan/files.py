@@ -114,6 +114,8 @@ def _scan(
             clocks=clocks,
             started=filtered.attach if filtered is not None else None,
             tap=tap,
+            rank_prefix=source.rank_prefix,
+            clock_offset_s=source.clock_offset_s,
         )
         for line in filtered if filtered is not None else read_lines(source):
             session.push(line)

@@ -46,7 +46,10 @@ class SourceScan:
         clocks: DistInitClock | None = None,
         started: Callable[[SourceMatcher, DumpsInLog], None] | None = None,
         tap: LineView | None = None,
+        rank_prefix: str | None = None,
+        clock_offset_s: float | None = None,
     ) -> None:
+        self.rank_prefix, self.clock_offset_s = rank_prefix, clock_offset_s
         self.index, self.name, self.packs, self.as_of = index, name, packs, as_of
         self.builder, self.result = builder, result
         self.restarts, self.clocks, self.started = restarts, clocks, started
@@ -86,7 +89,7 @@ class SourceScan:
                 runs.book(line, events)
         if runs is not None:
             self.count_skipped(runs.take_stats())
-        self.builder.see_ranks(self.matcher.ranks_seen)
+        self.builder.see_ranks(self.feed.ranks_seen() if self.feed is not None else ())
         self.passed(lines[-1])
         return added
 
@@ -99,7 +102,16 @@ class SourceScan:
         matcher = SourceMatcher(
             self.packs, self.as_of, year=clock.year, first_date=clock.first_date, format_offsets=clock.offsets
         )
-        feed = SourceFeed(self.index, matcher, self.builder, self.result, restarts=self.restarts, clocks=self.clocks)
+        feed = SourceFeed(
+            self.index,
+            matcher,
+            self.builder,
+            self.result,
+            restarts=self.restarts,
+            clocks=self.clocks,
+            rank_prefix=self.rank_prefix,
+            clock_offset_s=self.clock_offset_s,
+        )
         self.matcher, self.feed = matcher, feed
         if self.started is not None:
             self.started(matcher, feed.dumps)

@@ -92,3 +92,49 @@ def test_a_selector_without_pods_is_said(pods) -> None:  # type: ignore[no-untyp
     result = run_cli("stacks", "--k8s", "-l", "app=none", "--remote", REMOTE)
     assert result.exit_code == 3
     assert "no running pod matches pods -l app=none" in result.stderr
+
+
+def kubelet_form(text: str) -> str:
+    """A log as the API server returns it with timestamps: the runtime's RFC 3339 stamp before each line (here the
+    line's own second, as the runtime stamps a line when it is written)."""
+    out = []
+    for line in text.splitlines(keepends=True):
+        second = line[1:20].replace(" ", "T") if line[1:5].isdigit() else "2025-12-18T03:10:03"
+        out.append(f"{second}.000000000Z {line}")
+    return "".join(out)
+
+
+def test_the_stuck_pod_and_rank_are_named_from_the_logs(pods, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # GIVEN two SGLang pods of the selector that state no node rank (each one node of its own): every rank reached
+    # weight_load but sglang-1's TP1, whose log stops in dist_init; and a pod whose logs RBAC forbids
+    from .test_logs_ssh import node_log
+
+    logs = {"sglang-0": node_log({0: True, 1: True}, None), "sglang-1": node_log({0: True, 1: False}, None)}
+    for name, text in logs.items():
+        (tmp_path / f"{name}.log").write_text(kubelet_form(text))
+    base = {"labels": {"app": "sglang"}, "containers": ["server"], "pid": os.getpid()}
+    pods(
+        [
+            {**base, "name": "sglang-0", "log": str(tmp_path / "sglang-0.log")},
+            {**base, "name": "sglang-1", "log": str(tmp_path / "sglang-1.log")},
+            {**base, "name": "locked", "log_forbidden": True, "forbidden": True},
+        ]
+    )
+    # WHEN the selector's logs are judged (kubectl logs --timestamps --prefix of each pod)
+    result = run_cli("analyze", "--k8s", "-l", "app=sglang", "--post-mortem", "--format", "json")
+    data = json.loads(result.stdout)
+    # THEN the ranks are named by their pod, the culprit is sglang-1's TP1
+    assert sorted(data["ranks"]) == ["sglang-0:TP0", "sglang-0:TP1", "sglang-1:TP0", "sglang-1:TP1"]
+    assert data["culprit_ranks"] == ["sglang-1:TP1"]
+    # and the pod whose logs are forbidden is named with kubectl's words; its clock could not be read either
+    nodes = {n["node"]: n for n in data["nodes"]["nodes"]}
+    assert nodes["locked"]["error"] == (
+        'auth: Error from server (Forbidden): pods "locked" is forbidden: User "dev" cannot get resource "pods/log" '
+        'in API group "" in the namespace "default"'
+    )
+    assert nodes["locked"]["notes"][0].startswith("clock not measured (kubectl exec date: auth: Error from server")
+    # and the others' clocks were measured through kubectl exec (the same machine: within what it can tell)
+    for name in logs:
+        assert abs(nodes[name]["clock_offset_s"]) <= nodes[name]["clock_uncertainty_s"] + 0.05
+    assert [log["path"] for log in nodes["sglang-1"]["logs"]] == ["kubectl logs sglang-1"]
+    assert result.exit_code == 4

@@ -25,6 +25,9 @@ pytestmark = [pytest.mark.live, pytest.mark.slow]
 
 RAY = Path(sys.executable).parent / "ray"
 HEAD, WORKER = "127.0.0.2", "127.0.0.3"
+# Each node's own log folder, bound (inside the node's mount namespace) at the one path LOGS["common"] on every
+# node, as separate machines hold their own files at the same path.
+LOGS: dict[str, Path] = {}
 
 
 def ray_missing() -> str | None:
@@ -54,6 +57,13 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     try:
         nodes.append(launch_node(folder, "a", ["barrier"] * 4, barrier_size=8))
         nodes.append(launch_node(folder, "b", ["barrier", "barrier", "slow", "barrier"], barrier_size=8))
+        LOGS["common"] = folder / "var-log"
+        LOGS["common"].mkdir()
+        for node in nodes:
+            LOGS[node.name] = folder / f"logs-{node.name}"
+            LOGS[node.name].mkdir()
+            bind = ["nsenter", "-t", str(node.pid), "-m", "mount", "--bind", str(LOGS[node.name]), str(LOGS["common"])]
+            subprocess.run(bind, check=True, capture_output=True, timeout=30)
         address = f"{HEAD}:{free_port()}"
         ray_start(
             nodes[0],
@@ -134,3 +144,22 @@ def test_an_address_where_no_cluster_listens_is_said() -> None:
     assert result.exit_code == 3
     assert f"cannot reach the Ray cluster at {HEAD}:" in result.stderr
     assert "Connection refused" in result.stderr
+
+
+def test_the_stuck_node_and_rank_are_named_from_the_logs(cluster: str) -> None:
+    # GIVEN each node's SGLang log at the same path, neither stating a node rank: every rank reached weight_load
+    # but the worker node's TP1, whose log stops in dist_init
+    from .test_logs_ssh import node_log
+
+    (LOGS["a"] / "server.log").write_text(node_log({0: True, 1: True}, node_rank=None))
+    (LOGS["b"] / "server.log").write_text(node_log({0: True, 1: False}, node_rank=None))
+    # WHEN the logs are judged, read by a task pinned to each node
+    result = run_cli(
+        "analyze", "--ray", cluster, "--log-path", f"{LOGS['common']}/server.log", "--post-mortem", "--format", "json"
+    )
+    data = json.loads(result.stdout)
+    # THEN each rank is named by its node's address, and the worker's TP1 is the culprit
+    assert sorted(data["ranks"]) == [f"{node}:TP{r}" for node in (HEAD, WORKER) for r in range(2)]
+    assert data["culprit_ranks"] == [f"{WORKER}:TP1"]
+    assert [n["node"] for n in data["nodes"]["nodes"] if n["logs"]] == [HEAD, WORKER]
+    assert result.exit_code == 4

@@ -106,7 +106,9 @@ def slurm(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[
                 skip_unless(f"Slurm did not come up in 30s: {(folder / 'log' / 'ctld.log').read_text()[-300:]}")
             time.sleep(0.2)
 
-        def submit(ranks: list[str]) -> str:
+        def submit(ranks: list[str], *, log: str | None = None, ends: bool = False) -> str:
+            if log is not None:
+                return submit_log(log, ends=ends)
             ready = tmp_path / f"ready{len(jobs)}"
             ready.mkdir()
             spec = {
@@ -129,6 +131,26 @@ def slurm(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[
                 time.sleep(0.1)
             pids.extend(int((ready / name).read_text()) for name in os.listdir(ready))
             time.sleep(0.3)
+            return job
+
+        def submit_log(text: str, *, ends: bool) -> str:
+            """A job that prints `text` to its output (slurm-%j.out, as sbatch names it by default) and waits (or,
+            with `ends`, ends: returned once Slurm says it completed)."""
+            source = tmp_path / f"log{len(jobs)}.txt"
+            source.write_text(text)
+            script = tmp_path / f"job{len(jobs)}.sh"
+            script.write_text(f"#!/bin/sh\ncat {source}\n" + ("" if ends else "exec sleep 3600\n"))
+            output = str(tmp_path / "slurm-%j.out")
+            job = _run(["sbatch", "--parsable", "-N1", "-n1", "-o", output, str(script)]).strip()
+            jobs.append(job)
+            written = Path(output.replace("%j", job))
+            deadline = time.monotonic() + 60
+            while not written.exists() or written.stat().st_size < len(text):
+                assert time.monotonic() < deadline, f"job {job}: no output: {_run(['squeue'])}"
+                time.sleep(0.1)
+            while ends and "JobState=COMPLETED" not in _run(["scontrol", "show", "job", "-o", job]):
+                assert time.monotonic() < deadline, f"job {job} did not complete: {_run(['squeue'])}"
+                time.sleep(0.2)
             return job
 
         yield submit
@@ -182,3 +204,43 @@ def test_an_unknown_job_is_said(slurm) -> None:  # type: ignore[no-untyped-def]
     result = run_cli("stacks", "--slurm", "999999", "--remote", REMOTE)
     assert result.exit_code == 3
     assert "no such job: Slurm knows no running job 999999" in result.stderr
+
+
+def test_the_stuck_rank_is_named_from_the_job_output(slurm) -> None:  # type: ignore[no-untyped-def]
+    # GIVEN a job whose output (sbatch -o slurm-%j.out) is an SGLang log whose ranks reached weight_load but TP3's,
+    # which stops in dist_init
+    from .test_logs_ssh import node_log
+
+    job = slurm([], log=node_log({0: True, 1: True, 2: True, 3: False}, node_rank=None))
+    # WHEN the job's logs are judged: its StdOut from scontrol, %j expanded, read in a step on its batch host
+    result = run_cli("analyze", "--slurm", job, "--post-mortem", "--format", "json")
+    data = json.loads(result.stdout)
+    # THEN the one node's ranks are named as the server names them, and TP3 is the culprit
+    node = socket.gethostname().split(".")[0]
+    assert data["culprit_ranks"] == ["TP3"]
+    [entry] = data["nodes"]["nodes"]
+    assert entry["node"] == node
+    assert [Path(log["path"]).name for log in entry["logs"]] == [f"slurm-{job}.out"]
+    assert result.exit_code == 4
+
+
+def test_analyze_of_an_unknown_job_is_said(slurm) -> None:  # type: ignore[no-untyped-def]
+    result = run_cli("analyze", "--slurm", "999999")
+    assert result.exit_code == 3
+    assert "no such job: Slurm knows no job 999999" in result.stderr
+
+
+def test_a_job_that_ended_is_read_here(slurm) -> None:  # type: ignore[no-untyped-def]
+    # GIVEN a job that printed its SGLang log and completed (scontrol still knows it; no node to step into)
+    from .test_logs_ssh import node_log
+
+    job = slurm([], log=node_log({0: True, 1: False}, node_rank=None), ends=True)
+    # WHEN its logs are judged
+    result = run_cli("analyze", "--slurm", job, "--post-mortem", "--format", "json")
+    data = json.loads(result.stdout)
+    # THEN its output file is read on this machine (its file system is the node's here), and said so
+    [entry] = data["nodes"]["nodes"]
+    assert entry["node"] == "here"
+    assert entry["notes"] == [f"job {job} is completed: its output read on this machine"]
+    assert data["culprit_ranks"] == ["TP1"]
+    assert result.exit_code == 4

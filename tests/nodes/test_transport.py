@@ -263,3 +263,27 @@ def test_ray_not_installed_is_said_with_a_hint(monkeypatch: pytest.MonkeyPatch) 
     assert hint == (
         "  hint: pip install ray (the cluster's version) into logphase's Python, or install logphase into Ray's"
     )
+
+
+def test_a_ray_node_session_folder_is_read_from_its_object_store_socket() -> None:
+    # GIVEN ray.nodes() entries: one with its plasma store's socket in its session, one without
+    entries = [
+        {
+            "NodeID": "a" * 56,
+            "Alive": True,
+            "NodeName": "10.0.0.2",
+            "ObjectStoreSocketName": "/tmp/ray/session_2026-01-01_00-00-00_000000_1/sockets/plasma_store",
+        },
+        {"NodeID": "b" * 56, "Alive": True, "NodeName": "10.0.0.3"},
+    ]
+    # WHEN the nodes are picked THEN each has its session folder (Ray's default link where none is said), and the
+    # logs' command names each node's own
+    first, second = alive_nodes(entries)
+    assert first.session == "/tmp/ray/session_2026-01-01_00-00-00_000000_1"
+    assert second.session == "/tmp/ray/session_latest"
+    assert first.argv(["sh", "-c", "x", "*:{ray-session}/logs/worker-*.out"]) == [
+        "sh",
+        "-c",
+        "x",
+        "*:/tmp/ray/session_2026-01-01_00-00-00_000000_1/logs/worker-*.out",
+    ]
