@@ -1,0 +1,170 @@
+"""Kinds of lines logs printed that went unread (issue 25's `verdict: unknown`): each written from the format the
+system prints (the source the pack cites), judged end to end."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from logphase.logs.matcher import explain
+from logphase.packs.loading import load_packs
+from tests.conftest import run_json
+
+
+def _judge(tmp_path: Path, text: str) -> dict[str, object]:
+    log = tmp_path / "server.log"
+    log.write_text(text)
+    _, report = run_json("analyze", str(log), "--post-mortem")
+    return report
+
+
+def _root_text(report: dict[str, object]) -> str:
+    root = report["root_cause"]
+    assert isinstance(root, dict)
+    return str(root["text"])
+
+
+# --- Ray -----------------------------------------------------------------------------------------
+
+
+def test_a_ray_native_line_at_critical_level_has_its_prefix_read() -> None:
+    # GIVEN a raylet line of spdlog's critical level (`C`, what RAY_LOG(FATAL) prints)
+    line = "[2021-11-02 08:00:01,120 C 311 311] node_manager.cc:170: This node has beem marked as dead."
+    # WHEN explained
+    found = explain(line, load_packs(check_examples=False))
+    # THEN Ray's native prefix is stripped and the node-death rule reads the message
+    assert found.prefix.prefixes == ("ray.prefix.native",)
+    assert found.message == "This node has beem marked as dead."
+    assert [rule.id for rule, _ in found.matches] == ["ray.timeout.node_marked_dead"]
+
+
+def test_a_ray_1x_raylet_marked_dead_is_a_timeout(tmp_path: Path) -> None:
+    # GIVEN a Ray 1.x raylet whose heartbeats lag, then dies: the GCS marked the node dead
+    report = _judge(
+        tmp_path,
+        "[2021-11-02 07:59:10,001 W 311 340] node_manager.cc:157: Last heartbeat was sent 5120 ms ago.\n"
+        "[2021-11-02 08:00:01,120 C 311 311] node_manager.cc:170: This node has beem marked as dead.\n"
+        "*** StackTrace Information ***\n"
+        "    ray::RayLog::~RayLog()\n",
+    )
+    # THEN the run timed out, and the death is the cause
+    assert report["verdict"] == "timeout"
+    assert _root_text(report).endswith("This node has beem marked as dead.")
+
+
+def test_a_ray_client_that_lost_the_gcs_for_the_reconnect_timeout_timed_out_in_dist_init(tmp_path: Path) -> None:
+    # GIVEN a driver whose GCS went away: Ray's GcsRpcClient gives up after 60 s and the program terminates
+    report = _judge(
+        tmp_path,
+        "2024-03-01 10:00:00,100\tINFO worker.py:1636 -- "
+        "Connecting to existing Ray cluster at address: 10.0.0.5:6379...\n"
+        "2024-03-01 10:00:00,900\tINFO worker.py:1821 -- Connected to Ray cluster.\n"
+        "[2024-03-01 10:05:12,300 E 901 950] gcs_rpc_client.h:554: Failed to connect to GCS within 60 seconds. "
+        "GCS may have been killed. It's either GCS is terminated by `ray stop` or is killed unexpectedly. "
+        "The program will terminate.\n",
+    )
+    # THEN a timeout in dist_init, the line of the GCS lost the cause
+    assert (report["verdict"], report["phase"]) == ("timeout", "dist_init")
+    assert "Failed to connect to GCS within 60 seconds" in _root_text(report)
+
+
+def test_a_terminal_copy_padding_lines_to_the_column_keeps_whole_lines_apart(tmp_path: Path) -> None:
+    # GIVEN a screen copy 120 columns wide: whole lines padded with spaces, long ones cut at the column
+    width = 120
+    long = (
+        "(raylet) [2025-01-02 03:04:05,006 E 77 77] (raylet) node_manager.cc:3040: 1 Workers (tasks / actors) "
+        "killed due to memory pressure (OOM), 0 Workers crashed due to other reasons at node (ID: 2c82, IP: 10.0.0.12)"
+        " over the last time period."
+    )
+    advice = (
+        "(raylet) Refer to the documentation on how to address the out of memory issue. Consider provisioning more "
+        "memory on this node or reducing task parallelism by requesting more CPUs per task."
+    )
+
+    def screen(line: str) -> list[str]:
+        cut = [line[i : i + width] for i in range(0, len(line), width)]
+        return [*cut[:-1], cut[-1].ljust(width)]
+
+    rows = [*screen("(raylet) see earlier errors."), *screen(long), *screen("(raylet)"), *screen(advice)]
+    assert all(len(row) == width for row in rows) and len(rows) == 6
+    report = _judge(tmp_path, "\n".join(rows) + "\n")
+    # THEN the padded first line stays a line of its own and the cut record, joined, is read: Ray's OOM kill
+    assert report["verdict"] == "crashed"
+    assert _root_text(report).startswith("(raylet) [2025-01-02 03:04:05,006 E 77 77]")
+    root = report["root_cause"]
+    assert isinstance(root, dict) and root["line"] == 2
+
+
+# --- TensorRT / TensorRT-LLM -----------------------------------------------------------------------
+
+
+def test_tensorrts_out_of_memory_during_an_engine_build_is_the_cause_of_the_crash(tmp_path: Path) -> None:
+    # GIVEN trtllm-build: TensorRT's logger (`[TRT] [E]`) reports its error recorder's OutOfMemory, then
+    # TensorRT-LLM's builder says the build failed
+    report = _judge(
+        tmp_path,
+        "[05/02/2024-10:00:00] [TRT] [I] Detected 49 inputs and 41 output network tensors.\n"
+        "[05/02/2024-10:00:20] [TRT] [E] 2: [virtualMemoryBuffer.cpp::resizePhysical::140] Error Code 2: "
+        "OutOfMemory (no further information)\n"
+        "[05/02/2024-10:00:20] [TRT] [W] Requested amount of GPU memory (24793579520 bytes) could not be allocated.\n"
+        "[05/02/2024-10:00:20] [TRT-LLM] [E] Engine building failed, please check the error log.\n",
+    )
+    # THEN crashed in compile (the engine build), TensorRT's first error the cause, not the builder's summary
+    assert (report["verdict"], report["phase"]) == ("crashed", "compile")
+    assert _root_text(report).endswith("Error Code 2: OutOfMemory (no further information)")
+
+
+def test_the_cpp_runtime_relogging_tensorrts_error_while_loading_crashed_in_weight_load(tmp_path: Path) -> None:
+    # GIVEN TensorRT-LLM's C++ runtime reading an engine's config, then TensorRT's allocation error re-logged
+    report = _judge(
+        tmp_path,
+        "[TensorRT-LLM][INFO] Engine version 0.14.0 found in the config file, "
+        "assuming engine(s) built by new builder API.\n"
+        "[TensorRT-LLM][INFO] Loaded engine size: 68370 MiB\n"
+        "[TensorRT-LLM][ERROR] [defaultAllocator.cpp::allocate::31] Error Code 1: Cuda Runtime (out of memory)\n",
+    )
+    # THEN crashed while loading, the runtime's error the cause
+    assert (report["verdict"], report["phase"]) == ("crashed", "weight_load")
+    assert "Error Code 1: Cuda Runtime (out of memory)" in _root_text(report)
+
+
+def test_an_engine_config_read_starts_weight_load(tmp_path: Path) -> None:
+    # GIVEN only the C++ runtime's engine-config line
+    report = _judge(
+        tmp_path,
+        "[TensorRT-LLM][INFO] No engine version found in the config file, "
+        "assuming engine(s) built by old builder API.\n",
+    )
+    # THEN the run is in weight_load
+    assert report["phase"] == "weight_load"
+
+
+# --- vLLM ------------------------------------------------------------------------------------------
+
+
+def test_a_vllm_launch_waiting_for_a_placement_group_is_stalled_in_launch(tmp_path: Path) -> None:
+    # GIVEN vLLM's Ray executor waiting for its placement group (10 s, then doubling) and nothing after
+    spec = "specs=[{'GPU': 1.0}, {'GPU': 1.0}]. Check `ray status` to see if you have enough resources."
+    wait = "[ray_utils.py:221] Waiting for creating a placement group of specs for"
+    report = _judge(
+        tmp_path,
+        "INFO 02-20 10:00:00 [api_server.py:1000] vLLM API server version 0.7.3\n"
+        f"INFO 02-20 10:00:20 {wait} 10 seconds. {spec}\n"
+        f"INFO 02-20 10:00:40 {wait} 30 seconds. {spec}\n",
+    )
+    # THEN stalled in launch, the first wait report the cause
+    assert (report["verdict"], report["phase"]) == ("stalled", "launch")
+    assert "placement group of specs for 10 seconds" in _root_text(report)
+
+
+def test_a_placement_group_wait_followed_by_loading_is_not_the_cause(tmp_path: Path) -> None:
+    # GIVEN the same wait, then the group is placed and the workers load weights
+    report = _judge(
+        tmp_path,
+        "INFO 02-20 10:00:20 [ray_utils.py:221] Waiting for creating a placement group of specs for 10 seconds. "
+        "specs=[{'GPU': 1.0}]. Check `ray status` to see if you have enough resources.\n"
+        "INFO 02-20 10:01:00 [model_runner.py:1094] Starting to load model meta-llama/Llama-3.1-70B...\n",
+    )
+    # THEN the run reached weight_load and the wait is not its root cause
+    assert report["phase"] == "weight_load"
+    root = report["root_cause"]
+    assert root is None or (isinstance(root, dict) and root["rule"] != "vllm.launch.placement_group_wait")
