@@ -168,3 +168,55 @@ def test_a_placement_group_wait_followed_by_loading_is_not_the_cause(tmp_path: P
     assert report["phase"] == "weight_load"
     root = report["root_cause"]
     assert root is None or (isinstance(root, dict) and root["rule"] != "vllm.launch.placement_group_wait")
+
+
+# --- Triton (tensorrtllm backend), Open MPI ------------------------------------------------------
+
+
+def test_triton_loading_a_model_is_weight_load_old_and_quoted_messages_alike(tmp_path: Path) -> None:
+    # GIVEN Triton's model repository loading the tensorrt_llm model (older plain, newer quoted messages)
+    plain = _judge(
+        tmp_path,
+        "I0501 08:00:01.100000 77 pinned_memory_manager.cc:241] Pinned memory pool is created\n"
+        "I0501 08:00:01.300000 77 model_lifecycle.cc:461] loading: tensorrt_llm:1\n",
+    )
+    quoted = _judge(
+        tmp_path,
+        'I0501 08:00:01.300000 77 model_lifecycle.cc:472] "loading: preprocessing:1"\n'
+        "I0501 08:00:02.300000 77 model_lifecycle.cc:839] \"successfully loaded 'preprocessing'\"\n",
+    )
+    # THEN both are in weight_load, and the plain one's loading line is where it stopped
+    assert plain["phase"] == quoted["phase"] == "weight_load"
+    assert _root_text(plain).endswith("loading: tensorrt_llm:1")
+
+
+def test_open_mpi_failing_to_initialise_is_the_cause_of_the_crash(tmp_path: Path) -> None:
+    # GIVEN Open MPI's help text for a runtime that did not come up, between its dashed rules
+    report = _judge(
+        tmp_path,
+        'I0501 08:00:01.300000 77 model_lifecycle.cc:472] "loading: tensorrt_llm:1"\n'
+        'I0501 08:00:01.400000 77 backend_model_instance.cc:772] "Starting backend thread for '
+        'postprocessing_0_0 at nice 0 on device 0..."\n'
+        "--------------------------------------------------------------------------\n"
+        "It looks like orte_init failed for some reason; your parallel process is\n"
+        "likely to abort.  There are many reasons that a parallel process can\n"
+        "fail during orte_init; some of which are due to configuration or\n",
+    )
+    # THEN crashed, the help text's first line the cause
+    assert report["verdict"] == "crashed"
+    assert _root_text(report) == "It looks like orte_init failed for some reason; your parallel process is"
+
+
+# --- LMDeploy TurboMind ----------------------------------------------------------------------------
+
+
+def test_turbomind_step_lines_are_serving(tmp_path: Path) -> None:
+    # GIVEN TurboMind's engine loop logging every tenth decoding step on rank 0
+    report = _judge(
+        tmp_path,
+        "[TM][INFO] ------------------------- step = 10 -------------------------\n"
+        "[TM][INFO] ------------------------- step = 20 -------------------------\n",
+    )
+    # THEN the engine is serving
+    assert report["phase"] == "serving"
+    assert report["system"] == "lmdeploy"
