@@ -220,3 +220,75 @@ def test_turbomind_step_lines_are_serving(tmp_path: Path) -> None:
     # THEN the engine is serving
     assert report["phase"] == "serving"
     assert report["system"] == "lmdeploy"
+
+
+# --- DeepSpeed, Hydra ------------------------------------------------------------------------------
+
+
+def test_deepspeeds_logger_prefix_is_read() -> None:
+    # GIVEN a line of DeepSpeed's logger (`[asctime] [LEVEL] [file:line:func] msg`)
+    line = "[2024-06-01 09:00:00,001] [INFO] [launch.py:151:main] nnodes=2, num_local_procs=8, node_rank=1"
+    # WHEN explained
+    found = explain(line, load_packs(check_examples=False))
+    # THEN the prefix is stripped and the launcher rule reads the message
+    assert found.prefix.prefixes == ("torch.prefix.deepspeed",)
+    assert [rule.id for rule, _ in found.matches] == ["torch.launch.deepspeed"]
+
+
+def test_the_deepspeed_launcher_killing_its_children_after_one_failed_is_a_crash(tmp_path: Path) -> None:
+    # GIVEN DeepSpeed's launcher: a child exited 1, the others are killed, the launcher exits with the code
+    report = _judge(
+        tmp_path,
+        "[2024-06-01 09:00:00,001] [INFO] [launch.py:163:main] dist_world_size=2\n"
+        "[2024-06-01 09:00:00,002] [INFO] [launch.py:253:main] process 11 spawned with command: ['python', 'a.py']\n"
+        "[2024-06-01 09:30:00,100] [INFO] [launch.py:316:sigkill_handler] Killing subprocess 11\n"
+        "[2024-06-01 09:30:00,200] [INFO] [launch.py:316:sigkill_handler] Killing subprocess 12\n"
+        "[2024-06-01 09:30:00,300] [ERROR] [launch.py:322:sigkill_handler] ['python', '-u', 'a.py', '--local_rank=1'] "
+        "exits with return code = 1\n",
+    )
+    # THEN crashed after launch, the launcher's exit line the cause
+    assert (report["verdict"], report["phase"]) == ("crashed", "launch")
+    assert _root_text(report).endswith("exits with return code = 1")
+
+
+def test_a_deepspeed_zero3_job_building_its_model_is_in_weight_load(tmp_path: Path) -> None:
+    # GIVEN DeepSpeed's accelerator probe, its NCCL backend, then zero.Init finishing a model
+    report = _judge(
+        tmp_path,
+        "[2024-06-01 09:00:00,001] [INFO] [real_accelerator.py:191:get_accelerator] "
+        "Setting ds_accelerator to cuda (auto detect)\n"
+        "[2024-06-01 09:00:03,000] [INFO] [comm.py:668:init_distributed] "
+        "Initializing TorchBackend in DeepSpeed with backend nccl\n"
+        "[2024-06-01 09:00:09,000] [INFO] [partition_parameters.py:344:__exit__] "
+        "finished initializing model - num_params = 291, num_elems = 0.49B\n",
+    )
+    # THEN a torch job in weight_load
+    assert (report["system"], report["phase"]) == ("torch", "weight_load")
+
+
+def test_hydras_job_failure_opens_the_block_whose_exception_is_the_cause(tmp_path: Path) -> None:
+    # GIVEN a Hydra app's log line, then Hydra's failure line and the job's exception
+    report = _judge(
+        tmp_path,
+        "[2024-06-01 09:00:00,001][__main__][INFO] - starting\n"
+        "Error executing job with overrides: ['trainer.devices=8']\n"
+        "Traceback (most recent call last):\n"
+        '  File "train.py", line 9, in main\n'
+        "    raise ValueError('bad config')\n"
+        "ValueError: bad config\n",
+    )
+    # THEN crashed, and the job's own exception is the cause
+    assert report["verdict"] == "crashed"
+    assert _root_text(report) == "ValueError: bad config"
+
+
+def test_hydras_job_failure_alone_is_the_cause(tmp_path: Path) -> None:
+    # GIVEN the failure line logged by the app through Hydra's format, and nothing after
+    report = _judge(
+        tmp_path,
+        "[2024-06-01 09:00:00,001][__main__][INFO] - Epoch 3\n"
+        "[2024-06-01 09:05:00,001][__main__][ERROR] - Error executing job with overrides: ['trainer.devices=8']\n",
+    )
+    # THEN crashed, that line the cause
+    assert report["verdict"] == "crashed"
+    assert _root_text(report).endswith("Error executing job with overrides: ['trainer.devices=8']")
