@@ -292,3 +292,49 @@ def test_hydras_job_failure_alone_is_the_cause(tmp_path: Path) -> None:
     # THEN crashed, that line the cause
     assert report["verdict"] == "crashed"
     assert _root_text(report).endswith("Error executing job with overrides: ['trainer.devices=8']")
+
+
+# --- vLLM platform probe, torch elastic's empty role, SGLang's shared-expert clone bar --------------
+
+
+def test_vllms_platform_probe_behind_ray_dedup_is_launch(tmp_path: Path) -> None:
+    # GIVEN a vLLM process on Ray probing platforms (DEBUG), lines deduplicated by Ray's log monitor
+    report = _judge(
+        tmp_path,
+        "(pid=81) DEBUG 05-02 07:00:01 [__init__.py:35] Checking if TPU platform is available. "
+        "[repeated 3x across cluster]\n"
+        "(pid=81) DEBUG 05-02 07:00:01 [__init__.py:72] Confirmed CUDA platform is available.\n"
+        "(pid=81) DEBUG 05-02 07:00:01 [__init__.py:100] Checking if ROCm platform is available.\n",
+    )
+    # THEN the process is launching
+    assert report["phase"] == "launch"
+
+
+def test_a_torch_elastic_agent_with_an_empty_role_finishing_is_read() -> None:
+    # GIVEN the agent's `[{role}] ` with the empty role a launcher without roles gives
+    line = (
+        "INFO:torch.distributed.elastic.agent.server.api:[] worker group successfully finished. "
+        "Waiting 300 seconds for other agents to finish."
+    )
+    # WHEN explained
+    found = explain(line, load_packs(check_examples=False))
+    # THEN the worker group's success is read
+    assert [rule.id for rule, _ in found.matches] == ["torch.elastic.worker_group_succeeded"]
+
+
+def test_sglangs_shared_expert_clone_bar_is_weight_load(tmp_path: Path) -> None:
+    # GIVEN SGLang's DeepSeek load_weights cloning the shared expert into the MoE layers under tqdm
+    report = _judge(
+        tmp_path,
+        "[2025-05-02 07:00:00 TP0] Load weight begin. avail mem=70.10 GB\n"
+        "Cloning 8 replicas of the shared expert into MoE:  10%|█         | 6/58 [00:04<00:40,  1.30it/s]\n",
+    )
+    # THEN weight_load, the bar's progress read
+    assert report["phase"] == "weight_load"
+    found = explain(
+        "Cloning 8 replicas of the shared expert into MoE:  10%|█         | 6/58 [00:04<00:40,  1.30it/s]",
+        load_packs(check_examples=False),
+    )
+    assert [(rule.id, groups["done"], groups["total"]) for rule, groups in found.matches] == [
+        ("sglang.weight_load.shared_expert_clone_bar", "6", "58")
+    ]
