@@ -101,8 +101,10 @@ ENVELOPES: tuple[Envelope, ...] = (
     # `YYYY-MM-DD HH:MM:SS - name - LEVEL - `: a dash and a space; a line of dashes, Megatron's `-----` rule
     # around its validation loss, is a wrapped line)
     _envelope("Docker Desktop", r"^(?P<ts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d) (?!-(?:\s|$)|[,.])", "%Y-%m-%d %H:%M:%S"),
-    # journalctl -o short / short-precise: no year, so the time is not taken
-    _envelope("journald", rf"^(?:[A-Z][a-z]{{2}} [ \d]\d \d\d:\d\d:\d\d(?:\.\d+)?){_JOURNAL_UNIT}"),
+    # journalctl -o short / short-precise: no year, so the time is not taken. The month is strftime's `%b` in the
+    # reader's locale (systemd logs-show.c formats short times with `%b %d %H:%M:%S`): `Mar`, `Dez`, `déc.`,
+    # `мар`, `12月`
+    _envelope("journald", rf"^(?:(?:[^\W\d_]{{3,5}}\.?|\d{{1,2}}月) [ \d]\d \d\d:\d\d:\d\d(?:\.\d+)?){_JOURNAL_UNIT}"),
     # kubectl logs --prefix: `[pod/NAME/CONTAINER] `
     _envelope("kubectl logs --prefix", r"^\[(?P<writer>pod/[^/\]\s]+/[^\]\s]+)\] "),
     # docker compose: `service-1  | ` (the name padded to the longest service's; `[name]` by some wrappers)
