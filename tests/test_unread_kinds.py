@@ -338,3 +338,15 @@ def test_sglangs_shared_expert_clone_bar_is_weight_load(tmp_path: Path) -> None:
     assert [(rule.id, groups["done"], groups["total"]) for rule, groups in found.matches] == [
         ("sglang.weight_load.shared_expert_clone_bar", "6", "58")
     ]
+
+
+def test_rays_dedup_suffix_is_not_part_of_the_message() -> None:
+    # GIVEN a line Ray's log monitor folded from several actors: ` [repeated 4x across cluster]` at its end
+    line = (
+        "(RayWorkerWrapper pid=2345, ip=10.0.0.12) INFO 12-20 10:25:30 model_runner.py:1094] "
+        "Starting to load model meta-llama/Llama-3.1-70B... [repeated 4x across cluster]"
+    )
+    # WHEN explained
+    found = explain(line, load_packs(check_examples=False))
+    # THEN the message ends where the actor's own text ended
+    assert found.message == "Starting to load model meta-llama/Llama-3.1-70B..."
