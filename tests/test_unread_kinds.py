@@ -350,3 +350,17 @@ def test_rays_dedup_suffix_is_not_part_of_the_message() -> None:
     found = explain(line, load_packs(check_examples=False))
     # THEN the message ends where the actor's own text ended
     assert found.message == "Starting to load model meta-llama/Llama-3.1-70B..."
+
+
+def test_a_pd_decode_server_failing_kv_transfers_is_still_serving(tmp_path: Path) -> None:
+    # GIVEN an SGLang PD decode server giving up some requests' KV transfers (the requests are aborted, 500)
+    report = _judge(
+        tmp_path,
+        "[2025-06-01 10:00:00 DP0 TP0 EP0] Some requests fail to receive KV Cache transfer done signal after "
+        "bootstrapping. If a greater mean TTFT is acceptable, you can 'export "
+        "SGLANG_DISAGGREGATION_WAITING_TIMEOUT=600' (10 minutes) to relax the timeout condition. \n"
+        "[2025-06-01 10:00:00 DP0 TP0 EP0] Decode transfer failed for request rank=0 decode_req.req.rid='ab12' "
+        "decode_req.req.bootstrap_room=42 with exception KVTransferError(bootstrap_room=42): timed out\n",
+    )
+    # THEN the server is serving, not crashed
+    assert (report["verdict"], report["phase"]) == ("ready", "serving")
