@@ -101,8 +101,10 @@ ENVELOPES: tuple[Envelope, ...] = (
     # `YYYY-MM-DD HH:MM:SS - name - LEVEL - `: a dash and a space; a line of dashes, Megatron's `-----` rule
     # around its validation loss, is a wrapped line)
     _envelope("Docker Desktop", r"^(?P<ts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d) (?!-(?:\s|$)|[,.])", "%Y-%m-%d %H:%M:%S"),
-    # journalctl -o short / short-precise: no year, so the time is not taken
-    _envelope("journald", rf"^(?:[A-Z][a-z]{{2}} [ \d]\d \d\d:\d\d:\d\d(?:\.\d+)?){_JOURNAL_UNIT}"),
+    # journalctl -o short / short-precise: no year, so the time is not taken. The month is strftime's `%b` in the
+    # reader's locale (systemd logs-show.c formats short times with `%b %d %H:%M:%S`): `Mar`, `Dez`, `déc.`,
+    # `мар`, `12月`
+    _envelope("journald", rf"^(?:(?:[^\W\d_]{{3,5}}\.?|\d{{1,2}}月) [ \d]\d \d\d:\d\d:\d\d(?:\.\d+)?){_JOURNAL_UNIT}"),
     # kubectl logs --prefix: `[pod/NAME/CONTAINER] `
     _envelope("kubectl logs --prefix", r"^\[(?P<writer>pod/[^/\]\s]+/[^\]\s]+)\] "),
     # docker compose: `service-1  | ` (the name padded to the longest service's; `[name]` by some wrappers)
@@ -150,6 +152,7 @@ STRAY_LINES = 2
 MAX_LAYERS = 4
 WRAP_COLUMNS = range(60, 241)  # the columns a paste is hard-wrapped at (80-200, and some slack)
 WRAP_LINES_NEEDED = 2
+SCREEN_ROWS_SHARE = 0.8  # of a screen copy's rows as wide as the terminal (a paste's last row may be trimmed)
 
 
 @dataclass(frozen=True)
@@ -166,6 +169,8 @@ class Envelopes:
     newest_first: bool = False
     ranks_apart: bool = False
     trimmed: bool = False
+    # a screen copy: every line padded with spaces to the wrap column, so a line ending in padding is whole
+    screen: bool = False
     # the layers whose rank label is one and the same on every line sniffed (one srun task, one torchrun local
     # rank wrapped around a log whose own inner labels differ): such a label tells no line apart, the inner does
     still_layers: frozenset[int] = frozenset()
@@ -222,9 +227,10 @@ def sniff(
     candidates = envelopes_for(process_tags)
     head = list(head)[: SNIFF_LINES * 2]
     lines = [line for line in head if line.strip()][:SNIFF_LINES]
-    wrap_width = _wrap_width(lines)
+    screen = _screen_copy(lines)
+    wrap_width = _wrap_width(lines, screen)
     if wrap_width is not None:
-        lines = [joined for _, joined in _join_wraps(enumerate(lines), wrap_width)]
+        lines = [joined for _, joined in _join_wraps(enumerate(lines), wrap_width, screen)]
     layers: list[Envelope] = []
     ranks: set[str] = set()
     still: set[int] = set()
@@ -248,13 +254,16 @@ def sniff(
             [line[m.end() :] if m else line for line, m in zip(lines, matches, strict=True)], matches
         )
         lines = [line for line in lines if line.strip()]
-    newest_first = any(layer.newest_first_possible for layer in layers) and _descending(head, layers, wrap_width)
+    newest_first = any(layer.newest_first_possible for layer in layers) and _descending(
+        head, layers, wrap_width, screen
+    )
     return Envelopes(
         tuple(layers),
         wrap_width,
         newest_first,
         ranks_apart=len(ranks) > 1,
         trimmed=len(fractions) > 1,
+        screen=screen and wrap_width is not None,
         still_layers=frozenset(still) if len(still) < len(layers) else frozenset(),
     )
 
@@ -304,7 +313,18 @@ def _join_partials(lines: Sequence[str], matches: Sequence[re.Match[str] | None]
     return [*joined, held] if held else joined
 
 
-def _wrap_width(lines: Sequence[str]) -> int | None:
+def _screen_copy(lines: Sequence[str]) -> bool:
+    """Whether the lines are a copy of a terminal's screen: all but the last as long as the longest (the
+    rows, padded with spaces to the terminal's width), several of them ending in that padding."""
+    if len(lines) < WRAP_LINES_NEEDED + 1:
+        return False
+    width = max(len(line) for line in lines)
+    rows = lines[:-1]
+    full = sum(1 for line in rows if len(line) == width)
+    return full >= SCREEN_ROWS_SHARE * len(rows) and sum(map(padded, rows)) >= WRAP_LINES_NEEDED
+
+
+def _wrap_width(lines: Sequence[str], screen: bool = False) -> int | None:
     """The column a paste cut its long lines at: the longest length, shared by several lines that are
     followed by a shorter line that does not start like them (the rest of the cut line). A progress
     bar redrawn at its full width is followed by itself, so it does not count."""
@@ -313,16 +333,16 @@ def _wrap_width(lines: Sequence[str]) -> int | None:
     width = max(len(line) for line in lines)
     if width not in WRAP_COLUMNS:
         return None
-    cut = [i for i, line in enumerate(lines[:-1]) if len(line) == width]
+    cut = [i for i, line in enumerate(lines[:-1]) if len(line) == width and not (screen and padded(line))]
     continued = [i for i in cut if continues(lines[i], lines[i + 1])]
     if len(continued) < WRAP_LINES_NEEDED or len(continued) * 2 < len(cut):
         return None
     return width
 
 
-def _descending(head: Iterable[str], layers: Sequence[Envelope], wrap_width: int | None) -> bool:
+def _descending(head: Iterable[str], layers: Sequence[Envelope], wrap_width: int | None, screen: bool) -> bool:
     """Most of the stamps the envelopes give go back in time from line to line."""
-    unwrapper = Unwrapper(Envelopes(tuple(layers), wrap_width))
+    unwrapper = Unwrapper(Envelopes(tuple(layers), wrap_width, screen=screen))
     stamps = [u.stamp for line in head for u in unwrapper.feed(0, line) if u.stamp is not None]
     stamps += [u.stamp for u in unwrapper.end() if u.stamp is not None]
     pairs = list(pairwise(stamps))
@@ -331,13 +351,25 @@ def _descending(head: Iterable[str], layers: Sequence[Envelope], wrap_width: int
     return falling > rising
 
 
+def padded(line: str) -> bool:
+    """Whether a row of a screen copy is a whole line the terminal padded to its width with spaces, not
+    one it cut: a cut falls inside the text, at most just after one space between two words. (Only in a
+    screen copy: in a plain hard-wrapped paste a cut may fall inside a run of spaces, an indentation.)"""
+    return line.endswith("  ")
+
+
+def cut_at(text: str, width: int, screen: bool) -> bool:
+    """Whether the paste cut `text` at the column: its rest is on the next line."""
+    return bool(text) and len(text) % width == 0 and not (screen and padded(text))
+
+
 def continues(cut: str, text: str) -> bool:
     """Whether `text` is the rest of a line the paste cut at the column: not when it starts the way
     that line did (the log's next line, written by the same code: `[2025-`, `gpu-h100-07:`, `INFO`)."""
     return cut[:4] != text[:4]
 
 
-def _join_wraps(numbered: Iterable[tuple[int, str]], width: int) -> Iterable[tuple[int, str]]:
+def _join_wraps(numbered: Iterable[tuple[int, str]], width: int, screen: bool) -> Iterable[tuple[int, str]]:
     pending: tuple[int, str] | None = None
     for number, text in numbered:
         if pending is not None:
@@ -345,7 +377,7 @@ def _join_wraps(numbered: Iterable[tuple[int, str]], width: int) -> Iterable[tup
                 number, text = pending[0], pending[1] + text
             else:
                 yield pending
-        pending = (number, text) if len(text) % width == 0 and text else None
+        pending = (number, text) if cut_at(text, width, screen) else None
         if pending is None:
             yield number, text
     if pending is not None:
@@ -376,7 +408,7 @@ class Unwrapper:
                 number, text = held_number, held + text
             else:
                 out = self._unwrap(held_number, held)  # a line as long as the column, not a cut one
-        if text and len(text) % width == 0:
+        if cut_at(text, width, self.envelopes.screen):
             self._wrapped = (number, text)  # the paste cut it here: the rest is on the next line
             return out
         return out + self._unwrap(number, text)

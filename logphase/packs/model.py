@@ -16,6 +16,11 @@ from logphase.packs.regex_facts import EDGE_KEY, LEAD_KEY, WORD, index_key
 from logphase.packs.stamp_text import read_stamp
 from logphase.phases import EventKind, Phase, Role, Verdict
 
+# Ray's log monitor folds a line many actors printed alike into one, ending it with ` [repeated 7x across cluster]`
+# (ray/_private/ray_logging/__init__.py, 2.40.0 :230): not the message's own text, so a rule that reads the
+# message to its end (`…\.$`) still reads it.
+RAY_DEDUP_SUFFIX = stdlib_re.compile(r" \[repeated \d+x across cluster\]$")
+
 CANDIDATE_CACHE = 4096
 WORD_CACHE = 65536
 RANK_TAG = stdlib_re.compile(r"(DP|PP|ATTN_CP|MOE_DP|TP|EP)_?([0-9]+)")
@@ -523,6 +528,8 @@ class PackSet:
                 break
             else:
                 break
+        if text.endswith(" across cluster]"):
+            text = RAY_DEDUP_SUFFIX.sub("", text)
         return fields, text
 
     def matching_rules(self, message: str, prefixes: tuple[str, ...] = ()) -> Iterator[tuple[Rule, dict[str, str]]]:

@@ -80,6 +80,14 @@ def test_journald_short_gives_no_time_but_short_iso_does() -> None:
     assert iso == [(1, SGLANG[0], datetime(2025, 3, 8, 12, 29, 13), None)]
 
 
+def test_journald_short_in_another_locale_is_read_alike() -> None:
+    # GIVEN journalctl's short format under German, French and Chinese locales (`%b` is the locale's month)
+    for month in ("Dez", "déc.", "12月"):
+        data = f"{month} 02 12:29:13 gpu-node-01 python3[4242]: {SGLANG[0]}\n".encode()
+        # WHEN read THEN the journal's columns are removed, no time taken (the short format has no year)
+        assert lines_of(data) == [(1, SGLANG[0], None, None)], month
+
+
 def test_srun_labels_of_several_tasks_give_the_rank() -> None:
     # GIVEN `srun --label` output of two tasks, the labels padded to two digits
     data = b" 0: hello from rank zero\n11: hello from rank eleven\n 0: bye\n"
