@@ -89,7 +89,7 @@ def judge(
     phase, furthest = server_phase(timeline)
     failure = _first_root_failure(timeline, after=timeline.ready, interrupt=timeline.interrupt)
     if failure is not None:
-        root = _exception_line(timeline, failure)
+        root = _named_collective(timeline, _exception_line(timeline, failure))
         verdict = _FAILURE_VERDICT[root.kind]
         if verdict is Verdict.ABORTED and _sigkill(root):
             # killed by another process (the OOM killer, most often): no fatal error of its own
@@ -433,6 +433,29 @@ def _exception_line(timeline: Timeline, failure: Event) -> Event:
         and not e.rule.opens_block
     ]
     return in_block[-1] if in_block else failure
+
+
+def _named_collective(timeline: Timeline, root: Event) -> Event:
+    """Torch's watchdog says one collective timeout in several lines (ProcessGroupNCCL.cpp's watchdog loop:
+    `checkTimeout` logs `Watchdog caught collective operation timeout: WorkNCCL(SeqNum=<seq>, OpType=<op>, …)
+    ran for <ms> milliseconds`, then the same work's `Timeout at NCCL work: <seq>` (2.3) / `… detected by
+    watchdog at work: <seq>` (2.4–2.5) / `failure detected by watchdog at work sequence id: <seq>` (2.6+),
+    and the thread's `terminated with exception: <the same text>`), in whatever order a paste keeps them. A
+    status line names only the sequence number: the line of the same work (SeqNum) that names its operation
+    and time says the failure; this rank's first, else the first of any rank while they agree on the
+    operation (process groups number their works apart: another group's work of the same number names
+    another operation). The status line's counters stay with it (they place the collective)."""
+    captures = root.captures
+    seq = captures.get("seq")
+    if root.kind is not EventKind.TIMEOUT or not seq or captures.get("op"):
+        return root
+    named = [e for e in timeline.failures if e.kind is EventKind.TIMEOUT and e.captures.get("seq") == seq]
+    named = [e for e in named if e.captures.get("op") and e.role is Role.ROOT]
+    own = [e for e in named if e.rank == root.rank]
+    if not own and len({e.captures["op"] for e in named}) != 1:
+        return root
+    chosen = (own or named)[0]
+    return replace(chosen, captures={**captures, **chosen.captures})
 
 
 def _failure_culprits(timeline: Timeline, root: Event, failure: Event) -> tuple[str, ...]:
