@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
@@ -233,6 +234,12 @@ def judge(
     return Judgement(Verdict.PROGRESSING, reason, phase, furthest, culprits, None, silence, budget, tuple(doubts), rule)
 
 
+# CPython's words that a traceback follows, and nothing more: traceback.py's `Traceback (most recent call last):`,
+# multiprocessing/process.py BaseProcess._bootstrap's `Process <name>:` (vLLM's `Process EngineCore_DP0:` too)
+# and threading.excepthook's `Exception in thread <name>:`. What failed is in the exception line at the end.
+BARE_HEADER = re.compile(r"Traceback \(most recent call last\):|Process [\w.-]+(?::\d+)*:|Exception in thread .+:")
+
+
 _VERB = {Verdict.CRASHED: "crashed", Verdict.ABORTED: "aborted", Verdict.TIMEOUT: "timed out"}
 # Capture groups of a line that relays another rank's failure (torch's cross-rank dump signal).
 RELAYED_FROM = ("from_rank", "from_rank2")
@@ -400,16 +407,31 @@ def _first_root_failure(timeline: Timeline, after: Event | None, interrupt: Even
     """The first root failure in time, else the first cascade. A traceback counts with the role of
     its exception line (torchrun's own traceback ends in a cascade, ChildFailedError). A traceback
     the server survived — it said it was ready afterwards — is not why the run failed; nor is what
-    a person's Ctrl-C set off: the interrupted traceback and every failure after the interrupt."""
+    a person's Ctrl-C set off: the interrupted traceback and every failure after the interrupt. A cut
+    traceback under a bare header is no root (`_unstated`)."""
     failures = [
         e
         for e in timeline.failures
         if (after is None or e.order_key > after.order_key) and not _after_interrupt(e, interrupt)
     ]
-    roots = [event for event in failures if _exception_line(timeline, event).role is Role.ROOT]
+    roots = [
+        event
+        for event in failures
+        if _exception_line(timeline, event).role is Role.ROOT and not _unstated(timeline, event)
+    ]
     if roots:
         return roots[0]
     return failures[0] if failures else None
+
+
+def _unstated(timeline: Timeline, event: Event) -> bool:
+    """A header in CPython's own words alone (BARE_HEADER) whose exception line the log does not hold (a paste
+    cut inside its frames, no `raise` statement read): it says that something was raised, never what. Not a
+    root: a line that states the failure (a launcher's `failed (exitcode: 1)`, vLLM's `Worker proc … died`)
+    is the cause; the header is only where nothing else is."""
+    if not event.rule.opens_block or _exception_line(timeline, event) is not event:
+        return False
+    return BARE_HEADER.fullmatch(event.message.strip()) is not None
 
 
 def _after_interrupt(event: Event, interrupt: Event | None) -> bool:

@@ -1,0 +1,100 @@
+"""The line a report names as the cause: a cut traceback's bare header gives way to a line that states the failure,
+a launcher's summary is the cause when the child's own exception is not in the log."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import run_json
+
+# vLLM V1's engine core (multiproc_executor.py's worker monitor, 0.8.5+), its child output prefixed with its name
+ENGINE = "(EngineCore_DP0 pid=7101) "
+FRAMES = [
+    '  File "/usr/lib/python3.12/multiprocessing/process.py", line 314, in _bootstrap',
+    "    self.run()",
+    '  File "/usr/lib/python3.12/multiprocessing/process.py", line 108, in run',
+    "    self._target(*self._args, **self._kwargs)",
+    '  File "/opt/venv/lib/python3.12/site-packages/vllm/v1/engine/core.py", line 712, in run_engine_core',
+    "    raise e",
+]
+# torch 2.1-2.2's elastic agent, its loggers' `[ts] name: [LEVEL] ` form
+AGENT = "[2024-05-08 08:47:31,{ms}] torch.distributed.elastic.multiprocessing.api: [{level}] "
+
+
+def _write(tmp_path: Path, lines: list[str]) -> Path:
+    log = tmp_path / "run.log"
+    log.write_text("\n".join(lines) + "\n")
+    return log
+
+
+def test_a_workers_death_is_the_cause_when_the_traceback_after_it_is_cut_in_its_frames(tmp_path: Path) -> None:
+    # GIVEN the engine core's word that a worker died, then its own `Process EngineCore_DP0:` traceback, the paste
+    # cut inside the frames (no exception line, no `raise Cls(...)` to read it from)
+    log = _write(
+        tmp_path,
+        [
+            ENGINE + "ERROR 11-24 11:43:00 [multiproc_executor.py:150] Worker proc VllmWorker-2 died unexpectedly, "
+            "shutting down executor.",
+            ENGINE + "Process EngineCore_DP0:",
+            ENGINE + "Traceback (most recent call last):",
+            *(ENGINE + frame for frame in FRAMES),
+        ],
+    )
+    # WHEN analysed post-mortem
+    _, report = run_json("analyze", "--post-mortem", str(log))
+    # THEN a crash whose cause is the worker's death (line 1): the headers say only that something was raised
+    assert (report["verdict"], report["root_cause"]["line"]) == ("crashed", 1)
+
+
+def test_the_agents_failed_line_is_the_cause_when_its_own_traceback_is_cut(tmp_path: Path) -> None:
+    # GIVEN torch 2.1's agent: SIGTERM to a healthy worker, `failed (exitcode: 1)` for local rank 2, then the
+    # launcher's own traceback cut in its frames
+    log = _write(
+        tmp_path,
+        [
+            AGENT.format(ms="261", level="WARNING") + "Sending process 5938 closing signal SIGTERM",
+            AGENT.format(ms="877", level="ERROR")
+            + "failed (exitcode: 1) local_rank: 2 (pid: 5939) of binary: /opt/conda/bin/python",
+            "Traceback (most recent call last):",
+            '  File "/opt/conda/bin/torchrun", line 8, in <module>',
+            "    sys.exit(main())",
+            '  File "/opt/conda/lib/python3.10/site-packages/torch/distributed/run.py", line 806, in main',
+        ],
+    )
+    # WHEN analysed post-mortem
+    _, report = run_json("analyze", "--post-mortem", str(log))
+    # THEN a crash, its cause the agent's line naming the worker and its exit code (line 2)
+    assert (report["verdict"], report["root_cause"]["line"]) == ("crashed", 2)
+    assert "failed (exitcode: 1) local_rank: 2 (pid: 5939)" in report["root_cause"]["text"]
+
+
+@pytest.mark.parametrize(
+    "header", ["Traceback (most recent call last):", "Process SpawnProcess-1:", "Exception in thread Thread-3 (_run):"]
+)
+def test_a_cut_traceback_alone_is_still_the_cause(tmp_path: Path, header: str) -> None:
+    # GIVEN a log of one CPython header and the frames after it, cut before the exception line
+    log = _write(tmp_path, ["INFO 11-24 11:42:00 [api_server.py:1971] vLLM API server version 0.11.0", header, *FRAMES])
+    # WHEN analysed post-mortem
+    _, report = run_json("analyze", "--post-mortem", str(log))
+    # THEN a crash, and with no line stating the failure the header is the cause (line 2)
+    assert (report["verdict"], report["root_cause"]["line"]) == ("crashed", 2)
+
+
+def test_a_traceback_with_its_exception_line_stays_the_cause(tmp_path: Path) -> None:
+    # GIVEN the worker's death, then a traceback that ends in its exception line
+    log = _write(
+        tmp_path,
+        [
+            "ERROR 11-24 11:43:00 [multiproc_executor.py:150] Worker proc VllmWorker-2 died unexpectedly, shutting "
+            "down executor.",
+            "Traceback (most recent call last):",
+            *FRAMES,
+            "RuntimeError: CUDA error: an illegal memory access was encountered",
+        ],
+    )
+    # WHEN analysed post-mortem
+    _, report = run_json("analyze", "--post-mortem", str(log))
+    # THEN its exception line (line 9) is the cause: it states the failure, the death is its consequence
+    assert (report["verdict"], report["root_cause"]["line"]) == ("crashed", 9)
