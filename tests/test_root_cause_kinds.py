@@ -1,5 +1,5 @@
 """The line a report names as the cause: a cut traceback's bare header gives way to a line that states the failure,
-a launcher's summary is the cause when the child's own exception is not in the log."""
+a launcher's summary is the cause when the child's own exception is not in the log, a stall's last line of its kind."""
 
 from __future__ import annotations
 
@@ -98,3 +98,36 @@ def test_a_traceback_with_its_exception_line_stays_the_cause(tmp_path: Path) -> 
     _, report = run_json("analyze", "--post-mortem", str(log))
     # THEN its exception line (line 9) is the cause: it states the failure, the death is its consequence
     assert (report["verdict"], report["root_cause"]["line"]) == ("crashed", 9)
+
+
+# vLLM 0.9+'s API server while it waits for its engine core (v1/engine/utils.py, DEBUG, every 10 s)
+WAITING = (
+    "(APIServer pid=300) DEBUG 09-02 17:29:{s:02d} [utils.py:777] Waiting for 1 local, 0 remote core engine proc(s) "
+    "to start."
+)
+
+
+def test_a_stall_names_the_last_line_of_the_kind_it_stopped_at(tmp_path: Path) -> None:
+    # GIVEN a paste of the log's tail: the API server's waiting line four times, 10 s apart, and the log ends
+    log = _write(tmp_path, [WAITING.format(s=s) for s in (6, 16, 26, 36)])
+    # WHEN analysed post-mortem
+    _, report = run_json("analyze", "--post-mortem", str(log))
+    # THEN stalled in launch; the cause is the last waiting line (line 4), the reason still measures the silence
+    # from the first (the last progress: the phase first seen)
+    assert (report["verdict"], report["phase"], report["root_cause"]["line"]) == ("stalled", "launch", 4)
+    assert "last progress 30s before the end (line 1; the same kind of line until line 4)" in report["reason"]
+
+
+def test_a_stall_with_other_lines_after_its_last_progress_names_the_progress(tmp_path: Path) -> None:
+    # GIVEN SGLang's weight load begun on TP0, then a line of another kind, and the log ends
+    log = _write(
+        tmp_path,
+        [
+            "[2025-03-08 12:29:13 TP0] Load weight begin. avail mem=21.63 GB",
+            "[2025-03-08 12:29:14 TP0] Using model weights format ['*.safetensors']",
+        ],
+    )
+    # WHEN analysed post-mortem
+    _, report = run_json("analyze", "--post-mortem", str(log))
+    # THEN stalled during weight_load; the cause is the progress line itself (line 1)
+    assert (report["verdict"], report["phase"], report["root_cause"]["line"]) == ("stalled", "weight_load", 1)

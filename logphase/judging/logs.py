@@ -190,10 +190,11 @@ def judge(
         end = timeline.last_time
         silence = (end - progress_time).total_seconds() if end and progress_time else None
         quiet = f"; last progress {format_duration(silence)} before the end" if silence else ""
-        at = f" (line {progress.line})" if progress else ""
+        cause = _last_alike(timeline, progress)
+        at = f" (line {progress.line}{_alike_words(progress, cause)})" if progress else ""
         reason = f"{behind}the log ends during {phase} with no error{quiet}{at}{also}"
         return Judgement(
-            Verdict.STALLED, reason, phase, furthest, culprits, progress, silence, budget, tuple(doubts), rule
+            Verdict.STALLED, reason, phase, furthest, culprits, cause, silence, budget, tuple(doubts), rule
         )
 
     silence = (as_of - progress_time).total_seconds() if progress_time else None
@@ -218,12 +219,13 @@ def judge(
         )
     if silence > budget:
         reason = behind + stall_words(rule, silence, phase)
+        alike = _last_alike(timeline, progress)
         if progress and rule.bar is None:
-            reason += f"; last progress at line {progress.line}"
+            reason += f"; last progress at line {progress.line}{_alike_words(progress, alike)}"
         if hang is not None:
             reason += f"; hung since line {hang.line}: {_message(hang)}"
         reason += also
-        cause = hang or progress
+        cause = hang or alike
         return Judgement(
             Verdict.STALLED, reason, phase, furthest, culprits, cause, silence, budget, tuple(doubts), rule
         )
@@ -238,6 +240,28 @@ def judge(
 # multiprocessing/process.py BaseProcess._bootstrap's `Process <name>:` (vLLM's `Process EngineCore_DP0:` too)
 # and threading.excepthook's `Exception in thread <name>:`. What failed is in the exception line at the end.
 BARE_HEADER = re.compile(r"Traceback \(most recent call last\):|Process [\w.-]+(?::\d+)*:|Exception in thread .+:")
+
+
+def _last_alike(timeline: Timeline, progress: Event | None) -> Event | None:
+    """Where a stalled run stopped: its last progress line, or the latest line of the same kind (the same rule)
+    when the run printed more of them after it with no progress: a waiting line repeated (vLLM's `Waiting for 1
+    local, 0 remote core engine proc(s) to start.`, every 10 s), the next NCCL channel of a connection that never
+    completes. It is the last word the run printed at the step it stopped in; the silence is still measured from
+    the progress."""
+    latest = timeline.latest_phase_event
+    if progress is None or latest is None or latest.order_key <= progress.order_key:
+        return progress
+    if latest.rule.id != progress.rule.id:
+        return progress
+    return replace(latest, rank=_canonical(timeline, latest.rank))
+
+
+def _alike_words(progress: Event, alike: Event | None) -> str:
+    return (
+        ""
+        if alike is None or alike.order_key == progress.order_key
+        else f"; the same kind of line until line {alike.line}"
+    )
 
 
 _VERB = {Verdict.CRASHED: "crashed", Verdict.ABORTED: "aborted", Verdict.TIMEOUT: "timed out"}
