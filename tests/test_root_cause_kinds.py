@@ -131,3 +131,22 @@ def test_a_stall_with_other_lines_after_its_last_progress_names_the_progress(tmp
     _, report = run_json("analyze", "--post-mortem", str(log))
     # THEN stalled during weight_load; the cause is the progress line itself (line 1)
     assert (report["verdict"], report["phase"], report["root_cause"]["line"]) == ("stalled", "weight_load", 1)
+
+
+def test_a_cudacheck_exit_is_the_cause_of_the_engine_dead_errors_before_it(tmp_path: Path) -> None:
+    # GIVEN vLLM's API server reporting its engine dead to a request, then the worker's custom all-reduce
+    # CUDACHECK line (csrc/custom_all_reduce.cuh: printf then exit), unstamped, as stdout interleaves them
+    log = _write(
+        tmp_path,
+        [
+            "ERROR 06-26 23:10:17 [async_llm.py:420] AsyncLLM output_handler failed.",
+            "ERROR 06-26 23:10:17 [async_llm.py:420] vllm.v1.engine.exceptions.EngineDeadError: EngineCore "
+            "encountered an issue. See stack trace (above) for the root cause.",
+            'INFO:     10.0.0.7:51234 - "POST /v1/chat/completions HTTP/1.1" 500 Internal Server Error',
+            "Failed: Cuda error /workspace/csrc/custom_all_reduce.cuh:368 'invalid argument'",
+        ],
+    )
+    # WHEN analysed post-mortem
+    _, report = run_json("analyze", "--post-mortem", str(log))
+    # THEN a crash caused by the failed CUDA call (line 4): EngineDeadError is only its consequence
+    assert (report["verdict"], report["root_cause"]["line"]) == ("crashed", 4)
