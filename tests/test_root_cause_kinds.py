@@ -150,3 +150,21 @@ def test_a_cudacheck_exit_is_the_cause_of_the_engine_dead_errors_before_it(tmp_p
     _, report = run_json("analyze", "--post-mortem", str(log))
     # THEN a crash caused by the failed CUDA call (line 4): EngineDeadError is only its consequence
     assert (report["verdict"], report["root_cause"]["line"]) == ("crashed", 4)
+
+
+def test_a_store_read_that_waited_out_its_timeout_is_a_timeout(tmp_path: Path) -> None:
+    # GIVEN torch's socket.cpp warning that a store client's read waited its whole timeout (C10D_WARNING
+    # `waitForInput: socket {} timed out after {}ms`), then SGLang's scheduler exception cut in its frames
+    log = _write(
+        tmp_path,
+        [
+            "[rank2]:[W311 09:00:05.100000000 socket.cpp:487] [c10d] waitForInput: socket SocketImpl(fd=88, "
+            "addr=[::ffff:10.1.2.3]:41000, remote=[::ffff:10.1.2.3]:5000) timed out after 600000ms",
+            "[2025-03-11 09:00:05 TP2] Scheduler hit an exception: Traceback (most recent call last):",
+            '  File "/sgl/python/sglang/srt/managers/scheduler.py", line 1787, in run_scheduler_process',
+        ],
+    )
+    # WHEN analysed post-mortem
+    _, report = run_json("analyze", "--post-mortem", str(log))
+    # THEN a timeout, its cause the waited-out read (line 1)
+    assert (report["verdict"], report["root_cause"]["line"]) == ("timeout", 1)
