@@ -168,3 +168,34 @@ def test_a_store_read_that_waited_out_its_timeout_is_a_timeout(tmp_path: Path) -
     _, report = run_json("analyze", "--post-mortem", str(log))
     # THEN a timeout, its cause the waited-out read (line 1)
     assert (report["verdict"], report["root_cause"]["line"]) == ("timeout", 1)
+
+
+# Hydra's job runner (hydra/core/utils.py JobReturn.return_value) before it raises the job's exception
+HYDRA = "Error executing job with overrides: ['trainer.n_gpus_per_node=8', 'data.train_batch_size=256']"
+
+
+@pytest.mark.parametrize(
+    ("tail", "line"),
+    [
+        ([], 2),
+        (
+            [
+                "Traceback (most recent call last):",
+                '  File "/app/train.py", line 12, in main',
+                "    trainer.fit()",
+                "ValueError: batch size 256 is not divisible by 3 ranks",
+                "Set the environment variable HYDRA_FULL_ERROR=1 for a complete stack trace.",
+            ],
+            6,
+        ),
+    ],
+    ids=["cut-after-it", "with-its-traceback"],
+)
+def test_a_hydra_job_that_raised_is_a_crash(tmp_path: Path, tail: list[str], line: int) -> None:
+    # GIVEN a training bar, then Hydra's word that the job raised, with or without the job's traceback after it
+    bar = "Training Progress:   1%|          | 1/108 [16:49<30:00:53, 1009.85s/it]"
+    log = _write(tmp_path, [bar, HYDRA, *tail])
+    # WHEN analysed post-mortem
+    _, report = run_json("analyze", "--post-mortem", str(log))
+    # THEN a crash: its cause the job's exception line when the log holds it, else Hydra's line
+    assert (report["verdict"], report["root_cause"]["line"]) == ("crashed", line)
