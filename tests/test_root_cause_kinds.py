@@ -199,3 +199,21 @@ def test_a_hydra_job_that_raised_is_a_crash(tmp_path: Path, tail: list[str], lin
     _, report = run_json("analyze", "--post-mortem", str(log))
     # THEN a crash: its cause the job's exception line when the log holds it, else Hydra's line
     assert (report["verdict"], report["root_cause"]["line"]) == ("crashed", line)
+
+
+def test_a_gloo_group_that_never_connected_is_the_cause(tmp_path: Path) -> None:
+    # GIVEN ProcessGroupGloo's logged failure to connect (LOG(ERROR) before it throws the same text), then SGLang's
+    # scheduler exception that it raised into, cut in its frames
+    log = _write(
+        tmp_path,
+        [
+            "[rank1]:[E421 02:05:38.764490322 ProcessGroupGloo.cpp:143] Gloo connectFullMesh failed with "
+            "[../third_party/gloo/gloo/transport/tcp/pair.cc:144] no error",
+            "[2025-04-21 02:05:39 TP1] Scheduler hit an exception: Traceback (most recent call last):",
+            '  File "/sgl/python/sglang/srt/managers/scheduler.py", line 2059, in run_scheduler_process',
+        ],
+    )
+    # WHEN analysed post-mortem
+    _, report = run_json("analyze", "--post-mortem", str(log))
+    # THEN a crash, its cause the gloo line (line 1)
+    assert (report["verdict"], report["root_cause"]["line"]) == ("crashed", 1)
