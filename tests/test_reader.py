@@ -152,11 +152,13 @@ def test_a_bar_glued_to_the_next_log_line_is_split(tmp_path: Path) -> None:
         "OpType=ALLREDUCE, Timeout(ms)=1800000) ran for 25624887 milliseconds before timing out.",
         "[rank0]:[W1209 11:24:53.753104426 compiler_depend.ts:28] Warning: an example warning (function operator())",
         "[E1218 20:27:21.426871257 ProcessGroupNCCL.cpp:607] [Rank 0] Some NCCL operations have failed or timed out.",
+        "W0529 15:43:30.844000 15110 site-packages/torch/distributed/elastic/multiprocessing/api.py:897] Sending "
+        "process 15188 closing signal SIGTERM",
     ],
 )
 def test_a_bar_glued_to_a_torch_line_is_split(tmp_path: Path, log_line: str) -> None:
-    # GIVEN a training bar with its postfix that never wrote its newline before torch's c10 or `[rankN]:` line
-    # (ref 2.1's prefixes; real: realworld 454 and 159)
+    # GIVEN a training bar with its postfix that never wrote its newline before torch's c10, glog or `[rankN]:`
+    # line (ref 2.1's prefixes; real: realworld 454, 159 and 357)
     bar = "Epoch 0:   6%|██      | 32040/500150 [6:28:43<94:39:17,  1.37it/s, loss=2.6, global_step=3.2e+4]"
     path = tmp_path / "glued.log"
     path.write_text(bar + log_line + "\n")
