@@ -172,3 +172,31 @@ def test_a_ranks_own_line_is_preferred_and_works_of_other_groups_are_not_taken(t
     # disagree on the operation, the status line itself (line 1, the first in time) stays the cause
     assert (own["root_cause"]["line"], "collective _ALLGATHER_BASE #12" in own["reason"]) == (4, True)
     assert (ambiguous["verdict"], ambiguous["root_cause"]["line"]) == ("timeout", 1)
+
+
+def test_a_communicator_aborted_by_its_own_timeout_is_a_timeout_before_the_agents_summary(tmp_path: Path) -> None:
+    # GIVEN a worker's traceback cut above its frames, ending in torch's `NCCL communicator was aborted on rank 0.
+    # Original reason for failure was: [Rank 0] Watchdog caught …` (ref 2.3(i)), then torchrun's agent lines in
+    # logging's basic format (`WARNING:name:`, `ERROR:name:`), its `failed (exitcode: -6)` for the other worker
+    log = tmp_path / "aborted.log"
+    log.write_text(
+        "\n".join(
+            [
+                '  File "/opt/conda/lib/python3.10/site-packages/torch/distributed/distributed_c10d.py", line 1322, '
+                "in all_reduce",
+                "    work = group.allreduce([tensor], opts)",
+                "RuntimeError: NCCL communicator was aborted on rank 0.  Original reason for failure was: [Rank 0] "
+                "Watchdog caught collective operation timeout: WorkNCCL(SeqNum=812, OpType=ALLREDUCE, "
+                "Timeout(ms)=180000) ran for 180127 milliseconds before timing out.",
+                "WARNING:torch.distributed.elastic.multiprocessing.api:Sending process 4101 closing signal SIGTERM",
+                "ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: -6) local_rank: 1 (pid: 4102) "
+                "of binary: /opt/conda/bin/python",
+            ]
+        )
+        + "\n"
+    )
+    # WHEN analysed post-mortem
+    _, report = run_json("analyze", "--post-mortem", str(log))
+    # THEN a timeout whose cause is the aborted communicator's line quoting it (line 3), not the agent's summary
+    assert (report["verdict"], report["root_cause"]["line"]) == ("timeout", 3)
+    assert "collective ALLREDUCE #812" in report["reason"]
