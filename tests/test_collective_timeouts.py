@@ -118,3 +118,122 @@ def test_a_process_group_line_proves_dist_init_was_reached_and_never_lowers_the_
     _, report = run_json("analyze", "--post-mortem", str(log))
     # THEN a crash, and the furthest phase is dist_init at least: the line proves it, the phase lines can say more
     assert (report["verdict"], report["furthest_phase"]) == ("crashed", furthest)
+
+
+# One timeout as torch 2.5's watchdog says it (ref 2.3(a), (c), (e); ProcessGroupNCCL.cpp's watchdog loop logs the
+# same work's `Timeout at NCCL work: <seq>` after `checkTimeout`'s `Watchdog caught … WorkNCCL(SeqNum=<seq>, …)`),
+# as a paste cut above the `Watchdog caught` line keeps it: the status line first, the thread's exit quoting it last.
+PREFIX = "[rank{rank}]:[E305 09:12:{s:02d}.000000000 ProcessGroupNCCL.cpp:{n}] "
+PG = "[PG ID 0 PG GUID 0(default_pg) Rank {rank}] "
+CAUGHT = (
+    "[Rank {rank}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum={seq}, OpType={op}, NumelIn=64, "
+    "NumelOut=64, Timeout(ms)=600000) ran for 600042 milliseconds before timing out."
+)
+
+
+def _status(rank: int, seq: int, s: int = 1) -> str:
+    return (
+        PREFIX.format(rank=rank, s=s, n=1834)
+        + PG.format(rank=rank)
+        + f"Timeout at NCCL work: {seq}, last enqueued NCCL work: {seq}, last completed NCCL work: {seq - 1}."
+    )
+
+
+def _caught(rank: int, seq: int, op: str, s: int = 1) -> str:
+    return PREFIX.format(rank=rank, s=s, n=632) + CAUGHT.format(rank=rank, seq=seq, op=op)
+
+
+def _terminated(rank: int, seq: int, op: str) -> str:
+    return (
+        PREFIX.format(rank=rank, s=2, n=1595)
+        + PG.format(rank=rank)
+        + "Process group watchdog thread terminated with exception: "
+        + CAUGHT.format(rank=rank, seq=seq, op=op)
+    )
+
+
+def test_the_line_naming_the_collective_is_the_cause_of_its_timeout_whatever_comes_first(tmp_path: Path) -> None:
+    # GIVEN rank 5's status line for work 7321, the tear-down, then the watchdog thread's exit naming that work
+    log = tmp_path / "status-first.log"
+    log.write_text(
+        "\n".join(
+            [
+                _status(5, 7321),
+                PREFIX.format(rank=5, s=1, n=630) + "[Rank 5] Some NCCL operations have failed or timed out. Due "
+                "to the asynchronous nature of CUDA kernels, subsequent GPU operations might run on "
+                "corrupted/incomplete data.",
+                PREFIX.format(rank=5, s=1, n=636) + "[Rank 5] To avoid data inconsistency, we are taking the entire "
+                "process down.",
+                _terminated(5, 7321, "BROADCAST"),
+            ]
+        )
+        + "\n"
+    )
+    # WHEN analysed post-mortem
+    _, report = run_json("analyze", "--post-mortem", str(log))
+    # THEN the cause is the line that names the operation and its time (line 4), the reason names it, and the
+    # status line's counters still place it (7320 completed: the steady state)
+    assert (report["verdict"], report["root_cause"]["line"]) == ("timeout", 4)
+    assert (
+        "Watchdog caught collective operation timeout: WorkNCCL(SeqNum=7321, OpType=BROADCAST"
+        in (report["root_cause"]["text"])
+    )
+    assert "collective BROADCAST #7321" in report["reason"]
+    assert report["phase"] == "serving"
+
+
+def test_another_ranks_line_names_the_work_a_status_line_only_numbers(tmp_path: Path) -> None:
+    # GIVEN rank 0's status line for work 88 (its own `Watchdog caught` line not in the paste), then rank 2's
+    # `Watchdog caught` line for the same work and rank 2's status line
+    log = tmp_path / "two-ranks.log"
+    log.write_text("\n".join([_status(0, 88), _caught(2, 88, "ALLREDUCE"), _status(2, 88)]) + "\n")
+    # WHEN analysed post-mortem
+    _, report = run_json("analyze", "--post-mortem", str(log))
+    # THEN the cause is rank 2's line (line 2): the only one naming the collective
+    assert (report["verdict"], report["root_cause"]["line"]) == ("timeout", 2)
+    assert "collective ALLREDUCE #88" in report["reason"]
+
+
+def test_a_ranks_own_line_is_preferred_and_works_of_other_groups_are_not_taken(tmp_path: Path) -> None:
+    # GIVEN rank 4's status line for its work 12, then work 12 named by two other ranks with different
+    # operations (process groups number their works apart), then rank 4's own line naming its work 12
+    lines = [_status(4, 12), _caught(1, 12, "ALLREDUCE"), _caught(3, 12, "BROADCAST")]
+    log = tmp_path / "own.log"
+    log.write_text("\n".join([*lines, _caught(4, 12, "_ALLGATHER_BASE", s=2)]) + "\n")
+    lone = tmp_path / "ambiguous.log"
+    lone.write_text("\n".join(lines) + "\n")
+    # WHEN both logs are analysed post-mortem
+    _, own = run_json("analyze", "--post-mortem", str(log))
+    _, ambiguous = run_json("analyze", "--post-mortem", str(lone))
+    # THEN rank 4's own line (line 4) is the cause of the first; in the second, where the other ranks' lines
+    # disagree on the operation, the status line itself (line 1, the first in time) stays the cause
+    assert (own["root_cause"]["line"], "collective _ALLGATHER_BASE #12" in own["reason"]) == (4, True)
+    assert (ambiguous["verdict"], ambiguous["root_cause"]["line"]) == ("timeout", 1)
+
+
+def test_a_communicator_aborted_by_its_own_timeout_is_a_timeout_before_the_agents_summary(tmp_path: Path) -> None:
+    # GIVEN a worker's traceback cut above its frames, ending in torch's `NCCL communicator was aborted on rank 0.
+    # Original reason for failure was: [Rank 0] Watchdog caught …` (ref 2.3(i)), then torchrun's agent lines in
+    # logging's basic format (`WARNING:name:`, `ERROR:name:`), its `failed (exitcode: -6)` for the other worker
+    log = tmp_path / "aborted.log"
+    log.write_text(
+        "\n".join(
+            [
+                '  File "/opt/conda/lib/python3.10/site-packages/torch/distributed/distributed_c10d.py", line 1322, '
+                "in all_reduce",
+                "    work = group.allreduce([tensor], opts)",
+                "RuntimeError: NCCL communicator was aborted on rank 0.  Original reason for failure was: [Rank 0] "
+                "Watchdog caught collective operation timeout: WorkNCCL(SeqNum=812, OpType=ALLREDUCE, "
+                "Timeout(ms)=180000) ran for 180127 milliseconds before timing out.",
+                "WARNING:torch.distributed.elastic.multiprocessing.api:Sending process 4101 closing signal SIGTERM",
+                "ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: -6) local_rank: 1 (pid: 4102) "
+                "of binary: /opt/conda/bin/python",
+            ]
+        )
+        + "\n"
+    )
+    # WHEN analysed post-mortem
+    _, report = run_json("analyze", "--post-mortem", str(log))
+    # THEN a timeout whose cause is the aborted communicator's line quoting it (line 3), not the agent's summary
+    assert (report["verdict"], report["root_cause"]["line"]) == ("timeout", 3)
+    assert "collective ALLREDUCE #812" in report["reason"]

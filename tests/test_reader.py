@@ -145,6 +145,27 @@ def test_a_bar_glued_to_the_next_log_line_is_split(tmp_path: Path) -> None:
     ]
 
 
+@pytest.mark.parametrize(
+    "log_line",
+    [
+        "[E ProcessGroupNCCL.cpp:458] [Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=96120, "
+        "OpType=ALLREDUCE, Timeout(ms)=1800000) ran for 25624887 milliseconds before timing out.",
+        "[rank0]:[W1209 11:24:53.753104426 compiler_depend.ts:28] Warning: an example warning (function operator())",
+        "[E1218 20:27:21.426871257 ProcessGroupNCCL.cpp:607] [Rank 0] Some NCCL operations have failed or timed out.",
+        "W0529 15:43:30.844000 15110 site-packages/torch/distributed/elastic/multiprocessing/api.py:897] Sending "
+        "process 15188 closing signal SIGTERM",
+    ],
+)
+def test_a_bar_glued_to_a_torch_line_is_split(tmp_path: Path, log_line: str) -> None:
+    # GIVEN a training bar with its postfix that never wrote its newline before torch's c10, glog or `[rankN]:`
+    # line (ref 2.1's prefixes; real: realworld 454, 159 and 357)
+    bar = "Epoch 0:   6%|██      | 32040/500150 [6:28:43<94:39:17,  1.37it/s, loss=2.6, global_step=3.2e+4]"
+    path = tmp_path / "glued.log"
+    path.write_text(bar + log_line + "\n")
+    # WHEN read THEN both are lines of their own on the same physical line
+    assert [t[1:] for t in texts([str(path)])] == [(1, bar), (1, log_line)]
+
+
 SPLITTER_PARTS = [b"plain line %d" % i for i in range(50)] + [
     b"bar 10%|##| 1/5\rbar 20%|##| 2/5",
     b"\x1b[32mgreen\x1b[0m",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
@@ -89,7 +90,7 @@ def judge(
     phase, furthest = server_phase(timeline)
     failure = _first_root_failure(timeline, after=timeline.ready, interrupt=timeline.interrupt)
     if failure is not None:
-        root = _exception_line(timeline, failure)
+        root = _named_collective(timeline, _exception_line(timeline, failure))
         verdict = _FAILURE_VERDICT[root.kind]
         if verdict is Verdict.ABORTED and _sigkill(root):
             # killed by another process (the OOM killer, most often): no fatal error of its own
@@ -191,10 +192,11 @@ def judge(
         end = timeline.last_time
         silence = (end - progress_time).total_seconds() if end and progress_time else None
         quiet = f"; last progress {format_duration(silence)} before the end" if silence else ""
-        at = f" (line {progress.line})" if progress else ""
+        cause = _last_alike(timeline, progress)
+        at = f" (line {progress.line}{_alike_words(progress, cause)})" if progress else ""
         reason = f"{behind}the log ends during {phase} with no error{quiet}{at}{also}"
         return Judgement(
-            Verdict.STALLED, reason, phase, furthest, culprits, progress, silence, budget, tuple(doubts), rule
+            Verdict.STALLED, reason, phase, furthest, culprits, cause, silence, budget, tuple(doubts), rule
         )
 
     silence = (as_of - progress_time).total_seconds() if progress_time else None
@@ -219,12 +221,13 @@ def judge(
         )
     if silence > budget:
         reason = behind + stall_words(rule, silence, phase)
+        alike = _last_alike(timeline, progress)
         if progress and rule.bar is None:
-            reason += f"; last progress at line {progress.line}"
+            reason += f"; last progress at line {progress.line}{_alike_words(progress, alike)}"
         if hang is not None:
             reason += f"; hung since line {hang.line}: {_message(hang)}"
         reason += also
-        cause = hang or progress
+        cause = hang or alike
         return Judgement(
             Verdict.STALLED, reason, phase, furthest, culprits, cause, silence, budget, tuple(doubts), rule
         )
@@ -233,6 +236,34 @@ def judge(
     if behind:
         reason += f"; {behind.removesuffix(': ')}"
     return Judgement(Verdict.PROGRESSING, reason, phase, furthest, culprits, None, silence, budget, tuple(doubts), rule)
+
+
+# CPython's words that a traceback follows, and nothing more: traceback.py's `Traceback (most recent call last):`,
+# multiprocessing/process.py BaseProcess._bootstrap's `Process <name>:` (vLLM's `Process EngineCore_DP0:` too)
+# and threading.excepthook's `Exception in thread <name>:`. What failed is in the exception line at the end.
+BARE_HEADER = re.compile(r"Traceback \(most recent call last\):|Process [\w.-]+(?::\d+)*:|Exception in thread .+:")
+
+
+def _last_alike(timeline: Timeline, progress: Event | None) -> Event | None:
+    """Where a stalled run stopped: its last progress line, or the latest line of the same kind (the same rule)
+    when the run printed more of them after it with no progress: a waiting line repeated (vLLM's `Waiting for 1
+    local, 0 remote core engine proc(s) to start.`, every 10 s), the next NCCL channel of a connection that never
+    completes. It is the last word the run printed at the step it stopped in; the silence is still measured from
+    the progress."""
+    latest = timeline.latest_phase_event
+    if progress is None or latest is None or latest.order_key <= progress.order_key:
+        return progress
+    if latest.rule.id != progress.rule.id:
+        return progress
+    return replace(latest, rank=_canonical(timeline, latest.rank))
+
+
+def _alike_words(progress: Event, alike: Event | None) -> str:
+    return (
+        ""
+        if alike is None or alike.order_key == progress.order_key
+        else f"; the same kind of line until line {alike.line}"
+    )
 
 
 _VERB = {Verdict.CRASHED: "crashed", Verdict.ABORTED: "aborted", Verdict.TIMEOUT: "timed out"}
@@ -405,16 +436,31 @@ def _first_root_failure(timeline: Timeline, after: Event | None, interrupt: Even
     """The first root failure in time, else the first cascade. A traceback counts with the role of
     its exception line (torchrun's own traceback ends in a cascade, ChildFailedError). A traceback
     the server survived — it said it was ready afterwards — is not why the run failed; nor is what
-    a person's Ctrl-C set off: the interrupted traceback and every failure after the interrupt."""
+    a person's Ctrl-C set off: the interrupted traceback and every failure after the interrupt. A cut
+    traceback under a bare header is no root (`_unstated`)."""
     failures = [
         e
         for e in timeline.failures
         if (after is None or e.order_key > after.order_key) and not _after_interrupt(e, interrupt)
     ]
-    roots = [event for event in failures if _exception_line(timeline, event).role is Role.ROOT]
+    roots = [
+        event
+        for event in failures
+        if _exception_line(timeline, event).role is Role.ROOT and not _unstated(timeline, event)
+    ]
     if roots:
         return roots[0]
     return failures[0] if failures else None
+
+
+def _unstated(timeline: Timeline, event: Event) -> bool:
+    """A header in CPython's own words alone (BARE_HEADER) whose exception line the log does not hold (a paste
+    cut inside its frames, no `raise` statement read): it says that something was raised, never what. Not a
+    root: a line that states the failure (a launcher's `failed (exitcode: 1)`, vLLM's `Worker proc … died`)
+    is the cause; the header is only where nothing else is."""
+    if not event.rule.opens_block or _exception_line(timeline, event) is not event:
+        return False
+    return BARE_HEADER.fullmatch(event.message.strip()) is not None
 
 
 def _after_interrupt(event: Event, interrupt: Event | None) -> bool:
@@ -438,6 +484,29 @@ def _exception_line(timeline: Timeline, failure: Event) -> Event:
         and not e.rule.opens_block
     ]
     return in_block[-1] if in_block else failure
+
+
+def _named_collective(timeline: Timeline, root: Event) -> Event:
+    """Torch's watchdog says one collective timeout in several lines (ProcessGroupNCCL.cpp's watchdog loop:
+    `checkTimeout` logs `Watchdog caught collective operation timeout: WorkNCCL(SeqNum=<seq>, OpType=<op>, …)
+    ran for <ms> milliseconds`, then the same work's `Timeout at NCCL work: <seq>` (2.3) / `… detected by
+    watchdog at work: <seq>` (2.4–2.5) / `failure detected by watchdog at work sequence id: <seq>` (2.6+),
+    and the thread's `terminated with exception: <the same text>`), in whatever order a paste keeps them. A
+    status line names only the sequence number: the line of the same work (SeqNum) that names its operation
+    and time says the failure; this rank's first, else the first of any rank while they agree on the
+    operation (process groups number their works apart: another group's work of the same number names
+    another operation). The status line's counters stay with it (they place the collective)."""
+    captures = root.captures
+    seq = captures.get("seq")
+    if root.kind is not EventKind.TIMEOUT or not seq or captures.get("op"):
+        return root
+    named = [e for e in timeline.failures if e.kind is EventKind.TIMEOUT and e.captures.get("seq") == seq]
+    named = [e for e in named if e.captures.get("op") and e.role is Role.ROOT]
+    own = [e for e in named if e.rank == root.rank]
+    if not own and len({e.captures["op"] for e in named}) != 1:
+        return root
+    chosen = (own or named)[0]
+    return replace(chosen, captures={**captures, **chosen.captures})
 
 
 def _failure_culprits(timeline: Timeline, root: Event, failure: Event) -> tuple[str, ...]:

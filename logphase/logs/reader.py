@@ -31,7 +31,14 @@ ANSI_ESCAPE = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b
 # `[2m2024-…Z[0m [32m INFO[0m …`) or written out as text (`#033[0m`, syslog / CloudWatch): removed
 # only from a line that holds the reset `[0m`, which no log writes as text of its own.
 ANSI_REMNANT = re.compile(r"(?:#033)?\[[0-9;]*m")
-BAR_THEN_LOG_LINE = re.compile(r"(?<=\])(?=\[(?:\d{4}-\d\d-\d\d )?\d\d:\d\d:\d\d)")
+# The log lines a bar is seen glued to: SGLang's `[2025-03-08 12:29:13 …]`, torch's `[rank0]:`, c10's
+# `[E ProcessGroupNCCL.cpp:458] ` / `[W1209 11:24:53.753104426 compiler_depend.ts:28] ` and glog's (elastic's)
+# `W0529 15:43:30.844000 15110 …/api.py:897] ` (ref 2.1; realworld 454, 159, 357).
+BAR_THEN_LOG_LINE = re.compile(
+    r"(?<=\])(?=\[(?:(?:\d{4}-\d\d-\d\d )?\d\d:\d\d:\d\d"
+    r"|rank\d+\]:|[FEWIV](?:\d{3,4} \d\d:\d\d:\d\d\.\d+)? [\w.]+:\d+\] )"
+    r"|[IWEF](?:\d{4})?\d{4} \d\d:\d\d:\d\d\.\d{6} +\d+ [\w./-]+:\d+\] )"
+)
 
 # What reading a source's stream raises when the file ends early or is damaged (see `damaged`).
 # An archive's tarfile errors arise only while archives.py walks it (its members are then byte
@@ -628,7 +635,7 @@ def decoded_text(raw: bytes) -> str:
 def line_updates(line: Unwrapped, source: int) -> Iterator[Line]:
     """An unwrapped line as the `Line`s logphase reads: a progress bar's `\r` updates each a line."""
     text = line.text
-    if "%|" in text and "][" in text:
+    if "%|" in text and "]" in text:
         # a bar without its final newline, glued to the next log line: `…?it/s][2025-03-08 …] …`
         text = BAR_THEN_LOG_LINE.sub("\r", text)
     if "\r" not in text:
