@@ -6,6 +6,7 @@ import re
 from collections.abc import Callable, Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from logphase.logs.clocks import timed_prefixes
 from logphase.logs.fast.cache import ScannerCache
 from logphase.logs.fast.plan import Plan
 from logphase.logs.fast.scanners import ReScanner, Scanner, make_scanner
@@ -14,6 +15,7 @@ from logphase.logs.fast.templates import (
     Template,
     TemplateSet,
     TemplateTrie,
+    extends,
     holds,
     off_hosts,
     text_of,
@@ -81,7 +83,7 @@ class CandidateScan:
         self.plan = plan
         self.accelerate = accelerate
         self.cache = cache
-        self.learned = TemplateSet()
+        self.learned = TemplateSet(timed=timed_prefixes(plan.packs))
         self.templates = self.learned.known
         self.kinds: list[Kind] = []
         self.registered: set[tuple[Template, bytes]] = set()
@@ -126,7 +128,7 @@ class CandidateScan:
         if self.templates:
             trie = TemplateTrie()
             for template in self.templates:
-                trie.add(template.atoms)
+                trie.add(template.atoms, nest=True)
             rest = trie.complement(ends=True)
             if rest is not None:
                 patterns.append((b"^" + rest, False))
@@ -214,10 +216,10 @@ class CandidateScan:
         order, as one regex of them all would say (a recompile of one per adoption costs ~20 ms
         where a log keeps showing new shapes, as CRI's trimmed fractions do)."""
         found = self.template_at(buf, offset)
-        if found is None:
-            for template in self.templates[self.compiled_templates :]:
-                if self.shape(template).match(buf, offset):
-                    return template
+        for template in self.templates[self.compiled_templates :]:
+            # the longest it is on: one not compiled yet may extend the compiled one found
+            if (found is None or extends(template, found)) and self.shape(template).match(buf, offset):
+                found = template
         return found
 
     def shape(self, template: Template) -> re.Pattern[bytes]:

@@ -7,6 +7,7 @@ import itertools
 import re
 from collections.abc import Iterator, Sequence
 
+from logphase.logs.clocks import timed_prefixes
 from logphase.logs.fast.cache import ScannerCache
 from logphase.logs.fast.plan import Plan
 from logphase.logs.fast.runs import Run, Runs, book_runs
@@ -38,7 +39,7 @@ class FollowRuns:
         self.rule_of = {factor: rule.id for factor, rule in plan.steady.items()}
         steady = [(re.escape(f), False) for f in self.steady_factors]
         self.steady_scanner = make_scanner(steady, accelerate=accelerate, cache=cache)
-        self.learned = TemplateSet()
+        self.learned = TemplateSet(timed=timed_prefixes(plan.packs))
         self.templates = self.learned.known
         self.template_re: re.Pattern[bytes] | None = None
         self.registered: list[set[bytes]] = []  # the steady factors registered on each template
