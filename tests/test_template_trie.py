@@ -167,7 +167,8 @@ def test_templates_that_would_tell_a_line_another_rank_or_stamp_do_not_nest() ->
     # GIVEN a template and one that extends it with a rank of its own, or a stamp of its own
     short = Template(tuple(b"(APIServer) "), None, "none", prefixes=("proc",))
     ranked = Template(tuple(b"(APIServer) [TP0] "), "TP0", "none", prefixes=("proc", "tp"))
-    stamped = Template((*b"(APIServer) ", DIGIT, DIGIT, *b" "), None, "year", (12, "%y", False, 2), prefixes=("p", "ts"))
+    stamped_atoms = (*b"(APIServer) ", DIGIT, DIGIT, *b" ")
+    stamped = Template(stamped_atoms, None, "year", (12, "%y", False, 2), prefixes=("proc", "ts"))
     for longer in (ranked, stamped):
         for first, second in ((short, longer), (longer, short)):
             # WHEN both are seen twice, in either order

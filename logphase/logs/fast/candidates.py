@@ -105,6 +105,11 @@ class CandidateScan:
         self.shapes: dict[Template, re.Pattern[bytes]] = {}  # each template's own regex (`shape`)
         self.stamp_finders: dict[str, re.Pattern[bytes] | None] = {}  # by need: see `stamp_finder`
         self.compiled_templates = 0  # templates[:this] are template_re's
+        # an empty line is no rule's (no rule matches an empty message): it changes nothing the matcher
+        # keeps but the line count and, as any unstamped line, nothing of its clock, so the scan leaves it
+        # unread from the start, before any template is known (a file of a million empty lines)
+        self.quiet_empty = not any(rule.match("") is not None for rule in plan.packs.rules)
+        self.dirty = self.quiet_empty
 
     def refresh(self, emitted: int) -> bool:
         """Recompile for new templates and kinds, but not after every one: a scanner that lags
@@ -125,13 +130,14 @@ class CandidateScan:
         patterns: list[tuple[bytes, bool]] = [(re.escape(f.text), f.caseless) for f in self.plan.candidates]
         patterns += [(trigger, False) for trigger in self.plan.triggers]
         self.template_re = None
-        if self.templates:
+        if self.templates or self.quiet_empty:
             trie = TemplateTrie()
             for template in self.templates:
                 trie.add(template.atoms, nest=True)
-            rest = trie.complement(ends=True)
+            rest = trie.complement(ends=True, empty=not self.quiet_empty)
             if rest is not None:
                 patterns.append((b"^" + rest, False))
+        if self.templates:
             self.template_re = self.learned.regex()
         self.compiled_templates = len(self.templates)
         self.plain_patterns = len(patterns)

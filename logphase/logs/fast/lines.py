@@ -232,10 +232,11 @@ class FastLines(ClockKeeping):
 
     def _plain(self) -> bool:
         """Every line goes to the matcher: the head (read for the log's year), while a traceback
-        or dump is open, while owed context lines, or before any template is known."""
+        or dump is open, while owed context lines, or before any template is known (but for empty
+        lines, where the scan leaves them unread: `CandidateScan.quiet_empty`)."""
         if self.after > 0 or (self.unwrapper is not None and self.unwrapper.holding):
             return True
-        if self._number(self.pos) <= self.plain_head or not self.scan.templates:
+        if self._number(self.pos) <= self.plain_head or not (self.scan.templates or self.scan.quiet_empty):
             return True
         if self.busy():
             for run in self.runs.values():

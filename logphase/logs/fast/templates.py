@@ -268,15 +268,16 @@ class TemplateTrie:
         node.leaf = True
         return True
 
-    def complement(self, *, ends: bool) -> bytes | None:
+    def complement(self, *, ends: bool, empty: bool = True) -> bytes | None:
         """A regex for the text after `^` of any line this node's templates do not start
-        (`ends`: also a line that ends before a template does)."""
+        (`ends`: also a line that ends before a template does, the empty line too unless not `empty`;
+        with no template, any line)."""
         if self.leaf:
             return None
         # after a run, a digit would only lengthen it: the run is as long as the line's digits go
         excluded = b"0-9" if self.run else b""
         excluded += b"".join(b"0-9" if atom in (DIGIT, RUN) else _class_byte(atom) for atom in self.children)
-        options = [b"[^" + excluded + b"\\n]"] + ([b"$"] if ends else [])
+        options = [b"[^" + excluded + b"\\n]"] + ([b"$"] if ends and empty else [])
         # atoms followed by the same text share one class (`TP[0-7]` and what follows once, not eight
         # times: templates that differ in a rank's digit): the pattern, its compile and scan shrink
         after: dict[bytes, list[int]] = {}
