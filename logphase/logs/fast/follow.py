@@ -118,21 +118,19 @@ class FollowRuns:
         return run
 
     def _unshadowed(self, raw: bytes, rules: set[str]) -> set[str]:
-        """The rules of a line's steady factors less those one of the others outranks and wins it
-        (candidates.outranks: it matches the line's message, as the matcher reads it): SGLang's
-        `POST /generate` access lines hold the access rule's ` HTTP/` but are the warmup request's
-        (as FastLines' `shadowed`). A prefix parse, cheaper than the matcher reading the line."""
+        """Of the rules of a line's steady factors, those whose regex matches the line's message (as the
+        matcher reads it) less those another of them outranks (candidates.outranks: it can never win
+        where that one matches): SGLang's `POST /generate` access lines hold the access rule's ` HTTP/`
+        but are the warmup request's, its `GET /health` 200 lines hold the 503 rule's factor too (as
+        FastLines' `shadowed`). One left: the line is its event. A prefix parse and a few regexes,
+        cheaper than the matcher reading the line."""
         steady = {rule.id: rule for rule in self.plan.steady.values()}
         fields, message = self.packs.split_prefix(raw.decode("utf-8", "surrogateescape"))
-        winners = [steady[rule_id] for rule_id in rules]
+        matching = [steady[rule_id] for rule_id in rules if steady[rule_id].match(message, fields.prefixes) is not None]
         return {
             loser.id
-            for loser in winners
-            if not any(
-                outranks(winner, loser, self.order) and winner.match(message, fields.prefixes) is not None
-                for winner in winners
-                if winner is not loser
-            )
+            for loser in matching
+            if not any(outranks(winner, loser, self.order) for winner in matching if winner is not loser)
         }
 
     def _release(self, matcher: SourceMatcher) -> Iterator[Line]:
