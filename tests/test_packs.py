@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from logphase.errors import PackError
+from logphase.logs.fast.plan import _build_plan
 from logphase.packs import builtin_pack_paths, derive_literal, load_packs
 from tests.conftest import run_cli
 
@@ -92,18 +93,19 @@ def test_patterns_test_reports_each_failing_example(tmp_path: Path) -> None:
 
 
 def test_patterns_test_warns_of_a_steady_mark_whose_lines_are_each_read(tmp_path: Path) -> None:
-    # GIVEN a pack with two steady marks (a phase, kind mark, no rank capture) needing the same literal
+    # GIVEN a pack with two steady marks (a phase, kind mark, no rank capture) needing the same literal,
+    # whose regexes need no other text
     marks = "".join(
         f"""
 [[rule]]
 id = "user.{name}"
 phase = "weight_load"
 kind = "mark"
-regex = 'Shard {name} waiting'
+regex = '{word} \\d+ waiting'
 literal = " waiting"
-examples = ["Shard {name} waiting"]
+examples = ["{word} 3 waiting"]
 """
-        for name in ("left", "right")
+        for name, word in (("left", "Shard"), ("right", "Rank"))
     )
     pack = write_pack(tmp_path, marks + GOOD_RULE)
     # WHEN it is tested
@@ -119,6 +121,34 @@ examples = ["Shard {name} waiting"]
         "summarised; each of its lines goes to the matcher",
     ]
     assert result.output.strip().endswith("0 failed")
+
+
+def test_steady_marks_sharing_a_literal_are_told_apart_by_their_regexes_own_text(tmp_path: Path) -> None:
+    # GIVEN a pack with two steady marks whose pack literal is the same (` waiting`) but whose regexes
+    # each need a text of their own (`Shard left waiting`, `Shard right waiting`)
+    marks = "".join(
+        f"""
+[[rule]]
+id = "user.{name}"
+phase = "weight_load"
+kind = "mark"
+regex = 'Shard {name} waiting'
+literal = " waiting"
+examples = ["Shard {name} waiting"]
+"""
+        for name in ("left", "right")
+    )
+    pack = write_pack(tmp_path, marks + GOOD_RULE)
+    # WHEN it is tested, and its scan plan made
+    result = run_cli("patterns", "test", str(pack))
+    plan = _build_plan(load_packs(extra=[pack], builtin=False), ())
+    # THEN neither is named with a cost: each rule's runs are found by its own text
+    assert result.exit_code == 0, result.output
+    assert [line for line in result.output.splitlines() if line.startswith("COST ")] == []
+    assert {text: rule.id for text, rule in plan.steady.items()} == {
+        b"Shard left waiting": "user.left",
+        b"Shard right waiting": "user.right",
+    }
 
 
 def test_explain_shows_the_winning_rule_and_captures() -> None:

@@ -10,7 +10,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from logphase.logs.fast.scanners import HsScanner, ReScanner, Scanner, accelerated, split_long
-from logphase.logs.fast.templates import DIGIT, RUN, Template, TemplateTrie, atoms_regex, holds, off_hosts
+from logphase.logs.fast.templates import (
+    DIGIT,
+    RUN,
+    Template,
+    TemplateSet,
+    TemplateTrie,
+    atoms_regex,
+    holds,
+    off_hosts,
+)
 
 # A small alphabet, so that templates, factors and lines share prefixes and overlap often; atoms are
 # its bytes, the digit class and a run of digits (a trimmed fraction)
@@ -19,17 +28,17 @@ atoms = st.lists(st.sampled_from([*ALPHABET, DIGIT, RUN]), min_size=1, max_size=
 texts = st.binary(min_size=0, max_size=10).map(lambda raw: bytes(ALPHABET[byte % len(ALPHABET)] for byte in raw))
 
 
-def trie_of(templates: list[tuple[int, ...]]) -> tuple[TemplateTrie, list[tuple[int, ...]]]:
-    """The templates a TemplateSet would keep: each once, none a prefix of another, no digit class
-    beside a digit."""
+def trie_of(templates: list[tuple[int, ...]], *, nest: bool = False) -> tuple[TemplateTrie, list[tuple[int, ...]]]:
+    """The templates a TemplateSet would keep: each once, no digit class beside a digit, none a
+    prefix of another unless `nest` (templates that nest)."""
     kept: list[tuple[int, ...]] = []
     for template in templates:
         trial = TemplateTrie()
-        if template not in kept and all(trial.add(t) for t in [*kept, template]):
+        if template not in kept and all(trial.add(t, nest=nest) for t in [*kept, template]):
             kept.append(template)
     trie = TemplateTrie()
     for template in kept:
-        trie.add(template)
+        trie.add(template, nest=nest)
     return trie, kept
 
 
@@ -43,8 +52,13 @@ def templates_of(kept: list[tuple[int, ...]], envelopes: list[int]) -> list[Temp
     return made
 
 
+def templates_of_line(templates: list[Template], line: bytes) -> list[Template]:
+    return [t for t in templates if re.match(atoms_regex(t.atoms), line)]
+
+
 def template_of_line(templates: list[Template], line: bytes) -> Template | None:
-    return next((t for t in templates if re.match(atoms_regex(t.atoms), line)), None)
+    """The longest template the line is on (where templates nest, the line is on each it starts with)."""
+    return max(templates_of_line(templates, line), key=lambda t: len(t.atoms), default=None)
 
 
 @st.composite
@@ -70,14 +84,21 @@ def near_lines(draw: st.DrawFn, templates: list[tuple[int, ...]]) -> bytes:
     envelopes=st.lists(st.integers(0, 6), min_size=4, max_size=4),
     chosen=st.lists(st.booleans(), min_size=4, max_size=4),
     factor=texts.filter(bool),
+    nest=st.booleans(),
     data=st.data(),
 )
 def test_a_line_on_another_template_than_the_hosts_holding_the_factor_is_found(
-    templates: list[tuple[int, ...]], envelopes: list[int], chosen: list[bool], factor: bytes, data: st.DataObject
+    templates: list[tuple[int, ...]],
+    envelopes: list[int],
+    chosen: list[bool],
+    factor: bytes,
+    nest: bool,
+    data: st.DataObject,
 ) -> None:
-    # GIVEN templates (bytes, digit classes, digit runs; an envelopes' prefix), some of them the hosts
-    # where a steady rule's runs with the factor are known, and a line, often near a template
-    _, kept = trie_of(templates)
+    # GIVEN templates (bytes, digit classes, digit runs; an envelopes' prefix; some extending others,
+    # where they nest), some of them the hosts where a steady rule's runs with the factor are known,
+    # and a line, often near a template
+    _, kept = trie_of(templates, nest=nest)
     made = templates_of(kept, envelopes)
     hosts = [t for t, host in zip(made, chosen, strict=False) if host] or made[:1]
     line = data.draw(near_lines(kept))
@@ -87,7 +108,7 @@ def test_a_line_on_another_template_than_the_hosts_holding_the_factor_is_found(
     pattern = off_hosts(made, hosts, [factor])
     rest = TemplateTrie()
     for template in kept:
-        rest.add(template)
+        rest.add(template, nest=nest)
     complement = rest.complement(ends=True)
     # WHEN the line is searched with the hosts' pattern, and with the complement of all templates
     found = pattern is not None and re.search(pattern, line, re.MULTILINE) is not None
@@ -100,7 +121,8 @@ def test_a_line_on_another_template_than_the_hosts_holding_the_factor_is_found(
     # ... a line on no template is found by the complement, and one on a template is not
     assert off_all == (on is None)
     # ... and a line on a host that holds the factor only after its template is not: its run is known
-    if on is not None and on in hosts:
+    # (unless it is also on a shorter template that is no host: found there, the matcher's check drops it)
+    if on is not None and all(t in hosts for t in templates_of_line(made, line)):
         length = re.match(atoms_regex(on.atoms), line)
         assert length is not None
         if factor not in line[: length.end() + len(factor) - 1]:
@@ -118,6 +140,44 @@ def test_a_factor_from_where_the_line_leaves_the_hosts_across_its_template_s_end
     assert re.search(pattern, b"aab", re.MULTILINE)
     assert re.search(pattern, b"aa-ab", re.MULTILINE)
     assert not re.search(pattern, b"aa-a", re.MULTILINE)
+
+
+def test_templates_that_nest_are_both_kept_and_a_line_is_on_the_longest() -> None:
+    # GIVEN SGLang's own prefix `[stamp] ` and uvicorn's inside it `[stamp] INFO:     `: one rank
+    # (none), one stamp at the same bytes, on the same clock
+    stamp = (*b"[", *[DIGIT] * 4, *b"] ")
+    short = Template(stamp, None, "year", (1, "%Y", False, 4), prefixes=("sglang.prefix",))
+    long = Template((*stamp, *b"INFO:     "), None, "year", (1, "%Y", False, 4), prefixes=("sglang.prefix", "uvicorn"))
+    for first, second in ((short, long), (long, short)):
+        # WHEN both are seen twice, in either order
+        learned = TemplateSet(timed=frozenset({"sglang.prefix"}))
+        for template in (first, first, second, second):
+            learned.sight(template)
+        # THEN both are known, and a line is on the longest it starts with
+        assert learned.known == [first, second]
+        regex = learned.regex()
+        on = regex.match(b"[2026] INFO:     10.0.0.1 GET")
+        assert on is not None and learned.known[on.lastindex - 1 if on.lastindex else 0] == long
+        on = regex.match(b"[2026] Launch DP0")
+        assert on is not None and learned.known[on.lastindex - 1 if on.lastindex else 0] == short
+        assert regex.match(b"[202x] Launch") is None
+
+
+def test_templates_that_would_tell_a_line_another_rank_or_stamp_do_not_nest() -> None:
+    # GIVEN a template and one that extends it with a rank of its own, or a stamp of its own
+    short = Template(tuple(b"(APIServer) "), None, "none", prefixes=("proc",))
+    ranked = Template(tuple(b"(APIServer) [TP0] "), "TP0", "none", prefixes=("proc", "tp"))
+    stamped_atoms = (*b"(APIServer) ", DIGIT, DIGIT, *b" ")
+    stamped = Template(stamped_atoms, None, "year", (12, "%y", False, 2), prefixes=("proc", "ts"))
+    for longer in (ranked, stamped):
+        for first, second in ((short, longer), (longer, short)):
+            # WHEN both are seen twice, in either order
+            learned = TemplateSet(timed=frozenset({"ts"}))
+            for template in (first, first, second, second):
+                learned.sight(template)
+            # THEN the second is refused: which the line is on would decide its rank or time
+            assert learned.known == [first]
+            assert second in learned.refused
 
 
 def test_a_template_and_its_prefix_are_not_both_kept() -> None:

@@ -102,3 +102,25 @@ def test_a_held_line_its_rule_does_not_match_leaves_the_runs_last_mark_where_rea
     # the lines held back
     assert fast.skipped_lines > 0
     assert max(span.end_line or 0 for span in fast.timeline().spans) == 15
+
+
+def test_access_lines_another_steady_rule_wins_are_held_back_as_its_run(tmp_path: Path, packs: PackSet) -> None:
+    # GIVEN a ready SGLang server whose traffic is `POST /generate` (uvicorn's access line inside SGLang's
+    # prefix): each line holds the access rule's ` HTTP/` and the warmup request's factor, and the warmup
+    # rule, earlier in priority, wins it
+    access = '[2026-01-01 10:{m:02d}:{s:02d}] INFO:     10.0.0.{n}:4{n:04d} - "POST /generate HTTP/1.1" 200 OK'
+    lines = [
+        "[2026-01-01 10:00:00 TP0] Load weight begin. avail mem=78.12 GB",
+        "[2026-01-01 10:00:01 TP0] Load weight end. type=LlamaForCausalLM, dtype=torch.bfloat16, avail mem=60.1 GB",
+        "[2026-01-01 10:00:02] The server is fired up and ready to roll!",
+    ]
+    lines += [access.format(m=1 + i // 60, s=i % 60, n=i % 200) for i in range(600)]
+    # ... then 600 `GET /health` 200 probes: the health rule's, though they hold the 503 rule's factor too
+    health = '[2026-01-01 10:{m:02d}:{s:02d}] INFO:     127.0.0.1:5{n:04d} - "GET /health HTTP/1.1" 200 OK'
+    lines += [health.format(m=11 + i // 60, s=i % 60, n=i % 200) for i in range(600)]
+    path = tmp_path / "serving.log"
+    path.write_text("\n".join(lines) + "\n")
+    # WHEN it is followed in batches of 50 lines, with steady runs summarised and without
+    fast = assert_same_watch(path, packs, 50)
+    # THEN the same state, and the lines after each run's first two in each batch were held back
+    assert fast.skipped_lines > 1000

@@ -6,6 +6,7 @@ import re
 from collections.abc import Callable, Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from logphase.logs.clocks import timed_prefixes
 from logphase.logs.fast.cache import ScannerCache
 from logphase.logs.fast.plan import Plan
 from logphase.logs.fast.scanners import ReScanner, Scanner, make_scanner
@@ -14,6 +15,7 @@ from logphase.logs.fast.templates import (
     Template,
     TemplateSet,
     TemplateTrie,
+    extends,
     holds,
     off_hosts,
     text_of,
@@ -81,7 +83,7 @@ class CandidateScan:
         self.plan = plan
         self.accelerate = accelerate
         self.cache = cache
-        self.learned = TemplateSet()
+        self.learned = TemplateSet(timed=timed_prefixes(plan.packs))
         self.templates = self.learned.known
         self.kinds: list[Kind] = []
         self.registered: set[tuple[Template, bytes]] = set()
@@ -103,6 +105,11 @@ class CandidateScan:
         self.shapes: dict[Template, re.Pattern[bytes]] = {}  # each template's own regex (`shape`)
         self.stamp_finders: dict[str, re.Pattern[bytes] | None] = {}  # by need: see `stamp_finder`
         self.compiled_templates = 0  # templates[:this] are template_re's
+        # an empty line is no rule's (no rule matches an empty message): it changes nothing the matcher
+        # keeps but the line count and, as any unstamped line, nothing of its clock, so the scan leaves it
+        # unread from the start, before any template is known (a file of a million empty lines)
+        self.quiet_empty = not any(rule.match("") is not None for rule in plan.packs.rules)
+        self.dirty = self.quiet_empty
 
     def refresh(self, emitted: int) -> bool:
         """Recompile for new templates and kinds, but not after every one: a scanner that lags
@@ -123,13 +130,14 @@ class CandidateScan:
         patterns: list[tuple[bytes, bool]] = [(re.escape(f.text), f.caseless) for f in self.plan.candidates]
         patterns += [(trigger, False) for trigger in self.plan.triggers]
         self.template_re = None
-        if self.templates:
+        if self.templates or self.quiet_empty:
             trie = TemplateTrie()
             for template in self.templates:
-                trie.add(template.atoms)
-            rest = trie.complement(ends=True)
+                trie.add(template.atoms, nest=True)
+            rest = trie.complement(ends=True, empty=not self.quiet_empty)
             if rest is not None:
                 patterns.append((b"^" + rest, False))
+        if self.templates:
             self.template_re = self.learned.regex()
         self.compiled_templates = len(self.templates)
         self.plain_patterns = len(patterns)
@@ -214,10 +222,10 @@ class CandidateScan:
         order, as one regex of them all would say (a recompile of one per adoption costs ~20 ms
         where a log keeps showing new shapes, as CRI's trimmed fractions do)."""
         found = self.template_at(buf, offset)
-        if found is None:
-            for template in self.templates[self.compiled_templates :]:
-                if self.shape(template).match(buf, offset):
-                    return template
+        for template in self.templates[self.compiled_templates :]:
+            # the longest it is on: one not compiled yet may extend the compiled one found
+            if (found is None or extends(template, found)) and self.shape(template).match(buf, offset):
+                found = template
         return found
 
     def shape(self, template: Template) -> re.Pattern[bytes]:

@@ -7,7 +7,9 @@ import itertools
 import re
 from collections.abc import Iterator, Sequence
 
+from logphase.logs.clocks import timed_prefixes
 from logphase.logs.fast.cache import ScannerCache
+from logphase.logs.fast.candidates import outranks
 from logphase.logs.fast.plan import Plan
 from logphase.logs.fast.runs import Run, Runs, book_runs
 from logphase.logs.fast.scanners import make_scanner
@@ -38,7 +40,7 @@ class FollowRuns:
         self.rule_of = {factor: rule.id for factor, rule in plan.steady.items()}
         steady = [(re.escape(f), False) for f in self.steady_factors]
         self.steady_scanner = make_scanner(steady, accelerate=accelerate, cache=cache)
-        self.learned = TemplateSet()
+        self.learned = TemplateSet(timed=timed_prefixes(plan.packs))
         self.templates = self.learned.known
         self.template_re: re.Pattern[bytes] | None = None
         self.registered: list[set[bytes]] = []  # the steady factors registered on each template
@@ -47,6 +49,7 @@ class FollowRuns:
         for factor, rule in plan.steady.items():
             self.factors_of.setdefault(rule.id, []).append(factor)
         self.stats = ScanStats()  # since the last `take_stats`
+        self.order = {rule.id: index for index, rule in enumerate(self.packs.rules)}
 
     def take_stats(self) -> ScanStats:
         """What was skipped since the last call, for the caller to merge (ScanStats.count_events)."""
@@ -98,11 +101,14 @@ class FollowRuns:
         assert self.template_re is not None
         rule_of = self.rule_of
         rules = {rule_of[factor] for factor in factors}
-        if len(rules) != 1:
-            return None
         found = self.template_re.match(raw)
         if found is None or found.lastindex is None:
             return None
+        if len(rules) != 1:
+            rules = self._unshadowed(raw, rules)
+            if len(rules) != 1:
+                return None
+            factors = {factor for factor in factors if rule_of[factor] in rules}
         index = found.lastindex - 1
         if factors.isdisjoint(self.registered[index]):
             return None
@@ -110,6 +116,22 @@ class FollowRuns:
         if run is None or not self.plan.could_match(run.rule, raw):
             return None
         return run
+
+    def _unshadowed(self, raw: bytes, rules: set[str]) -> set[str]:
+        """Of the rules of a line's steady factors, those whose regex matches the line's message (as the
+        matcher reads it) less those another of them outranks (candidates.outranks: it can never win
+        where that one matches): SGLang's `POST /generate` access lines hold the access rule's ` HTTP/`
+        but are the warmup request's, its `GET /health` 200 lines hold the 503 rule's factor too (as
+        FastLines' `shadowed`). One left: the line is its event. A prefix parse and a few regexes,
+        cheaper than the matcher reading the line."""
+        steady = {rule.id: rule for rule in self.plan.steady.values()}
+        fields, message = self.packs.split_prefix(raw.decode("utf-8", "surrogateescape"))
+        matching = [steady[rule_id] for rule_id in rules if steady[rule_id].match(message, fields.prefixes) is not None]
+        return {
+            loser.id
+            for loser in matching
+            if not any(outranks(winner, loser, self.order) for winner in matching if winner is not loser)
+        }
 
     def _release(self, matcher: SourceMatcher) -> Iterator[Line]:
         """Each run's held lines: the latest (its time is the latest), and the latest event of the run

@@ -14,7 +14,7 @@ from logphase.logs.fast.hours import OtherHours
 from logphase.logs.fast.plan import Plan
 from logphase.logs.fast.ranges import RangeOracle
 from logphase.logs.fast.rollover import Rollovers
-from logphase.logs.fast.runs import Run, Runs, book_runs
+from logphase.logs.fast.runs import RankPhases, Run, Runs, book_runs
 from logphase.logs.fast.stats import ScanStats, unread_votes
 from logphase.logs.fast.templates import Template, learn_template, text_of
 from logphase.logs.fast.timekeeping import ClockKeeping
@@ -83,6 +83,7 @@ class FastLines(ClockKeeping):
         self.stats = ScanStats()
         self.scan = CandidateScan(plan, accelerate=accelerate, cache=scanners)
         self.runs: Runs = {}
+        self.phases = RankPhases()  # what a restarting run may move (book_runs)
         self.steady_rules = {rule.id: rule for rule in plan.steady.values()}
         self.steady_bytes = list(plan.steady)
         self.after = 0  # context lines still owed after the last emission
@@ -232,10 +233,11 @@ class FastLines(ClockKeeping):
 
     def _plain(self) -> bool:
         """Every line goes to the matcher: the head (read for the log's year), while a traceback
-        or dump is open, while owed context lines, or before any template is known."""
+        or dump is open, while owed context lines, or before any template is known (but for empty
+        lines, where the scan leaves them unread: `CandidateScan.quiet_empty`)."""
         if self.after > 0 or (self.unwrapper is not None and self.unwrapper.holding):
             return True
-        if self._number(self.pos) <= self.plain_head or not self.scan.templates:
+        if self._number(self.pos) <= self.plain_head or not (self.scan.templates or self.scan.quiet_empty):
             return True
         if self.busy():
             for run in self.runs.values():
@@ -475,7 +477,7 @@ class FastLines(ClockKeeping):
     def _book(self, events: tuple[Event, ...], where: tuple[int, bytes, list[Line]] | None) -> None:
         """Keep the runs' state as the matcher sees this line's events; learn templates."""
         for event in events:
-            run = book_runs(self.runs, self.steady_rules, event)
+            run = book_runs(self.runs, self.steady_rules, event, self.phases)
             if run is not None and where is not None:
                 run.member = where[0]
                 self._learn(where, event.rule)

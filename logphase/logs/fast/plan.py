@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from logphase.disk_cache import DiskCache
-from logphase.logs.fast.factors import Factor, regex_requirements, rule_factors
+from logphase.logs.fast.factors import Factor, regex_factors, regex_requirements, rule_factors
 from logphase.logs.matcher import BLOCK_MARKERS, CHAINED, FRAME_HEADERS, RANK_CAPTURES
 from logphase.logs.timeline import TIMELINE_CAPTURES
 from logphase.packs import PackSet, Rule
@@ -139,7 +139,7 @@ def _code_digest() -> bytes:
 
 def _build_plan(packs: PackSet, triggers: Sequence[re.Pattern[str]]) -> Plan:
     prefixes = {p.id: p for p in packs.prefixes}
-    owners: dict[bytes, list[Rule]] = {}
+    owners: dict[bytes, list[str]] = {}
     candidates: set[Factor] = set()
     unfiltered: list[str] = []
     steady_factors: dict[str, frozenset[Factor]] = {}
@@ -152,10 +152,13 @@ def _build_plan(packs: PackSet, triggers: Sequence[re.Pattern[str]]) -> Plan:
             continue
         if is_steady(rule) and not any(f.caseless for f in factors):
             steady_factors[rule.id] = factors
-            for factor in factors:
-                owners.setdefault(factor.text, []).append(rule)
         else:
             candidates |= factors
+    steady_factors = _told_apart(packs, steady_factors)
+    owners = {}
+    for rule_id, factors in steady_factors.items():
+        for factor in factors:
+            owners.setdefault(factor.text, []).append(rule_id)
     steady: dict[bytes, Rule] = {}
     for rule in packs.rules:
         factors = steady_factors.get(rule.id)
@@ -189,6 +192,30 @@ def _build_plan(packs: PackSet, triggers: Sequence[re.Pattern[str]]) -> Plan:
         triggers=trigger_patterns,
         reason=f"rules without a literal to filter on: {', '.join(unfiltered)}" if unfiltered else "",
     )
+
+
+def _told_apart(packs: PackSet, steady_factors: dict[str, frozenset[Factor]]) -> dict[str, frozenset[Factor]]:
+    """The steady rules' factors, where one shares a factor with another (the pack's literal, `Waiting
+    for ` of two vLLM launch marks) and its regex's own factors are shared by none: those instead
+    (every line it matches holds one of them too), so its runs are told apart and summarised."""
+    owners: dict[bytes, set[str]] = {}
+    for rule_id, factors in steady_factors.items():
+        for factor in factors:
+            owners.setdefault(factor.text, set()).add(rule_id)
+    rules = {rule.id: rule for rule in packs.rules}
+    told = dict(steady_factors)
+    for rule_id, factors in steady_factors.items():
+        if all(len(owners[f.text]) == 1 for f in factors):
+            continue
+        rule = rules[rule_id]
+        own = regex_factors(rule.pattern.pattern) if not rule.ignore_case else None
+        if own and not {o.text for o in own} & {f.text for f in _others(told, rule_id)}:
+            told[rule_id] = own
+    return told
+
+
+def _others(factors: dict[str, frozenset[Factor]], rule_id: str) -> set[Factor]:
+    return {factor for other, found in factors.items() if other != rule_id for factor in found}
 
 
 def read_one_by_one(packs: PackSet, plan: Plan) -> list[tuple[Rule, str]]:

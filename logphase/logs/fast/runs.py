@@ -9,7 +9,7 @@ from logphase.logs.matcher import Event
 from logphase.logs.reader import Line
 from logphase.logs.timeline import DRAFT_REPEATED
 from logphase.packs import Rule
-from logphase.phases import FAILURE_KINDS, MAIN_PROCESS_PHASES, EventKind
+from logphase.phases import FAILURE_KINDS, MAIN_PROCESS_PHASES, EventKind, Phase
 
 
 @dataclass
@@ -28,16 +28,67 @@ class Run:
 Runs = dict[tuple[str, str | None], Run]  # (steady rule id, rank) → its run
 
 
-def book_runs(runs: Runs, steady: Container[str], event: Event) -> Run | None:
+@dataclass
+class RankPhases:
+    """The phases the timeline was given since the last launch line, as far as they decide whether a
+    steady mark can move a rank (timeline: `reached`, the highest phase, and past the CUDA graphs the
+    draft's phases): per rank, the highest phase order of its events (COMPILE left out: the timeline
+    does not raise a rank to it), and the highest of events without a rank (a bar goes to the
+    lowest rank)."""
+
+    highest: dict[str | None, int] = field(default_factory=dict)
+    bars: int = -1  # the highest of the rankless bars, which the timeline gives the lowest rank (`_owner`)
+
+    def book(self, event: Event) -> None:
+        phase = event.phase
+        if phase is None:
+            return
+        if phase is Phase.LAUNCH and event.kind is EventKind.BEGIN and event.rank is None:
+            self.highest.clear()  # the server may start again here (scan/feed.py `_launched_again`): a new timeline
+            self.bars = -1
+        elif phase is not Phase.COMPILE:
+            if event.kind is EventKind.PROGRESS and event.rank is None and phase not in MAIN_PROCESS_PHASES:
+                self.bars = max(self.bars, phase.order)
+            else:
+                self.highest[event.rank] = max(self.highest.get(event.rank, -1), phase.order)
+
+    def settled(self, event: Event) -> bool:
+        """Whether the timeline's rank state (`reached`, the draft's stage) is the same after this
+        event as before, whatever its rank reached exactly (at least the highest phase booked on it):
+        a mark below the CUDA graphs on a rank at or past them (dropped: a phase the rank has left,
+        or past the graphs the draft's, below them); an event of a phase the rank reached, on a
+        rank not between the CUDA graphs and the HTTP server (there a DRAFT_REPEATED mark's phase
+        follows the rank's), that is, at the server or, with the rankless lines (a bar is the lowest
+        rank's), below the graphs. A bar may raise the lowest rank: rankless bars count for every rank
+        where that would move it (`bars`), never toward what it reached."""
+        phase = event.phase
+        if phase is None or phase is Phase.COMPILE:
+            return False
+        reached = self.highest.get(event.rank, -1)
+        graphs, server = Phase.CUDA_GRAPH.order, Phase.HTTP_START.order
+        if event.kind is EventKind.MARK and phase.order < graphs <= reached:
+            return True
+        if phase.order > reached:
+            return False
+        return reached >= server or max(reached, self.bars) < graphs
+
+
+def book_runs(runs: Runs, steady: Container[str], event: Event, phases: RankPhases | None = None) -> Run | None:
     """Advance the runs as the matcher reads one event; the run a steady event belongs to. A run
     is stable (stage 2) after two events with nothing between that could change what the next
-    does: a new phase on the rank, or a bar without a rank (it goes to the lowest rank)."""
+    does: a new phase on the rank, or a bar without a rank (it goes to the lowest rank). A run of
+    the rank that starts again moves nothing where `phases` says the rank is settled in its phase:
+    the others stay stable (two marks of one rank interleaved no longer restart each other)."""
     rule = event.rule
+    settled = phases is not None and phases.settled(event)
+    if phases is not None:
+        phases.book(event)
     if rule.id in steady:
         key = (rule.id, event.rank)
         run = runs.get(key)
         if run is None or run.stage == 0:
-            _reset_rank(runs, event.rank, keep=key)
+            if run is None or not settled:
+                _reset_rank(runs, event.rank, keep=key)
             run = runs[key] = Run(rule, event.rank, stage=1)
         else:
             run.stage = 2

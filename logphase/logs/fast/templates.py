@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cached_property
 
+from logphase.logs.clocks import stamp_format
 from logphase.logs.envelope import Envelopes, Prefix, envelope_prefix
 from logphase.logs.matcher import RANK_CAPTURES
 from logphase.packs import PackSet
@@ -249,32 +250,34 @@ class TemplateTrie:
         self.leaf = False
         self.run = run  # reached by a RUN: a digit here still belongs to it
 
-    def add(self, atoms: tuple[int, ...]) -> bool:
+    def add(self, atoms: tuple[int, ...], *, nest: bool = False) -> bool:
         """Add a template; False (the trie then holds part of it: build another) where it would make
         a line ambiguous: a digit class beside another digit atom, a digit after a run (no simple
-        complement), or it and another are prefixes of each other (a line on the longer is on both)."""
+        complement), or, unless `nest`, it and another are prefixes of each other (a line on the
+        longer is on both; with `nest` the caller takes the longest, `TemplateSet`)."""
         node = self
         for atom in atoms:
             kids = node.children
-            if node.leaf or (
+            if (node.leaf and not nest) or (
                 _digits(atom) and (node.run or any(k != atom and _digits(k) and min(k, atom) < 0 for k in kids))
             ):
                 return False
             node = kids.setdefault(atom, TemplateTrie(run=atom == RUN))
-        if node.children:
+        if node.children and not nest:
             return False
         node.leaf = True
         return True
 
-    def complement(self, *, ends: bool) -> bytes | None:
+    def complement(self, *, ends: bool, empty: bool = True) -> bytes | None:
         """A regex for the text after `^` of any line this node's templates do not start
-        (`ends`: also a line that ends before a template does)."""
+        (`ends`: also a line that ends before a template does, the empty line too unless not `empty`;
+        with no template, any line)."""
         if self.leaf:
             return None
         # after a run, a digit would only lengthen it: the run is as long as the line's digits go
         excluded = b"0-9" if self.run else b""
         excluded += b"".join(b"0-9" if atom in (DIGIT, RUN) else _class_byte(atom) for atom in self.children)
-        options = [b"[^" + excluded + b"\\n]"] + ([b"$"] if ends else [])
+        options = [b"[^" + excluded + b"\\n]"] + ([b"$"] if ends and empty else [])
         # atoms followed by the same text share one class (`TP[0-7]` and what follows once, not eight
         # times: templates that differ in a rank's digit): the pattern, its compile and scan shrink
         after: dict[bytes, list[int]] = {}
@@ -303,11 +306,12 @@ def off_hosts(templates: Sequence[Template], hosts: Collection[Template], factor
     its scan). Lines on no template are not all found: the complement finds them."""
     trie = TemplateTrie()
     for template in sorted(hosts, key=lambda t: t.atoms):  # the same regex in every process
-        trie.add(template.atoms)
+        trie.add(template.atoms, nest=True)
     rest = trie.complement(ends=False)
     if rest is None:
         return None
-    off = [rest + b"[^\\n]*(?:" + b"|".join(re.escape(factor) for factor in factors) + b")"]
+    anywhere = b"[^\\n]*(?:" + b"|".join(re.escape(factor) for factor in factors) + b")"
+    off = [rest + anywhere]
     off += [
         atoms_regex(template.atoms[:at]) + re.escape(factor)
         for template in templates
@@ -315,34 +319,81 @@ def off_hosts(templates: Sequence[Template], hosts: Collection[Template], factor
         for factor in factors
         for at in factor_starts(template.atoms, factor, template.envelope)
     ]
+    # a template that extends a host's (`nests`) never leaves the hosts' trie: its lines, the factor
+    # after their template
+    off += sorted(
+        {
+            atoms_regex(template.atoms) + anywhere
+            for template in templates
+            if template not in hosts and any(extends(template, host) for host in hosts)
+        }
+    )
     return b"^(?:" + b"|".join(off) + b")"
+
+
+def extends(long: Template, short: Template) -> bool:
+    """Whether every line on `long` starts with `short` too (its atoms begin with all of them)."""
+    return len(long.atoms) > len(short.atoms) and long.atoms[: len(short.atoms)] == short.atoms
+
+
+def nests(long: Template, short: Template, timed: frozenset[str]) -> bool:
+    """Whether `long` may be known beside `short`, which it extends: a line on it is on `short`
+    too, and whichever of the two a reader takes it for, the line gets the same rank, the same
+    stamp read at the same bytes, on the same clock of the log (its timed prefixes) and the same
+    envelopes' prefix: only where its message starts differs (SGLang's uvicorn `[stamp] INFO:     `
+    beside its own `[stamp] `). The longest is the line's (`TemplateSet.regex`)."""
+    return (
+        extends(long, short)
+        and long.prefixes[: len(short.prefixes)] == short.prefixes
+        and (long.rank, long.stamp, long.clock, long.envelope, long.hour)
+        == (short.rank, short.stamp, short.clock, short.envelope, short.hour)
+        and stamp_format(long.prefixes, timed) == stamp_format(short.prefixes, timed)
+    )
 
 
 @dataclass
 class TemplateSet:
     """The line templates learned from the lines the matcher read: one is adopted once seen
-    ADOPT_AFTER times, while fewer than MAX_TEMPLATES are known, and unless it and a known one
-    are prefixes of each other (a line could not tell which it is on)."""
+    ADOPT_AFTER times, while fewer than MAX_TEMPLATES are known, unless a line could not tell
+    which it is on (a digit class beside a digit) or it and a known one are prefixes of each other
+    and do not `nest` (then a line on the longer is on the longer: `regex`). A template refused
+    stays refused (those known only grow): its lines' sightings cost nothing more."""
 
     known: list[Template] = field(default_factory=list)
     sightings: Counter[Template] = field(default_factory=Counter)
+    timed: frozenset[str] = frozenset()  # the prefixes that read a stamp (logs/clocks.py)
+    refused: set[Template] = field(default_factory=set)
 
     def sight(self, template: Template) -> bool:
         """Count one sighting; True when it adopts the template."""
-        if template in self.known:
+        if template in self.known or template in self.refused:
             return False
         self.sightings[template] += 1
         if self.sightings[template] < ADOPT_AFTER or len(self.known) >= MAX_TEMPLATES:
             return False
         trie = TemplateTrie()
-        if not all(trie.add(t.atoms) for t in [*self.known, template]):
+        if not all(trie.add(t.atoms, nest=True) for t in [*self.known, template]) or not all(
+            nests(long, short, self.timed)
+            for other in self.known
+            for long, short in ((template, other), (other, template))
+            if extends(long, short)
+        ):
+            self.refused.add(template)
+            del self.sightings[template]
             return False
         self.known.append(template)
+        del self.sightings[template]
         return True
 
     def regex(self) -> re.Pattern[bytes]:
-        """Matches a line's start on a known template; its `lastindex` - 1 is the template's index."""
-        return re.compile(b"|".join(b"(" + t.regex() + b")" for t in self.known))
+        """Matches a line's start on a known template, the longest it is on (a template is not
+        taken where a known one that extends it matches); its `lastindex` - 1 is the template's index."""
+        return re.compile(b"|".join(b"(" + self.own_regex(t) + b")" for t in self.known))
+
+    def own_regex(self, template: Template) -> bytes:
+        """A line on `template` and on none of the known templates that extend it."""
+        longer = sorted({atoms_regex(t.atoms[len(template.atoms) :]) for t in self.known if extends(t, template)})
+        return template.regex() + (b"(?!" + b"|".join(longer) + b")" if longer else b"")
 
 
 def _digits(atom: int) -> bool:

@@ -1,0 +1,123 @@
+"""Line kinds that once sent every line of theirs to the matcher (issue 27): the fast path leaves them
+unread, and the report is the one every line read gives."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from logphase import scan as scanning
+from logphase.packs import PackSet
+from tests.equivalence import reports
+
+HEAD = scanning.feed.YEAR_LOOKAHEAD
+
+
+def stamp(index: int) -> str:
+    minute, second = divmod(index // 20, 60)
+    return f"2026-03-02 09:{minute:02d}:{second:02d}"
+
+
+def test_untagged_lines_beside_uvicorn_access_lines_are_left_unread(
+    packs: PackSet, tmp_path: Path, scanner: str, captured: list[Any]
+) -> None:
+    # GIVEN an SGLang serving log whose HTTP access lines are uvicorn's inside SGLang's own prefix
+    # (`[stamp] INFO:     `, the format SGLang's server logs them in) among its untagged lines
+    # (`[stamp] Launch DP1 starting at GPU #4.`, a steady line of no event) and TP0's decode batches
+    lines = []
+    for index in range(4000):
+        at = stamp(index)
+        if index % 3 == 0:
+            lines.append(f'[{at}] INFO:     10.0.0.{index % 250}:{40000 + index} - "POST /generate HTTP/1.1" 200 OK')
+        elif index % 3 == 1:
+            lines.append(f"[{at}] Launch DP{index % 2} starting at GPU #{4 * (index % 2)}.")
+        else:
+            lines.append(
+                f"[{at} TP0] Decode batch. #running-req: {index % 40}, #token: {index}, token usage: 0.01, "
+                "gen throughput (token/s): 100.00, #queue-req: 0"
+            )
+    lines.append(f"[{stamp(4000)}] Received sigquit from a child process. It usually means the child failed.")
+    log = tmp_path / "sglang.log"
+    log.write_text("\n".join(lines) + "\n")
+    # WHEN it is analysed with and without the fast path
+    plain, fast = reports.plain([log], packs), reports.fast([log], packs)
+    # THEN the reports are the same, and the matcher read under a tenth of the lines after the head
+    # (both templates known: a line is on the longest it starts with)
+    assert fast == plain
+    stats = captured[-1].stats
+    assert (stats.emitted - HEAD) * 10 < 4000 - HEAD
+
+
+def test_empty_lines_are_left_unread_before_any_template_is_known(
+    packs: PackSet, tmp_path: Path, scanner: str, captured: list[Any]
+) -> None:
+    # GIVEN a log of a few lines of no known prefix, then 20,000 empty lines, then a CUDA error
+    head = [f"worker {index} started" for index in range(HEAD + 10)]
+    log = tmp_path / "empty.log"
+    error = "RuntimeError: CUDA error: an illegal memory access was encountered"
+    log.write_text("\n".join(head) + "\n" * 20_000 + f"\n{error}\n")
+    # WHEN it is analysed with and without the fast path
+    plain, fast = reports.plain([log], packs), reports.fast([log], packs)
+    # THEN the reports are the same (the error's line number, the lines counted), and the matcher
+    # read the head, the lines of no template, and of the empty ones only those quoted around the error
+    assert fast == plain
+    stats = captured[-1].stats
+    assert stats.lines == log.read_bytes().count(b"\n")
+    assert stats.emitted < len(head) + 20
+
+
+def interleaved_marks(reached: list[str]) -> list[str]:
+    """TP0's startup lines `reached`, then 4,000 lines: TP0's two steady marks of two phases
+    (`The memory capacity is unbalanced ...`, dist_init; `The following error message ... can be ignored.`,
+    weight_load) interleaved with TP1's decode batches."""
+    lines = [f"[{stamp(index)} TP0] {text}" for index, text in enumerate(reached)]
+    unbalanced = (
+        "The memory capacity is unbalanced. Some GPUs may be occupied by other processes. "
+        "min_per_gpu_memory=60.12, local_gpu_memory=78.50, local_gpu_memory * 0.9=70.65"
+    )
+    note = "The following error message 'operation scheduled before its operands' can be ignored."
+    for index in range(4000):
+        at = stamp(100 + index)
+        if index % 2:
+            lines.append(
+                f"[{at} TP1] Decode batch. #running-req: {index % 40}, #token: {index}, token usage: 0.01, "
+                "gen throughput (token/s): 100.00, #queue-req: 0"
+            )
+        else:
+            lines.append(f"[{at} TP0] {unbalanced if index % 4 else note}")
+    return lines
+
+
+def test_two_steady_marks_of_one_rank_interleaved_do_not_restart_each_other(
+    packs: PackSet, tmp_path: Path, scanner: str, captured: list[Any]
+) -> None:
+    # GIVEN TP0 past its weights (below the CUDA graphs: no draft's phases), then two of its steady
+    # marks of two phases interleaved, for 4,000 lines
+    log = tmp_path / "marks.log"
+    reached = ["Init torch distributed begin.", "Load weight begin. avail mem=78.12 GB"]
+    log.write_text("\n".join(interleaved_marks(reached)) + "\n")
+    # WHEN it is analysed with and without the fast path
+    plain, fast = reports.plain([log], packs), reports.fast([log], packs)
+    # THEN the reports are the same, and the matcher read under a tenth of the lines after the head:
+    # a mark of a phase the rank reached moves nothing, so the other's run stays summarised
+    assert fast == plain
+    stats = captured[-1].stats
+    assert (stats.emitted - HEAD) * 10 < 4000 - HEAD
+
+
+def test_two_steady_marks_of_a_rank_between_the_graphs_and_the_server_are_read_the_same(
+    packs: PackSet, tmp_path: Path, scanner: str
+) -> None:
+    # GIVEN TP0 past its CUDA graphs (its dist_init and weight_load marks are then the draft's, SGLang
+    # <=0.5.10), then the same two marks interleaved
+    log = tmp_path / "draft.log"
+    reached = [
+        "Init torch distributed begin.",
+        "Load weight begin. avail mem=78.12 GB",
+        "Capture cuda graph begin. This can take up to several minutes. avail mem=20.00 GB",
+        "Capture cuda graph end. Time elapsed: 7.23 s. avail mem=0.53 GB. mem usage=0.93 GB.",
+    ]
+    log.write_text("\n".join(interleaved_marks(reached)) + "\n")
+    # WHEN it is analysed with and without the fast path
+    # THEN the reports are the same
+    assert reports.fast([log], packs) == reports.plain([log], packs)
