@@ -1,6 +1,6 @@
-"""NVIDIA Dynamo's re-logging of the engines' records (patterns/dynamo.toml): `{time}Z {LEVEL} {module}.{function}:
-{message}` (dynamo runtime/logging.py LogHandler, lib/runtime/src/logging.rs compact format) hands the engine's own
-message to the engine's rules; Dynamo's and TGI's Rust targets stay theirs."""
+"""NVIDIA Dynamo's re-logging of the engines' records (patterns/vllm.toml `vllm.prefix.dynamo`): `{time}Z {LEVEL}
+{module}.{function}: {message}` (dynamo runtime/logging.py LogHandler, lib/runtime/src/logging.rs compact format)
+hands the engine's own message to the engine's rules; Dynamo's and TGI's Rust targets stay theirs."""
 
 from __future__ import annotations
 
