@@ -1,6 +1,7 @@
 """Kinds of lines the engines and launchers print that went unread (kinds-2): SGLang diffusion's year-less
 `[MM-DD HH:MM:SS] ` stamp, torch elastic's JSON event records of a worker's end, pydantic's ValidationError whose
-traceback the excerpt cut. Each written from the format its source prints, judged end to end."""
+traceback the excerpt cut, Ray Data's exception report and Ray 2.9 Serve's line format. Each written from the format
+its source prints, judged end to end."""
 
 from __future__ import annotations
 
@@ -111,3 +112,43 @@ def test_a_pydantic_error_inside_a_traceback_is_its_exception_line(tmp_path: Pat
     code, report = _analyze(tmp_path, lines)
     assert (code, report["verdict"]) == (4, "crashed")
     assert report["root_cause"]["line"] == 4
+
+
+# --- Ray (python/ray/data/exceptions.py handle_trace; ray 2.9.3 serve/_private/logging_utils.py ServeFormatter) ---
+
+
+def test_ray_datas_exception_report_is_the_cause_of_a_traceback_cut_in_its_frames(tmp_path: Path) -> None:
+    # GIVEN Ray Data's two ERROR lines in the driver format, the tab after the time a space as pasted, then the
+    # traceback cut inside its frames
+    lines = [
+        "2025-05-02 08:10:11,002 ERROR exceptions.py:73 -- Exception occurred in Ray Data or Ray Core internal code. "
+        "If you continue to see this error, please open an issue on the Ray project GitHub page with the full stack "
+        "trace below: https://github.com/ray-project/ray/issues/new/choose",
+        "2025-05-02 08:10:11,002 ERROR exceptions.py:81 -- Full stack trace:",
+        "Traceback (most recent call last):",
+        '  File "/usr/lib/python3.11/site-packages/ray/data/exceptions.py", line 49, in handle_trace',
+        "    return fn(*args, **kwargs)",
+    ]
+    # WHEN analysed THEN crashed, Ray's, the report of the exception the cause
+    code, report = _analyze(tmp_path, lines)
+    assert (code, report["verdict"], report["system"]) == (4, "crashed", "ray")
+    assert report["root_cause"]["line"] == 1
+
+
+def test_a_ray_29_serve_controller_line_is_read_and_its_replicas_exception_is_the_crash(tmp_path: Path) -> None:
+    # GIVEN the 2.9 controller's `LEVEL time controller id file:line - ` lines: a replica starting, then its
+    # exception with the traceback's exception line
+    lines = [
+        "INFO 2024-01-10 10:01:00,101 controller 4242 deployment_state.py:1548 - Adding 1 replica to deployment "
+        "LLMServer in application 'default'.",
+        "ERROR 2024-01-10 10:01:30,220 controller 4242 deployment_state.py:660 - Exception in replica "
+        "'default#LLMServer#q3k2a9', the replica will be stopped.",
+        "Traceback (most recent call last):",
+        '  File "/usr/lib/python3.11/site-packages/ray/serve/_private/deployment_state.py", line 650, in check_ready',
+        "    _, self._version = ray.get(self._ready_obj_ref)",
+        "ray.exceptions.RayTaskError(ValueError): ray::ServeReplica:default:LLMServer.initialize_and_get_metadata()",
+    ]
+    # WHEN analysed THEN crashed, Ray's, the replica's exception (its traceback's end) the cause
+    code, report = _analyze(tmp_path, lines)
+    assert (code, report["verdict"], report["system"]) == (4, "crashed", "ray")
+    assert report["root_cause"]["line"] == 6
