@@ -68,8 +68,13 @@ def test_colour_codes_without_their_escape_byte_are_removed(tmp_path: Path, esc:
 
 def _json_line(time: str, level: str, message: str, target: str, filename: str, line: int) -> str:
     """The router's `--json-output` line (router/src/logging.rs: tracing-subscriber's JSON, event flattened)."""
-    record = {"timestamp": time, "level": level, "message": message, "target": target, "filename": filename}
-    record |= {"line_number": line, "span": {"name": "send_error"}, "spans": [{"name": "generate"}]}
+    record: dict[str, object] = {"timestamp": time, "level": level, "message": message, "target": target}
+    record |= {
+        "filename": filename,
+        "line_number": line,
+        "span": {"name": "send_error"},
+        "spans": [{"name": "generate"}],
+    }
     return json.dumps(record, separators=(",", ":"))
 
 
