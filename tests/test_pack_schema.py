@@ -228,8 +228,8 @@ def test_patterns_test_of_a_shipped_pack_by_name_checks_it_once() -> None:
 def test_the_shipped_packs_say_torch_is_a_job_and_sglang_tgi_vllm_print_server_args() -> None:
     packs = shipped_packs()
     # Ray too: its lines mostly sit inside vLLM / SGLang / LMDeploy logs (patterns/ray.toml, `job = true`); and the
-    # nccl-tests benchmarks, which end (patterns/nccl_tests.toml)
-    assert packs.job_systems == frozenset({"torch", "ray", "nccl-tests"})
+    # nccl-tests benchmarks and LLM benchmark clients, which end (patterns/nccl_tests.toml, patterns/bench.toml)
+    assert packs.job_systems == frozenset({"torch", "ray", "nccl-tests", "bench"})
     assert [(f.id, f.system, f.repeats) for f in packs.server_args] == [
         ("sglang.server_args", "sglang", False),
         ("tgi.server_args", "tgi", False),

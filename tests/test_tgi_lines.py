@@ -1,9 +1,10 @@
 """TGI's lines as users paste them: loguru's `backtrace=True` tracebacks (the shard server) mark the frame
 that caught the exception `> File "…"`, a frame like the others; the launcher's colour codes lose their
-ESC byte in a terminal copy (`[2m…[0m`)."""
+ESC byte in a terminal copy (`[2m…[0m`); the router's `--json-output` lines."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -63,3 +64,45 @@ def test_colour_codes_without_their_escape_byte_are_removed(tmp_path: Path, esc:
     exit_code, report = run_json("analyze", str(log), "--post-mortem")
     assert (report["system"], report["verdict"], report["ranks"]) == ("tgi", "ready", ["rank 0"]), report["reason"]
     assert exit_code == 0
+
+
+def _json_line(time: str, level: str, message: str, target: str, filename: str, line: int) -> str:
+    """The router's `--json-output` line (router/src/logging.rs: tracing-subscriber's JSON, event flattened)."""
+    record: dict[str, object] = {"timestamp": time, "level": level, "message": message, "target": target}
+    record |= {
+        "filename": filename,
+        "line_number": line,
+        "span": {"name": "send_error"},
+        "spans": [{"name": "generate"}],
+    }
+    return json.dumps(record, separators=(",", ":"))
+
+
+def test_the_routers_json_output_is_read_by_tgis_rules(tmp_path: Path) -> None:
+    # GIVEN the router's JSON lines: `Connected`, then a batch's generation failed as send_error logs it
+    lines = [
+        _json_line(
+            "2025-08-29T14:38:02.100000Z",
+            "INFO",
+            "Connected",
+            "text_generation_router::server",
+            "router/src/server.rs",
+            2302,
+        ),
+        _json_line(
+            "2025-08-29T14:40:17.288163Z",
+            "ERROR",
+            "Request failed during generation: Server error: CUDA error: an illegal memory access was encountered",
+            "text_generation_router_v3::backend",
+            "backends/v3/src/backend.rs",
+            546,
+        ),
+    ]
+    log = tmp_path / "tgi.json.log"
+    log.write_text("\n".join(lines) + "\n")
+    # WHEN analysed
+    _, report = run_json("analyze", str(log), "--post-mortem")
+    # THEN TGI's: crashed while serving, the failed generation the cause, timed by its stamp
+    assert (report["verdict"], report["phase"], report["system"]) == ("crashed", "serving", "tgi")
+    assert report["root_cause"]["line"] == 2
+    assert report["root_cause"]["time"].startswith("2025-08-29 14:40:17")

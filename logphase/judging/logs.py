@@ -368,8 +368,11 @@ def _clean_exit(timeline: Timeline) -> Event | None:
     if server or not (timeline.ranks or timeline.exits or group):
         return None
     if group is not None:  # the launcher saw every worker it ran exit cleanly, after their phase lines
-        last_phase = max((state.last_event.order_key for state in timeline.ranks), default=None)
-        if last_phase is None or group.order_key > last_phase:
+        # the untagged main process's too: a job that runs in it (a benchmark's runs) went on after an end line
+        # that a later step of it follows; the end line may be its own last phase line (a result that says both)
+        states = (*timeline.ranks, timeline.main) if timeline.main is not None else timeline.ranks
+        last_phase = max((state.last_event.order_key for state in states), default=None)
+        if last_phase is None or group.order_key >= last_phase:
             return group
     if not timeline.ranks:  # a job's tail with no phase line: the ranks it names all exited cleanly
         return max(timeline.exits.values(), key=lambda event: event.order_key) if timeline.exits else None

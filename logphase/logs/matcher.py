@@ -51,6 +51,10 @@ CALL_SPAN = 240
 CALLED = re.compile(r"^\s+(?:[\w.\[\], ]+ = )?(?:return |await |yield )?(?:[\w\]\[]+\.)*(?P<function>[A-Za-z_]\w*)\(")
 # libstdc++'s std::terminate prints the exception's text indented: `  what():  <message>`.
 CPP_WHAT = "what():"
+# pydantic-core's ValidationError text: what a validator's ValueError / AssertionError said, indented two spaces
+# under the field's location (`  Value error, …` / `  Assertion failed, …`, src/errors/types.rs), never a frame's
+# four-space source line
+PYDANTIC_DETAIL = re.compile(r" {2}(?:Value error|Assertion failed), \S")
 # A frame's quoted source line that raises: `    raise TimeoutError("Timed out waiting for ..."`.
 RAISE_STATEMENT = re.compile(r"\s+raise (?P<cls>[A-Za-z_][\w.]*)\((?P<args>.*)$")
 
@@ -570,5 +574,6 @@ class SourceMatcher:
 
 
 def _is_what(message: str) -> bool:
-    """The indented `what():` of a C++ exception is its message, not a frame."""
-    return message.lstrip().startswith(CPP_WHAT)
+    """The indented `what():` of a C++ exception is its message, not a frame; so is pydantic's error detail
+    (PYDANTIC_DETAIL)."""
+    return message.lstrip().startswith(CPP_WHAT) or PYDANTIC_DETAIL.match(message) is not None

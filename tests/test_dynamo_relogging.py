@@ -1,0 +1,75 @@
+"""NVIDIA Dynamo's re-logging of the engines' records (patterns/vllm.toml `vllm.prefix.dynamo`): `{time}Z {LEVEL}
+{module}.{function}: {message}` (dynamo runtime/logging.py LogHandler, lib/runtime/src/logging.rs compact format)
+hands the engine's own message to the engine's rules; Dynamo's and TGI's Rust targets stay theirs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from tests.conftest import run_json
+
+
+def _analyze(tmp_path: Path, lines: list[str]) -> tuple[int, dict[str, Any]]:
+    log = tmp_path / "dynamo.log"
+    log.write_text("\n".join(lines) + "\n")
+    return run_json("analyze", "--post-mortem", str(log))
+
+
+def _dynamo(time: str, level: str, target: str, message: str) -> str:
+    """A record as Dynamo's READABLE layer prints it: the level right-aligned in 5, then `target: message`."""
+    return f"{time}Z {level:>5} {target}: {message}"
+
+
+def test_vllm_records_relogged_by_dynamo_are_read_by_vllms_rules(tmp_path: Path) -> None:
+    # GIVEN a vLLM 0.8 worker's weight load, then the V0 executor's death report, through Dynamo's handler
+    lines = [
+        _dynamo("2025-06-12T11:13:50.101", "INFO", "default_loader.load_weights", "Loading weights took 9.81 seconds"),
+        _dynamo(
+            "2025-06-12T11:13:50.402",
+            "INFO",
+            "model_runner.load_model",
+            "Model loading took 14.99 GiB and 10.2 seconds",
+        ),
+        _dynamo(
+            "2025-06-12T11:14:08.162",
+            "ERROR",
+            "multiproc_worker_utils.run",
+            "Worker VllmWorkerProcess pid 4242 died, exit code: -9",
+        ),
+    ]
+    # WHEN analysed
+    code, report = _analyze(tmp_path, lines)
+    # THEN vLLM's: crashed after its weights loaded, the death report the cause
+    assert (code, report["verdict"], report["phase"], report["system"]) == (4, "crashed", "weight_load", "vllm")
+    assert report["root_cause"]["line"] == 3
+    assert report["root_cause"]["rule"] == "vllm.worker.died"
+
+
+def test_sglang_records_relogged_by_dynamo_are_read_by_sglangs_rules(tmp_path: Path) -> None:
+    # GIVEN SGLang's capture begin and end through Dynamo's handler (microsecond stamps, later releases)
+    lines = [
+        _dynamo(
+            "2025-11-05T01:56:41.101234",
+            "INFO",
+            "model_runner.init_device_graphs",
+            "Capture cuda graph begin. This can take up to several minutes. avail mem=25.00 GB",
+        ),
+        _dynamo(
+            "2025-11-05T01:56:54.281615",
+            "INFO",
+            "model_runner.init_device_graphs",
+            "Capture cuda graph end. Time elapsed: 12.80 s. mem usage=4.69 GB. avail mem=20.31 GB.",
+        ),
+    ]
+    # WHEN analysed THEN SGLang's, in cuda_graph
+    _, report = _analyze(tmp_path, lines)
+    assert (report["phase"], report["system"]) == ("cuda_graph", "sglang")
+
+
+def test_a_dynamo_rust_target_is_not_an_engines_record(tmp_path: Path) -> None:
+    # GIVEN Dynamo's own Rust line (a `::` target) whose message reads like vLLM's weight-load line
+    lines = [_dynamo("2025-06-12T11:13:50.101", "INFO", "dynamo_runtime::worker", "Loading weights took 9.81 seconds")]
+    # WHEN analysed THEN no engine's rule reads it
+    _, report = _analyze(tmp_path, lines)
+    assert report["verdict"] == "unknown"
