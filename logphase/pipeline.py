@@ -273,15 +273,20 @@ def assemble(
 
 
 def _health(timeline: Timeline, names: Sequence[str]) -> HealthAnswers | None:
-    """The health route's answers the log shows, counted by status (None: it shows none)."""
-    first, newest = timeline.health_first, timeline.health
+    """The health route's refusals (a warming server's 503s), counted by status, and its newest answer where
+    that came after them (None: the log shows no refusal)."""
+    first, newest, latest = timeline.health_first, timeline.health_last, timeline.health
     if first is None or newest is None or not timeline.health_answers:
         return None
+    later = latest if latest is not None and latest.order_key > newest.order_key else None
     return HealthAnswers(
         counts=timeline.health_answers,
         first=EvidenceLine(names[first.source], first.line, first.text),
         newest=EvidenceLine(names[newest.source], newest.line, newest.text),
         newest_status=newest.captures.get("health_status", ""),
+        serving=(EvidenceLine(names[later.source], later.line, later.text), later.captures.get("health_status", ""))
+        if later is not None
+        else None,
     )
 
 

@@ -24,12 +24,14 @@ MAX_RANKS = 4096
 DRAFT_REPEATED = frozenset({Phase.DIST_INIT, Phase.WEIGHT_LOAD, Phase.KV_CACHE, Phase.CUDA_GRAPH})
 # The captures this module reads from an event. Every event with one of TIMELINE_CAPTURES counts:
 # the fast path never summarises a rule with one. Of LATEST_CAPTURES only the newest event counts,
-# and the last line of a summarised run is always read: such rules may be summarised. `health_status` counts
-# (the report says how many answers of each status the health route gave), so its rules are never summarised.
+# and the last line of a summarised run is always read: such rules may be summarised. A health answer
+# (`health_status`) counts only as the newest, but a refusal (`health_refused`, a 503 of a warming server)
+# counts each time: the report says how many a start-up gave, while a serving server's probes every few
+# seconds for hours are summarised.
 TIMELINE_CAPTURES = frozenset(
-    {"version", "comm", "nranks", "seq", "last_enqueued", "last_completed", "done", "total", "health_status"}
+    {"version", "comm", "nranks", "seq", "last_enqueued", "last_completed", "done", "total", "health_refused"}
 )
-LATEST_CAPTURES: frozenset[str] = frozenset()
+LATEST_CAPTURES = frozenset({"health_status"})
 DRAFT_STAGE_INIT, DRAFT_STAGE_CAPTURE = 1, 2
 RANK_NUMBERS = re.compile(r"(DP|PP|ATTN_CP|MOE_DP|TP|EP|rank )(\d+)")
 # tqdm's own clock on a bar line: `| 11/24 [00:21<00:25,  1.95s/it]` (`{n_fmt}/{total_fmt} [{elapsed}<{remaining},
@@ -175,6 +177,7 @@ class Timeline:
     # and the first of them (`health` is the newest)
     health_answers: tuple[tuple[str, int], ...] = ()
     health_first: Event | None = None
+    health_last: Event | None = None  # the newest refusal counted; `health` is the newest answer of all
 
     def rank_state(self, rank: str | None) -> RankState | None:
         if rank is None:
@@ -273,6 +276,7 @@ class TimelineBuilder:
     served: bool = False
     health: Event | None = None
     health_first: Event | None = None
+    health_last: Event | None = None
     health_answers: Counter[str] = field(default_factory=Counter)
     interrupt: Event | None = None
     hangs: list[Event] = field(default_factory=list)  # hang reports since the newest progress
@@ -327,9 +331,12 @@ class TimelineBuilder:
         if reached is not None and (self.floor is None or reached.order > self.floor.order):
             self.floor = reached
         if "health_status" in event.captures:
-            self.health_answers[event.captures["health_status"]] += 1
-            if self.health_first is None or event.order_key < self.health_first.order_key:
-                self.health_first = event
+            if "health_refused" in event.captures:
+                self.health_answers[event.captures["health_refused"]] += 1
+                if self.health_first is None or event.order_key < self.health_first.order_key:
+                    self.health_first = event
+                if self.health_last is None or event.order_key >= self.health_last.order_key:
+                    self.health_last = event
             if self.health is None or event.order_key >= self.health.order_key:
                 self.health = event  # kept before any phase logic: a 503 after `serving` is news
         failed = event.kind in FAILURE_KINDS
@@ -580,6 +587,7 @@ class TimelineBuilder:
             health=self.health,
             health_answers=tuple(self.health_answers.items()),
             health_first=self.health_first,
+            health_last=self.health_last,
             interrupt=self.interrupt,
             hang=min(
                 (h for h in self.hangs if self.last_progress is None or h.order_key > self.last_progress.order_key),

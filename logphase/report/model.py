@@ -40,6 +40,8 @@ class HealthAnswers:
     first: EvidenceLine
     newest: EvidenceLine
     newest_status: str
+    # the newest answer, where it came after the refusals (answers of a serving server are not each read)
+    serving: tuple[EvidenceLine, str] | None = None
 
     @property
     def total(self) -> int:
@@ -57,16 +59,24 @@ class HealthAnswers:
             if same_file
             else f"{self.first.path}:{self.first.line} to {self.newest.path}:{self.newest.line}"
         )
+        then = ""
+        if self.serving is not None:
+            line, status = self.serving
+            at = f"line {line.line}" if line.path == self.newest.path else f"{line.path}:{line.line}"
+            then = f"; then {status} ({at})"
         if len(self.counts) == 1:
-            return f"{answers}, {'all ' if total > 1 else ''}{self.newest_status} ({where})"
+            return f"{answers}, {'all ' if total > 1 else ''}{self.newest_status} ({where}){then}"
         each = ", ".join(f"{count} × {status}" for status, count in self.counts)
-        return f"{answers}: {each} ({where}); the newest {self.newest_status}"
+        return f"{answers}: {each} ({where}); the newest {self.newest_status}{then}"
 
     def to_json(self) -> dict[str, Any]:
         return {
             "answers": dict(self.counts),
             "first": {"path": self.first.path, "line": self.first.line},
             "newest": {"path": self.newest.path, "line": self.newest.line, "status": self.newest_status},
+            "serving": None
+            if self.serving is None
+            else {"path": self.serving[0].path, "line": self.serving[0].line, "status": self.serving[1]},
         }
 
 
