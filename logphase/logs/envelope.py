@@ -261,10 +261,8 @@ def sniff(
     wrap_width = _wrap_width(lines, screen)
     if wrap_width is not None:
         lines = [joined for _, joined in _join_wraps(enumerate(lines), wrap_width, screen)]
-    markdown_escaped, html_escaped = (
-        _escapes_of(lines, _MARKDOWN_TOKEN, _MARKDOWN_EVIDENCE),
-        _escapes_of(lines, _HTML_TOKEN, ""),
-    )
+    markdown_escaped = _escapes_of(lines, _MARKDOWN_TOKEN, _MARKDOWN_EVIDENCE) or _hard_breaks(lines)
+    html_escaped = _escapes_of(lines, _HTML_TOKEN, "")
     lines = [unescape(line, markdown_escaped, html_escaped) for line in lines]
     layers: list[Envelope] = []
     ranks: set[str] = set()
@@ -338,6 +336,12 @@ def _escapes_of(lines: Sequence[str], token: re.Pattern[str], evidence: str) -> 
             elif not evidence or text[1] in evidence:
                 escaped += 1
     return escaped > 0 and bare * ESCAPED_SHARE <= escaped
+
+
+def _hard_breaks(lines: Sequence[str]) -> bool:
+    """Whether every line ends with markdown's hard break (two spaces), as a converter writes each line of a
+    paragraph (Google Docs' markdown): a paste with nothing to escape shows its converter only by these."""
+    return len(lines) >= WEAK_LINES_NEEDED and all(line.endswith("  ") for line in lines)
 
 
 def unescape(text: str, markdown: bool, entities: bool) -> str:
