@@ -268,14 +268,16 @@ def sniff(
     ranks: set[str] = set()
     still: set[int] = set()
     fractions: set[int] = set()  # the lengths of the RFC 3339 stamps' fractions
+    on_records = False  # a layer was found on the records' first lines only: the ones inside it are so too
     for _ in range(MAX_LAYERS):
-        found = _envelope_of(lines, candidates)
+        found = _envelope_of(lines, candidates, on_records)
         if found is None and reads is not None:
             found = _learned_column(lines, reads, candidates)
         if found is None:
             break
         layers.append(found)
         matches = [found.pattern.match(line) for line in lines]
+        on_records = on_records or not _on_lines(lines, found, sum(m is not None for m in matches))
         labels = {read_rank(m["rank"]) for m in matches if m is not None and m.groupdict().get("rank")} - {None}
         ranks |= {str(label) for label in labels}
         if len(labels) == 1:
@@ -354,9 +356,10 @@ def unescape(text: str, markdown: bool, entities: bool) -> str:
     return text
 
 
-def _envelope_of(lines: Sequence[str], candidates: Sequence[Envelope]) -> Envelope | None:
-    """The first candidate on all but a few of the lines; else the first strict one on all but a few of the
-    lines that start a record (`_on_records`: a log UI's copy, a prefix absent from a record's later lines)."""
+def _envelope_of(lines: Sequence[str], candidates: Sequence[Envelope], inside_records: bool = False) -> Envelope | None:
+    """The first candidate on all but a few of the lines; else the first stamp on all but a few of the lines
+    that start a record (`_on_records`: a log UI's copy, its time column absent from a record's later lines),
+    or any strict candidate so, `inside_records`, within an envelope found so (compose's `name | `)."""
     if not lines:
         return None
     for on_records in (False, True):
@@ -364,11 +367,10 @@ def _envelope_of(lines: Sequence[str], candidates: Sequence[Envelope]) -> Envelo
             if envelope.weak and (on_records or len(lines) < WEAK_LINES_NEEDED):
                 continue
             matches = [m for line in lines if (m := envelope.pattern.match(line))]
-            share = envelope.share
             if on_records:
-                if not _on_records(lines, envelope, len(matches)):
+                if not (envelope.time_formats or inside_records) or not _on_records(lines, envelope, len(matches)):
                     continue
-            elif len(matches) < max(1, share / 2 * len(lines), min(share * len(lines), len(lines) - STRAY_LINES)):
+            elif not _on_lines(lines, envelope, len(matches)):
                 continue
             if "writer" in envelope.pattern.groupindex and len({m["writer"] for m in matches}) > envelope.max_writers:
                 continue
@@ -376,6 +378,12 @@ def _envelope_of(lines: Sequence[str], candidates: Sequence[Envelope]) -> Envelo
                 continue  # nothing after the prefix anywhere: not a wrapper around a log
             return envelope
     return None
+
+
+def _on_lines(lines: Sequence[str], envelope: Envelope, found: int) -> bool:
+    """Whether an envelope is on its share of the lines, or all but a few of an excerpt's."""
+    share = envelope.share
+    return found >= max(1, share / 2 * len(lines), min(share * len(lines), len(lines) - STRAY_LINES))
 
 
 def _on_records(lines: Sequence[str], envelope: Envelope, stamped: int) -> bool:
