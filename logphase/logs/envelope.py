@@ -257,6 +257,7 @@ def sniff(
     candidates = envelopes_for(process_tags)
     head = list(head)[: SNIFF_LINES * 2]
     lines = [line for line in head if line.strip()][:SNIFF_LINES]
+    physical = lines
     screen = _screen_copy(lines)
     wrap_width = _wrap_width(lines, screen)
     if wrap_width is not None:
@@ -296,6 +297,14 @@ def sniff(
         screen = _screen_copy(lines)
         wrap_width = _wrap_width(lines, screen)
         wrap_inside = wrap_width is not None
+    elif wrap_width is not None and layers and _carried(physical, wrap_width, layers[0]):
+        # the rests of the cut lines carry the envelope too (one that differs from line to line, a tab column):
+        # the cut is inside it, at the column the lines show once it is off
+        inner = [_peel(line, layers) for line in physical]
+        inner = [line for line in inner if line.strip()]
+        inner_screen = _screen_copy(inner)
+        if (inner_width := _wrap_width(inner, inner_screen)) is not None:
+            wrap_width, screen, wrap_inside = inner_width, inner_screen, True
     newest_first = any(layer.newest_first_possible for layer in layers) and _descending(
         head, layers, wrap_width, screen, wrap_inside
     )
@@ -380,6 +389,20 @@ def _envelope_of(lines: Sequence[str], candidates: Sequence[Envelope], inside_re
     return None
 
 
+def _carried(physical: Sequence[str], width: int, outer: Envelope) -> bool:
+    """Whether most of the pieces that continue a line cut at `width` start with the outermost envelope."""
+    rests = [physical[i + 1] for i, line in enumerate(physical[:-1]) if len(line) == width]
+    return bool(rests) and 2 * sum(1 for rest in rests if outer.pattern.match(rest)) > len(rests)
+
+
+def _peel(line: str, layers: Sequence[Envelope]) -> str:
+    """One physical line out of the envelopes it carries."""
+    for envelope in layers:
+        if (found := envelope.pattern.match(line)) is not None:
+            line = line[found.end() :]
+    return line
+
+
 def _on_lines(lines: Sequence[str], envelope: Envelope, found: int) -> bool:
     """Whether an envelope is on its share of the lines, or all but a few of an excerpt's."""
     share = envelope.share
@@ -409,11 +432,9 @@ def _learned_column(
     fitting = [envelope for envelope in LEARNED if _envelope_of(lines, (envelope,)) is not None]
     read = sum(map(reads, lines))
     if not fitting and 0 < len(lines) < WEAK_LINES_NEEDED:
-        # a line or two: too few for a loose shape, but empty cells before every one of them, each line read only
-        # without them, are a column all the same
+        # a line or two: too few for a loose shape, but empty cells before every one of them, each line read
+        # without them and more read so, are a column all the same
         fitting = [envelope for envelope in LEARNED if all(envelope.pattern.match(line) for line in lines)]
-        if not fitting or read:
-            return None
         for envelope in fitting:
             matches = [envelope.pattern.match(line) for line in lines]
             if any(m is None or _TEXT.search(m.group()) for m in matches):
@@ -421,17 +442,19 @@ def _learned_column(
             peeled = _peeled(
                 [line[m.end() :] if m else line for line, m in zip(lines, matches, strict=True)], candidates
             )
-            if all(map(reads, peeled)):
+            if all(map(reads, peeled)) and len(peeled) > read:
                 return envelope
         return None
     for envelope in fitting:
         matches = [envelope.pattern.match(line) for line in lines]
         peeled = _peeled([line[m.end() :] if m else line for line, m in zip(lines, matches, strict=True)], candidates)
         gained = sum(map(reads, peeled)) - read
-        # empty cells (white space and rules, no text) hide nothing: taken unless the packs read less without them
-        # (a paste of a traceback alone has no line the packs read either way)
-        empty = not any(_TEXT.search(m.group()) for m in matches if m is not None)
-        if gained >= (0 if empty else max(LEARNED_GAIN_LINES, LEARNED_GAIN_SHARE * len(lines))):
+        # empty cells (white space and rules, no text) on all but a few lines hide nothing: taken without asking the
+        # packs (a paste of a traceback alone has no line they read either way, and an indented source line behind
+        # the cells is read as a message of its own only while they hide its indentation)
+        if not any(_TEXT.search(m.group()) for m in matches if m is not None):
+            return envelope
+        if gained >= max(LEARNED_GAIN_LINES, LEARNED_GAIN_SHARE * len(lines)):
             return envelope
     return None
 
