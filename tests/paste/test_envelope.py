@@ -448,3 +448,21 @@ def test_a_hard_wrapped_log_collected_again_is_joined_inside_its_envelopes() -> 
     unwrapper = Unwrapper(found)
     out = [u.text for number, text in enumerate(pasted) for u in unwrapper.feed(number, text)]
     assert out + [u.text for u in unwrapper.end()] == lines
+
+
+def test_a_hard_wrapped_log_behind_empty_tab_cells_is_joined_inside_them() -> None:
+    # GIVEN a log cut at 80 columns, then copied from a web table with an empty first cell (a tab) on every piece
+    long = "[2025-03-08 12:29:20 TP0] Load weight end. type=LlamaForCausalLM, dtype=torch.bfloat16, avail mem=6.53 GB"
+    lines = [long, "[2025-03-08 12:29:21 TP0] short", long.replace("6.53", "7.77"), "[2025-03-08 12:29:22 TP0] end"]
+    pasted = ["\t" + piece for line in lines for piece in (line[i : i + 80] for i in range(0, len(line), 80))]
+    # WHEN sniffed with packs that read the server's stamped lines
+    found = sniff(pasted, reads=lambda line: line.startswith("[2025-"))
+    # THEN the tab is a column, the cut is inside it, and the lines are whole again
+    assert ([layer.name for layer in found.layers], found.wrap_width, found.wrap_inside) == (
+        ["empty tab-separated cells"],
+        80,
+        True,
+    )
+    unwrapper = Unwrapper(found)
+    out = [u.text for number, text in enumerate(pasted) for u in unwrapper.feed(number, text)]
+    assert out + [u.text for u in unwrapper.end()] == lines
