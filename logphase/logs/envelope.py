@@ -11,6 +11,7 @@ like an envelope (a pylogging stamp, a `0: ` list item) from being stripped in l
 
 from __future__ import annotations
 
+import html
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -103,8 +104,10 @@ ENVELOPES: tuple[Envelope, ...] = (
     _envelope("Docker Desktop", r"^(?P<ts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d) (?!-(?:\s|$)|[,.])", "%Y-%m-%d %H:%M:%S"),
     # journalctl -o short / short-precise: no year, so the time is not taken. The month is strftime's `%b` in the
     # reader's locale (systemd logs-show.c formats short times with `%b %d %H:%M:%S`): `Mar`, `Dez`, `déc.`,
-    # `мар`, `12月`
-    _envelope("journald", rf"^(?:(?:[^\W\d_]{{3,5}}\.?|\d{{1,2}}月) [ \d]\d \d\d:\d\d:\d\d(?:\.\d+)?){_JOURNAL_UNIT}"),
+    # `мар`, `12月`; glibc's Japanese and Korean months 1-9 are padded with a space (ja_JP ` 5月`, ko_KR ` 5월`)
+    _envelope(
+        "journald", rf"^(?:(?:[^\W\d_]{{3,5}}\.?| ?\d{{1,2}}[月월]) [ \d]\d \d\d:\d\d:\d\d(?:\.\d+)?){_JOURNAL_UNIT}"
+    ),
     # kubectl logs --prefix: `[pod/NAME/CONTAINER] `
     _envelope("kubectl logs --prefix", r"^\[(?P<writer>pod/[^/\]\s]+/[^\]\s]+)\] "),
     # docker compose: `service-1  | ` (the name padded to the longest service's; `[name]` by some wrappers)
@@ -129,7 +132,11 @@ ENVELOPES: tuple[Envelope, ...] = (
 # role label of a launcher, a replica label): each is a loose shape, taken only where the packs read more of
 # the source's first lines without it than with it (`sniff`'s `reads`). Learned per source, never assumed.
 LEARNED: tuple[Envelope, ...] = (
-    _envelope("a table's column rule", r"^[ \t]{0,40}[|│┃¦][ \t]?", weak=True),
+    # (a run of empty cells before the text is one column: `|  | `, Buildkite's `  | `; peeled one at a time, the
+    # first would gain nothing the packs read)
+    _envelope("a table's column rule", r"^(?:[ \t]{0,40}[|│┃¦][ \t]?)+", weak=True),
+    # a spreadsheet's or a web table's row copied as tab-separated cells, the first ones empty
+    _envelope("empty tab-separated cells", r"^\t+(?:[ \t]{0,40}[|│┃¦][ \t]?)*", weak=True),
     _envelope("a time-of-day column", r"^\d{1,2}:\d\d:\d\d(?:[.,]\d{1,9})? +", weak=True),
     _envelope(
         "a date and time column",
@@ -174,20 +181,38 @@ class Envelopes:
     # the layers whose rank label is one and the same on every line sniffed (one srun task, one torchrun local
     # rank wrapped around a log whose own inner labels differ): such a label tells no line apart, the inner does
     still_layers: frozenset[int] = frozenset()
+    # a paste that went through HTML outside a code block: its text escaped as markdown (`\_`, `\[`) or as
+    # HTML entities (`&lt;`), undone before any envelope is read (`unescape`)
+    markdown_escaped: bool = False
+    html_escaped: bool = False
+    # the hard wrap is inside the envelopes: a log cut at the column before each of its lines was wrapped (a
+    # hard-wrapped paste of it collected or copied again), so the envelopes come off each piece before they join
+    wrap_inside: bool = False
 
     def gives_rank(self, layer: int) -> bool:
         """Whether a line's label in this layer names its rank."""
         return self.ranks_apart and layer not in self.still_layers
 
     def __bool__(self) -> bool:
-        return bool(self.layers) or self.wrap_width is not None or self.newest_first
+        return (
+            bool(self.layers)
+            or self.wrap_width is not None
+            or self.newest_first
+            or self.markdown_escaped
+            or self.html_escaped
+        )
 
     @property
     def prefixes_only(self) -> bool:
         """Every envelope is a prefix of one physical line (CRI's parts aside): a byte scan can read the
         lines where they lie. Not a hard-wrapped paste (a line's length says whether the next joins it)
         nor an export listed newest first (read in reverse)."""
-        return self.wrap_width is None and not self.newest_first
+        return self.wrap_width is None and not self.newest_first and not self.escaped
+
+    @property
+    def escaped(self) -> bool:
+        """The text is escaped (markdown or HTML): undone on each line, so no byte scan reads it where it lies."""
+        return self.markdown_escaped or self.html_escaped
 
     def notes(self, source: str) -> tuple[str, ...]:
         """What reading `source` through these envelopes assumed, for the report's notes."""
@@ -196,7 +221,12 @@ class Envelopes:
             names = " inside ".join(envelope.name for envelope in reversed(self.layers))
             notes.append(f"lines unwrapped from: {names} (found in the first lines)")
         if self.wrap_width is not None:
-            notes.append(f"lines cut at column {self.wrap_width} were joined (a hard-wrapped paste)")
+            inside = " inside the envelopes" if self.wrap_inside else ""
+            notes.append(f"lines cut at column {self.wrap_width}{inside} were joined (a hard-wrapped paste)")
+        if self.markdown_escaped:
+            notes.append("markdown's escapes undone (`\\_` read as `_`): the paste went through HTML")
+        if self.html_escaped:
+            notes.append("HTML entities undone (`&lt;` read as `<`): the paste went through HTML")
         if self.newest_first:
             notes.append("the export lists the newest line first: read in reverse, lines numbered in time order")
         return tuple(f"{source}: {note}" for note in notes)
@@ -227,22 +257,28 @@ def sniff(
     candidates = envelopes_for(process_tags)
     head = list(head)[: SNIFF_LINES * 2]
     lines = [line for line in head if line.strip()][:SNIFF_LINES]
+    physical = lines
     screen = _screen_copy(lines)
     wrap_width = _wrap_width(lines, screen)
     if wrap_width is not None:
         lines = [joined for _, joined in _join_wraps(enumerate(lines), wrap_width, screen)]
+    markdown_escaped = _escapes_of(lines, _MARKDOWN_TOKEN, _MARKDOWN_EVIDENCE) or _hard_breaks(lines)
+    html_escaped = _escapes_of(lines, _HTML_TOKEN, "")
+    lines = [unescape(line, markdown_escaped, html_escaped) for line in lines]
     layers: list[Envelope] = []
     ranks: set[str] = set()
     still: set[int] = set()
     fractions: set[int] = set()  # the lengths of the RFC 3339 stamps' fractions
+    on_records = False  # a layer was found on the records' first lines only: the ones inside it are so too
     for _ in range(MAX_LAYERS):
-        found = _envelope_of(lines, candidates)
+        found = _envelope_of(lines, candidates, on_records)
         if found is None and reads is not None:
-            found = _learned_column(lines, reads)
+            found = _learned_column(lines, reads, candidates)
         if found is None:
             break
         layers.append(found)
         matches = [found.pattern.match(line) for line in lines]
+        on_records = on_records or not _on_lines(lines, found, sum(m is not None for m in matches))
         labels = {read_rank(m["rank"]) for m in matches if m is not None and m.groupdict().get("rank")} - {None}
         ranks |= {str(label) for label in labels}
         if len(labels) == 1:
@@ -254,9 +290,26 @@ def sniff(
             [line[m.end() :] if m else line for line, m in zip(lines, matches, strict=True)], matches
         )
         lines = [line for line in lines if line.strip()]
+    wrap_inside = False
+    if wrap_width is None and layers:
+        # cut before it was wrapped: every piece carries the envelopes, so the rest of a cut line starts as the
+        # line did (its stamp, its column) and shows the cut only once they are off
+        screen = _screen_copy(lines)
+        wrap_width = _wrap_width(lines, screen)
+        wrap_inside = wrap_width is not None
+    elif wrap_width is not None and layers and _carried(physical, wrap_width, layers[0]):
+        # the rests of the cut lines carry the envelope too (one that differs from line to line, a tab column):
+        # the cut is inside it, at the column the lines show once it is off
+        inner = [_peel(line, layers) for line in physical]
+        inner = [line for line in inner if line.strip()]
+        inner_screen = _screen_copy(inner)
+        if (inner_width := _wrap_width(inner, inner_screen)) is not None:
+            wrap_width, screen, wrap_inside = inner_width, inner_screen, True
     newest_first = any(layer.newest_first_possible for layer in layers) and _descending(
-        head, layers, wrap_width, screen
+        head, layers, wrap_width, screen, wrap_inside
     )
+    if newest_first and wrap_inside:
+        wrap_width, wrap_inside = None, False  # read in reverse, a cut line's rest comes before it: left as it is
     return Envelopes(
         tuple(layers),
         wrap_width,
@@ -265,39 +318,159 @@ def sniff(
         trimmed=len(fractions) > 1,
         screen=screen and wrap_width is not None,
         still_layers=frozenset(still) if len(still) < len(layers) else frozenset(),
+        markdown_escaped=markdown_escaped,
+        html_escaped=html_escaped,
+        wrap_inside=wrap_inside,
     )
 
 
-def _envelope_of(lines: Sequence[str], candidates: Sequence[Envelope]) -> Envelope | None:
+# A backslash before an ASCII punctuation character is an escape (CommonMark 2.4); an HTML-to-markdown converter
+# (turndown, Google Docs) escapes every `_ * [ ] `` ` and backslash, so a paste it wrote has them escaped only
+_MARKDOWN_TOKEN = re.compile(r"\\[!-/:-@\[-`{-~]|[_*\[\]`]")
+_MARKDOWN_EVIDENCE = "\\_*[]`"
+_MARKDOWN_ESCAPE = re.compile(r"\\([!-/:-@\[-`{-~])")
+# HTML's entities: text written into HTML has every `<`, `>` and `&` as one
+_HTML_TOKEN = re.compile(r"&(?:lt|gt|amp|quot|apos|#\d{1,7}|#x[0-9a-fA-F]{1,6});|[<>&]")
+ESCAPED_SHARE = 10  # escapes needed for each character left bare (a human's line above the paste)
+
+
+def _escapes_of(lines: Sequence[str], token: re.Pattern[str], evidence: str) -> bool:
+    """Whether the lines' special characters are escaped, all but a few: at least one escape, and ten
+    for each left bare. A log's own backslashes (a Windows path, a regex, JSON's `\\"`) sit among bare
+    brackets and underscores."""
+    escaped = bare = 0
+    for line in lines:
+        for found in token.finditer(line):
+            text = found.group()
+            if len(text) == 1:
+                bare += 1
+            elif not evidence or text[1] in evidence:
+                escaped += 1
+    return escaped > 0 and bare * ESCAPED_SHARE <= escaped
+
+
+def _hard_breaks(lines: Sequence[str]) -> bool:
+    """Whether every line ends with markdown's hard break (two spaces), as a converter writes each line of a
+    paragraph (Google Docs' markdown): a paste with nothing to escape shows its converter only by these."""
+    return len(lines) >= WEAK_LINES_NEEDED and all(line.endswith("  ") for line in lines)
+
+
+def unescape(text: str, markdown: bool, entities: bool) -> str:
+    """A line of a paste that went through HTML as the log wrote it: markdown's backslash escapes undone
+    (and the hard break, two spaces, a converter ends a line with), then HTML's entities."""
+    if markdown:
+        text = _MARKDOWN_ESCAPE.sub(r"\1", text.removesuffix("  "))
+    if entities and "&" in text:
+        text = html.unescape(text)
+    return text
+
+
+def _envelope_of(lines: Sequence[str], candidates: Sequence[Envelope], inside_records: bool = False) -> Envelope | None:
+    """The first candidate on all but a few of the lines; else the first stamp on all but a few of the lines
+    that start a record (`_on_records`: a log UI's copy, its time column absent from a record's later lines),
+    or any strict candidate so, `inside_records`, within an envelope found so (compose's `name | `)."""
     if not lines:
         return None
-    for envelope in candidates:
-        if envelope.weak and len(lines) < WEAK_LINES_NEEDED:
-            continue
-        matches = [m for line in lines if (m := envelope.pattern.match(line))]
-        share = envelope.share
-        if len(matches) < max(1, share / 2 * len(lines), min(share * len(lines), len(lines) - STRAY_LINES)):
-            continue
-        if "writer" in envelope.pattern.groupindex and len({m["writer"] for m in matches}) > envelope.max_writers:
-            continue
-        if envelope.weak and all(m.end() == len(m.string) for m in matches):
-            continue  # nothing after the prefix anywhere: not a wrapper around a log
-        return envelope
+    for on_records in (False, True):
+        for envelope in candidates:
+            if envelope.weak and (on_records or len(lines) < WEAK_LINES_NEEDED):
+                continue
+            matches = [m for line in lines if (m := envelope.pattern.match(line))]
+            if on_records:
+                if not (envelope.time_formats or inside_records) or not _on_records(lines, envelope, len(matches)):
+                    continue
+            elif not _on_lines(lines, envelope, len(matches)):
+                continue
+            if "writer" in envelope.pattern.groupindex and len({m["writer"] for m in matches}) > envelope.max_writers:
+                continue
+            if envelope.weak and all(m.end() == len(m.string) for m in matches):
+                continue  # nothing after the prefix anywhere: not a wrapper around a log
+            return envelope
     return None
 
 
-def _learned_column(lines: Sequence[str], reads: Callable[[str], bool]) -> Envelope | None:
-    """The first LEARNED column the lines carry whose removal lets the packs read more of them."""
+def _carried(physical: Sequence[str], width: int, outer: Envelope) -> bool:
+    """Whether most of the pieces that continue a line cut at `width` start with the outermost envelope."""
+    rests = [physical[i + 1] for i, line in enumerate(physical[:-1]) if len(line) == width]
+    return bool(rests) and 2 * sum(1 for rest in rests if outer.pattern.match(rest)) > len(rests)
+
+
+def _peel(line: str, layers: Sequence[Envelope]) -> str:
+    """One physical line out of the envelopes it carries."""
+    for envelope in layers:
+        if (found := envelope.pattern.match(line)) is not None:
+            line = line[found.end() :]
+    return line
+
+
+def _on_lines(lines: Sequence[str], envelope: Envelope, found: int) -> bool:
+    """Whether an envelope is on its share of the lines, or all but a few of an excerpt's."""
+    share = envelope.share
+    return found >= max(1, share / 2 * len(lines), min(share * len(lines), len(lines) - STRAY_LINES))
+
+
+def _on_records(lines: Sequence[str], envelope: Envelope, stamped: int) -> bool:
+    """Whether an envelope is on the lines that start a record, all but a few of them: a log UI shows its
+    time column once per event, not on the event's later lines (a traceback's frames, a message's indented
+    tail) nor on a progress bar's redraws, which a browser shows as lines of their own (and an envelope
+    inside the stamp is then on the same lines only: compose's `name | `)."""
+    records = sum(1 for line in lines if envelope.pattern.match(line) or not _CONTINUATION.search(line))
+    if stamped == records:  # every record stamped (a traceback pasted alone has one or two)
+        return stamped > 0
+    return stamped >= WEAK_LINES_NEEDED and stamped >= min(envelope.share * records, records - STRAY_LINES)
+
+
+# A line that goes on the record before it: indented, or a progress bar's redraw (tqdm's `NN%|` or `| N/M [`)
+_CONTINUATION = re.compile(r"^\s|\d%\||\| *\d+/\d+ \[")
+
+
+def _learned_column(
+    lines: Sequence[str], reads: Callable[[str], bool], candidates: Sequence[Envelope] = ()
+) -> Envelope | None:
+    """The first LEARNED column the lines carry whose removal lets the packs read more of them (with the
+    listed envelopes it was around removed too: a log UI's empty cells before `docker logs -t` lines)."""
     fitting = [envelope for envelope in LEARNED if _envelope_of(lines, (envelope,)) is not None]
-    if not fitting:
-        return None
     read = sum(map(reads, lines))
+    if not fitting and 0 < len(lines) < WEAK_LINES_NEEDED:
+        # a line or two: too few for a loose shape, but empty cells before every one of them, each line read
+        # without them and more read so, are a column all the same
+        fitting = [envelope for envelope in LEARNED if all(envelope.pattern.match(line) for line in lines)]
+        for envelope in fitting:
+            matches = [envelope.pattern.match(line) for line in lines]
+            if any(m is None or _TEXT.search(m.group()) for m in matches):
+                continue
+            peeled = _peeled(
+                [line[m.end() :] if m else line for line, m in zip(lines, matches, strict=True)], candidates
+            )
+            if all(map(reads, peeled)) and len(peeled) > read:
+                return envelope
+        return None
     for envelope in fitting:
-        peeled = [line[m.end() :] if (m := envelope.pattern.match(line)) else line for line in lines]
+        matches = [envelope.pattern.match(line) for line in lines]
+        peeled = _peeled([line[m.end() :] if m else line for line, m in zip(lines, matches, strict=True)], candidates)
         gained = sum(map(reads, peeled)) - read
+        # empty cells (white space and rules, no text) on all but a few lines hide nothing: taken without asking the
+        # packs (a paste of a traceback alone has no line they read either way, and an indented source line behind
+        # the cells is read as a message of its own only while they hide its indentation)
+        if not any(_TEXT.search(m.group()) for m in matches if m is not None):
+            return envelope
         if gained >= max(LEARNED_GAIN_LINES, LEARNED_GAIN_SHARE * len(lines)):
             return envelope
     return None
+
+
+_TEXT = re.compile(r"\w")
+
+
+def _peeled(lines: Sequence[str], candidates: Sequence[Envelope]) -> list[str]:
+    """The lines out of the listed envelopes they carry, outermost first (as `sniff` would find them)."""
+    out = list(lines)
+    for _ in range(MAX_LAYERS - 1):
+        found = _envelope_of(out, candidates)
+        if found is None:
+            break
+        out = [line[m.end() :] if (m := found.pattern.match(line)) else line for line in out]
+    return out
 
 
 def _join_partials(lines: Sequence[str], matches: Sequence[re.Match[str] | None]) -> list[str]:
@@ -340,9 +513,11 @@ def _wrap_width(lines: Sequence[str], screen: bool = False) -> int | None:
     return width
 
 
-def _descending(head: Iterable[str], layers: Sequence[Envelope], wrap_width: int | None, screen: bool) -> bool:
+def _descending(
+    head: Iterable[str], layers: Sequence[Envelope], wrap_width: int | None, screen: bool, wrap_inside: bool = False
+) -> bool:
     """Most of the stamps the envelopes give go back in time from line to line."""
-    unwrapper = Unwrapper(Envelopes(tuple(layers), wrap_width, screen=screen))
+    unwrapper = Unwrapper(Envelopes(tuple(layers), wrap_width, screen=screen, wrap_inside=wrap_inside))
     stamps = [u.stamp for line in head for u in unwrapper.feed(0, line) if u.stamp is not None]
     stamps += [u.stamp for u in unwrapper.end() if u.stamp is not None]
     pairs = list(pairwise(stamps))
@@ -395,11 +570,14 @@ class Unwrapper:
     envelopes: Envelopes
     _wrapped: tuple[int, str] | None = field(default=None, repr=False)
     _partial: dict[int, Unwrapped] = field(default_factory=dict, repr=False)  # by layer: CRI in CRI
+    _cut: Unwrapped | None = field(default=None, repr=False)  # a cut line out of its envelopes (`wrap_inside`)
 
     def feed(self, number: int, text: str) -> list[Unwrapped]:
         width = self.envelopes.wrap_width
         if width is None:
             return self._unwrap(number, text)
+        if self.envelopes.wrap_inside:
+            return [joined for line in self._unwrap(number, text) for joined in self._join_cut(line, width)]
         out: list[Unwrapped] = []
         if self._wrapped is not None:
             held_number, held = self._wrapped
@@ -413,10 +591,24 @@ class Unwrapper:
             return out
         return out + self._unwrap(number, text)
 
+    def _join_cut(self, line: Unwrapped, width: int) -> list[Unwrapped]:
+        """A piece out of its envelopes joined to the cut line before it (the first piece's number, time, rank)."""
+        out: list[Unwrapped] = []
+        if self._cut is not None:
+            held, self._cut = self._cut, None
+            if continues(held.text, line.text):
+                line = Unwrapped(held.number, held.text + line.text, held.stamp or line.stamp, held.rank or line.rank)
+            else:
+                out.append(held)  # a line as long as the column, not a cut one
+        if cut_at(line.text, width, self.envelopes.screen):
+            self._cut = line
+            return out
+        return [*out, line]
+
     @property
     def holding(self) -> bool:
         """A line's first pieces are held: the next physical line continues it."""
-        return bool(self._partial) or self._wrapped is not None
+        return bool(self._partial) or self._wrapped is not None or self._cut is not None
 
     def end(self) -> list[Unwrapped]:
         out: list[Unwrapped] = []
@@ -426,9 +618,14 @@ class Unwrapper:
             out += self._unwrap(number, text)
         out += self._partial.values()
         self._partial.clear()
+        if self._cut is not None:
+            out.append(self._cut)
+            self._cut = None
         return out
 
     def _unwrap(self, number: int, text: str) -> list[Unwrapped]:
+        if self.envelopes.escaped:
+            text = unescape(text, self.envelopes.markdown_escaped, self.envelopes.html_escaped)
         stamp: datetime | None = None
         rank: str | None = None
         for layer, envelope in enumerate(self.envelopes.layers):

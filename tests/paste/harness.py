@@ -93,8 +93,10 @@ def wrap(log: Path, names: Sequence[str]) -> bytes:
 
 
 def judge(path: Path) -> Answer:
-    """`logphase analyze --post-mortem PATH` (a pasted excerpt is a finished log), with the packs loaded once."""
-    report = pipeline.report(open_sources([str(path)]), packs(), pipeline.Options(as_of=AS_OF, post_mortem=True))
+    """`logphase analyze --post-mortem PATH` (a pasted excerpt is a finished log), with the packs loaded once and
+    given to the reading as analyze gives them (a leading column is learned where they read more without it)."""
+    sources = open_sources([str(path)], packs=packs())
+    report = pipeline.report(sources, packs(), pipeline.Options(as_of=AS_OF, post_mortem=True))
     return Answer.of(report.to_json())
 
 

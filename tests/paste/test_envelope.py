@@ -336,3 +336,133 @@ def test_a_pack_that_names_its_process_tags_keeps_them_from_being_a_ray_envelope
     unwrapped = f"{log}: lines unwrapped from: Ray (found in the first lines)"
     assert unwrapped in without["notes"]
     assert unwrapped not in with_pack["notes"]
+
+
+def test_journald_short_under_japanese_and_korean_locales_pads_the_month() -> None:
+    # GIVEN journalctl's short format under ja_JP and ko_KR, whose `%b` for May is glibc's ` 5月` / ` 5월`
+    for month in (" 5月", " 5월", "12월"):
+        data = f"{month} 02 12:29:13 gpu-node-01 python3[4242]: {SGLANG[0]}\n".encode()
+        # WHEN read THEN the journal's columns are removed, the leading space of the month with them
+        assert lines_of(data) == [(1, SGLANG[0], None, None)], month
+
+
+# A crash as SGLang prints it: a record, a traceback whose frames are indented, and a capture bar redrawn with `\r`
+CRASH = [
+    "[2025-03-08 12:29:21 TP0] Capture cuda graph begin. This can take up to several minutes.",
+    "Traceback (most recent call last):",
+    '  File "/sgl-workspace/sglang/python/sglang/srt/managers/scheduler.py", line 1748, in run_scheduler_process',
+    "    scheduler = Scheduler(server_args, port_args, gpu_id, tp_rank, dp_rank)",
+    "RuntimeError: CUDA error: out of memory",
+]
+BAR = ["Capturing batches (bs=8):  50%|█████     | 1/2 [00:01<00:01,  1.00s/it]", "Capturing batches (bs=4): 100%|"]
+
+
+def test_docker_stamps_on_record_lines_only_are_removed_where_they_are() -> None:
+    # GIVEN a log UI's copy of `docker logs -t`: the time on each record's first line only, not on a traceback's
+    # indented frames nor on a bar's redraws, which the browser showed as lines of their own
+    stamp = "2025-03-08T12:29:2{}.123456789Z "
+    pasted = [
+        stamp.format(1) + CRASH[0],
+        stamp.format(2) + BAR[0],
+        BAR[1],
+        stamp.format(3) + CRASH[1],
+        CRASH[2],
+        CRASH[3],
+        stamp.format(4) + CRASH[4],
+    ]
+    # WHEN read THEN docker's envelope is found and removed from the stamped lines; the others are as they were
+    found = lines_of("".join(f"{line}\n" for line in pasted).encode())
+    assert [text for _, text, _, _ in found] == [CRASH[0], *BAR, *CRASH[1:]]
+    # AND a stamped line has the envelope's time, a bare one none of its own
+    assert [stamp is not None for _, _, stamp, _ in found] == [True, True, False, True, False, False, True]
+
+
+def test_a_stamp_on_a_few_unindented_lines_of_many_is_no_envelope() -> None:
+    # GIVEN TGI's own tracing lines (RFC 3339 first), and records without it that start flush left: a traceback's
+    # header and exception line
+    head = [
+        "2024-03-14T13:19:25.453070Z  INFO shard-manager: text_generation_launcher: Waiting for shard to be ready...",
+        "2024-03-14T13:19:25.553183Z ERROR shard-manager: text_generation_launcher: Shard complete standard error:",
+        "Traceback (most recent call last):",
+        '  File "/opt/conda/bin/text-generation-server", line 8, in <module>',
+        "    sys.exit(app())",
+        "RuntimeError: Not enough memory to handle 4096 prefill tokens.",
+        "Error: ShardCannotStart",
+        "2024-03-14T13:19:25.653183Z ERROR text_generation_launcher: Shard 2 failed to start",
+    ]
+    # WHEN sniffed THEN no envelope: three records of six carry no stamp
+    assert names(head) == []
+
+
+def test_markdown_escapes_of_a_paste_through_html_are_undone() -> None:
+    # GIVEN a traceback as an HTML-to-markdown converter wrote it (turndown: `\_ \* \[ \]` everywhere)
+    plain = [
+        "[2025-03-08 12:29:21 TP0] Scheduler hit an exception: Traceback (most recent call last):",
+        '  File "/usr/lib/python3/torch/nn/modules/module.py", line 1736, in _wrapped_call_impl',
+        "    return self._call_impl(*args, **kwargs)",
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB",
+    ]
+    escaped = [
+        "\\[2025-03-08 12:29:21 TP0\\] Scheduler hit an exception: Traceback (most recent call last):",
+        '  File "/usr/lib/python3/torch/nn/modules/module.py", line 1736, in \\_wrapped\\_call\\_impl',
+        "    return self.\\_call\\_impl(\\*args, \\*\\*kwargs)",
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB",
+    ]
+    # WHEN read THEN the lines are the log's
+    assert [text for _, text, _, _ in lines_of("".join(f"{line}\n" for line in escaped).encode())] == plain
+    # AND so are Google Docs' (`\-`, `\=` escaped too, each line ending in a hard break)
+    docs = ["\\[2024-12-05 15:50:42\\] INFO \\- Focal length \\= 6.09  ", "Next line  ", "Last \\_ line  "]
+    texts = [text for _, text, _, _ in lines_of("".join(f"{line}\n" for line in docs).encode())]
+    assert texts == ["[2024-12-05 15:50:42] INFO - Focal length = 6.09", "Next line", "Last _ line"]
+
+
+def test_html_entities_of_a_paste_written_as_html_are_undone() -> None:
+    # GIVEN a traceback pasted inside an HTML block, written with entities
+    data = b"  File &quot;launch_server.py&quot;, line 14, in &lt;module&gt;\nValueError: a &amp; b\n"
+    # WHEN read THEN the lines are the log's
+    assert [text for _, text, _, _ in lines_of(data)] == [
+        '  File "launch_server.py", line 14, in <module>',
+        "ValueError: a & b",
+    ]
+
+
+def test_a_log_own_backslashes_among_bare_brackets_stay() -> None:
+    # GIVEN a log with JSON's escaped quotes and a Windows path, and bare brackets and underscores around them
+    data = (
+        b'[2025-03-08 12:29:21] {\\"model_path\\": \\"C:\\\\models\\\\qwen\\"}\n'
+        b"[2025-03-08 12:29:22] max_len=\\[4096\\]\n"
+    )
+    # WHEN read THEN nothing is unescaped
+    assert [text for _, text, _, _ in lines_of(data)] == [line for line in data.decode().splitlines()]
+
+
+def test_a_hard_wrapped_log_collected_again_is_joined_inside_its_envelopes() -> None:
+    # GIVEN a log cut at 80 columns, then each of its pieces written to the journal (its stamp on every piece)
+    long = "[2025-03-08 12:29:20 TP0] Load weight end. type=LlamaForCausalLM, dtype=torch.bfloat16, avail mem=6.53 GB"
+    lines = [long, "short line one", long.replace("6.53", "7.77"), "short line two"]
+    pieces = [piece for line in lines for piece in (line[i : i + 80] for i in range(0, len(line), 80))]
+    pasted = [f"Mar 08 12:29:{20 + n:02d} gpu-node-01 python3[4242]: {piece}" for n, piece in enumerate(pieces)]
+    # WHEN sniffed and unwrapped THEN the journal comes off each piece and the cut lines are whole again
+    found = sniff(pasted)
+    assert (names(pasted), found.wrap_width, found.wrap_inside) == (["journald"], 80, True)
+    unwrapper = Unwrapper(found)
+    out = [u.text for number, text in enumerate(pasted) for u in unwrapper.feed(number, text)]
+    assert out + [u.text for u in unwrapper.end()] == lines
+
+
+def test_a_hard_wrapped_log_behind_empty_tab_cells_is_joined_inside_them() -> None:
+    # GIVEN a log cut at 80 columns, then copied from a web table with an empty first cell (a tab) on every piece
+    long = "[2025-03-08 12:29:20 TP0] Load weight end. type=LlamaForCausalLM, dtype=torch.bfloat16, avail mem=6.53 GB"
+    lines = [long, "[2025-03-08 12:29:21 TP0] short", long.replace("6.53", "7.77"), "[2025-03-08 12:29:22 TP0] end"]
+    pasted = ["\t" + piece for line in lines for piece in (line[i : i + 80] for i in range(0, len(line), 80))]
+    # WHEN sniffed with packs that read the server's stamped lines
+    found = sniff(pasted, reads=lambda line: line.startswith("[2025-"))
+    # THEN the tab is a column, the cut is inside it, and the lines are whole again
+    assert ([layer.name for layer in found.layers], found.wrap_width, found.wrap_inside) == (
+        ["empty tab-separated cells"],
+        80,
+        True,
+    )
+    unwrapper = Unwrapper(found)
+    out = [u.text for number, text in enumerate(pasted) for u in unwrapper.feed(number, text)]
+    assert out + [u.text for u in unwrapper.end()] == lines

@@ -39,6 +39,12 @@ COLUMNS = {
     "role label": lambda n, line: f"[trainer0|{n % 2}]:{line}",
     # a replica label (torchx on Ray, NeMo-Run)
     "replica label": lambda n, line: f"job_2fa1/0 {line}",
+    # a web table's row copied as tab-separated cells, the first two empty
+    "empty tab cells": lambda n, line: f"\t\t{line}",
+    # a markdown table's empty cells before the text
+    "empty table cells": lambda n, line: f"|  | {line}",
+    # Buildkite's log view: an empty line-number cell, then its rule
+    "empty cell and rule": lambda n, line: f"  | {line}",
 }
 
 
@@ -76,3 +82,21 @@ def test_a_log_whose_own_stamp_starts_like_a_column_keeps_it(tmp_path: Path) -> 
     report = _analyze(tmp_path, "lmdeploy", lines)
     assert not any("lines unwrapped from:" in note for note in report["notes"])
     assert report["system"] == "lmdeploy"
+
+
+@pytest.mark.parametrize("column", ["\t\t", "|  | ", "  | "])
+def test_a_traceback_alone_pasted_with_empty_cells_reads_as_the_traceback(tmp_path: Path, column: str) -> None:
+    # GIVEN a traceback alone (no line of it a pack's prefix or rule), and the same behind empty leading cells
+    traceback = [
+        "Traceback (most recent call last):",
+        '  File "/usr/lib/python3.10/runpy.py", line 196, in _run_module_as_main',
+        "    return _run_code(code, main_globals, None,",
+        '  File "/sglang/python/sglang/launch_server.py", line 19, in <module>',
+        "    raise e",
+        "RuntimeError: Initialization failed. controller_init_state: Traceback (most recent call last):",
+    ]
+    plain = _analyze(tmp_path, "plain", traceback)
+    wrapped = _analyze(tmp_path, "wrapped", [f"{column}{line}" for line in traceback])
+    # WHEN both are analysed THEN the same answer: the cells hold nothing, so they come off
+    assert _answer(wrapped) == _answer(plain)
+    assert plain["root_cause"]["text"].startswith("RuntimeError: Initialization failed.")

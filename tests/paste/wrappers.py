@@ -220,6 +220,103 @@ def ansi(lines: Sequence[str], rng: random.Random, times: Times) -> bytes:
     return _join(out)
 
 
+# --- partial wrappers: on some lines only, in another locale, around a paste's text -------------
+
+# glibc's abbreviated months (localedata/locales/*: `abmon`), what strftime's `%b` gives under each locale;
+# Japanese and Korean pad the months 1-9 with a space
+LOCALE_MONTHS: dict[str, tuple[str, ...]] = {
+    "de_DE": ("Jan", "Feb", "Mär", "Apr", "Mai", "Jun", "Jul", "Aug", "Sep", "Okt", "Nov", "Dez"),
+    "fr_FR": ("janv.", "févr.", "mars", "avril", "mai", "juin", "juil.", "août", "sept.", "oct.", "nov.", "déc."),
+    "ru_RU": ("янв", "фев", "мар", "апр", "мая", "июн", "июл", "авг", "сен", "окт", "ноя", "дек"),
+    "zh_CN": tuple(f"{month}月" for month in range(1, 13)),
+    "ja_JP": tuple(f"{month:2d}月" for month in range(1, 13)),
+    "ko_KR": tuple(f"{month:2d}월" for month in range(1, 13)),
+    "es_ES": ("ene", "feb", "mar", "abr", "may", "jun", "jul", "ago", "sep", "oct", "nov", "dic"),
+    "pt_BR": ("jan", "fev", "mar", "abr", "mai", "jun", "jul", "ago", "set", "out", "nov", "dez"),
+    "pl_PL": ("sty", "lut", "mar", "kwi", "maj", "cze", "lip", "sie", "wrz", "paź", "lis", "gru"),
+    "tr_TR": ("Oca", "Şub", "Mar", "Nis", "May", "Haz", "Tem", "Ağu", "Eyl", "Eki", "Kas", "Ara"),
+}
+
+
+def journald_short_locale(lines: Sequence[str], rng: random.Random, times: Times) -> bytes:
+    """`journalctl -o short` under a non-English locale: systemd (logs-show.c) writes the short time with
+    strftime's `%b %d %H:%M:%S`, so the month is the locale's (`Dez 01`, `déc. 01`, ` 5月 01`)."""
+    months = LOCALE_MONTHS[rng.choice(sorted(LOCALE_MONTHS))]
+    return _journal(lines, rng, [f"{months[t.month - 1]} {t.day:02d} {t:%H:%M:%S}" for t in times])
+
+
+def record_stamps(lines: Sequence[str], rng: random.Random, times: Times) -> bytes:
+    """A log UI's copy of multi-line events (CloudWatch, Loki, a container console): the time column only on
+    the line that starts an event. An event starts at a line that does not begin with white space (the
+    CloudWatch agent's default `multi_line_start_pattern`, `^[^\\s]`); traceback frames, a message's indented
+    tail and empty lines belong to the event before. The browser shows a `\\r` as a line break, so a
+    progress bar's redraws are lines of their own, after the stamped one."""
+    style = rng.choice(["docker", "kubectl", "desktop"])
+    out: list[str] = []
+    for line, t in zip(lines, times, strict=True):
+        first, *redraws = line.rstrip("\r").split("\r")  # (a CRLF's `\r` ends the line: no break of its own)
+        if first[:1].strip() or not out:
+            if style == "docker":
+                stamp = rfc3339_nanos(t, rng)
+            elif style == "kubectl":
+                stamp = rfc3339_nano_trimmed(t, rng)
+            else:
+                stamp = f"{t:%Y-%m-%d %H:%M:%S}"
+            first = f"{stamp} {first}"
+        out += [first, *redraws]
+    return _join(out)
+
+
+def empty_columns(lines: Sequence[str], rng: random.Random, times: Times) -> bytes:
+    """A log UI's table copied with its leading columns empty: a spreadsheet or a web table copied as
+    tab-separated cells (`\\t\\t`), Buildkite's log view with an empty line-number cell before its rule
+    (`  | `, realworld 154 and 179), a markdown table's empty cells (`|  | `)."""
+    column = rng.choice(["\t", "\t\t", "\t\t\t", "  | ", "|  | ", "| | ", " |  |  | "])
+    return _join([f"{column}{line}" for line in lines])
+
+
+# turndown's escapes (turndown src/turndown.js `escapes`), what an HTML-to-markdown paste writes: `\ * _ ` [ ]`
+# anywhere, `- + = # > N.` where they would start a block
+_TURNDOWN = (
+    (re.compile(r"\\"), r"\\\\"),
+    (re.compile(r"\*"), r"\\*"),
+    (re.compile(r"^-"), r"\\-"),
+    (re.compile(r"^\+ "), r"\\+ "),
+    (re.compile(r"^(=+)"), r"\\\1"),
+    (re.compile(r"^(#{1,6}) "), r"\\\1 "),
+    (re.compile(r"`"), r"\\`"),
+    (re.compile(r"^~~~"), r"\\~~~"),
+    (re.compile(r"\["), r"\\["),
+    (re.compile(r"\]"), r"\\]"),
+    (re.compile(r"^>"), r"\\>"),
+    (re.compile(r"_"), r"\\_"),
+    (re.compile(r"^(\d+)\. "), r"\1\\. "),
+)
+# Google Docs' markdown (realworld pastes from docs: `\[2024-12-05 …\] … \= **6.09**`, `INFO \- msg`, `\!`,
+# `\&`, `max\_cycles`) escapes these wherever they are, and ends each line with a hard break (two spaces)
+_DOCS = re.compile(r"([\\`*_\[\]\-=!&<>])")
+_ENTITIES = (("&", "&amp;"), ("<", "&lt;"), (">", "&gt;"), ('"', "&quot;"), ("'", "&#39;"))
+
+
+def markdown_escapes(lines: Sequence[str], rng: random.Random, times: Times) -> bytes:
+    """A paste that went through HTML outside a code block: turndown's backslash escapes (a rich editor's
+    paste as markdown), Google Docs' markdown export (more escapes, a hard break at each line's end), or the
+    text as HTML entities (`&lt;module&gt;`, a `<pre>` block written by hand or a tool)."""
+    style = rng.choice(["turndown", "docs", "entities"])
+    out: list[str] = []
+    for line in (ANSI.sub("", line) for line in lines):
+        if style == "turndown":
+            for pattern, replacement in _TURNDOWN:
+                line = pattern.sub(replacement, line)
+        elif style == "docs":
+            line = _DOCS.sub(r"\\\1", line) + ("  " if line else "")
+        else:
+            for char, entity in _ENTITIES:
+                line = line.replace(char, entity)
+        out.append(line)
+    return _join(out)
+
+
 @dataclass(frozen=True)
 class Wrapper:
     name: str
@@ -248,6 +345,10 @@ WRAPPERS: tuple[Wrapper, ...] = (
     Wrapper("hard-wrap", hard_wrap),
     Wrapper("crlf", crlf),
     Wrapper("ansi", ansi),
+    Wrapper("record-stamps", record_stamps),
+    Wrapper("journald-short-locale", journald_short_locale),
+    Wrapper("empty-columns", empty_columns),
+    Wrapper("markdown-escapes", markdown_escapes),
 )
 BY_NAME = {wrapper.name: wrapper for wrapper in WRAPPERS}
 
