@@ -119,7 +119,7 @@ def cpu_text(shares: tuple[float | None, ...]) -> str:
 
 
 def render_groups(report: StacksReport, width: int | None = None) -> str:
-    return simple_table(group_rows(report), GROUP_HEADERS, width)
+    return simple_table(group_rows(report), GROUP_HEADERS, width, whole=("motion", "cpu"))
 
 
 PROBLEM_HEADERS = ["pid", "rank", "title", "not read"]

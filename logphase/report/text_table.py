@@ -22,18 +22,23 @@ ELLIPSIS = "…"  # ends a cell cut to fit the width (one column wide)
 MIN_CUT = 8
 
 
-def fit(rows: Sequence[Sequence[str]], headers: Sequence[str], width: int | None) -> list[list[str]]:
+def fit(
+    rows: Sequence[Sequence[str]], headers: Sequence[str], width: int | None, whole: Sequence[str] = ()
+) -> list[list[str]]:
     """The rows with the widest text columns cut (`…`) until the table's lines fit `width` columns (None:
-    as they are), the widest first. A column never narrows below its header or MIN_CUT; a table that
-    cannot fit then is as narrow as it can be."""
+    as they are), the widest first. A column never narrows below its header or MIN_CUT; the columns named
+    in `whole` (short words a reader needs entire: `working (on CPU)`) narrow only once no other can; a
+    table that cannot fit then is as narrow as it can be."""
     fitted = [list(row) for row in rows]
     if width is None or not rows:
         return fitted
     widths = [max(len(header) + _HEADER_ROOM, *(len(row[i]) for row in rows)) for i, header in enumerate(headers)]
     floors = [min(w, max(len(header) + _HEADER_ROOM, MIN_CUT)) for w, header in zip(widths, headers, strict=True)]
+    kept = {i for i, header in enumerate(headers) if header in whole}
     excess = sum(widths) + len(_GAP) * (len(widths) - 1) - width
     while excess > 0:
-        narrower = [i for i in range(len(widths)) if widths[i] > floors[i]]
+        narrower = [i for i in range(len(widths)) if widths[i] > floors[i] and i not in kept]
+        narrower = narrower or [i for i in range(len(widths)) if widths[i] > floors[i]]
         if not narrower:
             break
         widest = max(narrower, key=lambda i: widths[i])  # the widest first: short columns stay whole longest
@@ -46,11 +51,13 @@ def fit(rows: Sequence[Sequence[str]], headers: Sequence[str], width: int | None
     return fitted
 
 
-def simple_table(rows: Sequence[Sequence[object]], headers: Sequence[str], width: int | None = None) -> str:
+def simple_table(
+    rows: Sequence[Sequence[object]], headers: Sequence[str], width: int | None = None, whole: Sequence[str] = ()
+) -> str:
     """`tabulate(rows, headers=headers)` (its "simple" format), byte for byte; with `width`, text cells
-    cut to fit it (`fit`)."""
+    cut to fit it (`fit`, `whole` its columns cut last)."""
     if width is not None and all(isinstance(cell, str) for row in rows for cell in row):
-        rows = fit([[str(cell) for cell in row] for row in rows], headers, width)
+        rows = fit([[str(cell) for cell in row] for row in rows], headers, width, whole)
     columns = _text_columns(rows, len(headers))
     if columns is None or not all(header.isascii() and header.isprintable() for header in headers):
         from tabulate import tabulate  # a table this module does not lay out: tabulate's own

@@ -100,3 +100,17 @@ def test_a_number_column_is_right_aligned_and_a_text_column_left_aligned() -> No
         "kv_cache",
         "cuda_graph        7",
     ]
+
+
+def test_a_column_kept_whole_is_cut_only_once_no_other_can_be() -> None:
+    # GIVEN a stacks-like table 20 columns too wide, its `motion` words short but needed whole
+    rows = [["1", "working (on CPU)", "load_weights_busy (model_runner.py:43)", "load_model (model_runner.py:13)"]]
+    headers = ["group", "motion", "where", "inside"]
+    # WHEN fitted to 70 columns, `motion` kept whole
+    table = simple_table(rows, headers, 70, whole=("motion",))
+    # THEN every line fits, the motion cell is whole, and the long text columns took the cut
+    assert max(len(line) for line in table.splitlines()) <= 70
+    assert "working (on CPU)" in table and "…" in table
+    # AND at a width only cutting it too can reach, it is cut as well (never wider than asked while it can narrow)
+    narrow = simple_table(rows, headers, 40, whole=("motion",))
+    assert "working (on CPU)" not in narrow
