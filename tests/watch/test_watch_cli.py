@@ -203,9 +203,10 @@ def test_a_pid_that_does_not_exist_is_said_at_start_exit_3(tmp_path: Path) -> No
 
 @pytest.mark.slow  # real waits or a subprocess: the full suite's tier
 def test_sigterm_is_an_interrupt_and_record_still_stores_the_run(tmp_path: Path) -> None:
-    # GIVEN `watch --record` following a start in weight loading
+    # GIVEN `watch --record` following a start in weight loading, written just now (a start stamped long ago is
+    # judged stalled at once, and the watch would end before the signal comes)
     log = tmp_path / "server.log"
-    log.write_text(STARTING)
+    log.write_text(starting_now())
     command = [sys.executable, "-m", "logphase", "watch", str(log), "--record", "--interval", "0.1"]
     watcher = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(tmp_path))
     assert watcher.stdout is not None
