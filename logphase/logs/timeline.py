@@ -173,8 +173,8 @@ class Timeline:
     inputs: tuple[InputFacts, ...] = ()  # per input (source), for a run given as several logs
     unfollowed: int = 0  # ranks past the first MAX_RANKS: their lines counted, their phases not followed
     floor: Phase | None = None  # the furthest phase a line proves was reached without being in it (pack `reached`)
-    # every answer of the health route the log shows, counted by status (`503`), in the order each first came;
-    # and the first of them (`health` is the newest)
+    # the health route's refusals the log shows (`health_refused`), counted by status (`503`) in the order each
+    # first came, and the first of them
     health_answers: tuple[tuple[str, int], ...] = ()
     health_first: Event | None = None
     health_last: Event | None = None  # the newest refusal counted; `health` is the newest answer of all
