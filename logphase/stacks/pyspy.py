@@ -457,24 +457,24 @@ def snapshot(
 def cpu_share(pid: int, cpu: Sequence[tuple[float, dict[int, float | None]]]) -> float | None:
     """The CPU time a process used between the first and the last reading, in % of one core (to 0.1);
     None where it was not read twice."""
-    readings = [(when, seconds[pid]) for when, seconds in cpu if seconds.get(pid) is not None]
-    if len(readings) < 2:
-        return None
-    (start, first), (end, last) = readings[0], readings[-1]
-    assert first is not None and last is not None
-    if end <= start:
-        return None
-    return round(100.0 * max(0.0, last - first) / (end - start), 1)
+    used = _cpu_fraction(pid, cpu)
+    return None if used is None else round(100.0 * used, 1)
 
 
 def _on_cpu(pid: int, cpu: Sequence[tuple[float, dict[int, float | None]]]) -> bool:
     """CPU time grew by BUSY_SHARE of the wall time between the first and the last sample."""
+    used = _cpu_fraction(pid, cpu)
+    return used is not None and used >= BUSY_SHARE
+
+
+def _cpu_fraction(pid: int, cpu: Sequence[tuple[float, dict[int, float | None]]]) -> float | None:
+    """CPU seconds a process used per wall second between its first and last reading; None: not read twice."""
     readings = [(when, seconds[pid]) for when, seconds in cpu if seconds.get(pid) is not None]
     if len(readings) < 2:
-        return False
+        return None
     (start, first), (end, last) = readings[0], readings[-1]
     assert first is not None and last is not None
-    return end > start and (last - first) >= BUSY_SHARE * (end - start)
+    return max(0.0, last - first) / (end - start) if end > start else None
 
 
 def _main_active(threads: Sequence[ThreadStack]) -> bool:
