@@ -44,3 +44,20 @@ def test_scheduler_init_done_closes_the_step_the_rank_was_in(tmp_path: Path, tex
     _, report = run_json("analyze", "--post-mortem", str(log))
     # THEN the furthest phase is the step that line closed: the capture only where one began
     assert report["furthest_phase"] == furthest
+
+
+def test_a_tagged_rank_in_docker_closes_its_own_step(tmp_path: Path) -> None:
+    # GIVEN the graphs-disabled start of TP0 and TP1 (each line tagged), as `docker logs -t` hands it over
+    tagged = "".join(
+        line.replace("] ", f" TP{rank}] ", 1)
+        for line in (WEIGHTS_AND_POOL + INIT_DONE).splitlines(keepends=True)
+        for rank in (0, 1)
+    )
+    log = tmp_path / "docker.log"
+    log.write_text(
+        "".join(f"2025-08-04T10:10:{i:02d}.000000000Z {line}" for i, line in enumerate(tagged.splitlines(True)))
+    )
+    # WHEN analysed
+    _, report = run_json("analyze", "--post-mortem", str(log))
+    # THEN each rank's scheduler line closed its KV pool: no capture is claimed
+    assert report["furthest_phase"] == "kv_cache"
