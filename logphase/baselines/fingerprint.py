@@ -11,7 +11,8 @@ from typing import IO, Any
 
 from logphase.bounded import MAX_RANK, read_int
 from logphase.logs.reader import CHUNK_BYTES, LogSource, read_lines
-from logphase.packs import ServerArgsFormat, shipped_packs
+from logphase.logs.server_args import PrintedArgs, printed_args, shipped_server_args
+from logphase.packs import ServerArgsFormat
 
 # The setup lines (server_args, vLLM's config) come within the first few dozen lines; 2000 leaves
 # room for warnings, NCCL_DEBUG chatter and a banner, and bounds the cost on huge logs.
@@ -32,11 +33,6 @@ NCCL_VERSION = re.compile(r"\b(?:NCCL version:? |using nccl==)(?P<version>\d+\.\
 # kernel configs of SGLang and vLLM name the GPU this way) and `nvidia-smi -L` lines.
 DEVICE_NAME = re.compile(r"\bdevice_name=(?P<name>[A-Za-z][\w-]*?)(?:,|\.json|\s|$)")
 SMI_GPU = re.compile(r"^GPU (?P<index>\d+): (?P<name>[^(]+?) \(UUID: GPU-")
-# key = value or 'key': value, in a repr of ServerArgs / a dict / a Namespace / vLLM's config.
-KEY_VALUE = re.compile(
-    r"""(?:^|[\s,({])'?(?P<key>[A-Za-z_][A-Za-z0-9_]*)'?\s*[=:]\s*"""
-    r"""(?P<value>'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"|[^,)}\s]+)"""
-)
 SIZES = ("tp_size", "pp_size", "dp_size", "ep_size")
 
 
@@ -104,11 +100,6 @@ class Fingerprint:
         return " ".join(parts)
 
 
-def shipped_server_args() -> tuple[ServerArgsFormat, ...]:
-    """The server-argument formats of the shipped packs, for a caller that passes none."""
-    return shipped_packs().server_args
-
-
 @dataclass
 class FingerprintCollector:
     """Feed a log's lines in order; `fingerprint()` at any time. Pure, incremental (watch feeds it
@@ -158,28 +149,19 @@ class FingerprintCollector:
     def _setup_line(self, text: str) -> None:
         """The first server-arguments line sets the system; a format that `repeats` goes on adding
         the keys not seen yet (vLLM prints its CLI's non-default args, then the engine config)."""
-        chosen = self.args_format
-        for candidate in self.formats if chosen is None else (chosen,):
-            found = candidate.pattern.search(text)
-            if found is None:
-                continue
-            args, nested = _parse_args(text[found.end() :], candidate.nested)
-            self.args_format, self.system = candidate, candidate.system
-            self.args = {**args, **(self.args or {})}
-            for name, values in nested.items():
-                self.nested.setdefault(name, values)
+        printed = printed_args(text, self.formats if self.args_format is None else (self.args_format,))
+        if printed is None:
             return
+        self.args_format, self.system = printed.format, printed.format.system
+        self.args = {**printed.args, **(self.args or {})}
+        for name, values in printed.nested.items():
+            self.nested.setdefault(name, values)
 
     def _fact(self, fact: str) -> str | None:
         """A setup fact from the printed keys the format names for it, first found wins."""
         if self.args_format is None:
             return None
-        for key in self.args_format.keys.get(fact, ()):
-            config, _, inner = key.rpartition(".")
-            value = self.nested.get(config, {}).get(inner) if config else (self.args or {}).get(key)
-            if value:
-                return value
-        return None
+        return PrintedArgs(self.args_format, self.args or {}, self.nested).value(fact)
 
     def fingerprint(self, system: str | None = None, version: str | None = None) -> Fingerprint:
         """`system` and `version` from the timeline (the pattern packs know them better) win."""
@@ -218,60 +200,6 @@ def fingerprint_of_lines(
 ) -> Fingerprint:
     collector = FingerprintCollector() if formats is None else FingerprintCollector(formats=formats)
     return collector.feed_all(lines).fingerprint(system, version)
-
-
-def _parse_args(text: str, nested: Sequence[str]) -> tuple[dict[str, str], dict[str, dict[str, str]]]:
-    """Top-level key/values of a repr, with the nested configs (`speculative_config`, which has its
-    own `model`) taken out first so that their keys cannot be mistaken for the top-level ones."""
-    configs: dict[str, dict[str, str]] = {}
-    for name in nested:
-        found = re.search(rf"""'?\b{re.escape(name)}'?\s*[=:]\s*""", text)
-        if found is None:
-            continue
-        body, end = _balanced(text, found.end())
-        if body is not None:
-            configs[name] = _key_values(body)
-            text = text[: found.start()] + text[end:]
-    return _key_values(text), configs
-
-
-def _balanced(text: str, start: int) -> tuple[str | None, int]:
-    """The bracketed value that starts at `start` (`{…}` or `Name(…)`), and where it ends."""
-    opening = start
-    while opening < len(text) and (text[opening].isalnum() or text[opening] == "_"):
-        opening += 1
-    if opening >= len(text) or text[opening] not in "({[":
-        return None, start
-    depth = 0
-    quote: str | None = None
-    for index in range(opening, len(text)):
-        char = text[index]
-        if quote:
-            if char == quote and text[index - 1] != "\\":
-                quote = None
-        elif char in "'\"":
-            quote = char
-        elif char in "({[":
-            depth += 1
-        elif char in ")}]":
-            depth -= 1
-            if depth == 0:
-                return text[opening + 1 : index], index + 1
-    return text[opening + 1 :], len(text)  # a line cut short: take what is there
-
-
-def _key_values(text: str) -> dict[str, str]:
-    values: dict[str, str] = {}
-    for found in KEY_VALUE.finditer(text):
-        key = found["key"]
-        if key in values:
-            continue
-        value = found["value"]
-        if value[:1] in "'\"" and value[-1:] == value[:1] and len(value) >= 2:
-            value = value[1:-1]
-        if value != "None":
-            values[key] = value
-    return values
 
 
 def _int(text: str | None) -> int | None:

@@ -15,15 +15,17 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from logphase.bounded import MAX_RANK, read_int
 from logphase.errors import SnapshotError, UsageError
 from logphase.logs.reader import LogSource, open_sources
+from logphase.logs.server_args import printed_args, shipped_server_args
 from logphase.nodes import k8s as kube
 from logphase.nodes.k8s import KubernetesTransport
 from logphase.nodes.ray_cluster import RAY_SESSION, RayTransport
 from logphase.nodes.slurm import SlurmTransport, split_lines_by_label
 from logphase.nodes.ssh import SshTransport
 from logphase.nodes.transport import NodeRun, Transport, last_words, run_local
-from logphase.packs import PackSet
+from logphase.packs import PackSet, ServerArgsFormat
 
 # What one node's logs may weigh together: the start of each file and its end are kept (a start-up's head says
 # the server, its version and node rank; its end where it stopped), the middle of a bigger one left out. Below
@@ -361,25 +363,27 @@ def _digest(path: Path) -> str:
 
 # --- global ranks -----------------------------------------------------------------------------------------
 
-# SGLang prints its ServerArgs at launch (`server_args=ServerArgs(… nnodes=2, node_rank=1, …)`; ≥0.5.19 a dict,
-# `'nnodes': 2, 'node_rank': 1`): its TP ranks are global across nodes (node 1 of --tp 16 --nnodes 2 logs
-# TP8…TP15; docs/sglang reference §1.3). torchrun's agent logs `Rendezvous complete for workers. Result:` then
-# `  group_rank=N` on a line of its own (torch 2.x elastic/agent/server/api.py): its workers' `[rankN]:`
-# prefixes are global ranks.
-_SGLANG_NODE_RANK = re.compile(r"server_args.*?\bnode_rank'?[=:] ?(\d+)")
+# A server whose ranks are numbered across its nodes states its node rank in its printed arguments (the packs'
+# `[[server_args]]` fact `node_rank`: SGLang's `server_args=ServerArgs(… nnodes=2, node_rank=1, …)`, whose node 1
+# of --tp 16 --nnodes 2 logs TP8…TP15; docs/sglang reference §1.3). torchrun's agent logs `Rendezvous complete
+# for workers. Result:` then `  group_rank=N` on a line of its own (torch 2.x elastic/agent/server/api.py): its
+# workers' `[rankN]:` prefixes are global ranks.
 _TORCHRUN_NODE_RANK = re.compile(
     r"Rendezvous complete for workers\. Result:(?:\n.*){0,6}?\n\s*group_rank=(\d+)\s*$", re.M
 )
 HEAD_BYTES = 1 << 20
 
 
-def stated_node_rank(head: str) -> int | None:
-    """The node rank a log's head states (SGLang's server_args, torchrun's rendezvous result), if any."""
-    for pattern in (_SGLANG_NODE_RANK, _TORCHRUN_NODE_RANK):
-        found = pattern.search(head)
-        if found is not None:
-            return int(found.group(1))
-    return None
+def stated_node_rank(head: str, formats: Sequence[ServerArgsFormat] | None = None) -> int | None:
+    """The node rank a log's head states (a server's printed arguments, torchrun's rendezvous result), if any.
+    `formats`: the packs' server-argument formats (default the shipped ones)."""
+    formats = shipped_server_args() if formats is None else formats
+    for text in head.splitlines():
+        printed = printed_args(text, formats)
+        if printed is not None and (rank := read_int(printed.value("node_rank"), MAX_RANK)) is not None:
+            return rank
+    found = _TORCHRUN_NODE_RANK.search(head)
+    return None if found is None else read_int(found.group(1), MAX_RANK)
 
 
 def rank_naming(node_ranks: dict[str, int | None]) -> tuple[bool, str]:

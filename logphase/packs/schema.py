@@ -94,6 +94,7 @@ SERVER_ARGS_FACTS = (
     ("ep_size", "expert-parallel size"),
     ("speculative_algorithm", "speculative decoding algorithm (shown upper-case)"),
     ("draft_model_path", "speculative draft model"),
+    ("node_rank", "node's rank in a multi-node server whose ranks are numbered across its nodes"),
 )
 
 PACK = Table(

@@ -160,6 +160,24 @@ def test_the_node_rank_a_log_states(head: str, expected: int | None) -> None:
     assert stated_node_rank(head) == expected
 
 
+def test_a_pack_names_the_printed_key_that_states_the_node_rank(tmp_path: Path) -> None:
+    # GIVEN a user pack whose server prints `launch args: {…}` with its node rank as `machine_rank`
+    pack = tmp_path / "fleet.toml"
+    pack.write_text(
+        '[pack]\nname = "fleet"\nschema = 1\nsystems = ["fleet"]\n\n[[server_args]]\nid = "fleet.args"\n'
+        'regex = \'\\blaunch args: \\{\'\nmodel_path = ["model"]\nnode_rank = ["machine_rank"]\n'
+        "examples = [\"launch args: {'model': 'm'}\"]\n"
+    )
+    formats = load_packs([pack], builtin=False).server_args
+    head = "I 10:00:00 banner\nI 10:00:01 launch args: {'model': 'm', 'num_machines': 4, 'machine_rank': 2}\n"
+    # WHEN the node rank of the head is read with that pack's formats, and with the shipped ones
+    # THEN the pack's key gives it; the shipped formats know no such line
+    assert stated_node_rank(head, formats) == 2
+    assert stated_node_rank(head) is None
+    # AND a node rank past any rank count is no node rank
+    assert stated_node_rank(head.replace("'machine_rank': 2", "'machine_rank': 99999999999"), formats) is None
+
+
 def test_ranks_are_global_only_where_every_node_states_a_different_node_rank() -> None:
     assert rank_naming({"a": 0, "b": 1}) == (
         True,
