@@ -123,6 +123,13 @@ def frame_rule(phase: Phase, draft: bool = False) -> Rule:
     )
 
 
+@cache
+def ignored_rule(rule: Rule) -> Rule:
+    """`rule` read inside a traceback the process printed and went on from (CPython's unraisable hook: `Exception
+    ignored in: …`, a destructor's error at shutdown): what it says, as a diagnostic mark, never a failure."""
+    return replace(rule, kind=EventKind.MARK, role=Role.DIAGNOSTIC, phase=None)
+
+
 # Fields a fork shares with its origin: the immutable packs, and a memo of what they say.
 SHARED_ON_FORK = frozenset({"packs", "_frame_phases"})
 # Fields a fork starts empty: what it reads never depends on them, and copying them for every probe
@@ -174,6 +181,9 @@ class _Block:
     # the first frame of a traceback whose `Traceback` line is not in the log (an excerpt pasted mid-traceback)
     headless: tuple[Line, PrefixFields] | None = None
     failed: bool = False  # a failure line was read inside it (a native crash banner between frame runs)
+    # opened by a line that is no failure (CPython's `Exception ignored in: …`): the process printed the
+    # traceback and went on, so nothing inside it is a failure
+    ignored: bool = False
 
 
 @dataclass
@@ -255,7 +265,7 @@ class SourceMatcher:
         """A traceback that ended (a new message, the end of the source) before its exception
         line: the innermost frame's `raise Cls("message"` says what was raised, read as the line
         `Cls: message`."""
-        if block is None or block.finished or block.raised is None:
+        if block is None or block.finished or block.ignored or block.raised is None:
             return None
         line, fields, statement = block.raised
         found = RAISE_STATEMENT.match(statement)
@@ -275,7 +285,7 @@ class SourceMatcher:
         only in a traceback (and `traceback.print_stack`, which a log does not end inside), so an
         exception was printed, its text beyond the excerpt. Read as the traceback's first line, marked
         cut (judging/confidence.py says so)."""
-        if block is None or block.finished or block.failed or block.headless is None:
+        if block is None or block.finished or block.failed or block.ignored or block.headless is None:
             return None
         line, fields = block.headless
         best = self._best_rule(TRACEBACK_HEADER, fields.prefixes, False)
@@ -387,12 +397,15 @@ class SourceMatcher:
         block_line = self.block.opener_line if inside and self.block else None
         if rule.opens_block and not inside:
             # a `Traceback` line right after `Process Process-6:` continues the same block
-            self.block = _Block(line.number, rank, fields.prefixes)
+            self.block = _Block(line.number, rank, fields.prefixes, ignored=rule.kind not in FAILURE_KINDS)
             block_line = line.number
         elif inside and self.block is not None and rule.kind is EventKind.ERROR and not rule.opens_block:
             self.block.finished = True  # the exception line: what follows is a new message
         if inside and self.block is not None and rule.kind in FAILURE_KINDS:
-            self.block.failed = True
+            if self.block.ignored:
+                rule = ignored_rule(rule)
+            else:
+                self.block.failed = True
         return Event(
             source=line.source,
             line=line.number,
