@@ -156,7 +156,7 @@ class Timeline:
     served: bool  # a line of the server itself (not a frame of a dump) says it is ready or serving
     health: Event | None  # the newest answer of the health route (a `health_status` capture)
     interrupt: Event | None  # the first time a person stopped it (Ctrl-C)
-    hang: Event | None  # the first hang report (kind mark, role root) since the last progress
+    hang: Event | None  # the first hang report (kind mark, role root, else cascade) since the last progress
     exits: Mapping[str, Event]  # per rank, its clean exit, when no phase line of it came after
     # a launcher's word that every worker it ran exited cleanly (torchrun's `worker group successfully finished`)
     group_exit: Event | None
@@ -352,8 +352,17 @@ class TimelineBuilder:
                     self.exits[event.rank] = event
             else:
                 self.group_exit = event
-        if event.kind is EventKind.MARK and event.role is Role.ROOT and len(self.hangs) < MAX_FAILURES:
-            self.hangs.append(event)  # the program says it waits on something that does not come
+        # the program says it waits on something that does not come (root), or shows that nothing moves
+        # (cascade: repeated every few seconds while it lasts, and only its first since the progress counts)
+        if (
+            event.kind is EventKind.MARK
+            and len(self.hangs) < MAX_FAILURES
+            and (
+                event.role is Role.ROOT
+                or (event.role is Role.CASCADE and not any(h.role is Role.CASCADE for h in self.hangs))
+            )
+        ):
+            self.hangs.append(event)
         if event.phase is None:
             return
         if event.rank is not None and not self._follows(event.rank):
@@ -555,6 +564,14 @@ class TimelineBuilder:
                 else (old.last_completed if old else None),
             )
 
+    def _first_hang(self) -> Event | None:
+        """The first report since the last progress that the program waits on something that does not come (a root
+        mark: vLLM's `No available shared memory broadcast block`), else the first that shows nothing moves (a
+        cascade mark: its stats' zero throughput with requests outstanding), as a failure's root beats a cascade."""
+        since = [h for h in self.hangs if self.last_progress is None or h.order_key > self.last_progress.order_key]
+        roots = [h for h in since if h.role is Role.ROOT]
+        return min(roots or since, key=lambda event: event.order_key, default=None)
+
     def finish(self) -> Timeline:
         tagged = any(rank is not None and is_tagged(rank) for rank in self.ranks)
         # "rank N" from NCCL or torch lines names the same processes as TP tags: keep the tags
@@ -589,11 +606,7 @@ class TimelineBuilder:
             health_first=self.health_first,
             health_last=self.health_last,
             interrupt=self.interrupt,
-            hang=min(
-                (h for h in self.hangs if self.last_progress is None or h.order_key > self.last_progress.order_key),
-                key=lambda event: event.order_key,
-                default=None,
-            ),
+            hang=self._first_hang(),
             exits=dict(self.exits),
             group_exit=self.group_exit,
             system=system,

@@ -1,0 +1,96 @@
+"""A server that is up and no longer advances any request, as its own periodic stats say it (vLLM's `Avg prompt
+throughput: 0.0 …, Avg generation throughput: 0.0 …` with requests running or waiting): stalled while serving, not
+ready; an idle server (nothing outstanding) and a stall that its next report shows over are ready."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.conftest import run_json
+
+# vLLM 0.6 (V0) OpenAI server: ready, then its 5-second stats (engine/metrics.py's format) between access lines
+V0_READY = [
+    "INFO 09-18 16:09:40 api_server.py:527] vLLM API server version 0.6.1",
+    "INFO:     Started server process [41]",
+    "INFO:     Application startup complete.",
+    "INFO:     Uvicorn running on http://0.0.0.0:8000 (Press CTRL+C to quit)",
+]
+V0_STATS = (
+    "INFO 09-18 16:{t} metrics.py:351] Avg prompt throughput: {p} tokens/s, Avg generation throughput: {g} tokens/s, "
+    "Running: {r} reqs, Swapped: 0 reqs, Pending: {w} reqs, GPU KV cache usage: 0.1%, CPU KV cache usage: 0.0%."
+)
+# vLLM 0.8 (V1): the API server's 10-second stats, at DEBUG once both throughputs stay zero (v1/metrics/loggers.py)
+V1_READY = [
+    "INFO 05-11 18:05:58 [api_server.py:1043] vLLM API server version 0.8.5",
+    "INFO:     Started server process [1]",
+    "INFO:     Application startup complete.",
+]
+V1_STATS = (
+    "{level} 05-11 18:{t} [loggers.py:111] Engine 000: Avg prompt throughput: {p} tokens/s, Avg generation "
+    "throughput: {g} tokens/s, Running: {r} reqs, Waiting: {w} reqs, GPU KV cache usage: 0.0%, Prefix cache hit "
+    "rate: 0.0%"
+)
+
+
+def _write(tmp_path: Path, lines: list[str]) -> Path:
+    log = tmp_path / "server.log"
+    log.write_text("\n".join(lines) + "\n")
+    return log
+
+
+def test_v0_requests_piling_up_with_no_token_is_a_stall_while_serving(tmp_path: Path) -> None:
+    # GIVEN a V0 server that answered requests, then stats with 12 and 22 requests pending, none running, no token
+    log = _write(
+        tmp_path,
+        [
+            *V0_READY,
+            V0_STATS.format(t="10:53", p="67.0", g="0.4", r=2, w=0),
+            'INFO:     10.0.0.99:58210 - "POST /v1/chat/completions HTTP/1.1" 200 OK',
+            V0_STATS.format(t="10:58", p="70.6", g="5.6", r=0, w=12),
+            'INFO:     10.64.214.1:45782 - "GET /health HTTP/1.1" 200 OK',
+            V0_STATS.format(t="11:03", p="0.0", g="0.0", r=0, w=22),
+            V0_STATS.format(t="11:08", p="0.0", g="0.0", r=0, w=22),
+        ],
+    )
+    # WHEN analysed post-mortem
+    _, report = run_json("analyze", "--post-mortem", str(log))
+    # THEN stalled while serving; the cause is the first report of outstanding requests and no token (line 9)
+    assert (report["verdict"], report["furthest_phase"]) == ("stalled", "serving")
+    assert report["root_cause"]["line"] == 9
+
+
+def test_v1_a_running_request_with_no_token_for_its_reports_is_a_stall(tmp_path: Path) -> None:
+    # GIVEN a V1 server generating for one request, then three 10-second reports of that request and no token
+    log = _write(
+        tmp_path,
+        [
+            *V1_READY,
+            V1_STATS.format(level="INFO", t="07:04", p="12.0", g="25.3", r=1, w=0),
+            *(V1_STATS.format(level="DEBUG", t=f"07:{s}", p="0.0", g="0.0", r=1, w=0) for s in (14, 24, 34)),
+        ],
+    )
+    # WHEN analysed post-mortem
+    _, report = run_json("analyze", "--post-mortem", str(log))
+    # THEN stalled while serving, from the first report without a token (line 5)
+    assert (report["verdict"], report["furthest_phase"], report["root_cause"]["line"]) == ("stalled", "serving", 5)
+
+
+def test_an_idle_server_and_a_stall_its_next_report_shows_over_are_ready(tmp_path: Path) -> None:
+    # GIVEN a V1 server idle (nothing running or waiting), and a V0 server whose one zero report is followed by tokens
+    idle = _write(tmp_path, [*V1_READY, V1_STATS.format(level="DEBUG", t="07:14", p="0.0", g="0.0", r=0, w=0)])
+    over = tmp_path / "over.log"
+    over.write_text(
+        "\n".join(
+            [
+                *V0_READY,
+                V0_STATS.format(t="10:53", p="0.0", g="0.0", r=1, w=0),
+                V0_STATS.format(t="10:58", p="0.0", g="77.1", r=1, w=0),
+            ]
+        )
+        + "\n"
+    )
+    # WHEN each is analysed post-mortem
+    # THEN both are ready: nothing was outstanding, or tokens came after
+    for log in (idle, over):
+        _, report = run_json("analyze", "--post-mortem", str(log))
+        assert report["verdict"] == "ready", log.name
