@@ -247,3 +247,58 @@ def test_a_deepspeed_step_zero_alone_is_no_step(tmp_path: Path) -> None:
     )
     # THEN the job never reached its steps
     assert report["phase"] != "serving"
+
+
+# --- Ascend NPUs: the CANN runtime's core fault, torch_npu's HCCL watchdog ---------------------------------------
+
+
+def test_an_npu_core_fault_before_the_hccl_watchdog_is_the_cause_of_the_crash(tmp_path: Path) -> None:
+    # GIVEN torch_npu's error block with the device's aicore fault, then the HCCL watchdog's exit and terminate
+    report = _judge(
+        tmp_path,
+        "[ERROR] 2026-03-01-10:00:00 (PID:510, Device:3, RankID:-1) ERR00100 PTA call acl api failed\n"
+        "[Error]: Model execution failed.\n"
+        "        Rectify the fault based on the error information in the ascend log.\n"
+        "        TraceBack (most recent call last):\n"
+        "        The error from device(chipId:1, dieId:0), serial number is 12, there is an exception of fftsplus "
+        "aicore error, core id is 7, error code = 0x800000, dump info: pc start: 0x12c0c1300000\n"
+        "[rank3]:[E301 10:00:00.000000001 compiler_depend.ts:1693] [Rank 3] HCCL watchdog thread terminated with "
+        "exception:\n"
+        "[ERROR] 2026-03-01-10:00:00 (PID:510, Device:3, RankID:-1) ERR02005 DIST internal error\n"
+        "terminate called after throwing an instance of 'std::runtime_error'\n",
+    )
+    # THEN it crashed, and the device's fault (first in time, the watchdog's exit follows from it) is the cause
+    assert report["verdict"] == "crashed"
+    assert "there is an exception of fftsplus aicore error, core id is 7" in _root_text(report)
+
+
+def test_a_vllm_ascend_worker_reporting_an_aicore_error_crashed_on_it(tmp_path: Path) -> None:
+    # GIVEN a 310P worker's error lines under vLLM's worker prefix: the CANN fault, then its extend info
+    report = _judge(
+        tmp_path,
+        "(Worker_TP1 pid=301) INFO 03-01 09:59:00 [gpu_model_runner.py:2602] Starting to load model /m/qwen.\n"
+        "(Worker_TP1 pid=301) ERROR 03-01 10:00:00 [multiproc_executor.py:962] EZ9999[PID: 301] "
+        "2026-03-01-10:00:00.100.200 (EZ9999):  The error from device(1), serial number is 5, there is an error of "
+        "aicore, core id is 2, error code = 0x20000, dump info: pc start: 0x80012c1c0000000\n"
+        "(Worker_TP1 pid=301) ERROR 03-01 10:00:00 [multiproc_executor.py:962]        The extend info from "
+        "device(1), serial number is 5, there is aicore error, core id is 2, aicore int: 0x10\n",
+    )
+    # THEN TP1 crashed on the fault line, not on its extend info
+    assert report["verdict"] == "crashed"
+    root = report["root_cause"]
+    assert isinstance(root, dict)
+    assert "there is an error of aicore, core id is 2" in str(root["text"])
+
+
+def test_an_hccl_watchdog_exit_whose_exception_text_is_on_the_next_line_is_a_crash(tmp_path: Path) -> None:
+    # GIVEN torch_npu's watchdog exit with its trailing space gone, the exception on the next line
+    report = _judge(
+        tmp_path,
+        "[rank2]:[E101 09:00:00.000000001 ProcessGroupHCCL.cpp:1869] [Rank 2] HCCL watchdog thread terminated with "
+        "exception:\n"
+        "[ERROR] 2026-01-01-09:00:00 (PID:258, Device:2, RankID:-1) ERR02005 DIST internal error\n",
+    )
+    # THEN rank 2 crashed with its process group up (the watchdog runs only in one)
+    assert report["verdict"] == "crashed"
+    assert report["furthest_phase"] == "dist_init"
+    assert _root_text(report).endswith("HCCL watchdog thread terminated with exception:")
