@@ -302,3 +302,45 @@ def test_an_hccl_watchdog_exit_whose_exception_text_is_on_the_next_line_is_a_cra
     assert report["verdict"] == "crashed"
     assert report["furthest_phase"] == "dist_init"
     assert _root_text(report).endswith("HCCL watchdog thread terminated with exception:")
+
+
+# --- Ray Serve's JSON logs (serve/_private/logging_utils.py ServeJSONFormatter) ----------------------------------
+
+
+def _serve_json(second: int, level: str, where: str, message: str) -> str:
+    return (
+        f'{{"levelname": "{level}", "asctime": "2024-04-02 09:0{second // 60}:{second % 60:02d},002", '
+        f'"component_name": "controller", "component_id": "7310", "message": "{where} - {message}"}}\n'
+    )
+
+
+def test_serve_json_warnings_that_replicas_wait_to_be_scheduled_leave_the_start_stalled_at_launch(
+    tmp_path: Path,
+) -> None:
+    # GIVEN the controller's JSON records: starting, adding a replica, then the 2.10 slow-start warning twice
+    waiting = "Deployment 'Chat' in application 'default' 1 replicas that have taken more than 30s to be scheduled."
+    report = _judge(
+        tmp_path,
+        _serve_json(1, "INFO", "controller.py:210", "Controller starting (version='2.10.0').")
+        + _serve_json(2, "INFO", "deployment_state.py:1911", "Adding 1 replica to Deployment(name='Chat', app='default').")
+        + _serve_json(35, "WARNING", "deployment_state.py:2185", waiting)
+        + _serve_json(65, "WARNING", "deployment_state.py:2185", waiting),
+    )
+    # THEN Ray's start is stuck at launch, where its last step (the replica asked for) left it
+    assert (report["system"], report["verdict"], report["phase"]) == ("ray", "stalled", "launch")
+    assert "Adding 1 replica to Deployment(name='Chat'" in _root_text(report)
+
+
+def test_a_serve_json_replica_waiting_to_initialize_is_read_under_a_request_free_replica_record(
+    tmp_path: Path,
+) -> None:
+    # GIVEN a JSON record that carries the actor and worker ids before the component (2.10 in a Ray actor)
+    line = (
+        '{"levelname": "WARNING", "asctime": "2024-04-02 09:02:00,500", "actor_id": "9f1e", "worker_id": "77ab", '
+        '"component_name": "controller", "component_id": "7310", "message": "deployment_state.py:2206 - Deployment '
+        "'Chat' in application 'default' 2 replicas that have taken more than 30s to initialize. This may be caused "
+        'by a slow __init__ or reconfigure method."}\n'
+    )
+    report = _judge(tmp_path, line)
+    # THEN it is Ray's slow start, stalled at launch
+    assert (report["system"], report["verdict"], report["phase"]) == ("ray", "stalled", "launch")
