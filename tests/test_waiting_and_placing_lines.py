@@ -344,3 +344,32 @@ def test_a_serve_json_replica_waiting_to_initialize_is_read_under_a_request_free
     report = _judge(tmp_path, line)
     # THEN it is Ray's slow start, stalled at launch
     assert (report["system"], report["verdict"], report["phase"]) == ("ray", "stalled", "launch")
+
+
+# --- LMDeploy 0.5's TurboMind start (`ts - lmdeploy - LEVEL - msg`, turbomind/turbomind.py) ---------------------
+
+
+def test_lmdeploy_05_turbomind_that_stops_after_counting_its_params_is_loading_weights(tmp_path: Path) -> None:
+    # GIVEN 0.5's log format (no file:line): the model source, the INI config dump, the params counted
+    report = _judge(
+        tmp_path,
+        "2024-09-02 11:00:01,010 - lmdeploy - INFO - model_source: hf_model\n"
+        "2024-09-02 11:00:01,020 - lmdeploy - INFO - model_config:\n\n[llama]\nmodel_name = base\n"
+        "tensor_para_size = 4\nhead_num = 32\n\n"
+        "[TM][INFO] [LlamaTritonModel] max_context_token_num = 8192.\n"
+        "2024-09-02 11:00:03,551 - lmdeploy - WARNING - get 291 model params\n",
+    )
+    # THEN LMDeploy stopped while its weights were copied in
+    assert (report["system"], report["phase"], report["verdict"]) == ("lmdeploy", "weight_load", "stalled")
+    assert _root_text(report).endswith("get 291 model params")
+
+
+def test_lmdeploy_05_lines_without_file_and_line_are_read_as_lmdeploys(tmp_path: Path) -> None:
+    # GIVEN only 0.5's config echo lines, in its format without `file.py:N - `
+    report = _judge(
+        tmp_path,
+        "2024-09-02 11:00:01,010 - lmdeploy - INFO - model_source: hf_model\n"
+        "2024-09-02 11:00:01,020 - lmdeploy - INFO - model_config:\n",
+    )
+    # THEN it is LMDeploy at launch
+    assert (report["system"], report["phase"]) == ("lmdeploy", "launch")
