@@ -373,3 +373,35 @@ def test_lmdeploy_05_lines_without_file_and_line_are_read_as_lmdeploys(tmp_path:
     )
     # THEN it is LMDeploy at launch
     assert (report["system"], report["phase"]) == ("lmdeploy", "launch")
+
+
+# --- TensorRT-LLM's multi-node launcher (tensorrt_llm/llmapi/trtllm-llmapi-launch) -----------------------------
+
+
+def test_a_multi_node_trtllm_launch_that_stops_after_its_mgmn_nodes_is_stalled_at_launch(tmp_path: Path) -> None:
+    # GIVEN four MPI ranks' launcher lines, the last cut before its world size, and nothing after
+    report = _judge(
+        tmp_path,
+        "mpi_rank: 0\ntllm_mpi_size: 4\n"
+        "rank0 run trtllm-serve /models/llama-70b --tp_size 8 --pp_size 4 in background\n"
+        "rank0 run mgmn leader node with mpi_world_size: 4 ...\nrank0 host: node-a\n"
+        "rank2 run mgmn worker node with mpi_world_size: 4 ...\n"
+        "rank1 run mgmn worker node with mpi_world_size: 4 ...\n"
+        "rank3 run mgmn worker node with mpi_world_",
+    )
+    # THEN TensorRT-LLM is stuck at launch, on the last complete launcher step
+    assert (report["system"], report["verdict"], report["phase"]) == ("trtllm", "stalled", "launch")
+    assert _root_text(report) == "rank1 run mgmn worker node with mpi_world_size: 4 ..."
+
+
+def test_the_launcher_lines_before_the_servers_own_keep_the_servers_phase(tmp_path: Path) -> None:
+    # GIVEN the launcher's lines, then the server loading its weights
+    report = _judge(
+        tmp_path,
+        "Rank0 run trtllm-serve /models/qwen --pp_size 2 in background\n"
+        "Rank0 run mgmn leader node with mpi_world_size: 2 ...\n"
+        "Rank1 run mgmn worker node with mpi_world_size: 2 ...\n"
+        "[12/20/2025-04:20:21] [TRT-LLM] [I] Use 63.32 GB for model weights.\n",
+    )
+    # THEN the server is past its launch, in weight_load
+    assert (report["system"], report["phase"]) == ("trtllm", "weight_load")
