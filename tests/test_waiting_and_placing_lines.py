@@ -405,3 +405,32 @@ def test_the_launcher_lines_before_the_servers_own_keep_the_servers_phase(tmp_pa
     )
     # THEN the server is past its launch, in weight_load
     assert (report["system"], report["phase"]) == ("trtllm", "weight_load")
+
+
+# --- TurboMind's DEBUG traces of a generation step (LlamaV2's function names) -----------------------------------
+
+
+def test_turbomind_decode_traces_after_its_step_line_keep_the_engine_serving(tmp_path: Path) -> None:
+    # GIVEN the engine's step count, then a step's DEBUG traces (logits, sampling)
+    report = _judge(
+        tmp_path,
+        "[TM][INFO] ------------------------- step = 120 -------------------------\n"
+        "[TM][DEBUG] turbomind::core::Tensor turbomind::LlamaV2::postDecodeEmbedding(const turbomind::core::Tensor&, "
+        "turbomind::core::Buffer)\n"
+        "[TM][DEBUG] void turbomind::LlamaV2::dynamicDecode(turbomind::core::Buffer, turbomind::core::Buffer, int, "
+        "int)\n",
+    )
+    # THEN LMDeploy is serving
+    assert (report["system"], report["phase"]) == ("lmdeploy", "serving")
+
+
+def test_turbomind_forward_traces_alone_place_nothing(tmp_path: Path) -> None:
+    # GIVEN only LlamaV2::Forward traces (the warm-up runs it too) and the block manager's line
+    report = _judge(
+        tmp_path,
+        "[TM][INFO] [BlockManager] block_size = 64 MB\n"
+        "[TM][DEBUG] void turbomind::LlamaV2::Forward(turbomind::core::Buffer_<int>, turbomind::core::Tensor, int, "
+        "int)\n",
+    )
+    # THEN no step of generation is claimed
+    assert report["phase"] != "serving"
