@@ -322,13 +322,13 @@ def test_serve_json_warnings_that_replicas_wait_to_be_scheduled_leave_the_start_
     report = _judge(
         tmp_path,
         _serve_json(1, "INFO", "controller.py:210", "Controller starting (version='2.10.0').")
-        + _serve_json(2, "INFO", "deployment_state.py:1911", "Adding 1 replica to Deployment(name='Chat', app='default').")
+        + _serve_json(2, "INFO", "deployment_state.py:1911", "Adding 1 replica to Deployment(name='Chat', app='x').")
         + _serve_json(35, "WARNING", "deployment_state.py:2185", waiting)
         + _serve_json(65, "WARNING", "deployment_state.py:2185", waiting),
     )
     # THEN Ray's start is stuck at launch, where its last step (the replica asked for) left it
     assert (report["system"], report["verdict"], report["phase"]) == ("ray", "stalled", "launch")
-    assert "Adding 1 replica to Deployment(name='Chat'" in _root_text(report)
+    assert "Adding 1 replica to Deployment(name='Chat', app='x')" in _root_text(report)
 
 
 def test_a_serve_json_replica_waiting_to_initialize_is_read_under_a_request_free_replica_record(
