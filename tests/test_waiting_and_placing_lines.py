@@ -434,3 +434,74 @@ def test_turbomind_forward_traces_alone_place_nothing(tmp_path: Path) -> None:
     )
     # THEN no step of generation is claimed
     assert report["phase"] != "serving"
+
+
+# --- the releases people still paste: vLLM 0.4-0.6.5 (worker/model_runner.py, compilation/backends.py) --------
+
+
+def _v05(time: str, where: str, message: str) -> str:
+    return f"INFO 06-02 10:{time} {where}] {message}\n"
+
+
+def test_a_vllm_05_capture_that_stops_before_it_finishes_is_stalled_in_cuda_graph(tmp_path: Path) -> None:
+    # GIVEN 0.4/0.5's capture start, in two lines, after the KV cache, and nothing after
+    report = _judge(
+        tmp_path,
+        _v05("00:40", "model_runner.py:220", "Loading model weights took 14.9595 GB")
+        + _v05("00:52", "gpu_executor.py:83", "# GPU blocks: 27706, # CPU blocks: 2048")
+        + _v05(
+            "01:00",
+            "model_runner.py:1395",
+            "Capturing the model for CUDA graphs. This may lead to unexpected consequences if the model is not "
+            "static. To run the model in eager mode, set 'enforce_eager=True' or use '--enforce-eager' in the CLI.",
+        )
+        + _v05(
+            "01:00",
+            "model_runner.py:1399",
+            "CUDA graphs can take additional 1~3 GiB memory per GPU. If you are running out of memory, consider "
+            "decreasing `gpu_memory_utilization` or enforcing eager mode.",
+        ),
+    )
+    # THEN it stopped while capturing
+    assert (report["system"], report["phase"], report["verdict"]) == ("vllm", "cuda_graph", "stalled")
+
+
+def test_a_vllm_04_capture_that_finished_ends_its_step(tmp_path: Path) -> None:
+    # GIVEN the capture's start and 0.4's end line, which gives no memory figure
+    report = _judge(
+        tmp_path,
+        _v05(
+            "01:00",
+            "model_runner.py:1395",
+            "Capturing the model for CUDA graphs. This may lead to unexpected consequences if the model is not "
+            "static.",
+        )
+        + _v05("01:09", "model_runner.py:1523", "Graph capturing finished in 9 secs."),
+    )
+    # THEN the capture step ended
+    phases = report["phases"]
+    assert isinstance(phases, list)
+    assert [(p["phase"], p["ended"]) for p in phases] == [("cuda_graph", True)]
+
+
+def test_vllm_063_compiling_its_graphs_is_in_compile(tmp_path: Path) -> None:
+    # GIVEN 0.6.3's torch.compile start lines, the general shape then one specialised shape
+    report = _judge(
+        tmp_path,
+        _v05("00:10", "backends.py:192", "Compiling a graph for general shapes")
+        + _v05("00:40", "backends.py:236", "Compiling a graph for shapes (8,)"),
+    )
+    # THEN vLLM is compiling
+    assert (report["system"], report["phase"]) == ("vllm", "compile")
+
+
+def test_vllm_05_api_server_whose_rpc_engine_died_crashed_at_launch(tmp_path: Path) -> None:
+    # GIVEN 0.5's API server starting its RPC engine, which dies before it answers
+    report = _judge(
+        tmp_path,
+        "INFO 08-30 10:00:00 api_server.py:339] vLLM API server version 0.5.5\n"
+        "ERROR 08-30 10:00:41 api_server.py:171] RPCServer process died before responding to readiness probe\n",
+    )
+    # THEN it crashed at launch, on that line (no traceback of the engine's in the paste)
+    assert (report["verdict"], report["phase"]) == ("crashed", "launch")
+    assert _root_text(report).endswith("RPCServer process died before responding to readiness probe")
