@@ -473,8 +473,7 @@ def test_a_vllm_04_capture_that_finished_ends_its_step(tmp_path: Path) -> None:
         _v05(
             "01:00",
             "model_runner.py:1395",
-            "Capturing the model for CUDA graphs. This may lead to unexpected consequences if the model is not "
-            "static.",
+            "Capturing the model for CUDA graphs. This may lead to unexpected consequences if the model is not static.",
         )
         + _v05("01:09", "model_runner.py:1523", "Graph capturing finished in 9 secs."),
     )
