@@ -203,10 +203,13 @@ def test_a_log_of_engine_core_waits_is_stalled_at_launch_not_unknown(tmp_path: P
 
 # --- the shipped inventory, read by the shipped packs ---------------------------------------------
 
-# The releases whose wheels the shipped inventory was built from (issue 12's list; torch: the PyPI CUDA
-# wheels, whose libtorch_cuda.so holds ProcessGroupNCCL's messages).
+# The releases whose wheels the shipped inventory was built from (issue 12's list, and issue 25's releases people
+# still paste: vLLM 0.4-0.6.5, SGLang 0.2-0.3.5; torch: the PyPI CUDA wheels, whose libtorch_cuda.so holds
+# ProcessGroupNCCL's messages).
 RELEASES = {
     "sglang": [
+        "0.2.15",
+        "0.3.0",
         "0.3.6.post3",
         "0.4.0",
         "0.4.3.post4",
@@ -219,7 +222,7 @@ RELEASES = {
         "0.5.15",
         "0.5.23",
     ],
-    "vllm": ["0.6.6.post1", "0.7.3", "0.8.5", "0.9.2", "0.10.2", "0.11.0", "0.33.0"],
+    "vllm": ["0.4.3", "0.5.5", "0.6.3.post1", "0.6.6.post1", "0.7.3", "0.8.5", "0.9.2", "0.10.2", "0.11.0", "0.33.0"],
     "torch": ["2.4.1", "2.6.0", "2.9.1", "2.13.0", "2.14.1"],
 }
 

@@ -3,7 +3,8 @@
 SGLang: the server entry points and launch (`srt/entrypoints/engine*.py`, `http_server*.py`, 0.3's
 `srt/server.py`; not the request handlers of the OpenAI / Anthropic / gRPC APIs), the argument
 checks that warn at start (`srt/server_args.py`), the managers that start and run ranks (scheduler,
-tokenizer / detokenizer manager, data-parallel controller, TP worker), the model runner and loader
+tokenizer / detokenizer manager, data-parallel controller (0.2's `controller_single.py` /
+`controller_multi.py`), TP worker), the model runner and loader
 (`srt/model_executor/`, `srt/model_loader/`), distributed set-up (`srt/distributed/`), the KV pool
 allocation (`srt/mem_cache/memory_pool.py`) and the helpers every one of them logs through
 (`srt/utils.py`, `srt/utils/`).
@@ -26,7 +27,7 @@ import re
 SYSTEM_PATHS: dict[str, re.Pattern[str]] = {
     "sglang": re.compile(
         r"^sglang/srt/(?:entrypoints/(?:engine|http_server|launch_server)[^/]*\.py$|server\.py$|server_args\.py$|managers/(?:scheduler[^/]*|tokenizer_manager|"
-        r"detokenizer_manager|data_parallel_controller|tp_worker[^/]*)\.py$|model_executor/|model_loader/|"
+        r"detokenizer_manager|data_parallel_controller|controller_(?:single|multi)|tp_worker[^/]*)\.py$|model_executor/|model_loader/|"
         r"distributed/|mem_cache/memory_pool\.py$|utils\.py$|utils/)"
     ),
     "vllm": re.compile(

@@ -175,10 +175,12 @@ def judge(
         end = interrupt.time or timeline.last_time
         silence = (end - progress_time).total_seconds() if end and progress_time else None
         quiet = f" after {format_duration(silence)} without progress" if silence else ""
-        at = f"; last progress at line {progress.line}" if progress else ""
+        # where it stopped, as a stall that ended without a person says it (§4.5): the waiting line it repeated
+        cause = _last_alike(timeline, progress)
+        at = f"; last progress at line {progress.line}{_alike_words(progress, cause)}" if progress else ""
         reason = f"{behind}interrupted during {phase}{quiet} ({_message(interrupt)}, line {interrupt.line}){at}{also}"
         return Judgement(
-            Verdict.STALLED, reason, phase, furthest, culprits, progress, silence, budget, tuple(doubts), rule
+            Verdict.STALLED, reason, phase, furthest, culprits, cause, silence, budget, tuple(doubts), rule
         )
     if hang is not None and (post_mortem or looks_ready):
         # docs/design.md §4.4: no progress after a hang report: stalled, the first report since is why
