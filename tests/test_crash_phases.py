@@ -85,8 +85,7 @@ def test_an_agent_whose_worker_group_finished_ran_the_job_to_its_end(tmp_path: P
     # GIVEN torchrun's agent (glog format, role `default`): rendezvous done, workers started, then every worker
     # exited 0
     lines = [
-        "I0301 08:00:00.000000 4242 torch/distributed/elastic/agent/server/api.py:525] [default] Starting worker "
-        "group",
+        "I0301 08:00:00.000000 4242 torch/distributed/elastic/agent/server/api.py:525] [default] Starting worker group",
         "I0301 08:00:00.100000 4242 torch/distributed/elastic/multiprocessing/api.py:263] Setting worker0 reply "
         "file to: /tmp/torchelastic_x/none_y/attempt_0/0/error.json",
         "I0301 09:12:40.000000 4242 torch/distributed/elastic/agent/server/api.py:880] [default] worker group "
@@ -185,12 +184,20 @@ def test_a_controller_traceback_through_exposed_step_is_serving(tmp_path: Path) 
         "Traceback (most recent call last):",
         *_frames(
             [
-                (f"{SRT}/managers/controller_single.py", 102, "loop_for_forward", "out_pyobjs = self.tp_server."
-                 "exposed_step(recv_reqs)"),
+                (
+                    f"{SRT}/managers/controller_single.py",
+                    102,
+                    "loop_for_forward",
+                    "out_pyobjs = self.tp_server.exposed_step(recv_reqs)",
+                ),
                 (f"{SRT}/managers/tp_worker.py", 244, "exposed_step", "self.forward_step()"),
                 (f"{SRT}/managers/tp_worker.py", 260, "forward_step", "self.forward_prefill_batch(new_batch)"),
-                (f"{SRT}/managers/tp_worker.py", 507, "forward_prefill_batch", "output = self.model_runner.forward("
-                 "batch, ForwardMode.EXTEND)"),
+                (
+                    f"{SRT}/managers/tp_worker.py",
+                    507,
+                    "forward_prefill_batch",
+                    "output = self.model_runner.forward(batch, ForwardMode.EXTEND)",
+                ),
             ]
         ),
         "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.50 GiB.",
@@ -207,14 +214,30 @@ def test_a_weight_update_groups_process_group_failing_is_serving_not_dist_init(t
         "[2025-03-05 03:55:55 TP2] Scheduler hit an exception: Traceback (most recent call last):",
         *_frames(
             [
-                (f"{SRT}/managers/scheduler.py", 1681, "init_weights_update_group", "success, message = self."
-                 "tp_worker.init_weights_update_group(recv_req)"),
-                (f"{SRT}/managers/tp_worker.py", 188, "init_weights_update_group", "success, message = self."
-                 "model_runner.init_weights_update_group("),
-                (f"{SRT}/model_executor/model_runner.py", 455, "init_weights_update_group", "self._model_update_"
-                 "group = init_custom_process_group("),
-                (f"{TORCH}/distributed/distributed_c10d.py", 1520, "init_process_group", "store, rank, world_size "
-                 "= next(rendezvous_iterator)"),
+                (
+                    f"{SRT}/managers/scheduler.py",
+                    1681,
+                    "init_weights_update_group",
+                    "success, message = self.tp_worker.init_weights_update_group(recv_req)",
+                ),
+                (
+                    f"{SRT}/managers/tp_worker.py",
+                    188,
+                    "init_weights_update_group",
+                    "success, message = self.model_runner.init_weights_update_group(",
+                ),
+                (
+                    f"{SRT}/model_executor/model_runner.py",
+                    455,
+                    "init_weights_update_group",
+                    "self._model_update_group = init_custom_process_group(",
+                ),
+                (
+                    f"{TORCH}/distributed/distributed_c10d.py",
+                    1520,
+                    "init_process_group",
+                    "store, rank, world_size = next(rendezvous_iterator)",
+                ),
             ]
         ),
         "torch.distributed.DistNetworkError: The server socket has failed to listen on any local network address. "
@@ -233,10 +256,18 @@ def test_sglang_0_2s_update_weights_request_failing_is_serving(tmp_path: Path) -
         "Traceback (most recent call last):",
         *_frames(
             [
-                (f"{SRT}/managers/tp_worker.py", 238, "exposed_step", "success, message = self.update_weights("
-                 "recv_req)"),
-                (f"{SRT}/managers/tp_worker.py", 865, "update_weights", "success, message = self.model_runner."
-                 "update_weights("),
+                (
+                    f"{SRT}/managers/tp_worker.py",
+                    238,
+                    "exposed_step",
+                    "success, message = self.update_weights(recv_req)",
+                ),
+                (
+                    f"{SRT}/managers/tp_worker.py",
+                    865,
+                    "update_weights",
+                    "success, message = self.model_runner.update_weights(",
+                ),
                 (f"{SRT}/model_executor/model_runner.py", 250, "update_weights", "model = get_model(**vars)"),
             ]
         ),
@@ -259,10 +290,18 @@ def test_a_failure_inside_lmdeploys_engine_main_loop_is_serving(tmp_path: Path) 
         *_frames(
             [
                 (f"{LMDEPLOY}/pytorch/engine/engine.py", 776, "__task_callback", "task.result()"),
-                (f"{LMDEPLOY}/pytorch/engine/engine.py", 827, "async_loop", "await self._async_loop_main("
-                 "resp_que=resp_que, has_runable_event=has_runable_event)"),
-                (f"{LMDEPLOY}/pytorch/engine/engine.py", 760, "_async_loop_main", "out = await self.executor."
-                 "get_output_async()"),
+                (
+                    f"{LMDEPLOY}/pytorch/engine/engine.py",
+                    827,
+                    "async_loop",
+                    "await self._async_loop_main(resp_que=resp_que, has_runable_event=has_runable_event)",
+                ),
+                (
+                    f"{LMDEPLOY}/pytorch/engine/engine.py",
+                    760,
+                    "_async_loop_main",
+                    "out = await self.executor.get_output_async()",
+                ),
             ]
         ),
         "RuntimeError: CUDA error: an illegal memory access was encountered",
@@ -279,10 +318,18 @@ def test_a_bare_traceback_of_an_older_lmdeploy_loop_is_serving(tmp_path: Path) -
         "Traceback (most recent call last):",
         *_frames(
             [
-                (f"{LMDEPLOY}/pytorch/engine/engine.py", 950, "_async_loop_background", "await self._async_step_"
-                 "background(**forward_inputs)"),
-                (f"{LMDEPLOY}/pytorch/engine/model_agent.py", 300, "_async_step_background", "output = await "
-                 "self._async_model_forward(inputs)"),
+                (
+                    f"{LMDEPLOY}/pytorch/engine/engine.py",
+                    950,
+                    "_async_loop_background",
+                    "await self._async_step_background(**forward_inputs)",
+                ),
+                (
+                    f"{LMDEPLOY}/pytorch/engine/model_agent.py",
+                    300,
+                    "_async_step_background",
+                    "output = await self._async_model_forward(inputs)",
+                ),
             ]
         ),
         "AssertionError: block table length mismatch",
@@ -350,12 +397,24 @@ def test_an_oom_in_vllms_deep_gemm_warmup_is_compile(tmp_path: Path) -> None:
         *_frames(
             [
                 (f"{VLLM}/v1/worker/gpu_worker.py", 425, "compile_or_warm_up_model", "kernel_warmup(self)"),
-                (f"{VLLM}/model_executor/warmup/kernel_warmup.py", 37, "kernel_warmup", "deep_gemm_warmup(model, "
-                 "max_tokens)"),
-                (f"{VLLM}/model_executor/warmup/deep_gemm_warmup.py", 318, "deep_gemm_warmup", "deepgemm_grouped_"
-                 "fp8_gemm_nt_contiguous_warmup(model, max_tokens)"),
-                (f"{VLLM}/model_executor/warmup/deep_gemm_warmup.py", 262, "_warmup", "out = torch.empty((MAX_M, "
-                 "n), device=device, dtype=torch.bfloat16)"),
+                (
+                    f"{VLLM}/model_executor/warmup/kernel_warmup.py",
+                    37,
+                    "kernel_warmup",
+                    "deep_gemm_warmup(model, max_tokens)",
+                ),
+                (
+                    f"{VLLM}/model_executor/warmup/deep_gemm_warmup.py",
+                    318,
+                    "deep_gemm_warmup",
+                    "deepgemm_grouped_fp8_gemm_nt_contiguous_warmup(model, max_tokens)",
+                ),
+                (
+                    f"{VLLM}/model_executor/warmup/deep_gemm_warmup.py",
+                    262,
+                    "_warmup",
+                    "out = torch.empty((MAX_M, n), device=device, dtype=torch.bfloat16)",
+                ),
             ],
             prefix=prefix,
         ),
@@ -369,14 +428,23 @@ def test_an_oom_in_vllms_deep_gemm_warmup_is_compile(tmp_path: Path) -> None:
 
 def test_a_bare_traceback_cut_inside_the_deep_gemm_warmup_is_compile(tmp_path: Path) -> None:
     # GIVEN a paste of the frames alone, starting at the warm-up module's entry, no prefix, no header
-    lines = _frames(
+    frames = _frames(
         [
-            (f"{VLLM}/model_executor/warmup/deep_gemm_warmup.py", 293, "deepgemm_fp8_gemm_nt_warmup", "_deepgemm_"
-             "fp8_gemm_nt_warmup(w=w, ws=ws, max_tokens=max_tokens)"),
-            (f"{VLLM}/model_executor/warmup/deep_gemm_warmup.py", 190, "_deepgemm_fp8_gemm_nt_warmup", "a1q = "
-             "torch.empty((max_tokens, k), device=device, dtype=torch.float8_e4m3fn)"),
+            (
+                f"{VLLM}/model_executor/warmup/deep_gemm_warmup.py",
+                293,
+                "deepgemm_fp8_gemm_nt_warmup",
+                "_deepgemm_fp8_gemm_nt_warmup(w=w, ws=ws, max_tokens=max_tokens)",
+            ),
+            (
+                f"{VLLM}/model_executor/warmup/deep_gemm_warmup.py",
+                190,
+                "_deepgemm_fp8_gemm_nt_warmup",
+                "a1q = torch.empty((max_tokens, k), device=device, dtype=torch.float8_e4m3fn)",
+            ),
         ]
-    ) + ["torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB."]
+    )
+    lines = [*frames, "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB."]
     # WHEN analysed
     report = _analyze(tmp_path, lines)
     # THEN crashed in compile
