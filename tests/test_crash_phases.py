@@ -78,6 +78,75 @@ def test_the_older_wording_of_the_destructor_warning_reaches_dist_init_too(tmp_p
     assert (report["verdict"], report["furthest_phase"]) == ("crashed", "dist_init")
 
 
+# --- the NCCL watchdog thread meeting a CUDA fault: a process group existed --------------------------------------
+
+
+def test_an_illegal_access_the_watchdog_thread_reports_reached_dist_init(tmp_path: Path) -> None:
+    # GIVEN rank 5's watchdog thread ending on a CUDA illegal memory access, torch's hint lines, the C++ frames
+    lines = [
+        "[rank5]:[E1010 08:00:00.100000000 ProcessGroupNCCL.cpp:1895] [PG ID 0 PG GUID 0(default_pg) Rank 5] Process "
+        "group watchdog thread terminated with exception: CUDA error: an illegal memory access was encountered",
+        "CUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace below might "
+        "be incorrect.",
+        "For debugging consider passing CUDA_LAUNCH_BLOCKING=1",
+        "Exception raised from c10_cuda_check_implementation at /pytorch/c10/cuda/CUDAException.cpp:43 (most recent "
+        "call first):",
+    ]
+    # WHEN analysed
+    report = _analyze(tmp_path, lines)
+    # THEN crashed, the illegal access the cause, and dist_init reached
+    assert (report["verdict"], report["furthest_phase"]) == ("crashed", "dist_init")
+    assert report["root_cause"]["line"] == 1
+
+
+def test_the_older_nccl_watchdog_wording_in_a_terminate_reached_dist_init(tmp_path: Path) -> None:
+    # GIVEN torch 2.1's `NCCL watchdog thread` quoted by std::terminate, then the shell's report of the abort
+    lines = [
+        "terminate called after throwing an instance of 'std::runtime_error'",
+        "  what():  [Rank 2] NCCL watchdog thread terminated with exception: CUDA error: an illegal memory access "
+        "was encountered",
+        "Aborted (core dumped)",
+    ]
+    # WHEN analysed
+    report = _analyze(tmp_path, lines)
+    # THEN aborted, dist_init reached
+    assert (report["verdict"], report["furthest_phase"]) == ("aborted", "dist_init")
+
+
+# --- torchrun's agent: a rendezvous begun, the worker group finished -------------------------------------------
+
+
+def test_an_agent_that_restarts_its_failed_group_began_a_rendezvous(tmp_path: Path) -> None:
+    # GIVEN a worker's failure, the agent restarting the group (stop, rendezvous) and its own traceback
+    lines = [
+        "E0401 10:00:00.000000 900 torch/distributed/elastic/multiprocessing/api.py:869] failed (exitcode: 1) "
+        "local_rank: 1 (pid: 905) of binary: /usr/bin/python3",
+        "I0401 10:00:00.100000 900 torch/distributed/elastic/agent/server/api.py:889] [trainer] Worker group FAILED. "
+        "2/2 attempts left; will restart worker group",
+        "I0401 10:00:00.200000 900 torch/distributed/elastic/agent/server/api.py:699] [trainer] Stopping worker group",
+        "I0401 10:00:00.300000 900 torch/distributed/elastic/agent/server/api.py:677] [trainer] Rendezvous'ing worker "
+        "group",
+    ]
+    # WHEN analysed
+    report = _analyze(tmp_path, lines)
+    # THEN crashed, and the rendezvous (dist_init) was reached
+    assert (report["verdict"], report["furthest_phase"]) == ("crashed", "dist_init")
+
+
+def test_a_python_logging_agent_stuck_after_its_rendezvous_began_is_in_dist_init(tmp_path: Path) -> None:
+    # GIVEN torch 1.x's Python-logging agent starting and beginning its rendezvous, then nothing
+    lines = [
+        "INFO:torch.distributed.launcher.api:Starting elastic_operator with launch configs:",
+        "  entrypoint       : train.py",
+        "  min_nodes        : 2",
+        "INFO:torch.distributed.elastic.agent.server.api:[] Rendezvous'ing worker group",
+    ]
+    # WHEN analysed
+    report = _analyze(tmp_path, lines)
+    # THEN stalled in dist_init
+    assert (report["verdict"], report["phase"]) == ("stalled", "dist_init")
+
+
 # --- torchrun's agent: the worker group finished, so its work ran ----------------------------------------------
 
 
