@@ -113,6 +113,39 @@ def test_the_older_nccl_watchdog_wording_in_a_terminate_reached_dist_init(tmp_pa
     assert (report["verdict"], report["furthest_phase"]) == ("aborted", "dist_init")
 
 
+# --- torch_npu's HCCL communicator init (Ascend's NCCL) ------------------------------------------------------------
+
+
+def test_a_failed_hccl_communicator_init_in_a_workers_traceback_reached_dist_init(tmp_path: Path) -> None:
+    # GIVEN a worker's traceback from its first all-reduce into torch_npu, ending in the communicator's init error
+    lines = [
+        "Traceback (most recent call last):",
+        *_frames(
+            [(f"{TORCH}/distributed/distributed_c10d.py", 2501, "all_reduce", "work = group.allreduce([tensor], opts)")]
+        ),
+        "RuntimeError: create_config:build/CMakeFiles/torch_npu.dir/compiler_depend.ts:148 HCCL function error: "
+        "hcclCommInitRootInfoConfig(numRanks, &rootInfo, rank, config, &(comm->hcclComm_)), error code is 7",
+    ]
+    # WHEN analysed
+    report = _analyze(tmp_path, lines)
+    # THEN crashed, the communicator's init the cause, dist_init reached
+    assert (report["verdict"], report["furthest_phase"]) == ("crashed", "dist_init")
+    assert report["root_cause"]["line"] == 4
+
+
+def test_the_older_hccl_init_call_quoted_by_a_rank_reached_dist_init(tmp_path: Path) -> None:
+    # GIVEN rank 3's error with the older HcclCommInitRootInfo call, then torchrun's failure report
+    lines = [
+        "[rank3]: RuntimeError: createHCCLComm:torch_npu/csrc/distributed/ProcessGroupHCCL.cpp:1200 HCCL function "
+        "error: HcclCommInitRootInfo(numRanks, &rootInfo, rank, &(comm->hcclComm_)), error code is 1",
+        *TORCHRUN_FAILED,
+    ]
+    # WHEN analysed
+    report = _analyze(tmp_path, lines)
+    # THEN crashed, dist_init reached
+    assert (report["verdict"], report["furthest_phase"]) == ("crashed", "dist_init")
+
+
 # --- torchrun's agent: a rendezvous begun, the worker group finished -------------------------------------------
 
 
