@@ -381,6 +381,55 @@ def test_sglang_0_2s_update_weights_request_failing_is_serving(tmp_path: Path) -
     assert (report["verdict"], report["phase"]) == ("crashed", "serving")
 
 
+# --- SGLang's warmup failing after uvicorn answered a stray GET ------------------------------------------------------
+
+UVICORN_UP = [
+    "[2024-11-02 09:00:10] INFO:     Started server process [4100]",
+    "[2024-11-02 09:00:10] INFO:     Waiting for application startup.",
+    "[2024-11-02 09:00:10] INFO:     Application startup complete.",
+    "[2024-11-02 09:00:10] INFO:     Uvicorn running on http://0.0.0.0:30000 (Press CTRL+C to quit)",
+]
+
+
+def test_a_browsers_404_before_the_warmup_fails_is_no_serving(tmp_path: Path) -> None:
+    # GIVEN uvicorn up, a browser's GET of the favicon answered 404, then the warmup request's failure
+    lines = [
+        *UVICORN_UP,
+        '[2024-11-02 09:00:15] INFO:     10.1.2.3:50122 - "GET /favicon.ico HTTP/1.1" 404 Not Found',
+        "[2024-11-02 09:02:10] Initialization failed. warmup error: Traceback (most recent call last):",
+        *_frames(
+            [(f"{SRT}/server.py", 470, "_wait_and_warmup", "res = requests.post(url + request_name, json=json_data")]
+        ),
+        "requests.exceptions.ReadTimeout: HTTPConnectionPool(host='127.0.0.1', port=30000): Read timed out.",
+    ]
+    # WHEN analysed
+    report = _analyze(tmp_path, lines)
+    # THEN the server failed in its warmup, not while serving
+    assert (report["verdict"], report["phase"], report["furthest_phase"]) == ("crashed", "warmup", "warmup")
+
+
+def test_a_get_of_the_root_answered_404_shows_only_the_http_server_up(tmp_path: Path) -> None:
+    # GIVEN uvicorn up and a GET / answered 404, then the log ends (the warmup still running)
+    lines = [*UVICORN_UP, '[2024-11-02 09:00:20] INFO:     127.0.0.1:40418 - "GET / HTTP/1.1" 404 Not Found']
+    # WHEN analysed
+    report = _analyze(tmp_path, lines)
+    # THEN stalled at http_start: no request of the model was served
+    assert (report["verdict"], report["phase"]) == ("stalled", "http_start")
+
+
+def test_a_warmup_traceback_of_sglang_0_2s_server_module_is_the_warmups(tmp_path: Path) -> None:
+    # GIVEN only the frames of 0.2's warmup thread (srt/server.py) and the assertion on the warmup's answer
+    lines = [
+        "Traceback (most recent call last):",
+        *_frames([(f"{SRT}/server.py", 480, "_wait_and_warmup", 'assert res.status_code == 200, f"{res}"')]),
+        "AssertionError: <Response [500]>",
+    ]
+    # WHEN analysed
+    report = _analyze(tmp_path, lines)
+    # THEN crashed in warmup
+    assert (report["verdict"], report["phase"]) == ("crashed", "warmup")
+
+
 # --- LMDeploy's PyTorch engine loop ----------------------------------------------------------------------------
 
 
