@@ -536,6 +536,35 @@ def test_the_cache_engine_line_after_weights_of_a_ray_worker_is_kv_cache(tmp_pat
     assert (report["verdict"], report["phase"]) == ("stalled", "kv_cache")
 
 
+# --- vLLM: a model constructed without torch.compile support ---------------------------------------------------------
+
+
+def test_a_worker_that_dies_after_its_model_was_constructed_is_in_weight_load(tmp_path: Path) -> None:
+    # GIVEN rank 0's warning as its model class is constructed, then the executor's report of a dead worker
+    lines = [
+        "(VllmWorker rank=0 pid=2201) WARNING 05-02 10:00:00 [config.py:3785] `torch.compile` is turned on, but the "
+        "model org/custom-moe does not support it. Please open an issue on GitHub if you want it to be supported.",
+        "CRITICAL 05-02 10:00:05 [multiproc_executor.py:49] MulitprocExecutor got fatal signal from worker "
+        "processes, shutting down. See stack trace above for root cause issue.",
+    ]
+    # WHEN analysed
+    report = _analyze(tmp_path, lines)
+    # THEN crashed, in weight_load
+    assert (report["verdict"], report["furthest_phase"]) == ("crashed", "weight_load")
+
+
+def test_a_start_that_ends_after_the_compile_support_warning_stalled_in_weight_load(tmp_path: Path) -> None:
+    # GIVEN a V1 worker's warning (0.11's config/vllm.py) and nothing after it
+    lines = [
+        "(Worker_TP0 pid=900) WARNING 11-24 11:42:40 [vllm.py:1111] `torch.compile` is turned on, but the model "
+        "org/custom-model does not support it. Please open an issue on GitHub if you want it to be supported.",
+    ]
+    # WHEN analysed
+    report = _analyze(tmp_path, lines)
+    # THEN stalled in weight_load
+    assert (report["verdict"], report["phase"]) == ("stalled", "weight_load")
+
+
 # --- vLLM's DeepGEMM warm-up --------------------------------------------------------------------------------------
 
 
