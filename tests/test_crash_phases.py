@@ -220,6 +220,45 @@ def test_a_python_logging_agent_whose_group_finished_after_its_rendezvous_reache
     assert (report["verdict"], report["furthest_phase"]) == ("finished", "serving")
 
 
+# --- a job whose every rank shut down cleanly ran its steps ---------------------------------------------------------
+
+NOT_DESTROYED = (
+    "[rank{r}]:[W616 21:29:3{r}.762196891 ProcessGroupNCCL.cpp:1496] Warning: WARNING: destroy_process_group() was "
+    "not called before program exit, which can leak resources. For more info, please see "
+    "https://pytorch.org/docs/stable/distributed.html#shutdown (function operator())"
+)
+
+
+def test_a_job_whose_ranks_all_exited_cleanly_reached_its_steps(tmp_path: Path) -> None:
+    # GIVEN a script's own lines torch does not know, then each of its two ranks' exit warning, no failure
+    lines = [
+        "step 100/100 loss=1.234",
+        "saving checkpoint to /ckpt/final",
+        NOT_DESTROYED.format(r=0),
+        NOT_DESTROYED.format(r=1),
+    ]
+    # WHEN analysed
+    report = _analyze(tmp_path, lines)
+    # THEN finished, its steps reached (serving, a job's)
+    assert (report["verdict"], report["furthest_phase"]) == ("finished", "serving")
+
+
+def test_a_job_that_exits_cleanly_after_its_communicators_came_up_reached_its_steps(tmp_path: Path) -> None:
+    # GIVEN NCCL's init of each rank's communicator, then each rank's clean exit
+    lines = [
+        "node1:4100:4100 [0] NCCL INFO comm 0x55d0c0 rank 0 nranks 2 cudaDev 0 nvmlDev 0 busId 1b000 commId "
+        "0x1a2b3c - Init COMPLETE",
+        "node1:4101:4101 [1] NCCL INFO comm 0x55d0d0 rank 1 nranks 2 cudaDev 1 nvmlDev 1 busId 1c000 commId "
+        "0x1a2b3c - Init COMPLETE",
+        NOT_DESTROYED.format(r=0),
+        NOT_DESTROYED.format(r=1),
+    ]
+    # WHEN analysed
+    report = _analyze(tmp_path, lines)
+    # THEN finished in serving, past the dist_init its lines show
+    assert (report["verdict"], report["furthest_phase"]) == ("finished", "serving")
+
+
 # --- torch's CUDA graph capture waiting for NCCL work ----------------------------------------------------------
 
 
