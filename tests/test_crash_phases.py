@@ -295,6 +295,42 @@ def test_the_capture_wait_in_a_glog_stamped_line_before_a_python_error_reaches_c
     assert (report["verdict"], report["furthest_phase"]) == ("crashed", "cuda_graph")
 
 
+def test_a_traceback_cut_inside_torchs_graph_context_is_the_captures(tmp_path: Path) -> None:
+    # GIVEN the frames of torch.cuda.graph's exit (its header before the paste) and the error ending the capture
+    lines = [
+        *_frames(
+            [
+                (f"{TORCH}/cuda/graphs.py", 186, "__exit__", "self.cuda_graph.capture_end()"),
+                (f"{TORCH}/cuda/graphs.py", 84, "capture_end", "super().capture_end()"),
+            ]
+        ),
+        "RuntimeError: CUDA error: out of memory",
+    ]
+    # WHEN analysed
+    report = _analyze(tmp_path, lines)
+    # THEN crashed in cuda_graph
+    assert (report["verdict"], report["phase"]) == ("crashed", "cuda_graph")
+
+
+def test_a_scripts_own_capture_failing_in_capture_end_is_the_captures(tmp_path: Path) -> None:
+    # GIVEN a user script's traceback: its own capture function, `with torch.cuda.graph(g):` exiting
+    lines = [
+        "Traceback (most recent call last):",
+        *_frames(
+            [
+                ("/work/infer.py", 88, "<module>", "runner.capture(batch_sizes)"),
+                ("/work/runner.py", 41, "capture", "with torch.cuda.graph(graph, pool=self.pool):"),
+                (f"{TORCH}/cuda/graphs.py", 186, "__exit__", "self.cuda_graph.capture_end()"),
+            ]
+        ),
+        "RuntimeError: CUDA error: operation not permitted when stream is capturing",
+    ]
+    # WHEN analysed
+    report = _analyze(tmp_path, lines)
+    # THEN crashed in cuda_graph
+    assert (report["verdict"], report["phase"]) == ("crashed", "cuda_graph")
+
+
 # --- SGLang 0.2's model server loop and weight-update requests --------------------------------------------------
 
 
