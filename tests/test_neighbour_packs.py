@@ -76,3 +76,38 @@ def test_lmdeploy_uvicorn_lines_are_ready_but_sglangs_stay_http_start(tmp_path: 
     # THEN LMDeploy (no warmup request) is ready; SGLang still waits for its warmup
     assert (lmd_report["system"], lmd_report["verdict"]) == ("lmdeploy", "ready")
     assert (sgl_report["system"], sgl_report["verdict"]) == ("sglang", "stalled")
+
+
+# Triton 24.x writes each glog message as a quoted string (its quick-start docs and users' logs alike)
+TRITON_QUOTED = [
+    'I0516 13:09:20.101211 1 model_lifecycle.cc:472] "loading: tensorrt_llm:1"',
+    'I0516 13:09:23.412009 1 model_lifecycle.cc:838] "successfully loaded \'tensorrt_llm\'"',
+    'I0516 13:09:23.557992 1 grpc_server.cc:2558] "Started GRPCInferenceService at 0.0.0.0:8001"',
+    'I0516 13:09:23.558151 1 http_server.cc:4725] "Started HTTPService at 0.0.0.0:8000"',
+    'I0516 13:09:23.607014 1 http_server.cc:358] "Started Metrics Service at 0.0.0.0:8002"',
+    'W0516 13:09:24.689780 1 metrics.cc:631] "Unable to get power limit for GPU 0. Status:Success, value:0.000000"',
+]
+
+
+def test_triton_quoted_messages_are_read_as_the_unquoted_ones(tmp_path: Path) -> None:
+    # GIVEN a Triton 24.x log whose model loaded and whose services started, every message in quotes
+    log = tmp_path / "triton.log"
+    log.write_text("\n".join(TRITON_QUOTED) + "\n")
+    # WHEN analysed post-mortem
+    _, report = run_json("analyze", "--post-mortem", str(log))
+    # THEN ready: the services' lines are read through the quotes
+    assert (report["verdict"], report["furthest_phase"]) == ("ready", "ready")
+
+
+def test_triton_quoted_load_failure_is_a_crash_at_weight_load(tmp_path: Path) -> None:
+    # GIVEN the same server whose model failed to load (model_lifecycle.cc's error, quoted)
+    log = tmp_path / "triton.log"
+    failed = (
+        'E0516 13:09:22.902117 1 model_lifecycle.cc:641] "failed to load \'tensorrt_llm\' version 1: Internal: '
+        'unexpected error when creating modelInstanceState: [TensorRT-LLM][ERROR] Assertion failed: mpiSize == tp * pp"'
+    )
+    log.write_text("\n".join([TRITON_QUOTED[0], failed]) + "\n")
+    # WHEN analysed post-mortem
+    _, report = run_json("analyze", "--post-mortem", str(log))
+    # THEN a crash whose cause is the load failure (line 2)
+    assert (report["verdict"], report["root_cause"]["line"]) == ("crashed", 2)
