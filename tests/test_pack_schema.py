@@ -138,6 +138,12 @@ def test_closes_from_needs_an_end_of_a_later_phase(tmp_path: Path, body: str) ->
     assert error.message == f'{path}: [[rule]] user.ready: closes_from needs kind = "end" and a later `phase`'
 
 
+def test_ignored_block_needs_a_rule_that_opens_a_block(tmp_path: Path) -> None:
+    # GIVEN a rule marked `ignored_block` that opens no block WHEN loaded THEN refused, named
+    path, error = refused(tmp_path, HEADER + RULE.replace("kind = ", "ignored_block = true\nkind = "))
+    assert error.message == f"{path}: [[rule]] user.ready: ignored_block needs opens_block = true"
+
+
 def test_a_job_pack_must_name_its_systems(tmp_path: Path) -> None:
     path, error = refused(tmp_path, HEADER + "job = true\n" + RULE)
     assert error.message == f"{path}: [pack]: job = true needs the systems that are jobs"

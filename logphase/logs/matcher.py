@@ -181,7 +181,7 @@ class _Block:
     # the first frame of a traceback whose `Traceback` line is not in the log (an excerpt pasted mid-traceback)
     headless: tuple[Line, PrefixFields] | None = None
     failed: bool = False  # a failure line was read inside it (a native crash banner between frame runs)
-    # opened by a line that is no failure (CPython's `Exception ignored in: …`): the process printed the
+    # opened by a rule's `ignored_block` line (CPython's `Exception ignored in: …`): the process printed the
     # traceback and went on, so nothing inside it is a failure
     ignored: bool = False
 
@@ -397,7 +397,7 @@ class SourceMatcher:
         block_line = self.block.opener_line if inside and self.block else None
         if rule.opens_block and not inside:
             # a `Traceback` line right after `Process Process-6:` continues the same block
-            self.block = _Block(line.number, rank, fields.prefixes, ignored=rule.kind not in FAILURE_KINDS)
+            self.block = _Block(line.number, rank, fields.prefixes, ignored=rule.ignored_block)
             block_line = line.number
         elif inside and self.block is not None and rule.kind is EventKind.ERROR and not rule.opens_block:
             self.block.finished = True  # the exception line: what follows is a new message

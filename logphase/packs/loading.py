@@ -413,6 +413,8 @@ def _parse_rule(
             f'{path}: {place}: closes_from needs kind = "end" and a later `phase`',
             hint=RULE.key("closes_from").doc,
         )
+    if item["ignored_block"] and not item["opens_block"]:
+        raise PackError(f"{path}: {place}: ignored_block needs opens_block = true", hint=RULE.key("ignored_block").doc)
     return Rule(
         id=item["id"],
         pack=pack,
@@ -429,6 +431,7 @@ def _parse_rule(
         after_prefix=tuple(item["after_prefix"]),
         in_block=item["in_block"],
         opens_block=item["opens_block"],
+        ignored_block=item["ignored_block"],
         summary=item["summary"],
         examples=tuple(item["examples"]),
         counter_examples=tuple(item["counter_examples"]),

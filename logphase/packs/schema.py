@@ -184,6 +184,14 @@ RULE = Table(
         Key("after_prefix", STRINGS, False, "only on lines whose prefix was one of these prefix ids", default=[]),
         Key("in_block", BOOLEAN, False, "only matches inside a traceback / faulthandler block", default=False),
         Key("opens_block", BOOLEAN, False, "the line opens a multi-line block", default=False),
+        Key(
+            "ignored_block",
+            BOOLEAN,
+            False,
+            "the block it opens is an exception the program printed and went on from (CPython's `Exception ignored "
+            "in:`): nothing in it is a failure; needs `opens_block`",
+            default=False,
+        ),
         Key("versions", STRING, False, "the system versions that print the line (documentation)", default=""),
         Key("summary", STRING, False, "shown by `patterns list/explain`", default=""),
         *_examples("whole lines, prefix included"),
