@@ -98,3 +98,24 @@ def test_a_workers_death_is_the_cause_when_only_ignored_exceptions_come_before_i
     _, report = run_json("analyze", "--post-mortem", str(log))
     # THEN a crash whose cause is the worker's death (line 6)
     assert (report["verdict"], report["root_cause"]["line"]) == ("crashed", 6)
+
+
+def test_a_traceback_after_a_diagnostic_dump_is_still_a_failure(tmp_path: Path) -> None:
+    # GIVEN SGLang's own py-spy dump of a scheduler (a diagnostic block: its stack lines follow unprefixed), then the
+    # scheduler's unprefixed traceback
+    log = _write(
+        tmp_path,
+        [
+            "[2026-01-29 13:12:30 TP0] Load weight begin. avail mem=78.50 GB",
+            "[2026-01-29 13:12:37 TP0] Pyspy dump for PID 88693:",
+            'Thread 88693 (idle): "MainThread"',
+            "    event_loop_normal (sglang/srt/managers/scheduler.py:1023)",
+            "Traceback (most recent call last):",
+            '  File "/sgl/python/sglang/srt/managers/scheduler.py", line 2600, in run_scheduler_process',
+            "RuntimeError: CUDA error: an illegal memory access was encountered",
+        ],
+    )
+    # WHEN analysed post-mortem
+    _, report = run_json("analyze", "--post-mortem", str(log))
+    # THEN a crash: a dump opens no ignored block, so the exception line after it (line 7) is the cause
+    assert (report["verdict"], report["root_cause"]["line"]) == ("crashed", 7)
