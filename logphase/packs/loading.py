@@ -413,6 +413,11 @@ def _parse_rule(
             f'{path}: {place}: closes_from needs kind = "end" and a later `phase`',
             hint=RULE.key("closes_from").doc,
         )
+    if item["ambient"] and (item["kind"] not in ("mark", "progress") or not item["phase"]):
+        raise PackError(
+            f'{path}: {place}: ambient needs kind = "mark" or "progress" and a `phase`',
+            hint=RULE.key("ambient").doc,
+        )
     return Rule(
         id=item["id"],
         pack=pack,
@@ -434,6 +439,7 @@ def _parse_rule(
         counter_examples=tuple(item["counter_examples"]),
         reached=Phase(item["reached"]) if item["reached"] else None,
         closes_from=Phase(item["closes_from"]) if item["closes_from"] else None,
+        ambient=item["ambient"],
     )
 
 

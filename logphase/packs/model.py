@@ -222,6 +222,7 @@ class Rule:
     implied_system: str | None = None  # the system a log of only generic lines like this one is
     reached: Phase | None = None  # a phase the line proves was reached, without being in it
     closes_from: Phase | None = None  # an end closing the rank's open step from this phase up to `phase`
+    ambient: bool = False  # printed by whatever step uses the phase's machinery: unranked, in the step around it
 
     def prefilter(self, message: str, lowered: str) -> bool:
         """Cheap test before the regex: the literal the regex cannot match without."""

@@ -162,6 +162,15 @@ RULE = Table(
             "an `end` that closes the step open on its rank, from this phase up to its own `phase`: a line that "
             "ends a sequence whose last steps a server may skip (CUDA graphs disabled) claims only what ran",
         ),
+        Key(
+            "ambient",
+            BOOLEAN,
+            False,
+            "a `mark` or `progress` line that any process prints whenever it uses its phase's machinery (NCCL's "
+            "setup lines: a communicator a capture or a collective sets up): a line of it without a rank is in the "
+            "step around it once the run's newest phase line is of a later step, never its phase's progress",
+            default=False,
+        ),
         Key("role", ROLE, False, "how much the line explains (below)", default="progress"),
         Key(
             "priority",
