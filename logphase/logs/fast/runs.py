@@ -99,12 +99,6 @@ def book_runs(runs: Runs, steady: Container[str], event: Event, phases: RankPhas
                 run.stage = 0
         else:
             _reset_rank(runs, event.rank, keep=None)
-            for run in runs.values():
-                # a rankless ambient mark after a later step opened is dropped by the timeline, before it not: the
-                # member before this event must be read (it may end its phase's span)
-                if run.rank is None and run.rule.ambient and run.rule.phase is not None:
-                    if event.phase.order > run.rule.phase.order:
-                        run.stage = 0
     return None
 
 
