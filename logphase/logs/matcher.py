@@ -11,6 +11,7 @@ from functools import cache
 
 from logphase.bounded import rank_label
 from logphase.frames import frame_key
+from logphase.logs.annotations import Edit, edit
 from logphase.logs.clocks import stamp_format, timed_prefixes
 from logphase.logs.dating import MIDNIGHT_JUMP, FirstDate, first_day, with_year
 from logphase.logs.reader import Line
@@ -131,7 +132,7 @@ FRESH_ON_FORK = frozenset({"ranks_seen"})
 
 
 # Field values a fork takes as they are (a datetime is a date).
-IMMUTABLE = (int, float, bool, str, date, timedelta, tuple, frozenset, type(None))
+IMMUTABLE = (int, float, bool, str, date, timedelta, tuple, frozenset, type(None), Edit)
 
 
 def _copied(value: object) -> object:
@@ -211,6 +212,7 @@ class SourceMatcher:
     _frame_phases: dict[str, object] = field(default_factory=dict, repr=False)
     _envelope_offset: timedelta = field(default=timedelta(0), repr=False)
     stamps: StampBelief = field(default_factory=StampBelief, repr=False)  # which stamps move last_time
+    edited: Edit | None = field(default=None, repr=False)  # the line just matched was a person's edit, of this kind
 
     def fork(self) -> SourceMatcher:
         """An independent copy, every field carried: what it makes of lines to come is what this
@@ -305,6 +307,15 @@ class SourceMatcher:
 
     def match_line(self, line: Line) -> tuple[Event, ...]:
         fields, message = self.packs.split_prefix(line.text)
+        self.edited = edit(message) if not fields.prefixes else None
+        if self.edited is Edit.NOTE and message.lstrip().startswith("#") and self.system in self.packs.comment_systems:
+            self.edited = None  # nccl-tests' own `#` lines
+        if self.edited in (Edit.NOTE, Edit.ELISION) and not self._claimed(message, fields.prefixes):
+            # a person's note or cut: no line of the run's, so it leaves the clock, a traceback it sits in and the
+            # step untouched (its words are never a rule's: `# then NCCL error: …` is what someone thinks)
+            return _NOTHING
+        if self.edited is not Edit.KEYSTROKE:
+            self.edited = None  # a program's line of that shape (nccl-tests' `# Out of bounds values`)
         own_time = fields.time is not None
         if line.stamp is not None or line.rank is not None:
             fields = self._with_envelope(fields, line)
@@ -351,6 +362,15 @@ class SourceMatcher:
         if event is None:
             return held
         return (*held, event) if held else (event,)
+
+    def _claimed(self, message: str, prefixes: tuple[str, ...]) -> bool:
+        """Whether a rule anchored on the line's first character reads it: the program prints lines of that shape
+        (nccl-tests' `# nThread …`, vLLM's `# GPU blocks:`), so it is the program's, not a person's."""
+        best = self._best_rule(message, prefixes, inside=False)
+        if best is None:
+            return False
+        lead = best[0].pattern.text.removeprefix("^").removeprefix("\\")
+        return lead[:1] == message.lstrip()[:1]
 
     def _format_offset(self, prefixes: tuple[str, ...]) -> timedelta:
         """The offset of the line's stamp format, keyed as format_offsets keyed it (a rare log's lines only)."""

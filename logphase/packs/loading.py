@@ -280,6 +280,7 @@ def parse_pack(data: Mapping[str, Any], path: str, *, trusted: bool = False, lin
             _parse_server_args(item, name, path, pack_system, trusted) for item in _items(data, SERVER_ARGS, path)
         ),
         job=header["job"],
+        comment_lines=header["comment_lines"],
         process_tags=_process_tags(header["process_tags"], path),
         ignores=tuple(_parse_ignore(item, name, path, systems, trusted) for item in _items(data, IGNORE, path)),
         next_steps=tuple(_parse_next(item, name, path, pack_system, trusted) for item in _items(data, NEXT, path)),

@@ -121,6 +121,14 @@ PACK = Table(
             "prefix rule, not a Ray actor's envelope",
             default=[],
         ),
+        Key(
+            "comment_lines",
+            BOOLEAN,
+            False,
+            "true: the pack's systems print `#` lines of their own (nccl-tests' header and summary): in a log of "
+            "theirs a `#` line is the program's, never a person's note (logs/annotations.py)",
+            default=False,
+        ),
         Key("description", STRING, False, "one line, shown by `patterns list`", default=""),
         Key("budgets", TABLE, False, "`[pack.budgets]`: stall budgets, below", default={}),
     ),
