@@ -107,8 +107,8 @@ def test_the_ras_prefix_is_read_only_from_ras_files() -> None:
     ras = explain("n1:1:1 [0] ras/client_support.cc:180 NCCL WARN Call to listen failed: Bad file descriptor", packs)
     misc = explain("n1:1:1 [0] misc/socket.cc:140 NCCL WARN Call to listen failed: Bad file descriptor", packs)
     # THEN the RAS one is RAS's diagnostic, the other a root failure
-    assert [rule.id for rule, _ in ras.matches][0] == "nccl.ras.setup_failed"
-    assert [rule.id for rule, _ in misc.matches][0] == "nccl.error.call_failed"
+    assert ras.matches[0][0].id == "nccl.ras.setup_failed"
+    assert misc.matches[0][0].id == "nccl.error.call_failed"
 
 
 # --- `Call to X failed` in every wording ------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""A person's edits in a pasted log — notes, elisions, keystrokes, a line quoted above the paste — told from the program's lines by their shape (pure)."""
+"""A person's edits in a pasted log (notes, elisions, keystrokes, a quoted line on top), told by their shape (pure)."""
 
 from __future__ import annotations
 
