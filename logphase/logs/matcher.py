@@ -212,7 +212,11 @@ class SourceMatcher:
     _frame_phases: dict[str, object] = field(default_factory=dict, repr=False)
     _envelope_offset: timedelta = field(default=timedelta(0), repr=False)
     stamps: StampBelief = field(default_factory=StampBelief, repr=False)  # which stamps move last_time
-    edited: Edit | None = field(default=None, repr=False)  # the line just matched was a person's edit, of this kind
+
+    def __post_init__(self) -> None:
+        # what the line just matched was, when a person wrote it: an answer about that line, not state that carries
+        # to the next (so no field: a fork copies it as it copies every attribute, and the next line resets it)
+        self.edited: Edit | None = None
 
     def fork(self) -> SourceMatcher:
         """An independent copy, every field carried: what it makes of lines to come is what this
