@@ -292,6 +292,24 @@ class SourceMatcher:
         message = "a traceback's frames, cut before its first line and its exception line"
         return self._cut_event(block, line, fields, rule, {**captures, CUT_TRACEBACK: "frames"}, message)
 
+    def cut_header(self, line: Line) -> Event | None:
+        """The source's last line, which no rule read, is a traceback's first line cut before its end: a paste cut
+        while CPython began printing an exception (`Trace`, of `Traceback (most recent call last):`; `Process
+        mp_engine_proc`, of multiprocessing's `Process <name>:`). An exception was printed, its text beyond the
+        excerpt: read as the whole header, marked cut (judging/confidence.py says so), the cause only if nothing
+        else is."""
+        fields, message = self.packs.split_prefix(line.text)
+        header = cut_header(message.strip())
+        if header is None:
+            return None
+        best = self._best_rule(header, fields.prefixes, False)
+        if best is None:
+            return None
+        rule, captures = best
+        rule = replace(rule, role=Role.CASCADE)
+        block = _Block(line.number, fields.rank, fields.prefixes)
+        return self._cut_event(block, line, fields, rule, {**captures, CUT_TRACEBACK: "header"}, message)
+
     def _cut_event(
         self, block: _Block, line: Line, fields: PrefixFields, rule: Rule, captures: dict[str, str], message: str
     ) -> Event:
@@ -595,6 +613,21 @@ class SourceMatcher:
             completed += timedelta(days=1)
             self.day = completed.date()
         return completed
+
+
+# multiprocessing's process.py `_bootstrap`: `Process %s:` with the process's name, then the traceback. A name is one
+# token; one cut before its colon is told from words by a character a word has not (`mp_engine_proc`, `Process-1`).
+PROCESS_HEADER_CUT = re.compile(r"Process [A-Za-z][\w.-]*[_\-\d][\w.-]*(?::\d+)*")
+HEADER_CUT_MIN = 5  # `Trace`: shorter leads (`T`, `Tr`) are words as often as a cut
+
+
+def cut_header(text: str) -> str | None:
+    """The traceback header `text` is the start of, cut before its end; None for a whole line or any other text."""
+    if HEADER_CUT_MIN <= len(text) < len(TRACEBACK_HEADER) and TRACEBACK_HEADER.startswith(text):
+        return TRACEBACK_HEADER
+    if PROCESS_HEADER_CUT.fullmatch(text):
+        return text + ":"
+    return None
 
 
 def _is_what(message: str) -> bool:

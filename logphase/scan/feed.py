@@ -105,6 +105,7 @@ class SourceFeed:
         self.waiting: list[_Context] = []
         self.latest: _Context | None = None
         self.last: Line | None = None  # the last line the program printed (a person's edit is not)
+        self.last_read = False  # whether a rule read it
         self.fed_line = 0  # the number of the last line fed
         self.quoted: int | None = None  # the paste's first line, when a person put a copy of a later line there
         self.edits: list[tuple[int, Edit, str]] = []  # a person's edits in the head: line, kind, text
@@ -128,7 +129,7 @@ class SourceFeed:
         self.fed += 1
         edited = self.matcher.edited
         if edited is None:
-            self.last = line
+            self.last, self.last_read = line, bool(events)
         else:
             self._edited(line, edited)
         if not events and edited is None and self.fed <= YEAR_LOOKAHEAD and result.unrecognised is not None:
@@ -243,7 +244,7 @@ class SourceFeed:
         """A line read but not fed (a steady run summarised): it still is the source's last line, unless a
         person wrote it (a line the fast path left unread has no rule's words: its shape alone tells)."""
         if line.number != self.fed_line and edit(line.text) is None:
-            self.last = line
+            self.last, self.last_read = line, False  # no candidate of any rule: the fast path left it unread
 
     def _edited(self, line: Line, kind: Edit) -> None:
         """A person's edit, kept for the report's notes where the head (read in full on every path) holds it."""
@@ -257,6 +258,10 @@ class SourceFeed:
             return ()
         self.ended = True
         held = self._named(self.matcher.finish())
+        if self.last is not None and not self.last_read:
+            cut = self.matcher.cut_header(self.last)  # a paste cut inside a traceback's first line
+            if cut is not None:
+                held = (*held, *self._named((cut,)))
         self._settle()
         for event in held:
             self._add(event)
