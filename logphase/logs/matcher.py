@@ -622,11 +622,12 @@ HEADER_CUT_MIN = 5  # `Trace`: shorter leads (`T`, `Tr`) are words as often as a
 
 
 def cut_header(text: str) -> str | None:
-    """The traceback header `text` is the start of, cut before its end; None for a whole line or any other text."""
+    """The traceback header that `text`, cut before its end, begins (multiprocessing's `Process <name>:` heads one
+    too); None for a whole line or any other text."""
     if HEADER_CUT_MIN <= len(text) < len(TRACEBACK_HEADER) and TRACEBACK_HEADER.startswith(text):
         return TRACEBACK_HEADER
     if PROCESS_HEADER_CUT.fullmatch(text):
-        return text + ":"
+        return TRACEBACK_HEADER  # the traceback it heads follows at once: read as its first line
     return None
 
 
