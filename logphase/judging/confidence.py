@@ -39,6 +39,8 @@ def assess(timeline: Timeline, judgement: Judgement, *, post_mortem: bool, earli
         doubts.append(
             f"the traceback is cut before its exception line: read from its raise statement (line {root.line})"
         )
+    elif root is not None and root.captures.get(CUT_TRACEBACK) == "header":
+        doubts.append(f"the log ends inside a traceback's first line (line {root.line}): its exception is not in it")
     elif root is not None and CUT_TRACEBACK in root.captures:
         doubts.append(f"the log ends inside a traceback's frames (from line {root.line}): its exception is not in it")
     if verdict is Verdict.READY and timeline.ready is not None:

@@ -11,6 +11,7 @@ from functools import cache
 
 from logphase.bounded import rank_label
 from logphase.frames import frame_key
+from logphase.logs.annotations import Edit, edit
 from logphase.logs.clocks import stamp_format, timed_prefixes
 from logphase.logs.dating import MIDNIGHT_JUMP, FirstDate, first_day, with_year
 from logphase.logs.reader import Line
@@ -138,7 +139,7 @@ FRESH_ON_FORK = frozenset({"ranks_seen"})
 
 
 # Field values a fork takes as they are (a datetime is a date).
-IMMUTABLE = (int, float, bool, str, date, timedelta, tuple, frozenset, type(None))
+IMMUTABLE = (int, float, bool, str, date, timedelta, tuple, frozenset, type(None), Edit)
 
 
 def _copied(value: object) -> object:
@@ -222,6 +223,11 @@ class SourceMatcher:
     _envelope_offset: timedelta = field(default=timedelta(0), repr=False)
     stamps: StampBelief = field(default_factory=StampBelief, repr=False)  # which stamps move last_time
 
+    def __post_init__(self) -> None:
+        # what the line just matched was, when a person wrote it: an answer about that line, not state that carries
+        # to the next (so no field: a fork copies it as it copies every attribute, and the next line resets it)
+        self.edited: Edit | None = None
+
     def fork(self) -> SourceMatcher:
         """An independent copy, every field carried: what it makes of lines to come is what this
         matcher would make of them, and reading them changes nothing here (the fast path's probe).
@@ -296,6 +302,24 @@ class SourceMatcher:
         message = "a traceback's frames, cut before its first line and its exception line"
         return self._cut_event(block, line, fields, rule, {**captures, CUT_TRACEBACK: "frames"}, message)
 
+    def cut_header(self, line: Line) -> Event | None:
+        """The source's last line, which no rule read, is a traceback's first line cut before its end: a paste cut
+        while CPython began printing an exception (`Trace`, of `Traceback (most recent call last):`; `Process
+        mp_engine_proc`, of multiprocessing's `Process <name>:`). An exception was printed, its text beyond the
+        excerpt: read as the whole header, marked cut (judging/confidence.py says so), the cause only if nothing
+        else is."""
+        fields, message = self.packs.split_prefix(line.text)
+        header = cut_header(message.strip())
+        if header is None:
+            return None
+        best = self._best_rule(header, fields.prefixes, False)
+        if best is None:
+            return None
+        rule, captures = best
+        rule = replace(rule, role=Role.CASCADE)
+        block = _Block(line.number, fields.rank, fields.prefixes)
+        return self._cut_event(block, line, fields, rule, {**captures, CUT_TRACEBACK: "header"}, message)
+
     def _cut_event(
         self, block: _Block, line: Line, fields: PrefixFields, rule: Rule, captures: dict[str, str], message: str
     ) -> Event:
@@ -315,6 +339,15 @@ class SourceMatcher:
 
     def match_line(self, line: Line) -> tuple[Event, ...]:
         fields, message = self.packs.split_prefix(line.text)
+        self.edited = edit(message) if not fields.prefixes else None
+        if self.edited is Edit.NOTE and message.lstrip().startswith("#") and self.system in self.packs.comment_systems:
+            self.edited = None  # nccl-tests' own `#` lines
+        if self.edited in (Edit.NOTE, Edit.ELISION) and not self._claimed(message, fields.prefixes):
+            # a person's note or cut: no line of the run's, so it leaves the clock, a traceback it sits in and the
+            # step untouched (its words are never a rule's: `# then NCCL error: …` is what someone thinks)
+            return _NOTHING
+        if self.edited is not Edit.KEYSTROKE:
+            self.edited = None  # a program's line of that shape (nccl-tests' `# Out of bounds values`)
         own_time = fields.time is not None
         if line.stamp is not None or line.rank is not None:
             fields = self._with_envelope(fields, line)
@@ -361,6 +394,15 @@ class SourceMatcher:
         if event is None:
             return held
         return (*held, event) if held else (event,)
+
+    def _claimed(self, message: str, prefixes: tuple[str, ...]) -> bool:
+        """Whether a rule anchored on the line's first character reads it: the program prints lines of that shape
+        (nccl-tests' `# nThread …`, vLLM's `# GPU blocks:`), so it is the program's, not a person's."""
+        best = self._best_rule(message, prefixes, inside=False)
+        if best is None:
+            return False
+        lead = best[0].pattern.text.removeprefix("^").removeprefix("\\")
+        return lead[:1] == message.lstrip()[:1]
 
     def _format_offset(self, prefixes: tuple[str, ...]) -> timedelta:
         """The offset of the line's stamp format, keyed as format_offsets keyed it (a rare log's lines only)."""
@@ -584,6 +626,22 @@ class SourceMatcher:
             completed += timedelta(days=1)
             self.day = completed.date()
         return completed
+
+
+# multiprocessing's process.py `_bootstrap`: `Process %s:` with the process's name, then the traceback. A name is one
+# token; one cut before its colon is told from words by a character a word has not (`mp_engine_proc`, `Process-1`).
+PROCESS_HEADER_CUT = re.compile(r"Process [A-Za-z][\w.-]*[_\-\d][\w.-]*(?::\d+)*")
+HEADER_CUT_MIN = 5  # `Trace`: shorter leads (`T`, `Tr`) are words as often as a cut
+
+
+def cut_header(text: str) -> str | None:
+    """The traceback header that `text`, cut before its end, begins (multiprocessing's `Process <name>:` heads one
+    too); None for a whole line or any other text."""
+    if HEADER_CUT_MIN <= len(text) < len(TRACEBACK_HEADER) and TRACEBACK_HEADER.startswith(text):
+        return TRACEBACK_HEADER
+    if PROCESS_HEADER_CUT.fullmatch(text):
+        return TRACEBACK_HEADER  # the traceback it heads follows at once: read as its first line
+    return None
 
 
 def _is_what(message: str) -> bool:

@@ -369,6 +369,11 @@ class TimelineBuilder:
             return
         if event.rank is not None and not failed:
             self.exits.pop(event.rank, None)  # the rank went on after its exit line (a new communicator)
+        if event.rule.ambient and event.rank is None and self._later_step_open(event.phase):
+            # a line any process prints whenever it uses the phase's machinery (NCCL's setup lines while a capture
+            # or a collective builds a communicator) is in the step around it: neither that step's progress nor a
+            # return to its own phase (nor, past the graphs, a draft worker's)
+            return
         rank = self._owner(event)
         if rank != event.rank:
             event = replace(event, rank=rank)
@@ -414,6 +419,11 @@ class TimelineBuilder:
         self.served = self.served or phase in (Phase.READY, Phase.SERVING)
         if self.latest_phase_event is None or event.order_key >= self.latest_phase_event.order_key:
             self.latest_phase_event = event
+
+    def _later_step_open(self, phase: Phase) -> bool:
+        """Whether the run's newest phase line (any rank's) is of a step after `phase`."""
+        latest = self.latest_phase_event
+        return latest is not None and latest.phase is not None and latest.phase.order > phase.order
 
     def _follows(self, rank: str) -> bool:
         """Whether `rank` is followed: one of the first MAX_RANKS named; a later one is only counted."""

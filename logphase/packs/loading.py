@@ -280,6 +280,7 @@ def parse_pack(data: Mapping[str, Any], path: str, *, trusted: bool = False, lin
             _parse_server_args(item, name, path, pack_system, trusted) for item in _items(data, SERVER_ARGS, path)
         ),
         job=header["job"],
+        comment_lines=header["comment_lines"],
         process_tags=_process_tags(header["process_tags"], path),
         ignores=tuple(_parse_ignore(item, name, path, systems, trusted) for item in _items(data, IGNORE, path)),
         next_steps=tuple(_parse_next(item, name, path, pack_system, trusted) for item in _items(data, NEXT, path)),
@@ -415,6 +416,11 @@ def _parse_rule(
         )
     if item["ignored_block"] and not item["opens_block"]:
         raise PackError(f"{path}: {place}: ignored_block needs opens_block = true", hint=RULE.key("ignored_block").doc)
+    if item["ambient"] and (item["kind"] not in ("mark", "progress") or not item["phase"]):
+        raise PackError(
+            f'{path}: {place}: ambient needs kind = "mark" or "progress" and a `phase`',
+            hint=RULE.key("ambient").doc,
+        )
     return Rule(
         id=item["id"],
         pack=pack,
@@ -437,6 +443,7 @@ def _parse_rule(
         counter_examples=tuple(item["counter_examples"]),
         reached=Phase(item["reached"]) if item["reached"] else None,
         closes_from=Phase(item["closes_from"]) if item["closes_from"] else None,
+        ambient=item["ambient"],
     )
 
 

@@ -223,6 +223,7 @@ class Rule:
     reached: Phase | None = None  # a phase the line proves was reached, without being in it
     closes_from: Phase | None = None  # an end closing the rank's open step from this phase up to `phase`
     ignored_block: bool = False  # the block it opens holds an exception the program went on from: no failure
+    ambient: bool = False  # printed by whatever step uses the phase's machinery: unranked, in the step around it
 
     def prefilter(self, message: str, lowered: str) -> bool:
         """Cheap test before the regex: the literal the regex cannot match without."""
@@ -363,6 +364,7 @@ class Pack:
     anchors: tuple[FrameAnchor, ...] = ()
     server_args: tuple[ServerArgsFormat, ...] = ()
     job: bool = False  # the pack's systems are jobs that end, not servers
+    comment_lines: bool = False  # the pack's systems print `#` lines of their own (never a person's note)
     process_tags: tuple[str, ...] = ()  # `(Name pid=N) ` tags the system prints itself (not a Ray envelope)
     ignores: tuple[IgnoreEntry, ...] = ()  # `[[ignore]]`: read only by the source inventory
     next_steps: tuple[NextSteps, ...] = ()  # `[[next]]`: what to do after a verdict
@@ -431,6 +433,11 @@ class PackSet:
     def job_systems(self) -> frozenset[str]:
         """Systems that are jobs that end (torchrun), not servers (`job = true` packs)."""
         return frozenset(system for pack in self.packs if pack.job for system in pack.systems)
+
+    @property
+    def comment_systems(self) -> frozenset[str]:
+        """Systems that print `#` lines of their own (`comment_lines = true` packs): nccl-tests."""
+        return frozenset(system for pack in self.packs if pack.comment_lines for system in pack.systems)
 
     @property
     def process_tags(self) -> frozenset[str]:

@@ -122,6 +122,14 @@ PACK = Table(
             "prefix rule, not a Ray actor's envelope",
             default=[],
         ),
+        Key(
+            "comment_lines",
+            BOOLEAN,
+            False,
+            "true: the pack's systems print `#` lines of their own (nccl-tests' header and summary): in a log of "
+            "theirs a `#` line is the program's, never a person's note (logs/annotations.py)",
+            default=False,
+        ),
         Key("description", STRING, False, "one line, shown by `patterns list`", default=""),
         Key("budgets", TABLE, False, "`[pack.budgets]`: stall budgets, below", default={}),
     ),
@@ -162,6 +170,15 @@ RULE = Table(
             False,
             "an `end` that closes the step open on its rank, from this phase up to its own `phase`: a line that "
             "ends a sequence whose last steps a server may skip (CUDA graphs disabled) claims only what ran",
+        ),
+        Key(
+            "ambient",
+            BOOLEAN,
+            False,
+            "a `mark` or `progress` line that any process prints whenever it uses its phase's machinery (NCCL's "
+            "setup lines: a communicator a capture or a collective sets up): a line of it without a rank is in the "
+            "step around it once the run's newest phase line is of a later step, never its phase's progress",
+            default=False,
         ),
         Key("role", ROLE, False, "how much the line explains (below)", default="progress"),
         Key(

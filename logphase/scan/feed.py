@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from logphase.durations import format_duration
 from logphase.frames import may_open_dump
+from logphase.logs.annotations import Edit, edit
 from logphase.logs.clocks import SKEW_STEP
 from logphase.logs.matcher import Event, SourceMatcher
 from logphase.logs.reader import ContextLine, Line
@@ -103,13 +104,20 @@ class SourceFeed:
         self.before: deque[ContextLine] = deque(maxlen=CONTEXT_BEFORE)
         self.waiting: list[_Context] = []
         self.latest: _Context | None = None
-        self.last: Line | None = None
+        self.last: Line | None = None  # the last line the program printed (a person's edit is not)
+        self.last_read = False  # whether a rule read it
+        self.fed_line = 0  # the number of the last line fed
+        self.quoted: int | None = None  # the paste's first line, when a person put a copy of a later line there
+        self.edits: list[tuple[int, Edit, str]] = []  # a person's edits in the head: line, kind, text
         self.ended = False
 
     def feed(self, line: Line) -> Sequence[Event]:
         """One line → the events it made (already in the builder)."""
         result = self.result
-        self.last = line
+        self.fed_line = line.number
+        if line.number == self.quoted:
+            self._edited(line, Edit.QUOTE)  # the copy above the paste: its original is read where it stands
+            return ()
         self.dumps.feed(line.text, writer=line.rank)
         here = ContextLine(line.number, line.text)
         for pending in self.waiting:
@@ -119,7 +127,12 @@ class SourceFeed:
         events = self._named(self.matcher.match_line(line))
         self._settle()
         self.fed += 1
-        if not events and self.fed <= YEAR_LOOKAHEAD and result.unrecognised is not None:
+        edited = self.matcher.edited
+        if edited is None:
+            self.last, self.last_read = line, bool(events)
+        else:
+            self._edited(line, edited)
+        if not events and edited is None and self.fed <= YEAR_LOOKAHEAD and result.unrecognised is not None:
             result.unrecognised.feed((line,))  # the head: read in full on every path, fast or not
         for index, event in enumerate(events):
             if self._launched_again(event):
@@ -228,8 +241,15 @@ class SourceFeed:
         return self.matcher.restart_clock(event)
 
     def passed(self, line: Line) -> None:
-        """A line read but not fed (a steady run summarised): it still is the source's last line."""
-        self.last = line
+        """A line read but not fed (a steady run summarised): it still is the source's last line, unless a
+        person wrote it (a line the fast path left unread has no rule's words: its shape alone tells)."""
+        if line.number != self.fed_line and edit(line.text) is None:
+            self.last, self.last_read = line, False  # no candidate of any rule: the fast path left it unread
+
+    def _edited(self, line: Line, kind: Edit) -> None:
+        """A person's edit, kept for the report's notes where the head (read in full on every path) holds it."""
+        if self.fed <= YEAR_LOOKAHEAD:
+            self.edits.append((line.number, kind, line.text.strip()))
 
     def end(self) -> Sequence[Event]:
         """The source ended: the events the matcher held back (a dump's last frames), the contexts
@@ -238,6 +258,10 @@ class SourceFeed:
             return ()
         self.ended = True
         held = self._named(self.matcher.finish())
+        if self.last is not None and not self.last_read:
+            cut = self.matcher.cut_header(self.last)  # a paste cut inside a traceback's first line
+            if cut is not None:
+                held = (*held, *self._named((cut,)))
         self._settle()
         for event in held:
             self._add(event)

@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from logphase.logs.annotations import Edit, quoted_top
 from logphase.logs.clocks import format_offset_notes, head_clock
 from logphase.logs.matcher import Event, SourceMatcher
 from logphase.logs.reader import Line
@@ -112,6 +113,9 @@ class SourceScan:
             rank_prefix=self.rank_prefix,
             clock_offset_s=self.clock_offset_s,
         )
+        quote = quoted_top([line.text for line in lines[: feeding.YEAR_LOOKAHEAD]])
+        if quote is not None:
+            feed.quoted = lines[quote].number
         self.matcher, self.feed = matcher, feed
         if self.started is not None:
             self.started(matcher, feed.dumps)
@@ -151,4 +155,27 @@ class SourceScan:
         if self.tap is not None:
             self.tap.end(self.index, held)
         self.result.notes += ignored_stamp_notes(self.name, self.matcher.stamps)
+        if self.feed.edits:
+            self.result.notes.append(edits_note(self.name, self.feed.edits))
         return [*head, *held] if head else held
+
+
+EDIT_WORDS = {
+    Edit.NOTE: "a note",
+    Edit.ELISION: "lines left out",
+    Edit.KEYSTROKE: "Ctrl-C pressed: the interrupt",
+    Edit.QUOTE: "a copy of a line below, put on top",
+}
+EDITS_SHOWN = 4
+EDIT_TEXT = 60
+
+
+def edits_note(name: str, edits: Sequence[tuple[int, Edit, str]]) -> str:
+    """The report's note on a person's edits in a paste: what they wrote, quoted, and that none of it was read as
+    the log's lines (docs/design.md §4.2: a note saying it hung may be quoted, never a rule's cause)."""
+    shown = [
+        f"line {number} `{text[:EDIT_TEXT]}{'…' if len(text) > EDIT_TEXT else ''}` ({EDIT_WORDS[kind]})"
+        for number, kind, text in edits[:EDITS_SHOWN]
+    ]
+    more = f" and {len(edits) - EDITS_SHOWN} more" if len(edits) > EDITS_SHOWN else ""
+    return f"{name}: a person's edits in the paste, none read as the program's lines: {', '.join(shown)}{more}"
