@@ -79,8 +79,13 @@ class CandidateScan:
     with no learned template, and lines with a steady factor whose template has not shown that
     factor's run yet. Learning a template or a kind marks it stale; `refresh` recompiles."""
 
-    def __init__(self, plan: Plan, *, accelerate: bool, cache: ScannerCache | None = None) -> None:
+    def __init__(
+        self, plan: Plan, *, accelerate: bool, cache: ScannerCache | None = None, enveloped: bool = False
+    ) -> None:
         self.plan = plan
+        # a line of no prefix that may hold nothing a prefix rule, a kind or a candidate needs is left
+        # unread as a template's line is (`BareStarts`); in envelopes every line has their prefix
+        self.bare = None if enveloped else plan.bare
         self.accelerate = accelerate
         self.cache = cache
         self.learned = TemplateSet(timed=timed_prefixes(plan.packs))
@@ -134,7 +139,7 @@ class CandidateScan:
             trie = TemplateTrie()
             for template in self.templates:
                 trie.add(template.atoms, nest=True)
-            rest = trie.complement(ends=True, empty=not self.quiet_empty)
+            rest = trie.complement(ends=True, empty=not self.quiet_empty, bare=self.bare)
             if rest is not None:
                 patterns.append((b"^" + rest, False))
         if self.templates:

@@ -81,7 +81,6 @@ class FastLines(ClockKeeping):
         self.matcher: SourceMatcher | None = None
         self.dumps: OpenDumps | None = None
         self.stats = ScanStats()
-        self.scan = CandidateScan(plan, accelerate=accelerate, cache=scanners)
         self.runs: Runs = {}
         self.phases = RankPhases()  # what a restarting run may move (book_runs)
         self.steady_rules = {rule.id: rule for rule in plan.steady.values()}
@@ -94,6 +93,7 @@ class FastLines(ClockKeeping):
         # hard-wrapped paste or an export listed newest first): its templates start with the envelopes'
         # prefix; the lines read are unwrapped in order, CRI's parts joined (`holding`)
         self.envelopes = envelopes_of(source)
+        self.scan = CandidateScan(plan, accelerate=accelerate, cache=scanners, enveloped=bool(self.envelopes))
         self.unwrapper = Unwrapper(self.envelopes) if self.envelopes else None
         stamped = any(envelope.time_formats for envelope in self.envelopes.layers)
         self.clock = EnvelopeClock(plan.packs, self.envelopes) if stamped else None

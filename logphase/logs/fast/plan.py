@@ -7,11 +7,13 @@ import marshal
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 from logphase.disk_cache import DiskCache
 from logphase.logs.fast.factors import Factor, regex_factors, regex_requirements, rule_factors
+from logphase.logs.fast.templates import BareStarts, bare_starts
 from logphase.logs.matcher import BLOCK_MARKERS, CHAINED, FRAME_HEADERS, RANK_CAPTURES
 from logphase.logs.timeline import TIMELINE_CAPTURES
 from logphase.packs import PackSet, Rule
@@ -59,6 +61,11 @@ class Plan:
     @property
     def steady_factors(self) -> list[bytes]:
         return sorted(self.steady)
+
+    @cached_property
+    def bare(self) -> BareStarts:
+        """Which lines of no prefix a scan of a source without envelopes may leave unread (once a plan)."""
+        return bare_starts(self.packs, self.steady_factors)
 
 
 def holds_required(requires: Iterable[frozenset[bytes]], line: bytes) -> bool:

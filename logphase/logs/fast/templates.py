@@ -11,6 +11,7 @@ from functools import cached_property
 
 from logphase.logs.clocks import stamp_format
 from logphase.logs.envelope import Envelopes, Prefix, envelope_prefix
+from logphase.logs.fast.factors import prefix_needs
 from logphase.logs.matcher import RANK_CAPTURES
 from logphase.packs import PackSet
 from logphase.packs.model import parse_time
@@ -268,16 +269,22 @@ class TemplateTrie:
         node.leaf = True
         return True
 
-    def complement(self, *, ends: bool, empty: bool = True) -> bytes | None:
+    def complement(self, *, ends: bool, empty: bool = True, bare: BareStarts | None = None) -> bytes | None:
         """A regex for the text after `^` of any line this node's templates do not start
         (`ends`: also a line that ends before a template does, the empty line too unless not `empty`;
-        with no template, any line)."""
+        with no template, any line). With `bare` (the root only), a line whose first byte no template
+        starts with is one only where a prefix rule may parse it or it may hold one of bare's factors."""
         if self.leaf:
             return None
         # after a run, a digit would only lengthen it: the run is as long as the line's digits go
         excluded = b"0-9" if self.run else b""
         excluded += b"".join(b"0-9" if atom in (DIGIT, RUN) else _class_byte(atom) for atom in self.children)
-        options = [b"[^" + excluded + b"\\n]"] + ([b"$"] if ends and empty else [])
+        if bare is None:
+            options = [b"[^" + excluded + b"\\n]"]
+        else:
+            firsts = {b for atom in self.children for b in (range(48, 58) if atom in (DIGIT, RUN) else (atom,))}
+            options = bare.options(frozenset(firsts))
+        options += [b"$"] if ends and empty else []
         # atoms followed by the same text share one class (`TP[0-7]` and what follows once, not eight
         # times: templates that differ in a rank's digit): the pattern, its compile and scan shrink
         after: dict[bytes, list[int]] = {}
@@ -295,6 +302,55 @@ class TemplateTrie:
                 members = b"".join(b"0-9" if atom == DIGIT else _class_byte(atom) for atom in atoms)
                 options.append(b"[" + members + b"]" + rest)
         return b"(?:" + b"|".join(options) + b")"
+
+
+@dataclass(frozen=True)
+class BareStarts:
+    """Lines of no prefix, told by their first byte: for each printable ASCII byte but the space, the
+    strings one of which a line starting with it must hold for a prefix rule to parse it (none: no
+    rule's prefix starts so); any other first byte (a space, a tab, a control byte, non-ASCII, and a
+    byte a prefix of no known needs may start with) may start a prefix. Such a line that holds none of
+    its byte's strings, no steady factor (`factors`: a bare line is on no template where a kind could
+    summarise it) and no candidate literal or trigger (patterns of their own) is no rule's and moves
+    no clock (no stamp, no rank): outside a traceback it changes nothing the matcher keeps but the line
+    count (a source in envelopes has none: each line is on their prefix)."""
+
+    needs: tuple[tuple[int, frozenset[bytes]], ...]  # (first byte, strings), the bytes whose needs are known
+    factors: tuple[bytes, ...] = ()
+
+    def options(self, firsts: frozenset[int]) -> list[bytes]:
+        """The complement's options for a line whose first byte is none of `firsts` (a template's)."""
+        known = [(byte, needs) for byte, needs in self.needs if byte not in firsts]
+        read = b"".join(_class_byte(byte) for byte in sorted(firsts | {byte for byte, _ in known}))
+        options = [b"[^" + read + b"\\n]"]  # may start a prefix: read, as every line of no template was
+        by_needs: dict[frozenset[bytes], list[int]] = {}
+        for byte, needs in known:
+            by_needs.setdefault(needs, []).append(byte)
+        groups = sorted(by_needs.items(), key=lambda item: item[1])
+        groups += [(frozenset(self.factors), [byte for byte, _ in known])] if self.factors and known else []
+        for texts, starts in groups:
+            if not texts:
+                continue  # such a line is read only for a steady factor: no prefix rule starts so
+            first = b"[" + b"".join(_class_byte(byte) for byte in starts) + b"]"
+            # the string after the first byte, or from it (the line starts with it)
+            options.append(first + b"[^\\n]*(?:" + b"|".join(re.escape(text) for text in sorted(texts)) + b")")
+            leading = [re.escape(text) for text in sorted(texts) if text[0] in starts]
+            options += [b"(?:" + b"|".join(leading) + b")"] if leading else []
+        return options
+
+
+def bare_starts(packs: PackSet, factors: Sequence[bytes]) -> BareStarts:
+    """The first bytes of lines no prefix rule parses unless they hold a string (`BareStarts`)."""
+    needs: dict[int, set[bytes] | None] = {byte: set() for byte in range(0x21, 0x7F)}
+    for prefix in packs.prefixes:
+        gate = prefix.first_chars
+        starts = set(range(0x21, 0x7F)) if gate is None else {ord(c) for g in gate for c in (g[0].lower(), g[0].upper())}
+        required = prefix_needs(prefix)
+        for byte in starts & needs.keys():
+            held = needs[byte]
+            needs[byte] = None if held is None or required is None else held | required
+    known = tuple((byte, frozenset(held)) for byte, held in sorted(needs.items()) if held is not None)
+    return BareStarts(known, tuple(sorted(factors)))
 
 
 def off_hosts(templates: Sequence[Template], hosts: Collection[Template], factors: Sequence[bytes]) -> bytes | None:
