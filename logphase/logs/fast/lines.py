@@ -399,7 +399,7 @@ class FastLines(ClockKeeping):
         self.carried_stamps = []
         for line_start in sorted(wanted):
             if line_start >= self.pos:
-                yield from self._emit_line(line_start)
+                yield from self._emit_line(line_start, followed=True)
         self.after = self.context_after
 
     def _lines(self, raw: bytes, number: int, *, read: bool) -> list[Line]:
@@ -417,7 +417,9 @@ class FastLines(ClockKeeping):
         self.stats.emitted += 1
         yield from lines
 
-    def _emit_line(self, offset: int) -> Iterator[Line]:
+    def _emit_line(self, offset: int, *, followed: bool = False) -> Iterator[Line]:
+        """Emit the line at `offset` (`followed`: by the lines the report may quote after it, as
+        `_emit_with_context` owes them)."""
         end = self._line_end(offset)
         raw = self.buf[offset:end]
         if len(raw) > MAX_LINE_BYTES:
@@ -427,9 +429,16 @@ class FastLines(ClockKeeping):
         lines = self._lines(raw, number, read=True)
         if self.after > 0:
             self.after -= 1
+        head = number <= self.plain_head
         if self._plain_now(offset):
             self.stats.plain_lines += 1
-            events = self._probe(lines) if any(f in raw for f in self.steady_bytes) else ()
+            # no template known: a line of no prefix is read only for what it may hold (`BareStarts`),
+            # so a line read for itself (context, a traceback's) says by its events whether the
+            # lines after it are context the report quotes; a head line is followed by them anyway
+            owed = not followed and not head
+            events = self._probe(lines) if owed or any(f in raw for f in self.steady_bytes) else ()
+            if head:
+                self.after = self.context_after
         elif lines and lines[0].number != number:
             events = self._probe(lines)  # the rest of a line CRI cut, joined to its first part
         else:
