@@ -80,6 +80,8 @@ class FastLines(ClockKeeping):
         self.plain_head = plain_head
         self.matcher: SourceMatcher | None = None
         self.dumps: OpenDumps | None = None
+        self.quoting: Callable[[], bool] | None = None
+        self.unprobed = False  # the last line emitted was read without a probe of its events
         self.stats = ScanStats()
         self.runs: Runs = {}
         self.phases = RankPhases()  # what a restarting run may move (book_runs)
@@ -106,10 +108,13 @@ class FastLines(ClockKeeping):
             ranges.size = min(ranges.size, source.size)  # the walk reads the file as it was when opened
         self.chunk_offset = 0  # the file offset of the chunk's first byte
 
-    def attach(self, matcher: SourceMatcher, dumps: OpenDumps | None = None) -> None:
+    def attach(
+        self, matcher: SourceMatcher, dumps: OpenDumps | None = None, quoting: Callable[[], bool] | None = None
+    ) -> None:
         """The matcher (and dump parser) that read these lines: what they hold decides what the
-        next line must be (a copy of the matcher's state predicts its events)."""
-        self.matcher, self.dumps = matcher, dumps
+        next line must be (a copy of the matcher's state predicts its events). `quoting`: whether the
+        reader still waits for the lines after an event it quotes (the feed's context)."""
+        self.matcher, self.dumps, self.quoting = matcher, dumps, quoting
 
     def busy(self) -> bool:
         """A traceback or a dump is open, or a stamp far ahead of the clock waits for the next stamped
@@ -236,6 +241,11 @@ class FastLines(ClockKeeping):
         or dump is open, while owed context lines, or before any template is known (but for empty
         lines, where the scan leaves them unread: `CandidateScan.quiet_empty`)."""
         if self.after > 0 or (self.unwrapper is not None and self.unwrapper.holding):
+            return True
+        if self.unprobed and self.quoting is not None and self.quoting():
+            # the last line read was not probed (the head, or no template known), so its events did not
+            # say whether the lines after it are context the report quotes: the feed says (a line of no
+            # prefix is read only for what it may hold, `BareStarts`, not as every such line once was)
             return True
         if self._number(self.pos) <= self.plain_head or not (self.scan.templates or self.scan.quiet_empty):
             return True
@@ -399,7 +409,7 @@ class FastLines(ClockKeeping):
         self.carried_stamps = []
         for line_start in sorted(wanted):
             if line_start >= self.pos:
-                yield from self._emit_line(line_start, followed=True)
+                yield from self._emit_line(line_start)
         self.after = self.context_after
 
     def _lines(self, raw: bytes, number: int, *, read: bool) -> list[Line]:
@@ -417,9 +427,7 @@ class FastLines(ClockKeeping):
         self.stats.emitted += 1
         yield from lines
 
-    def _emit_line(self, offset: int, *, followed: bool = False) -> Iterator[Line]:
-        """Emit the line at `offset` (`followed`: by the lines the report may quote after it, as
-        `_emit_with_context` owes them)."""
+    def _emit_line(self, offset: int) -> Iterator[Line]:
         end = self._line_end(offset)
         raw = self.buf[offset:end]
         if len(raw) > MAX_LINE_BYTES:
@@ -429,16 +437,10 @@ class FastLines(ClockKeeping):
         lines = self._lines(raw, number, read=True)
         if self.after > 0:
             self.after -= 1
-        head = number <= self.plain_head
-        if self._plain_now(offset):
+        self.unprobed = self._plain_now(offset)
+        if self.unprobed:
             self.stats.plain_lines += 1
-            # no template known: a line of no prefix is read only for what it may hold (`BareStarts`),
-            # so a line read for itself (context, a traceback's) says by its events whether the
-            # lines after it are context the report quotes; a head line is followed by them anyway
-            owed = not followed and not head
-            events = self._probe(lines) if owed or any(f in raw for f in self.steady_bytes) else ()
-            if head:
-                self.after = self.context_after
+            events = self._probe(lines) if any(f in raw for f in self.steady_bytes) else ()
         elif lines and lines[0].number != number:
             events = self._probe(lines)  # the rest of a line CRI cut, joined to its first part
         else:

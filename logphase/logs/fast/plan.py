@@ -63,9 +63,9 @@ class Plan:
         return sorted(self.steady)
 
     @cached_property
-    def bare(self) -> BareStarts:
+    def bare(self) -> BareStarts | None:
         """Which lines of no prefix a scan of a source without envelopes may leave unread (once a plan)."""
-        return bare_starts(self.packs, self.steady_factors)
+        return bare_starts(self.packs, self.steady)
 
 
 def holds_required(requires: Iterable[frozenset[bytes]], line: bytes) -> bool:
