@@ -176,3 +176,56 @@ def test_a_line_a_prefix_rule_may_parse_is_read_among_lines_of_no_prefix(
     # THEN the reports are the same: the stamped line was read (its time is the error's)
     assert fast == plain
     assert '"time": "2029-02-19 12:30:00"' in plain
+
+
+ALLREDUCE = (
+    "Custom allreduce is disabled because it's not supported on more than two PCIe-only GPUs. "
+    "To silence this warning, specify disable_custom_all_reduce=True explicitly."
+)
+SERVER_ARGS = "server_args=ServerArgs(model_path='/models/QwQ-32B', tp_size=4, port=30000)"
+
+
+def allreduce_log(relaunch_at: int | None) -> list[str]:
+    """SGLang's server args, then 4,000 lines: TP0-TP3 each warning that custom allreduce is disabled
+    (SGLang's dist_init mark; its text holds vLLM's mark of the same words, a rule gated on vLLM's
+    prefixes) among TP0's decode batches; the server args again at `relaunch_at` (a second start)."""
+    lines = [f"[{stamp(0)}] {SERVER_ARGS}"]
+    for index in range(4000):
+        at = stamp(1 + index)
+        if index == relaunch_at:
+            lines.append(f"[{at}] {SERVER_ARGS}")
+        elif index % 2:
+            lines.append(
+                f"[{at} TP0] Decode batch. #running-req: {index % 40}, #token: {index}, token usage: 0.01, "
+                "gen throughput (token/s): 100.00, #queue-req: 0"
+            )
+        else:
+            lines.append(f"[{at} TP{index // 2 % 4}] {ALLREDUCE}")
+    return lines
+
+
+def test_a_factor_of_a_rule_gated_on_another_systems_prefixes_leaves_its_lines_unread(
+    packs: PackSet, tmp_path: Path, scanner: str, captured: list[Any]
+) -> None:
+    # GIVEN SGLang's ranks warning that custom allreduce is disabled, 2,000 times among decode batches
+    log = tmp_path / "allreduce.log"
+    log.write_text("\n".join(allreduce_log(None)) + "\n")
+    # WHEN it is analysed with and without the fast path
+    plain, fast = reports.plain([log], packs), reports.fast([log], packs)
+    # THEN the reports are the same, and the matcher read under a tenth of the lines after the head:
+    # vLLM's mark (gated on vLLM's prefixes) is no line's on SGLang's templates
+    assert fast == plain
+    stats = captured[-1].stats
+    assert (stats.emitted - HEAD) * 10 < 4001 - HEAD
+
+
+def test_the_runs_start_again_where_the_server_starts_again(packs: PackSet, tmp_path: Path, scanner: str) -> None:
+    # GIVEN the same log with SGLang's server args again after 3,000 lines: a second start
+    log = tmp_path / "relaunch.log"
+    log.write_text("\n".join(allreduce_log(3000)) + "\n")
+    # WHEN it is analysed with and without the fast path
+    plain, fast = reports.plain([log], packs), reports.fast([log], packs)
+    # THEN the reports are the same: each rank's dist_init of the second start begins at its first
+    # warning after the second server args (line 3004: TP1, the first after them)
+    assert fast == plain
+    assert '"start_line": 3004' in plain

@@ -63,6 +63,13 @@ class Plan:
         return sorted(self.steady)
 
     @cached_property
+    def gates(self) -> dict[str, frozenset[str]]:
+        """The prefixes each steady rule gated on them needs (`after_prefix`): a line on a template that
+        splits into none of them is never that rule's, whatever factor it holds (vLLM's `Custom allreduce
+        is disabled`, a factor SGLang's lines hold too, after SGLang's prefix)."""
+        return {rule.id: frozenset(rule.after_prefix) for rule in self.steady.values() if rule.after_prefix}
+
+    @cached_property
     def bare(self) -> BareStarts | None:
         """Which lines of no prefix a scan of a source without envelopes may leave unread (once a plan)."""
         return bare_starts(self.packs, self.steady)
