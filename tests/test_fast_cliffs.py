@@ -121,3 +121,111 @@ def test_two_steady_marks_of_a_rank_between_the_graphs_and_the_server_are_read_t
     # WHEN it is analysed with and without the fast path
     # THEN the reports are the same
     assert reports.fast([log], packs) == reports.plain([log], packs)
+
+
+def numbered_paste(middle: list[str]) -> list[str]:
+    """A log copied from a viewer that numbers its lines, each number on a line of its own (as the
+    corpus' real-426 torchrun paste is): torchrun's glog warning, 4,000 lines of the training's own
+    output of no prefix, `middle`, then the agent's traceback and its error."""
+    text = [
+        "W0219 12:09:28.313000 140145133409408 torch/distributed/run.py:757] Setting OMP_NUM_THREADS "
+        "environment variable for each process to be 1 in default"
+    ]
+    text += [f"loss {2 + index % 7 / 10:.2f} at step {index}" for index in range(4000)]
+    text += middle
+    text += [
+        "Traceback (most recent call last):",
+        '  File "/usr/local/bin/torchrun", line 8, in <module>',
+        "    sys.exit(main())",
+        "torch.distributed.elastic.multiprocessing.errors.ChildFailedError:",
+    ]
+    lines = []
+    for number, line in enumerate(text, start=1):
+        lines += [str(number), line]
+    return lines
+
+
+def test_lines_no_prefix_rule_can_parse_are_left_unread_before_any_template_is_known(
+    packs: PackSet, tmp_path: Path, scanner: str, captured: list[Any]
+) -> None:
+    # GIVEN a numbered paste: 8,000 lines of no prefix (numbers, `loss 2.30 at step 12`) around the glog
+    # line and the traceback; no line makes a steady event, so no template is ever learned
+    log = tmp_path / "numbered.log"
+    log.write_text("\n".join(numbered_paste([])) + "\n")
+    # WHEN it is analysed with and without the fast path
+    plain, fast = reports.plain([log], packs), reports.fast([log], packs)
+    # THEN the reports are the same (the error, its traceback, the lines quoted around it), and the
+    # matcher read under a tenth of the lines after the head: a line starting with a digit or `l` is a
+    # prefix's only if it holds what every such prefix needs (`-`, ` - lmdeploy`, `NCCL INFO ` ...)
+    assert fast == plain
+    stats = captured[-1].stats
+    assert stats.lines == 2 * 4005
+    assert (stats.emitted - HEAD) * 10 < 2 * 4005 - HEAD
+
+
+def test_a_line_a_prefix_rule_may_parse_is_read_among_lines_of_no_prefix(
+    packs: PackSet, tmp_path: Path, scanner: str, captured: list[Any]
+) -> None:
+    # GIVEN the numbered paste with, late in it, a line in Python's logging format (`asctime - name -
+    # level - message`, a prefix rule's) holding no rule's literal, stamped 21 minutes after the glog
+    # line (whose year is the one before the analysis date's)
+    log = tmp_path / "numbered.log"
+    log.write_text("\n".join(numbered_paste(["2029-02-19 12:30:00,000 - train - INFO - epoch 3 done"])) + "\n")
+    # WHEN it is analysed with and without the fast path
+    plain, fast = reports.plain([log], packs), reports.fast([log], packs)
+    # THEN the reports are the same: the stamped line was read (its time is the error's)
+    assert fast == plain
+    assert '"time": "2029-02-19 12:30:00"' in plain
+
+
+ALLREDUCE = (
+    "Custom allreduce is disabled because it's not supported on more than two PCIe-only GPUs. "
+    "To silence this warning, specify disable_custom_all_reduce=True explicitly."
+)
+SERVER_ARGS = "server_args=ServerArgs(model_path='/models/QwQ-32B', tp_size=4, port=30000)"
+
+
+def allreduce_log(relaunch_at: int | None) -> list[str]:
+    """SGLang's server args, then 4,000 lines: TP0-TP3 each warning that custom allreduce is disabled
+    (SGLang's dist_init mark; its text holds vLLM's mark of the same words, a rule gated on vLLM's
+    prefixes) among TP0's decode batches; the server args again at `relaunch_at` (a second start)."""
+    lines = [f"[{stamp(0)}] {SERVER_ARGS}"]
+    for index in range(4000):
+        at = stamp(1 + index)
+        if index == relaunch_at:
+            lines.append(f"[{at}] {SERVER_ARGS}")
+        elif index % 2:
+            lines.append(
+                f"[{at} TP0] Decode batch. #running-req: {index % 40}, #token: {index}, token usage: 0.01, "
+                "gen throughput (token/s): 100.00, #queue-req: 0"
+            )
+        else:
+            lines.append(f"[{at} TP{index // 2 % 4}] {ALLREDUCE}")
+    return lines
+
+
+def test_a_factor_of_a_rule_gated_on_another_systems_prefixes_leaves_its_lines_unread(
+    packs: PackSet, tmp_path: Path, scanner: str, captured: list[Any]
+) -> None:
+    # GIVEN SGLang's ranks warning that custom allreduce is disabled, 2,000 times among decode batches
+    log = tmp_path / "allreduce.log"
+    log.write_text("\n".join(allreduce_log(None)) + "\n")
+    # WHEN it is analysed with and without the fast path
+    plain, fast = reports.plain([log], packs), reports.fast([log], packs)
+    # THEN the reports are the same, and the matcher read under a tenth of the lines after the head:
+    # vLLM's mark (gated on vLLM's prefixes) is no line's on SGLang's templates
+    assert fast == plain
+    stats = captured[-1].stats
+    assert (stats.emitted - HEAD) * 10 < 4001 - HEAD
+
+
+def test_the_runs_start_again_where_the_server_starts_again(packs: PackSet, tmp_path: Path, scanner: str) -> None:
+    # GIVEN the same log with SGLang's server args again after 3,000 lines: a second start
+    log = tmp_path / "relaunch.log"
+    log.write_text("\n".join(allreduce_log(3000)) + "\n")
+    # WHEN it is analysed with and without the fast path
+    plain, fast = reports.plain([log], packs), reports.fast([log], packs)
+    # THEN the reports are the same: each rank's dist_init of the second start begins at its first
+    # warning after the second server args (line 3004: TP1, the first after them)
+    assert fast == plain
+    assert '"start_line": 3004' in plain

@@ -9,6 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from logphase.frames import TRIGGER
+from logphase.logs.fast.plan import plan_for
 from logphase.logs.fast.scanners import HsScanner, ReScanner, Scanner, accelerated, split_long
 from logphase.logs.fast.templates import (
     DIGIT,
@@ -20,6 +22,7 @@ from logphase.logs.fast.templates import (
     holds,
     off_hosts,
 )
+from logphase.packs import PackSet
 
 # A small alphabet, so that templates, factors and lines share prefixes and overlap often; atoms are
 # its bytes, the digit class and a run of digits (a trimmed fraction)
@@ -275,3 +278,56 @@ def test_a_pattern_cut_to_a_length_matches_the_lines_it_matched(
             re.search(pattern, line, re.MULTILINE)
         )
         assert all(len(piece) <= limit or split_long(piece, limit) == [piece] for piece in pieces)
+
+
+# Pieces of lines, prefixes of every shipped kind among them, from which lines of no prefix and lines
+# that a prefix rule parses are drawn
+PIECES = [
+    "2026-03-02 09:00:00,123",
+    "2026-03-02T09:00:00.123Z ",
+    " - ",
+    "-",
+    " - lmdeploy - INFO - engine.py:12 - ",
+    "INFO ",
+    "INFO:     ",
+    "WARNING 03-02 09:00:00 [core.py:12] ",
+    "[2026-03-02 09:00:00] ",
+    "[2026-03-02 09:00:00 TP0] ",
+    "[rank0]: ",
+    "[",
+    "] ",
+    "W0302 09:00:00.123456 140145 torch/run.py:757] ",
+    "host-1:123:456 [0] NCCL INFO ",
+    "(VllmWorker rank=1 pid=12) ",
+    "(raylet) ",
+    "text_generation_router: ",
+    '{"timestamp":"2026-03-02T09:00:00Z","level":"INFO","message":"',
+    "[TRT-LLM] [I] ",
+    "Decode batch. #running-req: 1",
+    "Launch DP1 starting at GPU #4.",
+    "9",
+    "loss 2.31 at step 12",
+    ": ",
+    "x",
+    " ",
+]
+
+
+@settings(max_examples=400, deadline=None)
+@given(pieces=st.lists(st.sampled_from(PIECES), min_size=1, max_size=5))
+def test_a_line_the_bare_starts_leave_unread_is_no_prefix_rules_and_no_steady_rules(
+    packs: PackSet, pieces: list[str]
+) -> None:
+    # GIVEN the shipped packs' bare starts (no template known: every first byte is the bare starts')
+    # and a line drawn from pieces of lines and prefixes
+    plan = plan_for(packs, (TRIGGER,))
+    assert plan.bare is not None
+    unread = re.compile(b"^(?:" + b"|".join(plan.bare.options(frozenset())) + b")")
+    line = "".join(pieces)
+    # WHEN the line is not one of the options (the scan's complement leaves it unread)
+    if unread.match(line.encode()) is not None:
+        return
+    # THEN no prefix rule parses it, and no steady rule matches it as its message
+    fields, message = packs.split_prefix(line)
+    assert fields.prefixes == () and message == line
+    assert [rule.id for rule in plan.steady.values() if rule.match(line) is not None] == []

@@ -165,6 +165,10 @@ class SourceFeed:
             self.waiting = [pending for pending in self.waiting if pending.wanted_after > 0]
         return events
 
+    def quoting(self) -> bool:
+        """Whether a context the report quotes still waits for the lines fed after its event."""
+        return bool(self.waiting)
+
     def _named(self, events: Sequence[Event]) -> Sequence[Event]:
         """Events with their ranks named by their node (`b:TP2`), where the run's ranks are numbered per node."""
         prefix = self.rank_prefix

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 class SourceScan:
     """The scan of source `index` of a run. Its first YEAR_LOOKAHEAD lines (a stream's first batch:
     `push_batch`) are held until the head clock is read from them; then the matcher exists and every line
-    pushed goes through the SourceFeed, each once. `started(matcher, dumps)` is called then: a fast path that
+    pushed goes through the SourceFeed, each once. `started(matcher, dumps, quoting)` is called then: a fast path that
     chooses the lines itself (FastLines) attaches to them there."""
 
     def __init__(
@@ -45,7 +45,7 @@ class SourceScan:
         *,
         restarts: bool = True,
         clocks: DistInitClock | None = None,
-        started: Callable[[SourceMatcher, DumpsInLog], None] | None = None,
+        started: Callable[[SourceMatcher, DumpsInLog, Callable[[], bool]], None] | None = None,
         tap: LineView | None = None,
         rank_prefix: str | None = None,
         clock_offset_s: float | None = None,
@@ -118,7 +118,7 @@ class SourceScan:
             feed.quoted = lines[quote].number
         self.matcher, self.feed = matcher, feed
         if self.started is not None:
-            self.started(matcher, feed.dumps)
+            self.started(matcher, feed.dumps, feed.quoting)
         return lines
 
     def _feed(self, line: Line) -> Sequence[Event]:

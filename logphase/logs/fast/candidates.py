@@ -79,8 +79,13 @@ class CandidateScan:
     with no learned template, and lines with a steady factor whose template has not shown that
     factor's run yet. Learning a template or a kind marks it stale; `refresh` recompiles."""
 
-    def __init__(self, plan: Plan, *, accelerate: bool, cache: ScannerCache | None = None) -> None:
+    def __init__(
+        self, plan: Plan, *, accelerate: bool, cache: ScannerCache | None = None, enveloped: bool = False
+    ) -> None:
         self.plan = plan
+        # a line of no prefix that may hold nothing a prefix rule, a kind or a candidate needs is left
+        # unread as a template's line is (`BareStarts`); in envelopes every line has their prefix
+        self.bare = None if enveloped else plan.bare
         self.accelerate = accelerate
         self.cache = cache
         self.learned = TemplateSet(timed=timed_prefixes(plan.packs))
@@ -134,7 +139,7 @@ class CandidateScan:
             trie = TemplateTrie()
             for template in self.templates:
                 trie.add(template.atoms, nest=True)
-            rest = trie.complement(ends=True, empty=not self.quiet_empty)
+            rest = trie.complement(ends=True, empty=not self.quiet_empty, bare=self.bare)
             if rest is not None:
                 patterns.append((b"^" + rest, False))
         if self.templates:
@@ -237,14 +242,16 @@ class CandidateScan:
     def line_starts(self, buf: bytes, start: int, end: int, chunk_end: int) -> list[int]:
         """The starts of the lines in buf[start:end] the matcher must see, in order (the chunk's
         lines end by `chunk_end`)."""
-        steady, could_match = self.plan.steady, self.plan.could_match
+        steady, could_match, gates = self.plan.steady, self.plan.could_match, self.plan.gates
         return lines_to_read(
             Hits(buf, start, chunk_end, self.scanner.matches(buf, start, end)),
             self.plain_patterns,
             self.loose_factors,
             self.template_at,
             self.registered,
-            lambda factor, line: could_match(steady[factor], line),
+            lambda template, factor, line: (
+                gate_open(gates.get(steady[factor].id), template) and could_match(steady[factor], line)
+            ),
             self.shadows,
         )
 
@@ -256,6 +263,12 @@ def first_template(
     (`TemplateSet.regex`: its `lastindex` - 1 is the template's index)."""
     found = template_re.match(buf, offset) if template_re is not None else None
     return None if found is None or found.lastindex is None else templates[found.lastindex - 1]
+
+
+def gate_open(gate: frozenset[str] | None, template: Template) -> bool:
+    """Whether a line on `template` may be an event of a rule gated on the prefixes `gate` (None: not
+    gated): every line on it splits into the template's prefixes, and the rule needs one of its own."""
+    return gate is None or not gate.isdisjoint(template.prefixes)
 
 
 @dataclass(frozen=True)
@@ -274,13 +287,14 @@ def lines_to_read(
     loose_factors: Sequence[Sequence[bytes]],
     template_at: Callable[[bytes, int], Template | None],
     registered: Container[tuple[Template, bytes]],
-    could_match: Callable[[bytes, bytes], bool],
+    could_match: Callable[[Template, bytes, bytes], bool],
     shadows: Shadows,
 ) -> list[int]:
     """The starts of the lines the matcher must see, in order: those a plain pattern (a literal, a
     trigger, the complement of the templates) hit, and those that hold a steady factor (a loose
     pattern's) unless they are on a template whose run of that factor is known, the rule could
-    not match what follows their envelopes, or a rule that outranks it wins them (a kind of that
+    not match what follows their envelopes (or is gated on prefixes the template has none of), or a
+    rule that outranks it wins them (a kind of that
     template: `shadowed`). The walk's answer and the workers' (ranges.py)."""
     buf = hits.buf
     starts: set[int] = set()
@@ -302,7 +316,7 @@ def lines_to_read(
         if template is None or any(
             (template, f) not in registered
             and f in line
-            and could_match(f, line)
+            and could_match(template, f, line)
             and not shadowed(shadows, template, f, line)
             for f in factors
         ):

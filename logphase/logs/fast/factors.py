@@ -53,7 +53,8 @@ def regex_factors(pattern: str, *, caseless: bool = False) -> frozenset[Factor] 
 
 
 class _FactorWalker:
-    def __init__(self) -> None:
+    def __init__(self, min_length: int = MIN_FACTOR) -> None:
+        self.min_length = min_length  # the shortest string a kept set may hold
         self.caseless = False
         self.depth = 0
         self.all_required: list[frozenset[str]] = []
@@ -83,7 +84,7 @@ class _FactorWalker:
 
     def _keep(self, found: set[str] | None, top: bool) -> set[str] | None:
         """Every required set of the pattern's top level is kept: a line must hold one of each."""
-        if top and found and min(map(len, found)) >= MIN_FACTOR:
+        if top and found and min(map(len, found)) >= self.min_length:
             self.all_required.append(frozenset(found))
         return found
 
@@ -141,6 +142,30 @@ def regex_requirements(pattern: str) -> list[frozenset[bytes]]:
     if walker.caseless or parsed.state.flags & re.IGNORECASE:
         return []
     return [frozenset(text.encode() for text in found) for found in walker.all_required]
+
+
+def prefix_needs(prefix: PrefixRule) -> frozenset[bytes] | None:
+    """Strings one of which a line must hold for the prefix rule to parse it (however short: a
+    line's start, not a filter), or None when none is known. The regex's own, where the stdlib reads
+    it (a group's name changes nothing it matches: `regex` allows one name twice), else its literal."""
+    pattern = prefix.pattern.pattern
+    best: set[str] | None = None
+    if "(?P=" not in pattern and not any(mark in pattern for mark in REGEX_ONLY_SYNTAX):
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                parsed = re._parser.parse(re.sub(r"\(\?P<\w+>", "(?:", pattern))  # type: ignore[attr-defined]
+        except Exception:
+            parsed = None
+        if parsed is not None and not parsed.state.flags & re.IGNORECASE:
+            walker = _FactorWalker(min_length=1)
+            walker.sequence(list(parsed))
+            if not walker.caseless:
+                for found in walker.all_required:
+                    best = _better(best, set(found))
+    if prefix.literal:
+        best = _better(best, {prefix.literal})
+    return frozenset(text.encode() for text in best) if best else None
 
 
 def _better(a: set[str] | None, b: set[str] | None) -> set[str] | None:

@@ -80,8 +80,9 @@ class FastLines(ClockKeeping):
         self.plain_head = plain_head
         self.matcher: SourceMatcher | None = None
         self.dumps: OpenDumps | None = None
+        self.quoting: Callable[[], bool] | None = None
+        self.unprobed = False  # the last line emitted was read without a probe of its events
         self.stats = ScanStats()
-        self.scan = CandidateScan(plan, accelerate=accelerate, cache=scanners)
         self.runs: Runs = {}
         self.phases = RankPhases()  # what a restarting run may move (book_runs)
         self.steady_rules = {rule.id: rule for rule in plan.steady.values()}
@@ -94,6 +95,7 @@ class FastLines(ClockKeeping):
         # hard-wrapped paste or an export listed newest first): its templates start with the envelopes'
         # prefix; the lines read are unwrapped in order, CRI's parts joined (`holding`)
         self.envelopes = envelopes_of(source)
+        self.scan = CandidateScan(plan, accelerate=accelerate, cache=scanners, enveloped=bool(self.envelopes))
         self.unwrapper = Unwrapper(self.envelopes) if self.envelopes else None
         stamped = any(envelope.time_formats for envelope in self.envelopes.layers)
         self.clock = EnvelopeClock(plan.packs, self.envelopes) if stamped else None
@@ -106,10 +108,13 @@ class FastLines(ClockKeeping):
             ranges.size = min(ranges.size, source.size)  # the walk reads the file as it was when opened
         self.chunk_offset = 0  # the file offset of the chunk's first byte
 
-    def attach(self, matcher: SourceMatcher, dumps: OpenDumps | None = None) -> None:
+    def attach(
+        self, matcher: SourceMatcher, dumps: OpenDumps | None = None, quoting: Callable[[], bool] | None = None
+    ) -> None:
         """The matcher (and dump parser) that read these lines: what they hold decides what the
-        next line must be (a copy of the matcher's state predicts its events)."""
-        self.matcher, self.dumps = matcher, dumps
+        next line must be (a copy of the matcher's state predicts its events). `quoting`: whether the
+        reader still waits for the lines after an event it quotes (the feed's context)."""
+        self.matcher, self.dumps, self.quoting = matcher, dumps, quoting
 
     def busy(self) -> bool:
         """A traceback or a dump is open, or a stamp far ahead of the clock waits for the next stamped
@@ -236,6 +241,11 @@ class FastLines(ClockKeeping):
         or dump is open, while owed context lines, or before any template is known (but for empty
         lines, where the scan leaves them unread: `CandidateScan.quiet_empty`)."""
         if self.after > 0 or (self.unwrapper is not None and self.unwrapper.holding):
+            return True
+        if self.unprobed and self.quoting is not None and self.quoting():
+            # the last line read was not probed (the head, or no template known), so its events did not
+            # say whether the lines after it are context the report quotes: the feed says (a line of no
+            # prefix is read only for what it may hold, `BareStarts`, not as every such line once was)
             return True
         if self._number(self.pos) <= self.plain_head or not (self.scan.templates or self.scan.quiet_empty):
             return True
@@ -427,7 +437,8 @@ class FastLines(ClockKeeping):
         lines = self._lines(raw, number, read=True)
         if self.after > 0:
             self.after -= 1
-        if self._plain_now(offset):
+        self.unprobed = self._plain_now(offset)
+        if self.unprobed:
             self.stats.plain_lines += 1
             events = self._probe(lines) if any(f in raw for f in self.steady_bytes) else ()
         elif lines and lines[0].number != number:

@@ -7,11 +7,13 @@ import marshal
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 from logphase.disk_cache import DiskCache
 from logphase.logs.fast.factors import Factor, regex_factors, regex_requirements, rule_factors
+from logphase.logs.fast.templates import BareStarts, bare_starts
 from logphase.logs.matcher import BLOCK_MARKERS, CHAINED, FRAME_HEADERS, RANK_CAPTURES
 from logphase.logs.timeline import TIMELINE_CAPTURES
 from logphase.packs import PackSet, Rule
@@ -59,6 +61,18 @@ class Plan:
     @property
     def steady_factors(self) -> list[bytes]:
         return sorted(self.steady)
+
+    @cached_property
+    def gates(self) -> dict[str, frozenset[str]]:
+        """The prefixes each steady rule gated on them needs (`after_prefix`): a line on a template that
+        splits into none of them is never that rule's, whatever factor it holds (vLLM's `Custom allreduce
+        is disabled`, a factor SGLang's lines hold too, after SGLang's prefix)."""
+        return {rule.id: frozenset(rule.after_prefix) for rule in self.steady.values() if rule.after_prefix}
+
+    @cached_property
+    def bare(self) -> BareStarts | None:
+        """Which lines of no prefix a scan of a source without envelopes may leave unread (once a plan)."""
+        return bare_starts(self.packs, self.steady)
 
 
 def holds_required(requires: Iterable[frozenset[bytes]], line: bytes) -> bool:

@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 from logphase.errors import LogphaseError
 from logphase.jobs import Jobs
 from logphase.logs.fast.cache import ScannerCache
-from logphase.logs.fast.candidates import CandidateScan, Hits, first_template, lines_to_read
+from logphase.logs.fast.candidates import CandidateScan, Hits, first_template, gate_open, lines_to_read
 from logphase.logs.fast.plan import holds_required
 from logphase.logs.fast.scanners import Scanner, make_scanner
 from logphase.logs.fast.templates import Template
@@ -78,6 +78,7 @@ class ScanState:
     shadows: tuple[tuple[int, bytes, tuple[tuple[bytes, Rule], ...]], ...]  # by template index: `Shadows`
     steady: tuple[tuple[bytes, str], ...]  # factor → its rule's id
     requires: tuple[tuple[str, tuple[frozenset[bytes], ...]], ...]  # rule id → the byte sets it needs
+    gates: tuple[tuple[str, frozenset[str]], ...]  # rule id → the prefixes it is gated on (`Plan.gates`)
     accelerate: bool
     cache: ScannerCache | None  # the walk's compiled databases: a worker loads what the walk stored
     seams: int  # a pattern may span a line shorter than this (and its newline) into the next
@@ -108,6 +109,7 @@ def state_of(scan: CandidateScan) -> ScanState | None:
         shadows=tuple((index[template], factor, tuple(kinds)) for (template, factor), kinds in scan.shadows.items()),
         steady=tuple((factor, rule.id) for factor, rule in plan.steady.items()),
         requires=tuple((rule, tuple(sets)) for rule, sets in plan.requires.items()),
+        gates=tuple(plan.gates.items()),
         accelerate=scan.accelerate,
         cache=scan.cache,
         seams=seams,
@@ -218,11 +220,15 @@ def candidates_in(state: ScanState, path: str, start: int, stop: int, ticket: in
     return RangeCandidates(begin, end, tuple(line + begin for line in starts))
 
 
-def _could_match(state: ScanState) -> Callable[[bytes, bytes], bool]:
-    """`Plan.could_match` of a steady factor's rule, from the state's copy of the plan's requirements."""
+def _could_match(state: ScanState) -> Callable[[Template, bytes, bytes], bool]:
+    """`Plan.could_match` of a steady factor's rule and its gate (`gate_open`), from the state's copy of
+    the plan's requirements and gates."""
     steady = dict(state.steady)
     requires = dict(state.requires)
-    return lambda factor, line: holds_required(requires.get(steady[factor], ()), line)
+    gates = dict(state.gates)
+    return lambda template, factor, line: (
+        gate_open(gates.get(steady[factor]), template) and holds_required(requires.get(steady[factor], ()), line)
+    )
 
 
 def _range_data(path: str, start: int, stop: int) -> tuple[int, int, bytes]:

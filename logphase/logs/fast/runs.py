@@ -94,7 +94,12 @@ def book_runs(runs: Runs, steady: Container[str], event: Event, phases: RankPhas
             run.stage = 2
         return run
     if event.phase is not None and event.kind not in FAILURE_KINDS:
-        if event.kind is EventKind.PROGRESS and event.rank is None and event.phase not in MAIN_PROCESS_PHASES:
+        relaunch = event.phase is Phase.LAUNCH and event.kind is EventKind.BEGIN and event.rank is None
+        if relaunch or (
+            event.kind is EventKind.PROGRESS and event.rank is None and event.phase not in MAIN_PROCESS_PHASES
+        ):
+            # a launch line may start the server again (scan/feed.py `_launched_again`): every rank's
+            # timeline starts over, and each run's first line is a phase's start again
             for run in runs.values():
                 run.stage = 0
         else:

@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cached_property
 
 from logphase.logs.clocks import stamp_format
 from logphase.logs.envelope import Envelopes, Prefix, envelope_prefix
+from logphase.logs.fast.factors import prefix_needs
 from logphase.logs.matcher import RANK_CAPTURES
-from logphase.packs import PackSet
+from logphase.packs import PackSet, Rule
 from logphase.packs.model import parse_time
+from logphase.packs.regex_facts import leading_literal
 
 # A line shape seen this often in steady lines becomes a template (a recompile of the scanners).
 ADOPT_AFTER = 2
@@ -268,16 +270,22 @@ class TemplateTrie:
         node.leaf = True
         return True
 
-    def complement(self, *, ends: bool, empty: bool = True) -> bytes | None:
+    def complement(self, *, ends: bool, empty: bool = True, bare: BareStarts | None = None) -> bytes | None:
         """A regex for the text after `^` of any line this node's templates do not start
         (`ends`: also a line that ends before a template does, the empty line too unless not `empty`;
-        with no template, any line)."""
+        with no template, any line). With `bare` (the root only), a line whose first byte no template
+        starts with is one only where a prefix rule may parse it or it may hold one of bare's factors."""
         if self.leaf:
             return None
         # after a run, a digit would only lengthen it: the run is as long as the line's digits go
         excluded = b"0-9" if self.run else b""
         excluded += b"".join(b"0-9" if atom in (DIGIT, RUN) else _class_byte(atom) for atom in self.children)
-        options = [b"[^" + excluded + b"\\n]"] + ([b"$"] if ends and empty else [])
+        if bare is None:
+            options = [b"[^" + excluded + b"\\n]"]
+        else:
+            firsts = {b for atom in self.children for b in (range(48, 58) if atom in (DIGIT, RUN) else (atom,))}
+            options = bare.options(frozenset(firsts))
+        options += [b"$"] if ends and empty else []
         # atoms followed by the same text share one class (`TP[0-7]` and what follows once, not eight
         # times: templates that differ in a rank's digit): the pattern, its compile and scan shrink
         after: dict[bytes, list[int]] = {}
@@ -295,6 +303,80 @@ class TemplateTrie:
                 members = b"".join(b"0-9" if atom == DIGIT else _class_byte(atom) for atom in atoms)
                 options.append(b"[" + members + b"]" + rest)
         return b"(?:" + b"|".join(options) + b")"
+
+
+@dataclass(frozen=True)
+class BareStarts:
+    """Lines of no prefix, told by their first byte: for each printable ASCII byte but the space, the
+    strings one of which a line starting with it must hold for a prefix rule to parse it (none: no
+    rule's prefix starts so); any other first byte (a space, a tab, a control byte, non-ASCII, and a
+    byte a prefix of no known needs may start with) may start a prefix. Such a line that holds none of
+    its byte's strings, no steady factor (a bare line is on no template, where a kind could summarise
+    it: `leading`, the text a steady rule's line starts with, else `anywhere`) and no candidate literal
+    or trigger (patterns of their own) is no rule's and moves no clock (no stamp, no rank): outside a
+    traceback it changes nothing the matcher keeps but the line count (a source in envelopes has none:
+    each of its lines is on their prefix)."""
+
+    needs: tuple[tuple[int, frozenset[bytes]], ...]  # (first byte, strings), the bytes whose needs are known
+    anywhere: frozenset[bytes] = frozenset()
+    leading: frozenset[bytes] = frozenset()
+
+    def options(self, firsts: frozenset[int]) -> list[bytes]:
+        """The complement's options for a line whose first byte is none of `firsts` (a template's)."""
+        known = [(byte, needs) for byte, needs in self.needs if byte not in firsts]
+        read = b"".join(_class_byte(byte) for byte in sorted(firsts | {byte for byte, _ in known}))
+        options = [b"[^" + read + b"\\n]"]  # may start a prefix: read, as every line of no template was
+        by_needs: dict[frozenset[bytes], list[int]] = {}
+        for byte, needs in known:
+            by_needs.setdefault(needs, []).append(byte)
+        groups = sorted(by_needs.items(), key=lambda item: item[1])
+        groups += [(self.anywhere, [byte for byte, _ in known])] if self.anywhere and known else []
+        starts_known = {byte for byte, _ in known}
+        leading = {text for text in self.leading if text[0] in starts_known}
+        for texts, starts in groups:
+            if not texts:
+                continue  # such a line is read only for a steady factor: no prefix rule starts so
+            first = b"[" + b"".join(_class_byte(byte) for byte in starts) + b"]"
+            # the string after the first byte, or from it (the line starts with it)
+            options.append(first + b"[^\\n]*(?:" + b"|".join(re.escape(text) for text in sorted(texts)) + b")")
+            leading |= {text for text in texts if text[0] in starts}
+        options += [b"(?:" + b"|".join(re.escape(text) for text in sorted(leading)) + b")"] if leading else []
+        return options
+
+
+def bare_starts(packs: PackSet, steady: Mapping[bytes, Rule]) -> BareStarts | None:
+    """The first bytes of lines no prefix rule parses unless they hold a string (`BareStarts`); None
+    where a steady rule ignores case (its factor is no byte string)."""
+    needs: dict[int, set[bytes] | None] = {byte: set() for byte in range(0x21, 0x7F)}
+    for prefix in packs.prefixes:
+        gate = prefix.first_chars
+        # a gate's first characters in either case (a gate is read from the regex as written)
+        starts = (
+            set(range(0x21, 0x7F)) if gate is None else {ord(c) for g in gate for c in {g[0].lower(), g[0].upper()}}
+        )
+        required = prefix_needs(prefix)
+        for byte in starts & needs.keys():
+            held = needs[byte]
+            needs[byte] = None if held is None or required is None else held | required
+    anywhere, leading = set(), set()
+    for factor, rule in steady.items():
+        if rule.ignore_case:
+            return None
+        if rule.after_prefix:
+            continue  # a line of no prefix is never its
+        lead = leading_literal(rule.pattern.pattern)
+        if lead:
+            leading.add(lead.encode())  # its message is the whole line
+        else:
+            anywhere.add(factor)
+    known = tuple((byte, _least(held)) for byte, held in sorted(needs.items()) if held is not None)
+    return BareStarts(known, _least(anywhere), _least(leading))
+
+
+def _least(texts: Collection[bytes]) -> frozenset[bytes]:
+    """The strings of `texts` that hold none of the others: a line holds one of these where it holds
+    one of `texts` (fewer literals: hyperscan compiles `[^\\n]*(?:…)` in time with their number)."""
+    return frozenset(text for text in texts if not any(other != text and other in text for other in texts))
 
 
 def off_hosts(templates: Sequence[Template], hosts: Collection[Template], factors: Sequence[bytes]) -> bytes | None:
