@@ -217,3 +217,38 @@ def test_a_gloo_group_that_never_connected_is_the_cause(tmp_path: Path) -> None:
     _, report = run_json("analyze", "--post-mortem", str(log))
     # THEN a crash, its cause the gloo line (line 1)
     assert (report["verdict"], report["root_cause"]["line"]) == ("crashed", 1)
+
+
+# torch/distributed/elastic/multiprocessing/errors/__init__.py _FAILURE_FORMAT_TEMPLATE, as ChildFailedError's
+# summary prints it: which worker (rank), then how it failed (exitcode, traceback)
+def _summary(rank: int, exitcode: int, pid: int) -> list[str]:
+    return [
+        "============================================================",
+        "train.py FAILED",
+        "------------------------------------------------------------",
+        "Failures:",
+        "  <NO_OTHER_FAILURES>",
+        "------------------------------------------------------------",
+        "Root Cause (first observed failure):",
+        "[0]:",
+        "  time      : 2025-02-21_20:07:38",
+        "  host      : node-a",
+        f"  rank      : {rank} (local_rank: {rank})",
+        f"  exitcode  : {exitcode} (pid: {pid})",
+        "  error_file: <N/A>",
+        "  traceback : To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html",
+        "============================================================",
+    ]
+
+
+@pytest.mark.parametrize(("rank", "exitcode", "pid"), [(0, 1, 14661), (3, 2, 8812)])
+def test_the_exitcode_line_not_the_rank_line_is_the_cause_of_a_launchers_summary(
+    tmp_path: Path, rank: int, exitcode: int, pid: int
+) -> None:
+    # GIVEN only torchrun's failure summary of a worker that exited with a positive code (no error file, so its
+    # traceback line only points at the docs)
+    log = _write(tmp_path, _summary(rank, exitcode, pid))
+    # WHEN analysed post-mortem
+    _, report = run_json("analyze", "--post-mortem", str(log))
+    # THEN a crash whose cause is the exitcode line (12): the rank line before it only names the worker
+    assert (report["verdict"], report["root_cause"]["line"]) == ("crashed", 12)
