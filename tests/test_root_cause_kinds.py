@@ -252,3 +252,49 @@ def test_the_exitcode_line_not_the_rank_line_is_the_cause_of_a_launchers_summary
     _, report = run_json("analyze", "--post-mortem", str(log))
     # THEN a crash whose cause is the exitcode line (12): the rank line before it only names the worker
     assert (report["verdict"], report["root_cause"]["line"]) == ("crashed", 12)
+
+
+# v1/engine/core.py run_engine_core: `logger.exception(...)` with one of these messages, the traceback after it
+ENGINE_HEADERS = ["EngineCore encountered a fatal error.", "EngineCore failed to start."]
+
+
+@pytest.mark.parametrize("header", ENGINE_HEADERS)
+def test_a_workers_death_is_the_cause_when_the_engine_cores_own_traceback_after_it_is_cut(
+    tmp_path: Path, header: str
+) -> None:
+    # GIVEN the executor's word that a worker died, then the engine core's logger.exception header and its traceback
+    # (each line under the logger's prefix), cut inside the frames
+    log = _write(
+        tmp_path,
+        [
+            "ERROR 11-08 11:01:29 [multiproc_executor.py:135] Worker proc VllmWorker-3 died unexpectedly, "
+            "shutting down executor.",
+            f"ERROR 11-08 11:01:30 [core.py:710] {header}",
+            "ERROR 11-08 11:01:30 [core.py:710] Traceback (most recent call last):",
+            *("ERROR 11-08 11:01:30 [core.py:710] " + frame for frame in FRAMES),
+        ],
+    )
+    # WHEN analysed post-mortem
+    _, report = run_json("analyze", "--post-mortem", str(log))
+    # THEN a crash whose cause is the worker's death (line 1): the engine core's header says only that it raised
+    assert (report["verdict"], report["root_cause"]["line"]) == ("crashed", 1)
+
+
+@pytest.mark.parametrize("header", ENGINE_HEADERS)
+def test_the_engine_cores_header_is_the_cause_when_nothing_else_states_the_failure(
+    tmp_path: Path, header: str
+) -> None:
+    # GIVEN the API server's version line, then the engine core's header and its traceback cut inside the frames
+    log = _write(
+        tmp_path,
+        [
+            "INFO 11-24 11:42:00 [api_server.py:1971] vLLM API server version 0.11.0",
+            f"ERROR 11-24 11:43:00 [core.py:710] {header}",
+            "ERROR 11-24 11:43:00 [core.py:710] Traceback (most recent call last):",
+            *("ERROR 11-24 11:43:00 [core.py:710] " + frame for frame in FRAMES),
+        ],
+    )
+    # WHEN analysed post-mortem
+    _, report = run_json("analyze", "--post-mortem", str(log))
+    # THEN a crash, and the header (line 2) is the cause: no other line states it
+    assert (report["verdict"], report["root_cause"]["line"]) == ("crashed", 2)
