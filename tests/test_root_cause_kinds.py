@@ -281,9 +281,7 @@ def test_a_workers_death_is_the_cause_when_the_engine_cores_own_traceback_after_
 
 
 @pytest.mark.parametrize("header", ENGINE_HEADERS)
-def test_the_engine_cores_header_is_the_cause_when_nothing_else_states_the_failure(
-    tmp_path: Path, header: str
-) -> None:
+def test_the_engine_cores_header_is_the_cause_when_nothing_else_states_the_failure(tmp_path: Path, header: str) -> None:
     # GIVEN the API server's version line, then the engine core's header and its traceback cut inside the frames
     log = _write(
         tmp_path,
@@ -298,3 +296,53 @@ def test_the_engine_cores_header_is_the_cause_when_nothing_else_states_the_failu
     _, report = run_json("analyze", "--post-mortem", str(log))
     # THEN a crash, and the header (line 2) is the cause: no other line states it
     assert (report["verdict"], report["root_cause"]["line"]) == ("crashed", 2)
+
+
+# torch's NCCLUtils.hpp DistBackendError message: `NCCL error in: <file>:<line>, <error>, NCCL version <v>`, then the
+# code's explanation on its own line, then `Last error:` (reference nccl_torch_vllm.md 2.3(i))
+NCCL_ERRORS = [
+    (
+        "unhandled system error (run with NCCL_DEBUG=INFO for details)",
+        "ncclSystemError: System call (e.g. socket, malloc) or external library call failed or device error. ",
+    ),
+    (
+        "unhandled cuda error (run with NCCL_DEBUG=INFO for details)",
+        "ncclUnhandledCudaError: Call to CUDA function failed.",
+    ),
+]
+
+
+@pytest.mark.parametrize(("error", "explanation"), NCCL_ERRORS)
+def test_another_ranks_first_line_of_the_nccl_error_is_the_cause_when_this_ranks_was_cut(
+    tmp_path: Path, error: str, explanation: str
+) -> None:
+    # GIVEN an excerpt that starts at rank 10's explanation line (its first line cut above it), then rank 13's
+    # traceback ending in the whole message
+    log = _write(
+        tmp_path,
+        [
+            f"[rank10]: {explanation}",
+            "[rank10]: Last error:",
+            "[rank13]: Traceback (most recent call last):",
+            '[rank13]:   File "/home/user/test.py", line 9, in run',
+            "[rank13]:     dist.all_reduce(tensor, op=dist.ReduceOp.SUM)",
+            "[rank13]: torch.distributed.DistBackendError: NCCL error in: "
+            f"../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1970, {error}, NCCL version 2.20.5",
+            f"[rank13]: {explanation}",
+            "[rank13]: Last error:",
+        ],
+    )
+    # WHEN analysed post-mortem
+    _, report = run_json("analyze", "--post-mortem", str(log))
+    # THEN a crash whose cause is the first line of the error (line 6): where, which error, which NCCL
+    assert (report["verdict"], report["root_cause"]["line"]) == ("crashed", 6)
+
+
+@pytest.mark.parametrize("explanation", [explanation for _, explanation in NCCL_ERRORS])
+def test_the_nccl_errors_explanation_is_the_cause_when_nothing_else_states_it(tmp_path: Path, explanation: str) -> None:
+    # GIVEN an excerpt of two ranks' explanation lines alone, their first lines cut above it
+    log = _write(tmp_path, [f"[rank10]: {explanation}", "[rank10]: Last error:", f"[rank11]: {explanation}"])
+    # WHEN analysed post-mortem
+    _, report = run_json("analyze", "--post-mortem", str(log))
+    # THEN a crash whose cause is the first explanation (line 1)
+    assert (report["verdict"], report["root_cause"]["line"]) == ("crashed", 1)

@@ -468,10 +468,10 @@ def _first_root_failure(timeline: Timeline, after: Event | None, interrupt: Even
 
 
 def _unstated(timeline: Timeline, event: Event) -> bool:
-    """A header in CPython's (or vLLM's engine core's) own words alone (BARE_HEADER) whose exception line the log does not hold (a paste
-    cut inside its frames, no `raise` statement read): it says that something was raised, never what. Not a
-    root: a line that states the failure (a launcher's `failed (exitcode: 1)`, vLLM's `Worker proc … died`)
-    is the cause; the header is only where nothing else is."""
+    """A header in CPython's (or vLLM's engine core's) own words alone (BARE_HEADER) whose exception line the log
+    does not hold (a paste cut inside its frames, no `raise` statement read): it says that something was raised,
+    never what. Not a root: a line that states the failure (a launcher's `failed (exitcode: 1)`, vLLM's `Worker
+    proc … died`) is the cause; the header is only where nothing else is."""
     if not event.rule.opens_block or _exception_line(timeline, event) is not event:
         return False
     return BARE_HEADER.fullmatch(event.message.strip()) is not None
