@@ -217,3 +217,132 @@ def test_a_gloo_group_that_never_connected_is_the_cause(tmp_path: Path) -> None:
     _, report = run_json("analyze", "--post-mortem", str(log))
     # THEN a crash, its cause the gloo line (line 1)
     assert (report["verdict"], report["root_cause"]["line"]) == ("crashed", 1)
+
+
+# torch/distributed/elastic/multiprocessing/errors/__init__.py _FAILURE_FORMAT_TEMPLATE, as ChildFailedError's
+# summary prints it: which worker (rank), then how it failed (exitcode, traceback)
+def _summary(rank: int, exitcode: int, pid: int) -> list[str]:
+    return [
+        "============================================================",
+        "train.py FAILED",
+        "------------------------------------------------------------",
+        "Failures:",
+        "  <NO_OTHER_FAILURES>",
+        "------------------------------------------------------------",
+        "Root Cause (first observed failure):",
+        "[0]:",
+        "  time      : 2025-02-21_20:07:38",
+        "  host      : node-a",
+        f"  rank      : {rank} (local_rank: {rank})",
+        f"  exitcode  : {exitcode} (pid: {pid})",
+        "  error_file: <N/A>",
+        "  traceback : To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html",
+        "============================================================",
+    ]
+
+
+@pytest.mark.parametrize(("rank", "exitcode", "pid"), [(0, 1, 14661), (3, 2, 8812)])
+def test_the_exitcode_line_not_the_rank_line_is_the_cause_of_a_launchers_summary(
+    tmp_path: Path, rank: int, exitcode: int, pid: int
+) -> None:
+    # GIVEN only torchrun's failure summary of a worker that exited with a positive code (no error file, so its
+    # traceback line only points at the docs)
+    log = _write(tmp_path, _summary(rank, exitcode, pid))
+    # WHEN analysed post-mortem
+    _, report = run_json("analyze", "--post-mortem", str(log))
+    # THEN a crash whose cause is the exitcode line (12): the rank line before it only names the worker
+    assert (report["verdict"], report["root_cause"]["line"]) == ("crashed", 12)
+
+
+# v1/engine/core.py run_engine_core: `logger.exception(...)` with one of these messages, the traceback after it
+ENGINE_HEADERS = ["EngineCore encountered a fatal error.", "EngineCore failed to start."]
+
+
+@pytest.mark.parametrize("header", ENGINE_HEADERS)
+def test_a_workers_death_is_the_cause_when_the_engine_cores_own_traceback_after_it_is_cut(
+    tmp_path: Path, header: str
+) -> None:
+    # GIVEN the executor's word that a worker died, then the engine core's logger.exception header and its traceback
+    # (each line under the logger's prefix), cut inside the frames
+    log = _write(
+        tmp_path,
+        [
+            "ERROR 11-08 11:01:29 [multiproc_executor.py:135] Worker proc VllmWorker-3 died unexpectedly, "
+            "shutting down executor.",
+            f"ERROR 11-08 11:01:30 [core.py:710] {header}",
+            "ERROR 11-08 11:01:30 [core.py:710] Traceback (most recent call last):",
+            *("ERROR 11-08 11:01:30 [core.py:710] " + frame for frame in FRAMES),
+        ],
+    )
+    # WHEN analysed post-mortem
+    _, report = run_json("analyze", "--post-mortem", str(log))
+    # THEN a crash whose cause is the worker's death (line 1): the engine core's header says only that it raised
+    assert (report["verdict"], report["root_cause"]["line"]) == ("crashed", 1)
+
+
+@pytest.mark.parametrize("header", ENGINE_HEADERS)
+def test_the_engine_cores_header_is_the_cause_when_nothing_else_states_the_failure(tmp_path: Path, header: str) -> None:
+    # GIVEN the API server's version line, then the engine core's header and its traceback cut inside the frames
+    log = _write(
+        tmp_path,
+        [
+            "INFO 11-24 11:42:00 [api_server.py:1971] vLLM API server version 0.11.0",
+            f"ERROR 11-24 11:43:00 [core.py:710] {header}",
+            "ERROR 11-24 11:43:00 [core.py:710] Traceback (most recent call last):",
+            *("ERROR 11-24 11:43:00 [core.py:710] " + frame for frame in FRAMES),
+        ],
+    )
+    # WHEN analysed post-mortem
+    _, report = run_json("analyze", "--post-mortem", str(log))
+    # THEN a crash, and the header (line 2) is the cause: no other line states it
+    assert (report["verdict"], report["root_cause"]["line"]) == ("crashed", 2)
+
+
+# torch's NCCLUtils.hpp DistBackendError message: `NCCL error in: <file>:<line>, <error>, NCCL version <v>`, then the
+# code's explanation on its own line, then `Last error:` (reference nccl_torch_vllm.md 2.3(i))
+NCCL_ERRORS = [
+    (
+        "unhandled system error (run with NCCL_DEBUG=INFO for details)",
+        "ncclSystemError: System call (e.g. socket, malloc) or external library call failed or device error. ",
+    ),
+    (
+        "unhandled cuda error (run with NCCL_DEBUG=INFO for details)",
+        "ncclUnhandledCudaError: Call to CUDA function failed.",
+    ),
+]
+
+
+@pytest.mark.parametrize(("error", "explanation"), NCCL_ERRORS)
+def test_another_ranks_first_line_of_the_nccl_error_is_the_cause_when_this_ranks_was_cut(
+    tmp_path: Path, error: str, explanation: str
+) -> None:
+    # GIVEN an excerpt that starts at rank 10's explanation line (its first line cut above it), then rank 13's
+    # traceback ending in the whole message
+    log = _write(
+        tmp_path,
+        [
+            f"[rank10]: {explanation}",
+            "[rank10]: Last error:",
+            "[rank13]: Traceback (most recent call last):",
+            '[rank13]:   File "/home/user/test.py", line 9, in run',
+            "[rank13]:     dist.all_reduce(tensor, op=dist.ReduceOp.SUM)",
+            "[rank13]: torch.distributed.DistBackendError: NCCL error in: "
+            f"../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1970, {error}, NCCL version 2.20.5",
+            f"[rank13]: {explanation}",
+            "[rank13]: Last error:",
+        ],
+    )
+    # WHEN analysed post-mortem
+    _, report = run_json("analyze", "--post-mortem", str(log))
+    # THEN a crash whose cause is the first line of the error (line 6): where, which error, which NCCL
+    assert (report["verdict"], report["root_cause"]["line"]) == ("crashed", 6)
+
+
+@pytest.mark.parametrize("explanation", [explanation for _, explanation in NCCL_ERRORS])
+def test_the_nccl_errors_explanation_is_the_cause_when_nothing_else_states_it(tmp_path: Path, explanation: str) -> None:
+    # GIVEN an excerpt of two ranks' explanation lines alone, their first lines cut above it
+    log = _write(tmp_path, [f"[rank10]: {explanation}", "[rank10]: Last error:", f"[rank11]: {explanation}"])
+    # WHEN analysed post-mortem
+    _, report = run_json("analyze", "--post-mortem", str(log))
+    # THEN a crash whose cause is the first explanation (line 1)
+    assert (report["verdict"], report["root_cause"]["line"]) == ("crashed", 1)

@@ -247,7 +247,12 @@ def judge(
 # CPython's words that a traceback follows, and nothing more: traceback.py's `Traceback (most recent call last):`,
 # multiprocessing/process.py BaseProcess._bootstrap's `Process <name>:` (vLLM's `Process EngineCore_DP0:` too)
 # and threading.excepthook's `Exception in thread <name>:`. What failed is in the exception line at the end.
-BARE_HEADER = re.compile(r"Traceback \(most recent call last\):|Process [\w.-]+(?::\d+)*:|Exception in thread .+:")
+# vLLM V1's engine core says no more in its own words: run_engine_core's `logger.exception("EngineCore encountered a
+# fatal error.")` / `("EngineCore failed to start.")` (v1/engine/core.py, 0.8-0.11), the traceback appended by logging.
+BARE_HEADER = re.compile(
+    r"Traceback \(most recent call last\):|Process [\w.-]+(?::\d+)*:|Exception in thread .+:"
+    r"|EngineCore encountered a fatal error\.|EngineCore failed to start\."
+)
 
 
 def _last_alike(timeline: Timeline, progress: Event | None) -> Event | None:
@@ -463,10 +468,10 @@ def _first_root_failure(timeline: Timeline, after: Event | None, interrupt: Even
 
 
 def _unstated(timeline: Timeline, event: Event) -> bool:
-    """A header in CPython's own words alone (BARE_HEADER) whose exception line the log does not hold (a paste
-    cut inside its frames, no `raise` statement read): it says that something was raised, never what. Not a
-    root: a line that states the failure (a launcher's `failed (exitcode: 1)`, vLLM's `Worker proc … died`)
-    is the cause; the header is only where nothing else is."""
+    """A header in CPython's (or vLLM's engine core's) own words alone (BARE_HEADER) whose exception line the log
+    does not hold (a paste cut inside its frames, no `raise` statement read): it says that something was raised,
+    never what. Not a root: a line that states the failure (a launcher's `failed (exitcode: 1)`, vLLM's `Worker
+    proc … died`) is the cause; the header is only where nothing else is."""
     if not event.rule.opens_block or _exception_line(timeline, event) is not event:
         return False
     return BARE_HEADER.fullmatch(event.message.strip()) is not None
