@@ -92,6 +92,21 @@ def run_json(*args: str) -> tuple[int, dict[str, Any]]:
     return result.exit_code, json.loads(result.stdout)
 
 
+def judge_text(tmp_path: Path, text: str, name: str = "run.log") -> dict[str, Any]:
+    """The JSON report of `analyze --post-mortem` on a log holding `text`, written under `tmp_path`."""
+    log = tmp_path / name
+    log.write_text(text)
+    _, report = run_json("analyze", str(log), "--post-mortem")
+    return report
+
+
+def root_text(report: dict[str, Any]) -> str:
+    """The text of a report's root-cause line (the report must name one)."""
+    root = report["root_cause"]
+    assert isinstance(root, dict)
+    return str(root["text"])
+
+
 @pytest.fixture
 def cli() -> Any:
     return run_cli

@@ -7,18 +7,16 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from logphase.logs.matcher import cut_header
 from logphase.packs.loading import load_packs
-from tests.conftest import run_json
+from tests.conftest import judge_text
 from tests.equivalence import reports
 
 
-def _judge(tmp_path: Path, text: str) -> dict[str, object]:
-    log = tmp_path / "paste.log"
-    log.write_text(text)
-    _, report = run_json("analyze", str(log), "--post-mortem")
-    return report
+def _judge(tmp_path: Path, text: str) -> dict[str, Any]:
+    return judge_text(tmp_path, text, "paste.log")
 
 
 def _root(report: dict[str, object]) -> dict[str, object]:

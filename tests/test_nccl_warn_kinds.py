@@ -5,24 +5,16 @@ Each kind on two logs written from the formats (shared/reference/nccl_torch_vllm
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from logphase.logs.matcher import explain
 from logphase.packs.loading import load_packs
-from tests.conftest import run_json
+from tests.conftest import judge_text, root_text
 from tests.equivalence import reports
 
 
-def _judge(tmp_path: Path, text: str) -> dict[str, object]:
-    log = tmp_path / "job.log"
-    log.write_text(text)
-    _, report = run_json("analyze", str(log), "--post-mortem")
-    return report
-
-
-def _root_text(report: dict[str, object]) -> str:
-    root = report["root_cause"]
-    assert isinstance(root, dict)
-    return str(root["text"])
+def _judge(tmp_path: Path, text: str) -> dict[str, Any]:
+    return judge_text(tmp_path, text, "job.log")
 
 
 def _two_rank_job(version: str, ras_warn: tuple[str, str]) -> str:
@@ -98,7 +90,7 @@ def test_the_same_bind_words_from_the_bootstrap_socket_are_a_failure(tmp_path: P
     report = _judge(tmp_path, text)
     # THEN the run crashed, the WARN the cause
     assert report["verdict"] == "crashed"
-    assert _root_text(report).endswith("Call to bind failed: Address already in use")
+    assert root_text(report).endswith("Call to bind failed: Address already in use")
 
 
 def test_the_ras_prefix_is_read_only_from_ras_files() -> None:
@@ -130,7 +122,7 @@ def test_a_verbs_call_failed_with_error_is_the_cause(tmp_path: Path) -> None:
     report = _judge(tmp_path, text)
     # THEN crashed, the verbs call the cause
     assert report["verdict"] == "crashed"
-    assert "Call to ibv_modify_qp failed with error Invalid argument" in _root_text(report)
+    assert "Call to ibv_modify_qp failed with error Invalid argument" in root_text(report)
 
 
 def test_a_bare_verbs_failure_and_an_mlx5_failure_are_causes(tmp_path: Path) -> None:
@@ -149,8 +141,8 @@ def test_a_bare_verbs_failure_and_an_mlx5_failure_are_causes(tmp_path: Path) -> 
     )
     # THEN each crashed with that line the cause
     assert (bare["verdict"], mlx5["verdict"]) == ("crashed", "crashed")
-    assert _root_text(bare).endswith("Call to ibv_open_device failed")
-    assert _root_text(mlx5).endswith("Call to mlx5dv_reg_dmabuf_mr failed with error Invalid argument")
+    assert root_text(bare).endswith("Call to ibv_open_device failed")
+    assert root_text(mlx5).endswith("Call to mlx5dv_reg_dmabuf_mr failed with error Invalid argument")
 
 
 # --- the error chain ---------------------------------------------------------------------------------------------
@@ -169,7 +161,7 @@ def test_an_error_chain_after_its_warn_leaves_the_warn_the_cause(tmp_path: Path)
     report = _judge(tmp_path, text)
     # THEN crashed; the chain is a consequence: the WARN is the cause
     assert report["verdict"] == "crashed"
-    assert _root_text(report).endswith("Cuda failure 999 'unknown error'")
+    assert root_text(report).endswith("Cuda failure 999 'unknown error'")
 
 
 def test_a_chain_whose_warn_was_cut_from_the_paste_still_says_the_init_failed(tmp_path: Path) -> None:
@@ -185,7 +177,7 @@ def test_a_chain_whose_warn_was_cut_from_the_paste_still_says_the_init_failed(tm
     report = _judge(tmp_path, text)
     # THEN crashed (not a stall in dist_init whose last progress is a chain line), the chain's first line the cause
     assert (report["verdict"], report["phase"]) == ("crashed", "dist_init")
-    assert _root_text(report).endswith("misc/socket.cc:80 (socketWait) -> 6")
+    assert root_text(report).endswith("misc/socket.cc:80 (socketWait) -> 6")
 
 
 # --- INFO lines of a communicator built later: in the step around them ------------------------------------------
@@ -216,7 +208,7 @@ def test_nccl_info_lines_during_an_sglang_capture_stay_in_the_capture(tmp_path: 
     report = _judge(tmp_path, text)
     # THEN the log ends in the capture (no rank back in dist_init, none in a draft's), its begin the last progress
     assert (report["verdict"], report["phase"], report["furthest_phase"]) == ("stalled", "cuda_graph", "cuda_graph")
-    assert "Capture cuda graph begin" in _root_text(report)
+    assert "Capture cuda graph begin" in root_text(report)
 
 
 def test_nccl_info_lines_during_a_vllm_capture_stay_in_the_capture(tmp_path: Path) -> None:
@@ -236,7 +228,7 @@ def test_nccl_info_lines_during_a_vllm_capture_stay_in_the_capture(tmp_path: Pat
     report = _judge(tmp_path, text)
     # THEN in the capture, not a draft worker's init (a dist_init line past the graphs), the capture line the cause
     assert (report["verdict"], report["phase"], report["furthest_phase"]) == ("stalled", "cuda_graph", "cuda_graph")
-    assert "Capturing cudagraphs for decoding" in _root_text(report)
+    assert "Capturing cudagraphs for decoding" in root_text(report)
 
 
 def test_nccl_info_lines_before_any_later_step_are_still_dist_init(tmp_path: Path) -> None:

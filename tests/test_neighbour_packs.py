@@ -81,7 +81,7 @@ def test_lmdeploy_uvicorn_lines_are_ready_but_sglangs_stay_http_start(tmp_path: 
 # Triton 24.x writes each glog message as a quoted string (its quick-start docs and users' logs alike)
 TRITON_QUOTED = [
     'I0516 13:09:20.101211 1 model_lifecycle.cc:472] "loading: tensorrt_llm:1"',
-    'I0516 13:09:23.412009 1 model_lifecycle.cc:838] "successfully loaded \'tensorrt_llm\'"',
+    "I0516 13:09:23.412009 1 model_lifecycle.cc:838] \"successfully loaded 'tensorrt_llm'\"",
     'I0516 13:09:23.557992 1 grpc_server.cc:2558] "Started GRPCInferenceService at 0.0.0.0:8001"',
     'I0516 13:09:23.558151 1 http_server.cc:4725] "Started HTTPService at 0.0.0.0:8000"',
     'I0516 13:09:23.607014 1 http_server.cc:358] "Started Metrics Service at 0.0.0.0:8002"',
@@ -103,7 +103,7 @@ def test_triton_quoted_load_failure_is_a_crash_at_weight_load(tmp_path: Path) ->
     # GIVEN the same server whose model failed to load (model_lifecycle.cc's error, quoted)
     log = tmp_path / "triton.log"
     failed = (
-        'E0516 13:09:22.902117 1 model_lifecycle.cc:641] "failed to load \'tensorrt_llm\' version 1: Internal: '
+        "E0516 13:09:22.902117 1 model_lifecycle.cc:641] \"failed to load 'tensorrt_llm' version 1: Internal: "
         'unexpected error when creating modelInstanceState: [TensorRT-LLM][ERROR] Assertion failed: mpiSize == tp * pp"'
     )
     log.write_text("\n".join([TRITON_QUOTED[0], failed]) + "\n")

@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from logphase.logs.annotations import Edit, edit, quoted_top
 from logphase.packs.loading import load_packs
-from tests.conftest import run_json
+from tests.conftest import judge_text
 from tests.equivalence import reports
 
 VLLM_CAPTURE = (
@@ -30,11 +31,8 @@ SGLANG_WEIGHTS = (
 )
 
 
-def _judge(tmp_path: Path, text: str) -> dict[str, object]:
-    log = tmp_path / "paste.log"
-    log.write_text(text)
-    _, report = run_json("analyze", str(log), "--post-mortem")
-    return report
+def _judge(tmp_path: Path, text: str) -> dict[str, Any]:
+    return judge_text(tmp_path, text, "paste.log")
 
 
 def _root(report: dict[str, object]) -> dict[str, object]:

@@ -4,26 +4,17 @@ system prints (the source the pack cites), judged end to end."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from logphase.logs.matcher import explain
 from logphase.packs.loading import load_packs
-from tests.conftest import run_json
-
-
-def _judge(tmp_path: Path, text: str) -> dict[str, object]:
-    log = tmp_path / "server.log"
-    log.write_text(text)
-    _, report = run_json("analyze", str(log), "--post-mortem")
-    return report
-
-
-def _root_text(report: dict[str, object]) -> str:
-    root = report["root_cause"]
-    assert isinstance(root, dict)
-    return str(root["text"])
-
+from tests.conftest import judge_text, root_text
 
 # --- Ray -----------------------------------------------------------------------------------------
+
+
+def _judge(tmp_path: Path, text: str) -> dict[str, Any]:
+    return judge_text(tmp_path, text, "server.log")
 
 
 def test_a_ray_native_line_at_critical_level_has_its_prefix_read() -> None:
@@ -48,7 +39,7 @@ def test_a_ray_1x_raylet_marked_dead_is_a_timeout(tmp_path: Path) -> None:
     )
     # THEN the run timed out, and the death is the cause
     assert report["verdict"] == "timeout"
-    assert _root_text(report).endswith("This node has beem marked as dead.")
+    assert root_text(report).endswith("This node has beem marked as dead.")
 
 
 def test_a_ray_client_that_lost_the_gcs_for_the_reconnect_timeout_timed_out_in_dist_init(tmp_path: Path) -> None:
@@ -64,7 +55,7 @@ def test_a_ray_client_that_lost_the_gcs_for_the_reconnect_timeout_timed_out_in_d
     )
     # THEN a timeout in dist_init, the line of the GCS lost the cause
     assert (report["verdict"], report["phase"]) == ("timeout", "dist_init")
-    assert "Failed to connect to GCS within 60 seconds" in _root_text(report)
+    assert "Failed to connect to GCS within 60 seconds" in root_text(report)
 
 
 def test_a_terminal_copy_padding_lines_to_the_column_keeps_whole_lines_apart(tmp_path: Path) -> None:
@@ -89,7 +80,7 @@ def test_a_terminal_copy_padding_lines_to_the_column_keeps_whole_lines_apart(tmp
     report = _judge(tmp_path, "\n".join(rows) + "\n")
     # THEN the padded first line stays a line of its own and the cut record, joined, is read: Ray's OOM kill
     assert report["verdict"] == "crashed"
-    assert _root_text(report).startswith("(raylet) [2025-01-02 03:04:05,006 E 77 77]")
+    assert root_text(report).startswith("(raylet) [2025-01-02 03:04:05,006 E 77 77]")
     root = report["root_cause"]
     assert isinstance(root, dict) and root["line"] == 2
 
@@ -110,7 +101,7 @@ def test_tensorrts_out_of_memory_during_an_engine_build_is_the_cause_of_the_cras
     )
     # THEN crashed in compile (the engine build), TensorRT's first error the cause, not the builder's summary
     assert (report["verdict"], report["phase"]) == ("crashed", "compile")
-    assert _root_text(report).endswith("Error Code 2: OutOfMemory (no further information)")
+    assert root_text(report).endswith("Error Code 2: OutOfMemory (no further information)")
 
 
 def test_the_cpp_runtime_relogging_tensorrts_error_while_loading_crashed_in_weight_load(tmp_path: Path) -> None:
@@ -124,7 +115,7 @@ def test_the_cpp_runtime_relogging_tensorrts_error_while_loading_crashed_in_weig
     )
     # THEN crashed while loading, the runtime's error the cause
     assert (report["verdict"], report["phase"]) == ("crashed", "weight_load")
-    assert "Error Code 1: Cuda Runtime (out of memory)" in _root_text(report)
+    assert "Error Code 1: Cuda Runtime (out of memory)" in root_text(report)
 
 
 def test_an_engine_config_read_starts_weight_load(tmp_path: Path) -> None:
@@ -153,7 +144,7 @@ def test_a_vllm_launch_waiting_for_a_placement_group_is_stalled_in_launch(tmp_pa
     )
     # THEN stalled in launch, the first wait report the cause
     assert (report["verdict"], report["phase"]) == ("stalled", "launch")
-    assert "placement group of specs for 10 seconds" in _root_text(report)
+    assert "placement group of specs for 10 seconds" in root_text(report)
 
 
 def test_a_placement_group_wait_followed_by_loading_is_not_the_cause(tmp_path: Path) -> None:
@@ -187,7 +178,7 @@ def test_triton_loading_a_model_is_weight_load_old_and_quoted_messages_alike(tmp
     )
     # THEN both are in weight_load, and the plain one's loading line is where it stopped
     assert plain["phase"] == quoted["phase"] == "weight_load"
-    assert _root_text(plain).endswith("loading: tensorrt_llm:1")
+    assert root_text(plain).endswith("loading: tensorrt_llm:1")
 
 
 def test_open_mpi_failing_to_initialise_is_the_cause_of_the_crash(tmp_path: Path) -> None:
@@ -204,7 +195,7 @@ def test_open_mpi_failing_to_initialise_is_the_cause_of_the_crash(tmp_path: Path
     )
     # THEN crashed, the help text's first line the cause
     assert report["verdict"] == "crashed"
-    assert _root_text(report) == "It looks like orte_init failed for some reason; your parallel process is"
+    assert root_text(report) == "It looks like orte_init failed for some reason; your parallel process is"
 
 
 # --- LMDeploy TurboMind ----------------------------------------------------------------------------
@@ -248,7 +239,7 @@ def test_the_deepspeed_launcher_killing_its_children_after_one_failed_is_a_crash
     )
     # THEN crashed after launch, the launcher's exit line the cause
     assert (report["verdict"], report["phase"]) == ("crashed", "launch")
-    assert _root_text(report).endswith("exits with return code = 1")
+    assert root_text(report).endswith("exits with return code = 1")
 
 
 def test_a_deepspeed_zero3_job_building_its_model_is_in_weight_load(tmp_path: Path) -> None:
@@ -279,7 +270,7 @@ def test_hydras_job_failure_opens_the_block_whose_exception_is_the_cause(tmp_pat
     )
     # THEN crashed, and the job's own exception is the cause
     assert report["verdict"] == "crashed"
-    assert _root_text(report) == "ValueError: bad config"
+    assert root_text(report) == "ValueError: bad config"
 
 
 def test_hydras_job_failure_alone_is_the_cause(tmp_path: Path) -> None:
@@ -291,7 +282,7 @@ def test_hydras_job_failure_alone_is_the_cause(tmp_path: Path) -> None:
     )
     # THEN crashed, that line the cause
     assert report["verdict"] == "crashed"
-    assert _root_text(report).endswith("Error executing job with overrides: ['trainer.devices=8']")
+    assert root_text(report).endswith("Error executing job with overrides: ['trainer.devices=8']")
 
 
 # --- vLLM platform probe, torch elastic's empty role, SGLang's shared-expert clone bar --------------

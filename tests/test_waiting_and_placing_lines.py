@@ -5,21 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.conftest import run_json
-
-
-def _judge(tmp_path: Path, text: str) -> dict[str, object]:
-    log = tmp_path / "run.log"
-    log.write_text(text)
-    _, report = run_json("analyze", str(log), "--post-mortem")
-    return report
-
-
-def _root_text(report: dict[str, object]) -> str:
-    root = report["root_cause"]
-    assert isinstance(root, dict)
-    return str(root["text"])
-
+from tests.conftest import judge_text, root_text
 
 # --- vLLM V0's front-end waiting for its engine (engine/multiprocessing/client.py) -----------------------------
 
@@ -37,29 +23,29 @@ def test_a_v0_front_end_waiting_for_its_engine_until_ctrl_c_is_stalled_at_launch
     tmp_path: Path,
 ) -> None:
     # GIVEN a paste of a V0 API server's waits for an engine that never answers, then ^C and the loop's shutdown
-    report = _judge(
+    report = judge_text(
         tmp_path,
         _v0_waits((1, 2)) + "^C\nDEBUG 11-02 08:03:02 client.py:237] Shutting down MQLLMEngineClient output handler.\n",
     )
     # THEN a person stopped a start that waited at launch; where it stopped is the last wait it printed
     assert (report["system"], report["verdict"], report["phase"]) == ("vllm", "stalled", "launch")
-    assert _root_text(report) == "DEBUG 11-02 08:02:50 client.py:170] Waiting for output from MQLLMEngine."
+    assert root_text(report) == "DEBUG 11-02 08:02:50 client.py:170] Waiting for output from MQLLMEngine."
 
 
 def test_waits_after_the_engine_process_started_leave_that_start_the_last_progress(tmp_path: Path) -> None:
     # GIVEN the engine process's start line, then the front-end's waits, then ^C
-    report = _judge(
+    report = judge_text(
         tmp_path,
         "INFO 11-02 08:00:58 api_server.py:199] Started engine process with PID 5120\n" + _v0_waits((1,)) + "^C\n",
     )
     # THEN stalled at launch, and where it stopped is its last progress (a wait is no step), as for a stall
     assert (report["verdict"], report["phase"]) == ("stalled", "launch")
-    assert _root_text(report).endswith("Started engine process with PID 5120")
+    assert root_text(report).endswith("Started engine process with PID 5120")
 
 
 def test_a_v0_server_that_idles_after_start_up_stays_ready_through_its_waiting_lines(tmp_path: Path) -> None:
     # GIVEN a V0 server that started, served, and idles: its output loop prints its wait every 10 s
-    report = _judge(
+    report = judge_text(
         tmp_path,
         "INFO 03-14 17:19:02 [api_server.py:1024] Started engine process with PID 77\n"
         "INFO 03-14 17:19:40 [model_runner.py:1110] Loading model weights took 14.9888 GB\n"
@@ -79,7 +65,7 @@ def test_a_v0_server_that_idles_after_start_up_stays_ready_through_its_waiting_l
 
 def test_a_log_of_compiled_pieces_loaded_from_the_cache_is_in_compile(tmp_path: Path) -> None:
     # GIVEN 0.8's DEBUG loads of each piece `for shape None`, a user's print between them, cut in the last handle
-    report = _judge(
+    report = judge_text(
         tmp_path,
         "DEBUG 04-02 10:11:00 [backends.py:87] Directly load the 0-th graph for shape None from inductor via "
         "handle ('fa1', '/root/.cache/vllm/torch_compile_cache/0b/rank_0_0/inductor_cache/a1/cfa1.py')\n"
@@ -96,7 +82,7 @@ def test_a_log_of_compiled_pieces_loaded_from_the_cache_is_in_compile(tmp_path: 
 
 def test_per_graph_loads_of_a_tp_worker_then_the_whole_cache_load_keep_the_worker_in_compile(tmp_path: Path) -> None:
     # GIVEN a 0.10 worker's DEBUG loads `for dynamic shape`, then the INFO line of the whole cache load
-    report = _judge(
+    report = judge_text(
         tmp_path,
         "(VllmWorker TP0 pid=40) DEBUG 08-20 10:00:00 [backends.py:125] Directly load the 0-th graph for dynamic "
         "shape from inductor via handle ('q1', '/tmp/c/q1.py')\n"
@@ -114,7 +100,7 @@ def test_per_graph_loads_of_a_tp_worker_then_the_whole_cache_load_keep_the_worke
 
 def test_sglang_ranks_that_stop_after_the_fp8_notice_stalled_loading_weights(tmp_path: Path) -> None:
     # GIVEN four ranks print the notice that they read an fp8 checkpoint, and nothing follows
-    report = _judge(
+    report = judge_text(
         tmp_path,
         "".join(
             f"[2025-02-03 09:14:55 TP{rank}] Detected fp8 checkpoint. Please note that the format is experimental "
@@ -124,12 +110,12 @@ def test_sglang_ranks_that_stop_after_the_fp8_notice_stalled_loading_weights(tmp
     )
     # THEN they stalled in weight_load (the notice comes after `Load weight begin.`), the last notice the cause
     assert (report["system"], report["verdict"], report["phase"]) == ("sglang", "stalled", "weight_load")
-    assert _root_text(report).startswith("[2025-02-03 09:14:55 TP1] Detected fp8 checkpoint.")
+    assert root_text(report).startswith("[2025-02-03 09:14:55 TP1] Detected fp8 checkpoint.")
 
 
 def test_the_fp8_notice_after_load_weight_begin_keeps_the_rank_in_weight_load(tmp_path: Path) -> None:
     # GIVEN a DP/TP/EP rank that began loading, printed the notice, and a peer that ended its load
-    report = _judge(
+    report = judge_text(
         tmp_path,
         "[2025-06-10 18:01:00 DP0 TP0 EP0] Load weight begin. avail mem=77.10 GB\n"
         "[2025-06-10 18:01:00 DP0 TP1 EP1] Load weight begin. avail mem=77.10 GB\n"
@@ -142,7 +128,7 @@ def test_the_fp8_notice_after_load_weight_begin_keeps_the_rank_in_weight_load(tm
 
 def test_vllms_fp8_notice_is_not_sglangs(tmp_path: Path) -> None:
     # GIVEN vLLM's own print of the same words (its config, at launch)
-    report = _judge(
+    report = judge_text(
         tmp_path,
         "INFO 05-01 10:08:10 [api_server.py:1024] Started engine process with PID 77\n"
         "WARNING 05-01 10:08:11 [fp8.py:70] Detected fp8 checkpoint. Please note that the format is experimental "
@@ -163,7 +149,7 @@ def test_a_driver_whose_request_no_node_type_can_hold_is_stalled_at_launch_on_th
         "Error: No available node types can fulfill resource request {'GPU': 4.0}. "
         "Add suitable node types to this cluster to resolve this issue."
     )
-    report = _judge(
+    report = judge_text(
         tmp_path,
         "(TaskRunner pid=801) building the dataset\n"
         "(autoscaler +5s) Tip: use `ray status` to view detailed cluster status. To disable these messages, set "
@@ -172,12 +158,12 @@ def test_a_driver_whose_request_no_node_type_can_hold_is_stalled_at_launch_on_th
     )
     # THEN the run waits for what never comes: stalled at launch, the first report the cause
     assert (report["system"], report["verdict"], report["phase"]) == ("ray", "stalled", "launch")
-    assert _root_text(report).startswith("(autoscaler +5s) Error: No available node types")
+    assert root_text(report).startswith("(autoscaler +5s) Error: No available node types")
 
 
 def test_an_infeasible_request_the_cluster_then_served_is_no_hang(tmp_path: Path) -> None:
     # GIVEN the autoscaler's report, then the Serve application deployed (the request was dropped or resized)
-    report = _judge(
+    report = judge_text(
         tmp_path,
         "2024-12-02 10:00:04,512\tINFO worker.py:1821 -- Connected to Ray cluster. View the dashboard at "
         "http://10.0.0.11:8265 \n"
@@ -201,16 +187,16 @@ def _mmengine_iter(minute: int, step: int, total: int = 80000) -> str:
 
 def test_mmengine_iterations_that_go_on_to_the_end_are_a_job_in_its_steps(tmp_path: Path) -> None:
     # GIVEN an iteration-based MMEngine run's console lines, 50 iterations a minute apart
-    report = _judge(tmp_path, "".join(_mmengine_iter(minute, 50 * minute) for minute in range(1, 5)))
+    report = judge_text(tmp_path, "".join(_mmengine_iter(minute, 50 * minute) for minute in range(1, 5)))
     # THEN a job (torch) in its steps, open: post-mortem an excerpt that ends in steps is stalled or progressing
     assert (report["system"], report["phase"]) == ("torch", "serving")
     assert report["verdict"] in ("stalled", "progressing")
-    assert _root_text(report) == _mmengine_iter(4, 200).rstrip("\n")
+    assert root_text(report) == _mmengine_iter(4, 200).rstrip("\n")
 
 
 def test_mmengine_epoch_lines_after_evaluation_lines_place_the_job_in_its_steps(tmp_path: Path) -> None:
     # GIVEN an epoch-based run's file log: a validation pass, then the next epoch's training iterations
-    report = _judge(
+    report = judge_text(
         tmp_path,
         "2024/05/02 08:00:00 - mmengine - INFO - Epoch(val) [99][40/40]    coco/bbox_mAP: 0.3710\n"
         "2024/05/02 08:00:30 - mmengine - INFO - Epoch(train) [100][ 5/40]  lr: 2.0000e-04  eta: 0:01:10  "
@@ -220,7 +206,7 @@ def test_mmengine_epoch_lines_after_evaluation_lines_place_the_job_in_its_steps(
     )
     # THEN the job is in its steps, the last iteration where it was
     assert (report["phase"], report["verdict"]) == ("serving", "stalled")
-    assert "Epoch(train) [100][10/40]" in _root_text(report)
+    assert "Epoch(train) [100][10/40]" in root_text(report)
 
 
 def _deepspeed_step(second: int, step: int) -> str:
@@ -232,15 +218,15 @@ def _deepspeed_step(second: int, step: int) -> str:
 
 def test_deepspeed_step_reports_after_its_init_place_the_job_in_its_steps(tmp_path: Path) -> None:
     # GIVEN the engine's step=0 report as it configures the optimizer, then a report every 10 steps
-    report = _judge(tmp_path, "".join(_deepspeed_step(second, 10 * second) for second in range(0, 4)))
+    report = judge_text(tmp_path, "".join(_deepspeed_step(second, 10 * second) for second in range(0, 4)))
     # THEN the job is in its steps, its last report where it was
     assert (report["system"], report["phase"]) == ("torch", "serving")
-    assert _root_text(report) == _deepspeed_step(3, 30).rstrip("\n")
+    assert root_text(report) == _deepspeed_step(3, 30).rstrip("\n")
 
 
 def test_a_deepspeed_step_zero_alone_is_no_step(tmp_path: Path) -> None:
     # GIVEN DeepSpeed's launcher line, then only the init report step=0
-    report = _judge(
+    report = judge_text(
         tmp_path,
         "[2024-03-14 14:35:42,274] [INFO] [real_accelerator.py:191:get_accelerator] Setting ds_accelerator to cuda "
         "(auto detect)\n" + _deepspeed_step(50, 0),
@@ -254,7 +240,7 @@ def test_a_deepspeed_step_zero_alone_is_no_step(tmp_path: Path) -> None:
 
 def test_an_npu_core_fault_before_the_hccl_watchdog_is_the_cause_of_the_crash(tmp_path: Path) -> None:
     # GIVEN torch_npu's error block with the device's aicore fault, then the HCCL watchdog's exit and terminate
-    report = _judge(
+    report = judge_text(
         tmp_path,
         "[ERROR] 2026-03-01-10:00:00 (PID:510, Device:3, RankID:-1) ERR00100 PTA call acl api failed\n"
         "[Error]: Model execution failed.\n"
@@ -269,12 +255,12 @@ def test_an_npu_core_fault_before_the_hccl_watchdog_is_the_cause_of_the_crash(tm
     )
     # THEN it crashed, and the device's fault (first in time, the watchdog's exit follows from it) is the cause
     assert report["verdict"] == "crashed"
-    assert "there is an exception of fftsplus aicore error, core id is 7" in _root_text(report)
+    assert "there is an exception of fftsplus aicore error, core id is 7" in root_text(report)
 
 
 def test_a_vllm_ascend_worker_reporting_an_aicore_error_crashed_on_it(tmp_path: Path) -> None:
     # GIVEN a 310P worker's error lines under vLLM's worker prefix: the CANN fault, then its extend info
-    report = _judge(
+    report = judge_text(
         tmp_path,
         "(Worker_TP1 pid=301) INFO 03-01 09:59:00 [gpu_model_runner.py:2602] Starting to load model /m/qwen.\n"
         "(Worker_TP1 pid=301) ERROR 03-01 10:00:00 [multiproc_executor.py:962] EZ9999[PID: 301] "
@@ -292,7 +278,7 @@ def test_a_vllm_ascend_worker_reporting_an_aicore_error_crashed_on_it(tmp_path: 
 
 def test_an_hccl_watchdog_exit_whose_exception_text_is_on_the_next_line_is_a_crash(tmp_path: Path) -> None:
     # GIVEN torch_npu's watchdog exit with its trailing space gone, the exception on the next line
-    report = _judge(
+    report = judge_text(
         tmp_path,
         "[rank2]:[E101 09:00:00.000000001 ProcessGroupHCCL.cpp:1869] [Rank 2] HCCL watchdog thread terminated with "
         "exception:\n"
@@ -301,7 +287,7 @@ def test_an_hccl_watchdog_exit_whose_exception_text_is_on_the_next_line_is_a_cra
     # THEN rank 2 crashed with its process group up (the watchdog runs only in one)
     assert report["verdict"] == "crashed"
     assert report["furthest_phase"] == "dist_init"
-    assert _root_text(report).endswith("HCCL watchdog thread terminated with exception:")
+    assert root_text(report).endswith("HCCL watchdog thread terminated with exception:")
 
 
 # --- Ray Serve's JSON logs (serve/_private/logging_utils.py ServeJSONFormatter) ----------------------------------
@@ -319,7 +305,7 @@ def test_serve_json_warnings_that_replicas_wait_to_be_scheduled_leave_the_start_
 ) -> None:
     # GIVEN the controller's JSON records: starting, adding a replica, then the 2.10 slow-start warning twice
     waiting = "Deployment 'Chat' in application 'default' 1 replicas that have taken more than 30s to be scheduled."
-    report = _judge(
+    report = judge_text(
         tmp_path,
         _serve_json(1, "INFO", "controller.py:210", "Controller starting (version='2.10.0').")
         + _serve_json(2, "INFO", "deployment_state.py:1911", "Adding 1 replica to Deployment(name='Chat', app='x').")
@@ -328,7 +314,7 @@ def test_serve_json_warnings_that_replicas_wait_to_be_scheduled_leave_the_start_
     )
     # THEN Ray's start is stuck at launch, where its last step (the replica asked for) left it
     assert (report["system"], report["verdict"], report["phase"]) == ("ray", "stalled", "launch")
-    assert "Adding 1 replica to Deployment(name='Chat', app='x')" in _root_text(report)
+    assert "Adding 1 replica to Deployment(name='Chat', app='x')" in root_text(report)
 
 
 def test_a_serve_json_replica_waiting_to_initialize_is_read_under_a_request_free_replica_record(
@@ -341,7 +327,7 @@ def test_a_serve_json_replica_waiting_to_initialize_is_read_under_a_request_free
         "'Chat' in application 'default' 2 replicas that have taken more than 30s to initialize. This may be caused "
         'by a slow __init__ or reconfigure method."}\n'
     )
-    report = _judge(tmp_path, line)
+    report = judge_text(tmp_path, line)
     # THEN it is Ray's slow start, stalled at launch
     assert (report["system"], report["verdict"], report["phase"]) == ("ray", "stalled", "launch")
 
@@ -351,7 +337,7 @@ def test_a_serve_json_replica_waiting_to_initialize_is_read_under_a_request_free
 
 def test_lmdeploy_05_turbomind_that_stops_after_counting_its_params_is_loading_weights(tmp_path: Path) -> None:
     # GIVEN 0.5's log format (no file:line): the model source, the INI config dump, the params counted
-    report = _judge(
+    report = judge_text(
         tmp_path,
         "2024-09-02 11:00:01,010 - lmdeploy - INFO - model_source: hf_model\n"
         "2024-09-02 11:00:01,020 - lmdeploy - INFO - model_config:\n\n[llama]\nmodel_name = base\n"
@@ -361,12 +347,12 @@ def test_lmdeploy_05_turbomind_that_stops_after_counting_its_params_is_loading_w
     )
     # THEN LMDeploy stopped while its weights were copied in
     assert (report["system"], report["phase"], report["verdict"]) == ("lmdeploy", "weight_load", "stalled")
-    assert _root_text(report).endswith("get 291 model params")
+    assert root_text(report).endswith("get 291 model params")
 
 
 def test_lmdeploy_05_lines_without_file_and_line_are_read_as_lmdeploys(tmp_path: Path) -> None:
     # GIVEN only 0.5's config echo lines, in its format without `file.py:N - `
-    report = _judge(
+    report = judge_text(
         tmp_path,
         "2024-09-02 11:00:01,010 - lmdeploy - INFO - model_source: hf_model\n"
         "2024-09-02 11:00:01,020 - lmdeploy - INFO - model_config:\n",
@@ -380,7 +366,7 @@ def test_lmdeploy_05_lines_without_file_and_line_are_read_as_lmdeploys(tmp_path:
 
 def test_a_multi_node_trtllm_launch_that_stops_after_its_mgmn_nodes_is_stalled_at_launch(tmp_path: Path) -> None:
     # GIVEN four MPI ranks' launcher lines, the last cut before its world size, and nothing after
-    report = _judge(
+    report = judge_text(
         tmp_path,
         "mpi_rank: 0\ntllm_mpi_size: 4\n"
         "rank0 run trtllm-serve /models/llama-70b --tp_size 8 --pp_size 4 in background\n"
@@ -391,12 +377,12 @@ def test_a_multi_node_trtllm_launch_that_stops_after_its_mgmn_nodes_is_stalled_a
     )
     # THEN TensorRT-LLM is stuck at launch, on the last complete launcher step
     assert (report["system"], report["verdict"], report["phase"]) == ("trtllm", "stalled", "launch")
-    assert _root_text(report) == "rank1 run mgmn worker node with mpi_world_size: 4 ..."
+    assert root_text(report) == "rank1 run mgmn worker node with mpi_world_size: 4 ..."
 
 
 def test_the_launcher_lines_before_the_servers_own_keep_the_servers_phase(tmp_path: Path) -> None:
     # GIVEN the launcher's lines, then the server loading its weights
-    report = _judge(
+    report = judge_text(
         tmp_path,
         "Rank0 run trtllm-serve /models/qwen --pp_size 2 in background\n"
         "Rank0 run mgmn leader node with mpi_world_size: 2 ...\n"
@@ -412,7 +398,7 @@ def test_the_launcher_lines_before_the_servers_own_keep_the_servers_phase(tmp_pa
 
 def test_turbomind_decode_traces_after_its_step_line_keep_the_engine_serving(tmp_path: Path) -> None:
     # GIVEN the engine's step count, then a step's DEBUG traces (logits, sampling)
-    report = _judge(
+    report = judge_text(
         tmp_path,
         "[TM][INFO] ------------------------- step = 120 -------------------------\n"
         "[TM][DEBUG] turbomind::core::Tensor turbomind::LlamaV2::postDecodeEmbedding(const turbomind::core::Tensor&, "
@@ -426,7 +412,7 @@ def test_turbomind_decode_traces_after_its_step_line_keep_the_engine_serving(tmp
 
 def test_turbomind_forward_traces_alone_place_nothing(tmp_path: Path) -> None:
     # GIVEN only LlamaV2::Forward traces (the warm-up runs it too) and the block manager's line
-    report = _judge(
+    report = judge_text(
         tmp_path,
         "[TM][INFO] [BlockManager] block_size = 64 MB\n"
         "[TM][DEBUG] void turbomind::LlamaV2::Forward(turbomind::core::Buffer_<int>, turbomind::core::Tensor, int, "
@@ -445,7 +431,7 @@ def _v05(time: str, where: str, message: str) -> str:
 
 def test_a_vllm_05_capture_that_stops_before_it_finishes_is_stalled_in_cuda_graph(tmp_path: Path) -> None:
     # GIVEN 0.4/0.5's capture start, in two lines, after the KV cache, and nothing after
-    report = _judge(
+    report = judge_text(
         tmp_path,
         _v05("00:40", "model_runner.py:220", "Loading model weights took 14.9595 GB")
         + _v05("00:52", "gpu_executor.py:83", "# GPU blocks: 27706, # CPU blocks: 2048")
@@ -468,7 +454,7 @@ def test_a_vllm_05_capture_that_stops_before_it_finishes_is_stalled_in_cuda_grap
 
 def test_a_vllm_04_capture_that_finished_ends_its_step(tmp_path: Path) -> None:
     # GIVEN the capture's start and 0.4's end line, which gives no memory figure
-    report = _judge(
+    report = judge_text(
         tmp_path,
         _v05(
             "01:00",
@@ -485,7 +471,7 @@ def test_a_vllm_04_capture_that_finished_ends_its_step(tmp_path: Path) -> None:
 
 def test_vllm_063_compiling_its_graphs_is_in_compile(tmp_path: Path) -> None:
     # GIVEN 0.6.3's torch.compile start lines, the general shape then one specialised shape
-    report = _judge(
+    report = judge_text(
         tmp_path,
         _v05("00:10", "backends.py:192", "Compiling a graph for general shapes")
         + _v05("00:40", "backends.py:236", "Compiling a graph for shapes (8,)"),
@@ -496,11 +482,11 @@ def test_vllm_063_compiling_its_graphs_is_in_compile(tmp_path: Path) -> None:
 
 def test_vllm_05_api_server_whose_rpc_engine_died_crashed_at_launch(tmp_path: Path) -> None:
     # GIVEN 0.5's API server starting its RPC engine, which dies before it answers
-    report = _judge(
+    report = judge_text(
         tmp_path,
         "INFO 08-30 10:00:00 api_server.py:339] vLLM API server version 0.5.5\n"
         "ERROR 08-30 10:00:41 api_server.py:171] RPCServer process died before responding to readiness probe\n",
     )
     # THEN it crashed at launch, on that line (no traceback of the engine's in the paste)
     assert (report["verdict"], report["phase"]) == ("crashed", "launch")
-    assert _root_text(report).endswith("RPCServer process died before responding to readiness probe")
+    assert root_text(report).endswith("RPCServer process died before responding to readiness probe")
