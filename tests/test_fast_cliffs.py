@@ -229,3 +229,27 @@ def test_the_runs_start_again_where_the_server_starts_again(packs: PackSet, tmp_
     # warning after the second server args (line 3004: TP1, the first after them)
     assert fast == plain
     assert '"start_line": 3004' in plain
+
+
+def test_the_lines_before_a_steady_runs_last_line_are_quoted_as_the_plain_path_quotes_them(
+    packs: PackSet, tmp_path: Path, scanner: str
+) -> None:
+    # GIVEN two ranks' NCCL channel setup interleaved for 3,000 lines (NCCL's `host:pid:tid [dev] NCCL INFO` form),
+    # then rank 1's last two lines alone and a line cut by the paste: the stall's cause is rank 1's last channel
+    # line, and the lines the report quotes before it are rank 2's last and rank 1's own
+    lines = []
+    for index in range(1500):
+        lines.append(f"a100-5:154783:154783 [1] NCCL INFO Channel {index % 32:02d}/0 : 1[1] -> 0[0] via P2P/IPC/read")
+        lines.append(f"a100-5:154784:154784 [2] NCCL INFO Channel {index % 32:02d}/0 : 2[2] -> 1[1] via P2P/IPC/read")
+    lines += [
+        "a100-5:154783:154783 [1] NCCL INFO Channel 12/0 : 1[1] -> 0[0] via P2P/IPC/read",
+        "a100-5:154783:154783 [1] NCCL INFO Channel 13/0 : 1[1] -> 0[0] via P2P/IPC/read",
+        "a100-5:154783:154",
+    ]
+    log = tmp_path / "channels.log"
+    log.write_text("\n".join(lines) + "\n")
+    # WHEN it is analysed with and without the fast path
+    plain, fast = reports.plain([log], packs), reports.fast([log], packs)
+    # THEN the reports are the same, the context before the cause included (rank 2's last line, 3,000)
+    assert fast == plain
+    assert '"line": 3000' in plain

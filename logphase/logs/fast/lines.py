@@ -394,12 +394,13 @@ class FastLines(ClockKeeping):
             elif run.carried is not None:
                 carried.append(run.carried)
             run.carried = None
-        line = offset
-        for _ in range(self.context_before):
-            if line <= self.pos:
-                break
-            line = self._previous(line)
-            wanted.add(line)
+        for anchor in sorted(wanted):  # a run's last line may be a stall's cause: its context is quoted too
+            line = anchor
+            for _ in range(self.context_before):
+                if line <= self.pos:
+                    break
+                line = self._previous(line)
+                wanted.add(line)
         wanted |= self._clock_lines(offset, wanted)
         stamps, old = self._time_lines(sorted(wanted))
         wanted |= stamps
