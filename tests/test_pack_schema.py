@@ -144,6 +144,12 @@ def test_ignored_block_needs_a_rule_that_opens_a_block(tmp_path: Path) -> None:
     assert error.message == f"{path}: [[rule]] user.ready: ignored_block needs opens_block = true"
 
 
+def test_header_only_needs_a_rule_that_opens_a_block(tmp_path: Path) -> None:
+    # GIVEN a rule marked `header_only` that opens no block WHEN loaded THEN refused, named
+    path, error = refused(tmp_path, HEADER + RULE.replace("kind = ", "header_only = true\nkind = "))
+    assert error.message == f"{path}: [[rule]] user.ready: header_only needs opens_block = true"
+
+
 def test_a_job_pack_must_name_its_systems(tmp_path: Path) -> None:
     path, error = refused(tmp_path, HEADER + "job = true\n" + RULE)
     assert error.message == f"{path}: [pack]: job = true needs the systems that are jobs"

@@ -254,8 +254,9 @@ def test_the_exitcode_line_not_the_rank_line_is_the_cause_of_a_launchers_summary
     assert (report["verdict"], report["root_cause"]["line"]) == ("crashed", 12)
 
 
-# v1/engine/core.py run_engine_core: `logger.exception(...)` with one of these messages, the traceback after it
-ENGINE_HEADERS = ["EngineCore encountered a fatal error.", "EngineCore failed to start."]
+# v1/engine/core.py run_engine_core and v1/executor/multiproc_executor.py worker_main: `logger.exception(...)` with one
+# of these messages, the traceback after it
+ENGINE_HEADERS = ["EngineCore encountered a fatal error.", "EngineCore failed to start.", "WorkerProc failed to start."]
 
 
 @pytest.mark.parametrize("header", ENGINE_HEADERS)

@@ -247,12 +247,8 @@ def judge(
 # CPython's words that a traceback follows, and nothing more: traceback.py's `Traceback (most recent call last):`,
 # multiprocessing/process.py BaseProcess._bootstrap's `Process <name>:` (vLLM's `Process EngineCore_DP0:` too)
 # and threading.excepthook's `Exception in thread <name>:`. What failed is in the exception line at the end.
-# vLLM V1's engine core says no more in its own words: run_engine_core's `logger.exception("EngineCore encountered a
-# fatal error.")` / `("EngineCore failed to start.")` (v1/engine/core.py, 0.8-0.11), the traceback appended by logging.
-BARE_HEADER = re.compile(
-    r"Traceback \(most recent call last\):|Process [\w.-]+(?::\d+)*:|Exception in thread .+:"
-    r"|EngineCore encountered a fatal error\.|EngineCore failed to start\."
-)
+# A server's own header that says no more is its pack rule's `header_only` (vLLM's `logger.exception` lines).
+BARE_HEADER = re.compile(r"Traceback \(most recent call last\):|Process [\w.-]+(?::\d+)*:|Exception in thread .+:")
 
 
 def _last_alike(timeline: Timeline, progress: Event | None) -> Event | None:
@@ -468,13 +464,14 @@ def _first_root_failure(timeline: Timeline, after: Event | None, interrupt: Even
 
 
 def _unstated(timeline: Timeline, event: Event) -> bool:
-    """A header in CPython's (or vLLM's engine core's) own words alone (BARE_HEADER) whose exception line the log
+    """A header in CPython's own words alone (BARE_HEADER), or a rule's `header_only` line (a server's
+    `logger.exception` header: vLLM's `EngineCore encountered a fatal error.`), whose exception line the log
     does not hold (a paste cut inside its frames, no `raise` statement read): it says that something was raised,
     never what. Not a root: a line that states the failure (a launcher's `failed (exitcode: 1)`, vLLM's `Worker
     proc … died`) is the cause; the header is only where nothing else is."""
     if not event.rule.opens_block or _exception_line(timeline, event) is not event:
         return False
-    return BARE_HEADER.fullmatch(event.message.strip()) is not None
+    return event.rule.header_only or BARE_HEADER.fullmatch(event.message.strip()) is not None
 
 
 def _after_interrupt(event: Event, interrupt: Event | None) -> bool:

@@ -414,6 +414,8 @@ def _parse_rule(
             f'{path}: {place}: closes_from needs kind = "end" and a later `phase`',
             hint=RULE.key("closes_from").doc,
         )
+    if item["header_only"] and not item["opens_block"]:
+        raise PackError(f"{path}: {place}: header_only needs opens_block = true", hint=RULE.key("header_only").doc)
     if item["ignored_block"] and not item["opens_block"]:
         raise PackError(f"{path}: {place}: ignored_block needs opens_block = true", hint=RULE.key("ignored_block").doc)
     if item["ambient"] and (item["kind"] not in ("mark", "progress") or not item["phase"]):
@@ -438,6 +440,7 @@ def _parse_rule(
         in_block=item["in_block"],
         opens_block=item["opens_block"],
         ignored_block=item["ignored_block"],
+        header_only=item["header_only"],
         summary=item["summary"],
         examples=tuple(item["examples"]),
         counter_examples=tuple(item["counter_examples"]),

@@ -202,6 +202,15 @@ RULE = Table(
         Key("in_block", BOOLEAN, False, "only matches inside a traceback / faulthandler block", default=False),
         Key("opens_block", BOOLEAN, False, "the line opens a multi-line block", default=False),
         Key(
+            "header_only",
+            BOOLEAN,
+            False,
+            "the line only says that the traceback after it was raised (a `logger.exception` header): with the "
+            "traceback's exception line cut away it is no root where another line states the failure; needs "
+            "`opens_block`",
+            default=False,
+        ),
+        Key(
             "ignored_block",
             BOOLEAN,
             False,
