@@ -4,10 +4,13 @@ and SGLang's warmup-shaped request lines after the ready line."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
+from logphase.packs import load_packs
 from tests.conftest import run_json
+from tests.equivalence.reports import fast, plain
 
 RAY = "/usr/local/lib/python3.12/dist-packages/ray/serve/_private"
 
@@ -196,3 +199,26 @@ def test_a_prefill_batch_before_the_ready_line_is_the_warmups(tmp_path: Path) ->
     report = _analyze(tmp_path, SGLANG_WARMUP[:2])
     # THEN the furthest is the warmup, not serving; the main process's own phase is its HTTP start (§4.6)
     assert (report["phase"], report["furthest_phase"]) == ("http_start", "warmup")
+
+
+def test_the_fast_path_reads_the_first_request_line_after_ready_as_the_plain_path_does(tmp_path: Path) -> None:
+    # GIVEN the warmup and ready line, then 2000 TP0 prefill batches and client POSTs (a steady run of prefill lines
+    # that began with the warmup's, on both sides of the ready line)
+    lines = list(SGLANG_WARMUP)
+    for i in range(2000):
+        stamp = f"2025-05-15 {12 + i // 3600:02d}:{i // 60 % 60:02d}:{i % 60:02d}"
+        if i % 3:
+            lines.append(
+                f"[{stamp} TP0] Prefill batch. #new-seq: 1, #new-token: {100 + i}, #cached-token: 0, token usage: 0.01, "
+                "#running-req: 1, #queue-req: 0, "
+            )
+        else:
+            lines.append(f'[{stamp}] INFO:     10.0.0.7:{4000 + i} - "POST /generate HTTP/1.1" 200 OK')
+    log = tmp_path / "serving.log"
+    log.write_text("\n".join(lines) + "\n")
+    packs = load_packs()
+    # WHEN reported on the plain path and on the fast path
+    plain_report, fast_report = plain([log], packs), fast([log], packs)
+    # THEN the same report, which has the server serving
+    assert fast_report == plain_report
+    assert json.loads(plain_report)["furthest_phase"] == "serving"
