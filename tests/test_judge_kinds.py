@@ -209,8 +209,8 @@ def test_the_fast_path_reads_the_first_request_line_after_ready_as_the_plain_pat
         stamp = f"2025-05-15 {12 + i // 3600:02d}:{i // 60 % 60:02d}:{i % 60:02d}"
         if i % 3:
             lines.append(
-                f"[{stamp} TP0] Prefill batch. #new-seq: 1, #new-token: {100 + i}, #cached-token: 0, token usage: 0.01, "
-                "#running-req: 1, #queue-req: 0, "
+                f"[{stamp} TP0] Prefill batch. #new-seq: 1, #new-token: {100 + i}, #cached-token: 0, "
+                "token usage: 0.01, #running-req: 1, #queue-req: 0, "
             )
         else:
             lines.append(f'[{stamp}] INFO:     10.0.0.7:{4000 + i} - "POST /generate HTTP/1.1" 200 OK')

@@ -425,7 +425,9 @@ def _parse_rule(
         )
     after_ready = item["after_ready"]
     if after_ready is not None and (
-        item["kind"] not in ("mark", "progress") or not item["phase"] or Phase(after_ready).order <= Phase(item["phase"]).order
+        item["kind"] not in ("mark", "progress")
+        or not item["phase"]
+        or Phase(after_ready).order <= Phase(item["phase"]).order
     ):
         raise PackError(
             f'{path}: {place}: after_ready needs kind = "mark" or "progress" and an earlier `phase`',
