@@ -413,6 +413,10 @@ def server_phase(timeline: Timeline) -> tuple[Phase | None, Phase | None]:
         phase = main.current
     if phase not in (Phase.READY, Phase.SERVING) and latest is not None and latest.phase is Phase.COMPILE:
         phase = Phase.COMPILE  # lazy JIT is what the server is doing while it is the latest news
+        if furthest.order < phase.order:
+            # a rank's `reached` skips the lazy step (its later steps still follow in order), but the run did reach
+            # it: the step it is in now is never beyond the furthest it reached
+            furthest = phase
     return phase, furthest
 
 

@@ -311,6 +311,9 @@ class TimelineBuilder:
             # its HTTP server, no ready line yet: the loop runs the warmup request (http_server
             # `_wait_and_warmup` sends it there). A log that starts mid-run shows no such start: serving.
             event = replace(event, rule=frame_rule(Phase.WARMUP))
+        elif event.rule.after_ready is not None and self.ready is not None and event.order_key > self.ready.order_key:
+            # the warmup request's kind of line after the ready line: a real request's (pack `after_ready`)
+            event = replace(event, rule=event.rule.past_ready)
         self.events += 1
         if event.time is not None:
             self.first_time = min(self.first_time or event.time, event.time)

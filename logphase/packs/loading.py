@@ -423,6 +423,16 @@ def _parse_rule(
             f'{path}: {place}: ambient needs kind = "mark" or "progress" and a `phase`',
             hint=RULE.key("ambient").doc,
         )
+    after_ready = item["after_ready"]
+    if after_ready is not None and (
+        item["kind"] not in ("mark", "progress")
+        or not item["phase"]
+        or Phase(after_ready).order <= Phase(item["phase"]).order
+    ):
+        raise PackError(
+            f'{path}: {place}: after_ready needs kind = "mark" or "progress" and an earlier `phase`',
+            hint=RULE.key("after_ready").doc,
+        )
     return Rule(
         id=item["id"],
         pack=pack,
@@ -447,6 +457,7 @@ def _parse_rule(
         reached=Phase(item["reached"]) if item["reached"] else None,
         closes_from=Phase(item["closes_from"]) if item["closes_from"] else None,
         ambient=item["ambient"],
+        after_ready=Phase(after_ready) if after_ready else None,
     )
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re as stdlib_re
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from functools import cached_property
 from typing import Any
@@ -225,6 +225,12 @@ class Rule:
     header_only: bool = False  # says only that the traceback after it was raised: its exception line says what
     ignored_block: bool = False  # the block it opens holds an exception the program went on from: no failure
     ambient: bool = False  # printed by whatever step uses the phase's machinery: unranked, in the step around it
+    after_ready: Phase | None = None  # the phase of a line of it after the run's ready line (a request's: serving)
+
+    @cached_property
+    def past_ready(self) -> Rule:
+        """The rule as it reads a line after the run's ready line: in its `after_ready` phase (itself without one)."""
+        return self if self.after_ready is None else replace(self, phase=self.after_ready, after_ready=None)
 
     def prefilter(self, message: str, lowered: str) -> bool:
         """Cheap test before the regex: the literal the regex cannot match without."""

@@ -172,6 +172,14 @@ RULE = Table(
             "ends a sequence whose last steps a server may skip (CUDA graphs disabled) claims only what ran",
         ),
         Key(
+            "after_ready",
+            PHASE,
+            False,
+            "the phase a line of this rule is in once the run's ready line came before it: the warmup request's "
+            "lines that every later request prints alike (SGLang's `Prefill batch`, `POST /generate`: the server "
+            "sends its warmup before it prints ready) are real traffic after it, `serving`",
+        ),
+        Key(
             "ambient",
             BOOLEAN,
             False,

@@ -38,14 +38,26 @@ class RankPhases:
 
     highest: dict[str | None, int] = field(default_factory=dict)
     bars: int = -1  # the highest of the rankless bars, which the timeline gives the lowest rank (`_owner`)
+    ready: bool = False  # the run's ready line was read: a rule's `after_ready` phase may hold (never below it)
+
+    def phase_of(self, event: Event) -> Phase | None:
+        """The phase the timeline may give the event: past the ready line, a rule's `after_ready` one (the timeline
+        also checks the line's time against the ready line's; a line it keeps in the earlier phase is a mark of a
+        phase the rank has left wherever this one settles it)."""
+        if self.ready and event.rule.after_ready is not None:
+            return event.rule.after_ready
+        return event.phase
 
     def book(self, event: Event) -> None:
-        phase = event.phase
+        if event.kind is EventKind.READY:
+            self.ready = True
+        phase = self.phase_of(event)
         if phase is None:
             return
         if phase is Phase.LAUNCH and event.kind is EventKind.BEGIN and event.rank is None:
             self.highest.clear()  # the server may start again here (scan/feed.py `_launched_again`): a new timeline
             self.bars = -1
+            self.ready = False
         elif phase is not Phase.COMPILE:
             if event.kind is EventKind.PROGRESS and event.rank is None and phase not in MAIN_PROCESS_PHASES:
                 self.bars = max(self.bars, phase.order)
@@ -61,7 +73,7 @@ class RankPhases:
         follows the rank's), that is, at the server or, with the rankless lines (a bar is the lowest
         rank's), below the graphs. A bar may raise the lowest rank: rankless bars count for every rank
         where that would move it (`bars`), never toward what it reached."""
-        phase = event.phase
+        phase = self.phase_of(event)
         if phase is None or phase is Phase.COMPILE:
             return False
         reached = self.highest.get(event.rank, -1)
