@@ -17,7 +17,7 @@ import sys
 import tomllib
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -123,6 +123,9 @@ class Answer:
     root_cause: str | None  # the root-cause line's text
     root_cause_line_number: int | None
     reason: str
+    # the file's line at that number as the file holds it: the label quotes the file, the report quotes the line
+    # without its envelope (a docker stamp, a kubectl prefix), so either holding the label is the labelled line
+    root_cause_as_filed: str | None = None
 
 
 def answer_from_report(report: Mapping[str, Any]) -> Answer:
@@ -165,7 +168,7 @@ def score_case(case: Case, answer: Answer) -> Score:
     """The rules of tests/test_realworld.py, each measure on its own."""
     cause = None
     if case.root_cause_line:
-        cause = answer.root_cause is not None and case.root_cause_line in answer.root_cause
+        cause = any(case.root_cause_line in text for text in (answer.root_cause, answer.root_cause_as_filed) if text)
     return Score(
         case=case,
         answer=answer,
@@ -413,7 +416,16 @@ def analyse(case: Case) -> Answer:
     except ValueError:
         said = next((line for line in result.stderr.splitlines() if line.strip()), "nothing on stderr")
         return no_report(f"exit {result.exit_code}, no JSON report: {said}")
-    return answer_from_report(report)
+    answer = answer_from_report(report)
+    return replace(answer, root_cause_as_filed=line_as_filed(case.log, answer.root_cause_line_number))
+
+
+def line_as_filed(log: Path, number: int | None) -> str | None:
+    """Line `number` (1-based) of the file as it holds it, wrappers and all; None past its end."""
+    if number is None or number < 1:
+        return None
+    lines = log.read_bytes().split(b"\n")
+    return lines[number - 1].decode("utf-8", "replace") if number <= len(lines) else None
 
 
 def score_files(case_files: Sequence[Path], analyser: Callable[[Case], Answer] = analyse) -> list[Score]:

@@ -19,6 +19,7 @@ from bench.accuracy import (
     batch_name,
     confusion,
     default_case_files,
+    line_as_filed,
     load_batch,
     logs_folder,
     main,
@@ -111,6 +112,30 @@ def test_the_cause_is_wrong_without_a_root_cause_or_with_another_line() -> None:
     # THEN the cause is wrong in both
     assert missing.cause is False
     assert other.cause is False
+
+
+def test_the_cause_is_right_where_the_file_s_line_at_the_reported_number_holds_the_label(tmp_path: Path) -> None:
+    # GIVEN a docker log whose labelled line is quoted as the file holds it, stamp and all, and a report quoting
+    # that line (line 2) without its envelope
+    log = tmp_path / "901_tgi.log"
+    log.write_text(
+        "2024-11-06T04:42:04.101Z  INFO text_generation_launcher: Starting shard rank=0\n"
+        "2024-11-06T04:42:14.833Z  INFO text_generation_launcher: Waiting for shard to be ready... rank=0\n"
+    )
+    stamped = replace(CRASHED, log=log, root_cause_line="2024-11-06T04:42:14.833Z  INFO text_generation_launcher: Wait")
+    quoted = "INFO text_generation_launcher: Waiting for shard to be ready... rank=0"
+    # WHEN the file's line 2, 1 or 3 is taken as filed
+    filed = [line_as_filed(log, number) for number in (2, 1, 3)]
+    # THEN line 2 is the labelled line as filed, line 1 another, line 3 the empty rest after the last newline
+    assert (
+        filed[0] == "2024-11-06T04:42:14.833Z  INFO text_generation_launcher: Waiting for shard to be ready... rank=0"
+    )
+    assert filed[2] == ""
+    right = replace(RIGHT, root_cause=quoted, root_cause_line_number=2, root_cause_as_filed=filed[0])
+    wrong = replace(RIGHT, root_cause=quoted, root_cause_line_number=1, root_cause_as_filed=filed[1])
+    assert score_case(stamped, right).cause is True
+    assert score_case(stamped, wrong).cause is False
+    assert line_as_filed(log, 4) is None and line_as_filed(log, None) is None
 
 
 def test_culprits_are_compared_as_rank_numbers() -> None:
