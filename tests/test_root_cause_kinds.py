@@ -347,3 +347,91 @@ def test_the_nccl_errors_explanation_is_the_cause_when_nothing_else_states_it(tm
     _, report = run_json("analyze", "--post-mortem", str(log))
     # THEN a crash whose cause is the first explanation (line 1)
     assert (report["verdict"], report["root_cause"]["line"]) == ("crashed", 1)
+
+
+# vLLM's weight-load bar (model_executor/model_loader/weight_utils.py, its own bar_format:
+# `{desc}: {percentage:3.0f}% Completed | {n_fmt}/{total_fmt} [{elapsed}<{remaining}, {rate_fmt}]`)
+SHARDS = "Loading safetensors checkpoint shards: {pct:3d}% Completed | {n}/13 [{elapsed}<{remaining}, {rate}]"
+SHARD_TICKS = [
+    (8, 1, "00:08", "01:40", "8.40s/it"),
+    (15, 2, "00:16", "01:32", "8.45s/it"),
+    (23, 3, "00:25", "01:24", "8.46s/it"),
+]
+
+
+LOADING = "INFO 01-15 13:31:50 [model_runner.py:1110] Starting to load model Qwen/Qwen2.5-7B-Instruct..."
+
+
+def _shards(ticks: list[tuple[int, int, str, str, str]]) -> list[str]:
+    return [SHARDS.format(pct=pct, n=n, elapsed=e, remaining=r, rate=rate) for pct, n, e, r, rate in ticks]
+
+
+def test_a_stalls_last_bar_cut_mid_line_gives_way_to_the_tick_before_it(tmp_path: Path) -> None:
+    # GIVEN vLLM's weight load: three whole ticks of its shard bar, then a fourth the excerpt cut inside its clock
+    # bracket (tqdm writes a bar in one write, so a bar without its closing `]` was cut by the paste)
+    log = _write(
+        tmp_path,
+        [
+            LOADING,
+            *_shards(SHARD_TICKS),
+            "Loading safetensors checkpoint shards:  31% Completed | 4/13 [00:33<01:16,  8.4",
+        ],
+    )
+    # WHEN analysed post-mortem
+    _, report = run_json("analyze", "--post-mortem", str(log))
+    # THEN stalled in weight_load; the cause is the last whole tick (line 4), and the reason says line 5 was cut
+    assert (report["verdict"], report["phase"], report["root_cause"]["line"]) == ("stalled", "weight_load", 4)
+    assert report["root_cause"]["text"] == _shards(SHARD_TICKS)[-1]
+    assert "line 5 is cut mid-line, the tick before it whole at line 4" in report["reason"]
+
+
+def test_a_stalls_last_bar_with_its_bracket_closed_is_the_cause(tmp_path: Path) -> None:
+    # GIVEN the same weight load whose last tick is whole: its clock bracket closes (`…, 8.46s/it]`)
+    log = _write(
+        tmp_path,
+        [LOADING, *_shards(SHARD_TICKS)],
+    )
+    # WHEN analysed post-mortem
+    _, report = run_json("analyze", "--post-mortem", str(log))
+    # THEN the cause is that last tick (line 4), and the reason says nothing of a cut
+    assert (report["verdict"], report["root_cause"]["line"]) == ("stalled", 4)
+    assert "cut mid-line" not in report["reason"]
+
+
+# SGLang's capture begin, printed by every TP rank at the same second (cuda_graph_runner.py: `Capture cuda graph
+# begin. This can take up to several minutes. avail mem=… GB`)
+CAPTURE = (
+    "[2025-03-08 12:29:21 TP{rank}] Capture cuda graph begin. This can take up to several minutes. avail mem=1.45 GB"
+)
+
+LOAD_BEGIN = "[2025-03-08 12:29:13 TP0] Load weight begin. avail mem=21.63 GB"
+
+
+def test_a_stalls_last_line_cut_mid_line_is_quoted_from_another_ranks_whole_copy(tmp_path: Path) -> None:
+    # GIVEN four TP ranks' capture begin at one second, the last (TP0's) cut by the excerpt inside its message
+    log = _write(
+        tmp_path,
+        [
+            LOAD_BEGIN,
+            *(CAPTURE.format(rank=rank) for rank in (2, 3, 1)),
+            CAPTURE.format(rank=0)[:80],
+        ],
+    )
+    # WHEN analysed post-mortem
+    _, report = run_json("analyze", "--post-mortem", str(log))
+    # THEN stalled in cuda_graph; the cause is the latest whole copy, TP1's (line 4), and the reason says so
+    assert (report["verdict"], report["phase"], report["root_cause"]["line"]) == ("stalled", "cuda_graph", 4)
+    assert report["root_cause"]["text"] == CAPTURE.format(rank=1)
+    assert "line 5 is cut mid-line, TP1's copy of it whole at line 4" in report["reason"]
+
+
+def test_a_stalls_whole_last_line_stays_the_cause_beside_other_ranks_copies(tmp_path: Path) -> None:
+    # GIVEN the four ranks' capture begin at one second, every copy whole
+    log = _write(
+        tmp_path,
+        [LOAD_BEGIN, *(CAPTURE.format(rank=r) for r in (2, 3, 1, 0))],
+    )
+    # WHEN analysed post-mortem
+    _, report = run_json("analyze", "--post-mortem", str(log))
+    # THEN the cause is the last line (TP0's, line 5)
+    assert (report["verdict"], report["root_cause"]["line"]) == ("stalled", 5)
