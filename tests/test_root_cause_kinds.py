@@ -435,3 +435,101 @@ def test_a_stalls_whole_last_line_stays_the_cause_beside_other_ranks_copies(tmp_
     _, report = run_json("analyze", "--post-mortem", str(log))
     # THEN the cause is the last line (TP0's, line 5)
     assert (report["verdict"], report["root_cause"]["line"]) == ("stalled", 5)
+
+
+# A fatal error's dump (faulthandler, Py_FatalError; CPython 3.10+): its head says what, the stacks follow, and the
+# list of extension modules closes it
+FATAL_DUMP = [
+    "Fatal Python error: Segmentation fault",
+    "",
+    "Current thread 0x00007f4836407c40 (most recent call first):",
+    '  File "/opt/venv/lib/python3.12/site-packages/torch/cuda/__init__.py", line 319 in _lazy_init',
+    "",
+    "Extension modules: numpy.core._multiarray_umath, torch._C, torch._C._fft (total: 3)",
+]
+
+
+def test_a_dumps_tail_gives_way_to_the_next_dumps_head_that_says_what_failed(tmp_path: Path) -> None:
+    # GIVEN an excerpt that begins at one process's `Extension modules:` (its dump's head cut away), then another
+    # process's whole dump, headed `Fatal Python error: Segmentation fault`
+    log = _write(tmp_path, [FATAL_DUMP[-1], *FATAL_DUMP])
+    # WHEN analysed post-mortem
+    _, report = run_json("analyze", "--post-mortem", str(log))
+    # THEN aborted, its cause the head that says what (line 2), not the tail that only closes a dump
+    assert (report["verdict"], report["root_cause"]["line"]) == ("aborted", 2)
+
+
+def test_a_dumps_tail_alone_is_still_the_cause(tmp_path: Path) -> None:
+    # GIVEN an excerpt of a dump's last frame and its `Extension modules:` list, nothing else
+    log = _write(tmp_path, FATAL_DUMP[3:])
+    # WHEN analysed post-mortem
+    _, report = run_json("analyze", "--post-mortem", str(log))
+    # THEN aborted, the list the cause (line 3): no line states more
+    assert (report["verdict"], report["root_cause"]["line"]) == ("aborted", 3)
+
+
+# torch 2.10+'s CUDA error message (c10/cuda/CUDAException.cpp c10_cuda_check_implementation), then c10's trailer
+CUDA_MESSAGE = [
+    "CUDA error: an illegal memory access was encountered",
+    "Search for `cudaErrorIllegalAddress' in https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html "
+    "for more information.",
+    "CUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace below might be "
+    "incorrect.",
+    "For debugging consider passing CUDA_LAUNCH_BLOCKING=1",
+    "Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.",
+    "",
+    "Exception raised from c10_cuda_check_implementation at /pytorch/c10/cuda/CUDAException.cpp:44 (most recent call "
+    "first):",
+    "frame #0: c10::Error::Error(c10::SourceLocation, std::string) + 0x80 (0x7f5438d91b80 in "
+    "/usr/local/lib/python3.12/dist-packages/torch/lib/libc10.so)",
+]
+
+
+def test_a_cuda_errors_name_is_the_cause_where_its_first_line_was_cut(tmp_path: Path) -> None:
+    # GIVEN an excerpt that begins at the message's second line, `Search for `cudaErrorIllegalAddress'…`
+    log = _write(tmp_path, CUDA_MESSAGE[1:])
+    # WHEN analysed post-mortem
+    _, report = run_json("analyze", "--post-mortem", str(log))
+    # THEN crashed, its cause the line naming the error (line 1), not c10's trailer that says where it was made
+    assert (report["verdict"], report["root_cause"]["line"]) == ("crashed", 1)
+
+
+def test_a_cuda_errors_exception_line_stays_the_cause_over_its_name(tmp_path: Path) -> None:
+    # GIVEN a traceback whose exception line is the CUDA error, its further lines after it
+    log = _write(
+        tmp_path,
+        ["Traceback (most recent call last):", *FRAMES[:2], "RuntimeError: " + CUDA_MESSAGE[0], *CUDA_MESSAGE[1:5]],
+    )
+    # WHEN analysed post-mortem
+    _, report = run_json("analyze", "--post-mortem", str(log))
+    # THEN crashed, its cause the exception line (line 4): the `Search for` line inside it only explains it
+    assert (report["verdict"], report["root_cause"]["line"]) == ("crashed", 4)
+
+
+# uvicorn's request wrapper (protocols/http/h11_impl.py run_asgi): `logger.error("Exception in ASGI application\n",
+# exc_info=exc)`, the traceback after it
+ASGI = [
+    'INFO:     172.18.0.1:47358 - "POST /v1/chat/completions HTTP/1.1" 500 Internal Server Error',
+    "ERROR:    Exception in ASGI application",
+    "Traceback (most recent call last):",
+    '  File "/opt/py3/lib/python3.10/site-packages/uvicorn/protocols/http/h11_impl.py", line 406, in run_asgi',
+    "    result = await app(  # type: ignore[func-returns-value]",
+]
+
+
+def test_uvicorns_header_is_the_cause_of_a_request_traceback_cut_before_its_exception_line(tmp_path: Path) -> None:
+    # GIVEN uvicorn's header and the traceback after it, cut in its frames
+    log = _write(tmp_path, ASGI)
+    # WHEN analysed post-mortem
+    _, report = run_json("analyze", "--post-mortem", str(log))
+    # THEN crashed, its cause uvicorn's header (line 2): it says a request's handler raised, CPython's bare header less
+    assert (report["verdict"], report["root_cause"]["line"]) == ("crashed", 2)
+
+
+def test_a_request_tracebacks_exception_line_is_the_cause_under_uvicorns_header(tmp_path: Path) -> None:
+    # GIVEN the same traceback, whole: it ends in its exception line
+    log = _write(tmp_path, [*ASGI, "KeyError: 'choices'"])
+    # WHEN analysed post-mortem
+    _, report = run_json("analyze", "--post-mortem", str(log))
+    # THEN its exception line (line 6) is the cause
+    assert (report["verdict"], report["root_cause"]["line"]) == ("crashed", 6)

@@ -512,7 +512,11 @@ def _unstated(timeline: Timeline, event: Event) -> bool:
     `logger.exception` header: vLLM's `EngineCore encountered a fatal error.`), whose exception line the log
     does not hold (a paste cut inside its frames, no `raise` statement read): it says that something was raised,
     never what. Not a root: a line that states the failure (a launcher's `failed (exitcode: 1)`, vLLM's `Worker
-    proc … died`) is the cause; the header is only where nothing else is."""
+    proc … died`) is the cause; the header is only where nothing else is. So is a rule's `trailer_only` line, which
+    only ends a dump whose head says what failed (faulthandler's `Extension modules: …`): another dump's
+    `Fatal Python error: Segmentation fault` states it."""
+    if event.rule.trailer_only:
+        return True
     if not event.rule.opens_block or _exception_line(timeline, event) is not event:
         return False
     return event.rule.header_only or BARE_HEADER.fullmatch(event.message.strip()) is not None
