@@ -310,11 +310,12 @@ def cut_bar(message: str) -> bool:
 def _alike_words(progress: Event, alike: Event | None) -> str:
     if alike is None or alike.order_key == progress.order_key:
         return ""
+    if alike.order_key > progress.order_key:
+        return f"; the same kind of line until line {alike.line}"
+    # before the progress: the progress line was cut and `_whole` quotes a whole one
     if alike.rank != progress.rank:
         return f"; line {progress.line} is cut mid-line, {alike.rank}'s copy of it whole at line {alike.line}"
-    if alike.order_key < progress.order_key:
-        return f"; line {progress.line} is cut mid-line, the tick before it whole at line {alike.line}"
-    return f"; the same kind of line until line {alike.line}"
+    return f"; line {progress.line} is cut mid-line, the tick before it whole at line {alike.line}"
 
 
 _VERB = {Verdict.CRASHED: "crashed", Verdict.ABORTED: "aborted", Verdict.TIMEOUT: "timed out"}
