@@ -347,3 +347,189 @@ def test_the_nccl_errors_explanation_is_the_cause_when_nothing_else_states_it(tm
     _, report = run_json("analyze", "--post-mortem", str(log))
     # THEN a crash whose cause is the first explanation (line 1)
     assert (report["verdict"], report["root_cause"]["line"]) == ("crashed", 1)
+
+
+# vLLM's weight-load bar (model_executor/model_loader/weight_utils.py, its own bar_format:
+# `{desc}: {percentage:3.0f}% Completed | {n_fmt}/{total_fmt} [{elapsed}<{remaining}, {rate_fmt}]`)
+SHARDS = "Loading safetensors checkpoint shards: {pct:3d}% Completed | {n}/13 [{elapsed}<{remaining}, {rate}]"
+SHARD_TICKS = [
+    (8, 1, "00:08", "01:40", "8.40s/it"),
+    (15, 2, "00:16", "01:32", "8.45s/it"),
+    (23, 3, "00:25", "01:24", "8.46s/it"),
+]
+
+
+LOADING = "INFO 01-15 13:31:50 [model_runner.py:1110] Starting to load model Qwen/Qwen2.5-7B-Instruct..."
+
+
+def _shards(ticks: list[tuple[int, int, str, str, str]]) -> list[str]:
+    return [SHARDS.format(pct=pct, n=n, elapsed=e, remaining=r, rate=rate) for pct, n, e, r, rate in ticks]
+
+
+def test_a_stalls_last_bar_cut_mid_line_gives_way_to_the_tick_before_it(tmp_path: Path) -> None:
+    # GIVEN vLLM's weight load: three whole ticks of its shard bar, then a fourth the excerpt cut inside its clock
+    # bracket (tqdm writes a bar in one write, so a bar without its closing `]` was cut by the paste)
+    log = _write(
+        tmp_path,
+        [
+            LOADING,
+            *_shards(SHARD_TICKS),
+            "Loading safetensors checkpoint shards:  31% Completed | 4/13 [00:33<01:16,  8.4",
+        ],
+    )
+    # WHEN analysed post-mortem
+    _, report = run_json("analyze", "--post-mortem", str(log))
+    # THEN stalled in weight_load; the cause is the last whole tick (line 4), and the reason says line 5 was cut
+    assert (report["verdict"], report["phase"], report["root_cause"]["line"]) == ("stalled", "weight_load", 4)
+    assert report["root_cause"]["text"] == _shards(SHARD_TICKS)[-1]
+    assert "line 5 is cut mid-line, the tick before it whole at line 4" in report["reason"]
+
+
+def test_a_stalls_last_bar_with_its_bracket_closed_is_the_cause(tmp_path: Path) -> None:
+    # GIVEN the same weight load whose last tick is whole: its clock bracket closes (`…, 8.46s/it]`)
+    log = _write(
+        tmp_path,
+        [LOADING, *_shards(SHARD_TICKS)],
+    )
+    # WHEN analysed post-mortem
+    _, report = run_json("analyze", "--post-mortem", str(log))
+    # THEN the cause is that last tick (line 4), and the reason says nothing of a cut
+    assert (report["verdict"], report["root_cause"]["line"]) == ("stalled", 4)
+    assert "cut mid-line" not in report["reason"]
+
+
+# SGLang's capture begin, printed by every TP rank at the same second (cuda_graph_runner.py: `Capture cuda graph
+# begin. This can take up to several minutes. avail mem=… GB`)
+CAPTURE = (
+    "[2025-03-08 12:29:21 TP{rank}] Capture cuda graph begin. This can take up to several minutes. avail mem=1.45 GB"
+)
+
+LOAD_BEGIN = "[2025-03-08 12:29:13 TP0] Load weight begin. avail mem=21.63 GB"
+
+
+def test_a_stalls_last_line_cut_mid_line_is_quoted_from_another_ranks_whole_copy(tmp_path: Path) -> None:
+    # GIVEN four TP ranks' capture begin at one second, the last (TP0's) cut by the excerpt inside its message
+    log = _write(
+        tmp_path,
+        [
+            LOAD_BEGIN,
+            *(CAPTURE.format(rank=rank) for rank in (2, 3, 1)),
+            CAPTURE.format(rank=0)[:80],
+        ],
+    )
+    # WHEN analysed post-mortem
+    _, report = run_json("analyze", "--post-mortem", str(log))
+    # THEN stalled in cuda_graph; the cause is the latest whole copy, TP1's (line 4), and the reason says so
+    assert (report["verdict"], report["phase"], report["root_cause"]["line"]) == ("stalled", "cuda_graph", 4)
+    assert report["root_cause"]["text"] == CAPTURE.format(rank=1)
+    assert "line 5 is cut mid-line, TP1's copy of it whole at line 4" in report["reason"]
+
+
+def test_a_stalls_whole_last_line_stays_the_cause_beside_other_ranks_copies(tmp_path: Path) -> None:
+    # GIVEN the four ranks' capture begin at one second, every copy whole
+    log = _write(
+        tmp_path,
+        [LOAD_BEGIN, *(CAPTURE.format(rank=r) for r in (2, 3, 1, 0))],
+    )
+    # WHEN analysed post-mortem
+    _, report = run_json("analyze", "--post-mortem", str(log))
+    # THEN the cause is the last line (TP0's, line 5)
+    assert (report["verdict"], report["root_cause"]["line"]) == ("stalled", 5)
+
+
+# A fatal error's dump (faulthandler, Py_FatalError; CPython 3.10+): its head says what, the stacks follow, and the
+# list of extension modules closes it
+FATAL_DUMP = [
+    "Fatal Python error: Segmentation fault",
+    "",
+    "Current thread 0x00007f4836407c40 (most recent call first):",
+    '  File "/opt/venv/lib/python3.12/site-packages/torch/cuda/__init__.py", line 319 in _lazy_init',
+    "",
+    "Extension modules: numpy.core._multiarray_umath, torch._C, torch._C._fft (total: 3)",
+]
+
+
+def test_a_dumps_tail_gives_way_to_the_next_dumps_head_that_says_what_failed(tmp_path: Path) -> None:
+    # GIVEN an excerpt that begins at one process's `Extension modules:` (its dump's head cut away), then another
+    # process's whole dump, headed `Fatal Python error: Segmentation fault`
+    log = _write(tmp_path, [FATAL_DUMP[-1], *FATAL_DUMP])
+    # WHEN analysed post-mortem
+    _, report = run_json("analyze", "--post-mortem", str(log))
+    # THEN aborted, its cause the head that says what (line 2), not the tail that only closes a dump
+    assert (report["verdict"], report["root_cause"]["line"]) == ("aborted", 2)
+
+
+def test_a_dumps_tail_alone_is_still_the_cause(tmp_path: Path) -> None:
+    # GIVEN an excerpt of a dump's last frame and its `Extension modules:` list, nothing else
+    log = _write(tmp_path, FATAL_DUMP[3:])
+    # WHEN analysed post-mortem
+    _, report = run_json("analyze", "--post-mortem", str(log))
+    # THEN aborted, the list the cause (line 3): no line states more
+    assert (report["verdict"], report["root_cause"]["line"]) == ("aborted", 3)
+
+
+# torch 2.10+'s CUDA error message (c10/cuda/CUDAException.cpp c10_cuda_check_implementation), then c10's trailer
+CUDA_MESSAGE = [
+    "CUDA error: an illegal memory access was encountered",
+    "Search for `cudaErrorIllegalAddress' in https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html "
+    "for more information.",
+    "CUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace below might be "
+    "incorrect.",
+    "For debugging consider passing CUDA_LAUNCH_BLOCKING=1",
+    "Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.",
+    "",
+    "Exception raised from c10_cuda_check_implementation at /pytorch/c10/cuda/CUDAException.cpp:44 (most recent call "
+    "first):",
+    "frame #0: c10::Error::Error(c10::SourceLocation, std::string) + 0x80 (0x7f5438d91b80 in "
+    "/usr/local/lib/python3.12/dist-packages/torch/lib/libc10.so)",
+]
+
+
+def test_a_cuda_errors_name_is_the_cause_where_its_first_line_was_cut(tmp_path: Path) -> None:
+    # GIVEN an excerpt that begins at the message's second line, `Search for `cudaErrorIllegalAddress'…`
+    log = _write(tmp_path, CUDA_MESSAGE[1:])
+    # WHEN analysed post-mortem
+    _, report = run_json("analyze", "--post-mortem", str(log))
+    # THEN crashed, its cause the line naming the error (line 1), not c10's trailer that says where it was made
+    assert (report["verdict"], report["root_cause"]["line"]) == ("crashed", 1)
+
+
+def test_a_cuda_errors_exception_line_stays_the_cause_over_its_name(tmp_path: Path) -> None:
+    # GIVEN a traceback whose exception line is the CUDA error, its further lines after it
+    log = _write(
+        tmp_path,
+        ["Traceback (most recent call last):", *FRAMES[:2], "RuntimeError: " + CUDA_MESSAGE[0], *CUDA_MESSAGE[1:5]],
+    )
+    # WHEN analysed post-mortem
+    _, report = run_json("analyze", "--post-mortem", str(log))
+    # THEN crashed, its cause the exception line (line 4): the `Search for` line inside it only explains it
+    assert (report["verdict"], report["root_cause"]["line"]) == ("crashed", 4)
+
+
+# uvicorn's request wrapper (protocols/http/h11_impl.py run_asgi): `logger.error("Exception in ASGI application\n",
+# exc_info=exc)`, the traceback after it
+ASGI = [
+    'INFO:     172.18.0.1:47358 - "POST /v1/chat/completions HTTP/1.1" 500 Internal Server Error',
+    "ERROR:    Exception in ASGI application",
+    "Traceback (most recent call last):",
+    '  File "/opt/py3/lib/python3.10/site-packages/uvicorn/protocols/http/h11_impl.py", line 406, in run_asgi',
+    "    result = await app(  # type: ignore[func-returns-value]",
+]
+
+
+def test_uvicorns_header_is_the_cause_of_a_request_traceback_cut_before_its_exception_line(tmp_path: Path) -> None:
+    # GIVEN uvicorn's header and the traceback after it, cut in its frames
+    log = _write(tmp_path, ASGI)
+    # WHEN analysed post-mortem
+    _, report = run_json("analyze", "--post-mortem", str(log))
+    # THEN crashed, its cause uvicorn's header (line 2): it says a request's handler raised, CPython's bare header less
+    assert (report["verdict"], report["root_cause"]["line"]) == ("crashed", 2)
+
+
+def test_a_request_tracebacks_exception_line_is_the_cause_under_uvicorns_header(tmp_path: Path) -> None:
+    # GIVEN the same traceback, whole: it ends in its exception line
+    log = _write(tmp_path, [*ASGI, "KeyError: 'choices'"])
+    # WHEN analysed post-mortem
+    _, report = run_json("analyze", "--post-mortem", str(log))
+    # THEN its exception line (line 6) is the cause
+    assert (report["verdict"], report["root_cause"]["line"]) == ("crashed", 6)

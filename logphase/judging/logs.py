@@ -11,7 +11,7 @@ from logphase.bounded import read_int, read_signed
 from logphase.durations import format_duration
 from logphase.judging.budgets import Budget, Budgets, stall_words
 from logphase.logs.matcher import Event
-from logphase.logs.timeline import RankState, Timeline, is_tagged, rank_number, rank_sort_key
+from logphase.logs.timeline import BAR_CLOCK, RankState, Timeline, is_tagged, rank_number, rank_sort_key
 from logphase.phases import MAIN_PROCESS_PHASES, EventKind, Phase, Role, Verdict
 from logphase.ranks import format_rank_set
 
@@ -256,21 +256,66 @@ def _last_alike(timeline: Timeline, progress: Event | None) -> Event | None:
     when the run printed more of them after it with no progress: a waiting line repeated (vLLM's `Waiting for 1
     local, 0 remote core engine proc(s) to start.`, every 10 s), the next NCCL channel of a connection that never
     completes. It is the last word the run printed at the step it stopped in; the silence is still measured from
-    the progress."""
+    the progress. A line the excerpt cut mid-line is quoted whole where the log holds it whole (`_whole`)."""
     latest = timeline.latest_phase_event
     if progress is None or latest is None or latest.order_key <= progress.order_key:
-        return progress
+        return _whole(timeline, progress)
     if latest.rule.id != progress.rule.id:
-        return progress
-    return replace(latest, rank=_canonical(timeline, latest.rank))
+        return _whole(timeline, progress)
+    return _whole(timeline, replace(latest, rank=_canonical(timeline, latest.rank)))
+
+
+def _whole(timeline: Timeline, cause: Event | None) -> Event | None:
+    """The stall's cause as a whole line, where the one chosen was cut mid-line by the excerpt that ends on it:
+    - a tqdm bar whose clock bracket opened and never closed (tqdm prints `{n}/{total} [{elapsed}<{remaining},
+      {rate}{postfix}]` in one write, its default bar_format and vLLM's alike): its tick before it, of the same bar,
+      is the last one the log shows whole;
+    - a line several ranks print at one step (SGLang's `Capture … cuda graph begin.` on every TP rank, the same
+      second) cut inside its message: another rank's copy of the same rule and time whose message it begins is the
+      same news, whole (the latest such copy, as a stall's cause is the latest line)."""
+    if cause is None:
+        return None
+    if cut_bar(cause.message):
+        earlier = timeline.earlier_progress
+        if (
+            earlier is not None
+            and (earlier.rule.id, earlier.source) == (cause.rule.id, cause.source)
+            and _canonical(timeline, earlier.rank) == cause.rank
+            and not cut_bar(earlier.message)
+        ):
+            return replace(earlier, rank=cause.rank)
+        return cause
+    states = (*timeline.ranks, timeline.main) if timeline.main is not None else timeline.ranks
+    copies = [
+        state.last_progress
+        for state in states
+        if state.last_progress is not None
+        and state.last_progress.rule.id == cause.rule.id
+        and state.last_progress.time == cause.time
+        and len(state.last_progress.message) > len(cause.message)
+        and state.last_progress.message.startswith(cause.message)
+    ]
+    if not copies:
+        return cause
+    whole = max(copies, key=lambda event: event.order_key)
+    return replace(whole, rank=_canonical(timeline, whole.rank))
+
+
+def cut_bar(message: str) -> bool:
+    """A tqdm bar cut mid-line: its clock bracket (`[00:30<00:07, 1.04s/it]`) opened and never closed."""
+    clock = BAR_CLOCK.search(message)
+    return clock is not None and "]" not in message[clock.end() :]
 
 
 def _alike_words(progress: Event, alike: Event | None) -> str:
-    return (
-        ""
-        if alike is None or alike.order_key == progress.order_key
-        else f"; the same kind of line until line {alike.line}"
-    )
+    if alike is None or alike.order_key == progress.order_key:
+        return ""
+    if alike.order_key > progress.order_key:
+        return f"; the same kind of line until line {alike.line}"
+    # before the progress: the progress line was cut and `_whole` quotes a whole one
+    if alike.rank != progress.rank:
+        return f"; line {progress.line} is cut mid-line, {alike.rank}'s copy of it whole at line {alike.line}"
+    return f"; line {progress.line} is cut mid-line, the tick before it whole at line {alike.line}"
 
 
 _VERB = {Verdict.CRASHED: "crashed", Verdict.ABORTED: "aborted", Verdict.TIMEOUT: "timed out"}
@@ -472,7 +517,11 @@ def _unstated(timeline: Timeline, event: Event) -> bool:
     `logger.exception` header: vLLM's `EngineCore encountered a fatal error.`), whose exception line the log
     does not hold (a paste cut inside its frames, no `raise` statement read): it says that something was raised,
     never what. Not a root: a line that states the failure (a launcher's `failed (exitcode: 1)`, vLLM's `Worker
-    proc … died`) is the cause; the header is only where nothing else is."""
+    proc … died`) is the cause; the header is only where nothing else is. So is a rule's `trailer_only` line, which
+    only ends a dump whose head says what failed (faulthandler's `Extension modules: …`): another dump's
+    `Fatal Python error: Segmentation fault` states it."""
+    if event.rule.trailer_only:
+        return True
     if not event.rule.opens_block or _exception_line(timeline, event) is not event:
         return False
     return event.rule.header_only or BARE_HEADER.fullmatch(event.message.strip()) is not None

@@ -451,6 +451,7 @@ def _parse_rule(
         opens_block=item["opens_block"],
         ignored_block=item["ignored_block"],
         header_only=item["header_only"],
+        trailer_only=item["trailer_only"],
         summary=item["summary"],
         examples=tuple(item["examples"]),
         counter_examples=tuple(item["counter_examples"]),

@@ -219,6 +219,14 @@ RULE = Table(
             default=False,
         ),
         Key(
+            "trailer_only",
+            BOOLEAN,
+            False,
+            "the line only ends a dump whose head states the failure (faulthandler's `Extension modules: …` after "
+            "the stacks): no root where another line states a failure; the cause only where nothing else is",
+            default=False,
+        ),
+        Key(
             "ignored_block",
             BOOLEAN,
             False,
