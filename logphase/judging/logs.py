@@ -11,7 +11,7 @@ from logphase.bounded import read_int, read_signed
 from logphase.durations import format_duration
 from logphase.judging.budgets import Budget, Budgets, stall_words
 from logphase.logs.matcher import Event
-from logphase.logs.timeline import BAR_CLOCK, RankState, Timeline, is_tagged, rank_number, rank_sort_key
+from logphase.logs.timeline import RankState, Timeline, is_tagged, rank_number, rank_sort_key
 from logphase.phases import MAIN_PROCESS_PHASES, EventKind, Phase, Role, Verdict
 from logphase.ranks import format_rank_set
 
@@ -266,25 +266,13 @@ def _last_alike(timeline: Timeline, progress: Event | None) -> Event | None:
 
 
 def _whole(timeline: Timeline, cause: Event | None) -> Event | None:
-    """The stall's cause as a whole line, where the one chosen was cut mid-line by the excerpt that ends on it:
-    - a tqdm bar whose clock bracket opened and never closed (tqdm prints `{n}/{total} [{elapsed}<{remaining},
-      {rate}{postfix}]` in one write, its default bar_format and vLLM's alike): its tick before it, of the same bar,
-      is the last one the log shows whole;
-    - a line several ranks print at one step (SGLang's `Capture … cuda graph begin.` on every TP rank, the same
-      second) cut inside its message: another rank's copy of the same rule and time whose message it begins is the
-      same news, whole (the latest such copy, as a stall's cause is the latest line)."""
+    """The stall's cause as a whole line, where the one chosen was cut inside its message by the excerpt that ends on
+    it and another rank printed the same line at the same step (SGLang's `Capture … cuda graph begin.` on every TP
+    rank, the same second): that copy of the same rule and time, whose message the cut one begins, is the same news,
+    whole (the latest such copy, as a stall's cause is the latest line). A cut tqdm bar stays the cause: it is the
+    furthest the bar got (an older whole tick would say the step got less far than the log shows)."""
     if cause is None:
         return None
-    if cut_bar(cause.message):
-        earlier = timeline.earlier_progress
-        if (
-            earlier is not None
-            and (earlier.rule.id, earlier.source) == (cause.rule.id, cause.source)
-            and _canonical(timeline, earlier.rank) == cause.rank
-            and not cut_bar(earlier.message)
-        ):
-            return replace(earlier, rank=cause.rank)
-        return cause
     states = (*timeline.ranks, timeline.main) if timeline.main is not None else timeline.ranks
     copies = [
         state.last_progress
@@ -301,21 +289,13 @@ def _whole(timeline: Timeline, cause: Event | None) -> Event | None:
     return replace(whole, rank=_canonical(timeline, whole.rank))
 
 
-def cut_bar(message: str) -> bool:
-    """A tqdm bar cut mid-line: its clock bracket (`[00:30<00:07, 1.04s/it]`) opened and never closed."""
-    clock = BAR_CLOCK.search(message)
-    return clock is not None and "]" not in message[clock.end() :]
-
-
 def _alike_words(progress: Event, alike: Event | None) -> str:
     if alike is None or alike.order_key == progress.order_key:
         return ""
     if alike.order_key > progress.order_key:
         return f"; the same kind of line until line {alike.line}"
-    # before the progress: the progress line was cut and `_whole` quotes a whole one
-    if alike.rank != progress.rank:
-        return f"; line {progress.line} is cut mid-line, {alike.rank}'s copy of it whole at line {alike.line}"
-    return f"; line {progress.line} is cut mid-line, the tick before it whole at line {alike.line}"
+    # before the progress: the progress line was cut and `_whole` quotes another rank's whole copy
+    return f"; line {progress.line} is cut mid-line, {alike.rank}'s copy of it whole at line {alike.line}"
 
 
 _VERB = {Verdict.CRASHED: "crashed", Verdict.ABORTED: "aborted", Verdict.TIMEOUT: "timed out"}

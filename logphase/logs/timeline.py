@@ -178,8 +178,6 @@ class Timeline:
     health_answers: tuple[tuple[str, int], ...] = ()
     health_first: Event | None = None
     health_last: Event | None = None  # the newest refusal counted; `health` is the newest answer of all
-    # the progress line before `last_progress` (a stall's cause where the newest is a line the excerpt cut)
-    earlier_progress: Event | None = None
 
     def rank_state(self, rank: str | None) -> RankState | None:
         if rank is None:
@@ -264,7 +262,6 @@ class TimelineBuilder:
     failures: list[Event] = field(default_factory=list)
     ready: Event | None = None
     last_progress: Event | None = None
-    earlier_progress: Event | None = None  # the progress line `last_progress` followed
     latest_phase_event: Event | None = None
     systems: Counter[str] = field(default_factory=Counter)
     implied: Counter[str] = field(default_factory=Counter)  # systems generic lines imply (pack `implies`)
@@ -417,7 +414,7 @@ class TimelineBuilder:
         if progressed:
             acc.last_progress = event
             if self.last_progress is None or event.order_key >= self.last_progress.order_key:
-                self.earlier_progress, self.last_progress = self.last_progress, event
+                self.last_progress = event
                 self.progress_span = span
                 self.hangs = [hang for hang in self.hangs if hang.order_key > event.order_key]
         if failed:
@@ -614,7 +611,6 @@ class TimelineBuilder:
             failures=tuple(failures),
             ready=self.ready,
             last_progress=self.last_progress,
-            earlier_progress=self.earlier_progress,
             latest_phase_event=self.latest_phase_event,
             visible_ranks=frozenset(self.visible),
             served=self.served,
