@@ -118,6 +118,10 @@ ENVELOPES: tuple[Envelope, ...] = (
     _envelope("srun --label", r"^ *(?P<rank>\d{1,5}): ", weak=True, rank_name="task"),
     # torchrun --tee / --log-dir: `[default0]:` (role, local rank); the agent's own lines go unlabelled
     _envelope("torchrun --tee", r"^\[default(?P<rank>\d{1,5})\]:", rank_name="local_rank", share=0.3),
+    # a test harness's tee of a child's streams: accelerate's and transformers' testing `execute_subprocess_async`
+    # (`accelerate test`) prints each line of the child as `print(label, line)`, label `stdout:` or `stderr:`
+    # (accelerate 0.21.0 test_utils/testing.py:365-375)
+    _envelope("a test harness's stream tee", r"^(?:stdout|stderr): "),
     # Open MPI mpirun --tag-output: `[jobid,rank]<stdout>:` (orte/prte iof_base_output.c: `"[%s,%s]<%s>:"`, the
     # local job id, the process's vpid -- its MPI rank -- and stdout / stderr / stddiag; no space after it)
     _envelope("mpirun --tag-output", r"^\[\d+,(?P<rank>\d{1,6})\]<(?:stdout|stderr|stddiag)>:", rank_name="rank"),
