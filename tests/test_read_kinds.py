@@ -1,0 +1,188 @@
+"""Kinds of lines of the newest real batches that went unread (issue 25, fresh-f and fresh-g): each written from the
+format the system prints in its released source (the pack's rule cites it), read line by line or judged end to end."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from logphase.logs.envelope import sniff
+from logphase.logs.matcher import explain
+from logphase.logs.reader import LogSource, read_lines
+from logphase.packs.loading import load_packs
+from tests.conftest import judge_text, root_text
+
+
+def _rules(line: str) -> list[str]:
+    return [rule.id for rule, _ in explain(line, load_packs(check_examples=False)).matches]
+
+
+def _judge(tmp_path: Path, text: str) -> dict[str, Any]:
+    return judge_text(tmp_path, text, "server.log")
+
+
+# --- vLLM: the plugin loading every process does first --------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        # vllm/plugins/__init__.py 0.11.0 / 0.33.0: `Available plugins for group %s:` and the closing advice
+        "INFO 10-02 09:00:00 [__init__.py:36] Available plugins for group vllm.general_plugins:",
+        "INFO 10-02 09:00:00 [__init__.py:41] All plugins in this group will be loaded. "
+        "Set `VLLM_PLUGINS` to control which plugins to load.",
+        # 0.8.5's wording
+        "INFO 04-20 09:00:00 __init__.py:34] all available plugins for group vllm.platform_plugins will be loaded.",
+        # vllm/platforms/__init__.py `Platform plugin %s is activated`, under a worker's process tag
+        "(EngineCore_DP0 pid=77) INFO 10-02 09:00:01 [__init__.py:207] Platform plugin tpu_inference is activated",
+    ],
+)
+def test_vllm_plugin_loading_is_read_as_launch(line: str) -> None:
+    # GIVEN a plugin-loading line vLLM prints as a process starts
+    # WHEN explained THEN the plugin rule reads it
+    assert _rules(line) == ["vllm.launch.plugins"]
+
+
+def test_a_vllm_start_that_never_got_past_its_plugins_stalled_at_launch(tmp_path: Path) -> None:
+    # GIVEN a vLLM start whose processes only loaded their platform plugins, then nothing (an excerpt's end)
+    report = _judge(
+        tmp_path,
+        "INFO 10-02 09:00:00 [__init__.py:36] Available plugins for group vllm.platform_plugins:\n"
+        "INFO 10-02 09:00:00 [__init__.py:38] - tpu -> tpu_inference:register\n"
+        "INFO 10-02 09:00:00 [__init__.py:41] All plugins in this group will be loaded. "
+        "Set `VLLM_PLUGINS` to control which plugins to load.\n"
+        "INFO 10-02 09:00:01 [__init__.py:207] Platform plugin tpu is activated\n",
+    )
+    # THEN vLLM, stalled at launch
+    assert (report["system"], report["verdict"], report["phase"]) == ("vllm", "stalled", "launch")
+
+
+def test_a_plugin_that_failed_to_load_is_not_a_plugin_line() -> None:
+    # GIVEN vLLM's `Failed to load plugin %s` (logger.exception: its traceback follows)
+    # WHEN explained THEN the plugin rule does not read it as a step of the start
+    assert "vllm.launch.plugins" not in _rules("ERROR 10-02 09:00:00 [__init__.py:55] Failed to load plugin tpu")
+
+
+# --- SGLang PD: a prefill server giving up a request's bootstrap --------------------------------------------
+
+
+def test_a_prefill_bootstrap_timeout_is_a_serving_request_failure(tmp_path: Path) -> None:
+    # GIVEN an SGLang PD prefill server's scheduler giving up a request whose decode peer never sent its KV indices
+    # (prefill.py `Prefill bootstrap failed for request rank=…` with mooncake's `timed out after …s in
+    # KVPoll.Bootstrapping`): the request is aborted with a 500 and the loop goes on
+    report = _judge(
+        tmp_path,
+        "[2025-09-10 08:00:00 TP1] Prefill bootstrap failed for request rank=1 req.rid='9f2c' "
+        "req.bootstrap_room=77 with exception KVTransferError(bootstrap_room=77): "
+        "Request 77 timed out after 300.0s in KVPoll.Bootstrapping\n",
+    )
+    # THEN the server is serving: a request failed, the server did not
+    assert (report["system"], report["phase"]) == ("sglang", "serving")
+    assert report["verdict"] not in ("crashed", "timeout")
+
+
+# --- Ray: the CLI's levels, Serve's 2.3 / 2.9 wordings, a raylet's cut death notice -------------------------
+
+
+def test_a_serve_run_that_deployed_its_app_is_ready(tmp_path: Path) -> None:
+    # GIVEN `serve run` (Ray 2.9): the driver's lines, the controller deploying, then cli_logger.success's `SUCC`
+    report = _judge(
+        tmp_path,
+        "2024-02-01 10:00:00,100\tINFO scripts.py:442 -- Running import path: 'app:app'.\n"
+        "2024-02-01 10:00:02,200\tINFO worker.py:1724 -- Started a local Ray instance.\n"
+        "(ServeController pid=501) INFO 2024-02-01 10:00:04,000 controller 501 deployment_state.py:1546 - "
+        "Deploying new version of deployment LLM in application 'default'. "
+        "Setting initial target number of replicas to 1.\n"
+        "(ServeController pid=501) INFO 2024-02-01 10:00:04,100 controller 501 deployment_state.py:1830 - "
+        "Adding 1 replica to deployment LLM in application 'default'.\n"
+        "2024-02-01 10:00:30,500\tSUCC scripts.py:483 -- Deployed Serve app successfully.\n",
+    )
+    # THEN ready, the success line the last word
+    assert (report["verdict"], report["phase"]) == ("ready", "ready")
+
+
+@pytest.mark.parametrize(
+    ("line", "rule"),
+    [
+        # ray 2.3.0 serve/_private/deployment_state.py:1334, 630 and 622 (no space before `times` in 2.3.0)
+        (
+            "INFO 2023-03-10 09:14:57,327 controller 979 deployment_state.py:1334 - Adding 2 replicas to deployment "
+            "'Model'.",
+            "ray.serve.deploying",
+        ),
+        (
+            "INFO 2023-03-10 09:14:57,180 controller 979 deployment_state.py:630 - Actor for replica Model#abCdEf "
+            "crashed, marking it unhealthy immediately.",
+            "ray.serve.replica_unhealthy",
+        ),
+        (
+            "WARNING 2024-02-01 10:00:00,100 controller 979 deployment_state.py:826 - Replica Model#abCdEf failed the "
+            "health check 3 times in a row, marking it unhealthy.",
+            "ray.serve.replica_unhealthy",
+        ),
+        # serve/_private/replica.py 2.9.1 / 2.40.0, the replica's own log file
+        (
+            "INFO 2024-02-01 10:00:05,000 default_LLM ujj4diu5 replica.py:172 - Started initializing replica.",
+            "ray.serve.replica_initializing",
+        ),
+    ],
+)
+def test_ray_serve_lines_of_earlier_releases_are_read(line: str, rule: str) -> None:
+    # GIVEN a Serve controller's or replica's line as Ray 2.3 or 2.9 words it
+    # WHEN explained THEN the rule of its kind reads it
+    assert _rules(line) == [rule]
+
+
+def test_a_replica_whose_actor_crashed_is_a_crash(tmp_path: Path) -> None:
+    # GIVEN a Ray 2.3 controller: the replica's actor crashed, the health check stops it, a new one is added
+    report = _judge(
+        tmp_path,
+        "INFO 2023-03-10 09:14:57,180 controller 979 deployment_state.py:630 - Actor for replica Model#abCdEf "
+        "crashed, marking it unhealthy immediately.\n"
+        "WARNING 2023-03-10 09:14:57,187 controller 979 deployment_state.py:1548 - Replica Model#abCdEf of "
+        "deployment Model failed health check, stopping it.\n"
+        "INFO 2023-03-10 09:14:57,327 controller 979 deployment_state.py:1334 - Adding 1 replica to deployment "
+        "'Model'.\n",
+    )
+    # THEN crashed, the actor's crash the cause
+    assert report["verdict"] == "crashed"
+    assert "Actor for replica Model#abCdEf crashed" in root_text(report)
+
+
+def test_a_raylet_death_notice_cut_inside_its_sentence_is_still_the_crash(tmp_path: Path) -> None:
+    # GIVEN a driver's output ending in the raylet's pushed notice (node_manager.cc), cut by the paste mid-sentence
+    report = _judge(
+        tmp_path,
+        "(TaskRunner pid=3190) step 12 done\n(raylet) A worker died or was killed while executing a task by an unexp",
+    )
+    # THEN crashed, the notice the cause
+    assert report["verdict"] == "crashed"
+    assert root_text(report) == "(raylet) A worker died or was killed while executing a task by an unexp"
+
+
+# --- a test harness's tee of its child's streams -------------------------------------------------------------
+
+
+def test_accelerate_test_stream_labels_are_an_envelope() -> None:
+    # GIVEN `accelerate test` output: each line of the child printed as `print("stderr:", line)`
+    data = (
+        b"stderr: Traceback (most recent call last):\n"
+        b'stderr:   File "/opt/venv/bin/torchrun", line 8, in <module>\n'
+        b"stderr:     sys.exit(main())\n"
+        b"stderr: torch.distributed.elastic.multiprocessing.errors.ChildFailedError: \n"
+        b"stdout: **Test process execution**\n"
+    )
+    # WHEN sniffed and read
+    assert [envelope.name for envelope in sniff(data.decode().splitlines()).layers] == [
+        "a test harness's stream tee"
+    ]
+    source = LogSource(name="pasted", open_stream=lambda: io.BytesIO(data))
+    # THEN the labels are gone and the child's lines keep their own indentation
+    assert [line.text for line in read_lines(source)][:3] == [
+        "Traceback (most recent call last):",
+        '  File "/opt/venv/bin/torchrun", line 8, in <module>',
+        "    sys.exit(main())",
+    ]
