@@ -186,3 +186,42 @@ def test_accelerate_test_stream_labels_are_an_envelope() -> None:
         '  File "/opt/venv/bin/torchrun", line 8, in <module>',
         "    sys.exit(main())",
     ]
+
+
+# --- torch: a c10 backtrace's frames pasted without their header --------------------------------------------
+
+_FRAMES = (
+    "frame #0: c10::Error::Error(c10::SourceLocation, std::string) + 0x96 (0x7f6aa9ca0446 in "
+    "/opt/venv/lib/python3.10/site-packages/torch/lib/libc10.so)\n"
+    "frame #1: c10d::ProcessGroupNCCL::WorkNCCL::checkTimeout(std::optional<std::chrono::duration<long, "
+    "std::ratio<1l, 1000l> > >) + 0x282 (0x7f6aaafa5672 in /opt/venv/lib/python3.10/site-packages/torch/lib/"
+    "libtorch_cuda.so)\n"
+    "frame #2: c10d::ProcessGroupNCCL::watchdogHandler() + 0x233 (0x7f6aaafacab3 in "
+    "/opt/venv/lib/python3.10/site-packages/torch/lib/libtorch_cuda.so)\n"
+    "frame #3: c10d::ProcessGroupNCCL::ncclCommWatchdog() + 0x14d (0x7f6aaafae51d in "
+    "/opt/venv/lib/python3.10/site-packages/torch/lib/libtorch_cuda.so)\n"
+)
+
+
+def test_watchdog_frames_alone_are_a_collective_timeout(tmp_path: Path) -> None:
+    # GIVEN only the frames of a c10 backtrace built in WorkNCCL::checkTimeout (the header and what() cut away)
+    report = _judge(tmp_path, _FRAMES)
+    # THEN a timeout, its checkTimeout frame the cause
+    assert report["verdict"] == "timeout"
+    assert root_text(report).startswith("frame #1: c10d::ProcessGroupNCCL::WorkNCCL::checkTimeout(")
+
+
+def test_under_its_header_the_watchdog_frame_leaves_the_cause_to_the_timeout_line(tmp_path: Path) -> None:
+    # GIVEN std::terminate's report of the watchdog's timeout, then the backtrace's header and its frames
+    report = _judge(
+        tmp_path,
+        "terminate called after throwing an instance of 'c10::DistBackendError'\n"
+        "  what():  [PG ID 0 PG GUID 0(default_pg) Rank 0] Process group watchdog thread terminated with exception: "
+        "[Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=3, OpType=ALLREDUCE, NumelIn=1, "
+        "NumelOut=1, Timeout(ms)=600000) ran for 600017 milliseconds before timing out.\n"
+        "Exception raised from checkTimeout at ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:618 "
+        "(most recent call first):\n" + _FRAMES,
+    )
+    # THEN a timeout, and the cause is the line that says which collective timed out, not a frame
+    assert report["verdict"] == "timeout"
+    assert "Watchdog caught collective operation timeout: WorkNCCL(SeqNum=3" in root_text(report)
