@@ -225,3 +225,26 @@ def test_under_its_header_the_watchdog_frame_leaves_the_cause_to_the_timeout_lin
     # THEN a timeout, and the cause is the line that says which collective timed out, not a frame
     assert report["verdict"] == "timeout"
     assert "Watchdog caught collective operation timeout: WorkNCCL(SeqNum=3" in root_text(report)
+
+
+# --- the message of a log no line places -------------------------------------------------------------------
+
+
+def test_a_log_of_notes_alone_is_not_said_to_match_nothing(tmp_path: Path) -> None:
+    # GIVEN torchrun's agent noting its signal handler (torch/distributed/elastic/multiprocessing/api.py, a
+    # diagnostic line of no step) and nothing else
+    report = _judge(
+        tmp_path,
+        "I1201 10:00:00.000000 1234 torch/distributed/elastic/multiprocessing/api.py:547] "
+        "Registered signal handler for SIGTERM\n",
+    )
+    # THEN unknown, and the reason says the line read places nothing, not that no line matched
+    assert report["verdict"] == "unknown"
+    assert report["reason"] == "no line read says a step of the start, a failure or an end (the lines matched are notes)"
+
+
+def test_a_log_of_a_program_own_lines_still_says_no_line_matched(tmp_path: Path) -> None:
+    # GIVEN a training script's own prints, no system's line among them
+    report = _judge(tmp_path, "epoch 1 loss 0.52\nepoch 2 loss 0.48\n")
+    # THEN unknown: no line matched any pattern
+    assert (report["verdict"], report["reason"]) == ("unknown", "no line matched any pattern")
