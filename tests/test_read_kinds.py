@@ -240,7 +240,9 @@ def test_a_log_of_notes_alone_is_not_said_to_match_nothing(tmp_path: Path) -> No
     )
     # THEN unknown, and the reason says the line read places nothing, not that no line matched
     assert report["verdict"] == "unknown"
-    assert report["reason"] == "no line read says a step of the start, a failure or an end (the lines matched are notes)"
+    assert report["reason"] == (
+        "no line read says a step of the start, a failure or an end (the lines matched are notes)"
+    )
 
 
 def test_a_log_of_a_program_own_lines_still_says_no_line_matched(tmp_path: Path) -> None:
