@@ -176,9 +176,7 @@ def test_accelerate_test_stream_labels_are_an_envelope() -> None:
         b"stdout: **Test process execution**\n"
     )
     # WHEN sniffed and read
-    assert [envelope.name for envelope in sniff(data.decode().splitlines()).layers] == [
-        "a test harness's stream tee"
-    ]
+    assert [envelope.name for envelope in sniff(data.decode().splitlines()).layers] == ["a test harness's stream tee"]
     source = LogSource(name="pasted", open_stream=lambda: io.BytesIO(data))
     # THEN the labels are gone and the child's lines keep their own indentation
     assert [line.text for line in read_lines(source)][:3] == [
