@@ -11,7 +11,7 @@ import pytest
 
 from logphase.logs.envelope import sniff
 from logphase.logs.matcher import explain
-from logphase.logs.reader import LogSource, read_lines
+from logphase.logs.reader import LogSource, packs_read, read_lines
 from logphase.packs.loading import load_packs
 from tests.conftest import judge_text, root_text
 
@@ -248,3 +248,27 @@ def test_a_log_of_a_program_own_lines_still_says_no_line_matched(tmp_path: Path)
     report = _judge(tmp_path, "epoch 1 loss 0.52\nepoch 2 loss 0.48\n")
     # THEN unknown: no line matched any pattern
     assert (report["verdict"], report["reason"]) == ("unknown", "no line matched any pattern")
+
+
+# --- a loose envelope on an excerpt of a line or two -----------------------------------------------------------
+
+
+def _reads(line: str) -> bool:
+    return packs_read(load_packs(check_examples=False), line)
+
+
+def test_two_lines_quoted_in_a_review_are_unwrapped(tmp_path: Path) -> None:
+    # GIVEN nccl-tests' two closing lines (common.cu `# Out of bounds values : %d %s`, `# Avg bus bandwidth    : %g`)
+    # quoted in a review comment with markdown's `> `
+    text = "> # Out of bounds values : 0 OK\n> # Avg bus bandwidth    : 92.3405 \n"
+    # WHEN sniffed with the packs THEN the quote is an envelope, though two lines are too few for its loose shape
+    assert [e.name for e in sniff(text.splitlines(), reads=_reads).layers] == ["markdown quote"]
+    # AND the benchmark is read as finished, as it is unquoted
+    assert judge_text(tmp_path, text)["verdict"] == "finished"
+
+
+def test_a_line_or_two_that_only_look_wrapped_are_left_alone() -> None:
+    # GIVEN a script's two prints that start like srun's label, nothing any pack reads with or without it
+    head = ["0: epoch 1 loss 0.52", "1: epoch 2 loss 0.48"]
+    # WHEN sniffed with the packs THEN no envelope: the packs read nothing more without it
+    assert sniff(head, reads=_reads).layers == ()

@@ -277,7 +277,7 @@ def sniff(
     for _ in range(MAX_LAYERS):
         found = _envelope_of(lines, candidates, on_records)
         if found is None and reads is not None:
-            found = _learned_column(lines, reads, candidates)
+            found = _loose_on_a_few(lines, reads, candidates) or _learned_column(lines, reads, candidates)
         if found is None:
             break
         layers.append(found)
@@ -426,6 +426,25 @@ def _on_records(lines: Sequence[str], envelope: Envelope, stamped: int) -> bool:
 
 # A line that goes on the record before it: indented, or a progress bar's redraw (tqdm's `NN%|` or `| N/M [`)
 _CONTINUATION = re.compile(r"^\s|\d%\||\| *\d+/\d+ \[")
+
+
+def _loose_on_a_few(
+    lines: Sequence[str], reads: Callable[[str], bool], candidates: Sequence[Envelope]
+) -> Envelope | None:
+    """A loose listed envelope (a markdown quote, an srun label, stern's pod and container) on every line of an
+    excerpt too short to show a loose shape (one or two lines: a line quoted in a review, one task's last words):
+    taken where the packs read more of its lines without it (and the listed envelopes inside it) than with it."""
+    if not 0 < len(lines) < WEAK_LINES_NEEDED:
+        return None
+    read = sum(map(reads, lines))
+    for envelope in candidates:
+        if not envelope.weak:
+            continue
+        matches = [envelope.pattern.match(line) for line in lines]
+        rests = [line[m.end() :] for line, m in zip(lines, matches, strict=True) if m and m.end() < len(line)]
+        if len(rests) == len(lines) and sum(map(reads, _peeled(rests, candidates))) > read:
+            return envelope
+    return None
 
 
 def _learned_column(
