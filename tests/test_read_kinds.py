@@ -272,3 +272,36 @@ def test_a_line_or_two_that_only_look_wrapped_are_left_alone() -> None:
     head = ["0: epoch 1 loss 0.52", "1: epoch 2 loss 0.48"]
     # WHEN sniffed with the packs THEN no envelope: the packs read nothing more without it
     assert sniff(head, reads=_reads).layers == ()
+
+
+def test_a_cat_n_listing_is_read_without_its_line_numbers(tmp_path: Path) -> None:
+    # GIVEN an SGLang log shown through coreutils' `cat -n` (each line numbered `%6d` and a tab)
+    lines = [
+        "[2025-03-08 12:29:13 TP0] Load weight begin. avail mem=21.63 GB",
+        "[2025-03-08 12:29:20 TP0] Load weight end. type=LlamaForCausalLM, dtype=torch.bfloat16, avail mem=6.53 GB",
+        "[2025-03-08 12:29:21 TP0] Memory pool end. avail mem=4.20 GB",
+    ]
+    numbered = [f"{number:6d}\t{line}" for number, line in enumerate(lines, 1)]
+    # WHEN sniffed with the packs THEN the numbers are a column taken off
+    assert [e.name for e in sniff(numbered, reads=_reads).layers] == ["a line-number column"]
+    # AND the log reads as it does unnumbered
+    plain = judge_text(tmp_path, "\n".join(lines) + "\n", "plain.log")
+    listed = judge_text(tmp_path, "\n".join(numbered) + "\n", "listed.log")
+    assert (listed["verdict"], listed["phase"]) == (plain["verdict"], plain["phase"]) == ("stalled", "kv_cache")
+
+
+def test_a_log_viewer_gutter_before_a_time_column_is_peeled_with_it(tmp_path: Path) -> None:
+    # GIVEN a Ray 2.3 Serve controller's lines as a log viewer shows them: its line numbers, newest first, then its
+    # own RFC 3339 time column, then Serve's line (deployment_state.py:630's crash notice)
+    text = (
+        " 12 2023-03-10T11:14:57-06:00 INFO 2023-03-10 09:14:57,327 controller 979 deployment_state.py:1334 - "
+        "Adding 1 replica to deployment 'Model'.\n"
+        " 11 2023-03-10T11:14:57-06:00 INFO 2023-03-10 09:14:57,180 controller 979 deployment_state.py:630 - "
+        "Actor for replica Model#abCdEf crashed, marking it unhealthy immediately.\n"
+        " 10 2023-03-10T11:14:56-06:00 INFO 2023-03-10 09:14:56,010 controller 979 deployment_state.py:1334 - "
+        "Adding 1 replica to deployment 'Model'.\n"
+    )
+    # WHEN judged THEN the crash is read through both columns
+    report = _judge(tmp_path, text)
+    assert report["verdict"] == "crashed"
+    assert root_text(report).endswith("- Actor for replica Model#abCdEf crashed, marking it unhealthy immediately.")

@@ -132,9 +132,9 @@ ENVELOPES: tuple[Envelope, ...] = (
     _envelope("markdown quote", r"^>(?: |$)", weak=True),
 )
 
-# Leading columns no listed envelope names (a log viewer's time column, a report's `  | ` rule, k9s's `│ `, a
-# role label of a launcher, a replica label): each is a loose shape, taken only where the packs read more of
-# the source's first lines without it than with it (`sniff`'s `reads`). Learned per source, never assumed.
+# Leading columns no listed envelope names (a log viewer's time column or line numbers, a report's `  | ` rule,
+# k9s's `│ `, a role label of a launcher, a replica label): each is a loose shape, taken only where the packs read
+# more of the source's first lines without it than with it (`sniff`'s `reads`). Learned per source, never assumed.
 LEARNED: tuple[Envelope, ...] = (
     # (a run of empty cells before the text is one column: `|  | `, Buildkite's `  | `; peeled one at a time, the
     # first would gain nothing the packs read)
@@ -149,6 +149,8 @@ LEARNED: tuple[Envelope, ...] = (
     ),
     _envelope("a bracketed process label", r"^\[(?P<writer>[A-Za-z_][\w.-]{0,40}(?:\|\d{1,5})?)\]:", weak=True),
     _envelope("a replica label", r"^(?P<writer>[A-Za-z_][\w.-]{0,60}/\d{1,5}) ", weak=True),
+    # line numbers before each line: coreutils' `cat -n` and `nl` (`%6d` and a tab), a log viewer's gutter (a space)
+    _envelope("a line-number column", r"^ {0,8}\d{1,7}(?:\t| {1,4})(?=\S)", weak=True),
 )
 # What taking a learned column must gain: this many more of the first lines read, and a tenth of them.
 LEARNED_GAIN_LINES = 2
