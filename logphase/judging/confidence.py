@@ -32,7 +32,8 @@ def assess(timeline: Timeline, judgement: Judgement, *, post_mortem: bool, earli
     verdict = judgement.verdict
     support = tuple(e for e in (judgement.root_cause, timeline.ready) if e is not None)
     if verdict is Verdict.UNKNOWN:
-        return Assessment(Confidence.LOW, (), ("no line of the log matched a rule",))
+        nothing = "no line of the log matched a rule" if timeline.events == 0 else "no line read places the run"
+        return Assessment(Confidence.LOW, (), (nothing,))
     doubts = list(judgement.doubts)
     root = judgement.root_cause
     if root is not None and root.captures.get(CUT_TRACEBACK) == "raise":

@@ -141,7 +141,7 @@ def judge(
         phase, furthest = _launched(phase, furthest)
     finished = _clean_exit(timeline)
     if phase is None and finished is None:
-        return Judgement(Verdict.UNKNOWN, "no line matched any pattern", None, None, (), None, None, None)
+        return Judgement(Verdict.UNKNOWN, _nothing_placed(timeline), None, None, (), None, None, None)
     if job is not None and hang is None and job.captures.get("done") == job.captures.get("total"):
         reason = f"the job finished: its progress bar reached {job.captures['done']}/{job.captures['total']}"
         reason += f" (line {job.line}, {_message(job)})"
@@ -505,6 +505,14 @@ def _unstated(timeline: Timeline, event: Event) -> bool:
     if not event.rule.opens_block or _exception_line(timeline, event) is not event:
         return False
     return event.rule.header_only or BARE_HEADER.fullmatch(event.message.strip()) is not None
+
+
+def _nothing_placed(timeline: Timeline) -> str:
+    """Why a run is unknown: no line matched a rule, or those that did say no step of the start, no failure and no
+    end (a launcher's notes, a diagnostic mark): the second is no reason to think the log unread."""
+    if timeline.events == 0:
+        return "no line matched any pattern"
+    return "no line read says a step of the start, a failure or an end (the lines matched are notes)"
 
 
 def _after_interrupt(event: Event, interrupt: Event | None) -> bool:

@@ -118,6 +118,10 @@ ENVELOPES: tuple[Envelope, ...] = (
     _envelope("srun --label", r"^ *(?P<rank>\d{1,5}): ", weak=True, rank_name="task"),
     # torchrun --tee / --log-dir: `[default0]:` (role, local rank); the agent's own lines go unlabelled
     _envelope("torchrun --tee", r"^\[default(?P<rank>\d{1,5})\]:", rank_name="local_rank", share=0.3),
+    # a test harness's tee of a child's streams: accelerate's and transformers' testing `execute_subprocess_async`
+    # (`accelerate test`) prints each line of the child as `print(label, line)`, label `stdout:` or `stderr:`
+    # (accelerate 0.21.0 test_utils/testing.py:365-375)
+    _envelope("a test harness's stream tee", r"^(?:stdout|stderr): "),
     # Open MPI mpirun --tag-output: `[jobid,rank]<stdout>:` (orte/prte iof_base_output.c: `"[%s,%s]<%s>:"`, the
     # local job id, the process's vpid -- its MPI rank -- and stdout / stderr / stddiag; no space after it)
     _envelope("mpirun --tag-output", r"^\[\d+,(?P<rank>\d{1,6})\]<(?:stdout|stderr|stddiag)>:", rank_name="rank"),
@@ -128,9 +132,9 @@ ENVELOPES: tuple[Envelope, ...] = (
     _envelope("markdown quote", r"^>(?: |$)", weak=True),
 )
 
-# Leading columns no listed envelope names (a log viewer's time column, a report's `  | ` rule, k9s's `│ `, a
-# role label of a launcher, a replica label): each is a loose shape, taken only where the packs read more of
-# the source's first lines without it than with it (`sniff`'s `reads`). Learned per source, never assumed.
+# Leading columns no listed envelope names (a log viewer's time column or line numbers, a report's `  | ` rule,
+# k9s's `│ `, a role label of a launcher, a replica label): each is a loose shape, taken only where the packs read
+# more of the source's first lines without it than with it (`sniff`'s `reads`). Learned per source, never assumed.
 LEARNED: tuple[Envelope, ...] = (
     # (a run of empty cells before the text is one column: `|  | `, Buildkite's `  | `; peeled one at a time, the
     # first would gain nothing the packs read)
@@ -145,6 +149,8 @@ LEARNED: tuple[Envelope, ...] = (
     ),
     _envelope("a bracketed process label", r"^\[(?P<writer>[A-Za-z_][\w.-]{0,40}(?:\|\d{1,5})?)\]:", weak=True),
     _envelope("a replica label", r"^(?P<writer>[A-Za-z_][\w.-]{0,60}/\d{1,5}) ", weak=True),
+    # line numbers before each line: coreutils' `cat -n` and `nl` (`%6d` and a tab), a log viewer's gutter (a space)
+    _envelope("a line-number column", r"^ {0,8}\d{1,7}(?:\t| {1,4})(?=\S)", weak=True),
 )
 # What taking a learned column must gain: this many more of the first lines read, and a tenth of them.
 LEARNED_GAIN_LINES = 2
@@ -273,7 +279,7 @@ def sniff(
     for _ in range(MAX_LAYERS):
         found = _envelope_of(lines, candidates, on_records)
         if found is None and reads is not None:
-            found = _learned_column(lines, reads, candidates)
+            found = _loose_on_a_few(lines, reads, candidates) or _learned_column(lines, reads, candidates)
         if found is None:
             break
         layers.append(found)
@@ -422,6 +428,25 @@ def _on_records(lines: Sequence[str], envelope: Envelope, stamped: int) -> bool:
 
 # A line that goes on the record before it: indented, or a progress bar's redraw (tqdm's `NN%|` or `| N/M [`)
 _CONTINUATION = re.compile(r"^\s|\d%\||\| *\d+/\d+ \[")
+
+
+def _loose_on_a_few(
+    lines: Sequence[str], reads: Callable[[str], bool], candidates: Sequence[Envelope]
+) -> Envelope | None:
+    """A loose listed envelope (a markdown quote, an srun label, stern's pod and container) on every line of an
+    excerpt too short to show a loose shape (one or two lines: a line quoted in a review, one task's last words):
+    taken where the packs read more of its lines without it (and the listed envelopes inside it) than with it."""
+    if not 0 < len(lines) < WEAK_LINES_NEEDED:
+        return None
+    read = sum(map(reads, lines))
+    for envelope in candidates:
+        if not envelope.weak:
+            continue
+        matches = [envelope.pattern.match(line) for line in lines]
+        rests = [line[m.end() :] for line, m in zip(lines, matches, strict=True) if m and m.end() < len(line)]
+        if len(rests) == len(lines) and sum(map(reads, _peeled(rests, candidates))) > read:
+            return envelope
+    return None
 
 
 def _learned_column(
