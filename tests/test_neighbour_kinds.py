@@ -1,4 +1,4 @@
-"""Kinds of TensorRT-LLM / Triton, TGI and LMDeploy lines read from their sources' formats: the phase, verdict and cause."""
+"""TensorRT-LLM / Triton, TGI and LMDeploy line kinds, written from their sources' formats: phase, verdict, cause."""
 
 from __future__ import annotations
 
@@ -79,7 +79,7 @@ def test_turbomind_sequence_manager_lines_are_the_kv_cache(tmp_path: Path) -> No
 
 def test_turbomind_nccl_check_failure_is_the_crash(tmp_path: Path) -> None:
     # GIVEN TurboMind's NCCLCHECK text `Failed, NCCL error {file}:{line} '{nccl error string}'`
-    text = "Failed, NCCL error /src/turbomind/utils/nccl_utils.cc:99 'remote process exited or there was a network error'\n"
+    text = "Failed, NCCL error /src/turbomind/utils/nccl_utils.cc:99 'unhandled cuda error'\n"
     # WHEN judged
     report = judge_text(tmp_path, text)
     # THEN it crashed, and that line is the cause
