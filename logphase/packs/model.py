@@ -61,6 +61,13 @@ class PackRegex:
     @cached_property
     def compiled(self) -> Any:  # re.Pattern[str] or regex.Pattern[str]
         if self.timeout is None:
+            code = self.__dict__.get("code")  # kept by the pack cache (keep_code): no parse, no assembly
+            if code is not None:
+                from logphase.packs.sre_code import pattern_from
+
+                pattern = pattern_from(self.text, code)
+                if pattern is not None:
+                    return pattern
             try:
                 return stdlib_re.compile(self.text, stdlib_re.IGNORECASE if self.ignore_case else 0)
             except stdlib_re.error:
@@ -70,8 +77,18 @@ class PackRegex:
         return regex.compile(self.text, regex.IGNORECASE if self.ignore_case else 0)
 
     def __getstate__(self) -> dict[str, Any]:
-        """Pickled (the pack cache, worker processes) as its text: compiled again where it is used."""
+        """Pickled (the pack cache, worker processes) as its text, and its code where kept: compiled
+        again where it is used."""
         return {name: value for name, value in self.__dict__.items() if name != "compiled"}
+
+    def keep_code(self) -> None:
+        """Keep a shipped regex's compiled form as data (logphase/packs/sre_code.py), pickled with it:
+        the pack cache stores it, and a run that reads the cache back builds the pattern from it."""
+        if self.timeout is None and "code" not in self.__dict__:
+            from logphase.packs.sre_code import compile_code
+
+            flags = stdlib_re.IGNORECASE if self.ignore_case else 0
+            self.__dict__["code"] = compile_code(self.text, flags)  # as cached_property keeps `compiled`
 
     def _too_slow(self) -> PackError:
         """One line that took the regex past its timeout: the pack is broken, said at once (a

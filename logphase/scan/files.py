@@ -23,6 +23,12 @@ if TYPE_CHECKING:
     from logphase.logs.fast.ranges import Workers
     from logphase.scan.view import LineView
 
+# Where the fast path starts to pay, measured on the bench shapes (in-process CPU of a warm analyze,
+# 2026-12-02): at ~1,100 lines (200 KB) the plain path took 101-144 ms, the fast one 107-275 ms; at
+# ~2,300-3,200 lines (400 KB) the fast one was ahead on the steady serving shapes (169-174 against
+# 188-203 ms). Both give the same report: the threshold moves only the time.
+PLAIN_LINES = 2000
+
 
 def scan(
     sources: list[LogSource],
@@ -56,13 +62,14 @@ def scan(
 
 def _fast_for(source: LogSource, fast: bool | None) -> bool:
     """Whether `source` is read by the fast path. Left to the scan (None), a file of at most
-    YEAR_LOOKAHEAD lines is read plainly: the head is read in full on either path, so the fast path
-    would hand the matcher every line of it, and only add its own work (a probe of each line that
-    may belong to a steady run, the templates it learns for lines that never come): ~20 ms of the
-    53 KB demo log's ~40 ms scan. The result is the same on both paths (tests/paste, test_prefilter*)."""
+    PLAIN_LINES lines is read plainly: the fast path pays a fixed cost before its first line (its
+    plan, scanner and bare-start tables read back, hyperscan's extension loaded) and reads the head of
+    YEAR_LOOKAHEAD lines in full anyway, so below some thousands of lines it only adds work (a probe
+    of each line that may belong to a steady run, templates learnt for lines that never come). The
+    result is the same on both paths (tests/paste, test_prefilter*)."""
     if fast is not None:
         return fast
-    return not holds_at_most(source, feeding.YEAR_LOOKAHEAD)
+    return not holds_at_most(source, PLAIN_LINES)
 
 
 def _scan(
