@@ -442,7 +442,13 @@ class PackSet:
 
     def __getstate__(self) -> dict[str, Any]:
         """Pickled (the pack cache) with its rule index, without the memos that lines fill in."""
-        memos = {"_candidates": {}, "_word_hits": {}, "_prefixes_by_first": {}, "_splits": {}, "plans": {}}
+        memos: dict[str, dict[Any, Any]] = {
+            "_candidates": {},
+            "_word_hits": {},
+            "_prefixes_by_first": {},
+            "_splits": {},
+            "plans": {},
+        }
         return {**self.__dict__, **memos}
 
     def _index_literals(self) -> None:
