@@ -645,14 +645,18 @@ def uncoloured(lines: bytes) -> bytes | None:
       breaks (decoded as U+FFFD) and the bytes after the escape would complete once it is gone. After
       an ASCII byte (or at a line's start) every character before the escape is whole, decoded
       alike with or without it, and so are those after it;
-    - a line over MAX_LINE_BYTES: the reader keeps its first bytes, codes included.
+    - a line over MAX_LINE_BYTES: the reader keeps its first bytes, codes included;
+    - an ESC byte left over (see below).
 
     Newlines stay where they are: each line keeps its number."""
     if b"\x1b" not in lines or ESCAPE_AFTER_NON_ASCII.search(lines) is not None:
         return None
     if len(lines) > MAX_LINE_BYTES and max(map(len, lines.split(b"\n"))) > MAX_LINE_BYTES:
         return None
-    return ANSI_ESCAPE_BYTES.sub(b"", lines)
+    plain = ANSI_ESCAPE_BYTES.sub(b"", lines)
+    # an ESC left (one no escape's syntax follows) would be read again from the line's text, where
+    # removing one escape may make another (`\x1b` + `\x1b[32mI…`): the reader removes them once
+    return None if b"\x1b" in plain else plain
 
 
 def line_updates(line: Unwrapped, source: int) -> Iterator[Line]:

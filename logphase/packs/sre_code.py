@@ -1,7 +1,7 @@
 """A stdlib regex's compiled form as plain data, for the pack cache: a warm run builds patterns without parsing.
 
-`re.compile` parses a regex and assembles the engine's code (~0.15 ms a rule, ~13 ms of the ~85 rules
-a 50 KB log picks); the engine itself (`_sre.compile`) only checks and copies that code (~2 µs). The
+`re.compile` parses a regex and assembles the engine's code (most of a small log's regex time: the
+rules its lines pick); the engine itself (`_sre.compile`) only checks and copies that code. The
 pack cache stores each shipped regex's code beside its text (PackRegex.keep_code) and builds the
 pattern from it on first use: the very pattern `re.compile` gives (tests/test_pack_cache.py holds
 them equal, code included, for every shipped regex). The code's meaning is the engine's: ENGINE is

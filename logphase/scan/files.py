@@ -23,10 +23,8 @@ if TYPE_CHECKING:
     from logphase.logs.fast.ranges import Workers
     from logphase.scan.view import LineView
 
-# Where the fast path starts to pay, measured on the bench shapes (in-process CPU of a warm analyze,
-# 2026-12-02): at ~1,100 lines (200 KB) the plain path took 101-144 ms, the fast one 107-275 ms; at
-# ~2,300-3,200 lines (400 KB) the fast one was ahead on the steady serving shapes (169-174 against
-# 188-203 ms). Both give the same report: the threshold moves only the time.
+# About where the fast path starts to pay on the bench shapes (BENCHMARKS.md, issue 27 item 5): below,
+# the plain path was ahead on every shape. Both give the same report: the threshold moves only the time.
 PLAIN_LINES = 2000
 
 

@@ -168,7 +168,7 @@ class FastLines(ClockKeeping):
         """The lines of data[:cut], scanned without their colour codes where the reader's text of each
         line is the same without them (`uncoloured`): a terminal's colours on every line (vLLM's and
         uvicorn's on a TTY, `docker logs` of one) would split every literal and template, and send every
-        line to the matcher (~8 times slower, issue 27 (d)). Lines keep their numbers; their offsets
+        line to the matcher (issue 27 (d)). Lines keep their numbers; their offsets
         no longer follow the file's, so the workers' ranges (--jobs) are left for this source."""
         plain = uncoloured(data[:cut])
         if plain is None:
