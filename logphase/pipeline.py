@@ -18,7 +18,6 @@ from logphase.jobs import ONE_JOB, Jobs
 from logphase.judging.budgets import Budgets, budgets_from
 from logphase.judging.confidence import assess
 from logphase.judging.evidence import Evidence, weigh_culprits
-from logphase.judging.live import LiveDecision, weigh
 from logphase.judging.logs import MIXED_HINT, judge, mixed_runs, visible_ranks
 from logphase.logs.reader import LogSource, changes, open_sources
 from logphase.logs.timeline import PhaseSpan, Timeline
@@ -45,6 +44,7 @@ if TYPE_CHECKING:  # types only: what a plain `analyze` does not run is not impo
     from logphase.baselines.records import RunRecord
     from logphase.baselines.store import RunStore
     from logphase.flight_recorder import FlightReport
+    from logphase.judging.live import LiveDecision
     from logphase.report.sections import NodesSection
     from logphase.scan.view import LineView
     from logphase.stacks.model import StacksReport
@@ -152,6 +152,8 @@ def assemble(
         timeline, as_of=options.as_of, post_mortem=options.post_mortem, budgets=budgets, last_activity=last_activity
     )
     if options.live is not None:
+        from logphase.judging.live import weigh  # watch's decision: only `watch` has one
+
         judgement = weigh(judgement, options.live, timeline.last_progress)
     # the verdict is final here: its confidence is worked out for it, not for an earlier one
     assessment = assess(timeline, judgement, post_mortem=options.post_mortem, earlier_starts=len(result.earlier))

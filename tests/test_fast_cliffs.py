@@ -3,11 +3,19 @@ unread, and the report is the one every line read gives."""
 
 from __future__ import annotations
 
+import json
+import re
 from pathlib import Path
 from typing import Any
 
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
 from logphase import scan as scanning
+from logphase.logs.reader import MAX_LINE_BYTES, decoded_text, uncoloured
 from logphase.packs import PackSet
+from tests.conftest import FIXTURES, Generated
 from tests.equivalence import reports
 
 HEAD = scanning.feed.YEAR_LOOKAHEAD
@@ -253,3 +261,140 @@ def test_the_lines_before_a_steady_runs_last_line_are_quoted_as_the_plain_path_q
     # THEN the reports are the same, the context before the cause included (rank 2's last line, 3,000)
     assert fast == plain
     assert '"line": 3000' in plain
+
+
+# How terminals show these logs (`docker logs` of a TTY, a server started in one): vLLM's ColoredFormatter
+# (fixtures/logs/vllm/v1-ansi-color-ready.log: the process tag bold cyan ending `[0;0m`, the level in its
+# colour, `[file:line]` grey), uvicorn's coloured level (`[32mINFO[0m:`), a reset opening the line.
+TAG = re.compile(rb"^\(\w[\w-]* pid=\d+\) ")
+LEVEL = re.compile(rb"\b(INFO|WARNING|ERROR|DEBUG)\b")
+WHERE = re.compile(rb"\[[\w.]+\.py:\d+\]")
+
+
+def in_colour(data: bytes) -> bytes:
+    """Each line of `data` as a terminal shows it: its text the same once the escapes are gone."""
+    lines = []
+    for line in data.split(b"\n"):
+        if not line.strip():
+            lines.append(line)
+            continue
+        tag = TAG.match(line)
+        head = b"\x1b[1;36m" + tag.group()[:-1] + b"\x1b[0;0m " if tag else b"\x1b[0m"
+        line = line[tag.end() :] if tag else line
+        line = LEVEL.sub(lambda found: b"\x1b[32m" + found.group() + b"\x1b[0m", line, count=1)
+        lines.append(head + WHERE.sub(lambda found: b"\x1b[90m" + found.group() + b"\x1b[0m", line, count=1))
+    return b"\n".join(lines)
+
+
+def same_run(plain: Path, coloured: Path, packs: PackSet) -> list[dict[str, Any]]:
+    """Both logs' reports by both paths, each file's folder written out of them, and the inputs' sizes
+    (the colour codes' bytes: the only thing they add)."""
+    named = [(plain, reports.plain), (plain, reports.fast), (coloured, reports.plain), (coloured, reports.fast)]
+    made = []
+    for path, analysed in named:
+        report = json.loads(analysed([path], packs).replace(str(path.parent), "FOLDER"))
+        for summary in report["inputs"]:
+            summary.pop("bytes")
+        made.append(report)
+    return made
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "vllm/v1-085-tp4-ready-serving.log",
+        "vllm/v1-shm-broadcast-hung-serving.log",
+        "sglang/capture-oom-tp3-sigquit-cascade.log",
+        "lmdeploy/turbomind-tp2-ready-serving.log",
+    ],
+)
+def test_a_log_in_terminal_colours_reads_as_the_log_without_them(
+    name: str, packs: PackSet, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, scanner: str
+) -> None:
+    # GIVEN a fixture log, and the same log with a terminal's colour codes on every line, read past
+    # their first line by the fast path
+    monkeypatch.setattr(scanning.feed, "YEAR_LOOKAHEAD", 1)
+    plain, coloured = tmp_path / "plain" / "server.log", tmp_path / "coloured" / "server.log"
+    for path, data in ((plain, (FIXTURES / "logs" / name).read_bytes()), (coloured, b"")):
+        path.parent.mkdir()
+        path.write_bytes(data or in_colour(plain.read_bytes()))
+    assert all(b"\x1b" in line for line in coloured.read_bytes().split(b"\n") if line.strip())
+    # WHEN each is analysed with and without the fast path
+    # THEN the four reports are the same
+    first, *others = same_run(plain, coloured, packs)
+    assert others == [first] * 3
+
+
+@pytest.mark.slow
+def test_colour_codes_on_every_line_leave_the_fast_path_as_fast(
+    packs: PackSet, tmp_path: Path, generated: Generated, scanner: str, captured: list[Any]
+) -> None:
+    # GIVEN a vLLM serving log of 1 MB (generated), and the same log in a terminal's colours
+    [log] = generated("vllm-v1", 1_000_000, 27)
+    plain, coloured = tmp_path / "plain" / "server.log", tmp_path / "coloured" / "server.log"
+    for path, data in ((plain, log.read_bytes()), (coloured, in_colour(log.read_bytes()))):
+        path.parent.mkdir()
+        path.write_bytes(data)
+    # WHEN both are analysed with and without the fast path
+    reports_of = same_run(plain, coloured, packs)
+    plain_fast, coloured_fast = (lines.stats for lines in captured)
+    # THEN the reports are the same, and the fast path read the coloured log's lines as it read the
+    # plain log's: the same lines to the matcher, under a tenth of those past the head (every line, before)
+    assert list(reports_of[1:]) == [reports_of[0]] * 3
+    assert coloured_fast.lines == plain_fast.lines
+    assert coloured_fast.emitted == plain_fast.emitted
+    assert (coloured_fast.emitted - HEAD) * 10 < coloured_fast.lines - HEAD
+
+
+# Pieces of lines: text, non-ASCII (whole and broken UTF-8), colour codes (CSI, OSC, two-byte escapes and
+# ones cut short), the remnant `[0m`, carriage returns
+PIECES = [
+    b"INFO ",
+    b"load ",
+    b"\xc3\xa9",
+    b"\xe2\x82",
+    b"\xac",
+    b"\xff",
+    b"\x1b[32m",
+    b"\x1b[0;0m",
+    b"\x1b[1;2",
+    b"\x1b]0;title\x07",
+    b"\x1b]8;;url\x1b\\",
+    b"\x1b]2;open",
+    b"\x1bM",
+    b"\x1b",
+    b"[0m",
+    b"\r",
+    b"m",
+    b"]",
+]
+
+
+@given(st.lists(st.lists(st.sampled_from(PIECES), max_size=12), min_size=1, max_size=8))
+def test_uncoloured_bytes_read_as_the_reader_reads_each_line(lines: list[list[bytes]]) -> None:
+    # GIVEN lines of text, non-ASCII bytes and escapes
+    data = b"\n".join(b"".join(pieces) for pieces in lines) + b"\n"
+    # WHEN their colour codes are removed from the bytes of them all at once
+    plain = uncoloured(data)
+    # THEN where that was done, each line reads as the reader reads its own bytes, on the same line
+    if plain is not None:
+        assert plain.count(b"\n") == data.count(b"\n")
+        assert [decoded_text(line) for line in plain.split(b"\n")] == [decoded_text(line) for line in data.split(b"\n")]
+
+
+def test_the_colour_codes_of_a_terminal_are_removed() -> None:
+    # GIVEN lines as vLLM's ColoredFormatter writes them, one with non-ASCII text after its codes
+    data = (FIXTURES / "logs" / "vllm" / "v1-ansi-color-ready.log").read_bytes()[:4096]
+    data = data[: data.rindex(b"\n") + 1] + "\x1b[32mINFO\x1b[0m modèle chargé\n".encode()
+    # WHEN their colour codes are removed THEN none is left, and no line moved
+    plain = uncoloured(data)
+    assert plain is not None
+    assert b"\x1b" not in plain
+    assert plain.count(b"\n") == data.count(b"\n")
+
+
+def test_a_line_longer_than_the_reader_keeps_stays_as_it_is() -> None:
+    # GIVEN a coloured line longer than the reader keeps of a line (its codes count in what it keeps)
+    data = b"\x1b[32mINFO\x1b[0m " + b"x" * MAX_LINE_BYTES + b"\n\x1b[32mINFO\x1b[0m ready\n"
+    # WHEN its colour codes would be removed THEN the bytes are read as they are
+    assert uncoloured(data) is None

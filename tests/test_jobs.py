@@ -28,6 +28,7 @@ from logphase.logs.fast.ranges import line_local
 from logphase.logs.reader import open_sources
 from logphase.packs import PackSet
 from logphase.report.formats.json import JsonFormat
+from logphase.scan.files import PLAIN_LINES
 from tests.conftest import FIXTURES, REALWORLD, run_cli
 from tests.equivalence.sampling import dealt, drawn
 
@@ -433,8 +434,8 @@ def test_a_bad_threshold_in_the_environment_is_a_usage_error(monkeypatch: pytest
 
 
 def test_workers_that_cannot_start_are_a_clear_error(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    # GIVEN a system that refuses new processes, and a log over the (lowered) threshold, longer than
-    # the 500 lines of the head (a shorter one is read plainly, without workers)
+    # GIVEN a system that refuses new processes, and a log over the (lowered) threshold, of more than
+    # PLAIN_LINES lines (a shorter one is read plainly, without workers)
     def refuse(*args: object, **kwargs: object) -> None:
         raise BlockingIOError(11, "Resource temporarily unavailable")
 
@@ -443,7 +444,8 @@ def test_workers_that_cannot_start_are_a_clear_error(monkeypatch: pytest.MonkeyP
     monkeypatch.setattr(
         os, "sched_getaffinity", lambda pid: {0, 1, 2, 3}, raising=False
     )  # --jobs is capped at the cores
-    log = str(write_logs(tmp_path / "served.log", 200_000, seed=13, shape="sglang-0.5")[0])
+    log = str(write_logs(tmp_path / "served.log", 400_000, seed=13, shape="sglang-0.5")[0])
+    assert Path(log).read_bytes().count(b"\n") > PLAIN_LINES
     # WHEN analyze is run with --jobs 3
     result = run_cli("analyze", log, "--jobs", "3")
     # THEN it exits 3 (cannot run), saying why and that --jobs 1 needs no workers

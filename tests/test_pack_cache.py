@@ -18,6 +18,7 @@ from logphase.frames import TRIGGER
 from logphase.logs.fast import plan
 from logphase.packs import PackRegex, PackSet, load_packs, loading
 from logphase.packs.cache import MAGIC, PackCache, PackFile
+from logphase.scan.files import PLAIN_LINES
 from tests.conftest import FIXTURES
 from tests.equivalence.sampling import drawn
 
@@ -115,7 +116,7 @@ def _damaged(data: bytes, damage: str, magic: bytes = MAGIC) -> bytes:
         "truncated": data[: len(data) // 2],
         "empty": b"",
         "garbage": bytes(range(256)) * 4,
-        "another format version": magic.replace(b" 1\n", b" 0\n") + data[len(magic) :],
+        "another format version": magic.rstrip(b"0123456789\n") + b"0\n" + data[len(magic) :],
     }[damage]
 
 
@@ -199,6 +200,47 @@ def test_shipped_regexes_are_compiled_on_first_use_and_every_one_compiles() -> N
         assert bool(pattern.compiled.flags & re.IGNORECASE) == pattern.ignore_case
     # AND a rule's group names, read from its parse, are those of its compiled regex
     assert all(r.groups is None or r.groups == set(r.compiled.groupindex) for r in regexes)
+
+
+def test_shipped_regexes_read_back_from_the_cache_are_the_patterns_re_compiles(tmp_path: Path) -> None:
+    # GIVEN the shipped packs stored in the cache, then read back (a second run)
+    folder = tmp_path / "cache"
+    load_packs(cache_folder=folder)
+    regexes = every_regex(load_packs(cache_folder=folder))
+    # THEN each came back with its compiled code, none compiled yet; where the stdlib compiles the
+    # regex, the pattern built from the code is the one re.compile makes (text, flags, groups and
+    # the engine's code: Pattern's equality), with `regex`-only syntax (a group named twice) left to regex
+    assert not [r.text for r in regexes if "compiled" in vars(r) or "code" not in vars(r)]
+    stdlib_only = []
+    for pattern in regexes:
+        flags = re.IGNORECASE if pattern.ignore_case else 0
+        try:
+            expected = re.compile(pattern.text, flags)
+        except re.error:
+            assert vars(pattern)["code"] is None
+            continue
+        stdlib_only.append(pattern)
+        assert type(pattern.compiled) is re.Pattern
+        assert pattern.compiled == expected
+        assert pattern.compiled.groupindex == expected.groupindex
+    assert len(stdlib_only) > 300
+
+
+@pytest.mark.parametrize("damage", ["words", "group count", "group names", "no tuple"])
+def test_a_code_the_engine_refuses_is_compiled_afresh(damage: str) -> None:
+    # GIVEN a shipped regex whose kept code is damaged (a cache entry of another engine, say)
+    pattern = PackRegex(r"^Load weight (?P<what>begin|end)\. avail mem=", ignore_case=False, timeout=None)
+    pattern.keep_code()
+    flags, words, groups, names, numbered = vars(pattern)["code"]
+    vars(pattern)["code"] = {
+        "words": (flags, b"\xff" * len(words), groups, names, numbered),
+        "group count": (flags, words, groups + 7, names, numbered),
+        "group names": (flags, words, groups, {"what": 9}, numbered),
+        "no tuple": "code",
+    }[damage]
+    # WHEN it is used THEN it is compiled from its text, and matches as re does
+    assert pattern.compiled == re.compile(pattern.text)
+    assert pattern.match("Load weight end. avail mem=3 GB").group("what") == "end"
 
 
 def test_a_user_packs_regexes_are_compiled_as_it_loads(tmp_path: Path) -> None:
@@ -303,22 +345,30 @@ def test_logphase_no_cache_writes_nothing(tmp_path: Path) -> None:
 
 def _longer_than_the_head(log: Path) -> bool:
     data = log.read_bytes()
-    return data.count(b"\n") + (not data.endswith(b"\n")) > 500
+    return data.count(b"\n") + (not data.endswith(b"\n")) > PLAIN_LINES
 
 
-# The fixture logs the fast path reads (over the 500 lines of the head: a scan plan is built and
-# cached), and a quarter of the others drawn afresh each run (tests/equivalence/sampling.py): every
-# log over runs, instead of all 96 each run (LOGPHASE_TEST_FULL=1: all of them).
-CACHE_LOGS = [log for log in LOGS if _longer_than_the_head(log)]
-CACHE_LOGS += drawn("pack-cache-logs", [log for log in LOGS if log not in CACHE_LOGS], len(LOGS) // 4)
+# The fixture logs the fast path reads (over PLAIN_LINES lines: a scan plan is built and cached; none
+# now, so a log of 545 lines is also read four times over, a server started four times), and a quarter
+# of the others drawn afresh each run (tests/equivalence/sampling.py): every log over runs, instead of
+# all 96 each run (LOGPHASE_TEST_FULL=1: all of them).
+LONG = FIXTURES / "real" / "gpu-h200" / "nccl-info-subsys-all-allreduce.log"
+CACHE_LOGS = [(log, 1) for log in LOGS if _longer_than_the_head(log)] + [(LONG, 4)]
+CACHE_LOGS += [
+    (log, 1) for log in drawn("pack-cache-logs", [log for log in LOGS if (log, 1) not in CACHE_LOGS], len(LOGS) // 4)
+]
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("log", CACHE_LOGS, ids=lambda p: str(p.relative_to(FIXTURES)))
+@pytest.mark.parametrize(
+    ("given", "copies"), CACHE_LOGS, ids=lambda p: str(p.relative_to(FIXTURES)) if isinstance(p, Path) else f"x{p}"
+)
 def test_the_report_is_the_same_with_a_cold_a_warm_and_no_cache(
-    log: Path, tmp_path: Path, parses: list[str], builds: list[PackSet]
+    given: Path, copies: int, tmp_path: Path, parses: list[str], builds: list[PackSet]
 ) -> None:
-    # GIVEN a fixture or real-world log and an empty cache home
+    # GIVEN a fixture or real-world log (`copies` times over) and an empty cache home
+    log = tmp_path / given.name
+    log.write_bytes(given.read_bytes() * copies)
     argv = ["analyze", "--post-mortem", "--format", "json", "--as-of", "2030-01-01 00:00:00", str(log)]
     cached = {"XDG_CACHE_HOME": str(tmp_path / "cache"), "LOGPHASE_NO_CACHE": None}
     runner = CliRunner()
@@ -328,10 +378,10 @@ def test_the_report_is_the_same_with_a_cold_a_warm_and_no_cache(
     warm = runner.invoke(main, argv, env=cached)
     parsed_warm, built_warm = len(parses) - parsed_cold, len(builds) - built_cold
     off = runner.invoke(main, argv, env={"XDG_CACHE_HOME": str(tmp_path / "off"), "LOGPHASE_NO_CACHE": "1"})
-    # THEN the cold run parsed the packs and built their scan plan (a log the plain head holds
-    # whole, 500 lines at most, is read without the fast path: no plan), and stored both, the warm
-    # one read them back, the run without a cache wrote nothing; the three reports and exit codes
-    # are the same, byte for byte
+    # THEN the cold run parsed the packs and built their scan plan (a log of PLAIN_LINES lines at
+    # most is read without the fast path: no plan), and stored both, the warm one read them back
+    # (the regexes built from their stored code), the run without a cache wrote nothing; the three
+    # reports and exit codes are the same, byte for byte
     fast = _longer_than_the_head(log)
     assert (parsed_cold > 0, built_cold, parsed_warm, built_warm) == (True, int(fast), 0, 0)
     assert list((tmp_path / "cache" / "logphase" / "packs").iterdir())

@@ -172,6 +172,10 @@ def test_explain_an_unknown_line_exits_6() -> None:
         (r"^(?:Capture|Init) cuda graph", " cuda graph"),
         (r"^a|b", None),
         (r"(?P<x>Init COMPLETE)", "Init COMPLETE"),
+        # a group named twice (the regex module allows it; TRT-LLM's prefix names its rank in two places)
+        (r"^(?:\[(?P<rank>\d+)\] )?\[TRT-LLM\](?: \[RANK (?P<rank>\d+)\])? ", "[TRT-LLM]"),
+        # an escaped parenthesis before `?P<` opens no group: that text stays as it is
+        (r"^\(?P<y>(?P<r>a)(?P<r>b)", "P<y>ab"),
     ],
 )
 def test_derived_literals_are_required_by_the_regex(regex: str, literal: str | None) -> None:

@@ -20,7 +20,10 @@ TABLE_ONLY = ("tabulate", "importlib.metadata")
 DUMPS_ONLY = ("logphase.stacks.dumps", "logphase.stacks.model", "logphase.judging.stalls", "logphase.report.stacks")
 # parsing a pack (a cold cache), a log on two clocks, a mistyped command or pack key, the run store
 ELSEWHERE = ("tomllib", "statistics", "difflib", "logphase.report.runs", "json", "sqlite3")
-DEFERRED = (*TABLE_ONLY, *DUMPS_ONLY, *ELSEWHERE)
+# many nodes' logs (a temporary folder), a paste that went through HTML, `watch`'s live decision, a user
+# pack's regexes (or a shipped regex only `regex` reads: a line it may match), a file of over PLAIN_LINES
+ONE_FILE = ("tempfile", "html", "logphase.judging.live", "regex", "logphase.logs.fast")
+DEFERRED = (*TABLE_ONLY, *DUMPS_ONLY, *ELSEWHERE, *ONE_FILE)
 
 PROBE = """
 import sys

@@ -474,7 +474,7 @@ class SourceMatcher:
             literal = rule.literal
             if literal is not None and literal not in (lowered if rule.ignore_case else message):
                 continue  # Rule.prefilter, inlined: this loop runs for every line
-            captures = rule.match(message, prefixes)
+            captures = rule.match_prefiltered(message, prefixes)
             if captures is None:
                 continue
             if winner is not None:

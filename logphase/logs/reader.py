@@ -27,6 +27,10 @@ CHUNK_BYTES = 1 << 20
 # Longer lines keep their first MAX_LINE_BYTES: no pattern needs more, and memory stays bounded.
 MAX_LINE_BYTES = 1 << 16
 ANSI_ESCAPE = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
+# The same escapes in a run of whole lines' bytes (an OSC never crosses a line: `decoded_text` reads one
+# line); an escape right after a non-ASCII byte may end a broken UTF-8 sequence (see `uncoloured`).
+ANSI_ESCAPE_BYTES = re.compile(rb"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b\n]*(?:\x07|\x1b\\)|[@-Z\\-_])")
+ESCAPE_AFTER_NON_ASCII = re.compile(rb"[\x80-\xff]\x1b")
 # Colour codes whose ESC byte was lost (a terminal's output pasted into an issue: TGI's
 # `[2m2024-…Z[0m [32m INFO[0m …`) or written out as text (`#033[0m`, syslog / CloudWatch): removed
 # only from a line that holds the reset `[0m`, which no log writes as text of its own.
@@ -630,6 +634,29 @@ def decoded_text(raw: bytes) -> str:
     if "[0m" in text:
         text = ANSI_REMNANT.sub("", text)
     return text.rstrip("\r")
+
+
+def uncoloured(lines: bytes) -> bytes | None:
+    """Whole lines' bytes with their colour codes removed, each line then read by `decoded_text` as
+    its own bytes are (the fast path scans these: a terminal's colours split the text its literals and
+    templates are made of); None where that does not hold, so the bytes are read as they are:
+
+    - an escape right after a non-ASCII byte: that byte may begin a UTF-8 sequence the escape
+      breaks (decoded as U+FFFD) and the bytes after the escape would complete once it is gone. After
+      an ASCII byte (or at a line's start) every character before the escape is whole, decoded
+      alike with or without it, and so are those after it;
+    - a line over MAX_LINE_BYTES: the reader keeps its first bytes, codes included;
+    - an ESC byte left over (see below).
+
+    Newlines stay where they are: each line keeps its number."""
+    if b"\x1b" not in lines or ESCAPE_AFTER_NON_ASCII.search(lines) is not None:
+        return None
+    if len(lines) > MAX_LINE_BYTES and max(map(len, lines.split(b"\n"))) > MAX_LINE_BYTES:
+        return None
+    plain = ANSI_ESCAPE_BYTES.sub(b"", lines)
+    # an ESC left (one no escape's syntax follows) would be read again from the line's text, where
+    # removing one escape may make another (`\x1b` + `\x1b[32mI…`): the reader removes them once
+    return None if b"\x1b" in plain else plain
 
 
 def line_updates(line: Unwrapped, source: int) -> Iterator[Line]:

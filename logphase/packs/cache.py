@@ -4,8 +4,9 @@ A run with a warm cache unpickles its packs instead of parsing the TOML, checkin
 against the schema, checking a user pack's examples, deriving each rule's literals and indexing
 the rules (~90 ms of a small log's analysis). The key holds everything the result depends on: each
 file's path, trust and bytes, the load's options, the Python and logphase versions, the source of
-the code that builds a PackSet (an edited checkout is another key), and the `regex` module's
-version where a user pack's regexes were checked with it.
+the code that builds a PackSet (an edited checkout is another key), the regex engine's format (the
+shipped regexes are stored compiled: packs/sre_code.py), and the `regex` module's version where a
+user pack's regexes were checked with it.
 """
 
 from __future__ import annotations
@@ -21,9 +22,10 @@ from typing import Any
 
 from logphase import __version__, phases
 from logphase.disk_cache import DiskCache
-from logphase.packs.model import PackSet
+from logphase.packs.model import PackRegex, PackSet
+from logphase.packs.sre_code import ENGINE
 
-MAGIC = b"logphase-packs 1\n"
+MAGIC = b"logphase-packs 2\n"  # 2: shipped regexes with their compiled code (packs/sre_code.py)
 KEEP = 16  # pack sets kept (each set of pack files and options makes one); the oldest go first
 # What a cached PackSet may hold: anything else in an entry means it is not one of ours.
 PICKLED = {
@@ -63,7 +65,7 @@ class PackCache:
         return DiskCache(self.folder, MAGIC, KEEP)
 
     def key(self, files: Sequence[PackFile], options: str) -> str:
-        parts = [__version__.encode(), sys.version.encode(), options.encode(), _code_digest()]
+        parts = [__version__.encode(), sys.version.encode(), ENGINE.encode(), options.encode(), _code_digest()]
         if not all(file.trusted for file in files):
             import regex  # a user pack's regexes were checked by it
 
@@ -89,7 +91,18 @@ class PackCache:
 
     def store(self, key: str, packs: PackSet) -> None:
         """Write it; a cache that cannot be written (read-only home) only costs the next run its load."""
-        self.entries.store(key, pickle.dumps(packs, protocol=pickle.HIGHEST_PROTOCOL))
+        out = io.BytesIO()
+        _PackPickler(out, protocol=pickle.HIGHEST_PROTOCOL).dump(packs)
+        self.entries.store(key, out.getvalue())
+
+
+class _PackPickler(pickle.Pickler):
+    def reducer_override(self, obj: Any) -> Any:
+        """Each shipped regex stored with its compiled code (assembled once per cache entry): a warm
+        run builds the patterns its lines pick from their code (packs/sre_code.py)."""
+        if type(obj) is PackRegex:
+            obj.keep_code()
+        return NotImplemented  # pickled as usual, its code in its state
 
 
 class _PackUnpickler(pickle.Unpickler):

@@ -22,6 +22,11 @@ from logphase.phases import EventKind, Phase, Role, Verdict
 RAY_DEDUP_SUFFIX = stdlib_re.compile(r" \[repeated \d+x across cluster\]$")
 
 CANDIDATE_CACHE = 4096
+PREFIX_DEPTH = 4  # prefixes stacked on one line, at most
+# Splits remembered (PackSet.split_prefix): a 500-line head is split three times or more over; lines
+# longer than SPLIT_TEXT are split afresh (the memory stays under a few MB).
+SPLIT_CACHE = 1024
+SPLIT_TEXT = 1024
 WORD_CACHE = 65536
 RANK_TAG = stdlib_re.compile(r"(DP|PP|ATTN_CP|MOE_DP|TP|EP)_?([0-9]+)")
 LONG_FRACTION = stdlib_re.compile(r"(\.\d{6})\d+")  # digits past the microseconds strptime reads
@@ -61,6 +66,13 @@ class PackRegex:
     @cached_property
     def compiled(self) -> Any:  # re.Pattern[str] or regex.Pattern[str]
         if self.timeout is None:
+            code = self.__dict__.get("code")  # kept by the pack cache (keep_code): no parse, no assembly
+            if code is not None:
+                from logphase.packs.sre_code import pattern_from
+
+                pattern = pattern_from(self.text, code)
+                if pattern is not None:
+                    return pattern
             try:
                 return stdlib_re.compile(self.text, stdlib_re.IGNORECASE if self.ignore_case else 0)
             except stdlib_re.error:
@@ -70,8 +82,18 @@ class PackRegex:
         return regex.compile(self.text, regex.IGNORECASE if self.ignore_case else 0)
 
     def __getstate__(self) -> dict[str, Any]:
-        """Pickled (the pack cache, worker processes) as its text: compiled again where it is used."""
+        """Pickled (the pack cache, worker processes) as its text, and its code where kept: compiled
+        again where it is used."""
         return {name: value for name, value in self.__dict__.items() if name != "compiled"}
+
+    def keep_code(self) -> None:
+        """Keep a shipped regex's compiled form as data (logphase/packs/sre_code.py), pickled with it:
+        the pack cache stores it, and a run that reads the cache back builds the pattern from it."""
+        if self.timeout is None and "code" not in self.__dict__:
+            from logphase.packs.sre_code import compile_code
+
+            flags = stdlib_re.IGNORECASE if self.ignore_case else 0
+            self.__dict__["code"] = compile_code(self.text, flags)  # as cached_property keeps `compiled`
 
     def _too_slow(self) -> PackError:
         """One line that took the regex past its timeout: the pack is broken, said at once (a
@@ -233,6 +255,14 @@ class Rule:
         """The rule as it reads a line after the run's ready line: in its `after_ready` phase (itself without one)."""
         return self if self.after_ready is None else replace(self, phase=self.after_ready, after_ready=None)
 
+    def _after(self, prefixes: tuple[str, ...]) -> bool:
+        """Whether the line was split off one of the prefixes the rule follows (a loop: this runs for
+        every candidate rule of every line read, where `any` over a generator cost twice as much)."""
+        for prefix in self.after_prefix:  # noqa: SIM110 - a loop: `any` over a generator is the cost
+            if prefix in prefixes:
+                return True
+        return False
+
     def prefilter(self, message: str, lowered: str) -> bool:
         """Cheap test before the regex: the literal the regex cannot match without."""
         if self.literal is None:
@@ -240,9 +270,14 @@ class Rule:
         return self.literal in (lowered if self.ignore_case else message)
 
     def match(self, message: str, prefixes: tuple[str, ...] = ()) -> dict[str, str] | None:
-        if self.after_prefix and not any(prefix in prefixes for prefix in self.after_prefix):
-            return None
         if not self.prefilter(message, message.lower() if self.ignore_case else message):
+            return None
+        return self.match_prefiltered(message, prefixes)
+
+    def match_prefiltered(self, message: str, prefixes: tuple[str, ...]) -> dict[str, str] | None:
+        """`match` for a caller that checked the literal itself (the matcher's loop over a line's
+        candidate rules, which lower-cases the line once for all of them)."""
+        if self.after_prefix and not self._after(prefixes):
             return None
         found = self.pattern.search(message)
         if found is None:
@@ -395,6 +430,7 @@ class PackSet:
     _candidates: dict[frozenset[tuple[str, str]], tuple[Rule, ...]] = field(init=False, repr=False)
     _word_hits: dict[str, tuple[tuple[str, str], ...]] = field(init=False, repr=False)
     _prefixes_by_first: dict[str, tuple[PrefixRule, ...]] = field(init=False, repr=False)
+    _splits: dict[str, tuple[PrefixFields, str]] = field(init=False, repr=False, compare=False)
     # the fast path's scan plans of this pack set, by trigger patterns (logs/fast/plan.py)
     plans: dict[tuple[str, ...], Any] = field(init=False, repr=False, compare=False)
 
@@ -413,7 +449,14 @@ class PackSet:
 
     def __getstate__(self) -> dict[str, Any]:
         """Pickled (the pack cache) with its rule index, without the memos that lines fill in."""
-        return {**self.__dict__, "_candidates": {}, "_word_hits": {}, "_prefixes_by_first": {}, "plans": {}}
+        memos: dict[str, dict[Any, Any]] = {
+            "_candidates": {},
+            "_word_hits": {},
+            "_prefixes_by_first": {},
+            "_splits": {},
+            "plans": {},
+        }
+        return {**self.__dict__, **memos}
 
     def _index_literals(self) -> None:
         """Index the rules so that a line picks the few worth trying (the per-rule prefilter, done
@@ -436,6 +479,7 @@ class PackSet:
         object.__setattr__(self, "_word_hits", {})
         object.__setattr__(self, "plans", {})
         object.__setattr__(self, "_prefixes_by_first", {})
+        object.__setattr__(self, "_splits", {})
 
     @property
     def job_systems(self) -> frozenset[str]:
@@ -518,8 +562,23 @@ class PackSet:
                 self._prefixes_by_first[start] = chosen
         return chosen
 
-    def split_prefix(self, text: str, depth: int = 4) -> tuple[PrefixFields, str]:
-        """Strip stacked prefixes (a Ray actor tag, then `[ts TP0]`; `[rank0]:[E… file:line]`)."""
+    def split_prefix(self, text: str, depth: int = PREFIX_DEPTH) -> tuple[PrefixFields, str]:
+        """Strip stacked prefixes (a Ray actor tag, then `[ts TP0]`; `[rank0]:[E… file:line]`). The
+        head of a log is split by several passes (its dates, its clocks, unread templates, the
+        matcher): the split of its recent lines is remembered (the same text, the same split)."""
+        remember = depth == PREFIX_DEPTH and len(text) <= SPLIT_TEXT
+        if remember:
+            known = self._splits.get(text)
+            if known is not None:
+                return known
+        split = self._split(text, depth)
+        if remember:
+            if len(self._splits) >= SPLIT_CACHE:
+                self._splits.clear()
+            self._splits[text] = split
+        return split
+
+    def _split(self, text: str, depth: int) -> tuple[PrefixFields, str]:
         fields = PrefixFields()
         used: set[str] = set()
         for _ in range(depth):

@@ -13,6 +13,22 @@ LEAD_KEY = 2
 # A literal's edge words are indexed by this many characters (the start of its last word, the end
 # of its first): they may be glued to more word characters in the line.
 EDGE_KEY = 3
+# A group name the `regex` module allows twice (`(?P<rank>…)` in two optional places, TRT-LLM's prefix):
+# the stdlib refuses it, though a name changes nothing a regex matches. The facts are read from the
+# same regex with its groups unnamed (a `(?P<` after an escaping backslash is no group).
+REUSED_NAME = "redefinition of group name"
+NAMED_GROUP = stdlib_re.compile(r"(?<!\\)((?:\\\\)*)\(\?P<\w+>")
+
+
+def parse_regex(pattern_text: str) -> Any:
+    """The stdlib's parse of a regex, or of the same regex with its groups unnamed where it names a
+    group twice (REUSED_NAME); raises where the stdlib reads neither (syntax only `regex` knows)."""
+    try:
+        return stdlib_re._parser.parse(pattern_text)  # type: ignore[attr-defined]
+    except stdlib_re.error as error:
+        if REUSED_NAME not in str(error):
+            raise
+    return stdlib_re._parser.parse(NAMED_GROUP.sub(r"\1(?:", pattern_text))  # type: ignore[attr-defined]
 
 
 def derive_literal(pattern_text: str, minimum: int = 3) -> str | None:
@@ -22,7 +38,7 @@ def derive_literal(pattern_text: str, minimum: int = 3) -> str | None:
     repeat may be absent, so it cannot be required. None when nothing is required (or the regex
     uses syntax only the `regex` module knows)."""
     try:
-        parsed = stdlib_re._parser.parse(pattern_text)  # type: ignore[attr-defined]
+        parsed = parse_regex(pattern_text)
         constants = stdlib_re._constants  # type: ignore[attr-defined]
     except Exception:  # regex-module syntax: no literal is derived, the rule still works
         return None
@@ -60,7 +76,7 @@ def leading_literal(pattern_text: str) -> str | None:
     """The text every match starts with, for a regex anchored with `^`: `^Load weight begin\\.` →
     `Load weight begin.`; None when the regex is not anchored or starts with anything else."""
     try:
-        parsed = list(stdlib_re._parser.parse(pattern_text))  # type: ignore[attr-defined]
+        parsed = list(parse_regex(pattern_text))
         constants = stdlib_re._constants  # type: ignore[attr-defined]
     except Exception:  # regex-module syntax: not indexed, always tried
         return None
@@ -110,7 +126,7 @@ def first_characters(pattern_text: str) -> frozenset[str] | None:
     """The characters a match of an anchored regex can start with, or None when that is not a
     small known set (an optional first item, a negated class, syntax only `regex` knows)."""
     try:
-        parsed = stdlib_re._parser.parse(pattern_text)  # type: ignore[attr-defined]
+        parsed = parse_regex(pattern_text)
         constants = stdlib_re._constants  # type: ignore[attr-defined]
     except Exception:  # regex-module syntax: no gate, the prefix is always tried
         return None

@@ -23,6 +23,10 @@ if TYPE_CHECKING:
     from logphase.logs.fast.ranges import Workers
     from logphase.scan.view import LineView
 
+# About where the fast path starts to pay on the bench shapes (BENCHMARKS.md, issue 27 item 5): below,
+# the plain path was ahead on every shape. Both give the same report: the threshold moves only the time.
+PLAIN_LINES = 2000
+
 
 def scan(
     sources: list[LogSource],
@@ -56,13 +60,14 @@ def scan(
 
 def _fast_for(source: LogSource, fast: bool | None) -> bool:
     """Whether `source` is read by the fast path. Left to the scan (None), a file of at most
-    YEAR_LOOKAHEAD lines is read plainly: the head is read in full on either path, so the fast path
-    would hand the matcher every line of it, and only add its own work (a probe of each line that
-    may belong to a steady run, the templates it learns for lines that never come): ~20 ms of the
-    53 KB demo log's ~40 ms scan. The result is the same on both paths (tests/paste, test_prefilter*)."""
+    PLAIN_LINES lines is read plainly: the fast path pays a fixed cost before its first line (its
+    plan, scanner and bare-start tables read back, hyperscan's extension loaded) and reads the head of
+    YEAR_LOOKAHEAD lines in full anyway, so below some thousands of lines it only adds work (a probe
+    of each line that may belong to a steady run, templates learnt for lines that never come). The
+    result is the same on both paths (tests/paste, test_prefilter*)."""
     if fast is not None:
         return fast
-    return not holds_at_most(source, feeding.YEAR_LOOKAHEAD)
+    return not holds_at_most(source, PLAIN_LINES)
 
 
 def _scan(

@@ -31,6 +31,7 @@ from logphase.logs.reader import (
     envelopes_of,
     line_updates,
     open_source,
+    uncoloured,
 )
 from logphase.packs import Rule
 
@@ -154,14 +155,27 @@ class FastLines(ClockKeeping):
                 pending = self._long_line(data)
                 self.ranges = None  # the chunks no longer follow the file's bytes
                 continue
-            yield from self._chunk(data, cut, base, final=final)
+            yield from self._whole_lines(data, cut, base, final=final)
             pending = data[cut:]
             self.chunk_offset += cut
             base = self.stats.lines
         if self.failure is not None:
             raise self.failure  # after the whole lines read before it, as the reader does
         if pending:
-            yield from self._chunk(pending, len(pending), base, final=True)
+            yield from self._whole_lines(pending, len(pending), base, final=True)
+
+    def _whole_lines(self, data: bytes, cut: int, base: int, *, final: bool) -> Iterator[Line]:
+        """The lines of data[:cut], scanned without their colour codes where the reader's text of each
+        line is the same without them (`uncoloured`): a terminal's colours on every line (vLLM's and
+        uvicorn's on a TTY, `docker logs` of one) would split every literal and template, and send every
+        line to the matcher (issue 27 (d)). Lines keep their numbers; their offsets
+        no longer follow the file's, so the workers' ranges (--jobs) are left for this source."""
+        plain = uncoloured(data[:cut])
+        if plain is None:
+            yield from self._chunk(data, cut, base, final=final)
+            return
+        self.ranges = None
+        yield from self._chunk(plain, len(plain), base, final=final)
 
     def _read(self, read: Callable[[int], bytes]) -> bytes:
         """Up to CHUNK_BYTES, in the reader's own read sizes: a damaged archive then fails after
