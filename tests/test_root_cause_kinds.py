@@ -635,3 +635,36 @@ def test_a_request_tracebacks_exception_line_is_the_cause_under_uvicorns_header(
     _, report = run_json("analyze", "--post-mortem", str(log))
     # THEN its exception line (line 6) is the cause
     assert (report["verdict"], report["root_cause"]["line"]) == ("crashed", 6)
+
+
+# ray/_raylet.pyx: an actor whose constructor raised prints `Exception raised in creation task: ` and ActorDiedError's
+# text (exceptions.py: `The actor died because of an error raised in its creation task, ` + `ray::Class.__init__() …`),
+# then the constructor's traceback frames and its exception line, every line behind the actor's `(Name pid=N) ` tag
+CREATION = "(RayWorkerWrapper pid=2757099) "
+CREATION_HEAD = (
+    CREATION + "Exception raised in creation task: The actor died because of an error raised in its creation task, "
+    "ray::RayWorkerWrapper.__init__() (pid=2757099, ip=192.168.64.2, actor_id=d989f62b, repr=<RayWorkerWrapper>)"
+)
+CREATION_FRAMES = [
+    CREATION + '  File "/opt/venv/lib/python3.10/site-packages/vllm/executor/ray_utils.py", line 41, in __init__',
+    CREATION + "    super().__init__(*args, **kwargs)",
+]
+
+
+def test_an_actors_constructor_exception_is_the_cause_under_rays_creation_task_head(tmp_path: Path) -> None:
+    # GIVEN Ray's creation-task head, the constructor's frames and its exception line
+    exception = CREATION + "RuntimeError: Expected one of cpu, cuda device type at start of device string: npu"
+    log = _write(tmp_path, [CREATION_HEAD, *CREATION_FRAMES, exception])
+    # WHEN analysed post-mortem
+    _, report = run_json("analyze", "--post-mortem", str(log))
+    # THEN a crash whose cause is the exception line (4): the head only says that the constructor raised
+    assert (report["verdict"], report["root_cause"]["line"]) == ("crashed", 4)
+
+
+def test_rays_creation_task_head_is_the_cause_where_the_constructors_traceback_is_cut(tmp_path: Path) -> None:
+    # GIVEN Ray's creation-task head and the constructor's frames, the paste cut before the exception line
+    log = _write(tmp_path, [CREATION_HEAD, *CREATION_FRAMES])
+    # WHEN analysed post-mortem
+    _, report = run_json("analyze", "--post-mortem", str(log))
+    # THEN a crash whose cause is the head (1): it says that the actor's creation task raised
+    assert (report["verdict"], report["root_cause"]["line"]) == ("crashed", 1)
