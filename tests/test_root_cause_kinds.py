@@ -254,6 +254,115 @@ def test_the_exitcode_line_not_the_rank_line_is_the_cause_of_a_launchers_summary
     assert (report["verdict"], report["root_cause"]["line"]) == ("crashed", 12)
 
 
+# torch/distributed/launcher/api.py launch_agent raises ChildFailedError, whose message is the failure table
+# (errors/__init__.py _MSG_FORMAT_TEMPLATE): CPython prints it after `ChildFailedError: `, the rows indented
+AGENT_TRACEBACK = [
+    "Traceback (most recent call last):",
+    '  File "/usr/local/bin/torchrun", line 8, in <module>',
+    "    sys.exit(main())",
+    '  File "/usr/local/lib/python3.10/dist-packages/torch/distributed/launcher/api.py", line 264, in launch_agent',
+    "    raise ChildFailedError(",
+    "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: ",
+]
+
+
+def _entry(idx: int, time: str, rank: int, exitcode: int, pid: int) -> list[str]:
+    """One entry of the table (_FAILURE_FORMAT_TEMPLATE); a negative exit code's traceback is ProcessFailure's
+    `Signal N (NAME) received by PID P`."""
+    names = {-9: "SIGKILL", -11: "SIGSEGV", -15: "SIGTERM"}
+    how = (
+        f"Signal {-exitcode} ({names[exitcode]}) received by PID {pid}"
+        if exitcode < 0
+        else "To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html"
+    )
+    return [
+        f"[{idx}]:",
+        f"  time      : {time}",
+        "  host      : node-a",
+        f"  rank      : {rank} (local_rank: {rank})",
+        f"  exitcode  : {exitcode} (pid: {pid})",
+        "  error_file: <N/A>",
+        f"  traceback : {how}",
+    ]
+
+
+def _table(others: list[list[str]], root: list[str]) -> list[str]:
+    return [
+        "============================================================",
+        "train.py FAILED",
+        "------------------------------------------------------------",
+        "Failures:",
+        *([row for entry in others for row in entry] or ["  <NO_OTHER_FAILURES>"]),
+        "------------------------------------------------------------",
+        "Root Cause (first observed failure):",
+        *root,
+        "============================================================",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("exitcode", "verdict", "row"),
+    [
+        (-9, "crashed", "  traceback : Signal 9 (SIGKILL) received by PID 3309"),
+        (-11, "aborted", "  traceback : Signal 11 (SIGSEGV) received by PID 3309"),
+        (1, "crashed", "  exitcode  : 1 (pid: 3309)"),
+    ],
+)
+def test_the_first_observed_failures_row_not_the_exception_line_is_the_cause_of_childfailederror(
+    tmp_path: Path, exitcode: int, verdict: str, row: str
+) -> None:
+    # GIVEN the agent's traceback ending in `ChildFailedError: ` and its message, the table, whose first observed
+    # failure is rank 7's exit (the other entries: none)
+    lines = [*AGENT_TRACEBACK, *_table([], _entry(0, "2024-09-09_09:36:56", 7, exitcode, 3309))]
+    log = _write(tmp_path, lines)
+    # WHEN analysed post-mortem
+    _, report = run_json("analyze", "--post-mortem", str(log))
+    # THEN the cause is the entry's row that says how it ended: its signal where it died of one (a SIGKILL another
+    # process sent: a crash), else its exit code; never the exception line that only says a child failed
+    assert (report["verdict"], report["root_cause"]["line"]) == (verdict, lines.index(row) + 1)
+
+
+def test_the_first_observed_failures_exit_code_is_the_cause_where_its_signal_row_is_cut(tmp_path: Path) -> None:
+    # GIVEN the table of a worker killed by SIGKILL, the paste cut inside its `traceback :` row
+    lines = [*AGENT_TRACEBACK, *_table([], _entry(0, "2024-09-09_09:36:56", 7, -9, 3309))]
+    lines = [*lines[:-2], "  traceback : Signal 9 (SIGKILL) receive"]
+    log = _write(tmp_path, lines)
+    # WHEN analysed post-mortem
+    _, report = run_json("analyze", "--post-mortem", str(log))
+    # THEN a crash whose cause is the entry's exit code (-9: killed by SIGKILL)
+    assert (report["verdict"], report["root_cause"]["line"]) == (
+        "crashed",
+        lines.index("  exitcode  : -9 (pid: 3309)") + 1,
+    )
+
+
+def test_the_other_entries_signals_are_not_the_cause_of_the_first_observed_failure(tmp_path: Path) -> None:
+    # GIVEN a table whose first observed failure (rank 1, exit code 1) comes after the other entries: the agent's
+    # SIGKILL and SIGTERM to the survivors 31 s later
+    others = [_entry(1, "2026-09-07_13:03:29", 0, -9, 14689), _entry(2, "2026-09-07_13:03:29", 2, -15, 14691)]
+    lines = [*AGENT_TRACEBACK, *_table(others, _entry(0, "2026-09-07_13:02:58", 1, 1, 14690))]
+    log = _write(tmp_path, lines)
+    # WHEN analysed post-mortem
+    _, report = run_json("analyze", "--post-mortem", str(log))
+    # THEN a crash (no fatal signal of its own) whose cause is rank 1's exit code, not a survivor's signal
+    assert (report["verdict"], report["root_cause"]["line"]) == (
+        "crashed",
+        lines.index("  exitcode  : 1 (pid: 14690)") + 1,
+    )
+
+
+def test_the_exception_line_stays_the_cause_where_the_first_observed_failures_entry_is_cut(tmp_path: Path) -> None:
+    # GIVEN a table cut after the first observed failure's rank row, its other entries a survivor's SIGKILL
+    others = [_entry(1, "2026-09-07_13:03:29", 0, -9, 14689)]
+    lines = [*AGENT_TRACEBACK, *_table(others, _entry(0, "2026-09-07_13:02:58", 1, 1, 14690))][:-4]
+    assert lines[-1] == "  rank      : 1 (local_rank: 1)"
+    log = _write(tmp_path, lines)
+    # WHEN analysed post-mortem
+    _, report = run_json("analyze", "--post-mortem", str(log))
+    # THEN a crash whose cause is the exception line (6): another entry's row is a later failure, not the first
+    assert (report["verdict"], report["root_cause"]["line"]) == ("crashed", 6)
+
+
 # v1/engine/core.py run_engine_core and v1/executor/multiproc_executor.py worker_main: `logger.exception(...)` with one
 # of these messages, the traceback after it
 ENGINE_HEADERS = ["EngineCore encountered a fatal error.", "EngineCore failed to start.", "WorkerProc failed to start."]
@@ -526,3 +635,36 @@ def test_a_request_tracebacks_exception_line_is_the_cause_under_uvicorns_header(
     _, report = run_json("analyze", "--post-mortem", str(log))
     # THEN its exception line (line 6) is the cause
     assert (report["verdict"], report["root_cause"]["line"]) == ("crashed", 6)
+
+
+# ray/_raylet.pyx: an actor whose constructor raised prints `Exception raised in creation task: ` and ActorDiedError's
+# text (exceptions.py: `The actor died because of an error raised in its creation task, ` + `ray::Class.__init__() …`),
+# then the constructor's traceback frames and its exception line, every line behind the actor's `(Name pid=N) ` tag
+CREATION = "(RayWorkerWrapper pid=2757099) "
+CREATION_HEAD = (
+    CREATION + "Exception raised in creation task: The actor died because of an error raised in its creation task, "
+    "ray::RayWorkerWrapper.__init__() (pid=2757099, ip=192.168.64.2, actor_id=d989f62b, repr=<RayWorkerWrapper>)"
+)
+CREATION_FRAMES = [
+    CREATION + '  File "/opt/venv/lib/python3.10/site-packages/vllm/executor/ray_utils.py", line 41, in __init__',
+    CREATION + "    super().__init__(*args, **kwargs)",
+]
+
+
+def test_an_actors_constructor_exception_is_the_cause_under_rays_creation_task_head(tmp_path: Path) -> None:
+    # GIVEN Ray's creation-task head, the constructor's frames and its exception line
+    exception = CREATION + "RuntimeError: Expected one of cpu, cuda device type at start of device string: npu"
+    log = _write(tmp_path, [CREATION_HEAD, *CREATION_FRAMES, exception])
+    # WHEN analysed post-mortem
+    _, report = run_json("analyze", "--post-mortem", str(log))
+    # THEN a crash whose cause is the exception line (4): the head only says that the constructor raised
+    assert (report["verdict"], report["root_cause"]["line"]) == ("crashed", 4)
+
+
+def test_rays_creation_task_head_is_the_cause_where_the_constructors_traceback_is_cut(tmp_path: Path) -> None:
+    # GIVEN Ray's creation-task head and the constructor's frames, the paste cut before the exception line
+    log = _write(tmp_path, [CREATION_HEAD, *CREATION_FRAMES])
+    # WHEN analysed post-mortem
+    _, report = run_json("analyze", "--post-mortem", str(log))
+    # THEN a crash whose cause is the head (1): it says that the actor's creation task raised
+    assert (report["verdict"], report["root_cause"]["line"]) == ("crashed", 1)

@@ -10,7 +10,7 @@ from datetime import datetime
 from logphase.bounded import read_int, read_signed
 from logphase.durations import format_duration
 from logphase.judging.budgets import Budget, Budgets, stall_words
-from logphase.logs.matcher import Event
+from logphase.logs.matcher import CONTINUED, Event
 from logphase.logs.timeline import RankState, Timeline, is_tagged, rank_number, rank_sort_key
 from logphase.phases import MAIN_PROCESS_PHASES, EventKind, Phase, Role, Verdict
 from logphase.ranks import format_rank_set
@@ -90,13 +90,16 @@ def judge(
     phase, furthest = server_phase(timeline)
     failure = _first_root_failure(timeline, after=timeline.ready, interrupt=timeline.interrupt)
     if failure is not None:
-        root = _named_collective(timeline, _exception_line(timeline, failure))
+        root = _named_collective(timeline, _first_observed(timeline, _exception_line(timeline, failure)))
         verdict = _FAILURE_VERDICT[root.kind]
         if verdict is Verdict.ABORTED and _sigkill(root):
             # killed by another process (the OOM killer, most often): no fatal error of its own
             verdict = Verdict.CRASHED
         if verdict is Verdict.CRASHED and any(
             e.kind is EventKind.FATAL and e.order_key >= failure.order_key and not _sigkill(e)
+            # a failure table's rows say how each worker ended (the agent's SIGTERM to the survivors): the
+            # entry chosen as the cause already spoke for the table
+            and CONTINUED not in e.captures
             for e in timeline.failures
         ):
             verdict = Verdict.ABORTED  # the exception ended in a fatal signal (c10 abort, segfault)
@@ -376,7 +379,9 @@ def _sigkill(event: Event) -> bool:
     of its own: a failure before it did not end in a fatal signal, and alone it is a crash, not an abort (every
     labeller of the real-world batches reads it so)."""
     captures = event.captures
-    return captures.get("signal", "").upper() in ("KILLED", "SIGKILL") or captures.get("exitcode") == "-9"
+    # torchrun's failure table words it `traceback : Signal 9 (SIGKILL) received by PID N` (its `signame`)
+    named = captures.get("signal", "").upper() in ("KILLED", "SIGKILL") or captures.get("signame") == "SIGKILL"
+    return named or captures.get("exitcode") == "-9"
 
 
 def _job_bar(timeline: Timeline) -> Event | None:
@@ -534,8 +539,36 @@ def _exception_line(timeline: Timeline, failure: Event) -> Event:
         and e.line > failure.line
         and e.kind in (EventKind.ERROR, EventKind.TIMEOUT)
         and not e.rule.opens_block
+        and e.role is not Role.DIAGNOSTIC  # a hint read inside it (torchrun's `rank : 0`) says nothing failed
+        and CONTINUED not in e.captures  # a further line of its message (a failure table's row)
     ]
     return in_block[-1] if in_block else failure
+
+
+def _first_observed(timeline: Timeline, root: Event) -> Event:
+    """A failure table that a traceback's exception prints as its message (torchrun's ChildFailedError,
+    errors/__init__.py format_msg: the other workers' entries, then a rule's `first_failure` line, `Root Cause (first
+    observed failure):`, and the entry of the worker that failed first) says how the run failed in that last entry:
+    its first root line (`traceback : Signal 9 (SIGKILL) received by PID N`), else its first failure line (`exitcode
+    : 1 (pid: N)`). That is the cause where the one chosen is the table's exception line or one of its rows: the
+    other entries are later failures (the agent's SIGTERM / SIGKILL to the survivors), the exception line only says
+    that a child failed. Where the excerpt cut the entry before its failure lines, the exception line stays the
+    cause (labels split on which other entry would be: realworld 530, 617)."""
+    if root.block is None:
+        return root
+    block = [e for e in timeline.failures if e.source == root.source and e.block == root.block]
+    heads = [e for e in timeline.first_failures if e.source == root.source and e.block == root.block]
+    if not heads:
+        return root
+    head = heads[-1]
+    entry = [e for e in block if e.line > head.line and e.role is not Role.DIAGNOSTIC]
+    stated = [e for e in entry if e.role is Role.ROOT] or entry
+    if stated:
+        return stated[0]
+    # the entry is cut: the exception line its table is the message of, never another entry's row
+    lines = [e for e in block if e.line < head.line and e.kind is EventKind.ERROR and CONTINUED not in e.captures]
+    lines = [e for e in lines if e.role is not Role.DIAGNOSTIC and not e.rule.opens_block]
+    return lines[-1] if lines else root
 
 
 def _named_collective(timeline: Timeline, root: Event) -> Event:

@@ -45,6 +45,9 @@ TRACEBACK_FRAME = re.compile(r'\s+File "[^"]*", line \d+, in ')
 CAUGHT_FRAME = '> File "'
 # The capture an exception read from a cut traceback's `raise` statement carries (judging says so).
 CUT_TRACEBACK = "read_from"
+# The capture an indented line read after a traceback's exception line carries: a further line of its message (a row
+# of torchrun's failure table), never the block's exception line itself (judging/logs.py `_exception_line`).
+CONTINUED = "continues"
 TRACEBACK_HEADER = "Traceback (most recent call last):"
 # A traceback's source line that calls a function (`x = self.init_torch_distributed()`, `await self.run(`): CPython
 # prints the call into the next frame under each frame, so the innermost one names the call a cut paste lost.
@@ -371,7 +374,10 @@ class SourceMatcher:
         before = (cut,) if cut is not None else _NOTHING
         if message.startswith(CAUGHT_FRAME):
             message = "  " + message[2:]
-        if message[:1].isspace() and (inside or message.lstrip().startswith('File "')) and not _is_what(message):
+        # after the exception line no frame comes but a `File "` one: an indented line there is the exception's
+        # message continued (torchrun's ChildFailedError prints its failure table as its message), read by the rules
+        framed = inside and not (self.block is not None and self.block.finished)
+        if message[:1].isspace() and (framed or message.lstrip().startswith('File "')) and not _is_what(message):
             # a frame or a quoted code line: never a message, but a frame can tell the phase
             if not inside and TRACEBACK_FRAME.match(message):
                 # an excerpt cut before its `Traceback` line: the frames are the block
@@ -388,6 +394,8 @@ class SourceMatcher:
         if message.startswith(FRAME_HEADERS):
             self._frames = _FrameGroup(innermost_first=not message.startswith("Traceback"))
         event = self._message_event(line, fields, message, stamp, inside)
+        if event is not None and inside and not framed and message[:1].isspace() and not _is_what(message):
+            event = replace(event, captures={**event.captures, CONTINUED: "message"})
         if fields.rank is not None and (event is None or event.role is not Role.DIAGNOSTIC):
             # a rank that only shows up in a dump's header (`Pyspy dump for PID`) is not seen healthy
             self.ranks_seen.add(fields.rank)

@@ -178,6 +178,9 @@ class Timeline:
     health_answers: tuple[tuple[str, int], ...] = ()
     health_first: Event | None = None
     health_last: Event | None = None  # the newest refusal counted; `health` is the newest answer of all
+    # the lines that head a failure table's first observed failure (a rule's `first_failure`: torchrun's `Root Cause
+    # (first observed failure):`), hints that say which of the table's rows is the cause (judging/logs.py)
+    first_failures: tuple[Event, ...] = ()
 
     def rank_state(self, rank: str | None) -> RankState | None:
         if rank is None:
@@ -260,6 +263,7 @@ class TimelineBuilder:
     ranks: dict[str | None, _RankAcc] = field(default_factory=dict)
     lowest_rank: str | None = None  # the named rank that sorts first: tqdm bars are its (kept, not searched)
     failures: list[Event] = field(default_factory=list)
+    first_failures: list[Event] = field(default_factory=list)
     ready: Event | None = None
     last_progress: Event | None = None
     latest_phase_event: Event | None = None
@@ -345,6 +349,8 @@ class TimelineBuilder:
         failed = event.kind in FAILURE_KINDS
         if failed and event.role in (Role.ROOT, Role.CASCADE) and len(self.failures) < MAX_FAILURES:
             self.failures.append(event)
+        if event.rule.first_failure and len(self.first_failures) < MAX_FAILURES:
+            self.first_failures.append(event)
         if event.kind is EventKind.READY and self.ready is None:
             self.ready = event
         if event.kind is EventKind.INTERRUPT and (self.interrupt is None or event.order_key < self.interrupt.order_key):
@@ -609,6 +615,7 @@ class TimelineBuilder:
             ranks=tuple(_state(acc) for acc in named),
             main=_state(main) if main and main.reached is not None else None,
             failures=tuple(failures),
+            first_failures=tuple(self.first_failures),
             ready=self.ready,
             last_progress=self.last_progress,
             latest_phase_event=self.latest_phase_event,

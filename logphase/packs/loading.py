@@ -455,6 +455,7 @@ def _parse_rule(
         ignored_block=item["ignored_block"],
         header_only=item["header_only"],
         trailer_only=item["trailer_only"],
+        first_failure=item["first_failure"],
         summary=item["summary"],
         examples=tuple(item["examples"]),
         counter_examples=tuple(item["counter_examples"]),

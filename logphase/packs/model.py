@@ -246,6 +246,7 @@ class Rule:
     closes_from: Phase | None = None  # an end closing the rank's open step from this phase up to `phase`
     header_only: bool = False  # says only that the traceback after it was raised: its exception line says what
     trailer_only: bool = False  # only ends a dump whose head says what failed: no root where a line says it
+    first_failure: bool = False  # heads a failure table's first observed failure: its entry's lines say how
     ignored_block: bool = False  # the block it opens holds an exception the program went on from: no failure
     ambient: bool = False  # printed by whatever step uses the phase's machinery: unranked, in the step around it
     after_ready: Phase | None = None  # the phase of a line of it after the run's ready line (a request's: serving)

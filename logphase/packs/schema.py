@@ -227,6 +227,15 @@ RULE = Table(
             default=False,
         ),
         Key(
+            "first_failure",
+            BOOLEAN,
+            False,
+            "the line heads the entry of the first observed failure in a failure table that a traceback's exception "
+            "prints as its message (torchrun's `Root Cause (first observed failure):`): that entry's failure lines, "
+            "just below it, say how the run failed, over the exception line and the table's other entries",
+            default=False,
+        ),
+        Key(
             "ignored_block",
             BOOLEAN,
             False,
