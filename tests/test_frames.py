@@ -64,12 +64,14 @@ def test_short_path_keeps_a_path_outside_python_as_is() -> None:
         ),
         # TensorRT-LLM's TllmException trace, `%-3d %*p %s + %zd`: no library printed with a symbol
         (
-            "3       0x7f2200aa10ff tensorrt_llm::batch_manager::kv_cache_manager::BlockManager::allocatePools(bool) + 40",
+            "3       0x7f2200aa10ff"
+            " tensorrt_llm::batch_manager::kv_cache_manager::BlockManager::allocatePools(bool) + 40",
             "tensorrt_llm::batch_manager::kv_cache_manager::BlockManager::allocatePools ()",
         ),
         # a return type and template arguments: the name is what stands between them and the parameters
         (
-            "1       0x7f2200aa1000 void tensorrt_llm::common::check<cudaError>(cudaError, char const*, char const*, int) + 88",
+            "1       0x7f2200aa1000"
+            " void tensorrt_llm::common::check<cudaError>(cudaError, char const*, char const*, int) + 88",
             "tensorrt_llm::common::check<cudaError> ()",
         ),
         # gdb: `#N  0x<address> in <symbol> (<arguments>) from <library>`

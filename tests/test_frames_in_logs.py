@@ -215,7 +215,10 @@ KV_POOLS = [
     "tensorrt_llm::batch_manager::kv_cache_manager::BlockManager::allocatePools(bool)",
     "tensorrt_llm::batch_manager::kv_cache_manager::KVCacheManager::allocatePools(bool)",
 ]
-CUDA_OOM = "[TensorRT-LLM][ERROR] CUDA runtime error in ::cudaMalloc(ptr, n): out of memory (/src/cpp/tensorrt_llm/runtime/tllmBuffers.h:92)"
+CUDA_OOM = (
+    "[TensorRT-LLM][ERROR] CUDA runtime error in ::cudaMalloc(ptr, n): out of memory"
+    " (/src/cpp/tensorrt_llm/runtime/tllmBuffers.h:92)"
+)
 
 
 def test_a_cpp_exceptions_trace_through_the_kv_cache_pools_places_the_crash_in_kv_cache(tmp_path: Path) -> None:
@@ -229,12 +232,14 @@ def test_a_cpp_exceptions_trace_through_the_kv_cache_pools_places_the_crash_in_k
 def test_a_plugins_deserialization_in_the_trace_places_the_crash_in_weight_load(tmp_path: Path) -> None:
     # GIVEN the exception as pybind11 raised it in Python, its trace through a plugin creator's deserializePlugin
     lines = [
-        "RuntimeError: [TensorRT-LLM][ERROR] Assertion failed: mType == nvinfer1::DataType::kHALF (/src/cpp/tensorrt_llm/plugins/common/plugin.h:120)",
+        "RuntimeError: [TensorRT-LLM][ERROR] Assertion failed: mType == nvinfer1::DataType::kHALF"
+        " (/src/cpp/tensorrt_llm/plugins/common/plugin.h:120)",
         *_tllm_trace(
             [
                 "tensorrt_llm::common::throwRuntimeError(char const*, int, std::string const&)",
                 "tensorrt_llm::plugins::LookupPlugin::LookupPlugin(void const*, unsigned long)",
-                "tensorrt_llm::plugins::LookupPluginCreator::deserializePlugin(char const*, void const*, unsigned long)",
+                "tensorrt_llm::plugins::LookupPluginCreator::deserializePlugin("
+                "char const*, void const*, unsigned long)",
             ]
         ),
     ]
@@ -260,7 +265,8 @@ def test_native_frames_no_anchor_names_place_nothing(tmp_path: Path) -> None:
 def test_a_native_frame_in_no_failures_text_places_nothing(tmp_path: Path) -> None:
     # GIVEN the KV-pool frames after a line of the server's that is no failure (a frame printed out of any trace)
     lines = [
-        "[TensorRT-LLM][INFO] Engine version 0.20.0 found in the config file, assuming engine(s) built by new builder API.",
+        "[TensorRT-LLM][INFO] Engine version 0.20.0 found in the config file,"
+        " assuming engine(s) built by new builder API.",
         *_tllm_trace(KV_POOLS),
     ]
     # WHEN analysed THEN still in weight_load, where that line put it: a native frame is read inside a failure's
