@@ -1,5 +1,5 @@
-"""Stack frames as text: the one py-spy frame regex, the path shortening py-spy applies, and the one
-frame key `function (file)` that stall signatures and frame anchors are matched against.
+"""Stack frames as text: the one py-spy frame regex, the native (C/C++) backtrace lines, the path shortening
+py-spy applies, and the one frame key `function (file)` that stall signatures and frame anchors are matched against.
 
 Shared by the log matcher (frames inside tracebacks tell which phase a rank failed in) and the
 stacks pipeline (dumps, classification), and kept free of both so that neither imports the other;
@@ -22,6 +22,17 @@ PYSPY_FRAME = re.compile(r"^\s{4}(?P<function>\S(?:.*?\S)?) \((?P<file>[^()]*?)(
 TRIGGER = re.compile(
     r'File "|Thread |thread |Process \d|Fatal Python error|Pyspy|Timeout \(|Stack \(most|Extension modules|'
     r"^\s{4}\S"
+)
+# A native (C/C++) frame line as its printer writes it, the symbol demangled (docs/design.md §6):
+# c10's Backtrace (`frame #3: c10d::ProcessGroupNCCL::WorkNCCL::isCompleted() + 0xa0 (0x7fe0… in /x/libtorch_cuda.so)`),
+# the glibc backtrace + dladdr form TensorRT-LLM's TllmException appends to its text (`%-3d %*p %s + %zd`:
+# `5       0x7cb3c5baf5bd tensorrt_llm::…::KVCacheManager::allocatePools(bool) + 61`), gdb's
+# (`#4  0x00007f… in ncclCommInitRank (…) from /x/libnccl.so.2`). A frame its printer could not name
+# (`2  0x7f… /x/libtensorrt_llm.so(+0x728999) [0x7f…]`, `?? ()`) has no symbol and no key.
+NATIVE_FRAME = re.compile(
+    r"^frame #\d+: (?P<c10>\S.*?) \+ 0x[0-9a-f]+ \((?:0x[0-9a-f]+ in (?P<lib>[^()\s]+)\))?"
+    r"|^\d+ +0x[0-9a-f]+ (?P<tllm>[^\s/].*?) \+ \d+\s*$"
+    r"|^#\d+ +0x[0-9a-f]+ in (?P<gdb>[^\s?].*?) \(.*?\)(?: from (?P<from>\S+))?\s*$"
 )
 INSTALL_ROOTS = ("/site-packages/", "/dist-packages/")
 STDLIB_ROOT = re.compile(r"/lib/python3(?:\.\d+)?/(.*)$")
@@ -51,6 +62,53 @@ def frame_key(line: str) -> str | None:
     if found is None:
         return None
     return frame_key_of(found.group("function"), short_path(found.group("file")))
+
+
+def native_name(symbol: str) -> str:
+    """A demangled C++ symbol without its parameter list, qualifiers and return type, as py-spy names a
+    native frame: `void tensorrt_llm::common::check<cudaError>(cudaError, char const*) const` →
+    `tensorrt_llm::common::check<cudaError>`."""
+    text = symbol.strip().removesuffix(" const")
+    if text.endswith(")"):
+        depth = 0
+        for at in range(len(text) - 1, -1, -1):
+            char = text[at]
+            if char == ")":
+                depth += 1
+            elif char == "(":
+                depth -= 1
+                if depth == 0:
+                    text = text[:at]
+                    break
+    depth, start = 0, 0
+    for at, char in enumerate(text):
+        if char in "<(":
+            depth += 1
+        elif char in ">)":
+            depth -= 1
+        elif char == " " and depth == 0:
+            start = at + 1  # what stands before the name at the top level is its return type
+    return text[start:]
+
+
+def native_frame_key(message: str) -> str | None:
+    """The frame key `name (library)` of a native backtrace line (NATIVE_FRAME); None for other lines and for
+    a frame whose printer gave no symbol. The library is its file name (TensorRT-LLM's trace prints none)."""
+    if message[:1] not in NATIVE_STARTS:
+        return None
+    found = NATIVE_FRAME.match(message)
+    if found is None:
+        return None
+    symbol = found["c10"] or found["tllm"] or found["gdb"]
+    name = native_name(symbol)
+    if not name:
+        return None
+    library = found["lib"] or found["from"] or ""
+    return frame_key_of(name, library.rsplit("/", 1)[-1], native=True)
+
+
+# The first characters of a native frame line: the test before the regex, on every line of a traceback.
+NATIVE_STARTS = frozenset("f#0123456789")
 
 
 # C0 and C1 controls and DEL: a name a process chose (a thread, a function, its command line) must not

@@ -201,3 +201,75 @@ def test_an_event_loop_a_server_runs_in_from_launch_proves_no_serving(tmp_path: 
     report = _analyze(tmp_path, lines)
     # THEN a crash at launch, not while serving: an asyncio or uvloop frame says nothing of the phase
     assert (report["verdict"], report["furthest_phase"]) == ("crashed", "launch")
+
+
+# TensorRT-LLM's TllmException text (cpp/tensorrt_llm/common/tllmException.cpp): `[TensorRT-LLM][ERROR] <message>
+# (<file>:<line>)`, then its trace, a frame a line, `%-3d %*p %s + %zd` (innermost first, frame 0 skipped).
+def _tllm_trace(symbols: list[str]) -> list[str]:
+    return [f"{n:<3d} {0x7F3A10000000 + 0x1000 * n:#18x} {symbol} + {16 * n}" for n, symbol in enumerate(symbols, 1)]
+
+
+KV_POOLS = [
+    "void tensorrt_llm::common::check<cudaError>(cudaError, char const*, char const*, int)",
+    "tensorrt_llm::runtime::BufferManager::gpuSync(nvinfer1::Dims64, nvinfer1::DataType)",
+    "tensorrt_llm::batch_manager::kv_cache_manager::BlockManager::allocatePools(bool)",
+    "tensorrt_llm::batch_manager::kv_cache_manager::KVCacheManager::allocatePools(bool)",
+]
+CUDA_OOM = (
+    "[TensorRT-LLM][ERROR] CUDA runtime error in ::cudaMalloc(ptr, n): out of memory"
+    " (/src/cpp/tensorrt_llm/runtime/tllmBuffers.h:92)"
+)
+
+
+def test_a_cpp_exceptions_trace_through_the_kv_cache_pools_places_the_crash_in_kv_cache(tmp_path: Path) -> None:
+    # GIVEN a TllmException for a cudaMalloc whose trace runs through KVCacheManager::allocatePools
+    lines = [CUDA_OOM, *_tllm_trace(KV_POOLS)]
+    # WHEN analysed THEN crashed, in kv_cache: the pools are allocated once, where the manager is made
+    report = _analyze(tmp_path, lines)
+    assert (report["verdict"], report["phase"]) == ("crashed", "kv_cache")
+
+
+def test_a_plugins_deserialization_in_the_trace_places_the_crash_in_weight_load(tmp_path: Path) -> None:
+    # GIVEN the exception as pybind11 raised it in Python, its trace through a plugin creator's deserializePlugin
+    lines = [
+        "RuntimeError: [TensorRT-LLM][ERROR] Assertion failed: mType == nvinfer1::DataType::kHALF"
+        " (/src/cpp/tensorrt_llm/plugins/common/plugin.h:120)",
+        *_tllm_trace(
+            [
+                "tensorrt_llm::common::throwRuntimeError(char const*, int, std::string const&)",
+                "tensorrt_llm::plugins::LookupPlugin::LookupPlugin(void const*, unsigned long)",
+                "tensorrt_llm::plugins::LookupPluginCreator::deserializePlugin("
+                "char const*, void const*, unsigned long)",
+            ]
+        ),
+    ]
+    # WHEN analysed THEN crashed, in weight_load: TensorRT deserializes plugins only while it loads an engine
+    report = _analyze(tmp_path, lines)
+    assert (report["verdict"], report["phase"]) == ("crashed", "weight_load")
+
+
+def test_native_frames_no_anchor_names_place_nothing(tmp_path: Path) -> None:
+    # GIVEN the same error whose trace stops in the buffer manager, and one through a KV-cache call every request makes
+    for symbols in (
+        KV_POOLS[:2],
+        [
+            *KV_POOLS[:2],
+            "tensorrt_llm::batch_manager::kv_cache_manager::KVCacheManager::addSequence(unsigned long, int, int)",
+        ],
+    ):
+        # WHEN analysed THEN crashed with no step: neither frame runs in one phase only
+        report = _analyze(tmp_path, [CUDA_OOM, *_tllm_trace(symbols)])
+        assert (report["verdict"], report["phase"]) == ("crashed", "launch")
+
+
+def test_a_native_frame_in_no_failures_text_places_nothing(tmp_path: Path) -> None:
+    # GIVEN the KV-pool frames after a line of the server's that is no failure (a frame printed out of any trace)
+    lines = [
+        "[TensorRT-LLM][INFO] Engine version 0.20.0 found in the config file,"
+        " assuming engine(s) built by new builder API.",
+        *_tllm_trace(KV_POOLS),
+    ]
+    # WHEN analysed THEN still in weight_load, where that line put it: a native frame is read inside a failure's
+    # text only
+    report = _analyze(tmp_path, lines)
+    assert (report["verdict"], report["phase"]) == ("stalled", "weight_load")

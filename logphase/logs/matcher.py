@@ -10,7 +10,7 @@ from datetime import date, datetime, timedelta
 from functools import cache
 
 from logphase.bounded import rank_label
-from logphase.frames import frame_key
+from logphase.frames import frame_key, native_frame_key
 from logphase.logs.annotations import Edit, edit
 from logphase.logs.clocks import stamp_format, timed_prefixes
 from logphase.logs.dating import MIDNIGHT_JUMP, FirstDate, first_day, with_year
@@ -390,7 +390,14 @@ class SourceMatcher:
                     self.block.raised = None  # a deeper frame: its own source line comes next
             self._note_frame(line, fields, message, inside)
             return before
-        held = (*before, *self._flush_frames())
+        native = native_frame_key(message) if inside else None
+        if native is not None:
+            # a C/C++ backtrace's frame inside the failure's text (c10's `frame #N:`, TensorRT-LLM's trace): it
+            # places the stack as a Python frame does, and stays a line rules may read (a checkTimeout frame)
+            self._note_frame(line, fields, message, inside, native=native)
+            held = before
+        else:
+            held = (*before, *self._flush_frames())
         if message.startswith(FRAME_HEADERS):
             self._frames = _FrameGroup(innermost_first=not message.startswith("Traceback"))
         event = self._message_event(line, fields, message, stamp, inside)
@@ -492,22 +499,25 @@ class SourceMatcher:
                 return winner
         return winner
 
-    def _note_frame(self, line: Line, fields: PrefixFields, message: str, inside: bool) -> None:
+    def _note_frame(
+        self, line: Line, fields: PrefixFields, message: str, inside: bool, *, native: str | None = None
+    ) -> None:
         """Remember the frame that proves the stack's phase; the group's event comes at its end. Start-up
         steps nest forward (a KV-cache profile calls the compiler, a draft worker's init its capture), so a
         stack is in the latest phase any of its frames proves: an inner frame refines an outer step, never
         takes a serving loop back to start-up (a weight update's process group while serving; a compile
         inside a capture is the capture's). Of frames proving one phase, the innermost names it. A
         traceback's source line under its innermost frame names the call into the next frame, which a
-        traceback cut there no longer shows (`self.init_torch_distributed()`): that call counts as a frame."""
-        framed = frame_key(message)
-        key = framed if framed is not None else self._called(message)
+        traceback cut there no longer shows (`self.init_torch_distributed()`): that call counts as a frame.
+        `native`: the key of a native backtrace's frame (innermost first, as every native printer writes them)."""
+        framed = frame_key(message) if native is None else None
+        key = native or (framed if framed is not None else self._called(message))
         if key is None:
             return
         group = self._frames
         if group is None:
             # a dump's tail with no header: faulthandler writes `line N in f`, a traceback `line N, in f`
-            group = self._frames = _FrameGroup(innermost_first=", in " not in message)
+            group = self._frames = _FrameGroup(innermost_first=native is not None or ", in " not in message)
         if framed is not None:
             group.last_file = framed.rsplit(" (", 1)[1][:-1]
         phase = self._frame_phases.get(key, _UNSEEN)
