@@ -486,7 +486,8 @@ def _after_interrupt(event: Event, interrupt: Event | None) -> bool:
 
 
 def _exception_line(timeline: Timeline, failure: Event) -> Event:
-    """A traceback's last line says what failed; the line that opened it only says that."""
+    """A traceback's last line says what failed; the line that opened it only says that. The further lines of
+    that line's message (`tail`) go on saying it: the exception line is the one they follow."""
     if failure.block is None:
         return failure
     in_block = [
@@ -497,6 +498,7 @@ def _exception_line(timeline: Timeline, failure: Event) -> Event:
         and e.line > failure.line
         and e.kind in (EventKind.ERROR, EventKind.TIMEOUT)
         and not e.rule.opens_block
+        and not e.tail
     ]
     return in_block[-1] if in_block else failure
 

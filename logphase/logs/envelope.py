@@ -60,7 +60,10 @@ RAY = "Ray"
 
 @cache
 def ray_envelope(process_tags: frozenset[str]) -> Envelope:
-    """Ray's log monitor's `(ActorName pid=123) `, `(pid=123, ip=10.0.0.1) `. Only a single actor's: the
+    """Ray's log monitor's `(ActorName pid=123) `, `(pid=123, ip=10.0.0.1) `. The name is the actor's repr where
+    its class defines `__repr__` (Ray's state API calls it `repr_name`: NeMo-RL's `MegatronPolicyWorker[rank=8]`),
+    so it may hold any character but the tag's own space and parentheses, and a colon (Ray Serve's
+    `ServeReplica:app:deployment`, which the ray pack reads as its own). Only a single actor's: the
     lines of several actors need their tag to stay apart (the packs read vLLM's and SGLang's actors' tags,
     with their ranks: `(Worker_TP1 pid=42)`, `(SchedulerActor pid=7)`). A tag whose name opens with one of
     `process_tags` is a system's own log format (a pack's `process_tags`: vLLM's `(APIServer pid=1) `), read
@@ -68,7 +71,7 @@ def ray_envelope(process_tags: frozenset[str]) -> Envelope:
     own = "".join(f"|{re.escape(name)}" for name in sorted(process_tags))
     return _envelope(
         RAY,
-        rf"^\((?P<writer>(?:(?!\w*(?:_?(?:TP|PP|DP|EP)\d|Scheduler){own})[A-Za-z_]\w* )?pid=\d+)(?:, ip=[\w.:]+)?\) ",
+        rf"^\((?P<writer>(?:(?!\w*(?:_?(?:TP|PP|DP|EP)\d|Scheduler){own})[A-Za-z_][^\s():]* )?pid=\d+)(?:, ip=[\w.:]+)?\) ",
         max_writers=1,
     )
 
@@ -108,6 +111,15 @@ ENVELOPES: tuple[Envelope, ...] = (
     _envelope(
         "journald", rf"^(?:(?:[^\W\d_]{{3,5}}\.?| ?\d{{1,2}}[月월]) [ \d]\d \d\d:\d\d:\d\d(?:\.\d+)?){_JOURNAL_UNIT}"
     ),
+    # TorchServe's frontend logs each line a model worker prints through log4j2 (its log4j2.xml's PatternLayout
+    # `%d{ISO8601} [%-5p] %t %c - %m%n`): `2024-10-07T22:54:54,595 [INFO ] W-9000-model_1.0-stdout MODEL_LOG - `,
+    # the thread named after the worker and its stream, the logger MODEL_LOG (its own lines: a class name)
+    _envelope(
+        "TorchServe (log4j)",
+        r"^(?P<ts>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d,\d{3}) \[(?:TRACE|DEBUG|INFO |WARN |ERROR|FATAL)\] "
+        r"(?P<writer>\S+) [\w.$]+ - ",
+        "%Y-%m-%dT%H:%M:%S,%f",
+    ),
     # kubectl logs --prefix: `[pod/NAME/CONTAINER] `
     _envelope("kubectl logs --prefix", r"^\[(?P<writer>pod/[^/\]\s]+/[^\]\s]+)\] "),
     # docker compose: `service-1  | ` (the name padded to the longest service's; `[name]` by some wrappers)
@@ -145,6 +157,10 @@ LEARNED: tuple[Envelope, ...] = (
     ),
     _envelope("a bracketed process label", r"^\[(?P<writer>[A-Za-z_][\w.-]{0,40}(?:\|\d{1,5})?)\]:", weak=True),
     _envelope("a replica label", r"^(?P<writer>[A-Za-z_][\w.-]{0,60}/\d{1,5}) ", weak=True),
+    # a writer's name and a colon: pdsh's `host: ` before each line a node printed (pdsh(1): `-N` "disable
+    # hostname: prefix on lines of output"), a launcher's `stderr: `; few of them. Loose (a log's own `Note: `
+    # lines): taken where the packs read more
+    _envelope("a host label (pdsh's `host: `)", r"^(?P<writer>[A-Za-z0-9][\w.-]{0,62}): ", weak=True),
 )
 # What taking a learned column must gain: this many more of the first lines read, and a tenth of them.
 LEARNED_GAIN_LINES = 2
@@ -185,6 +201,9 @@ class Envelopes:
     # HTML entities (`&lt;`), undone before any envelope is read (`unescape`)
     markdown_escaped: bool = False
     html_escaped: bool = False
+    # a paste that put each line in markdown's inline code (`` `line` ``, a backtick on either side): the marks
+    # come off before any envelope is read (`uncode`)
+    inline_code: bool = False
     # the hard wrap is inside the envelopes: a log cut at the column before each of its lines was wrapped (a
     # hard-wrapped paste of it collected or copied again), so the envelopes come off each piece before they join
     wrap_inside: bool = False
@@ -200,6 +219,7 @@ class Envelopes:
             or self.newest_first
             or self.markdown_escaped
             or self.html_escaped
+            or self.inline_code
         )
 
     @property
@@ -211,8 +231,9 @@ class Envelopes:
 
     @property
     def escaped(self) -> bool:
-        """The text is escaped (markdown or HTML): undone on each line, so no byte scan reads it where it lies."""
-        return self.markdown_escaped or self.html_escaped
+        """The text is escaped (markdown or HTML) or marked as inline code: undone on each line, so no byte scan
+        reads it where it lies."""
+        return self.markdown_escaped or self.html_escaped or self.inline_code
 
     def notes(self, source: str) -> tuple[str, ...]:
         """What reading `source` through these envelopes assumed, for the report's notes."""
@@ -227,6 +248,8 @@ class Envelopes:
             notes.append("markdown's escapes undone (`\\_` read as `_`): the paste went through HTML")
         if self.html_escaped:
             notes.append("HTML entities undone (`&lt;` read as `<`): the paste went through HTML")
+        if self.inline_code:
+            notes.append("markdown's inline code marks removed (each line pasted as `` `line` ``)")
         if self.newest_first:
             notes.append("the export lists the newest line first: read in reverse, lines numbered in time order")
         return tuple(f"{source}: {note}" for note in notes)
@@ -262,6 +285,8 @@ def sniff(
     wrap_width = _wrap_width(lines, screen)
     if wrap_width is not None:
         lines = [joined for _, joined in _join_wraps(enumerate(lines), wrap_width, screen)]
+    inline_code = _inline_code(lines)
+    lines = [uncode(line, inline_code) for line in lines]
     markdown_escaped = _escapes_of(lines, _MARKDOWN_TOKEN, _MARKDOWN_EVIDENCE) or _hard_breaks(lines)
     html_escaped = _escapes_of(lines, _HTML_TOKEN, "")
     lines = [unescape(line, markdown_escaped, html_escaped) for line in lines]
@@ -321,6 +346,7 @@ def sniff(
         markdown_escaped=markdown_escaped,
         html_escaped=html_escaped,
         wrap_inside=wrap_inside,
+        inline_code=inline_code,
     )
 
 
@@ -347,6 +373,27 @@ def _escapes_of(lines: Sequence[str], token: re.Pattern[str], evidence: str) -> 
             elif not evidence or text[1] in evidence:
                 escaped += 1
     return escaped > 0 and bare * ESCAPED_SHARE <= escaped
+
+
+# A line as markdown's inline code (CommonMark 6.1): a backtick string on either side of equal length, the log's line
+# between them; a space on both sides of it is the span's padding (written where the line starts or ends with `)
+_CODE_SPAN = re.compile(r"^(?P<ticks>`+)(?!`)(?P<text>.*?[^`])(?P=ticks)[ \t]*$")
+
+
+def _inline_code(lines: Sequence[str]) -> bool:
+    """Whether all but a few of the lines are each one inline code span (a person wrapped every line in
+    backticks: a log's own lines rarely start and end with one, and never nearly all of them)."""
+    spans = sum(1 for line in lines if _CODE_SPAN.match(line))
+    return spans > 0 and spans >= max(len(lines) / 2, min(0.9 * len(lines), len(lines) - STRAY_LINES))
+
+
+def uncode(text: str, inline_code: bool) -> str:
+    """A line of a paste in inline code as the log wrote it: the span's backticks off (a line not in one stays)."""
+    if inline_code and (span := _CODE_SPAN.match(text)) is not None:
+        inner = span["text"]
+        padded = len(inner) > 2 and inner[0] == inner[-1] == " " and inner.strip(" ")
+        return inner[1:-1] if padded else inner
+    return text
 
 
 def _hard_breaks(lines: Sequence[str]) -> bool:
@@ -625,7 +672,7 @@ class Unwrapper:
 
     def _unwrap(self, number: int, text: str) -> list[Unwrapped]:
         if self.envelopes.escaped:
-            text = unescape(text, self.envelopes.markdown_escaped, self.envelopes.html_escaped)
+            text = unescape(uncode(text, self.envelopes.inline_code), self.envelopes.markdown_escaped, self.envelopes.html_escaped)
         stamp: datetime | None = None
         rank: str | None = None
         for layer, envelope in enumerate(self.envelopes.layers):
