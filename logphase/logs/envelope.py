@@ -1,6 +1,6 @@
 """Envelopes: the wrappers a log was collected or pasted in (docker, CRI, journald, kubectl, compose, stern,
-srun, Ray, log exports, markdown quotes, hard wraps), recognised once per source and removed from every
-line before any system pack sees it. Pure: text in, text out.
+srun, pdsh, Ray, TorchServe, log exports, markdown quotes and inline code, hard wraps), recognised once per source
+and removed from every line before any system pack sees it. Pure: text in, text out.
 
 An envelope is data (`ENVELOPES`): the shape of its prefix, where its timestamp and rank label are, how
 its time is written. One mechanism reads them: `sniff` decides from a source's first lines which
@@ -128,6 +128,10 @@ ENVELOPES: tuple[Envelope, ...] = (
     _envelope("stern", r"^(?P<writer>[a-z0-9]+(?:-[a-z0-9]+)+ [a-z0-9]+(?:-[a-z0-9]+)*)(?: |$)", weak=True),
     # Slurm srun --label: `0: `, space padded to the widest task number
     _envelope("srun --label", r"^ *(?P<rank>\d{1,5}): ", weak=True, rank_name="task"),
+    # pdsh / pdcp: `host: ` before each line a node printed (pdsh(1): `-N` "disable hostname: prefix on lines of
+    # output"); a node's name holds a number (`gpu1504`, `node-07`, `10.0.0.7`): a log's own `Note: `, `INFO: ` do
+    # not. A name without one is a learned column (LEARNED), taken where the packs read more without it
+    _envelope("pdsh", r"^(?P<writer>(?=[\w.-]*\d)[A-Za-z0-9][\w.-]{0,62}): ", weak=True),
     # torchrun --tee / --log-dir: `[default0]:` (role, local rank); the agent's own lines go unlabelled
     _envelope("torchrun --tee", r"^\[default(?P<rank>\d{1,5})\]:", rank_name="local_rank", share=0.3),
     # Open MPI mpirun --tag-output: `[jobid,rank]<stdout>:` (orte/prte iof_base_output.c: `"[%s,%s]<%s>:"`, the
@@ -157,10 +161,9 @@ LEARNED: tuple[Envelope, ...] = (
     ),
     _envelope("a bracketed process label", r"^\[(?P<writer>[A-Za-z_][\w.-]{0,40}(?:\|\d{1,5})?)\]:", weak=True),
     _envelope("a replica label", r"^(?P<writer>[A-Za-z_][\w.-]{0,60}/\d{1,5}) ", weak=True),
-    # a writer's name and a colon: pdsh's `host: ` before each line a node printed (pdsh(1): `-N` "disable
-    # hostname: prefix on lines of output"), a launcher's `stderr: `; few of them. Loose (a log's own `Note: `
-    # lines): taken where the packs read more
-    _envelope("a host label (pdsh's `host: `)", r"^(?P<writer>[A-Za-z0-9][\w.-]{0,62}): ", weak=True),
+    # a writer's name and a colon, as pdsh's `host: ` (ENVELOPES) but of no number: `localhost: `, a launcher's
+    # `stderr: `; few of them. Loose (a log's own `Note: ` lines): taken where the packs read more
+    _envelope("a writer's label", r"^(?P<writer>[A-Za-z0-9][\w.-]{0,62}): ", weak=True),
 )
 # What taking a learned column must gain: this many more of the first lines read, and a tenth of them.
 LEARNED_GAIN_LINES = 2
