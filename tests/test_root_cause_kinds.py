@@ -360,7 +360,8 @@ def test_an_nccl_errors_last_error_lines_are_the_tail_of_torchs_exception_line(t
             '  File "/usr/lib/python3.10/site-packages/torch/distributed/distributed_c10d.py", line 3665, in barrier',
             "    work = default_pg.barrier(opts=opts)",
             "torch.distributed.DistBackendError: NCCL error in: /opt/pytorch/torch/csrc/distributed/c10d/"
-            "ProcessGroupNCCL.cpp:1197, unhandled cuda error (run with NCCL_DEBUG=INFO for details), NCCL version 2.18.1",
+            "ProcessGroupNCCL.cpp:1197, unhandled cuda error (run with NCCL_DEBUG=INFO for details), "
+            "NCCL version 2.18.1",
             "ncclUnhandledCudaError: Call to CUDA function failed.",
             "Last error:",
             "Cuda failure 'initialization error'",

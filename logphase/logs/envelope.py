@@ -71,7 +71,8 @@ def ray_envelope(process_tags: frozenset[str]) -> Envelope:
     own = "".join(f"|{re.escape(name)}" for name in sorted(process_tags))
     return _envelope(
         RAY,
-        rf"^\((?P<writer>(?:(?!\w*(?:_?(?:TP|PP|DP|EP)\d|Scheduler){own})[A-Za-z_][^\s():]* )?pid=\d+)(?:, ip=[\w.:]+)?\) ",
+        rf"^\((?P<writer>(?:(?!\w*(?:_?(?:TP|PP|DP|EP)\d|Scheduler){own})[A-Za-z_][^\s():]* )?pid=\d+)"
+        r"(?:, ip=[\w.:]+)?\) ",
         max_writers=1,
     )
 
@@ -675,7 +676,9 @@ class Unwrapper:
 
     def _unwrap(self, number: int, text: str) -> list[Unwrapped]:
         if self.envelopes.escaped:
-            text = unescape(uncode(text, self.envelopes.inline_code), self.envelopes.markdown_escaped, self.envelopes.html_escaped)
+            text = unescape(
+                uncode(text, self.envelopes.inline_code), self.envelopes.markdown_escaped, self.envelopes.html_escaped
+            )
         stamp: datetime | None = None
         rank: str | None = None
         for layer, envelope in enumerate(self.envelopes.layers):

@@ -472,7 +472,12 @@ def test_a_ray_actor_named_by_its_repr_is_an_envelope() -> None:
     # GIVEN Ray's prefix where the actor's class defines `__repr__` (Ray prints the repr as the actor's name:
     # `(MegatronPolicyWorker[rank=8] pid=3294808, ip=10.109.19.209) `), on every line of a faulthandler dump
     tag = "(MegatronPolicyWorker[rank=8] pid=3294808, ip=10.109.19.209) "
-    dump = ["Fatal Python error: Aborted", "", "Thread 0x0000ff67b3f7f180 (most recent call first):", "  <no Python frame>"]
+    dump = [
+        "Fatal Python error: Aborted",
+        "",
+        "Thread 0x0000ff67b3f7f180 (most recent call first):",
+        "  <no Python frame>",
+    ]
     # WHEN sniffed and read THEN it is Ray's envelope, and the lines are the dump's
     assert names([tag + line for line in dump]) == ["Ray"]
     data = "".join(f"{tag}{line}\n" for line in dump).encode()

@@ -167,7 +167,9 @@ def mpirun_tag_output(lines: Sequence[str], rng: random.Random, times: Times) ->
 def ray_actor(lines: Sequence[str], rng: random.Random, times: Times) -> bytes:
     """Ray's log monitor on a driver: `(RayWorkerWrapper pid=123) line`; the name is the actor's `__repr__` where
     its class defines one (`(PolicyWorker[rank=3] pid=123) `)."""
-    name = rng.choice(["RayWorkerWrapper", "ServeReplica", "_RayTrainWorker", f"PolicyWorker[rank={rng.randrange(16)}]"])
+    name = rng.choice(
+        ["RayWorkerWrapper", "ServeReplica", "_RayTrainWorker", f"PolicyWorker[rank={rng.randrange(16)}]"]
+    )
     tag = f"({name} pid={rng.randint(100, 99999)})"
     return _join([f"{tag} {line}" for line in lines])
 
@@ -325,7 +327,7 @@ def inline_code(lines: Sequence[str], rng: random.Random, times: Times) -> bytes
     for line in (ANSI.sub("", line) for line in lines):
         if not line.strip():
             out.append("")
-        elif line.startswith("`") or line.endswith("`") or "`" in line and rng.random() < 0.5:
+        elif line.startswith("`") or line.endswith("`") or ("`" in line and rng.random() < 0.5):
             out.append(f"`` {line} ``")
         else:
             out.append(f"`{line}`")
