@@ -189,6 +189,10 @@ def judge(
     if hang is not None and (post_mortem or looks_ready):
         # docs/design.md §4.4: no progress after a hang report: stalled, the first report since is why
         at = f"; last progress at line {progress.line}" if progress else ""
+        reached = hang.rule.reached
+        if progress is None and reached is not None and (phase is None or reached.order > phase.order):
+            # no phase line at all: the report itself says where the run was (SGLang's watchdog dump: serving)
+            phase = reached
         where = "after it was ready" if looks_ready else f"during {phase}"
         reason = f"{behind}hung {where}: {_message(hang)} (line {hang.line}){at}{also}"
         end = timeline.last_time if post_mortem else as_of
