@@ -21,10 +21,10 @@ from tests.paste.wrappers import BY_NAME, line_times
 from tests.test_prefilter import report
 
 # The wrappers whose lines the fast path reads (a prefix on each line): all of the paste-proof suite's but
-# these, which take the plain path (hard-wrapped pastes, exports listed newest first, markdown escapes undone
-# per line) and must give the same report too, and colour codes, which are no envelope (a coloured line is
-# always read).
-PLAIN_PATH_WRAPPERS = {"hard-wrap", "loki-export", "cloudwatch-export", "markdown-escapes"}
+# these, which take the plain path (hard-wrapped pastes, exports listed newest first, markdown escapes and inline
+# code undone per line) and must give the same report too, and colour codes, which are no envelope (a coloured line
+# is always read).
+PLAIN_PATH_WRAPPERS = {"hard-wrap", "loki-export", "cloudwatch-export", "markdown-escapes", "inline-code"}
 PREFIX_WRAPPERS = set(BY_NAME) - PLAIN_PATH_WRAPPERS - {"ansi"}
 
 

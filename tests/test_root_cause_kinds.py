@@ -668,3 +668,46 @@ def test_rays_creation_task_head_is_the_cause_where_the_constructors_traceback_i
     _, report = run_json("analyze", "--post-mortem", str(log))
     # THEN a crash whose cause is the head (1): it says that the actor's creation task raised
     assert (report["verdict"], report["root_cause"]["line"]) == ("crashed", 1)
+
+
+def test_an_nccl_errors_last_error_lines_are_the_tail_of_torchs_exception_line(tmp_path: Path) -> None:
+    # GIVEN torch's DistBackendError (NCCLUtils: `NCCL error in: file:line, <ncclGetErrorString>, NCCL version x`,
+    # then getNcclErrorDetailStr's `ncclUnhandledCudaError: Call to CUDA function failed.` and `Last error:` with
+    # NCCL's last error on lines of their own) ending a traceback
+    log = _write(
+        tmp_path,
+        [
+            "Traceback (most recent call last):",
+            '  File "/usr/lib/python3.10/site-packages/torch/distributed/distributed_c10d.py", line 3665, in barrier',
+            "    work = default_pg.barrier(opts=opts)",
+            "torch.distributed.DistBackendError: NCCL error in: /opt/pytorch/torch/csrc/distributed/c10d/"
+            "ProcessGroupNCCL.cpp:1197, unhandled cuda error (run with NCCL_DEBUG=INFO for details), "
+            "NCCL version 2.18.1",
+            "ncclUnhandledCudaError: Call to CUDA function failed.",
+            "Last error:",
+            "Cuda failure 'initialization error'",
+        ],
+    )
+    # WHEN analysed post-mortem
+    _, report = run_json("analyze", "--post-mortem", str(log))
+    # THEN the cause is the exception line (line 4): the lines after it are its message going on
+    assert (report["verdict"], report["root_cause"]["line"]) == ("crashed", 4)
+
+
+def test_a_second_what_line_of_two_glued_writers_is_a_failure_of_its_own(tmp_path: Path) -> None:
+    # GIVEN two processes' `terminate called after throwing an instance of …` / `  what():  …` interleaved (glibc++'s
+    # verbose terminate handler), the first `what():` holding the second writer's header
+    log = _write(
+        tmp_path,
+        [
+            "terminate called after throwing an instance of 'std::runtime_error'",
+            "  what():  terminate called after throwing an instance of 'NCCL Error 5: invalid usage (run with "
+            "NCCL_DEBUG=WARN for details)std::runtime_error",
+            "'",
+            "  what():  NCCL Error 5: invalid usage (run with NCCL_DEBUG=WARN for details)",
+        ],
+    )
+    # WHEN analysed post-mortem
+    _, report = run_json("analyze", "--post-mortem", str(log))
+    # THEN the cause is the whole `what():` line of the second writer (line 4), not the glued one
+    assert report["root_cause"]["line"] == 4

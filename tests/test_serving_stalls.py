@@ -94,3 +94,32 @@ def test_an_idle_server_and_a_stall_its_next_report_shows_over_are_ready(tmp_pat
     for log in (idle, over):
         _, report = run_json("analyze", "--post-mortem", str(log))
         assert report["verdict"] == "ready", log.name
+
+
+def test_sglang_watchdogs_dump_of_a_stuck_batch_alone_is_a_hang_while_serving(tmp_path: Path) -> None:
+    # GIVEN only what SGLang 0.5.10+'s scheduler watchdog logs first when a running batch made no forward step for
+    # its timeout (srt/utils/watchdog.py: `{debug_name} debug info:` and the dump's lines), on two ranks; the
+    # `watchdog timeout (…, self.soft=…)` line that would say soft or hard is beyond the excerpt
+    dump = [
+        "scheduler.cur_batch_for_debug.batch_size()=1",
+        "scheduler.cur_batch_for_debug.reqs=[Req(rid=3e64727659014c729d0ee75279c38a28, input_ids=[0, 90, 27791])]",
+        "[full] total=4974080, available=1024, evictable=4947200, protected=24832, session_held=0, uncached=0",
+    ]
+    log = tmp_path / "watchdog.log"
+    log.write_text(
+        "\n".join(
+            [
+                "[2026-08-04 11:58:42 TP1] Scheduler debug info:",
+                *dump,
+                "",
+                "[2026-08-04 11:58:42 TP7] Scheduler debug info:",
+                *dump,
+            ]
+        )
+        + "\n"
+    )
+    # WHEN analysed post-mortem
+    _, report = run_json("analyze", "--post-mortem", str(log))
+    # THEN a hang in serving (the watchdog only dumps a running batch), the first dump its cause: not a timeout,
+    # which the soft watchdog never is
+    assert (report["verdict"], report["phase"], report["root_cause"]["line"]) == ("stalled", "serving", 1)

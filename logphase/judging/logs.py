@@ -192,6 +192,10 @@ def judge(
     if hang is not None and (post_mortem or looks_ready):
         # docs/design.md §4.4: no progress after a hang report: stalled, the first report since is why
         at = f"; last progress at line {progress.line}" if progress else ""
+        reached = hang.rule.reached
+        if progress is None and reached is not None and (phase is None or reached.order > phase.order):
+            # no phase line at all: the report itself says where the run was (SGLang's watchdog dump: serving)
+            phase = reached
         where = "after it was ready" if looks_ready else f"during {phase}"
         reason = f"{behind}hung {where}: {_message(hang)} (line {hang.line}){at}{also}"
         end = timeline.last_time if post_mortem else as_of
@@ -528,7 +532,8 @@ def _after_interrupt(event: Event, interrupt: Event | None) -> bool:
 
 
 def _exception_line(timeline: Timeline, failure: Event) -> Event:
-    """A traceback's last line says what failed; the line that opened it only says that."""
+    """A traceback's last line says what failed; the line that opened it only says that. The further lines of
+    that line's message (`tail`) go on saying it: the exception line is the one they follow."""
     if failure.block is None:
         return failure
     in_block = [
@@ -541,6 +546,7 @@ def _exception_line(timeline: Timeline, failure: Event) -> Event:
         and not e.rule.opens_block
         and e.role is not Role.DIAGNOSTIC  # a hint read inside it (torchrun's `rank : 0`) says nothing failed
         and CONTINUED not in e.captures  # a further line of its message (a failure table's row)
+        and not e.tail
     ]
     return in_block[-1] if in_block else failure
 

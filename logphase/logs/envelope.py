@@ -1,6 +1,6 @@
 """Envelopes: the wrappers a log was collected or pasted in (docker, CRI, journald, kubectl, compose, stern,
-srun, Ray, log exports, markdown quotes, hard wraps), recognised once per source and removed from every
-line before any system pack sees it. Pure: text in, text out.
+srun, pdsh, Ray, TorchServe, log exports, markdown quotes and inline code, hard wraps), recognised once per source
+and removed from every line before any system pack sees it. Pure: text in, text out.
 
 An envelope is data (`ENVELOPES`): the shape of its prefix, where its timestamp and rank label are, how
 its time is written. One mechanism reads them: `sniff` decides from a source's first lines which
@@ -59,7 +59,10 @@ RAY = "Ray"
 
 @cache
 def ray_envelope(process_tags: frozenset[str]) -> Envelope:
-    """Ray's log monitor's `(ActorName pid=123) `, `(pid=123, ip=10.0.0.1) `. Only a single actor's: the
+    """Ray's log monitor's `(ActorName pid=123) `, `(pid=123, ip=10.0.0.1) `. The name is the actor's repr where
+    its class defines `__repr__` (Ray's state API calls it `repr_name`: NeMo-RL's `MegatronPolicyWorker[rank=8]`),
+    so it may hold any character but the tag's own space and parentheses, and a colon (Ray Serve's
+    `ServeReplica:app:deployment`, which the ray pack reads as its own). Only a single actor's: the
     lines of several actors need their tag to stay apart (the packs read vLLM's and SGLang's actors' tags,
     with their ranks: `(Worker_TP1 pid=42)`, `(SchedulerActor pid=7)`). A tag whose name opens with one of
     `process_tags` is a system's own log format (a pack's `process_tags`: vLLM's `(APIServer pid=1) `), read
@@ -67,7 +70,8 @@ def ray_envelope(process_tags: frozenset[str]) -> Envelope:
     own = "".join(f"|{re.escape(name)}" for name in sorted(process_tags))
     return _envelope(
         RAY,
-        rf"^\((?P<writer>(?:(?!\w*(?:_?(?:TP|PP|DP|EP)\d|Scheduler){own})[A-Za-z_]\w* )?pid=\d+)(?:, ip=[\w.:]+)?\) ",
+        rf"^\((?P<writer>(?:(?!\w*(?:_?(?:TP|PP|DP|EP)\d|Scheduler){own})[A-Za-z_][^\s():]* )?pid=\d+)"
+        r"(?:, ip=[\w.:]+)?\) ",
         max_writers=1,
     )
 
@@ -107,6 +111,15 @@ ENVELOPES: tuple[Envelope, ...] = (
     _envelope(
         "journald", rf"^(?:(?:[^\W\d_]{{3,5}}\.?| ?\d{{1,2}}[月월]) [ \d]\d \d\d:\d\d:\d\d(?:\.\d+)?){_JOURNAL_UNIT}"
     ),
+    # TorchServe's frontend logs each line a model worker prints through log4j2 (its log4j2.xml's PatternLayout
+    # `%d{ISO8601} [%-5p] %t %c - %m%n`): `2024-10-07T22:54:54,595 [INFO ] W-9000-model_1.0-stdout MODEL_LOG - `,
+    # the thread named after the worker and its stream, the logger MODEL_LOG (its own lines: a class name)
+    _envelope(
+        "TorchServe (log4j)",
+        r"^(?P<ts>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d,\d{3}) \[(?:TRACE|DEBUG|INFO |WARN |ERROR|FATAL)\] "
+        r"(?P<writer>\S+) [\w.$]+ - ",
+        "%Y-%m-%dT%H:%M:%S,%f",
+    ),
     # kubectl logs --prefix: `[pod/NAME/CONTAINER] `
     _envelope("kubectl logs --prefix", r"^\[(?P<writer>pod/[^/\]\s]+/[^\]\s]+)\] "),
     # docker compose: `service-1  | ` (the name padded to the longest service's; `[name]` by some wrappers)
@@ -115,6 +128,10 @@ ENVELOPES: tuple[Envelope, ...] = (
     _envelope("stern", r"^(?P<writer>[a-z0-9]+(?:-[a-z0-9]+)+ [a-z0-9]+(?:-[a-z0-9]+)*)(?: |$)", weak=True),
     # Slurm srun --label: `0: `, space padded to the widest task number
     _envelope("srun --label", r"^ *(?P<rank>\d{1,5}): ", weak=True, rank_name="task"),
+    # pdsh / pdcp: `host: ` before each line a node printed (pdsh(1): `-N` "disable hostname: prefix on lines of
+    # output"); a node's name holds a number (`gpu1504`, `node-07`, `10.0.0.7`): a log's own `Note: `, `INFO: ` do
+    # not. A name without one is a learned column (LEARNED), taken where the packs read more without it
+    _envelope("pdsh", r"^(?P<writer>(?=[\w.-]*\d)[A-Za-z0-9][\w.-]{0,62}): ", weak=True),
     # torchrun --tee / --log-dir: `[default0]:` (role, local rank); the agent's own lines go unlabelled
     _envelope("torchrun --tee", r"^\[default(?P<rank>\d{1,5})\]:", rank_name="local_rank", share=0.3),
     # a test harness's tee of a child's streams: accelerate's and transformers' testing `execute_subprocess_async`
@@ -150,6 +167,9 @@ LEARNED: tuple[Envelope, ...] = (
     _envelope("a replica label", r"^(?P<writer>[A-Za-z_][\w.-]{0,60}/\d{1,5}) ", weak=True),
     # line numbers before each line: coreutils' `cat -n` and `nl` (`%6d` and a tab), a log viewer's gutter (a space)
     _envelope("a line-number column", r"^ {0,8}\d{1,7}(?:\t| {1,4})(?=\S)", weak=True),
+    # a writer's name and a colon, as pdsh's `host: ` (ENVELOPES) but of no number: `localhost: `, a launcher's
+    # `stderr: `; few of them. Loose (a log's own `Note: ` lines): taken where the packs read more
+    _envelope("a writer's label", r"^(?P<writer>[A-Za-z0-9][\w.-]{0,62}): ", weak=True),
 )
 # What taking a learned column must gain: this many more of the first lines read, and a tenth of them.
 LEARNED_GAIN_LINES = 2
@@ -190,6 +210,9 @@ class Envelopes:
     # HTML entities (`&lt;`), undone before any envelope is read (`unescape`)
     markdown_escaped: bool = False
     html_escaped: bool = False
+    # a paste that put each line in markdown's inline code (`` `line` ``, a backtick on either side): the marks
+    # come off before any envelope is read (`uncode`)
+    inline_code: bool = False
     # the hard wrap is inside the envelopes: a log cut at the column before each of its lines was wrapped (a
     # hard-wrapped paste of it collected or copied again), so the envelopes come off each piece before they join
     wrap_inside: bool = False
@@ -205,6 +228,7 @@ class Envelopes:
             or self.newest_first
             or self.markdown_escaped
             or self.html_escaped
+            or self.inline_code
         )
 
     @property
@@ -216,8 +240,9 @@ class Envelopes:
 
     @property
     def escaped(self) -> bool:
-        """The text is escaped (markdown or HTML): undone on each line, so no byte scan reads it where it lies."""
-        return self.markdown_escaped or self.html_escaped
+        """The text is escaped (markdown or HTML) or marked as inline code: undone on each line, so no byte scan
+        reads it where it lies."""
+        return self.markdown_escaped or self.html_escaped or self.inline_code
 
     def notes(self, source: str) -> tuple[str, ...]:
         """What reading `source` through these envelopes assumed, for the report's notes."""
@@ -232,6 +257,8 @@ class Envelopes:
             notes.append("markdown's escapes undone (`\\_` read as `_`): the paste went through HTML")
         if self.html_escaped:
             notes.append("HTML entities undone (`&lt;` read as `<`): the paste went through HTML")
+        if self.inline_code:
+            notes.append("markdown's inline code marks removed (each line pasted as `` `line` ``)")
         if self.newest_first:
             notes.append("the export lists the newest line first: read in reverse, lines numbered in time order")
         return tuple(f"{source}: {note}" for note in notes)
@@ -267,6 +294,8 @@ def sniff(
     wrap_width = _wrap_width(lines, screen)
     if wrap_width is not None:
         lines = [joined for _, joined in _join_wraps(enumerate(lines), wrap_width, screen)]
+    inline_code = _inline_code(lines)
+    lines = [uncode(line, inline_code) for line in lines]
     markdown_escaped = _escapes_of(lines, _MARKDOWN_TOKEN, _MARKDOWN_EVIDENCE) or _hard_breaks(lines)
     html_escaped = _escapes_of(lines, _HTML_TOKEN, "")
     lines = [unescape(line, markdown_escaped, html_escaped) for line in lines]
@@ -326,6 +355,7 @@ def sniff(
         markdown_escaped=markdown_escaped,
         html_escaped=html_escaped,
         wrap_inside=wrap_inside,
+        inline_code=inline_code,
     )
 
 
@@ -352,6 +382,27 @@ def _escapes_of(lines: Sequence[str], token: re.Pattern[str], evidence: str) -> 
             elif not evidence or text[1] in evidence:
                 escaped += 1
     return escaped > 0 and bare * ESCAPED_SHARE <= escaped
+
+
+# A line as markdown's inline code (CommonMark 6.1): a backtick string on either side of equal length, the log's line
+# between them; a space on both sides of it is the span's padding (written where the line starts or ends with `)
+_CODE_SPAN = re.compile(r"^(?P<ticks>`+)(?!`)(?P<text>.*?[^`])(?P=ticks)[ \t]*$")
+
+
+def _inline_code(lines: Sequence[str]) -> bool:
+    """Whether all but a few of the lines are each one inline code span (a person wrapped every line in
+    backticks: a log's own lines rarely start and end with one, and never nearly all of them)."""
+    spans = sum(1 for line in lines if _CODE_SPAN.match(line))
+    return spans > 0 and spans >= max(len(lines) / 2, min(0.9 * len(lines), len(lines) - STRAY_LINES))
+
+
+def uncode(text: str, inline_code: bool) -> str:
+    """A line of a paste in inline code as the log wrote it: the span's backticks off (a line not in one stays)."""
+    if inline_code and (span := _CODE_SPAN.match(text)) is not None:
+        inner = span["text"]
+        padded = len(inner) > 2 and inner[0] == inner[-1] == " " and inner.strip(" ")
+        return inner[1:-1] if padded else inner
+    return text
 
 
 def _hard_breaks(lines: Sequence[str]) -> bool:
@@ -651,7 +702,9 @@ class Unwrapper:
 
     def _unwrap(self, number: int, text: str) -> list[Unwrapped]:
         if self.envelopes.escaped:
-            text = unescape(text, self.envelopes.markdown_escaped, self.envelopes.html_escaped)
+            text = unescape(
+                uncode(text, self.envelopes.inline_code), self.envelopes.markdown_escaped, self.envelopes.html_escaped
+            )
         stamp: datetime | None = None
         rank: str | None = None
         for layer, envelope in enumerate(self.envelopes.layers):

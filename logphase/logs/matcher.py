@@ -67,7 +67,8 @@ RAISE_STATEMENT = re.compile(r"\s+raise (?P<cls>[A-Za-z_][\w.]*)\((?P<args>.*)$"
 class Event:
     """A line a rule recognised. `time` is the line's own stamp, or the last one before it in the
     same source (NCCL and traceback lines carry none); `block` is the line number of the line that
-    opened the traceback this line belongs to."""
+    opened the traceback this line belongs to; `tail`: a further line of an exception message its block's
+    exception line already stated (torch's `NCCL error in: …` goes on `Last error:` / `Cuda failure '…'`)."""
 
     source: int
     line: int
@@ -79,6 +80,7 @@ class Event:
     message: str
     block: int | None = None
     stamped: bool = True
+    tail: bool = False
 
     @property
     def phase(self) -> Phase | None:
@@ -179,6 +181,7 @@ class _Block:
     rank: str | None
     prefixes: tuple[str, ...]
     finished: bool = False  # its exception line was seen: the next message ends it
+    stated_by: str = ""  # the rule of its exception line: a further line of another rule is that message's tail
     # the innermost frame's `raise` statement so far: it stands for the exception line when the
     # traceback is cut before it (an excerpt pasted mid-traceback, a log that ends there)
     raised: tuple[Line, PrefixFields, str] | None = None
@@ -452,12 +455,21 @@ class SourceMatcher:
                 self.system = rule.system  # the system this log has shown most so far
         rank = self._rank(fields, captures, inside)
         block_line = self.block.opener_line if inside and self.block else None
+        # a line of the exception line's own rule again is a second failure's (two writers' C++ `what():` lines)
+        tail = (
+            inside
+            and self.block is not None
+            and self.block.finished
+            and not rule.opens_block
+            and rule.id != self.block.stated_by
+        )
         if rule.opens_block and not inside:
             # a `Traceback` line right after `Process Process-6:` continues the same block
             self.block = _Block(line.number, rank, fields.prefixes, ignored=rule.ignored_block)
             block_line = line.number
         elif inside and self.block is not None and rule.kind is EventKind.ERROR and not rule.opens_block:
             self.block.finished = True  # the exception line: what follows is a new message
+            self.block.stated_by = self.block.stated_by or rule.id
         if inside and self.block is not None and rule.kind in FAILURE_KINDS:
             if self.block.ignored:
                 rule = ignored_rule(rule)
@@ -473,6 +485,7 @@ class SourceMatcher:
             text=line.text,
             message=message,
             block=block_line,
+            tail=tail,
             stamped=stamp is not None,
         )
 
@@ -572,7 +585,7 @@ class SourceMatcher:
         same_writer = not fields.prefixes or (fields.prefixes == block.prefixes and fields.rank == block.rank)
         if same_writer:
             if message.startswith(CHAINED):
-                block.finished = False
+                block.finished, block.stated_by = False, ""
                 return True
             if not block.finished:
                 if not fields.prefixes or not message.strip() or message[:1].isspace():

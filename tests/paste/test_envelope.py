@@ -466,3 +466,59 @@ def test_a_hard_wrapped_log_behind_empty_tab_cells_is_joined_inside_them() -> No
     unwrapper = Unwrapper(found)
     out = [u.text for number, text in enumerate(pasted) for u in unwrapper.feed(number, text)]
     assert out + [u.text for u in unwrapper.end()] == lines
+
+
+def test_a_ray_actor_named_by_its_repr_is_an_envelope() -> None:
+    # GIVEN Ray's prefix where the actor's class defines `__repr__` (Ray prints the repr as the actor's name:
+    # `(MegatronPolicyWorker[rank=8] pid=3294808, ip=10.109.19.209) `), on every line of a faulthandler dump
+    tag = "(MegatronPolicyWorker[rank=8] pid=3294808, ip=10.109.19.209) "
+    dump = [
+        "Fatal Python error: Aborted",
+        "",
+        "Thread 0x0000ff67b3f7f180 (most recent call first):",
+        "  <no Python frame>",
+    ]
+    # WHEN sniffed and read THEN it is Ray's envelope, and the lines are the dump's
+    assert names([tag + line for line in dump]) == ["Ray"]
+    data = "".join(f"{tag}{line}\n" for line in dump).encode()
+    assert [text for _, text, _, _ in lines_of(data)] == dump
+
+
+def test_ray_serve_replica_tags_with_colons_stay_the_packs() -> None:
+    # GIVEN one Ray Serve replica's tag (`ServeReplica:app:deployment`), which the ray pack reads as a writer
+    lines = [f"(ServeReplica:default:LLMServer pid=522791) {line}" for line in SGLANG]
+    # WHEN sniffed THEN no envelope is taken off
+    assert names(lines) == []
+
+
+def test_torchserve_model_log_is_unwrapped_and_gives_the_time() -> None:
+    # GIVEN a model worker's stdout as TorchServe's frontend logs it (log4j2 `%d{ISO8601} [%-5p] %t %c - %m%n`)
+    data = b"".join(
+        f"2024-10-07T22:54:5{i},595 [INFO ] W-9000-model_1.0-stdout MODEL_LOG - {line}\n".encode()
+        for i, line in enumerate(SGLANG)
+    )
+    # WHEN read THEN the lines are the server's, each with the log4j stamp's time (milliseconds)
+    assert lines_of(data) == [
+        (1, SGLANG[0], datetime(2024, 10, 7, 22, 54, 50, 595000), None),
+        (2, SGLANG[1], datetime(2024, 10, 7, 22, 54, 51, 595000), None),
+        (3, SGLANG[2], datetime(2024, 10, 7, 22, 54, 52, 595000), None),
+    ]
+
+
+def test_lines_pasted_as_inline_code_lose_the_backticks() -> None:
+    # GIVEN each line in markdown's inline code, a blank line between them, and one with a backtick of its own
+    # written as CommonMark says (two backticks and a space of padding)
+    own = "[2025-03-08 12:29:22 TP0] Capture cuda graph begin. This can take up to several minutes. `ok`"
+    data = ("".join(f"`{line}`\n\n" for line in SGLANG) + f"`` {own} ``\n").encode()
+    # WHEN read THEN the lines are the log's, and the report's notes say the marks were removed
+    assert [text for _, text, _, _ in lines_of(data) if text] == [*SGLANG, own]
+    envelopes = sniff(data.decode().splitlines())
+    assert envelopes.inline_code and not envelopes.prefixes_only
+    assert any("inline code" in note for note in envelopes.notes("pasted"))
+
+
+def test_a_log_with_a_few_backticked_lines_keeps_them() -> None:
+    # GIVEN a log whose own lines hold code spans in two of five lines (a server quoting a flag)
+    lines = [*SGLANG, "`--disable-cuda-graph` was set", "`--tp 2` is the tensor parallel size"]
+    # WHEN sniffed THEN nothing is taken as inline code
+    assert not sniff(lines).inline_code

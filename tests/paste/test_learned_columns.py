@@ -45,6 +45,8 @@ COLUMNS = {
     "empty table cells": lambda n, line: f"|  | {line}",
     # Buildkite's log view: an empty line-number cell, then its rule
     "empty cell and rule": lambda n, line: f"  | {line}",
+    # pdsh's `hostname: ` (pdsh(1) `-N`), two nodes
+    "pdsh host": lambda n, line: f"gpu{1504 + n % 2}: {line}",
 }
 
 

@@ -165,8 +165,12 @@ def mpirun_tag_output(lines: Sequence[str], rng: random.Random, times: Times) ->
 
 
 def ray_actor(lines: Sequence[str], rng: random.Random, times: Times) -> bytes:
-    """Ray's log monitor on a driver: `(RayWorkerWrapper pid=123) line`."""
-    tag = f"({rng.choice(['RayWorkerWrapper', 'ServeReplica', '_RayTrainWorker'])} pid={rng.randint(100, 99999)})"
+    """Ray's log monitor on a driver: `(RayWorkerWrapper pid=123) line`; the name is the actor's `__repr__` where
+    its class defines one (`(PolicyWorker[rank=3] pid=123) `)."""
+    name = rng.choice(
+        ["RayWorkerWrapper", "ServeReplica", "_RayTrainWorker", f"PolicyWorker[rank={rng.randrange(16)}]"]
+    )
+    tag = f"({name} pid={rng.randint(100, 99999)})"
     return _join([f"{tag} {line}" for line in lines])
 
 
@@ -174,6 +178,24 @@ def ray_task(lines: Sequence[str], rng: random.Random, times: Times) -> bytes:
     """Ray's log monitor, a task or an actor on another node: `(pid=123, ip=10.0.0.1) line`."""
     tag = f"(pid={rng.randint(100, 99999)}, ip=10.{rng.randint(0, 255)}.{rng.randint(0, 255)}.{rng.randint(1, 254)})"
     return _join([f"{tag} {line}" for line in lines])
+
+
+def pdsh(lines: Sequence[str], rng: random.Random, times: Times) -> bytes:
+    """pdsh running the job on one node: `host: line` (pdsh(1): the `hostname: ` prefix `-N` turns off)."""
+    host = f"{rng.choice(['gpu', 'node', 'worker-'])}{rng.randint(1, 2048):0{rng.choice([1, 2, 4])}d}"
+    return _join([f"{host}: {line}" for line in lines])
+
+
+def torchserve(lines: Sequence[str], rng: random.Random, times: Times) -> bytes:
+    """TorchServe's model log: each line a worker printed on stdout, logged by the frontend through log4j2's
+    `%d{ISO8601} [%-5p] %t %c - %m%n` (`2024-10-07T22:54:54,595 [INFO ] W-9000-model_1.0-stdout MODEL_LOG - line`)."""
+    thread = f"W-{rng.choice([9000, 9001, 9003])}-{rng.choice(['model', 'llm', 'vllm'])}_1.0-stdout"
+    return _join(
+        [
+            f"{t:%Y-%m-%dT%H:%M:%S},{t.microsecond // 1000:03d} [INFO ] {thread} MODEL_LOG - {line}"
+            for line, t in zip(lines, times, strict=True)
+        ]
+    )
 
 
 def loki_export(lines: Sequence[str], rng: random.Random, times: Times) -> bytes:
@@ -298,6 +320,20 @@ _DOCS = re.compile(r"([\\`*_\[\]\-=!&<>])")
 _ENTITIES = (("&", "&amp;"), ("<", "&lt;"), (">", "&gt;"), ('"', "&quot;"), ("'", "&#39;"))
 
 
+def inline_code(lines: Sequence[str], rng: random.Random, times: Times) -> bytes:
+    """A paste with each line put in markdown's inline code by hand: `` `line` `` (CommonMark 6.1: a line with a
+    backtick at either end takes two and a space of padding); empty lines stay empty."""
+    out: list[str] = []
+    for line in (ANSI.sub("", line) for line in lines):
+        if not line.strip():
+            out.append("")
+        elif line.startswith("`") or line.endswith("`") or ("`" in line and rng.random() < 0.5):
+            out.append(f"`` {line} ``")
+        else:
+            out.append(f"`{line}`")
+    return _join(out)
+
+
 def markdown_escapes(lines: Sequence[str], rng: random.Random, times: Times) -> bytes:
     """A paste that went through HTML outside a code block: turndown's backslash escapes (a rich editor's
     paste as markdown), Google Docs' markdown export (more escapes, a hard break at each line's end), or the
@@ -339,6 +375,8 @@ WRAPPERS: tuple[Wrapper, ...] = (
     Wrapper("mpirun-tag-output", mpirun_tag_output),
     Wrapper("ray-actor", ray_actor),
     Wrapper("ray-task", ray_task),
+    Wrapper("pdsh", pdsh),
+    Wrapper("torchserve", torchserve),
     Wrapper("loki-export", loki_export),
     Wrapper("cloudwatch-export", cloudwatch_export),
     Wrapper("markdown-quote", markdown_quote),
@@ -349,6 +387,7 @@ WRAPPERS: tuple[Wrapper, ...] = (
     Wrapper("journald-short-locale", journald_short_locale),
     Wrapper("empty-columns", empty_columns),
     Wrapper("markdown-escapes", markdown_escapes),
+    Wrapper("inline-code", inline_code),
 )
 BY_NAME = {wrapper.name: wrapper for wrapper in WRAPPERS}
 
