@@ -96,7 +96,9 @@ def judge(
             # killed by another process (the OOM killer, most often): no fatal error of its own
             verdict = Verdict.CRASHED
         if verdict is Verdict.CRASHED and any(
-            e.kind is EventKind.FATAL and e.order_key >= failure.order_key and not _sigkill(e)
+            e.kind is EventKind.FATAL
+            and e.order_key >= failure.order_key
+            and not _sigkill(e)
             # a failure table's rows say how each worker ended (the agent's SIGTERM to the survivors): the
             # entry chosen as the cause already spoke for the table
             and CONTINUED not in e.captures

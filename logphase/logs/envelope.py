@@ -165,6 +165,9 @@ LEARNED: tuple[Envelope, ...] = (
     ),
     _envelope("a bracketed process label", r"^\[(?P<writer>[A-Za-z_][\w.-]{0,40}(?:\|\d{1,5})?)\]:", weak=True),
     _envelope("a replica label", r"^(?P<writer>[A-Za-z_][\w.-]{0,60}/\d{1,5}) ", weak=True),
+    # markdown's indented code block (CommonMark 4.4: each line of the block indented by four spaces, the way a paste
+    # is quoted without fences, or under a list item): four spaces before every line; a second layer under a list
+    _envelope("a markdown indented code block", r"^ {4}", weak=True),
     # line numbers before each line: coreutils' `cat -n` and `nl` (`%6d` and a tab), a log viewer's gutter (a space)
     _envelope("a line-number column", r"^ {0,8}\d{1,7}(?:\t| {1,4})(?=\S)", weak=True),
     # a writer's name and a colon, as pdsh's `host: ` (ENVELOPES) but of no number: `localhost: `, a launcher's

@@ -41,6 +41,8 @@ COLUMNS = {
     "replica label": lambda n, line: f"job_2fa1/0 {line}",
     # a web table's row copied as tab-separated cells, the first two empty
     "empty tab cells": lambda n, line: f"\t\t{line}",
+    # markdown's indented code block (CommonMark 4.4), a paste quoted without fences
+    "indented code block": lambda n, line: f"    {line}",
     # a markdown table's empty cells before the text
     "empty table cells": lambda n, line: f"|  | {line}",
     # Buildkite's log view: an empty line-number cell, then its rule
@@ -102,3 +104,22 @@ def test_a_traceback_alone_pasted_with_empty_cells_reads_as_the_traceback(tmp_pa
     # WHEN both are analysed THEN the same answer: the cells hold nothing, so they come off
     assert _answer(wrapped) == _answer(plain)
     assert plain["root_cause"]["text"].startswith("RuntimeError: Initialization failed.")
+
+
+def test_a_launchers_argument_dump_keeps_its_own_indentation(tmp_path: Path) -> None:
+    # GIVEN TGI's launcher printing its arguments (`Args {` then one field a line, four spaces in) between records
+    lines = [
+        "2025-05-01T01:29:56.034102Z  INFO text_generation_launcher: Args {",
+        '    model_id: "mistralai/Mistral-7B-Instruct-v0.3",',
+        "    revision: None,",
+        "    sharded: None,",
+        "    num_shard: Some(",
+        "        2,",
+        "    ),",
+        "}",
+        "2025-05-01T01:29:56.034200Z  INFO download: text_generation_launcher: Starting check and download process",
+    ]
+    # WHEN analysed THEN no column is taken off: its record lines start at the margin
+    report = _analyze(tmp_path, "tgi", lines)
+    assert not any("lines unwrapped from:" in note for note in report["notes"])
+    assert report["system"] == "tgi"

@@ -217,6 +217,12 @@ def markdown_quote(lines: Sequence[str], rng: random.Random, times: Times) -> by
     return _join([f"{marker} {line}" if line else marker for line in lines])
 
 
+def indented_code(lines: Sequence[str], rng: random.Random, times: Times) -> bytes:
+    """A paste as markdown's indented code block (CommonMark 4.4): four spaces before each line, empty lines
+    left empty."""
+    return _join([f"    {line}" if line else "" for line in lines])
+
+
 def hard_wrap(lines: Sequence[str], rng: random.Random, times: Times) -> bytes:
     """A paste through a fixed-width box: every line longer than the column cut into pieces. What is
     pasted is the text a terminal showed: colour codes are gone and do not count."""
@@ -380,6 +386,7 @@ WRAPPERS: tuple[Wrapper, ...] = (
     Wrapper("loki-export", loki_export),
     Wrapper("cloudwatch-export", cloudwatch_export),
     Wrapper("markdown-quote", markdown_quote),
+    Wrapper("indented-code", indented_code),
     Wrapper("hard-wrap", hard_wrap),
     Wrapper("crlf", crlf),
     Wrapper("ansi", ansi),
