@@ -1,5 +1,6 @@
-"""Training jobs on torch read from their frameworks' own lines: PyTorch Lightning's seed and process-group set-up,
-inductor's max-autotune reports, Hugging Face Trainer's end of training and gloo's failed checks (patterns/torch.toml)."""
+"""Training jobs on torch read from their frameworks' own lines: PyTorch Lightning's seed and process-group
+set-up, inductor's max-autotune reports, Hugging Face Trainer's end of training and gloo's failed checks
+(patterns/torch.toml)."""
 
 from __future__ import annotations
 
@@ -88,7 +89,8 @@ def test_hf_trainer_end_glued_to_the_last_step_dict_still_ends_the_job(tmp_path:
     # GIVEN the end message pasted on the same line as the last step's dict (its leading newlines lost)
     lines = [
         *_hf_steps(100, 103),
-        "{'loss': 0.0103, 'epoch': 1.0}Training completed. Do not forget to share your model on huggingface.co/models =)",
+        "{'loss': 0.0103, 'epoch': 1.0}Training completed. Do not forget to share your model on "
+        "huggingface.co/models =)",
     ]
     # WHEN analysed
     _, report = _analyze(tmp_path, lines)
@@ -110,7 +112,8 @@ def test_hf_train_metrics_table_is_the_end_of_training_but_eval_metrics_is_not(t
 
 
 def test_a_gloo_enforce_failure_with_no_phase_line_is_a_crash_in_dist_init(tmp_path: Path) -> None:
-    # GIVEN gloo's EnforceNotMet text `[enforce fail at {file}:{line}] {condition}. {msg}` raised in process-group set-up
+    # GIVEN gloo's EnforceNotMet text `[enforce fail at {file}:{line}] {condition}. {msg}`, raised in
+    # process-group set-up
     lines = [
         "RuntimeError: [enforce fail at ../third_party/gloo/gloo/transport/tcp/device.cc:83] ifa != nullptr. "
         "Unable to find address for: eth0",
