@@ -192,10 +192,7 @@ def test_the_initialise_hook_alone_places_the_model_load(tmp_path: Path) -> None
 
 def test_an_instance_finalize_is_no_model_load(tmp_path: Path) -> None:
     # GIVEN a backend's `TRITONBACKEND_ModelInstanceFinalize: delete instance state` alone
-    text = (
-        "I0827 01:50:19.658303 459 onnxruntime.cc:2836] "
-        "TRITONBACKEND_ModelInstanceFinalize: delete instance state\n"
-    )
+    text = "I0827 01:50:19.658303 459 onnxruntime.cc:2836] TRITONBACKEND_ModelInstanceFinalize: delete instance state\n"
     # WHEN judged post-mortem
     report = judge_text(tmp_path, text)
     # THEN no phase is claimed from it
