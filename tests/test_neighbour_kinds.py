@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.conftest import judge_text
+from tests.conftest import judge_text, root_text
 
 
 def test_triton_that_could_not_create_its_server_crashed_loading_its_models(tmp_path: Path) -> None:
@@ -152,3 +152,78 @@ def test_a_kernel_general_protection_fault_kills_the_process(tmp_path: Path) -> 
     # THEN the process died of the signal (SIGSEGV): aborted, that line the cause
     assert report["verdict"] == "aborted"
     assert "general protection fault" in report["root_cause"]["text"]
+
+
+# Triton 24.x glog lines (message as a quoted string) of a tensorrtllm model repository: core's `loading: m:1`,
+# then the backends' initialise hooks (python_be.cc, libtensorrtllm.cc), then the backend's config notices
+TRITON_INITIALISING = (
+    'I0130 02:01:55.100000 527 model_lifecycle.cc:472] "loading: tensorrt_llm:1"\n'
+    'I0130 02:01:55.151095 527 python_be.cc:2249] "TRITONBACKEND_ModelInstanceInitialize: tensorrt_llm_bls_0_0 '
+    '(CPU device 0)"\n'
+    'I0130 02:01:55.151129 527 libtensorrtllm.cc:114] "TRITONBACKEND_ModelInitialize: tensorrt_llm (version 1)"\n'
+    "[TensorRT-LLM][WARNING] max_beam_width is not specified, will use default value of 1\n"
+)
+
+
+def test_a_triton_backend_initialising_its_model_is_loading_weights(tmp_path: Path) -> None:
+    # GIVEN a backend's `TRITONBACKEND_ModelInitialize: {name} (version {v})` and
+    # `TRITONBACKEND_ModelInstanceInitialize: {name} ({KIND} device {id})` after `loading: tensorrt_llm:1`, and
+    # nothing after them
+    # WHEN judged post-mortem
+    report = judge_text(tmp_path, TRITON_INITIALISING)
+    # THEN the run stopped loading its model, where the model's initialise hook was the last step
+    assert (report["phase"], report["verdict"]) == ("weight_load", "stalled")
+    assert root_text(report) == (
+        'I0130 02:01:55.151129 527 libtensorrtllm.cc:114] "TRITONBACKEND_ModelInitialize: tensorrt_llm (version 1)"'
+    )
+
+
+def test_the_initialise_hook_alone_places_the_model_load(tmp_path: Path) -> None:
+    # GIVEN only python_be.cc's older unquoted instance line, with no `loading:` line before it
+    text = (
+        "I1026 12:48:04.575728 1806 python_be.cc:2108] "
+        "TRITONBACKEND_ModelInstanceInitialize: reward_model_0 (CPU device 0)\n"
+    )
+    # WHEN judged post-mortem
+    report = judge_text(tmp_path, text)
+    # THEN the model was loading
+    assert (report["phase"], report["verdict"]) == ("weight_load", "stalled")
+
+
+def test_an_instance_finalize_is_no_model_load(tmp_path: Path) -> None:
+    # GIVEN a backend's `TRITONBACKEND_ModelInstanceFinalize: delete instance state` alone
+    text = "I0827 01:50:19.658303 459 onnxruntime.cc:2836] TRITONBACKEND_ModelInstanceFinalize: delete instance state\n"
+    # WHEN judged post-mortem
+    report = judge_text(tmp_path, text)
+    # THEN no phase is claimed from it
+    assert report["phase"] is None
+
+
+# ray 2.40.0 scripts.py `ray start --head`: the node's IP, `Ray runtime started.` between dash rules (SUCC), then
+# the `Next steps` help
+RAY_START = (
+    "2024-12-12 05:27:52,822\tINFO scripts.py:822 -- Local node IP: 10.0.143.175\n"
+    "2024-12-12 05:27:54,657\tSUCC scripts.py:859 -- --------------------\n"
+    "2024-12-12 05:27:54,657\tSUCC scripts.py:860 -- Ray runtime started.\n"
+    "2024-12-12 05:27:54,657\tSUCC scripts.py:861 -- --------------------\n"
+    "2024-12-12 05:27:54,657\tINFO scripts.py:863 -- Next steps\n"
+    "2024-12-12 05:27:54,657\tINFO scripts.py:881 -- ray.init()\n"
+)
+
+
+def test_a_ray_node_that_started_and_nothing_after_it_stopped_at_launch(tmp_path: Path) -> None:
+    # GIVEN `ray start`'s output up to its help and nothing after it
+    # WHEN judged post-mortem
+    report = judge_text(tmp_path, RAY_START)
+    # THEN the cluster came up and nothing ran on it: stopped at launch, after `Ray runtime started.`
+    assert (report["phase"], report["verdict"]) == ("launch", "stalled")
+    assert root_text(report) == "2024-12-12 05:27:54,657\tSUCC scripts.py:860 -- Ray runtime started."
+
+
+def test_a_ray_node_start_then_a_connect_reaches_dist_init(tmp_path: Path) -> None:
+    # GIVEN `ray start`'s output, then worker.py's `Connected to Ray cluster.` of a program that connected to it
+    text = RAY_START + "2024-12-12 05:28:10,100\tINFO worker.py:1821 -- Connected to Ray cluster.\n"
+    # WHEN judged post-mortem
+    report = judge_text(tmp_path, text)
+    # THEN the run is past launch, in the cluster connect
+    assert report["phase"] == "dist_init"

@@ -123,3 +123,31 @@ def test_sglang_watchdogs_dump_of_a_stuck_batch_alone_is_a_hang_while_serving(tm
     # THEN a hang in serving (the watchdog only dumps a running batch), the first dump its cause: not a timeout,
     # which the soft watchdog never is
     assert (report["verdict"], report["phase"], report["root_cause"]["line"]) == ("stalled", "serving", 1)
+
+
+# vLLM 0.11 V1 scheduler (v1/core/sched/scheduler.py) with a KV connector, at DEBUG: a decode request whose KV
+# the prefill instance has not sent yet is skipped each step with `%s is still in WAITING_FOR_REMOTE_KVS state.`
+WAITING_FOR_KV = (
+    "(EngineCore_DP0 pid=7630) DEBUG 01-13 06:31:31 [v1/core/sched/scheduler.py:439] "
+    "chatcmpl-b944e888 is still in WAITING_FOR_REMOTE_KVS state.\n"
+)
+
+
+def test_a_request_waiting_for_its_remote_kv_is_serving_not_a_failure(tmp_path: Path) -> None:
+    # GIVEN only the scheduler's waiting line, three steps of it
+    log = tmp_path / "pd-decode.log"
+    log.write_text(WAITING_FOR_KV * 3)
+    # WHEN judged post-mortem
+    _, report = run_json("analyze", str(log), "--post-mortem")
+    # THEN the engine is serving; a request that waits is neither a crash nor a hang report
+    assert (report["phase"], report["verdict"]) == ("serving", "ready")
+
+
+def test_a_ready_pd_server_whose_request_waits_for_its_kv_stays_ready(tmp_path: Path) -> None:
+    # GIVEN the API server's `Application startup complete.` then the engine's waiting lines
+    log = tmp_path / "pd-decode-ready.log"
+    log.write_text("(APIServer pid=7500) INFO:     Application startup complete.\n" + WAITING_FOR_KV * 2)
+    # WHEN judged post-mortem
+    _, report = run_json("analyze", str(log), "--post-mortem")
+    # THEN it is ready: the wait is no hang report
+    assert (report["phase"], report["verdict"]) == ("serving", "ready")

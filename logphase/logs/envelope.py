@@ -165,11 +165,12 @@ LEARNED: tuple[Envelope, ...] = (
     ),
     _envelope("a bracketed process label", r"^\[(?P<writer>[A-Za-z_][\w.-]{0,40}(?:\|\d{1,5})?)\]:", weak=True),
     _envelope("a replica label", r"^(?P<writer>[A-Za-z_][\w.-]{0,60}/\d{1,5}) ", weak=True),
+    # line numbers before each line: coreutils' `cat -n` and `nl` (`%6d` and a tab), a log viewer's gutter (a space);
+    # before the indented block: `%6d` pads a number below 100 with four spaces or more, which that would take alone
+    _envelope("a line-number column", r"^ {0,8}\d{1,7}(?:\t| {1,4})(?=\S)", weak=True),
     # markdown's indented code block (CommonMark 4.4: each line of the block indented by four spaces, the way a paste
     # is quoted without fences, or under a list item): four spaces before every line; a second layer under a list
     _envelope("a markdown indented code block", r"^ {4}", weak=True),
-    # line numbers before each line: coreutils' `cat -n` and `nl` (`%6d` and a tab), a log viewer's gutter (a space)
-    _envelope("a line-number column", r"^ {0,8}\d{1,7}(?:\t| {1,4})(?=\S)", weak=True),
     # a writer's name and a colon, as pdsh's `host: ` (ENVELOPES) but of no number: `localhost: `, a launcher's
     # `stderr: `; few of them. Loose (a log's own `Note: ` lines): taken where the packs read more
     _envelope("a writer's label", r"^(?P<writer>[A-Za-z0-9][\w.-]{0,62}): ", weak=True),
