@@ -1,0 +1,137 @@
+"""Training jobs on torch read from their frameworks' own lines: PyTorch Lightning's seed and process-group
+set-up, inductor's max-autotune reports, Hugging Face Trainer's end of training and gloo's failed checks
+(patterns/torch.toml)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from tests.conftest import run_json
+
+
+def _analyze(tmp_path: Path, lines: list[str]) -> tuple[int, dict[str, Any]]:
+    log = tmp_path / "job.log"
+    log.write_text("\n".join(lines) + "\n")
+    return run_json("analyze", "--post-mortem", str(log))
+
+
+def _hf_steps(first: int, last: int) -> list[str]:
+    """transformers' ProgressCallback: a tqdm bar of optimizer steps and the logged dict of each step."""
+    lines: list[str] = []
+    for step in range(first, last):
+        lines.append(f" 50%|█████     | {step}/200 [01:{step % 60:02d}<01:40,  1.00it/s]")
+        lines.append(f"{{'loss': 0.{step:04d}, 'learning_rate': 2e-05, 'epoch': 1.0}}")
+    return lines
+
+
+def test_lightning_ranks_that_began_init_process_group_and_printed_nothing_more_stalled_in_dist_init(
+    tmp_path: Path,
+) -> None:
+    # GIVEN lightning_fabric's lines for a 2-process job: each rank seeds (`[rank: r] Global seed set to s`) and
+    # announces `Initializing distributed: GLOBAL_RANK: r, MEMBER: r+1/2`, then nothing
+    lines = [
+        "[rank: 0] Global seed set to 23",
+        "Initializing distributed: GLOBAL_RANK: 0, MEMBER: 1/2",
+        "[rank: 1] Global seed set to 23",
+        "Initializing distributed: GLOBAL_RANK: 1, MEMBER: 2/2",
+    ]
+    # WHEN the log is analysed post-mortem
+    _, report = _analyze(tmp_path, lines)
+    # THEN the job is a torch job stalled in dist_init, its last news rank 1's set-up line
+    assert (report["system"], report["phase"], report["verdict"]) == ("torch", "dist_init", "stalled")
+    assert report["reason"] == "the log ends during dist_init with no error (line 4)"
+
+
+def test_lightning_2_seed_line_alone_places_the_job_at_launch(tmp_path: Path) -> None:
+    # GIVEN lightning 2.x's `Seed set to {seed}` under the rank prefix, nothing after it
+    lines = ["[rank: 0] Seed set to 42"]
+    # WHEN analysed
+    _, report = _analyze(tmp_path, lines)
+    # THEN the process was launched and had not begun its process group
+    assert report["phase"] == "launch"
+
+
+def test_inductor_autotune_reports_are_torch_compile_under_way(tmp_path: Path) -> None:
+    # GIVEN select_algorithm.py's max-autotune reports to stderr, in the 2.2+ form and the later `for N choices` form
+    lines = [
+        "AUTOTUNE mm(4x4096, 4096x8)",
+        "  mm 0.0134 ms 100.0%",
+        "SingleProcess AUTOTUNE benchmarking takes 1.3427 seconds and 8.8429 seconds precompiling",
+        "SubProcess AUTOTUNE benchmarking takes 0.3414 seconds and 0.3730 seconds precompiling for 20 choices",
+    ]
+    # WHEN analysed
+    _, report = _analyze(tmp_path, lines)
+    # THEN the phase is compile, and its last report is the line last read
+    assert report["phase"] == "compile"
+    assert report["last_line"]["line"] == 4
+
+
+def test_hf_trainer_training_completed_after_its_steps_is_a_finished_job(tmp_path: Path) -> None:
+    # GIVEN Trainer's step bars and logged dicts, then `Training completed. Do not forget to share your model on
+    # huggingface.co/models =)` (trainer.py, after the loop over epochs)
+    lines = [
+        *_hf_steps(100, 104),
+        "",
+        "",
+        "Training completed. Do not forget to share your model on huggingface.co/models =)",
+        "",
+        "",
+    ]
+    # WHEN analysed
+    code, report = _analyze(tmp_path, lines)
+    # THEN the job finished, said from its own end line
+    assert (code, report["verdict"]) == (0, "finished")
+    assert report["reason"].startswith("the job finished, as its own end line says: Training completed.")
+
+
+def test_hf_trainer_end_glued_to_the_last_step_dict_still_ends_the_job(tmp_path: Path) -> None:
+    # GIVEN the end message pasted on the same line as the last step's dict (its leading newlines lost)
+    lines = [
+        *_hf_steps(100, 103),
+        "{'loss': 0.0103, 'epoch': 1.0}Training completed. Do not forget to share your model on "
+        "huggingface.co/models =)",
+    ]
+    # WHEN analysed
+    _, report = _analyze(tmp_path, lines)
+    # THEN the job finished
+    assert report["verdict"] == "finished"
+
+
+def test_hf_train_metrics_table_is_the_end_of_training_but_eval_metrics_is_not(tmp_path: Path) -> None:
+    # GIVEN log_metrics("train", ...)'s header `***** train metrics *****` and its rows after the steps
+    ended = [*_hf_steps(100, 103), "***** train metrics *****", "  epoch                    =        3.0"]
+    # and the same steps followed by `***** eval metrics *****` (evaluation may run mid-training)
+    evaluated = [*_hf_steps(100, 103), "***** eval metrics *****", "  eval_loss               =     0.7228"]
+    # WHEN each is analysed
+    _, after_train = _analyze(tmp_path, ended)
+    _, after_eval = _analyze(tmp_path, evaluated)
+    # THEN the train table finishes the job and the eval table does not
+    assert after_train["verdict"] == "finished"
+    assert after_eval["verdict"] != "finished"
+
+
+def test_a_gloo_enforce_failure_with_no_phase_line_is_a_crash_in_dist_init(tmp_path: Path) -> None:
+    # GIVEN gloo's EnforceNotMet text `[enforce fail at {file}:{line}] {condition}. {msg}`, raised in
+    # process-group set-up
+    lines = [
+        "RuntimeError: [enforce fail at ../third_party/gloo/gloo/transport/tcp/device.cc:83] ifa != nullptr. "
+        "Unable to find address for: eth0",
+    ]
+    # WHEN analysed
+    _, report = _analyze(tmp_path, lines)
+    # THEN it crashed in dist_init, the enforce line its root cause
+    assert (report["phase"], report["verdict"]) == ("dist_init", "crashed")
+    assert report["root_cause"]["line"] == 1
+
+
+def test_a_non_gloo_enforce_failure_is_not_read_as_a_process_group_error(tmp_path: Path) -> None:
+    # GIVEN c10's own `[enforce fail at alloc_cpu.cpp:114]` (an allocation, no gloo file)
+    lines = [
+        "RuntimeError: [enforce fail at alloc_cpu.cpp:114] data. DefaultCPUAllocator: not enough memory: "
+        "you tried to allocate 1024 bytes.",
+    ]
+    # WHEN analysed
+    _, report = _analyze(tmp_path, lines)
+    # THEN nothing places it in dist_init
+    assert report["phase"] != "dist_init"
