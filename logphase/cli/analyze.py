@@ -187,7 +187,7 @@ def analyze(
         if transport is None:
             sources, flight = open_run(logs, packs, stdin=sys.stdin.buffer if "-" in logs else None)
         else:
-            import tempfile  # (with shutil, bz2, lzma, random: ~2 ms of a one-file run's start-up)
+            import tempfile  # only for many nodes: a one-file run never imports it (nor shutil, bz2, lzma)
 
             from logphase.nodes.logs import collect_logs, sources_of  # the engines: only with many nodes
 
