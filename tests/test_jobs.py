@@ -241,9 +241,10 @@ def test_generated_logs_read_the_same_and_the_workers_answer(
     # WHEN it is analysed by one process (once per session) and by three
     alone = expected_alone(logs, packs)
     shared = report(logs, packs, split(3, range_bytes))
-    # THEN the reports are the same, and the workers answered for part of the log
+    # THEN the reports are the same, and the workers answered for part of the log (a file of at most PLAIN_LINES
+    # lines is read plainly, without them: some of the per-rank files)
     assert shared == alone
-    assert len(oracles) == len(logs)
+    assert len(oracles) == sum(log.read_bytes().count(b"\n") > PLAIN_LINES for log in logs)
     assert sum(oracle.answered for oracle in oracles) > 0
 
 

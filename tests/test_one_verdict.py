@@ -81,3 +81,21 @@ def test_access_lines_alone_are_no_ready_for_any_command(tmp_path: Path) -> None
     # THEN both say ready with low confidence, and neither exits 0: a script must not take it for ready
     assert (analysed.exit_code, watched.exit_code) == (UNKNOWN, UNKNOWN)
     assert (outcome["verdict"], outcome["confidence"], outcome["exit_code"]) == ("ready", "low", UNKNOWN)
+
+
+def test_a_last_line_entered_at_the_inputs_end_is_judged_by_watch(tmp_path: Path) -> None:
+    # GIVEN c10's socket warning (a glog stamp without a year) and then, last, vLLM's engine error quoting gloo's
+    # enforce failure: the feed enters the last event only when the input ends (the stamp it waited to believe)
+    log = tmp_path / "gloo.log"
+    log.write_text(
+        "[W128 10:40:03.598159139 socket.cpp:752] [c10d] The client socket cannot be initialized to connect to "
+        "[node-1]:58367 (errno: 97 - Address family not supported by protocol).\n"
+        "ERROR 01-28 10:40:03 engine.py:366] [enforce fail at ../third_party/gloo/gloo/transport/tcp/device.cc:83] "
+        "ifa != nullptr. Unable to find address for: eth0\n"
+    )
+    # WHEN analysed, and watched on stdin
+    code, analysed = _analyze(log)
+    watched = _watch(log)
+    # THEN both say crashed, with the exit code of a problem
+    assert (analysed["verdict"], code) == ("crashed", ExitCode.PROBLEM)
+    assert (watched["verdict"], watched["exit_code"]) == ("crashed", ExitCode.PROBLEM)

@@ -105,9 +105,11 @@ class Ingest:
         self.scanned.notes.append(text)
 
     def end(self) -> None:
-        """The input ended (or the watch does): events the matcher held back (a dump's last frames)."""
-        if self.scan.end():
-            self._timeline = self._judgement = self._stop = None
+        """The input ended (or the watch does): events the matcher held back (a dump's last frames), and
+        those the feed held for a stamp it had not yet believed (entered at the end, not returned): the
+        timeline is built afresh either way."""
+        self.scan.end()
+        self._timeline = self._judgement = self._stop = None
 
     def timeline(self) -> Timeline:
         if self._timeline is None:
