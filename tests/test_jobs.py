@@ -199,6 +199,12 @@ WORKERS_UNUSED = {
 }
 
 
+def coloured(log: Path) -> bool:
+    """A log with a terminal's colour codes: its chunks are scanned without them (fast/lines.py,
+    `_whole_lines`), their offsets no longer the file's, so the workers' ranges are left for it."""
+    return b"\x1b[" in log.read_bytes()
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("log", INSIDE_BUSY, ids=lambda p: p.name)
 def test_every_log_inside_a_busy_log_reads_the_same(
@@ -213,7 +219,7 @@ def test_every_log_inside_a_busy_log_reads_the_same(
     shared = report([spliced], packs, split(3, 4099))
     # THEN the reports are the same, and the workers answered for some of it
     assert shared == report([spliced], packs, Jobs(1))
-    assert oracles[-1].answered > 0 or log.name in WORKERS_UNUSED
+    assert oracles[-1].answered > 0 or log.name in WORKERS_UNUSED or coloured(log)
 
 
 # Each shape cut in ranges of one size, dealt afresh each run so that every size is used (a file per
