@@ -71,6 +71,40 @@ def test_as_of_before_the_log_gives_no_negative_age(log: Path) -> None:
     assert "ahead of the time it is judged at" in report["reason"]
 
 
+# The middle of a vLLM V1 worker's traceback as its ERROR lines print it (multiproc_executor logs each of its
+# lines; Python 3.13 marks the call with carets), the paste cut inside the next record: stamped lines,
+# none of them a step's progress.
+WORKER_FRAMES = (
+    "".join(
+        f"(Worker_TP3 pid=69231) ERROR 02-13 15:54:32 [multiproc_executor.py:863] {text}\n"
+        for text in [
+            "    self._capture_cudagraphs(",
+            "    ~~~~~~~~~~~~~~~~~~~~~~~~^",
+            "        cudagraph_runtime_mode=runtime_mode,",
+            "        ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^",
+            "    )",
+            "    ^",
+            '  File "/opt/py/vllm/v1/worker/gpu_model_runner.py", line 4102, in _capture_cudagraphs',
+        ]
+    )
+    + "(Worker_TP3 pid=69231) ERROR 02-13\n"
+)
+
+
+@pytest.mark.parametrize("months", [-10, 10], ids=["written-before", "written-after"])
+def test_a_post_mortem_log_without_progress_measures_no_silence_by_its_files_time(tmp_path: Path, months: int) -> None:
+    # GIVEN a stamped excerpt with no progress line, its file written months away from its stamps
+    log = tmp_path / "worker.log"
+    log.write_text(WORKER_FRAMES, encoding="utf-8")
+    written = (datetime(2026, 2, 13, 15, 54) + timedelta(days=30 * months)).timestamp()
+    os.utime(log, (written, written))
+    # WHEN judged post-mortem
+    _, report = run_json("analyze", "--post-mortem", "--as-of", "2026-02-13 16:00:00", str(log))
+    # THEN no silence is measured: the file's time is not on the log's clock
+    assert report["silence_s"] is None
+    assert "before the end" not in report["reason"]
+
+
 # --- one line of another clock ----------------------------------------------------------------------
 
 AS_OF = datetime(2030, 1, 1)

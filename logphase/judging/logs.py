@@ -178,11 +178,14 @@ def judge(
     rule = budgets.for_run(timeline, phase)
     budget = rule.seconds
     progress_time = progress.time if progress and progress.time else last_activity
+    # measured against the log's own last line, the last progress must be on the log's clock too: a file's
+    # mtime is the clock it is judged by (now), months from the stamps of an archived or pasted log
+    stamped_progress = progress.time if progress else None
     interrupt = timeline.interrupt
     if interrupt is not None:
         # a person stopped it: the run is stalled where it was, whatever the clock says now
         end = interrupt.time or timeline.last_time
-        silence = (end - progress_time).total_seconds() if end and progress_time else None
+        silence = (end - stamped_progress).total_seconds() if end and stamped_progress else None
         quiet = f" after {format_duration(silence)} without progress" if silence else ""
         # where it stopped, as a stall that ended without a person says it (§4.5): the waiting line it repeated
         cause = _last_alike(timeline, progress)
@@ -200,12 +203,13 @@ def judge(
             phase = reached
         where = "after it was ready" if looks_ready else f"during {phase}"
         reason = f"{behind}hung {where}: {_message(hang)} (line {hang.line}){at}{also}"
+        start = stamped_progress if post_mortem else progress_time
         end = timeline.last_time if post_mortem else as_of
-        silence = max(0.0, (end - progress_time).total_seconds()) if end and progress_time else None
+        silence = max(0.0, (end - start).total_seconds()) if end and start else None
         return Judgement(Verdict.STALLED, reason, phase, furthest, culprits, hang, silence, budget, tuple(doubts), rule)
     if post_mortem:
         end = timeline.last_time
-        silence = (end - progress_time).total_seconds() if end and progress_time else None
+        silence = (end - stamped_progress).total_seconds() if end and stamped_progress else None
         quiet = f"; last progress {format_duration(silence)} before the end" if silence else ""
         cause = _last_alike(timeline, progress)
         at = f" (line {progress.line}{_alike_words(progress, cause)})" if progress else ""
