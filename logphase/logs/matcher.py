@@ -499,13 +499,15 @@ class SourceMatcher:
 
     def _tail(self, message: str, rule: Rule) -> Tail | None:
         """How a line inside the block, read by `rule`, follows its exception line (`Tail`), read before the line
-        itself moves the block on. An indented `what():` (pydantic's detail) is a message's first line, not its tail; a
-        line of the exception line's own rule again at the margin is a second failure's (two writers' C++ `what():`
-        lines glued), and a rule that opens a block opens another traceback."""
+        itself moves the block on. A C++ `what():` or pydantic's `  Value error, …` says what failed (`_is_what`):
+        never a tail, though pydantic prints it under its exception line (`ValidationError: 1 validation error for
+        ModelConfig`), as a traceback cut above it reads it (its detail the cause); a line of the exception line's own
+        rule again at the margin is a second failure's (two writers' C++ `what():` lines glued), and a rule that
+        opens a block opens another traceback."""
         block = self.block
-        if block is None or not block.finished:
+        if block is None or not block.finished or _is_what(message):
             return None
-        if message[:1].isspace() and not _is_what(message):
+        if message[:1].isspace():
             return Tail.MESSAGE
         if rule.opens_block or rule.id == block.stated_by:
             return None
