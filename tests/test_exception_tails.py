@@ -122,6 +122,23 @@ def test_the_validators_words_are_the_cause_of_a_validation_error_ending_a_trace
     assert (verdict, line) == ("crashed", 7)
 
 
+# vLLM's loggers print a traceback as one record's message, NewLineFormatter repeating the record's prefix on every
+# line (reference nccl_torch_vllm.md, logging_utils/formatter.py); the engine core's output carries its process name
+VLLM_PREFIXES = ["ERROR 12-11 10:00:00 [core.py:708] ", "(EngineCore_DP0 pid=7101) "]
+
+
+@pytest.mark.parametrize("prefix", VLLM_PREFIXES, ids=["logger-record", "engine-core-process"])
+def test_the_validators_words_are_the_cause_where_every_line_of_the_traceback_is_prefixed(
+    tmp_path: Path, prefix: str
+) -> None:
+    # GIVEN `EngineCore failed to start.` and its traceback ending in the ValidationError, every line prefixed alike
+    lines = [prefix + line for line in ["EngineCore failed to start.", *VALIDATION_ERROR]]
+    # WHEN analysed post-mortem
+    verdict, line = _analysed(tmp_path, lines)
+    # THEN a crash whose cause is the validator's words (8), the prefix no end of the message
+    assert (verdict, line) == ("crashed", 8)
+
+
 # --- a C++ exception and what follows its message -----------------------------------------------------------------
 
 # libstdc++'s verbose terminate handler, then abort(): SIGABRT

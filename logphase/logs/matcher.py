@@ -623,6 +623,10 @@ class SourceMatcher:
                 return True  # the exception message's further lines: CUDA's hints, a C++ what()
             elif not message.strip():
                 return True  # the blank line CPython prints before `The above exception ...` (vLLM prefixes it)
+            elif message[:1].isspace() and not message.lstrip().startswith('File "'):
+                # the message's indented text under a logger that prefixes every line of a traceback (vLLM's
+                # NewLineFormatter): pydantic's `  Value error, …`, a failure table's rows
+                return True
         self.block = None
         return False
 
