@@ -10,7 +10,7 @@ from datetime import datetime
 from logphase.bounded import read_int, read_signed
 from logphase.durations import format_duration
 from logphase.judging.budgets import Budget, Budgets, stall_words
-from logphase.logs.matcher import CONTINUED, Event
+from logphase.logs.matcher import Event, Tail
 from logphase.logs.timeline import RankState, Timeline, is_tagged, rank_number, rank_sort_key
 from logphase.phases import MAIN_PROCESS_PHASES, EventKind, Phase, Role, Verdict
 from logphase.ranks import format_rank_set
@@ -100,8 +100,9 @@ def judge(
             and e.order_key >= failure.order_key
             and not _sigkill(e)
             # a failure table's rows say how each worker ended (the agent's SIGTERM to the survivors): the
-            # entry chosen as the cause already spoke for the table
-            and CONTINUED not in e.captures
+            # entry chosen as the cause already spoke for the table; a fatal line after a message at the margin
+            # (the shell's `Aborted (core dumped)` after a `what():`) is this process's own end (`Tail`)
+            and e.tail is not Tail.MESSAGE
             for e in timeline.failures
         ):
             verdict = Verdict.ABORTED  # the exception ended in a fatal signal (c10 abort, segfault)
@@ -551,8 +552,7 @@ def _exception_line(timeline: Timeline, failure: Event) -> Event:
         and e.kind in (EventKind.ERROR, EventKind.TIMEOUT)
         and not e.rule.opens_block
         and e.role is not Role.DIAGNOSTIC  # a hint read inside it (torchrun's `rank : 0`) says nothing failed
-        and CONTINUED not in e.captures  # a further line of its message (a failure table's row)
-        and not e.tail
+        and e.tail is None  # a further line of its message (a failure table's row, NCCL's `Last error:`)
     ]
     return in_block[-1] if in_block else failure
 
@@ -578,7 +578,7 @@ def _first_observed(timeline: Timeline, root: Event) -> Event:
     if stated:
         return stated[0]
     # the entry is cut: the exception line its table is the message of, never another entry's row
-    lines = [e for e in block if e.line < head.line and e.kind is EventKind.ERROR and CONTINUED not in e.captures]
+    lines = [e for e in block if e.line < head.line and e.kind is EventKind.ERROR and e.tail is None]
     lines = [e for e in lines if e.role is not Role.DIAGNOSTIC and not e.rule.opens_block]
     return lines[-1] if lines else root
 

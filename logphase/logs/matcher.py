@@ -7,6 +7,7 @@ from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import date, datetime, timedelta
+from enum import StrEnum
 from functools import cache
 
 from logphase.bounded import rank_label
@@ -45,9 +46,6 @@ TRACEBACK_FRAME = re.compile(r'\s+File "[^"]*", line \d+, in ')
 CAUGHT_FRAME = '> File "'
 # The capture an exception read from a cut traceback's `raise` statement carries (judging says so).
 CUT_TRACEBACK = "read_from"
-# The capture an indented line read after a traceback's exception line carries: a further line of its message (a row
-# of torchrun's failure table), never the block's exception line itself (judging/logs.py `_exception_line`).
-CONTINUED = "continues"
 TRACEBACK_HEADER = "Traceback (most recent call last):"
 # A traceback's source line that calls a function (`x = self.init_torch_distributed()`, `await self.run(`): CPython
 # prints the call into the next frame under each frame, so the innermost one names the call a cut paste lost.
@@ -63,12 +61,31 @@ PYDANTIC_DETAIL = re.compile(r" {2}(?:Value error|Assertion failed), \S")
 RAISE_STATEMENT = re.compile(r"\s+raise (?P<cls>[A-Za-z_][\w.]*)\((?P<args>.*)$")
 
 
+class Tail(StrEnum):
+    """A line its traceback block kept reading after the block's exception line: never that exception line itself
+    (judging/logs.py `_exception_line`: the cause is the line the tail follows). Two variants, because they say
+    different things about how the process ended (realworld 279, 480 tell them apart):
+
+    MESSAGE: indented. CPython prints an exception's message as it is and the next writer starts at the margin, so
+    an indented line is the message's own text (torchrun's ChildFailedError prints its failure table as its message,
+    the rows indented): it reports, and a signal it names (`traceback : Signal 9 (SIGKILL) received by PID N`, the
+    agent's kill of a survivor) is no end of this process.
+
+    FOLLOWING: at the margin, another rule's line than the exception line's. Either the message going on (torch's
+    `NCCL error in: …` then `Last error:` / `Cuda failure '…'`; CUDA's hints) or a line written after the message
+    that the block kept, being unprefixed (the shell's `Aborted (core dumped)` after a C++ `what():`, torchrun's
+    `failed (exitcode: -6)`): nothing tells them apart, so a fatal one still says how this process ended."""
+
+    MESSAGE = "message"
+    FOLLOWING = "following"
+
+
 @dataclass(frozen=True, slots=True)
 class Event:
     """A line a rule recognised. `time` is the line's own stamp, or the last one before it in the
     same source (NCCL and traceback lines carry none); `block` is the line number of the line that
-    opened the traceback this line belongs to; `tail`: a further line of an exception message its block's
-    exception line already stated (torch's `NCCL error in: …` goes on `Last error:` / `Cuda failure '…'`)."""
+    opened the traceback this line belongs to; `tail`: how the line follows its block's exception line (`Tail`),
+    None where it does not (a frame, the exception line, a line outside any block)."""
 
     source: int
     line: int
@@ -80,7 +97,7 @@ class Event:
     message: str
     block: int | None = None
     stamped: bool = True
-    tail: bool = False
+    tail: Tail | None = None
 
     @property
     def phase(self) -> Phase | None:
@@ -404,8 +421,6 @@ class SourceMatcher:
         if message.startswith(FRAME_HEADERS):
             self._frames = _FrameGroup(innermost_first=not message.startswith("Traceback"))
         event = self._message_event(line, fields, message, stamp, inside)
-        if event is not None and inside and not framed and message[:1].isspace() and not _is_what(message):
-            event = replace(event, captures={**event.captures, CONTINUED: "message"})
         if fields.rank is not None and (event is None or event.role is not Role.DIAGNOSTIC):
             # a rank that only shows up in a dump's header (`Pyspy dump for PID`) is not seen healthy
             self.ranks_seen.add(fields.rank)
@@ -455,14 +470,7 @@ class SourceMatcher:
                 self.system = rule.system  # the system this log has shown most so far
         rank = self._rank(fields, captures, inside)
         block_line = self.block.opener_line if inside and self.block else None
-        # a line of the exception line's own rule again is a second failure's (two writers' C++ `what():` lines)
-        tail = (
-            inside
-            and self.block is not None
-            and self.block.finished
-            and not rule.opens_block
-            and rule.id != self.block.stated_by
-        )
+        tail = self._tail(message, rule) if inside else None
         if rule.opens_block and not inside:
             # a `Traceback` line right after `Process Process-6:` continues the same block
             self.block = _Block(line.number, rank, fields.prefixes, ignored=rule.ignored_block)
@@ -488,6 +496,22 @@ class SourceMatcher:
             tail=tail,
             stamped=stamp is not None,
         )
+
+    def _tail(self, message: str, rule: Rule) -> Tail | None:
+        """How a line inside the block, read by `rule`, follows its exception line (`Tail`), read before the line
+        itself moves the block on. A C++ `what():` or pydantic's `  Value error, …` says what failed (`_is_what`):
+        never a tail, though pydantic prints it under its exception line (`ValidationError: 1 validation error for
+        ModelConfig`), as a traceback cut above it reads it (its detail the cause); a line of the exception line's own
+        rule again at the margin is a second failure's (two writers' C++ `what():` lines glued), and a rule that
+        opens a block opens another traceback."""
+        block = self.block
+        if block is None or not block.finished or _is_what(message):
+            return None
+        if message[:1].isspace():
+            return Tail.MESSAGE
+        if rule.opens_block or rule.id == block.stated_by:
+            return None
+        return Tail.FOLLOWING
 
     def _best_rule(self, message: str, prefixes: tuple[str, ...], inside: bool) -> tuple[Rule, dict[str, str]] | None:
         """The highest-priority rule that matches — but a line that several systems print alike
@@ -599,6 +623,10 @@ class SourceMatcher:
                 return True  # the exception message's further lines: CUDA's hints, a C++ what()
             elif not message.strip():
                 return True  # the blank line CPython prints before `The above exception ...` (vLLM prefixes it)
+            elif message[:1].isspace() and not message.lstrip().startswith('File "'):
+                # the message's indented text under a logger that prefixes every line of a traceback (vLLM's
+                # NewLineFormatter): pydantic's `  Value error, …`, a failure table's rows
+                return True
         self.block = None
         return False
 
