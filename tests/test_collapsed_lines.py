@@ -129,3 +129,15 @@ def test_watch_reads_a_collapsed_paste_as_analyze_does(tmp_path: Path) -> None:
     read = [line.text for line in line_updates(Unwrapped(1, data.decode().rstrip("\n")), 0)]
     assert streamed == read
     assert len(read) == len(AGENT) - 1  # the frame's source line stays glued to its frame (no record start)
+
+
+def test_watch_takes_lost_escape_colour_codes_off_as_analyze_does() -> None:
+    # GIVEN a line whose colour codes lost their ESC byte (`[36m…[0m`, a terminal's output pasted), then a plain one
+    from logphase.logs.follow import _LineSplitter
+    from logphase.logs.reader import decoded_text
+
+    raw = b" [36m(RayWorkerVllm pid=5085) [0m [E ProcessGroupNCCL.cpp:475] [Rank 4] Watchdog caught\nnext line\n"
+    splitter = _LineSplitter()
+    streamed = [line.text for line in splitter.feed(raw) + splitter.settle()]
+    # THEN the stream reads them as the file reader does: the codes taken off
+    assert streamed == [decoded_text(part) for part in raw.split(b"\n")[:-1]]

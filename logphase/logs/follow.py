@@ -276,9 +276,9 @@ def _said_once() -> None:
     """The note about a pipe without a writer, after it was said."""
 
 
-# Bytes that make a line need clean_line (a bar's `\r`, colour, a glued bar); a line that may hold records glued by a
-# lost newline or a bar's (reader.glued) is told by its text.
-CAREFUL_BYTES = (b"\r", b"\x1b", b"%|")
+# Bytes that make a line need clean_line (a bar's `\r`, colour, colour codes whose ESC was lost: their reset `[0m`, a
+# glued bar); a line that may hold records glued by a lost newline or a bar's (reader.glued) is told by its text.
+CAREFUL_BYTES = (b"\r", b"\x1b", b"[0m", b"%|")
 
 
 class _LineSplitter:
