@@ -42,6 +42,11 @@ def assess(timeline: Timeline, judgement: Judgement, *, post_mortem: bool, earli
         )
     elif root is not None and root.captures.get(CUT_TRACEBACK) == "header":
         doubts.append(f"the log ends inside a traceback's first line (line {root.line}): its exception is not in it")
+    elif root is not None and root.captures.get(CUT_TRACEBACK) == "dump":
+        doubts.append(
+            f"the log ends inside a faulthandler dump whose header is not in it (line {root.line}): a fatal error's"
+            " dump by its `Current thread`, which error not said; a dump faulthandler.register asked for looks alike"
+        )
     elif root is not None and CUT_TRACEBACK in root.captures:
         doubts.append(f"the log ends inside a traceback's frames (from line {root.line}): its exception is not in it")
     if verdict is Verdict.READY and timeline.ready is not None:

@@ -309,7 +309,7 @@ def sniff(
     fractions: set[int] = set()  # the lengths of the RFC 3339 stamps' fractions
     on_records = False  # a layer was found on the records' first lines only: the ones inside it are so too
     for _ in range(MAX_LAYERS):
-        found = _envelope_of(lines, candidates, on_records)
+        found = _envelope_of(lines, candidates, on_records, reads)
         if found is None and reads is not None:
             found = _loose_on_a_few(lines, reads, candidates) or _learned_column(lines, reads, candidates)
         if found is None:
@@ -427,10 +427,17 @@ def unescape(text: str, markdown: bool, entities: bool) -> str:
     return text
 
 
-def _envelope_of(lines: Sequence[str], candidates: Sequence[Envelope], inside_records: bool = False) -> Envelope | None:
+def _envelope_of(
+    lines: Sequence[str],
+    candidates: Sequence[Envelope],
+    inside_records: bool = False,
+    reads: Callable[[str], bool] | None = None,
+) -> Envelope | None:
     """The first candidate on all but a few of the lines; else the first stamp on all but a few of the lines
     that start a record (`_on_records`: a log UI's copy, its time column absent from a record's later lines),
-    or any strict candidate so, `inside_records`, within an envelope found so (compose's `name | `)."""
+    or any strict candidate so, `inside_records`, within an envelope found so (compose's `name | `). `reads`
+    given, a candidate whose writer's label swallows a known message's own leading words is passed over
+    (`_swallows`)."""
     if not lines:
         return None
     for on_records in (False, True):
@@ -447,8 +454,20 @@ def _envelope_of(lines: Sequence[str], candidates: Sequence[Envelope], inside_re
                 continue
             if envelope.weak and all(m.end() == len(m.string) for m in matches):
                 continue  # nothing after the prefix anywhere: not a wrapper around a log
+            if reads is not None and _swallows(matches, reads):
+                continue
             return envelope
     return None
+
+
+def _swallows(matches: Sequence[re.Match[str]], reads: Callable[[str], bool]) -> bool:
+    """Whether an envelope's writer's label takes off the words a known message begins with: on most of the lines
+    it labels, the packs read the line from the label on (`Initializing distributed: GLOBAL_RANK: 0, MEMBER: 1/2`,
+    Lightning's, behind a `docker logs -t` stamp, where journald's `host ident: ` would take `Initializing
+    distributed: `) and not the rest after it. A real label (a host, a unit, a service) is no message's words."""
+    labelled = [m for m in matches if m.groupdict().get("writer")]
+    swallowed = sum(1 for m in labelled if not reads(m.string[m.end() :]) and reads(m.string[m.start("writer") :]))
+    return 2 * swallowed > len(labelled)
 
 
 def _carried(physical: Sequence[str], width: int, outer: Envelope) -> bool:

@@ -13,7 +13,7 @@ from stat import S_ISBLK, S_ISCHR, S_ISDIR, S_ISFIFO
 from typing import IO, TYPE_CHECKING
 
 from logphase.errors import InputError
-from logphase.logs.envelope import Unwrapper
+from logphase.logs.envelope import Unwrapped, Unwrapper
 from logphase.logs.reader import (
     CHUNK_BYTES,
     MAX_LINE_BYTES,
@@ -22,6 +22,7 @@ from logphase.logs.reader import (
     clean_line,
     compression_of,
     decoded_text,
+    glued,
     line_updates,
     refuse_binary,
     sniff_bytes,
@@ -275,8 +276,9 @@ def _said_once() -> None:
     """The note about a pipe without a writer, after it was said."""
 
 
-# Bytes that make a line need clean_line (a bar's `\r`, colour, a glued bar).
-CAREFUL_BYTES = (b"\r", b"\x1b", b"%|")
+# Bytes that make a line need clean_line (a bar's `\r`, colour, colour codes whose ESC was lost: their reset `[0m`, a
+# glued bar); a line that may hold records glued by a lost newline or a bar's (reader.glued) is told by its text.
+CAREFUL_BYTES = (b"\r", b"\x1b", b"[0m", b"%|")
 
 
 class _LineSplitter:
@@ -346,7 +348,11 @@ class _LineSplitter:
         texts.pop()  # after the last newline
         if any(len(text) > MAX_LINE_BYTES // 4 for text in texts):
             return start, False  # maybe a runaway line (bytes, not characters, count)
-        out.extend(Line(number, text, 0) for number, text in enumerate(texts, self.number + 1))
+        for number, text in enumerate(texts, self.number + 1):
+            if glued(text):
+                out.extend(line_updates(Unwrapped(number, text), 0))
+            else:
+                out.append(Line(number, text, 0))
         self.number += len(texts)
         return end, True
 

@@ -34,6 +34,10 @@ FRAME_CACHE = 10_000
 _UNSEEN = object()
 # Lines that start a group of frames (a dump's thread, a traceback).
 FRAME_HEADERS = ("Traceback (most recent call last)", "Thread 0x", "Current thread 0x", "Stack (most recent", "Thread ")
+# faulthandler labels the thread that dumps `Current thread 0x…` in the dump of a fatal error (a fatal signal,
+# Py_FatalError) and in one a signal asked for (`faulthandler.register`), never in dump_traceback_later's (all
+# `Thread 0x…`, under `Timeout (…)!`): shared reference §4.1-4.2.
+CURRENT_THREAD = "Current thread 0x"
 _NOTHING: tuple[Event, ...] = ()
 # The prefix id a rank label from a line's envelope counts as (one writer's lines stay together).
 ENVELOPE_RANK = "envelope.rank"
@@ -208,6 +212,9 @@ class _Block:
     # opened by a rule's `ignored_block` line (CPython's `Exception ignored in: …`): the process printed the
     # traceback and went on, so nothing inside it is a failure
     ignored: bool = False
+    # a faulthandler dump whose header (`Fatal Python error: …`) is not in the log: its `Current thread` line. The
+    # block holds the dump's own lines only (threads, frames, blank lines); a line of the program after it ends it
+    dump: tuple[Line, PrefixFields] | None = None
 
 
 @dataclass
@@ -285,7 +292,7 @@ class SourceMatcher:
         """Events still held back at the end of the source (a dump's last frame group, the
         exception of a traceback cut before its last line)."""
         held = self._flush_frames()
-        cut = self._cut_exception(self.block) or self._frames_only(self.block)
+        cut = self._cut_exception(self.block) or self._frames_only(self.block) or self._dump_only(self.block)
         if self.stamps.held is not None:
             self.stamps.set_held_aside()  # no second line ever confirmed its clock
         return (*held, cut) if cut is not None else held
@@ -324,6 +331,26 @@ class SourceMatcher:
         rule = replace(rule, role=Role.CASCADE)  # its exception is not in the log: the cause only if nothing else is
         message = "a traceback's frames, cut before its first line and its exception line"
         return self._cut_event(block, line, fields, rule, {**captures, CUT_TRACEBACK: "frames"}, message)
+
+    def _dump_only(self, block: _Block | None) -> Event | None:
+        """The source ends inside a faulthandler dump whose header is not in it (a paste cut above its `Current
+        thread` line, or above the threads before it). faulthandler labels a `Current thread` in two dumps only: a
+        fatal error's (the process then dies of the signal) and one a signal asked for (`faulthandler.register`,
+        the process goes on, so its log does not end in it but where the person stopped it). A log that ends in
+        the dump is read as the fatal error's, its header's words (which signal) not known: the dump's thread line,
+        marked cut (judging/confidence.py says so), the cause only if nothing else is. A dump the program's own
+        lines follow ended the block before the end: nothing is read from it but where its frames place the rank."""
+        if block is None or block.dump is None:
+            return None  # (its other threads' lines are failures' in_block marks: `failed` says nothing here)
+        line, fields = block.dump
+        _, message = self.packs.split_prefix(line.text)
+        best = self._best_rule(message, fields.prefixes, True)
+        if best is None:
+            return None
+        rule, captures = best
+        rule = replace(rule, role=Role.CASCADE)  # its header is not in the log: the cause only if nothing else is
+        message = "a faulthandler dump whose header is not in the excerpt (a fatal error's: which one is not said)"
+        return self._cut_event(block, line, fields, rule, {**captures, CUT_TRACEBACK: "dump"}, message)
 
     def cut_header(self, line: Line) -> Event | None:
         """The source's last line, which no rule read, is a traceback's first line cut before its end: a paste cut
@@ -421,12 +448,20 @@ class SourceMatcher:
         if message.startswith(FRAME_HEADERS):
             self._frames = _FrameGroup(innermost_first=not message.startswith("Traceback"))
         event = self._message_event(line, fields, message, stamp, inside)
+        if event is None and not inside and message.startswith(CURRENT_THREAD) and self._dump_thread(message, fields):
+            # a dump's thread line outside any block: its header is not in the log; the dump is read at its end
+            self.block = _Block(line.number, fields.rank, fields.prefixes, dump=(line, fields))
         if fields.rank is not None and (event is None or event.role is not Role.DIAGNOSTIC):
             # a rank that only shows up in a dump's header (`Pyspy dump for PID`) is not seen healthy
             self.ranks_seen.add(fields.rank)
         if event is None:
             return held
         return (*held, event) if held else (event,)
+
+    def _dump_thread(self, message: str, fields: PrefixFields) -> bool:
+        """Whether a rule reads `message` as a faulthandler dump's thread line (inside a dump's block)."""
+        best = self._best_rule(message, fields.prefixes, True)
+        return best is not None and best[0].in_block and best[0].kind is EventKind.FATAL
 
     def _claimed(self, message: str, prefixes: tuple[str, ...]) -> bool:
         """Whether a rule anchored on the line's first character reads it: the program prints lines of that shape
@@ -607,6 +642,12 @@ class SourceMatcher:
         if block is None:
             return False
         same_writer = not fields.prefixes or (fields.prefixes == block.prefixes and fields.rank == block.rank)
+        if block.dump is not None:
+            # a dump without its header holds threads, their frames (indented) and the blank lines between them
+            if same_writer and (not message.strip() or message[:1].isspace() or message.startswith(BLOCK_MARKERS)):
+                return True
+            self.block = None
+            return False
         if same_writer:
             if message.startswith(CHAINED):
                 block.finished, block.stated_by = False, ""

@@ -35,15 +35,32 @@ ESCAPE_AFTER_NON_ASCII = re.compile(rb"[\x80-\xff]\x1b")
 # `[2m2024-…Z[0m [32m INFO[0m …`) or written out as text (`#033[0m`, syslog / CloudWatch): removed
 # only from a line that holds the reset `[0m`, which no log writes as text of its own.
 ANSI_REMNANT = re.compile(r"(?:#033)?\[[0-9;]*m")
-# The log lines a bar is seen glued to: SGLang's `[2025-03-08 12:29:13 …]`, torch's `[rank0]:`, c10's
-# `[E ProcessGroupNCCL.cpp:458] ` / `[W1209 11:24:53.753104426 compiler_depend.ts:28] ` and glog's (elastic's)
-# `W0529 15:43:30.844000 15110 …/api.py:897] ` (ref 2.1; realworld 454, 159, 357).
-BAR_THEN_LOG_LINE = re.compile(
-    r"(?<=\])(?=\[(?:(?:\d{4}-\d\d-\d\d )?\d\d:\d\d:\d\d"
-    r"|rank\d+\]:|[FEWIV](?:\d{3,4} \d\d:\d\d:\d\d\.\d+)? [\w.]+:\d+\] )"
-    r"|[IWEF](?:\d{4})?\d{4} \d\d:\d\d:\d\d\.\d{6} +\d+ [\w./-]+:\d+\] )"
+# Where a record starts: the openings of the lines a bar is seen glued to (SGLang's `[2025-03-08 12:29:13 …]`, torch's
+# `[rank0]:`, c10's `[E ProcessGroupNCCL.cpp:458] ` / `[W1209 11:24:53.753104426 compiler_depend.ts:28] `, glog's
+# (elastic's) `W0529 15:43:30.844000 15110 …/api.py:897] `: ref 2.1; realworld 454, 159, 357), logging's
+# BASIC_FORMAT `%(levelname)s:%(name)s:%(message)s` (CPython's logging.basicConfig, which torch's elastic agent
+# writes through when nothing configured it: `WARNING:torch.distributed.elastic.multiprocessing.api:`), vLLM's
+# `%(levelname)s %(asctime)s ` with its `%m-%d %H:%M:%S` (ref 6.1) and CPython's traceback header.
+RECORD_START = (
+    r"\[(?:(?:\d{4}-\d\d-\d\d )?\d\d:\d\d:\d\d|rank\d+\]:|[FEWIV](?:\d{3,4} \d\d:\d\d:\d\d\.\d+)? [\w.]+:\d+\] )"
+    r"|[IWEF](?:\d{4})?\d{4} \d\d:\d\d:\d\d\.\d{6} +\d+ [\w./-]+:\d+\] "
+    r"|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL):[\w.]+:(?=\S)"
+    r"|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d "
+    r"|Traceback \(most recent call last\):"
 )
-
+# A bar without its final newline, glued to the next log line: `…?it/s][2025-03-08 …] …`
+BAR_THEN_LOG_LINE = re.compile(rf"(?<=\])(?={RECORD_START})")
+# A log whose newlines were lost on the way (a terminal's copy that padded each line to its width with spaces and
+# joined them, a form that collapsed a paste's line ends): records on one physical line, each after a run of spaces.
+# Looked for in a line that long only (two rows of a narrow terminal, the padding of one) where a space comes twice
+# in a row after some text.
+COLLAPSED_RECORD = re.compile(rf"(?<=\S) {{2,}}(?={RECORD_START})")
+# A traceback's frame (CPython's `  File "…", line N, in f`; faulthandler's without the comma) starts a record too,
+# indented as its own line was, but only in a line so split or that holds two frames: a logger's prefix before one
+# frame (vLLM's `ERROR … [core.py:708]   File "…"`, a script's `- INFO -   File "…"`) is the frame's own line.
+COLLAPSED_FRAME = re.compile(r'(?<=\S) {2,}(?=File "[^"\n]*", line \d+,? in )')
+FRAME_OPENING = 'File "'
+COLLAPSED_MIN = 160
 # What reading a source's stream raises when the file ends early or is damaged (see `damaged`).
 # An archive's tarfile errors arise only while archives.py walks it (its members are then byte
 # ranges of a file): it catches them there, and a log that is no archive does not import tarfile.
@@ -659,12 +676,31 @@ def uncoloured(lines: bytes) -> bytes | None:
     return None if b"\x1b" in plain else plain
 
 
+def glued(text: str) -> bool:
+    """Whether a line may hold records that `line_updates` splits (a bar's glued to a log line, a lost newline's)."""
+    return _bar_glued(text) or _collapsed(text)
+
+
+def _bar_glued(text: str) -> bool:
+    return "%" in text and "]" in text
+
+
+def _collapsed(text: str) -> bool:
+    return len(text) >= COLLAPSED_MIN and "  " in text
+
+
 def line_updates(line: Unwrapped, source: int) -> Iterator[Line]:
     """An unwrapped line as the `Line`s logphase reads: a progress bar's `\r` updates each a line."""
     text = line.text
-    if "%|" in text and "]" in text:
-        # a bar without its final newline, glued to the next log line: `…?it/s][2025-03-08 …] …`
+    if _bar_glued(text):
+        # a bar without its final newline, glued to the next log line: `…?it/s][2025-03-08 …] …` (its `|{bar}|` may be
+        # lost in a paste through markdown: `57% 4/7 [00:40<00:29,  9.96s/it]ERROR:…`)
         text = BAR_THEN_LOG_LINE.sub("\r", text)
+    if _collapsed(text):
+        # records whose newlines were lost: each a line of its own, as a bar's updates are (the same number)
+        text, records = COLLAPSED_RECORD.subn("\r", text)
+        if records or text.count(FRAME_OPENING) > 1:
+            text = COLLAPSED_FRAME.sub("\r  ", text)
     if "\r" not in text:
         yield Line(line.number, text, source, line.stamp, line.rank)
         return

@@ -123,3 +123,67 @@ def test_a_launchers_argument_dump_keeps_its_own_indentation(tmp_path: Path) -> 
     report = _analyze(tmp_path, "tgi", lines)
     assert not any("lines unwrapped from:" in note for note in report["notes"])
     assert report["system"] == "tgi"
+
+
+# --- a writer's label never swallows a known message's own leading words ---------------------------------------------
+
+
+def _stamped(lines: list[str]) -> str:
+    """Lines behind `docker logs -t` / `kubectl logs --timestamps` stamps (RFC 3339 with nanoseconds, a space)."""
+    return "".join(f"2024-03-04T05:06:{7 + n:02d}.{123456789 + n}Z {line}\n" for n, line in enumerate(lines))
+
+
+def test_lightning_init_lines_behind_docker_stamps_keep_their_words(tmp_path: Path) -> None:
+    # GIVEN a 4-rank Lightning job's set-up behind docker's stamps (lightning_fabric `seed_everything` through
+    # `rank_prefixed_message`; `_init_dist_connection`'s `Initializing distributed: GLOBAL_RANK: r, MEMBER: r+1/n`):
+    # its two-word `Initializing distributed: ` reads as journald's `host ident: ` on every line but the seed lines
+    lines = []
+    for rank in range(2):
+        lines += [
+            f"[rank: {rank}] Seed set to 7",
+            f"Initializing distributed: GLOBAL_RANK: {rank}, MEMBER: {rank + 1}/4",
+        ]
+    log = tmp_path / "lightning.log"
+    log.write_text(_stamped(lines))
+    # WHEN analysed
+    _, report = run_json("analyze", str(log), "--post-mortem")
+    # THEN the stamps alone are taken off: the init line is read whole, the job stalled in dist_init
+    assert (report["verdict"], report["phase"]) == ("stalled", "dist_init")
+    assert report["root_cause"]["text"].endswith("Initializing distributed: GLOBAL_RANK: 1, MEMBER: 2/4")
+    assert not any("journald" in note for note in report["notes"])
+
+
+def test_a_vllm_offline_bar_behind_kubectl_stamps_keeps_its_words(tmp_path: Path) -> None:
+    # GIVEN vLLM's offline run behind `kubectl logs --timestamps`: its engine line, then LLM.generate's tqdm bar
+    # (`Processed prompts: ` + tqdm's `100%|…| n/n [elapsed<remaining, rate]`), whose two words read as `host ident: `
+    lines = [
+        "INFO 12-20 10:25:22 llm_engine.py:234] Initializing an LLM engine (v0.6.6.post1) with config: model='m'",
+        "Processed prompts: 100%|██████████| 8/8 [00:02<00:00,  3.51it/s, est. speed input: 40.1 toks/s, "
+        "output: 120.3 toks/s]",
+    ]
+    log = tmp_path / "offline.log"
+    log.write_text(_stamped(lines))
+    # WHEN analysed
+    _, report = run_json("analyze", str(log), "--post-mortem")
+    # THEN the bar is read whole as the plain log's is: the offline job finished its prompts
+    plain = tmp_path / "plain.log"
+    plain.write_text("".join(f"{line}\n" for line in lines))
+    _, bare = run_json("analyze", str(plain), "--post-mortem")
+    assert report["verdict"] == bare["verdict"] == "finished"
+    assert report["root_cause"] == bare["root_cause"]
+
+
+def test_a_journal_whose_labels_are_hosts_and_units_is_still_a_journal(tmp_path: Path) -> None:
+    # GIVEN a `journalctl -o short-iso` export of a vLLM unit (`TS host ident[pid]: message`)
+    lines = [
+        "INFO 12-20 10:25:22 llm_engine.py:234] Initializing an LLM engine (v0.6.6.post1) with config: model='m'",
+        "INFO 12-20 10:25:30 model_runner.py:1094] Starting to load model m...",
+    ]
+    log = tmp_path / "journal.log"
+    unit = "gpu-node-3 python3[4411]: "
+    log.write_text("".join(f"2024-12-20T10:25:{22 + n}+0000 {unit}{line}\n" for n, line in enumerate(lines)))
+    # WHEN analysed
+    _, report = run_json("analyze", str(log), "--post-mortem")
+    # THEN the journal's column is taken off and the lines read
+    assert any("journald" in note for note in report["notes"])
+    assert report["phase"] == "weight_load"
