@@ -323,11 +323,12 @@ def _relayed_from(event: Event) -> str | None:
 
 def _collective(event: Event) -> str | None:
     """A watchdog's collective timeout in words: which collective, of which process group, how long
-    it ran against its timeout (the captures of torch's `WorkNCCL(SeqNum=…, OpType=…)` lines)."""
+    it ran against its timeout (the captures of torch's `WorkNCCL(SeqNum=…, OpType=…)` lines; torch 1.9 numbered
+    no work: `WorkNCCL(OpType=…, Timeout(ms)=…)`, the operation and its time said alone)."""
     captures = event.captures
-    if not captures.get("op") or not captures.get("seq"):
+    if not captures.get("op") or not (captures.get("seq") or captures.get("timeout_ms")):
         return None
-    words = f"collective {captures['op']} #{captures['seq']}"
+    words = f"collective {captures['op']}" + (f" #{captures['seq']}" if captures.get("seq") else "")
     group = captures.get("pg") or (f"process group {captures['pg_id']}" if captures.get("pg_id") else "")
     if group:
         words += f" of {group}"

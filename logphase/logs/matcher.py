@@ -28,6 +28,8 @@ BLOCK_MARKERS = (
     "Stack (most recent call first)",
 )
 # After an exception line, these say the next traceback is the same failure going on.
+# the kinds of a line that states a block's exception (`RuntimeError: …`, a `what():` of a watchdog's timeout)
+STATED_KINDS = frozenset({EventKind.ERROR, EventKind.TIMEOUT})
 CHAINED = ("During handling of the above exception", "The above exception was the direct cause")
 # Frame keys whose phase lookup is remembered (frames repeat: every rank dumps the same stack).
 FRAME_CACHE = 10_000
@@ -257,6 +259,9 @@ class SourceMatcher:
         # what the line just matched was, when a person wrote it: an answer about that line, not state that carries
         # to the next (so no field: a fork copies it as it copies every attribute, and the next line resets it)
         self.edited: Edit | None = None
+        # likewise the traceback block the line just matched ended, and that line's number: a paste's last line may be
+        # a record cut inside its prefix (`(Worker_TP3 pid=1) ERROR 02-13`), which ends the block by its shape alone
+        self._ended: tuple[_Block, int] | None = None
 
     def fork(self) -> SourceMatcher:
         """An independent copy, every field carried: what it makes of lines to come is what this
@@ -284,18 +289,35 @@ class SourceMatcher:
         self.systems[system] += events
 
     def match(self, lines: Iterable[Line]) -> Iterator[Event]:
+        last: Line | None = None
         for line in lines:
+            last = line
             yield from self.match_line(line)
-        yield from self.finish()
+        yield from self.finish(last)
 
-    def finish(self) -> tuple[Event, ...]:
+    def finish(self, last: Line | None = None) -> tuple[Event, ...]:
         """Events still held back at the end of the source (a dump's last frame group, the
-        exception of a traceback cut before its last line)."""
+        exception of a traceback cut before its last line). `last` is the source's last line."""
         held = self._flush_frames()
-        cut = self._cut_exception(self.block) or self._frames_only(self.block) or self._dump_only(self.block)
+        block = self.block if self.block is not None else self._cut_record_ended(last)
+        cut = self._cut_exception(block) or self._frames_only(block) or self._dump_only(block)
         if self.stamps.held is not None:
             self.stamps.set_held_aside()  # no second line ever confirmed its clock
         return (*held, cut) if cut is not None else held
+
+    def _cut_record_ended(self, last: Line | None) -> _Block | None:
+        """The run of frames the source's last line ended where that line is only a leading part of a line of the
+        frames' own writer (its prefix cut: `(Worker_TP3 pid=1) ERROR 02-13` of `(Worker_TP3 pid=1) ERROR 02-13
+        15:54:32 [multiproc_executor.py:863]   File "…"`): the paste was cut inside the next record of the same
+        traceback, not at a new message, so the frames still end the source."""
+        if last is None or self._ended is None or self._ended[1] != last.number:
+            return None
+        block = self._ended[0]
+        cut = last.text.rstrip()
+        if block.headless is None or not cut:
+            return None
+        whole = block.headless[0].text
+        return block if len(cut) < len(whole) and whole.startswith(cut) else None
 
     def _cut_exception(self, block: _Block | None) -> Event | None:
         """A traceback that ended (a new message, the end of the source) before its exception
@@ -417,6 +439,7 @@ class SourceMatcher:
             self._envelope_offset = stamp - line.stamp
         block = self.block
         inside = self._continues_block(fields, message)
+        self._ended = (block, line.number) if block is not None and self.block is None else None
         cut = self._cut_exception(block) if self.block is not block else None
         before = (cut,) if cut is not None else _NOTHING
         if message.startswith(CAUGHT_FRAME):
@@ -510,8 +533,9 @@ class SourceMatcher:
             # a `Traceback` line right after `Process Process-6:` continues the same block
             self.block = _Block(line.number, rank, fields.prefixes, ignored=rule.ignored_block)
             block_line = line.number
-        elif inside and self.block is not None and rule.kind is EventKind.ERROR and not rule.opens_block:
-            self.block.finished = True  # the exception line: what follows is a new message
+        elif inside and self.block is not None and rule.kind in STATED_KINDS and not rule.opens_block:
+            # the exception line (a C++ `what():` may state a watchdog's timeout): what follows is a new message
+            self.block.finished = True
             self.block.stated_by = self.block.stated_by or rule.id
         if inside and self.block is not None and rule.kind in FAILURE_KINDS:
             if self.block.ignored:

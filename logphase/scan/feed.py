@@ -261,7 +261,7 @@ class SourceFeed:
         if self.ended:
             return ()
         self.ended = True
-        held = self._named(self.matcher.finish())
+        held = self._named(self.matcher.finish(self.last))
         if self.last is not None and not self.last_read:
             cut = self.matcher.cut_header(self.last)  # a paste cut inside a traceback's first line
             if cut is not None:
