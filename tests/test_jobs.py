@@ -198,7 +198,24 @@ SMALL_CHUNK = 1 << 14
 @pytest.fixture
 def small_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(fast_lines, "CHUNK_BYTES", SMALL_CHUNK)
-    monkeypatch.setattr(fast_lines, "READ_BYTES", SMALL_CHUNK // 4)  # the reads a chunk is made of (1 MB)
+    monkeypatch.setattr(fast_lines, "READ_BYTES", SMALL_CHUNK // 4)  # the reads a chunk is made of (the reader's 1 MB)
+
+
+@pytest.fixture
+def answered(oracles: list[Any], monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, int]]:
+    """The windows of the walk (file offsets) for which the workers answered a piece or more."""
+    windows: list[tuple[int, int]] = []
+    line_starts = ranges.RangeOracle.line_starts
+
+    def counted(self: Any, scan: Any, buf: bytes, offset: int, start: int, end: int, chunk_end: int) -> list[int]:
+        before = self.answered
+        found = line_starts(self, scan, buf, offset, start, end, chunk_end)
+        if self.answered > before:
+            windows.append((offset + start, offset + end))
+        return found
+
+    monkeypatch.setattr(ranges.RangeOracle, "line_starts", counted)
+    return windows
 
 
 @pytest.mark.slow
@@ -214,7 +231,7 @@ def test_every_log_inside_a_busy_log_reads_the_same(
     small_chunks: None,
 ) -> None:
     # GIVEN a corpus log (drawn this run) in the middle of a busy server's log, cut in
-    # ranges of 4099 bytes and read in chunks of 64 kB: the workers scan its tracebacks, dumps and runs
+    # ranges of 4099 bytes and read in chunks of 16 kB: the workers scan its tracebacks, dumps and runs
     middle = busy.index(b"\n", 2 * len(busy) // 3) + 1
     spliced = tmp_path / log.name
     spliced.write_bytes(busy[:middle] + log.read_bytes() + b"\n" + busy[middle:])
@@ -234,7 +251,7 @@ def test_a_coloured_log_leaves_the_workers_the_chunks_after_it(
     oracles: list[Any],
     walk_waits: None,
     small_chunks: None,
-    monkeypatch: pytest.MonkeyPatch,
+    answered: list[tuple[int, int]],
 ) -> None:
     # GIVEN vLLM's log with a terminal's colours on every line, spliced into a busy server's log at a third
     # (the chunks of 16 kB it is in scanned without the colour codes), cut in ranges of 4099 bytes
@@ -244,22 +261,11 @@ def test_a_coloured_log_leaves_the_workers_the_chunks_after_it(
     spliced = tmp_path / "coloured-inside-busy.log"
     spliced.write_bytes(busy[:third] + coloured + busy[third:])
     after = third + len(coloured) + 2 * SMALL_CHUNK  # in a chunk wholly after the coloured log's
-    answered_at: list[int] = []
-    line_starts = ranges.RangeOracle.line_starts
-
-    def counted(self: Any, scan: Any, buf: bytes, offset: int, start: int, end: int, chunk_end: int) -> list[int]:
-        before = self.answered
-        found = line_starts(self, scan, buf, offset, start, end, chunk_end)
-        if self.answered > before:
-            answered_at.append(offset + start)
-        return found
-
-    monkeypatch.setattr(ranges.RangeOracle, "line_starts", counted)
     # WHEN it is analysed by one process and by three
     shared = report([spliced], packs, split(3, 4099))
     # THEN the reports are the same, and the workers answered for windows of the chunks after the coloured one
     assert shared == report([spliced], packs, Jobs(1))
-    assert any(position >= after for position in answered_at)
+    assert any(low >= after for low, _ in answered)
 
 
 @pytest.mark.slow
@@ -270,7 +276,7 @@ def test_a_blank_line_before_a_ranges_first_line_leaves_the_walk_that_piece_only
     tmp_path: Path,
     oracles: list[Any],
     walk_waits: None,
-    monkeypatch: pytest.MonkeyPatch,
+    answered: list[tuple[int, int]],
 ) -> None:
     # GIVEN a busy server's log with a blank line at two thirds, right before the first line of a range of
     # 4099 bytes (a cut a match of the dump trigger `^\s{4}\S` may span: a seam)
@@ -280,22 +286,11 @@ def test_a_blank_line_before_a_ranges_first_line_leaves_the_walk_that_piece_only
     blanked = tmp_path / "blank-line-on-a-seam.log"
     blanked.write_bytes(busy[:middle] + filler + b"\n" + busy[middle:])
     assert blanked.read_bytes()[seam - 3 : seam] == b"x\n\n"
-    windows: list[tuple[int, int]] = []
-    line_starts = ranges.RangeOracle.line_starts
-
-    def counted(self: Any, scan: Any, buf: bytes, offset: int, start: int, end: int, chunk_end: int) -> list[int]:
-        before = self.answered
-        found = line_starts(self, scan, buf, offset, start, end, chunk_end)
-        if self.answered > before:
-            windows.append((offset + start, offset + end))
-        return found
-
-    monkeypatch.setattr(ranges.RangeOracle, "line_starts", counted)
     # WHEN it is analysed by one process and by three
     shared = report([blanked], packs, split(3, 4099))
     # THEN the reports are the same, and the workers answered for pieces of a window the seam is in
     assert shared == report([blanked], packs, Jobs(1))
-    assert any(low < seam < high for low, high in windows)
+    assert any(low < seam < high for low, high in answered)
 
 
 # Each shape cut in ranges of one size, dealt afresh each run so that every size is used (a file per
