@@ -24,6 +24,7 @@ from logphase import scan as scanning
 from logphase.cli.common import jobs_from
 from logphase.jobs import Jobs
 from logphase.logs.fast import FastLines, ranges
+from logphase.logs.fast import lines as fast_lines
 from logphase.logs.fast.ranges import line_local
 from logphase.logs.reader import open_sources
 from logphase.packs import PackSet
@@ -187,31 +188,50 @@ def busy(tmp_path_factory: pytest.TempPathFactory) -> bytes:
 INSIDE_BUSY = drawn("jobs-inside-busy", LOGS, 12)
 
 
-# Corpus logs whose splice leaves the workers' answers unused, and why (the report is still the same).
-WORKERS_UNUSED = {
-    # found 2026-12-02 when the fresh batch joined the corpus: the scan's state moves on after the ranges
-    # were queued (key (3, 21)), so every queued range is dropped and the walk scans them all itself;
-    # a speed matter, not a correctness one (issue 27)
-    "335_vllm-compose-gb10-qwen36-routes-listed.log",
-    # stop 35, fresh-f: the same (a TGI launcher's lines in a busy SGLang log: the state moves on after the ranges
-    # were queued, key (3, 21), so each is dropped and the walk scans it itself; the report is the same)
-    "581_tgi-qwen2-vl-waiting-for-shard-rank0-loop.log",
-}
+# The chunks the fast path reads a log in (8 MB), cut to 16 kB: a coloured log spliced into the busy log is
+# scanned without its colour codes in its own chunks (fast/lines.py, `_whole_lines`), and the workers answer
+# for the chunks after the scan's state settles again (a chunk's first window under a new state is the
+# walk's: `ranges.SETTLE_SHARE`; the busy log's state settles at ~140 kB, its coloured guest's at the chunk after it).
+SMALL_CHUNK = 1 << 14
 
 
-def coloured(log: Path) -> bool:
-    """A log with a terminal's colour codes: its chunks are scanned without them (fast/lines.py,
-    `_whole_lines`), their offsets no longer the file's, so the workers' ranges are left for it."""
-    return b"\x1b[" in log.read_bytes()
+@pytest.fixture
+def small_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(fast_lines, "CHUNK_BYTES", SMALL_CHUNK)
+    monkeypatch.setattr(fast_lines, "READ_BYTES", SMALL_CHUNK // 4)  # the reads a chunk is made of (the reader's 1 MB)
+
+
+@pytest.fixture
+def answered(oracles: list[Any], monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, int]]:
+    """The windows of the walk (file offsets) for which the workers answered a piece or more."""
+    windows: list[tuple[int, int]] = []
+    line_starts = ranges.RangeOracle.line_starts
+
+    def counted(self: Any, scan: Any, buf: bytes, offset: int, start: int, end: int, chunk_end: int) -> list[int]:
+        before = self.answered
+        found = line_starts(self, scan, buf, offset, start, end, chunk_end)
+        if self.answered > before:
+            windows.append((offset + start, offset + end))
+        return found
+
+    monkeypatch.setattr(ranges.RangeOracle, "line_starts", counted)
+    return windows
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("log", INSIDE_BUSY, ids=lambda p: p.name)
 def test_every_log_inside_a_busy_log_reads_the_same(
-    log: Path, packs: PackSet, short_head: None, busy: bytes, tmp_path: Path, oracles: list[Any], walk_waits: None
+    log: Path,
+    packs: PackSet,
+    short_head: None,
+    busy: bytes,
+    tmp_path: Path,
+    oracles: list[Any],
+    walk_waits: None,
+    small_chunks: None,
 ) -> None:
     # GIVEN a corpus log (drawn this run) in the middle of a busy server's log, cut in
-    # ranges of 4099 bytes: the workers scan its tracebacks, dumps and runs
+    # ranges of 4099 bytes and read in chunks of 16 kB: the workers scan its tracebacks, dumps and runs
     middle = busy.index(b"\n", 2 * len(busy) // 3) + 1
     spliced = tmp_path / log.name
     spliced.write_bytes(busy[:middle] + log.read_bytes() + b"\n" + busy[middle:])
@@ -219,7 +239,58 @@ def test_every_log_inside_a_busy_log_reads_the_same(
     shared = report([spliced], packs, split(3, 4099))
     # THEN the reports are the same, and the workers answered for some of it
     assert shared == report([spliced], packs, Jobs(1))
-    assert oracles[-1].answered > 0 or log.name in WORKERS_UNUSED or coloured(log)
+    assert oracles[-1].answered > 0
+
+
+@pytest.mark.slow
+def test_a_coloured_log_leaves_the_workers_the_chunks_after_it(
+    packs: PackSet,
+    short_head: None,
+    busy: bytes,
+    tmp_path: Path,
+    oracles: list[Any],
+    walk_waits: None,
+    small_chunks: None,
+    answered: list[tuple[int, int]],
+) -> None:
+    # GIVEN vLLM's log with a terminal's colours on every line, spliced into a busy server's log at a third
+    # (the chunks of 16 kB it is in scanned without the colour codes), cut in ranges of 4099 bytes
+    coloured = (FIXTURES / "logs" / "vllm" / "v1-ansi-color-ready.log").read_bytes()
+    assert b"\x1b[" in coloured
+    third = busy.index(b"\n", len(busy) // 3) + 1
+    spliced = tmp_path / "coloured-inside-busy.log"
+    spliced.write_bytes(busy[:third] + coloured + busy[third:])
+    after = third + len(coloured) + 2 * SMALL_CHUNK  # in a chunk wholly after the coloured log's
+    # WHEN it is analysed by one process and by three
+    shared = report([spliced], packs, split(3, 4099))
+    # THEN the reports are the same, and the workers answered for windows of the chunks after the coloured one
+    assert shared == report([spliced], packs, Jobs(1))
+    assert any(low >= after for low, _ in answered)
+
+
+@pytest.mark.slow
+def test_a_blank_line_before_a_ranges_first_line_leaves_the_walk_that_piece_only(
+    packs: PackSet,
+    short_head: None,
+    busy: bytes,
+    tmp_path: Path,
+    oracles: list[Any],
+    walk_waits: None,
+    answered: list[tuple[int, int]],
+) -> None:
+    # GIVEN a busy server's log with a blank line at two thirds, right before the first line of a range of
+    # 4099 bytes (a cut a match of the dump trigger `^\s{4}\S` may span: a seam)
+    middle = busy.index(b"\n", 2 * len(busy) // 3) + 1
+    seam = (middle // 4099 + 2) * 4099  # the range's first byte
+    filler = b"# " + b"x" * (seam - middle - 4) + b"\n"  # a line, then the blank line
+    blanked = tmp_path / "blank-line-on-a-seam.log"
+    blanked.write_bytes(busy[:middle] + filler + b"\n" + busy[middle:])
+    assert blanked.read_bytes()[seam - 3 : seam] == b"x\n\n"
+    # WHEN it is analysed by one process and by three
+    shared = report([blanked], packs, split(3, 4099))
+    # THEN the reports are the same, and the workers answered for pieces of a window the seam is in
+    assert shared == report([blanked], packs, Jobs(1))
+    assert any(low < seam < high for low, high in answered)
 
 
 # Each shape cut in ranges of one size, dealt afresh each run so that every size is used (a file per

@@ -168,14 +168,17 @@ class FastLines(ClockKeeping):
         """The lines of data[:cut], scanned without their colour codes where the reader's text of each
         line is the same without them (`uncoloured`): a terminal's colours on every line (vLLM's and
         uvicorn's on a TTY, `docker logs` of one) would split every literal and template, and send every
-        line to the matcher (issue 27 (d)). Lines keep their numbers; their offsets
-        no longer follow the file's, so the workers' ranges (--jobs) are left for this source."""
+        line to the matcher (issue 27 (d)). Lines keep their numbers; their offsets no longer follow
+        the file's, so the workers' ranges (--jobs) are left for this chunk only: the next one starts
+        at the file's offset of this one's cut (`chunk_offset`), and its ranges are the workers' again
+        (a coloured section in a long log, vLLM's ColoredFormatter in a docker log, costs its chunk)."""
         plain = uncoloured(data[:cut])
         if plain is None:
             yield from self._chunk(data, cut, base, final=final)
             return
-        self.ranges = None
+        ranges, self.ranges = self.ranges, None
         yield from self._chunk(plain, len(plain), base, final=final)
+        self.ranges = ranges
 
     def _read(self, read: Callable[[int], bytes]) -> bytes:
         """Up to CHUNK_BYTES, in the reader's own read sizes: a damaged archive then fails after

@@ -21,7 +21,9 @@ idle: while another process holds one of two, its CPU comes out of the walk's co
 A window's answer is the union of its pieces' answers when no match spans a newline. The packs'
 literals and the learned templates' patterns cannot; the dump trigger `^\\s{4}\\S` can, from a
 line shorter than 4 bytes into the next: a window is never cut, nor a worker's answer taken from
-inside its range, right after such a line (a "seam"); the walk scans that window itself.
+inside its range, right after such a line (a "seam"); the walk scans the piece over the seam itself
+(two ranges' worth), and takes the workers' answers for the window's other pieces (a spliced log's
+blank line on a range's first byte once left a whole window, 130 kB, to the walk).
 """
 
 from __future__ import annotations
@@ -303,17 +305,20 @@ class RangeOracle:
         self._queue(offset + start, offset + end)
         self._reach((offset + start) // self.range_bytes)
         cuts = [start]
+        seamed: set[int] = set()  # pieces over a seam: they span two ranges or more, the walk scans them
         for index in range((offset + start) // self.range_bytes + 1, (offset + end - 1) // self.range_bytes + 1):
             newline = buf.find(b"\n", index * self.range_bytes - offset - 1)
             cut = end if newline < 0 else newline + 1  # the range's first line (line_boundary)
             if cuts[-1] < cut < end:
                 if state.seams and _short_line_before(buf, cut, state.seams):
-                    return scan.line_starts(buf, start, end, chunk_end)  # a match may span the cut
-                cuts.append(cut)
+                    seamed.add(cuts[-1])  # a match may span the cut: no cut
+                    self._walks(index)
+                else:
+                    cuts.append(cut)
         cuts.append(end)
         found: list[int] = []
         for low, high in pairwise(cuts):
-            answer = self._answer(scan, (offset + low) // self.range_bytes)
+            answer = None if low in seamed else self._answer(scan, (offset + low) // self.range_bytes)
             if answer is not None and not answer.start <= offset + low < offset + high <= answer.stop:
                 answer = None  # not this range's piece (cannot be: the cuts are its bounds)
             if answer is not None and answer.start != offset + low and state.seams:
@@ -352,6 +357,13 @@ class RangeOracle:
         self.reached = index
         task = self.tasks.get(index + 1)
         if WALK_TAKES and task is not None and not task.walks and not task.future.done():
+            self._take(task)
+
+    def _walks(self, index: int) -> None:
+        """The walk scans range `index` as part of a piece over a seam: a worker that has not started
+        it skips it."""
+        task = self.tasks.get(index)
+        if task is not None and not task.walks and not task.future.done():
             self._take(task)
 
     def _take(self, task: _Task) -> bool:
