@@ -10,7 +10,7 @@ from datetime import datetime
 from logphase.bounded import read_int, read_signed
 from logphase.durations import format_duration
 from logphase.judging.budgets import Budget, Budgets, stall_words
-from logphase.logs.matcher import Event, Tail
+from logphase.logs.matcher import PLACED_BY, Event, Tail
 from logphase.logs.timeline import RankState, Timeline, is_tagged, rank_number, rank_sort_key
 from logphase.phases import MAIN_PROCESS_PHASES, EventKind, Phase, Role, Verdict
 from logphase.ranks import format_rank_set
@@ -87,6 +87,41 @@ def judge(
 ) -> Judgement:
     """docs/design.md §4. `as_of` is *now* for a live log; `last_activity` (a file's mtime) stands in
     for the time of the last progress when the log has no timestamps at all."""
+    judgement = _judge(timeline, as_of=as_of, post_mortem=post_mortem, budgets=budgets, last_activity=last_activity)
+    return _module_placed(timeline, judgement)
+
+
+def module_placement(timeline: Timeline, judgement: Judgement) -> Event | None:
+    """The first line that placed the run in the judged phase, or else in its furthest phase, where only a fallback
+    did (a line no rule read, placed by its logger's module: pack `[[module]]`); None where a rule's line did."""
+    for phase in (judgement.phase, judgement.furthest_phase):
+        placed = timeline.placed_by_module.get(phase) if phase is not None else None
+        if placed is not None:
+            return placed
+    return None
+
+
+def _module_placed(timeline: Timeline, judgement: Judgement) -> Judgement:
+    """The judgement, saying so where its phase (or furthest phase) rests on a line no rule read that its logger's
+    module placed."""
+    placed = module_placement(timeline, judgement)
+    if placed is None:
+        return judgement
+    words = (
+        f"{placed.phase} placed by its logger's module {placed.captures.get(PLACED_BY, '?')} (line {placed.line}),"
+        " no rule read it"
+    )
+    return replace(judgement, reason=f"{judgement.reason}; {words}", doubts=(*judgement.doubts, words))
+
+
+def _judge(
+    timeline: Timeline,
+    *,
+    as_of: datetime,
+    post_mortem: bool,
+    budgets: Budgets,
+    last_activity: datetime | None = None,
+) -> Judgement:
     phase, furthest = server_phase(timeline)
     failure = _first_root_failure(timeline, after=timeline.ready, interrupt=timeline.interrupt)
     if failure is not None:

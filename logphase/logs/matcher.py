@@ -17,7 +17,7 @@ from logphase.logs.clocks import stamp_format, timed_prefixes
 from logphase.logs.dating import MIDNIGHT_JUMP, FirstDate, first_day, with_year
 from logphase.logs.reader import Line
 from logphase.logs.stamps import StampBelief
-from logphase.packs import PackRegex, PackSet, PrefixFields, Rule, rank_from_tags
+from logphase.packs import ModuleHint, PackRegex, PackSet, PrefixFields, Rule, rank_from_tags
 from logphase.phases import FAILURE_KINDS, EventKind, Phase, Role
 
 # Lines inside a traceback or dump that are its structure, not a new message.
@@ -147,6 +147,37 @@ def frame_rule(phase: Phase, draft: bool = False) -> Rule:
         in_block=True,
         opens_block=False,
         summary="a frame of a traceback or dump places the rank in this phase",
+        examples=(),
+        counter_examples=(),
+    )
+
+
+FALLBACK_PACK = "fallback"  # the pack name of the rules a line no rule read is placed by (its logger's module)
+# the capture a fallback event carries: the logger's source file that placed it (judging says so)
+PLACED_BY = "placed_by"
+
+
+@cache
+def fallback_rule(hint: ModuleHint) -> Rule:
+    """The rule a line no rule read carries where its logger's module places it (`[[module]]`): a diagnostic mark of
+    the module's start-up phase, never progress of a bar, a failure, an end or a ready server, whatever its level."""
+    return Rule(
+        id=f"{FALLBACK_PACK}.{hint.id}",
+        pack=FALLBACK_PACK,
+        phase=hint.phase,
+        kind=EventKind.MARK,
+        role=Role.DIAGNOSTIC,
+        priority=0,
+        literal=None,
+        pattern=PackRegex("(?!)", False, None),  # never matches a line: made from the prefix's module
+        ignore_case=False,
+        draft=False,
+        system=hint.system,
+        versions="",
+        after_prefix=(),
+        in_block=False,
+        opens_block=False,
+        summary=f"placed by its logger's module {hint.file}, no rule read it",
         examples=(),
         counter_examples=(),
     )
@@ -520,7 +551,7 @@ class SourceMatcher:
     ) -> Event | None:
         best = self._best_rule(message, fields.prefixes, inside)
         if best is None:
-            return None
+            return self._fallback_event(line, fields, message, stamp, inside)
         rule, captures = best
         if rule.system:
             self.systems[rule.system] += 1
@@ -571,6 +602,28 @@ class SourceMatcher:
         if rule.opens_block or rule.id == block.stated_by:
             return None
         return Tail.FOLLOWING
+
+    def _fallback_event(
+        self, line: Line, fields: PrefixFields, message: str, stamp: datetime | None, inside: bool
+    ) -> Event | None:
+        """A line of a known system that no rule reads, placed by the logger's module its prefix names (`[[module]]`),
+        outside a traceback: a diagnostic mark at low confidence (judging/confidence.py), never a failure."""
+        if fields.module is None or inside:
+            return None
+        hint = self.packs.module_hint(fields.module, fields.prefixes, message)
+        if hint is None:
+            return None
+        return Event(
+            source=line.source,
+            line=line.number,
+            time=self.last_time,
+            rank=self._rank(fields, {}, inside),
+            rule=fallback_rule(hint),
+            captures={PLACED_BY: hint.file},
+            text=line.text,
+            message=message,
+            stamped=stamp is not None,
+        )
 
     def _best_rule(self, message: str, prefixes: tuple[str, ...], inside: bool) -> tuple[Rule, dict[str, str]] | None:
         """The highest-priority rule that matches — but a line that several systems print alike

@@ -10,7 +10,7 @@ from datetime import datetime, timedelta
 from functools import cached_property
 
 from logphase.bounded import read_int, read_rank
-from logphase.logs.matcher import FRAMES_PACK, Event, frame_rule
+from logphase.logs.matcher import FALLBACK_PACK, FRAMES_PACK, Event, frame_rule
 from logphase.packs import shipped_packs
 from logphase.phases import FAILURE_KINDS, MAIN_PROCESS_PHASES, EventKind, Phase, Role
 
@@ -181,6 +181,9 @@ class Timeline:
     # the lines that head a failure table's first observed failure (a rule's `first_failure`: torchrun's `Root Cause
     # (first observed failure):`), hints that say which of the table's rows is the cause (judging/logs.py)
     first_failures: tuple[Event, ...] = ()
+    # the phases only a fallback placed (a line no rule read, placed by its logger's module: `[[module]]`), each with
+    # the first such line; a phase a rule's line placed too is not here
+    placed_by_module: Mapping[Phase, Event] = field(default_factory=dict)
 
     def rank_state(self, rank: str | None) -> RankState | None:
         if rank is None:
@@ -292,6 +295,8 @@ class TimelineBuilder:
     source_times: dict[int, tuple[datetime, datetime]] = field(default_factory=dict)
     group_exit: Event | None = None
     floor: Phase | None = None
+    module_placed: dict[Phase, Event] = field(default_factory=dict)  # a phase's first line a fallback placed
+    rule_placed: set[Phase] = field(default_factory=set)  # the phases a rule's line placed
     followed: set[str] = field(default_factory=set)  # the named ranks followed, at most MAX_RANKS
     unfollowed: set[str] = field(default_factory=set)  # the named ranks past them: counted only
     # systems that are jobs, not servers (packs with `job = true`); a caller with its own packs passes theirs
@@ -425,6 +430,10 @@ class TimelineBuilder:
                 self.hangs = [hang for hang in self.hangs if hang.order_key > event.order_key]
         if failed:
             return
+        if event.rule.pack == FALLBACK_PACK:
+            self.module_placed.setdefault(phase, event)
+        else:
+            self.rule_placed.add(phase)
         self.served = self.served or phase in (Phase.READY, Phase.SERVING)
         if self.latest_phase_event is None or event.order_key >= self.latest_phase_event.order_key:
             self.latest_phase_event = event
@@ -619,6 +628,7 @@ class TimelineBuilder:
             ready=self.ready,
             last_progress=self.last_progress,
             latest_phase_event=self.latest_phase_event,
+            placed_by_module={p: e for p, e in self.module_placed.items() if p not in self.rule_placed},
             visible_ranks=frozenset(self.visible),
             served=self.served,
             health=self.health,

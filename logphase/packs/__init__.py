@@ -16,6 +16,7 @@ from logphase.packs.loading import (
 from logphase.packs.model import (
     FrameAnchor,
     IgnoreEntry,
+    ModuleHint,
     Pack,
     PackRegex,
     PackSet,
@@ -34,6 +35,7 @@ __all__ = [
     "SCHEMA",
     "FrameAnchor",
     "IgnoreEntry",
+    "ModuleHint",
     "Pack",
     "PackRegex",
     "PackSet",

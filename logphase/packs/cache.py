@@ -39,6 +39,7 @@ PICKLED = {
         "ServerArgsFormat",
         "IgnoreEntry",
         "NextSteps",
+        "ModuleHint",
         "PackRegex",
     },
     "logphase.phases": {"Phase", "EventKind", "Role", "Verdict"},

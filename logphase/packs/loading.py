@@ -17,6 +17,7 @@ from logphase.packs.cache import PackCache, PackFile
 from logphase.packs.model import (
     FrameAnchor,
     IgnoreEntry,
+    ModuleHint,
     NextSteps,
     Pack,
     PackRegex,
@@ -31,6 +32,7 @@ from logphase.packs.regex_safety import MAX_REGEX_CHARS, MAX_REGEX_NESTING, PROB
 from logphase.packs.schema import (
     ANCHOR,
     IGNORE,
+    MODULE,
     NEXT,
     PACK,
     PREFIX,
@@ -166,13 +168,13 @@ def _checked_packs(
     for pack in packs:
         ids = [p.id for p in pack.prefixes] + [r.id for r in pack.rules]
         ids += [s.id for s in pack.signatures] + [a.id for a in pack.anchors] + [f.id for f in pack.server_args]
-        ids += [i.id for i in pack.ignores] + [n.id for n in pack.next_steps]
+        ids += [i.id for i in pack.ignores] + [n.id for n in pack.next_steps] + [m.id for m in pack.modules]
         for item_id in ids:
             if item_id in seen:
                 raise PackError(
                     f"{pack.path}: id {item_id!r} is defined twice (also in {seen[item_id]})",
-                    hint="every prefix, rule, signature, anchor, server_args, ignore and next id must be unique "
-                    "across packs",
+                    hint="every prefix, rule, signature, anchor, server_args, ignore, next and module id must be "
+                    "unique across packs",
                 )
             seen[item_id] = pack.path
     pack_set = PackSet(tuple(packs), digest=digest)
@@ -287,6 +289,9 @@ def parse_pack(data: Mapping[str, Any], path: str, *, trusted: bool = False, lin
         process_tags=_process_tags(header["process_tags"], path),
         ignores=tuple(_parse_ignore(item, name, path, systems, trusted) for item in _items(data, IGNORE, path)),
         next_steps=tuple(_parse_next(item, name, path, pack_system, trusted) for item in _items(data, NEXT, path)),
+        modules=tuple(
+            _parse_module(item, name, path, pack_system, prefixes) for item in _items(data, MODULE, path) if line_rules
+        ),
     )
 
 
@@ -360,6 +365,40 @@ def _items(data: Mapping[str, Any], table: Table, path: str) -> list[tuple[str, 
     if not isinstance(value, list):
         raise PackError(f"{path}: {table.title} must be an array of tables", hint="write each item as " + table.title)
     return [(where(table, item, index), checked(table, item, path, index)) for index, item in enumerate(value)]
+
+
+def _parse_module(
+    entry: tuple[str, dict[str, Any]], pack: str, path: str, pack_system: str | None, prefixes: tuple[PrefixRule, ...]
+) -> ModuleHint:
+    place, item = entry
+    own = {prefix.id: prefix for prefix in prefixes}
+    for prefix_id in item["prefixes"]:
+        prefix = own.get(prefix_id)
+        if prefix is None:
+            raise PackError(
+                f"{path}: {place}: prefixes: {prefix_id!r} is no [[prefix]] of this pack",
+                hint="name a prefix of the same pack: " + (", ".join(sorted(own)) or "this pack has none"),
+            )
+        if "file" not in prefix.pattern.group_names:
+            raise PackError(
+                f"{path}: {place}: prefixes: {prefix_id!r} has no `file` group",
+                hint="a module entry reads the logger's source file a prefix captures as (?P<file>…)",
+            )
+    file: str = item["file"]
+    if "/" in file or not file.endswith(".py"):
+        raise PackError(
+            f"{path}: {place}: file {file!r} is not a source file's name", hint="the name alone: `weight_utils.py`"
+        )
+    return ModuleHint(
+        id=item["id"],
+        pack=pack,
+        system=pack_system,
+        prefixes=tuple(item["prefixes"]),
+        file=file,
+        phase=Phase(item["phase"]),
+        words=tuple(word.lower() for word in item["words"]),
+        source=item["source"],
+    )
 
 
 def _parse_anchor(entry: tuple[str, dict[str, Any]], pack: str, path: str, trusted: bool) -> FrameAnchor:

@@ -43,6 +43,7 @@ class PrefixFields:
     pid: int | None = None
     level: str | None = None
     prefixes: tuple[str, ...] = ()
+    module: str | None = None  # the logger's source file a prefix named (`kv_cache_utils.py`), without its folder
 
 
 @dataclass(frozen=True)
@@ -215,6 +216,7 @@ class PrefixRule:
             pid=read_int(pid),
             level=groups.get("level"),
             prefixes=(self.id,),
+            module=_module_name(groups.get("file")),
         )
         return fields, text[found.end() :]
 
@@ -315,6 +317,36 @@ class FrameAnchor:
 
 
 @dataclass(frozen=True)
+class ModuleHint:
+    """A fallback for a line of a known system no rule reads: the logger's source file its prefix names (and, for a
+    file that logs in several steps, a word of the message) places it in a start-up phase (`[[module]]`)."""
+
+    id: str
+    pack: str
+    system: str | None
+    prefixes: tuple[str, ...]
+    file: str
+    phase: Phase
+    words: tuple[str, ...]  # lower case: the message must hold one (none: any message of the file)
+    source: str
+
+    def places(self, module: str, prefixes: tuple[str, ...], lowered: str) -> bool:
+        """Whether this entry places a message (in lower case) whose prefixes named `module`."""
+        return (
+            module == self.file
+            and any(p in self.prefixes for p in prefixes)
+            and (not self.words or any(word in lowered for word in self.words))
+        )
+
+
+def _module_name(path: str | None) -> str | None:
+    """A prefix's source file without its folder (vLLM 0.10+ may print `compilation/backends.py`)."""
+    if not path:
+        return None
+    return path.rsplit("/", 1)[-1]
+
+
+@dataclass(frozen=True)
 class ServerArgsFormat:
     """Where a server prints the arguments it started with, and which printed keys give the setup
     (`model_path`, `tp_size`, …) that baselines compare."""
@@ -412,6 +444,7 @@ class Pack:
     process_tags: tuple[str, ...] = ()  # `(Name pid=N) ` tags the system prints itself (not a Ray envelope)
     ignores: tuple[IgnoreEntry, ...] = ()  # `[[ignore]]`: read only by the source inventory
     next_steps: tuple[NextSteps, ...] = ()  # `[[next]]`: what to do after a verdict
+    modules: tuple[ModuleHint, ...] = ()  # `[[module]]`: where a line no rule reads goes, by its logger's file
 
 
 @dataclass(frozen=True)
@@ -426,6 +459,7 @@ class PackSet:
     rules: tuple[Rule, ...] = field(init=False)
     signatures: tuple[StallSignature, ...] = field(init=False)
     phase_frames: tuple[tuple[PackRegex, Phase], ...] = field(init=False)
+    module_hints: dict[str, tuple[ModuleHint, ...]] = field(init=False, repr=False)  # `[[module]]` by file name
     _rules_by_key: dict[tuple[str, str], tuple[int, ...]] = field(init=False, repr=False)
     _always: tuple[int, ...] = field(init=False, repr=False)
     _candidates: dict[frozenset[tuple[str, str]], tuple[Rule, ...]] = field(init=False, repr=False)
@@ -446,7 +480,20 @@ class PackSet:
         phase_frames = [(a.pattern, a.phase) for pack in self.packs for a in pack.anchors]
         phase_frames += [(s.pattern, s.phase) for s in signatures if s.phase is not None]
         object.__setattr__(self, "phase_frames", tuple(phase_frames))
+        by_file: dict[str, list[ModuleHint]] = {}
+        for pack in self.packs:
+            for hint in pack.modules:
+                by_file.setdefault(hint.file, []).append(hint)
+        object.__setattr__(self, "module_hints", {file: tuple(hints) for file, hints in by_file.items()})
         self._index_literals()
+
+    def module_hint(self, module: str, prefixes: tuple[str, ...], message: str) -> ModuleHint | None:
+        """The first `[[module]]` entry that places a message no rule read, by the logger's file its prefixes named."""
+        hints = self.module_hints.get(module)
+        if not hints:
+            return None
+        lowered = message.lower()
+        return next((hint for hint in hints if hint.places(module, prefixes, lowered)), None)
 
     def __getstate__(self) -> dict[str, Any]:
         """Pickled (the pack cache) with its rule index, without the memos that lines fill in."""
@@ -600,6 +647,7 @@ class PackSet:
                     pid=inner.pid or fields.pid,
                     level=inner.level or fields.level,
                     prefixes=(*fields.prefixes, prefix.id),
+                    module=inner.module or fields.module,
                 )
                 break
             else:

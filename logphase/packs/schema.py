@@ -364,7 +364,45 @@ NEXT = Table(
     "What an operator does next for a verdict in a phase of a system: the most specific entry answers "
     "(a cause, then a system, then a phase named beats none).",
 )
-ARRAYS = (PREFIX, RULE, SIGNATURE, ANCHOR, SERVER_ARGS, IGNORE, NEXT)
+# the phases a logger's module may place a line no rule read in: start-up steps only. A fallback never says the server
+# is up (http_start and later are the main process's, said by its own lines) nor that anything ended
+MODULE_PHASES = (
+    "launch",
+    "tokenizer",
+    "dist_init",
+    "weight_load",
+    "kv_cache",
+    "draft_init",
+    "compile",
+    "cuda_graph",
+)
+MODULE = Table(
+    "[[module]]",
+    (
+        ID,
+        Key("prefixes", STRINGS, True, "the pack's prefixes whose `file` group names the logger's source file"),
+        Key("file", STRING, True, "the source file's name, without its folder (`weight_utils.py`)"),
+        Key(
+            "phase",
+            ValueType("start-up phase", lambda value: isinstance(value, str), MODULE_PHASES),
+            True,
+            "the start-up step the file logs in (never http_start or later: a fallback never says the server is up)",
+        ),
+        Key(
+            "words",
+            STRINGS,
+            False,
+            "for a file that logs in several steps: the message must hold one of these (caseless) for this entry; "
+            "entries of one file are tried in order, the first that fits places the line",
+            default=[],
+        ),
+        Key("source", STRING, True, "the releases and the calls the file logs the step from (the released source)"),
+    ),
+    "A fallback for a line of a known system that no rule reads: the logger's source file in its prefix (and, for a "
+    "file of several steps, words of the message) places it in a start-up phase, at low confidence; never a "
+    "failure, an end or a ready server.",
+)
+ARRAYS = (PREFIX, RULE, SIGNATURE, ANCHOR, SERVER_ARGS, IGNORE, NEXT, MODULE)
 TABLES = (PACK, *ARRAYS)
 TOP_LEVEL = ("pack", *(table.title.strip("[]") for table in ARRAYS))
 

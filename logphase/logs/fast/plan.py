@@ -168,6 +168,9 @@ def _build_plan(packs: PackSet, triggers: Sequence[re.Pattern[str]]) -> Plan:
             steady_factors[rule.id] = factors
         else:
             candidates |= factors
+    # a line of a known system no rule reads is placed by its logger's module (`[[module]]`, the matcher's fallback):
+    # every line naming such a file in its prefix goes to the matcher, as it does on the plain path
+    candidates |= {Factor(file.encode(), False) for file in packs.module_hints}
     steady_factors = _told_apart(packs, steady_factors)
     owners = {}
     for rule_id, factors in steady_factors.items():
