@@ -711,3 +711,30 @@ def test_a_second_what_line_of_two_glued_writers_is_a_failure_of_its_own(tmp_pat
     _, report = run_json("analyze", "--post-mortem", str(log))
     # THEN the cause is the whole `what():` line of the second writer (line 4), not the glued one
     assert report["root_cause"]["line"] == 4
+
+
+@pytest.mark.parametrize(
+    ("tag", "name"),
+    [("(ApiServer_2 pid=51200) ", "ApiServer_2"), ("(VllmWorker-1 pid=9911) ", "VllmWorker-1"), ("", "ApiServer_0")],
+)
+def test_a_named_vllm_process_header_over_a_cut_traceback_is_the_cause_not_the_bare_traceback_line(
+    tmp_path: Path, tag: str, name: str
+) -> None:
+    # GIVEN weight loading under way, then multiprocessing's `Process <name>:` of one of vLLM's named processes
+    # (v1/utils.py `ApiServer_{i}`, multiproc_executor.py `VllmWorker-{rank}`) and CPython's traceback header, the
+    # paste cut inside the frames before any exception line or `raise` statement
+    log = _write(
+        tmp_path,
+        [
+            "Loading safetensors checkpoint shards:  40% Completed | 4/10 [00:40<01:00,  10.0s/it]",
+            tag + f"Process {name}:",
+            tag + "Traceback (most recent call last):",
+            *(tag + frame for frame in FRAMES[:4]),
+        ],
+    )
+    # WHEN analysed post-mortem
+    _, report = run_json("analyze", "--post-mortem", str(log))
+    # THEN a crash in weight_load whose cause is the header that names the process that died (line 2): of two
+    # headers that say only that something was raised, the one that says which process
+    assert (report["verdict"], report["phase"], report["root_cause"]["line"]) == ("crashed", "weight_load", 2)
+    assert report["root_cause"]["text"].endswith(f"Process {name}:")
