@@ -738,3 +738,45 @@ def test_a_named_vllm_process_header_over_a_cut_traceback_is_the_cause_not_the_b
     # headers that say only that something was raised, the one that says which process
     assert (report["verdict"], report["phase"], report["root_cause"]["line"]) == ("crashed", "weight_load", 2)
     assert report["root_cause"]["text"].endswith(f"Process {name}:")
+
+
+# Lines every TP rank prints at one step, each with its own free memory (SGLang model_runner.py: `Load weight end.
+# type=…, dtype=…, avail mem={:.2f} GB`; cuda_graph_runner.py: `Capture cuda graph begin. … avail mem={:.2f} GB`)
+LOAD_END = (
+    "[2025-02-01 22:46:19 TP{rank}] Load weight end. type=DeepseekV3ForCausalLM, dtype=torch.bfloat16, "
+    "avail mem={mem} GB"
+)
+CAPTURE_MEM = (
+    "[2025-02-01 22:47:02 TP{rank}] Capture cuda graph begin. This can take up to several minutes. avail mem={mem} GB"
+)
+
+
+@pytest.mark.parametrize("template", [LOAD_END, CAPTURE_MEM])
+def test_a_stalls_last_line_cut_in_its_own_numbers_is_quoted_from_another_ranks_copy(
+    tmp_path: Path, template: str
+) -> None:
+    # GIVEN four TP ranks' line of one step at one second, each with its own memory figure, the last (TP8's) cut by
+    # the excerpt inside its figure: no other rank's copy begins with its very words
+    lines = [template.format(rank=rank, mem=mem) for rank, mem in ((15, "37.71"), (10, "37.70"), (14, "37.69"))]
+    cut = template.format(rank=8, mem="37.74")
+    cut = cut[: cut.index("37.74") + 4]
+    log = _write(tmp_path, [LOAD_BEGIN, *lines, cut])
+    # WHEN analysed post-mortem
+    _, report = run_json("analyze", "--post-mortem", str(log))
+    # THEN the cause is the latest whole copy, TP14's (line 4): the same news in another rank's own numbers
+    assert (report["verdict"], report["root_cause"]["line"]) == ("stalled", 4)
+    assert report["root_cause"]["text"] == lines[-1]
+    assert "line 5 is cut mid-line, TP14's copy of it whole at line 4" in report["reason"]
+
+
+def test_a_ranks_own_earlier_line_of_the_kind_is_no_copy_of_its_cut_last_one(tmp_path: Path) -> None:
+    # GIVEN one rank's Prefill batch lines in one second (each a request's, numbers of their own), the last cut
+    batch = (
+        "[2025-01-07 20:16:02 TP0] Prefill batch. #new-seq: 1, #new-token: {n}, #cached-token: 0, token usage: 0.0{u}"
+    )
+    lines = [LOAD_BEGIN, *(batch.format(n=40 + u, u=u) for u in range(1, 4))]
+    log = _write(tmp_path, [*lines, batch.format(n=49, u=9)[:70]])
+    # WHEN analysed post-mortem
+    _, report = run_json("analyze", "--post-mortem", str(log))
+    # THEN that rank's older whole line (which says the run got less far) is not quoted for the cut one
+    assert "copy of it whole" not in report["reason"]
