@@ -780,3 +780,51 @@ def test_a_ranks_own_earlier_line_of_the_kind_is_no_copy_of_its_cut_last_one(tmp
     _, report = run_json("analyze", "--post-mortem", str(log))
     # THEN that rank's older whole line (which says the run got less far) is not quoted for the cut one
     assert "copy of it whole" not in report["reason"]
+
+
+# torch_npu's ProcessGroupHCCL error: where (`HCCL error in: <file>:<line>`), torch_npu's own code line, then CANN's
+# error line (`E<module><4 digits>: [PID: N] <time> <message>`), its `Solution:` and CANN's indented trace
+HCCL_FRAMES = [
+    "Traceback (most recent call last):",
+    '  File "/opt/venv/lib/python3.10/site-packages/torch/distributed/distributed_c10d.py", line 3439, in barrier',
+    "    work = default_pg.barrier(opts=opts)",
+]
+HCCL_ERROR = "RuntimeError: [ERROR] HCCL error in: torch_npu/csrc/distributed/ProcessGroupHCCL.cpp:71"
+HCCL_CODE = "[ERROR] 2025-03-02-08:14:55 (PID:41022, Device:1, RankID:1) ERR02200 DIST call hccl api failed."
+CANN = (
+    "EI0006: [PID: 41022] 2025-03-02-08:14:55.102.311 Getting socket times out. Reason: Remote Rank did not send "
+    "the data in time."
+)
+
+
+def test_canns_error_line_is_the_cause_of_a_torch_npu_hccl_error(tmp_path: Path) -> None:
+    # GIVEN a barrier on the default group failing in torch_npu: the HCCL error's first line, torch_npu's code line,
+    # CANN's error line, its solution and trace
+    log = _write(
+        tmp_path,
+        [
+            *HCCL_FRAMES,
+            HCCL_ERROR,
+            HCCL_CODE,
+            CANN,
+            "        Solution: 1. Check the rank service processes with other errors or no errors in the cluster.",
+            "        TraceBack (most recent call last):",
+            "        Wait socket establish timeout, role[1] rank[1] timeout[120][FUNC:Wait][FILE:hccl_socket.cc]",
+        ],
+    )
+    # WHEN analysed post-mortem
+    _, report = run_json("analyze", "--post-mortem", str(log))
+    # THEN a crash whose cause is CANN's line (line 6: what failed, the first line says only where); the error proves
+    # a process group was up (dist_init)
+    assert (report["verdict"], report["root_cause"]["line"]) == ("crashed", 6)
+    assert report["root_cause"]["text"] == CANN
+    assert report["furthest_phase"] == "dist_init"
+
+
+def test_a_torch_npu_hccl_error_cut_before_canns_line_is_its_own_cause(tmp_path: Path) -> None:
+    # GIVEN the same error, the paste cut after torch_npu's code line
+    log = _write(tmp_path, [*HCCL_FRAMES, HCCL_ERROR, HCCL_CODE])
+    # WHEN analysed post-mortem
+    _, report = run_json("analyze", "--post-mortem", str(log))
+    # THEN its first line is the cause (line 4): nothing else says more
+    assert (report["verdict"], report["root_cause"]["line"], report["furthest_phase"]) == ("crashed", 4, "dist_init")
