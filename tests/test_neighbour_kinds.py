@@ -227,3 +227,45 @@ def test_a_ray_node_start_then_a_connect_reaches_dist_init(tmp_path: Path) -> No
     report = judge_text(tmp_path, text)
     # THEN the run is past launch, in the cluster connect
     assert report["phase"] == "dist_init"
+
+
+def test_open_mpi_5s_runtime_error_is_the_cause_over_the_benchmarks_shutdown_and_a_cut_traceback(
+    tmp_path: Path,
+) -> None:
+    # GIVEN trtllm-bench starting its executor, PRTE's `PRTE ERROR: %s in file %s at line %d` (behind the output
+    # stream's `[host:pid] `) as the executor's workers are spawned, then the benchmark shutting down and a traceback
+    # cut in its first frame
+    prte = "[node-a:20931] PRTE ERROR: Not found in file base/odls_base_default_fns.c at line 1010"
+    text = (
+        "[TensorRT-LLM] TensorRT-LLM version: 0.16.0\n"
+        "[01/09/2025-08:00:01] [TRT-LLM] [I] Preparing to run throughput benchmark...\n"
+        "[01/09/2025-08:00:02] [TRT-LLM] [I] Initializing Executor.\n"
+        f"{prte}\n"
+        "[01/09/2025-08:00:03] [TRT-LLM] [I] Executor shutdown.\n"
+        "Traceback (most recent call last):\n"
+        '  File "/usr/local/bin/trtllm-bench", line 8, in <module>\n'
+    )
+    # WHEN judged
+    report = judge_text(tmp_path, text)
+    # THEN a crash whose cause is the runtime's error: it says what failed, the traceback under it does not
+    assert report["verdict"] == "crashed"
+    assert root_text(report) == prte
+
+
+def test_open_mpi_4s_errmgr_line_is_the_cause_of_a_launch_that_failed(tmp_path: Path) -> None:
+    # GIVEN mpirun (Open MPI 4) starting a torch job: ORTE's `%s ORTE_ERROR_LOG: %s in file %s at line %d` after the
+    # process's name, then a rank's traceback cut in its first frame
+    orte = (
+        "[gpu-07:40211] [[52815,0],0] ORTE_ERROR_LOG: Data unpack would read past end of buffer in file "
+        "grpcomm_direct.c at line 355"
+    )
+    text = (
+        f"{orte}\n"
+        "Traceback (most recent call last):\n"
+        '  File "/workspace/train.py", line 12, in <module>\n'
+    )
+    # WHEN judged
+    report = judge_text(tmp_path, text)
+    # THEN a crash, its cause the runtime's error line
+    assert report["verdict"] == "crashed"
+    assert root_text(report) == orte

@@ -711,3 +711,120 @@ def test_a_second_what_line_of_two_glued_writers_is_a_failure_of_its_own(tmp_pat
     _, report = run_json("analyze", "--post-mortem", str(log))
     # THEN the cause is the whole `what():` line of the second writer (line 4), not the glued one
     assert report["root_cause"]["line"] == 4
+
+
+@pytest.mark.parametrize(
+    ("tag", "name"),
+    [("(ApiServer_2 pid=51200) ", "ApiServer_2"), ("(VllmWorker-1 pid=9911) ", "VllmWorker-1"), ("", "ApiServer_0")],
+)
+def test_a_named_vllm_process_header_over_a_cut_traceback_is_the_cause_not_the_bare_traceback_line(
+    tmp_path: Path, tag: str, name: str
+) -> None:
+    # GIVEN weight loading under way, then multiprocessing's `Process <name>:` of one of vLLM's named processes
+    # (v1/utils.py `ApiServer_{i}`, multiproc_executor.py `VllmWorker-{rank}`) and CPython's traceback header, the
+    # paste cut inside the frames before any exception line or `raise` statement
+    log = _write(
+        tmp_path,
+        [
+            "Loading safetensors checkpoint shards:  40% Completed | 4/10 [00:40<01:00,  10.0s/it]",
+            tag + f"Process {name}:",
+            tag + "Traceback (most recent call last):",
+            *(tag + frame for frame in FRAMES[:4]),
+        ],
+    )
+    # WHEN analysed post-mortem
+    _, report = run_json("analyze", "--post-mortem", str(log))
+    # THEN a crash in weight_load whose cause is the header that names the process that died (line 2): of two
+    # headers that say only that something was raised, the one that says which process
+    assert (report["verdict"], report["phase"], report["root_cause"]["line"]) == ("crashed", "weight_load", 2)
+    assert report["root_cause"]["text"].endswith(f"Process {name}:")
+
+
+# Lines every TP rank prints at one step, each with its own free memory (SGLang model_runner.py: `Load weight end.
+# type=…, dtype=…, avail mem={:.2f} GB`; cuda_graph_runner.py: `Capture cuda graph begin. … avail mem={:.2f} GB`)
+LOAD_END = (
+    "[2025-02-01 22:46:19 TP{rank}] Load weight end. type=DeepseekV3ForCausalLM, dtype=torch.bfloat16, "
+    "avail mem={mem} GB"
+)
+CAPTURE_MEM = (
+    "[2025-02-01 22:47:02 TP{rank}] Capture cuda graph begin. This can take up to several minutes. avail mem={mem} GB"
+)
+
+
+@pytest.mark.parametrize("template", [LOAD_END, CAPTURE_MEM])
+def test_a_stalls_last_line_cut_in_its_own_numbers_is_quoted_from_another_ranks_copy(
+    tmp_path: Path, template: str
+) -> None:
+    # GIVEN four TP ranks' line of one step at one second, each with its own memory figure, the last (TP8's) cut by
+    # the excerpt inside its figure: no other rank's copy begins with its very words
+    lines = [template.format(rank=rank, mem=mem) for rank, mem in ((15, "37.71"), (10, "37.70"), (14, "37.69"))]
+    cut = template.format(rank=8, mem="37.74")
+    cut = cut[: cut.index("37.74") + 4]
+    log = _write(tmp_path, [LOAD_BEGIN, *lines, cut])
+    # WHEN analysed post-mortem
+    _, report = run_json("analyze", "--post-mortem", str(log))
+    # THEN the cause is the latest whole copy, TP14's (line 4): the same news in another rank's own numbers
+    assert (report["verdict"], report["root_cause"]["line"]) == ("stalled", 4)
+    assert report["root_cause"]["text"] == lines[-1]
+    assert "line 5 is cut mid-line, TP14's copy of it whole at line 4" in report["reason"]
+
+
+def test_a_ranks_own_earlier_line_of_the_kind_is_no_copy_of_its_cut_last_one(tmp_path: Path) -> None:
+    # GIVEN one rank's Prefill batch lines in one second (each a request's, numbers of their own), the last cut
+    batch = (
+        "[2025-01-07 20:16:02 TP0] Prefill batch. #new-seq: 1, #new-token: {n}, #cached-token: 0, token usage: 0.0{u}"
+    )
+    lines = [LOAD_BEGIN, *(batch.format(n=40 + u, u=u) for u in range(1, 4))]
+    log = _write(tmp_path, [*lines, batch.format(n=49, u=9)[:70]])
+    # WHEN analysed post-mortem
+    _, report = run_json("analyze", "--post-mortem", str(log))
+    # THEN that rank's older whole line (which says the run got less far) is not quoted for the cut one
+    assert "copy of it whole" not in report["reason"]
+
+
+# torch_npu's ProcessGroupHCCL error: where (`HCCL error in: <file>:<line>`), torch_npu's own code line, then CANN's
+# error line (`E<module><4 digits>: [PID: N] <time> <message>`), its `Solution:` and CANN's indented trace
+HCCL_FRAMES = [
+    "Traceback (most recent call last):",
+    '  File "/opt/venv/lib/python3.10/site-packages/torch/distributed/distributed_c10d.py", line 3439, in barrier',
+    "    work = default_pg.barrier(opts=opts)",
+]
+HCCL_ERROR = "RuntimeError: [ERROR] HCCL error in: torch_npu/csrc/distributed/ProcessGroupHCCL.cpp:71"
+HCCL_CODE = "[ERROR] 2025-03-02-08:14:55 (PID:41022, Device:1, RankID:1) ERR02200 DIST call hccl api failed."
+CANN = (
+    "EI0006: [PID: 41022] 2025-03-02-08:14:55.102.311 Getting socket times out. Reason: Remote Rank did not send "
+    "the data in time."
+)
+
+
+def test_canns_error_line_is_the_cause_of_a_torch_npu_hccl_error(tmp_path: Path) -> None:
+    # GIVEN a barrier on the default group failing in torch_npu: the HCCL error's first line, torch_npu's code line,
+    # CANN's error line, its solution and trace
+    log = _write(
+        tmp_path,
+        [
+            *HCCL_FRAMES,
+            HCCL_ERROR,
+            HCCL_CODE,
+            CANN,
+            "        Solution: 1. Check the rank service processes with other errors or no errors in the cluster.",
+            "        TraceBack (most recent call last):",
+            "        Wait socket establish timeout, role[1] rank[1] timeout[120][FUNC:Wait][FILE:hccl_socket.cc]",
+        ],
+    )
+    # WHEN analysed post-mortem
+    _, report = run_json("analyze", "--post-mortem", str(log))
+    # THEN a crash whose cause is CANN's line (line 6: what failed, the first line says only where); the error proves
+    # a process group was up (dist_init)
+    assert (report["verdict"], report["root_cause"]["line"]) == ("crashed", 6)
+    assert report["root_cause"]["text"] == CANN
+    assert report["furthest_phase"] == "dist_init"
+
+
+def test_a_torch_npu_hccl_error_cut_before_canns_line_is_its_own_cause(tmp_path: Path) -> None:
+    # GIVEN the same error, the paste cut after torch_npu's code line
+    log = _write(tmp_path, [*HCCL_FRAMES, HCCL_ERROR, HCCL_CODE])
+    # WHEN analysed post-mortem
+    _, report = run_json("analyze", "--post-mortem", str(log))
+    # THEN its first line is the cause (line 4): nothing else says more
+    assert (report["verdict"], report["root_cause"]["line"], report["furthest_phase"]) == ("crashed", 4, "dist_init")

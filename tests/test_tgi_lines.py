@@ -106,3 +106,58 @@ def test_the_routers_json_output_is_read_by_tgis_rules(tmp_path: Path) -> None:
     assert (report["verdict"], report["phase"], report["system"]) == ("crashed", "serving", "tgi")
     assert report["root_cause"]["line"] == 2
     assert report["root_cause"]["time"].startswith("2025-08-29 14:40:17")
+
+
+# flash_causal_lm.py warmup: the CUDA-graph warmup over the sizes, its OutOfMemoryError logged with
+# `logger.exception("Decode cuda graph warmup failed")`, which the launcher re-logs with the shard's traceback
+SHARD_UP = [
+    '2024-04-02T17:30:51.220700Z  INFO text_generation_launcher: Args { model_id: "m", num_shard: Some(1) }',
+    "2024-04-02T17:30:51.300000Z  INFO shard-manager: text_generation_launcher: Starting shard rank=0",
+    "2024-04-02T17:31:18.100000Z  INFO shard-manager: text_generation_launcher: Shard ready in 26.8s rank=0",
+    "2024-04-02T17:31:18.200000Z  INFO text_generation_launcher: Starting Webserver",
+    "2024-04-02T17:31:18.900000Z  INFO text_generation_router: router/src/main.rs:322: Warming up model",
+]
+GRAPHS = [
+    "2024-04-02T17:31:20.000000Z  INFO text_generation_launcher: Cuda Graphs are enabled for sizes [1, 2, 4, 8, 16]",
+    "2024-04-02T17:31:23.524470Z ERROR text_generation_launcher: Decode cuda graph warmup failed",
+    "Traceback (most recent call last):",
+    '  File "/opt/conda/bin/text-generation-server", line 8, in <module>',
+    "    sys.exit(app())",
+    '  File "/opt/conda/lib/python3.10/site-packages/typer/main.py", line 311, in __call__',
+]
+OOM = "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 64.00 MiB. rank=0"
+
+
+@pytest.mark.parametrize(
+    ("head", "phase", "line"), [([], "cuda_graph", 2), (SHARD_UP, "warmup", 7)], ids=["excerpt", "whole-start"]
+)
+def test_a_failed_cuda_graph_warmup_over_a_cut_traceback_is_the_cause(
+    tmp_path: Path, head: list[str], phase: str, line: int
+) -> None:
+    # GIVEN the shard's graph warmup failing, its traceback cut in its outer frames (no exception line): an excerpt
+    # from the graphs on, or the whole start (TGI captures its graphs inside the router's warmup RPC)
+    log = tmp_path / "tgi.log"
+    log.write_text("\n".join([*head, *GRAPHS]) + "\n")
+    # WHEN analysed post-mortem
+    _, report = run_json("analyze", str(log), "--post-mortem")
+    # THEN a crash whose cause is the warmup's failure line, not the bare Traceback header under it; in the step
+    # the log shows furthest (the graphs; the router's warmup where its line is in the log)
+    assert (report["verdict"], report["phase"], report["root_cause"]["line"]) == ("crashed", phase, line)
+    assert report["root_cause"]["text"].endswith("Decode cuda graph warmup failed")
+
+
+def test_a_server_that_goes_on_after_a_failed_cuda_graph_warmup_is_ready(tmp_path: Path) -> None:
+    # GIVEN the same failure, its traceback ending in the OutOfMemoryError the warmup caught, then the shard going on
+    # without graphs: the router sets its batch budget from the warmup and connects
+    after = [
+        OOM,
+        "2024-04-02T17:31:30.100000Z  INFO text_generation_router: router/src/main.rs:343: Setting max batch total "
+        "tokens to 181232",
+        "2024-04-02T17:31:32.900000Z  INFO text_generation_router: router/src/main.rs:344: Connected",
+    ]
+    log = tmp_path / "tgi.log"
+    log.write_text("\n".join([*SHARD_UP, *GRAPHS, *after]) + "\n")
+    # WHEN analysed post-mortem
+    _, report = run_json("analyze", str(log), "--post-mortem")
+    # THEN ready: the warmup's failure is one the server survived
+    assert report["verdict"] == "ready", report["reason"]

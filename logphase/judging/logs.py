@@ -317,9 +317,10 @@ def _last_alike(timeline: Timeline, progress: Event | None) -> Event | None:
 def _whole(timeline: Timeline, cause: Event | None) -> Event | None:
     """The stall's cause as a whole line, where the one chosen was cut inside its message by the excerpt that ends on
     it and another rank printed the same line at the same step (SGLang's `Capture … cuda graph begin.` on every TP
-    rank, the same second): that copy of the same rule and time, whose message the cut one begins, is the same news,
-    whole (the latest such copy, as a stall's cause is the latest line). A cut tqdm bar stays the cause: it is the
-    furthest the bar got (an older whole tick would say the step got less far than the log shows)."""
+    rank, the same second): that copy of the same rule and time, whose message the cut one begins (its numbers aside:
+    each rank prints its own), is the same news, whole (the latest such copy, as a stall's cause is the latest line).
+    A cut tqdm bar stays the cause: it is the furthest the bar got (an older whole tick would say the step got less
+    far than the log shows)."""
     if cause is None:
         return None
     states = (*timeline.ranks, timeline.main) if timeline.main is not None else timeline.ranks
@@ -330,12 +331,30 @@ def _whole(timeline: Timeline, cause: Event | None) -> Event | None:
         and state.last_progress.rule.id == cause.rule.id
         and state.last_progress.time == cause.time
         and len(state.last_progress.message) > len(cause.message)
-        and state.last_progress.message.startswith(cause.message)
+        and _copy_of(state.last_progress, cause)
     ]
     if not copies:
         return cause
     whole = max(copies, key=lambda event: event.order_key)
     return replace(whole, rank=_canonical(timeline, whole.rank))
+
+
+def _copy_of(whole: Event, cut: Event) -> bool:
+    """Whether `whole` is the line `cut` began: its very words, or another rank's copy in that rank's own numbers (a
+    rank's own later line of the same kind is further news, not a copy: SGLang's next `Prefill batch`)."""
+    if whole.message.startswith(cut.message):
+        return True
+    return whole.rank != cut.rank and _digits_masked(whole.message).startswith(_digits_masked(cut.message))
+
+
+def _digits_masked(message: str) -> str:
+    """A line's words with each run of digits one `0`: the copies of one line on other ranks differ in their own
+    numbers (SGLang's `Load weight end. … avail mem=37.70 GB`, each rank's free memory), and a line cut inside a
+    number (`avail mem=37.74`, `avail mem=3`) still begins its copy's shape."""
+    return DIGITS.sub("0", message)
+
+
+DIGITS = re.compile(r"\d+")
 
 
 def _alike_words(progress: Event, alike: Event | None) -> str:
