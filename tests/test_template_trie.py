@@ -145,6 +145,27 @@ def test_a_factor_from_where_the_line_leaves_the_hosts_across_its_template_s_end
     assert not re.search(pattern, b"aa-a", re.MULTILINE)
 
 
+def test_a_factor_on_a_template_a_host_extends_is_found_from_its_end_on() -> None:
+    # GIVEN the hosts' template `[S] INFO:` (uvicorn's inside SGLang's prefix), SGLang's own `[S] ` that
+    # it extends, no host, and the factor `POST` (found by the property test with `aa`, `a` and `b`)
+    host, other = Template(tuple(b"[S] INFO:"), None, "none"), Template(tuple(b"[S] "), None, "none")
+    pattern = off_hosts([host, other], [host], [b"POST"])
+    assert pattern is not None
+    # WHEN lines on `[S] ` alone and on the host are searched
+    # THEN a line that holds the factor from the byte where it leaves the host's template is found, as is one
+    # whose factor starts on the way there, and one that ends there; the host's own lines are not
+    assert re.search(pattern, b"[S] POST /generate", re.MULTILINE)
+    assert re.search(pattern, b"[S] IPOST", re.MULTILINE)
+    assert re.search(pattern, b"[S] INPOST x", re.MULTILINE)
+    assert not re.search(pattern, b"[S] INFO: POST /generate", re.MULTILINE)
+    assert not re.search(pattern, b"[S] Load weight end.", re.MULTILINE)
+    # ... and the template walk says the same with its first byte as a factor (`I` is the host's own next byte)
+    short = off_hosts([host, other], [host], [b"I"])
+    assert short is not None
+    assert re.search(short, b"[S] IN", re.MULTILINE)
+    assert not re.search(short, b"[S] INFO: ok", re.MULTILINE)
+
+
 def test_templates_that_nest_are_both_kept_and_a_line_is_on_the_longest() -> None:
     # GIVEN SGLang's own prefix `[stamp] ` and uvicorn's inside it `[stamp] INFO:     `: one rank
     # (none), one stamp at the same bytes, on the same clock

@@ -270,6 +270,13 @@ class TemplateTrie:
         node.leaf = True
         return True
 
+    def below(self, atoms: tuple[int, ...]) -> TemplateTrie | None:
+        """The node these atoms lead to from here; None where no template goes on so."""
+        node: TemplateTrie | None = self
+        for atom in atoms:
+            node = node.children.get(atom) if node is not None else None
+        return node
+
     def complement(self, *, ends: bool, empty: bool = True, bare: BareStarts | None = None) -> bytes | None:
         """A regex for the text after `^` of any line this node's templates do not start
         (`ends`: also a line that ends before a template does, the empty line too unless not `empty`;
@@ -410,7 +417,50 @@ def off_hosts(templates: Sequence[Template], hosts: Collection[Template], factor
             if template not in hosts and any(extends(template, host) for host in hosts)
         }
     )
+    # a template that a host's extends: its lines leave the hosts' trie only after its end, where a factor may
+    # already have begun (at the byte that leaves, or on the way there): walked along the hosts' templates below it
+    off += sorted(
+        {
+            atoms_regex(template.atoms) + walk
+            for template in templates
+            if template not in hosts and any(extends(host, template) for host in hosts)
+            for walk in [_held_below(trie.below(template.atoms), factors)]
+            if walk is not None
+        }
+    )
     return b"^(?:" + b"|".join(off) + b")"
+
+
+def _held_below(node: TemplateTrie | None, factors: Sequence[bytes]) -> bytes | None:
+    """A regex for the rest of a line on the hosts' trie at `node` that holds one of `factors` starting
+    there or further down the trie and is on no host's template (a host's own line never matches)."""
+    if node is None or node.leaf:
+        return None
+    options = [
+        re.escape(factor) + after for factor in factors for after in [_after_factor(node, factor)] if after is not None
+    ]
+    for atom, child in sorted(node.children.items()):
+        deeper = _held_below(child, factors)
+        if deeper is not None:
+            options.append(atoms_regex((atom,)) + deeper)
+    return b"(?:" + b"|".join(options) + b")" if options else None
+
+
+def _after_factor(node: TemplateTrie, factor: bytes) -> bytes | None:
+    """What must follow `factor`, read from `node` on, for its line to be on no host's template: nothing
+    where the factor leaves the trie, the rest of a line off the trie where it ends on it, None where it
+    ends or passes a host's template."""
+    for byte in factor:
+        if node.leaf:
+            return None
+        digit = 48 <= byte <= 57
+        if node.run and digit:
+            continue  # the run goes on
+        child = node.children.get(byte) or (node.children.get(DIGIT) or node.children.get(RUN) if digit else None)
+        if child is None:
+            return b""
+        node = child
+    return node.complement(ends=True)
 
 
 def extends(long: Template, short: Template) -> bool:
