@@ -152,6 +152,32 @@ def test_a_replica_whose_actor_crashed_is_a_crash(tmp_path: Path) -> None:
     assert "Actor for replica Model#abCdEf crashed" in root_text(report)
 
 
+def test_a_replica_whose_health_check_got_no_answer_timed_out(tmp_path: Path) -> None:
+    # GIVEN a Ray 2.40 controller: a deployed replica's health check gets no answer within its 10 s timeout
+    # (deployment_state.py), the replica's engine still printing its stats after it
+    report = _judge(
+        tmp_path,
+        "(ServeController pid=501) INFO 2025-02-01 10:00:04,100 controller 501 -- Deploying new version of "
+        "Deployment(name='LLMServer', app='default') (initial target replicas: 1).\n"
+        "(ServeController pid=501) WARNING 2025-02-01 10:20:04,100 controller 501 -- Didn't receive health check "
+        "response for replica Replica(id='ab12cd34', deployment='LLMServer', app='default') after 10.0s, marking "
+        "it unhealthy.\n",
+    )
+    # THEN timeout, the unanswered check the cause
+    assert report["verdict"] == "timeout"
+    assert "Didn't receive health check response for replica Replica(id='ab12cd34'" in root_text(report)
+
+
+def test_a_health_check_timeout_whose_serve_head_the_paste_cut_is_still_read() -> None:
+    # GIVEN the same message with the paste's cut through the Serve head (only the component id and `-- ` left)
+    line = (
+        "501 -- Didn't receive health check response for replica Replica(id='ab12cd34', deployment='LLMServer', "
+        "app='default') after 30.0s, marking it unhealthy."
+    )
+    # WHEN explained THEN the health-check timeout reads it
+    assert _rules(line) == ["ray.serve.health_check_timeout"]
+
+
 def test_a_raylet_death_notice_cut_inside_its_sentence_is_still_the_crash(tmp_path: Path) -> None:
     # GIVEN a driver's output ending in the raylet's pushed notice (node_manager.cc), cut by the paste mid-sentence
     report = _judge(
