@@ -331,3 +331,35 @@ def test_a_log_viewer_gutter_before_a_time_column_is_peeled_with_it(tmp_path: Pa
     report = _judge(tmp_path, text)
     assert report["verdict"] == "crashed"
     assert root_text(report).endswith("- Actor for replica Model#abCdEf crashed, marking it unhealthy immediately.")
+
+
+# --- a job's step bar: full once per step -------------------------------------------------------------------
+
+
+def test_a_bar_full_again_after_other_lines_is_a_bar_per_step_not_the_jobs_end(tmp_path: Path) -> None:
+    # GIVEN a loop that draws a new tqdm bar each step (the same description and total), each full, with the
+    # step's own lines between: tqdm draws a closed bar no more, so the second full bar is a new one
+    report = _judge(
+        tmp_path,
+        "step 1 starting\n"
+        "Training rollouts: 100%|██████████| 64/64 [00:41<00:00,  1.55it/s]\n"
+        "step 1 done, reward 0.31\n"
+        "step 2 starting\n"
+        "Training rollouts: 100%|██████████| 64/64 [00:44<00:00,  1.45it/s]\n"
+        "step 2 done, reward 0.33\n",
+    )
+    # THEN not finished: the newest fill ended a step, and nothing says the job ended
+    assert report["verdict"] in ("stalled", "progressing")
+    assert report["phase"] == "serving"
+
+
+def test_a_bar_drawn_full_twice_in_a_row_is_one_bar_that_finished(tmp_path: Path) -> None:
+    # GIVEN one training bar: its ticks, its last update full and tqdm's close() drawing the full bar once more
+    report = _judge(
+        tmp_path,
+        "Training:  50%|█████     | 50/100 [00:20<00:20,  2.50it/s]\n"
+        "Training: 100%|██████████| 100/100 [00:40<00:00,  2.50it/s]\n"
+        "Training: 100%|██████████| 100/100 [00:40<00:00,  2.50it/s]\n",
+    )
+    # THEN finished: the bar reached its total, and nothing came between its two full draws
+    assert report["verdict"] == "finished"
