@@ -363,3 +363,26 @@ def test_a_bar_drawn_full_twice_in_a_row_is_one_bar_that_finished(tmp_path: Path
     )
     # THEN finished: the bar reached its total, and nothing came between its two full draws
     assert report["verdict"] == "finished"
+
+
+# --- SGLang 0.5: the local snapshot found, a step of the weight load ---------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "snapshot",
+    [
+        "Found local HF snapshot for org/Model-8B at /data/hf/hub/models--org--Model-8B/snapshots/0123abcd; "
+        "skipping download.",
+        "Found local HF snapshot for org/Model-8B at /data/hf/hub/mod",
+    ],
+)
+def test_the_local_snapshot_found_after_the_load_began_is_where_a_stall_stopped(tmp_path: Path, snapshot: str) -> None:
+    # GIVEN SGLang 0.5's load: `Load weight begin`, then the snapshot it found (whole, or cut inside its path)
+    report = _judge(
+        tmp_path,
+        "[2026-03-01 10:00:00 TP0] Load weight begin. avail mem=70.10 GB\n"
+        f"[2026-03-01 10:00:01 TP0] {snapshot}\n",
+    )
+    # THEN stalled in weight_load, the snapshot line the furthest step and so the cause
+    assert (report["verdict"], report["phase"]) == ("stalled", "weight_load")
+    assert root_text(report) == f"[2026-03-01 10:00:01 TP0] {snapshot}"
