@@ -152,6 +152,32 @@ def test_a_replica_whose_actor_crashed_is_a_crash(tmp_path: Path) -> None:
     assert "Actor for replica Model#abCdEf crashed" in root_text(report)
 
 
+def test_a_replica_whose_health_check_got_no_answer_timed_out(tmp_path: Path) -> None:
+    # GIVEN a Ray 2.40 controller: a deployed replica's health check gets no answer within its 10 s timeout
+    # (deployment_state.py), the replica's engine still printing its stats after it
+    report = _judge(
+        tmp_path,
+        "(ServeController pid=501) INFO 2025-02-01 10:00:04,100 controller 501 -- Deploying new version of "
+        "Deployment(name='LLMServer', app='default') (initial target replicas: 1).\n"
+        "(ServeController pid=501) WARNING 2025-02-01 10:20:04,100 controller 501 -- Didn't receive health check "
+        "response for replica Replica(id='ab12cd34', deployment='LLMServer', app='default') after 10.0s, marking "
+        "it unhealthy.\n",
+    )
+    # THEN timeout, the unanswered check the cause
+    assert report["verdict"] == "timeout"
+    assert "Didn't receive health check response for replica Replica(id='ab12cd34'" in root_text(report)
+
+
+def test_a_health_check_timeout_whose_serve_head_the_paste_cut_is_still_read() -> None:
+    # GIVEN the same message with the paste's cut through the Serve head (only the component id and `-- ` left)
+    line = (
+        "501 -- Didn't receive health check response for replica Replica(id='ab12cd34', deployment='LLMServer', "
+        "app='default') after 30.0s, marking it unhealthy."
+    )
+    # WHEN explained THEN the health-check timeout reads it
+    assert _rules(line) == ["ray.serve.health_check_timeout"]
+
+
 def test_a_raylet_death_notice_cut_inside_its_sentence_is_still_the_crash(tmp_path: Path) -> None:
     # GIVEN a driver's output ending in the raylet's pushed notice (node_manager.cc), cut by the paste mid-sentence
     report = _judge(
@@ -305,3 +331,58 @@ def test_a_log_viewer_gutter_before_a_time_column_is_peeled_with_it(tmp_path: Pa
     report = _judge(tmp_path, text)
     assert report["verdict"] == "crashed"
     assert root_text(report).endswith("- Actor for replica Model#abCdEf crashed, marking it unhealthy immediately.")
+
+
+# --- a job's step bar: full once per step -------------------------------------------------------------------
+
+
+def test_a_bar_full_again_after_other_lines_is_a_bar_per_step_not_the_jobs_end(tmp_path: Path) -> None:
+    # GIVEN a loop that draws a new tqdm bar each step (the same description and total), each full, with the
+    # step's own lines between: tqdm draws a closed bar no more, so the second full bar is a new one
+    report = _judge(
+        tmp_path,
+        "step 1 starting\n"
+        "Training rollouts: 100%|██████████| 64/64 [00:41<00:00,  1.55it/s]\n"
+        "step 1 done, reward 0.31\n"
+        "step 2 starting\n"
+        "Training rollouts: 100%|██████████| 64/64 [00:44<00:00,  1.45it/s]\n"
+        "step 2 done, reward 0.33\n",
+    )
+    # THEN not finished: the newest fill ended a step, and nothing says the job ended
+    assert report["verdict"] in ("stalled", "progressing")
+    assert report["phase"] == "serving"
+
+
+def test_a_bar_drawn_full_twice_in_a_row_is_one_bar_that_finished(tmp_path: Path) -> None:
+    # GIVEN one training bar: its ticks, its last update full and tqdm's close() drawing the full bar once more
+    report = _judge(
+        tmp_path,
+        "Training:  50%|█████     | 50/100 [00:20<00:20,  2.50it/s]\n"
+        "Training: 100%|██████████| 100/100 [00:40<00:00,  2.50it/s]\n"
+        "Training: 100%|██████████| 100/100 [00:40<00:00,  2.50it/s]\n",
+    )
+    # THEN finished: the bar reached its total, and nothing came between its two full draws
+    assert report["verdict"] == "finished"
+
+
+# --- SGLang 0.5: the local snapshot found, a step of the weight load ---------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "snapshot",
+    [
+        "Found local HF snapshot for org/Model-8B at /data/hf/hub/models--org--Model-8B/snapshots/0123abcd; "
+        "skipping download.",
+        "Found local HF snapshot for org/Model-8B at /data/hf/hub/mod",
+    ],
+)
+def test_the_local_snapshot_found_after_the_load_began_is_where_a_stall_stopped(tmp_path: Path, snapshot: str) -> None:
+    # GIVEN SGLang 0.5's load: `Load weight begin`, then the snapshot it found (whole, or cut inside its path)
+    report = _judge(
+        tmp_path,
+        "[2026-03-01 10:00:00 TP0] Load weight begin. avail mem=70.10 GB\n"
+        f"[2026-03-01 10:00:01 TP0] {snapshot}\n",
+    )
+    # THEN stalled in weight_load, the snapshot line the furthest step and so the cause
+    assert (report["verdict"], report["phase"]) == ("stalled", "weight_load")
+    assert root_text(report) == f"[2026-03-01 10:00:01 TP0] {snapshot}"

@@ -183,7 +183,9 @@ def _judge(
     finished = _clean_exit(timeline)
     if phase is None and finished is None:
         return Judgement(Verdict.UNKNOWN, _nothing_placed(timeline), None, None, (), None, None, None)
-    if job is not None and hang is None and job.captures.get("done") == job.captures.get("total"):
+    # a bar that filled before, begun anew since, ends a step when full, not the job (timeline.step_bar)
+    filled = job is not None and job.captures.get("done") == job.captures.get("total")
+    if job is not None and filled and hang is None and not timeline.step_bar:
         reason = f"the job finished: its progress bar reached {job.captures['done']}/{job.captures['total']}"
         reason += f" (line {job.line}, {_message(job)})"
         return Judgement(Verdict.FINISHED, reason, phase, furthest, (), None, None, None)
@@ -453,7 +455,8 @@ def _sigkill(event: Event) -> bool:
 def _job_bar(timeline: Timeline) -> Event | None:
     """A server used as a library runs a job, not a server: with no ready line, its latest progress is a bar
     over its own work in the serving phase (vLLM's offline `Processed prompts: 3/8`; a server's serving lines
-    are marks, never a bar). Such a run finishes when the bar reaches its total, else progresses or stalls."""
+    are marks, never a bar). Such a run finishes when the bar reaches its total (a bar
+    filled once before, a bar per step, does not), else progresses or stalls."""
     progress = timeline.last_progress
     if timeline.ready is not None or progress is None:
         return None

@@ -29,7 +29,7 @@ DRAFT_REPEATED = frozenset({Phase.DIST_INIT, Phase.WEIGHT_LOAD, Phase.KV_CACHE, 
 # counts each time: the report says how many a start-up gave, while a serving server's probes every few
 # seconds for hours are summarised.
 TIMELINE_CAPTURES = frozenset(
-    {"version", "comm", "nranks", "seq", "last_enqueued", "last_completed", "done", "total", "health_refused"}
+    {"version", "comm", "nranks", "seq", "last_enqueued", "last_completed", "done", "total", "desc", "health_refused"}
 )
 LATEST_CAPTURES = frozenset({"health_status"})
 DRAFT_STAGE_INIT, DRAFT_STAGE_CAPTURE = 1, 2
@@ -169,6 +169,9 @@ class Timeline:
     first_time: datetime | None
     last_time: datetime | None
     bar: BarPace | None = None  # the bar of the newest progress, while it is short of its total
+    # the newest progress is a bar that had filled before, other lines between: a bar per step, whose fill ends
+    # a step and not the job (prime-rl's `Generating rollouts` bar, full once per orchestrator step)
+    step_bar: bool = False
     dated: tuple[DatedTicks, ...] = ()  # ranks whose bar ticks were dated from the bars' own clocks
     inputs: tuple[InputFacts, ...] = ()  # per input (source), for a run given as several logs
     unfollowed: int = 0  # ranks past the first MAX_RANKS: their lines counted, their phases not followed
@@ -298,6 +301,10 @@ class TimelineBuilder:
     module_placed: dict[Phase, Event] = field(default_factory=dict)  # a phase's first line a fallback placed
     rule_placed: set[Phase] = field(default_factory=set)  # the phases a rule's line placed
     followed: set[str] = field(default_factory=set)  # the named ranks followed, at most MAX_RANKS
+    # per bar of a job's steps (rank, rule, description, total): the line of its newest fill; and the bars that
+    # filled again after another line came between (a bar per step: its fill ends the step, not the job)
+    bar_fills: dict[tuple[str | None, str, str, str], tuple[int, int]] = field(default_factory=dict)
+    refilled: set[tuple[str | None, str, str, str]] = field(default_factory=set)
     unfollowed: set[str] = field(default_factory=set)  # the named ranks past them: counted only
     # systems that are jobs, not servers (packs with `job = true`); a caller with its own packs passes theirs
     job_systems: frozenset[str] = field(default_factory=lambda: shipped_packs().job_systems)
@@ -422,6 +429,8 @@ class TimelineBuilder:
             acc.draft_stage = max(acc.draft_stage, DRAFT_STAGE_INIT)
         elif draft and phase is Phase.CUDA_GRAPH and acc.reached is Phase.CUDA_GRAPH:
             acc.draft_stage = DRAFT_STAGE_CAPTURE
+        if not failed and phase is Phase.SERVING:
+            self._note_fill(event)
         if progressed:
             acc.last_progress = event
             if self.last_progress is None or event.order_key >= self.last_progress.order_key:
@@ -592,6 +601,18 @@ class TimelineBuilder:
                 else (old.last_completed if old else None),
             )
 
+    def _note_fill(self, event: Event) -> None:
+        """A step bar that reached its total: the same bar full again with another line between the two (not
+        tqdm's close drawing the full bar a second time) was begun anew, so each fill ended a step."""
+        total = event.captures.get("total")
+        if event.kind is not EventKind.PROGRESS or not total or event.captures.get("done") != total:
+            return
+        key = _bar_key(event)
+        before = self.bar_fills.get(key)
+        if before is not None and before[0] == event.source and event.line > before[1] + 1:
+            self.refilled.add(key)
+        self.bar_fills[key] = (event.source, event.line)
+
     def _first_hang(self) -> Event | None:
         """The first report since the last progress that the program waits on something that does not come (a root
         mark: vLLM's `No available shared memory broadcast block`), else the first that shows nothing moves (a
@@ -627,6 +648,7 @@ class TimelineBuilder:
             first_failures=tuple(self.first_failures),
             ready=self.ready,
             last_progress=self.last_progress,
+            step_bar=self.last_progress is not None and _bar_key(self.last_progress) in self.refilled,
             latest_phase_event=self.latest_phase_event,
             placed_by_module={p: e for p, e in self.module_placed.items() if p not in self.rule_placed},
             visible_ranks=frozenset(self.visible),
@@ -750,3 +772,8 @@ def _int(text: str | None) -> int | None:
 def _without_numbers_after(text: str) -> str:
     """A bar's text without its timing fields, so `[00:12<00:30, 1.2it/s]` ticks are not progress."""
     return text.split("[", 1)[0] if "%|" in text or "it/s" in text else text
+
+
+def _bar_key(event: Event) -> tuple[str | None, str, str, str]:
+    """Which bar a progress line draws: its rank, rule, description and total."""
+    return (event.rank, event.rule.id, event.captures.get("desc", ""), event.captures.get("total", ""))
