@@ -129,6 +129,38 @@ def test_an_engine_config_read_starts_weight_load(tmp_path: Path) -> None:
     assert report["phase"] == "weight_load"
 
 
+def test_the_model_configuration_lines_before_the_engine_is_deserialized_are_weight_load(tmp_path: Path) -> None:
+    # GIVEN TrtGptModel's constructor printing its configuration (trtGptModel.h), on two MPI ranks, the log
+    # ending there (post-mortem) before either deserializes the engine
+    lines = [
+        f"[TensorRT-LLM][INFO][{rank}] TRTGptModel {key}: {value}\n"
+        for rank in (0, 1)
+        for key, value in (
+            ("maxNumSequences", "8"),
+            ("mMaxAttentionWindowSize", "(4096) * 32"),
+            ("enableTrtOverlap", "0"),
+        )
+    ]
+    report = _judge(tmp_path, "".join(lines))
+    # THEN the run stopped loading the engine (a step of weight_load), its last configuration line the cause
+    assert (report["verdict"], report["phase"]) == ("stalled", "weight_load")
+    assert root_text(report) == lines[-1].rstrip("\n")
+
+
+def test_model_configuration_lines_after_the_engine_config_stay_in_weight_load(tmp_path: Path) -> None:
+    # GIVEN the runtime reading the engine's config (weight_load begins), then the configuration lines
+    report = _judge(
+        tmp_path,
+        "[TensorRT-LLM][INFO] Engine version 0.11.0 found in the config file, "
+        "assuming engine(s) built by new builder API.\n"
+        "[TensorRT-LLM][INFO] TRTGptModel maxBatchSize: 32\n"
+        "[TensorRT-LLM][INFO] TRTGptModel normalizeLogProbs: 0\n",
+    )
+    # THEN still weight_load, the last configuration line the last step read
+    assert (report["verdict"], report["phase"]) == ("stalled", "weight_load")
+    assert root_text(report) == "[TensorRT-LLM][INFO] TRTGptModel normalizeLogProbs: 0"
+
+
 # --- vLLM ------------------------------------------------------------------------------------------
 
 
