@@ -274,6 +274,28 @@ def test_the_deepspeed_launcher_killing_its_children_after_one_failed_is_a_crash
     assert root_text(report).endswith("exits with return code = 1")
 
 
+def test_the_deepspeed_launchers_exit_line_cut_inside_its_command_is_still_the_crash(tmp_path: Path) -> None:
+    # GIVEN the launcher killing its children, then sigkill_handler's ERROR (written only for a child that exited
+    # non-zero: `{cmd} exits with return code = {code}`) cut inside the command list
+    cut = "[2024-06-01 09:30:00,300] [ERROR] [launch.py:321:sigkill_handler] ['python', '-u', 'a.py', '--local_ra"
+    report = _judge(
+        tmp_path,
+        "[2024-06-01 09:30:00,100] [INFO] [launch.py:315:sigkill_handler] Killing subprocess 11\n"
+        "[2024-06-01 09:30:00,200] [INFO] [launch.py:315:sigkill_handler] Killing subprocess 12\n" + cut + "\n",
+    )
+    # THEN crashed after launch, the cut exit line the cause
+    assert (report["verdict"], report["phase"]) == ("crashed", "launch")
+    assert root_text(report) == cut
+
+
+def test_a_deepspeed_info_line_holding_a_command_list_is_no_failure() -> None:
+    # GIVEN the launcher's INFO line that prints a child's command (a list, as the exit line's opens)
+    line = "[2024-06-01 09:00:00,002] [INFO] [launch.py:253:main] ['python', '-u', 'a.py', '--local_rank=1']"
+    # WHEN explained THEN no failure rule reads it (only sigkill_handler's ERROR is the exit line)
+    found = explain(line, load_packs(check_examples=False))
+    assert [rule.id for rule, _ in found.matches if rule.id.startswith("torch.deepspeed.child_failed")] == []
+
+
 def test_a_deepspeed_zero3_job_building_its_model_is_in_weight_load(tmp_path: Path) -> None:
     # GIVEN DeepSpeed's accelerator probe, its NCCL backend, then zero.Init finishing a model
     report = _judge(
