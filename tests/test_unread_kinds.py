@@ -339,6 +339,35 @@ def test_hydras_job_failure_alone_is_the_cause(tmp_path: Path) -> None:
     assert root_text(report).endswith("Error executing job with overrides: ['trainer.devices=8']")
 
 
+# --- torch.distributed (1.9-1.13) -----------------------------------------------------------------
+
+
+def test_process_group_ncclS_options_of_torch_1_x_in_glogs_format_are_dist_init(tmp_path: Path) -> None:
+    # GIVEN torch 1.12's ProcessGroupNCCL constructor logging its options through glog (the options on lines of
+    # their own), two ranks, then nothing (post-mortem)
+    options = "NCCL_ASYNC_ERROR_HANDLING: 1\nNCCL_DESYNC_DEBUG: 0\nNCCL_BLOCKING_WAIT: 0\nTIMEOUT(ms): 1800000\n"
+    report = _judge(
+        tmp_path,
+        "I0311 08:00:01.100001 4101 ProcessGroupNCCL.cpp:666] [Rank 0] ProcessGroupNCCL initialized with following "
+        "options:\n" + options + "I0311 08:00:01.100301 4102 ProcessGroupNCCL.cpp:666] [Rank 1] ProcessGroupNCCL "
+        "initialized with following options:\n" + options,
+    )
+    # THEN the process group was being set up when the log stopped
+    assert (report["verdict"], report["phase"]) == ("stalled", "dist_init")
+
+
+def test_process_group_ncclS_options_in_c10s_short_format_are_dist_init(tmp_path: Path) -> None:
+    # GIVEN the same constructor line as c10's own logger prints it (`[I ProcessGroupNCCL.cpp:665] `)
+    report = _judge(
+        tmp_path,
+        "[I socket.cpp:787] [c10d] The client socket has connected to [localhost]:29500 on [localhost]:45082.\n"
+        "[I ProcessGroupNCCL.cpp:665] [Rank 0] ProcessGroupNCCL initialized with following options:\n"
+        "NCCL_ASYNC_ERROR_HANDLING: 1\nNCCL_BLOCKING_WAIT: 0\nTIMEOUT(ms): 1800000\nUSE_HIGH_PRIORITY_STREAM: 0\n",
+    )
+    # THEN dist_init
+    assert report["phase"] == "dist_init"
+
+
 # --- vLLM platform probe, torch elastic's empty role, SGLang's shared-expert clone bar --------------
 
 
