@@ -339,6 +339,42 @@ def test_hydras_job_failure_alone_is_the_cause(tmp_path: Path) -> None:
     assert root_text(report).endswith("Error executing job with overrides: ['trainer.devices=8']")
 
 
+# --- SGLang hierarchical cache ---------------------------------------------------------------------
+
+
+def test_deepseek_v4_host_pools_alone_are_the_kv_cache_step(tmp_path: Path) -> None:
+    # GIVEN SGLang building DeepSeek-V4's host pools (memory_pool_host.py) on two ranks, the log ending there
+    last = (
+        "[2026-06-02 10:00:01 TP1] Allocating 0.03 GB host memory for V4 paged pool 'deepseek_v4_c128' "
+        "(layers=31, pages=614, item_bytes=1728, layout=layer_first)."
+    )
+    report = _judge(
+        tmp_path,
+        "[2026-06-02 10:00:00 TP0] Allocating 0.12 GB host memory for V4 state pool 'deepseek_v4_c4_state' "
+        "(layers=30, pages=60, state_page_bytes=65536, layout=layer_first).\n"
+        "[2026-06-02 10:00:00 TP1] Allocating 0.12 GB host memory for V4 state pool 'deepseek_v4_c4_state' "
+        "(layers=30, pages=60, state_page_bytes=65536, layout=layer_first).\n" + last + "\n",
+    )
+    # THEN the KV cache's step, stopped there, its last line the cause
+    assert (report["verdict"], report["phase"]) == ("stalled", "kv_cache")
+    assert root_text(report) == last
+
+
+def test_deepseek_v4_host_pools_after_the_capture_do_not_move_the_rank_back(tmp_path: Path) -> None:
+    # GIVEN a rank that captured its CUDA graphs, then builds the host pools with its tree cache (as the scheduler
+    # does after the model worker's init)
+    report = _judge(
+        tmp_path,
+        "[2026-06-02 09:59:00 TP0] Capture cuda graph begin. This can take up to several minutes. avail mem=20.00 GB\n"
+        "[2026-06-02 10:00:00 TP0] Capture cuda graph end. Time elapsed: 60.00 s. "
+        "mem usage=1.00 GB. avail mem=19.00 GB.\n"
+        "[2026-06-02 10:00:01 TP0] Allocating 0.03 GB host memory for V4 paged pool 'deepseek_v4_c128' "
+        "(layers=31, pages=614, item_bytes=1728).\n",
+    )
+    # THEN the rank is still past its capture, not back in kv_cache
+    assert report["phase"] == "cuda_graph"
+
+
 # --- torch.distributed (1.9-1.13) -----------------------------------------------------------------
 
 
