@@ -129,6 +129,38 @@ def test_an_engine_config_read_starts_weight_load(tmp_path: Path) -> None:
     assert report["phase"] == "weight_load"
 
 
+def test_the_model_configuration_lines_before_the_engine_is_deserialized_are_weight_load(tmp_path: Path) -> None:
+    # GIVEN TrtGptModel's constructor printing its configuration (trtGptModel.h), on two MPI ranks, the log
+    # ending there (post-mortem) before either deserializes the engine
+    lines = [
+        f"[TensorRT-LLM][INFO][{rank}] TRTGptModel {key}: {value}\n"
+        for rank in (0, 1)
+        for key, value in (
+            ("maxNumSequences", "8"),
+            ("mMaxAttentionWindowSize", "(4096) * 32"),
+            ("enableTrtOverlap", "0"),
+        )
+    ]
+    report = _judge(tmp_path, "".join(lines))
+    # THEN the run stopped loading the engine (a step of weight_load), its last configuration line the cause
+    assert (report["verdict"], report["phase"]) == ("stalled", "weight_load")
+    assert root_text(report) == lines[-1].rstrip("\n")
+
+
+def test_model_configuration_lines_after_the_engine_config_stay_in_weight_load(tmp_path: Path) -> None:
+    # GIVEN the runtime reading the engine's config (weight_load begins), then the configuration lines
+    report = _judge(
+        tmp_path,
+        "[TensorRT-LLM][INFO] Engine version 0.11.0 found in the config file, "
+        "assuming engine(s) built by new builder API.\n"
+        "[TensorRT-LLM][INFO] TRTGptModel maxBatchSize: 32\n"
+        "[TensorRT-LLM][INFO] TRTGptModel normalizeLogProbs: 0\n",
+    )
+    # THEN still weight_load, the last configuration line the last step read
+    assert (report["verdict"], report["phase"]) == ("stalled", "weight_load")
+    assert root_text(report) == "[TensorRT-LLM][INFO] TRTGptModel normalizeLogProbs: 0"
+
+
 # --- vLLM ------------------------------------------------------------------------------------------
 
 
@@ -242,6 +274,28 @@ def test_the_deepspeed_launcher_killing_its_children_after_one_failed_is_a_crash
     assert root_text(report).endswith("exits with return code = 1")
 
 
+def test_the_deepspeed_launchers_exit_line_cut_inside_its_command_is_still_the_crash(tmp_path: Path) -> None:
+    # GIVEN the launcher killing its children, then sigkill_handler's ERROR (written only for a child that exited
+    # non-zero: `{cmd} exits with return code = {code}`) cut inside the command list
+    cut = "[2024-06-01 09:30:00,300] [ERROR] [launch.py:321:sigkill_handler] ['python', '-u', 'a.py', '--local_ra"
+    report = _judge(
+        tmp_path,
+        "[2024-06-01 09:30:00,100] [INFO] [launch.py:315:sigkill_handler] Killing subprocess 11\n"
+        "[2024-06-01 09:30:00,200] [INFO] [launch.py:315:sigkill_handler] Killing subprocess 12\n" + cut + "\n",
+    )
+    # THEN crashed after launch, the cut exit line the cause
+    assert (report["verdict"], report["phase"]) == ("crashed", "launch")
+    assert root_text(report) == cut
+
+
+def test_a_deepspeed_info_line_holding_a_command_list_is_no_failure() -> None:
+    # GIVEN the launcher's INFO line that prints a child's command (a list, as the exit line's opens)
+    line = "[2024-06-01 09:00:00,002] [INFO] [launch.py:253:main] ['python', '-u', 'a.py', '--local_rank=1']"
+    # WHEN explained THEN no failure rule reads it (only sigkill_handler's ERROR is the exit line)
+    found = explain(line, load_packs(check_examples=False))
+    assert [rule.id for rule, _ in found.matches if rule.id.startswith("torch.deepspeed.child_failed")] == []
+
+
 def test_a_deepspeed_zero3_job_building_its_model_is_in_weight_load(tmp_path: Path) -> None:
     # GIVEN DeepSpeed's accelerator probe, its NCCL backend, then zero.Init finishing a model
     report = _judge(
@@ -283,6 +337,71 @@ def test_hydras_job_failure_alone_is_the_cause(tmp_path: Path) -> None:
     # THEN crashed, that line the cause
     assert report["verdict"] == "crashed"
     assert root_text(report).endswith("Error executing job with overrides: ['trainer.devices=8']")
+
+
+# --- SGLang hierarchical cache ---------------------------------------------------------------------
+
+
+def test_deepseek_v4_host_pools_alone_are_the_kv_cache_step(tmp_path: Path) -> None:
+    # GIVEN SGLang building DeepSeek-V4's host pools (memory_pool_host.py) on two ranks, the log ending there
+    last = (
+        "[2026-06-02 10:00:01 TP1] Allocating 0.03 GB host memory for V4 paged pool 'deepseek_v4_c128' "
+        "(layers=31, pages=614, item_bytes=1728, layout=layer_first)."
+    )
+    report = _judge(
+        tmp_path,
+        "[2026-06-02 10:00:00 TP0] Allocating 0.12 GB host memory for V4 state pool 'deepseek_v4_c4_state' "
+        "(layers=30, pages=60, state_page_bytes=65536, layout=layer_first).\n"
+        "[2026-06-02 10:00:00 TP1] Allocating 0.12 GB host memory for V4 state pool 'deepseek_v4_c4_state' "
+        "(layers=30, pages=60, state_page_bytes=65536, layout=layer_first).\n" + last + "\n",
+    )
+    # THEN the KV cache's step, stopped there, its last line the cause
+    assert (report["verdict"], report["phase"]) == ("stalled", "kv_cache")
+    assert root_text(report) == last
+
+
+def test_deepseek_v4_host_pools_after_the_capture_do_not_move_the_rank_back(tmp_path: Path) -> None:
+    # GIVEN a rank that captured its CUDA graphs, then builds the host pools with its tree cache (as the scheduler
+    # does after the model worker's init)
+    report = _judge(
+        tmp_path,
+        "[2026-06-02 09:59:00 TP0] Capture cuda graph begin. This can take up to several minutes. avail mem=20.00 GB\n"
+        "[2026-06-02 10:00:00 TP0] Capture cuda graph end. Time elapsed: 60.00 s. "
+        "mem usage=1.00 GB. avail mem=19.00 GB.\n"
+        "[2026-06-02 10:00:01 TP0] Allocating 0.03 GB host memory for V4 paged pool 'deepseek_v4_c128' "
+        "(layers=31, pages=614, item_bytes=1728).\n",
+    )
+    # THEN the rank is still past its capture, not back in kv_cache
+    assert report["phase"] == "cuda_graph"
+
+
+# --- torch.distributed (1.9-1.13) -----------------------------------------------------------------
+
+
+def test_process_group_ncclS_options_of_torch_1_x_in_glogs_format_are_dist_init(tmp_path: Path) -> None:
+    # GIVEN torch 1.12's ProcessGroupNCCL constructor logging its options through glog (the options on lines of
+    # their own), two ranks, then nothing (post-mortem)
+    options = "NCCL_ASYNC_ERROR_HANDLING: 1\nNCCL_DESYNC_DEBUG: 0\nNCCL_BLOCKING_WAIT: 0\nTIMEOUT(ms): 1800000\n"
+    report = _judge(
+        tmp_path,
+        "I0311 08:00:01.100001 4101 ProcessGroupNCCL.cpp:666] [Rank 0] ProcessGroupNCCL initialized with following "
+        "options:\n" + options + "I0311 08:00:01.100301 4102 ProcessGroupNCCL.cpp:666] [Rank 1] ProcessGroupNCCL "
+        "initialized with following options:\n" + options,
+    )
+    # THEN the process group was being set up when the log stopped
+    assert (report["verdict"], report["phase"]) == ("stalled", "dist_init")
+
+
+def test_process_group_ncclS_options_in_c10s_short_format_are_dist_init(tmp_path: Path) -> None:
+    # GIVEN the same constructor line as c10's own logger prints it (`[I ProcessGroupNCCL.cpp:665] `)
+    report = _judge(
+        tmp_path,
+        "[I socket.cpp:787] [c10d] The client socket has connected to [localhost]:29500 on [localhost]:45082.\n"
+        "[I ProcessGroupNCCL.cpp:665] [Rank 0] ProcessGroupNCCL initialized with following options:\n"
+        "NCCL_ASYNC_ERROR_HANDLING: 1\nNCCL_BLOCKING_WAIT: 0\nTIMEOUT(ms): 1800000\nUSE_HIGH_PRIORITY_STREAM: 0\n",
+    )
+    # THEN dist_init
+    assert report["phase"] == "dist_init"
 
 
 # --- vLLM platform probe, torch elastic's empty role, SGLang's shared-expert clone bar --------------

@@ -57,20 +57,26 @@ def _envelope(
 RAY = "Ray"
 
 
+# a name's parenthesised tail, one level nested inside it (`(MapBatches(f))`, a fused `(MapBatches(f)->Map(g))`)
+NESTED_PARENS = r"(?:\((?:[^\s()]|\([^\s()]*\))*\))"
+
+
 @cache
 def ray_envelope(process_tags: frozenset[str]) -> Envelope:
     """Ray's log monitor's `(ActorName pid=123) `, `(pid=123, ip=10.0.0.1) `. The name is the actor's repr where
     its class defines `__repr__` (Ray's state API calls it `repr_name`: NeMo-RL's `MegatronPolicyWorker[rank=8]`),
     so it may hold any character but the tag's own space and parentheses, and a colon (Ray Serve's
-    `ServeReplica:app:deployment`, which the ray pack reads as its own). Only a single actor's: the
-    lines of several actors need their tag to stay apart (the packs read vLLM's and SGLang's actors' tags,
-    with their ranks: `(Worker_TP1 pid=42)`, `(SchedulerActor pid=7)`). A tag whose name opens with one of
-    `process_tags` is a system's own log format (a pack's `process_tags`: vLLM's `(APIServer pid=1) `), read
-    by its pack: not an envelope."""
+    `ServeReplica:app:deployment`, which the ray pack reads as its own), save parentheses that nest whole after
+    it: Ray Data's map actor's repr is `MapWorker({op name})`, the operator's name holding its function's
+    (`MapWorker(MapBatches(vLLMEngineStageUDF))`: ray/data/_internal/execution/operators/
+    actor_pool_map_operator.py, `__repr__`). Only a single actor's: the lines of several actors need their tag
+    to stay apart (the packs read vLLM's and SGLang's actors' tags, with their ranks: `(Worker_TP1 pid=42)`,
+    `(SchedulerActor pid=7)`). A tag whose name opens with one of `process_tags` is a system's own log format
+    (a pack's `process_tags`: vLLM's `(APIServer pid=1) `), read by its pack: not an envelope."""
     own = "".join(f"|{re.escape(name)}" for name in sorted(process_tags))
     return _envelope(
         RAY,
-        rf"^\((?P<writer>(?:(?!\w*(?:_?(?:TP|PP|DP|EP)\d|Scheduler){own})[A-Za-z_][^\s():]* )?pid=\d+)"
+        rf"^\((?P<writer>(?:(?!\w*(?:_?(?:TP|PP|DP|EP)\d|Scheduler){own})[A-Za-z_][^\s():]*{NESTED_PARENS}? )?pid=\d+)"
         r"(?:, ip=[\w.:]+)?\) ",
         max_writers=1,
     )

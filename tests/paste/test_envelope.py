@@ -484,6 +484,28 @@ def test_a_ray_actor_named_by_its_repr_is_an_envelope() -> None:
     assert [text for _, text, _, _ in lines_of(data)] == dump
 
 
+def test_a_ray_data_map_actor_named_with_nested_parentheses_is_an_envelope() -> None:
+    # GIVEN Ray Data's map actor tag: its repr is `MapWorker({op name})` and the operator's name holds its function's
+    # (`MapBatches(fn)`, fused operators joined by `->`), around a vLLM engine's own process tag
+    for actor in ("MapWorker(MapBatches(vLLMEngineStageUDF))", "MapWorker(ReadParquet->MapBatches(tokenize))"):
+        tag = f"({actor} pid=4385) "
+        engine = [
+            "(EngineCore_DP0 pid=6448) INFO 02-12 14:23:20 [backends.py:548] Dynamo bytecode transform time: 31.20 s",
+            "(EngineCore_DP0 pid=6448) INFO 02-12 15:00:36 [monitor.py:34] torch.compile takes 2222.52 s in total",
+        ]
+        # WHEN sniffed and read THEN it is Ray's envelope, and the lines are the engine's with their own tag
+        assert names([tag + line for line in engine]) == ["Ray"]
+        data = "".join(f"{tag}{line}\n" for line in engine).encode()
+        assert [text for _, text, _, _ in lines_of(data)] == engine
+
+
+def test_a_ray_actor_name_with_unbalanced_parentheses_is_not_an_envelope() -> None:
+    # GIVEN lines opening with a parenthesis that does not close before `pid=` (no actor's repr Ray prints)
+    lines = [f"(MapWorker(MapBatches(f) pid=1) {line}" for line in SGLANG]
+    # WHEN sniffed THEN nothing is taken off
+    assert names(lines) == []
+
+
 def test_ray_serve_replica_tags_with_colons_stay_the_packs() -> None:
     # GIVEN one Ray Serve replica's tag (`ServeReplica:app:deployment`), which the ray pack reads as a writer
     lines = [f"(ServeReplica:default:LLMServer pid=522791) {line}" for line in SGLANG]
