@@ -341,6 +341,10 @@ def _whole(timeline: Timeline, cause: Event | None) -> Event | None:
     return replace(whole, rank=_canonical(timeline, whole.rank))
 
 
+# a run of digits: the copies of one line on other ranks differ in their own numbers (`_digits_masked`)
+DIGITS = re.compile(r"\d+")
+
+
 def _copy_of(whole: Event, cut: Event) -> bool:
     """Whether `whole` is the line `cut` began: its very words, or another rank's copy in that rank's own numbers (a
     rank's own later line of the same kind is further news, not a copy: SGLang's next `Prefill batch`)."""
@@ -354,9 +358,6 @@ def _digits_masked(message: str) -> str:
     numbers (SGLang's `Load weight end. … avail mem=37.70 GB`, each rank's free memory), and a line cut inside a
     number (`avail mem=37.74`, `avail mem=3`) still begins its copy's shape."""
     return DIGITS.sub("0", message)
-
-
-DIGITS = re.compile(r"\d+")
 
 
 def _alike_words(progress: Event, alike: Event | None) -> str:

@@ -27,9 +27,9 @@ BLOCK_MARKERS = (
     "Current thread 0x",
     "Stack (most recent call first)",
 )
-# After an exception line, these say the next traceback is the same failure going on.
 # the kinds of a line that states a block's exception (`RuntimeError: …`, a `what():` of a watchdog's timeout)
 STATED_KINDS = frozenset({EventKind.ERROR, EventKind.TIMEOUT})
+# After an exception line, these say the next traceback is the same failure going on.
 CHAINED = ("During handling of the above exception", "The above exception was the direct cause")
 # Frame keys whose phase lookup is remembered (frames repeat: every rank dumps the same stack).
 FRAME_CACHE = 10_000
@@ -247,7 +247,7 @@ class _Block:
     ignored: bool = False
     # a faulthandler dump whose header (`Fatal Python error: …`) is not in the log: its `Current thread` line. The
     # block holds the dump's own lines only (threads, frames, blank lines); a line of the program after it ends it
-    dump: tuple[Line, PrefixFields] | None = None
+    dump: tuple[Line, PrefixFields, Rule, dict[str, str]] | None = None
 
 
 @dataclass
@@ -395,12 +395,7 @@ class SourceMatcher:
         lines follow ended the block before the end: nothing is read from it but where its frames place the rank."""
         if block is None or block.dump is None:
             return None  # (its other threads' lines are failures' in_block marks: `failed` says nothing here)
-        line, fields = block.dump
-        _, message = self.packs.split_prefix(line.text)
-        best = self._best_rule(message, fields.prefixes, True)
-        if best is None:
-            return None
-        rule, captures = best
+        line, fields, rule, captures = block.dump
         rule = replace(rule, role=Role.CASCADE)  # its header is not in the log: the cause only if nothing else is
         message = "a faulthandler dump whose header is not in the excerpt (a fatal error's: which one is not said)"
         return self._cut_event(block, line, fields, rule, {**captures, CUT_TRACEBACK: "dump"}, message)
@@ -502,9 +497,10 @@ class SourceMatcher:
         if message.startswith(FRAME_HEADERS):
             self._frames = _FrameGroup(innermost_first=not message.startswith("Traceback"))
         event = self._message_event(line, fields, message, stamp, inside)
-        if event is None and not inside and message.startswith(CURRENT_THREAD) and self._dump_thread(message, fields):
+        thread = self._dump_thread(message, fields) if event is None and not inside else None
+        if thread is not None:
             # a dump's thread line outside any block: its header is not in the log; the dump is read at its end
-            self.block = _Block(line.number, fields.rank, fields.prefixes, dump=(line, fields))
+            self.block = _Block(line.number, fields.rank, fields.prefixes, dump=(line, fields, *thread))
         if fields.rank is not None and (event is None or event.role is not Role.DIAGNOSTIC):
             # a rank that only shows up in a dump's header (`Pyspy dump for PID`) is not seen healthy
             self.ranks_seen.add(fields.rank)
@@ -512,10 +508,13 @@ class SourceMatcher:
             return held
         return (*held, event) if held else (event,)
 
-    def _dump_thread(self, message: str, fields: PrefixFields) -> bool:
-        """Whether a rule reads `message` as a faulthandler dump's thread line (inside a dump's block)."""
+    def _dump_thread(self, message: str, fields: PrefixFields) -> tuple[Rule, dict[str, str]] | None:
+        """The rule (and its captures) that reads `message` as a faulthandler dump's `Current thread` line, as inside
+        a dump's block; None for any other line."""
+        if not message.startswith(CURRENT_THREAD):
+            return None
         best = self._best_rule(message, fields.prefixes, True)
-        return best is not None and best[0].in_block and best[0].kind is EventKind.FATAL
+        return best if best is not None and best[0].in_block and best[0].kind is EventKind.FATAL else None
 
     def _claimed(self, message: str, prefixes: tuple[str, ...]) -> bool:
         """Whether a rule anchored on the line's first character reads it: the program prints lines of that shape
