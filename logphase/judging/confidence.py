@@ -48,7 +48,10 @@ def assess(timeline: Timeline, judgement: Judgement, *, post_mortem: bool, earli
             " dump by its `Current thread`, which error not said; a dump faulthandler.register asked for looks alike"
         )
     elif root is not None and CUT_TRACEBACK in root.captures:
-        doubts.append(f"the log ends inside a traceback's frames (from line {root.line}): its exception is not in it")
+        doubts.append(
+            f"the log ends inside a traceback's frames, cut at both ends: its exception is not in it (read at line"
+            f" {root.line})"
+        )
     if verdict is Verdict.READY and timeline.ready is not None:
         survived = [f for f in timeline.failures if f.order_key < timeline.ready.order_key]
         if survived:

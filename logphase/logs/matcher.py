@@ -241,6 +241,10 @@ class _Block:
     raised: tuple[Line, PrefixFields, str] | None = None
     # the first frame of a traceback whose `Traceback` line is not in the log (an excerpt pasted mid-traceback)
     headless: tuple[Line, PrefixFields] | None = None
+    # the innermost frame's source line so far (the first line CPython quotes under its `File` line): where the
+    # exception was raised or passed through, the nearest the excerpt comes to its cut exception line
+    statement: tuple[Line, str] | None = None
+    quoting: bool = False  # a `File` line was read: its source line, if CPython had one, comes next
     failed: bool = False  # a failure line was read inside it (a native crash banner between frame runs)
     # opened by a rule's `ignored_block` line (CPython's `Exception ignored in: …`): the process printed the
     # traceback and went on, so nothing inside it is a failure
@@ -373,7 +377,9 @@ class SourceMatcher:
         exception line came with (a paste of frames cut at both ends): CPython prints frames in that form
         only in a traceback (and `traceback.print_stack`, which a log does not end inside), so an
         exception was printed, its text beyond the excerpt. Read as the traceback's first line, marked
-        cut (judging/confidence.py says so)."""
+        cut (judging/confidence.py says so), at the innermost frame's source line where the excerpt holds one: where
+        the exception was raised or passed through, the nearest line to the one cut (labels quote it: realworld 529,
+        590, 601, 748, 811, 821; 430 quotes the outermost frame)."""
         if block is None or block.finished or block.failed or block.ignored or block.headless is None:
             return None
         line, fields = block.headless
@@ -383,6 +389,9 @@ class SourceMatcher:
         rule, captures = best
         rule = replace(rule, role=Role.CASCADE)  # its exception is not in the log: the cause only if nothing else is
         message = "a traceback's frames, cut before its first line and its exception line"
+        if block.statement is not None:
+            line, quoted = block.statement
+            message = f"{message}; its innermost frame's line: {quoted.strip()}"
         return self._cut_event(block, line, fields, rule, {**captures, CUT_TRACEBACK: "frames"}, message)
 
     def _dump_only(self, block: _Block | None) -> Event | None:
@@ -482,8 +491,11 @@ class SourceMatcher:
             if self.block is not None and inside:
                 if RAISE_STATEMENT.match(message):
                     self.block.raised = (line, fields, message)
-                elif TRACEBACK_FRAME.match(message):
+                if TRACEBACK_FRAME.match(message):
                     self.block.raised = None  # a deeper frame: its own source line comes next
+                    self.block.quoting = True
+                elif self.block.quoting and message.strip(" ^~"):
+                    self.block.statement, self.block.quoting = (line, message), False  # (not a `^^^` marker line)
             self._note_frame(line, fields, message, inside)
             return before
         native = native_frame_key(message) if inside else None
