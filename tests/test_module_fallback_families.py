@@ -1,9 +1,9 @@
 """The module fallback (issue 25, item 3) beyond vLLM: torch's c10 / glog prefixes (`[I ProcessGroupNCCL.cpp:842] `,
 `I1028 12:13:38.405081 632355 ProcessGroupNCCL.cpp:843] `, torch ≥2.4's python loggers `W0219 12:09:28.313000 140145
-torch/distributed/run.py:757] `) and Ray's driver and Serve prefixes (`2024-01-19 15:51:20,671\tINFO scripts.py:451 --
-`, `INFO 2024-09-19 08:23:42,508 controller 528 deployment_state.py:401 - `). Each line below is written from those
-formats with a message the released source logs at that step (patterns/torch.toml, patterns/ray.toml `[[module]]`),
-and no rule reads it."""
+torch/distributed/run.py:757] `), Ray's driver and Serve prefixes (`2024-01-19 15:51:20,671\tINFO scripts.py:451 -- `,
+`INFO 2024-09-19 08:23:42,508 controller 528 deployment_state.py:401 - `) and LMDeploy's (`2025-01-31 17:30:52,472 -
+lmdeploy - INFO - api.py:81 - `). Each line below is written from those formats with a message the released source
+logs at that step (patterns/torch.toml, ray.toml, lmdeploy.toml `[[module]]`), and no rule reads it."""
 
 from __future__ import annotations
 
@@ -39,6 +39,8 @@ PLACED = [
         "launch",
         "deployment_state.py",
     ),
+    # LMDeploy's pipeline choosing its engine (lmdeploy/api.py), get_logger's `%(filename)s:%(lineno)d`
+    ("2025-01-31 17:30:52,472 - lmdeploy - INFO - api.py:81 - Using turbomind engine", "launch", "api.py"),
 ]
 
 NOT_PLACED = [
@@ -49,6 +51,8 @@ NOT_PLACED = [
     " has closed the rendezvous 'none'.",
     # `ray stop` (ray/scripts/scripts.py stop): the same file as `ray start`, another step
     "2024-01-19 15:59:20,671\tINFO scripts.py:1246 -- Stopped all 5 Ray processes.",
+    # the Ray executor releasing its workers at the end (ray_executor.py release), not its process group's set-up
+    "2025-03-19 17:00:00,000 - lmdeploy - DEBUG - ray_executor.py:303 - RayExecutor workers released.",
 ]
 
 
