@@ -106,15 +106,15 @@ def test_torchrun_year_less_lines_take_the_year_of_the_scripts_dated_lines(
 
 
 def test_a_torchrun_fixture_is_dated_by_its_dated_lines() -> None:
-    # GIVEN the gloo hang fixture: year-less agent lines (`W0603 16:40:02.000000`), then
-    # `[rank1]:2025-06-03 16:40:08,709 - INFO - ...` lines (the latest of them `16:40:08,992`), unstamped
-    # `[rankN]:[Gloo] Rank N is connected` lines, and last `[rank3]:2025-06-03 16:40:11,464 - INFO - ...`
+    # GIVEN the gloo hang fixture: year-less agent lines (`W0603 16:40:02.000000 771 torch/distributed/run.py:793] `,
+    # torchrun's launch notes, placed by their module), then `[rank1]:2025-06-03 16:40:08,709 - INFO - ...` lines,
+    # unstamped `[rankN]:[Gloo] Rank N is connected` lines, and last `[rank3]:2025-06-03 16:40:11,464 - INFO - ...`
     log = FIXTURES / "logs" / "torch" / "gloo-hang-dist-init.log"
     for fast in (True, False):
         # WHEN scanned on 2026-12-01
         result = _scan(log, fast=fast)
-        # THEN its times are in 2025, not in the year it is judged in
-        assert result.timeline.first_time == datetime(2025, 6, 3, 16, 40, 8, 992000)
+        # THEN its times are in 2025, not in the year it is judged in: the agent's year-less first line too
+        assert result.timeline.first_time == datetime(2025, 6, 3, 16, 40, 2)
         assert result.last_lines[0][1] == datetime(2025, 6, 3, 16, 40, 11, 464000)
 
 

@@ -185,8 +185,8 @@ def test_every_shipped_module_entry_names_a_start_up_phase_and_a_file_of_its_pre
     # GIVEN the shipped packs
     packs = load_packs(check_examples=False)
     hints = [hint for pack in packs.packs for hint in pack.modules]
-    # THEN each module entry places lines in a start-up step before the HTTP server, of a source file, and says where
-    # the released source logs it
+    # THEN each module entry places lines in a start-up step before the HTTP server, of a Python or C/C++ source file
+    # (c10's prefixes name `ProcessGroupNCCL.cpp`), and says where the released source logs it
     assert hints
     for hint in hints:
         assert hint.phase.value in (
@@ -199,5 +199,5 @@ def test_every_shipped_module_entry_names_a_start_up_phase_and_a_file_of_its_pre
             "compile",
             "cuda_graph",
         ), hint.id
-        assert hint.file.endswith(".py") and "/" not in hint.file, hint.id
+        assert hint.file.endswith((".py", ".cpp", ".cc", ".h", ".hpp")) and "/" not in hint.file, hint.id
         assert hint.source.startswith(f"{hint.system}/"), hint.id

@@ -10,7 +10,7 @@ from datetime import datetime
 from logphase.bounded import read_int, read_signed
 from logphase.durations import format_duration
 from logphase.judging.budgets import Budget, Budgets, stall_words
-from logphase.logs.matcher import PLACED_BY, Event, Tail
+from logphase.logs.matcher import FALLBACK_PACK, PLACED_BY, Event, Tail
 from logphase.logs.timeline import RankState, Timeline, is_tagged, rank_number, rank_sort_key
 from logphase.phases import MAIN_PROCESS_PHASES, EventKind, Phase, Role, Verdict
 from logphase.ranks import format_rank_set
@@ -307,10 +307,14 @@ def _last_alike(timeline: Timeline, progress: Event | None) -> Event | None:
     when the run printed more of them after it with no progress: a waiting line repeated (vLLM's `Waiting for 1
     local, 0 remote core engine proc(s) to start.`, every 10 s), the next NCCL channel of a connection that never
     completes. It is the last word the run printed at the step it stopped in; the silence is still measured from
-    the progress. A line the excerpt cut mid-line is quoted whole where the log holds it whole (`_whole`)."""
+    the progress. A line the excerpt cut mid-line is quoted whole where the log holds it whole (`_whole`). A line only
+    its logger's module placed (`[[module]]`: c10's `NCCL watchdog thread started!` before the options it prints) is
+    the cause only where no rule read a later line of its step: that line says the step in the run's own words."""
     latest = timeline.latest_phase_event
     if progress is None or latest is None or latest.order_key <= progress.order_key:
         return _whole(timeline, progress)
+    if progress.rule.pack == FALLBACK_PACK and latest.rule.pack != FALLBACK_PACK and latest.phase is progress.phase:
+        return _whole(timeline, replace(latest, rank=_canonical(timeline, latest.rank)))
     if latest.rule.id != progress.rule.id:
         return _whole(timeline, progress)
     return _whole(timeline, replace(latest, rank=_canonical(timeline, latest.rank)))

@@ -367,6 +367,11 @@ def _items(data: Mapping[str, Any], table: Table, path: str) -> list[tuple[str, 
     return [(where(table, item, index), checked(table, item, path, index)) for index, item in enumerate(value)]
 
 
+# the source files a logger prefix may name: Python's, and the C/C++ files c10's and glog's prefixes name
+# (`[I ProcessGroupNCCL.cpp:842]`, Ray's native `gcs_server.cc:58:`)
+SOURCE_SUFFIXES = (".py", ".cpp", ".cc", ".h", ".hpp")
+
+
 def _parse_module(
     entry: tuple[str, dict[str, Any]], pack: str, path: str, pack_system: str | None, prefixes: tuple[PrefixRule, ...]
 ) -> ModuleHint:
@@ -385,9 +390,10 @@ def _parse_module(
                 hint="a module entry reads the logger's source file a prefix captures as (?P<file>…)",
             )
     file: str = item["file"]
-    if "/" in file or not file.endswith(".py"):
+    if "/" in file or not file.endswith(SOURCE_SUFFIXES):
         raise PackError(
-            f"{path}: {place}: file {file!r} is not a source file's name", hint="the name alone: `weight_utils.py`"
+            f"{path}: {place}: file {file!r} is not a source file's name",
+            hint="the name alone: `weight_utils.py`, `ProcessGroupNCCL.cpp`",
         )
     return ModuleHint(
         id=item["id"],

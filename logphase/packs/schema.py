@@ -381,7 +381,7 @@ MODULE = Table(
     (
         ID,
         Key("prefixes", STRINGS, True, "the pack's prefixes whose `file` group names the logger's source file"),
-        Key("file", STRING, True, "the source file's name, without its folder (`weight_utils.py`)"),
+        Key("file", STRING, True, "the source file's name, without its folder (`weight_utils.py`, `socket.cpp`)"),
         Key(
             "phase",
             ValueType("start-up phase", lambda value: isinstance(value, str), MODULE_PHASES),
