@@ -220,13 +220,15 @@ def test_a_ray_node_that_started_and_nothing_after_it_stopped_at_launch(tmp_path
     assert root_text(report) == "2024-12-12 05:27:54,657\tSUCC scripts.py:860 -- Ray runtime started."
 
 
-def test_a_ray_node_start_then_a_connect_reaches_dist_init(tmp_path: Path) -> None:
+def test_a_ray_node_start_then_a_connect_is_still_launch(tmp_path: Path) -> None:
     # GIVEN `ray start`'s output, then worker.py's `Connected to Ray cluster.` of a program that connected to it
     text = RAY_START + "2024-12-12 05:28:10,100\tINFO worker.py:1821 -- Connected to Ray cluster.\n"
     # WHEN judged post-mortem
     report = judge_text(tmp_path, text)
-    # THEN the run is past launch, in the cluster connect
-    assert report["phase"] == "dist_init"
+    # THEN the driver joined the cluster, before any worker and any process group of its own: launch, its last line
+    # the connect
+    assert (report["phase"], report["verdict"]) == ("launch", "stalled")
+    assert root_text(report) == "2024-12-12 05:28:10,100\tINFO worker.py:1821 -- Connected to Ray cluster."
 
 
 def test_open_mpi_5s_runtime_error_is_the_cause_over_the_benchmarks_shutdown_and_a_cut_traceback(
