@@ -25,7 +25,10 @@ _ABORT_TEARDOWN = [
     "gpu7:{pid}:{pid} [{rank}] NCCL INFO comm 0xa1b2c3{rank} rank {rank} nranks 2 cudaDev {rank} busId {bus}000 "
     "- Abort COMPLETE",
 ]
-_RANKS = ({"rank": 0, "other": 1, "pid": 4100, "tid": 4180, "bus": 18}, {"rank": 1, "other": 0, "pid": 4101, "tid": 4181, "bus": 2})
+_RANKS = (
+    {"rank": 0, "other": 1, "pid": 4100, "tid": 4180, "bus": 18},
+    {"rank": 1, "other": 0, "pid": 4101, "tid": 4181, "bus": 2},
+)
 
 
 def _lines(templates: list[str]) -> list[str]:

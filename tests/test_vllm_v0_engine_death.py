@@ -48,7 +48,10 @@ def test_the_servers_failed_to_start_is_the_cause_only_where_the_engines_traceba
         '    raise RuntimeError("Engine process failed to start. See stack "',
         "RuntimeError: Engine process failed to start. See stack trace for the root cause.",
     ]
-    oom = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.10 GiB"
+    oom = (
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of "
+        "79.10 GiB"
+    )
     engine_tail = [
         "Process SpawnProcess-1:",
         "Traceback (most recent call last):",
