@@ -169,6 +169,8 @@ def test_a_bar_glued_to_a_torch_line_is_split(tmp_path: Path, log_line: str) -> 
 SPLITTER_PARTS = [b"plain line %d" % i for i in range(50)] + [
     b"bar 10%|##| 1/5\rbar 20%|##| 2/5",
     b"\x1b[32mgreen\x1b[0m",
+    b"\xef\xbf\xbd[36m(WorkerDict pid=1)\xef\xbf\xbd[0m lost escape",
+    b"\xef\xbf\xbd[1mbold, its reset on another line",
     b"svc  | compose line",
     b"2026-01-01T00:00:00Z stdout F k8s line",
     b"bad \xff utf8",

@@ -10,7 +10,7 @@ from datetime import datetime
 from logphase.bounded import read_int, read_signed
 from logphase.durations import format_duration
 from logphase.judging.budgets import Budget, Budgets, stall_words
-from logphase.logs.matcher import FALLBACK_PACK, PLACED_BY, Event, Tail
+from logphase.logs.matcher import CUT_LEAD, FALLBACK_PACK, PLACED_BY, Event, Tail
 from logphase.logs.timeline import RankState, Timeline, is_tagged, rank_number, rank_sort_key
 from logphase.phases import MAIN_PROCESS_PHASES, EventKind, Phase, Role, Verdict
 from logphase.ranks import format_rank_set
@@ -107,10 +107,18 @@ def _module_placed(timeline: Timeline, judgement: Judgement) -> Judgement:
     placed = module_placement(timeline, judgement)
     if placed is None:
         return judgement
-    words = (
-        f"{placed.phase} placed by its logger's module {placed.captures.get(PLACED_BY, '?')} (line {placed.line}),"
-        " no rule read it"
-    )
+    lead = placed.captures.get(CUT_LEAD)
+    if lead is not None:
+        # the log's last line, cut before its rule's leading text ended (matcher.cut_phase)
+        words = (
+            f"{placed.phase} placed by the log's last line, cut inside `{lead}` ({placed.captures.get(PLACED_BY, '?')},"
+            f" line {placed.line}), no rule read it"
+        )
+    else:
+        words = (
+            f"{placed.phase} placed by its logger's module {placed.captures.get(PLACED_BY, '?')} (line {placed.line}),"
+            " no rule read it"
+        )
     return replace(judgement, reason=f"{judgement.reason}; {words}", doubts=(*judgement.doubts, words))
 
 

@@ -16,6 +16,7 @@ from logphase.errors import InputError
 from logphase.logs.envelope import Unwrapped, Unwrapper
 from logphase.logs.reader import (
     CHUNK_BYTES,
+    LOST_ESCAPE_BYTES,
     MAX_LINE_BYTES,
     SNIFF_BYTES,
     Line,
@@ -276,9 +277,10 @@ def _said_once() -> None:
     """The note about a pipe without a writer, after it was said."""
 
 
-# Bytes that make a line need clean_line (a bar's `\r`, colour, colour codes whose ESC was lost: their reset `[0m`, a
-# glued bar); a line that may hold records glued by a lost newline or a bar's (reader.glued) is told by its text.
-CAREFUL_BYTES = (b"\r", b"\x1b", b"[0m", b"%|")
+# Bytes that make a line need clean_line (a bar's `\r`, colour, colour codes whose ESC was lost: their reset `[0m`, or
+# turned into U+FFFD, a glued bar); a line that may hold records glued by a lost newline or a bar's (reader.glued) is
+# told by its text.
+CAREFUL_BYTES = (b"\r", b"\x1b", b"[0m", LOST_ESCAPE_BYTES, b"%|")
 
 
 class _LineSplitter:

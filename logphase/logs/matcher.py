@@ -17,7 +17,7 @@ from logphase.logs.clocks import stamp_format, timed_prefixes
 from logphase.logs.dating import MIDNIGHT_JUMP, FirstDate, first_day, with_year
 from logphase.logs.reader import Line
 from logphase.logs.stamps import StampBelief
-from logphase.packs import ModuleHint, PackRegex, PackSet, PrefixFields, Rule, rank_from_tags
+from logphase.packs import ModuleHint, PackRegex, PackSet, PrefixFields, Rule, leading_literal, rank_from_tags
 from logphase.phases import FAILURE_KINDS, EventKind, Phase, Role
 
 # Lines inside a traceback or dump that are its structure, not a new message.
@@ -155,6 +155,8 @@ def frame_rule(phase: Phase, draft: bool = False) -> Rule:
 FALLBACK_PACK = "fallback"  # the pack name of the rules a line no rule read is placed by (its logger's module)
 # the capture a fallback event carries: the logger's source file that placed it (judging says so)
 PLACED_BY = "placed_by"
+# the capture of a step's line cut at the paste's end (`cut_phase`): the leading text of the rule it was cut from
+CUT_LEAD = "cut_of"
 
 
 @cache
@@ -426,6 +428,29 @@ class SourceMatcher:
         rule = replace(rule, role=Role.CASCADE)
         block = _Block(line.number, fields.rank, fields.prefixes)
         return self._cut_event(block, line, fields, rule, {**captures, CUT_TRACEBACK: "header"}, message)
+
+    def cut_phase_line(self, line: Line) -> Event | None:
+        """The source's last line, which no rule read, is a step's line cut before the end of the text its rule's
+        every match starts with (a rule's leading literal: `Warming u` of TGI's `Warming up model`): the paste was cut
+        while the program printed it. Read as a mark of that rule's phase placed by no rule (judging says so, at low
+        confidence), never a failure, an end or a ready server; only where every rule whose lead it begins gives one
+        phase (`cut_phase`)."""
+        fields, message = self.packs.split_prefix(line.text)
+        placed = cut_phase(self.packs, message.rstrip(), fields.prefixes)
+        if placed is None:
+            return None
+        rule, lead = placed
+        return Event(
+            source=line.source,
+            line=line.number,
+            time=self.last_time,
+            rank=self._rank(fields, {}, False),
+            rule=cut_rule(rule),
+            captures={PLACED_BY: rule.id, CUT_LEAD: lead},
+            text=line.text,
+            message=message,
+            stamped=False,
+        )
 
     def _cut_event(
         self, block: _Block, line: Line, fields: PrefixFields, rule: Rule, captures: dict[str, str], message: str
@@ -820,6 +845,68 @@ class SourceMatcher:
 # token; one cut before its colon is told from words by a character a word has not (`mp_engine_proc`, `Process-1`).
 PROCESS_HEADER_CUT = re.compile(r"Process [A-Za-z][\w.-]*[_\-\d][\w.-]*(?::\d+)*")
 HEADER_CUT_MIN = 5  # `Trace`: shorter leads (`T`, `Tr`) are words as often as a cut
+
+
+# A step's line cut at the paste's end is told from a whole line by what it holds of its rule's lead: a whole word,
+# then part of the next (`Warming u`): a lone word, or a few letters, is the start of other lines as often. One real
+# log is cut inside a step no whole line placed (real-771, TGI's `Warming u`); real-400, 663 and 770 are cut inside
+# a line of a step already placed, which the timeline leaves to the whole line before it.
+CUT_LEAD_MIN = 8
+# The kinds a cut line may place: a step's lines. A cut failure, end or ready line says less than its whole text,
+# which the rule's regex needs (a ready line's URL, an end's count); a cut traceback's first line is `cut_header`'s.
+CUT_KINDS = frozenset({EventKind.BEGIN, EventKind.PROGRESS, EventKind.MARK})
+
+
+def cut_phase(packs: PackSet, message: str, prefixes: tuple[str, ...]) -> tuple[Rule, str] | None:
+    """The rule of a step's line that `message`, cut before the end of the rule's leading literal, begins, and that
+    lead; None where it is no such cut (too short, no whole word, not a lead's proper prefix), or the rules whose lead
+    it begins (and whose `after_prefix` its prefixes pass) place it in more than one phase. Only a rule whose regex
+    starts `^` and the message's first character is parsed for its lead (`leading_literal`): the few a line can be."""
+    if len(message) < CUT_LEAD_MIN or " " not in message.strip():
+        return None
+    starts = ("^" + message[0], "^\\" + message[0])
+    found: list[tuple[Rule, str]] = []
+    for rule in packs.rules:
+        if (
+            rule.kind not in CUT_KINDS
+            or rule.phase is None
+            or rule.in_block
+            or rule.ignore_case
+            or not rule.pattern.text.startswith(starts)
+        ):
+            continue
+        if rule.after_prefix and not any(prefix in prefixes for prefix in rule.after_prefix):
+            continue
+        lead = leading_literal(rule.pattern.text)
+        if lead is not None and len(message) < len(lead) and lead.startswith(message):
+            found.append((rule, lead))
+    if not found or len({rule.phase for rule, _ in found}) > 1:
+        return None
+    return found[0]
+
+
+@cache
+def cut_rule(rule: Rule) -> Rule:
+    """The rule a step's line cut at the paste's end carries (`cut_phase`): a diagnostic mark of `rule`'s phase in the
+    fallback pack, so the timeline counts the phase as placed by no rule (judging/confidence.py: low confidence)."""
+    return replace(
+        rule,
+        id=f"{FALLBACK_PACK}.cut.{rule.id}",
+        pack=FALLBACK_PACK,
+        kind=EventKind.MARK,
+        role=Role.DIAGNOSTIC,
+        priority=0,
+        literal=None,
+        pattern=PackRegex("(?!)", False, None),  # never matches a line: made from a cut one
+        after_prefix=(),
+        opens_block=False,
+        ambient=False,
+        closes_from=None,
+        reached=None,
+        summary=f"a last line cut inside {rule.id}'s leading text, no rule read it",
+        examples=(),
+        counter_examples=(),
+    )
 
 
 def cut_header(text: str) -> str | None:

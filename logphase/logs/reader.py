@@ -35,6 +35,14 @@ ESCAPE_AFTER_NON_ASCII = re.compile(rb"[\x80-\xff]\x1b")
 # `[2m2024-…Z[0m [32m INFO[0m …`) or written out as text (`#033[0m`, syslog / CloudWatch): removed
 # only from a line that holds the reset `[0m`, which no log writes as text of its own.
 ANSI_REMNANT = re.compile(r"(?:#033)?\[[0-9;]*m")
+# A colour code whose ESC byte a paste turned into U+FFFD (a terminal's bytes copied through a page that decoded them:
+# Ray's `\ufffd[36m(WorkerDict pid=…)\ufffd[0m Fatal Python error: …`, realworld 786, the one real log of it): the
+# replacement character right before an SGR sequence is the escape it stands for, removed with it wherever the line
+# holds it. SGR (`m`) only: a U+FFFD before other bracketed text (`\ufffd[INFO]`) is a broken byte before the line's
+# own words. Its bytes (LOST_ESCAPE_BYTES) send a line to the matcher on the fast path and through clean_line in a
+# follow, as an ESC does.
+LOST_ESCAPE = re.compile("\ufffd\\[[0-9;]*m")
+LOST_ESCAPE_BYTES = "\ufffd[".encode()
 # Where a record starts: the openings of the lines a bar is seen glued to (SGLang's `[2025-03-08 12:29:13 …]`, torch's
 # `[rank0]:`, c10's `[E ProcessGroupNCCL.cpp:458] ` / `[W1209 11:24:53.753104426 compiler_depend.ts:28] `, glog's
 # (elastic's) `W0529 15:43:30.844000 15110 …/api.py:897] `: ref 2.1; realworld 454, 159, 357), logging's
@@ -648,6 +656,8 @@ def decoded_text(raw: bytes) -> str:
     text = raw.decode("utf-8", "replace")
     if "\x1b" in text:
         text = ANSI_ESCAPE.sub("", text)
+    if "\ufffd[" in text:
+        text = LOST_ESCAPE.sub("", text)
     if "[0m" in text:
         text = ANSI_REMNANT.sub("", text)
     return text.rstrip("\r")

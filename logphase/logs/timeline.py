@@ -10,7 +10,7 @@ from datetime import datetime, timedelta
 from functools import cached_property
 
 from logphase.bounded import read_int, read_rank
-from logphase.logs.matcher import FALLBACK_PACK, FRAMES_PACK, Event, frame_rule
+from logphase.logs.matcher import CUT_LEAD, FALLBACK_PACK, FRAMES_PACK, Event, frame_rule
 from logphase.packs import shipped_packs
 from logphase.phases import FAILURE_KINDS, MAIN_PROCESS_PHASES, EventKind, Phase, Role
 
@@ -322,6 +322,10 @@ class TimelineBuilder:
         return finished
 
     def add(self, event: Event) -> None:
+        if CUT_LEAD in event.captures and event.phase in self.rule_placed:
+            # a step's line cut at the paste's end (matcher.cut_phase) in a step a whole line already placed: it adds
+            # no step, and the whole line before it stays the run's latest (the one a stall quotes)
+            return
         if event.rule.pack == FRAMES_PACK and event.phase is Phase.SERVING and self._starting_http():
             # a serving loop's frame (SGLang's scheduler event loop) while the main process is still starting
             # its HTTP server, no ready line yet: the loop runs the warmup request (http_server

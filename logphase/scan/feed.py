@@ -263,7 +263,8 @@ class SourceFeed:
         self.ended = True
         held = self._named(self.matcher.finish(self.last))
         if self.last is not None and not self.last_read:
-            cut = self.matcher.cut_header(self.last)  # a paste cut inside a traceback's first line
+            # a paste cut inside a traceback's first line, else inside a step's line
+            cut = self.matcher.cut_header(self.last) or self.matcher.cut_phase_line(self.last)
             if cut is not None:
                 held = (*held, *self._named((cut,)))
         self._settle()
