@@ -26,7 +26,9 @@ def test_a_call_torch_cannot_capture_fails_in_cuda_graph_whatever_frames_follow(
         "During handling of the above exception, another exception occurred:\n"
         "\n"
         "Traceback (most recent call last):\n"
-        + _frame("sglang/srt/managers/scheduler.py", 2255, "run_scheduler_process", "scheduler = Scheduler(server_args)")
+        + _frame(
+            "sglang/srt/managers/scheduler.py", 2255, "run_scheduler_process", "scheduler = Scheduler(server_args)"
+        )
         + _frame("sglang/srt/managers/scheduler.py", 273, "__init__", "self.tp_worker = TpWorkerClass(")
         + "RuntimeError: worker init failed\n",
     )
@@ -41,10 +43,14 @@ def test_the_diffusion_scheduler_raising_from_its_event_loop_crashed_serving(tmp
     report = judge_text(
         tmp_path,
         "Traceback (most recent call last):\n"
-        + _frame("sglang/multimodal_gen/runtime/managers/gpu_worker.py", 328, "run_scheduler_process",
-                 "scheduler.event_loop()")
+        + _frame(
+            "sglang/multimodal_gen/runtime/managers/gpu_worker.py",
+            328,
+            "run_scheduler_process",
+            "scheduler.event_loop()",
+        )
         + _frame("sglang/multimodal_gen/runtime/managers/scheduler.py", 315, "event_loop", "raise RuntimeError(")
-        + "RuntimeError: Scheduler terminated after 3 consecutive errors. Last error: Resource temporarily unavailable\n"
+        + "RuntimeError: Scheduler terminated after 3 consecutive errors. Last error: Resource unavailable\n"
         '[2026-01-28 08:52:46] INFO:     10.0.0.8:50570 - "GET /health HTTP/1.1" 200 OK\n'
         '[2026-01-28 08:52:56] INFO:     10.0.0.8:48288 - "GET /health HTTP/1.1" 200 OK\n',
     )
@@ -60,8 +66,13 @@ def test_a_v0_offline_generate_traceback_through_the_engine_step_is_serving(tmp_
         _frame("vllm/entrypoints/llm.py", 469, "generate", "outputs = self._run_engine(use_tqdm=use_tqdm)", "[rank0]:")
         + _frame("vllm/entrypoints/llm.py", 1397, "_run_engine", "step_outputs = self.llm_engine.step()", "[rank0]:")
         + _frame("vllm/engine/llm_engine.py", 1391, "step", "outputs = self.model_executor.execute_model(", "[rank0]:")
-        + _frame("vllm/executor/executor_base.py", 139, "execute_model", 'output = self.collective_rpc("execute_model",',
-                 "[rank0]:")
+        + _frame(
+            "vllm/executor/executor_base.py",
+            139,
+            "execute_model",
+            'output = self.collective_rpc("execute_model",',
+            "[rank0]:",
+        )
     )
     report = judge_text(tmp_path, lines)
     # WHEN judged THEN rank 0 failed running requests
@@ -101,8 +112,8 @@ def test_a_static_lora_failing_after_supported_tasks_crashed_in_http_start(tmp_p
         tmp_path,
         "(EngineCore_DP0 pid=41) INFO 12-15 18:57:09 [gpu_model_runner.py:4244] Graph capturing finished in 26 secs, "
         "took 1.34 GiB\n"
-        "(EngineCore_DP0 pid=41) INFO 12-15 18:57:09 [core.py:250] init engine (profile, create kv cache, warmup model) "
-        "took 69.12 seconds\n"
+        "(EngineCore_DP0 pid=41) INFO 12-15 18:57:09 [core.py:250] init engine (profile, create kv cache, "
+        "warmup model) took 69.12 seconds\n"
         "(APIServer pid=7) INFO 12-15 18:57:10 [api_server.py:1520] Supported tasks: ['generate']\n"
         "(EngineCore_DP0 pid=41) ERROR 12-15 18:57:10 [core.py:919] Invocation of add_lora method failed\n"
         "(EngineCore_DP0 pid=41) ERROR 12-15 18:57:10 [core.py:919] Traceback (most recent call last):\n"
@@ -136,8 +147,9 @@ def test_a_kv_receiving_thread_store_timeout_is_a_timeout_while_serving(tmp_path
         "ERROR 12-02 17:11:14 pynccl_pipe.py:262] wait timeout after 300000ms, keys: /send_to/0/4\n"
         "Traceback (most recent call last):\n"
         + _frame("vllm/distributed/kv_transfer/kv_pipe/pynccl_pipe.py", 259, "recv_tensor", "tensor = future.result()")
-        + _frame("vllm/distributed/kv_transfer/kv_pipe/pynccl_pipe.py", 189, "_recv_impl",
-                 "metadata = self._recv_metadata()"),
+        + _frame(
+            "vllm/distributed/kv_transfer/kv_pipe/pynccl_pipe.py", 189, "_recv_impl", "metadata = self._recv_metadata()"
+        ),
     )
     # WHEN judged THEN a timeout while serving, not a rendezvous that never completed
     assert (report["verdict"], report["phase"]) == ("timeout", "serving")
@@ -180,10 +192,18 @@ def test_lmdeploy_pytorch_building_the_patched_model_is_the_weight_load(tmp_path
         "2024-11-21 17:46:13,978 - lmdeploy - ERROR - model_agent.py:493 - Rank[3] failed.\n"
         "Traceback (most recent call last):\n"
         + _frame("lmdeploy/pytorch/engine/model_agent.py", 490, "_start_tp_process", "func(rank, *args, **kwargs)")
-        + _frame("lmdeploy/pytorch/engine/model_agent.py", 433, "_tp_model_loop",
-                 "patched_model, cache_engine, _ = _tp_build_model(rank,")
-        + _frame("lmdeploy/pytorch/engine/model_agent.py", 361, "_tp_build_model",
-                 "patched_model = build_patched_model(model_config, device=device_map)"),
+        + _frame(
+            "lmdeploy/pytorch/engine/model_agent.py",
+            433,
+            "_tp_model_loop",
+            "patched_model, cache_engine, _ = _tp_build_model(rank,",
+        )
+        + _frame(
+            "lmdeploy/pytorch/engine/model_agent.py",
+            361,
+            "_tp_build_model",
+            "patched_model = build_patched_model(model_config, device=device_map)",
+        ),
     )
     # WHEN judged THEN it crashed loading the model
     assert (report["verdict"], report["phase"]) == ("crashed", "weight_load")
@@ -209,8 +229,7 @@ def test_an_nccl_tests_chain_through_common_cu_alone_says_no_step(tmp_path: Path
     # GIVEN a TESTCHECK chain of common.cu frames only (the communicators' set-up prints the same)
     report = judge_text(
         tmp_path,
-        "gpu5: Test NCCL failure common.cu:775 'unhandled system error'\n"
-        " .. gpu5: Test failure common.cu:846\n",
+        "gpu5: Test NCCL failure common.cu:775 'unhandled system error'\n .. gpu5: Test failure common.cu:846\n",
     )
     # WHEN judged THEN serving is not claimed
     assert report["phase"] != "serving"
