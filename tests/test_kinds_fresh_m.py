@@ -233,3 +233,16 @@ def test_an_nccl_tests_chain_through_common_cu_alone_says_no_step(tmp_path: Path
     )
     # WHEN judged THEN serving is not claimed
     assert report["phase"] != "serving"
+
+
+def test_vllm_v1_drafter_load_is_a_draft_step_of_the_weight_load(tmp_path: Path) -> None:
+    # GIVEN V1's load_model: the target's weights, then `Loading drafter model...` (here without its prefix, as a paste
+    # lost it), then the engine core's failure, before any KV cache line
+    report = judge_text(
+        tmp_path,
+        "Loading drafter model...\n"
+        "(EngineCore_DP0 pid=3649) ERROR 09-17 06:49:42 [core.py:718] EngineCore failed to start.\n",
+    )
+    # WHEN judged THEN it crashed loading weights, the step flagged as the draft's
+    assert (report["verdict"], report["phase"]) == ("crashed", "weight_load")
+    assert [(phase["phase"], phase["draft"]) for phase in report["phases"]] == [("weight_load", True)]
