@@ -169,6 +169,8 @@ def test_a_bar_glued_to_a_torch_line_is_split(tmp_path: Path, log_line: str) -> 
 SPLITTER_PARTS = [b"plain line %d" % i for i in range(50)] + [
     b"bar 10%|##| 1/5\rbar 20%|##| 2/5",
     b"\x1b[32mgreen\x1b[0m",
+    b"#033[1;36m(VllmWorker rank=1 pid=7)#033[0;0m written escape",
+    b"^[[36m(RayWorkerWrapper pid=1)^[[0m caret escape",
     b"svc  | compose line",
     b"2026-01-01T00:00:00Z stdout F k8s line",
     b"bad \xff utf8",

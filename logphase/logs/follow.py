@@ -18,6 +18,7 @@ from logphase.logs.reader import (
     CHUNK_BYTES,
     MAX_LINE_BYTES,
     SNIFF_BYTES,
+    WRITTEN_ESCAPE_BYTES,
     Line,
     clean_line,
     compression_of,
@@ -276,9 +277,10 @@ def _said_once() -> None:
     """The note about a pipe without a writer, after it was said."""
 
 
-# Bytes that make a line need clean_line (a bar's `\r`, colour, colour codes whose ESC was lost: their reset `[0m`, a
-# glued bar); a line that may hold records glued by a lost newline or a bar's (reader.glued) is told by its text.
-CAREFUL_BYTES = (b"\r", b"\x1b", b"[0m", b"%|")
+# Bytes that make a line need clean_line (a bar's `\r`, colour, colour codes whose ESC was lost: their reset `[0m`, or
+# written out: the reader's table, a glued bar); a line that may hold records glued by a lost newline or a bar's
+# (reader.glued) is told by its text.
+CAREFUL_BYTES = (b"\r", b"\x1b", b"[0m", *WRITTEN_ESCAPE_BYTES, b"%|")
 
 
 class _LineSplitter:
