@@ -65,6 +65,16 @@ CPP_WHAT = "what():"
 PYDANTIC_DETAIL = re.compile(r" {2}(?:Value error|Assertion failed), \S")
 # A frame's quoted source line that raises: `    raise TimeoutError("Timed out waiting for ..."`.
 RAISE_STATEMENT = re.compile(r"\s+raise (?P<cls>[A-Za-z_][\w.]*)\((?P<args>.*)$")
+# An exception line a logger wrote at its error level, outside any traceback the log shows: the end of a traceback
+# logged through a formatter that prefixes each of its lines, the lines above it cut from the paste (vLLM's
+# NewLineFormatter: `(EngineCore_DP0 pid=N) ERROR … [core.py:710] RuntimeError: …`), or an exception logged as
+# `{type}: {e}` before the process exits (LMDeploy 0.6.2 pytorch/check_env/__init__.py:17, `logger.error(
+# f'{type(e).__name__}: {e}')` then `exit(1)`). Read as a traceback's exception line: its block opens on it. Only
+# a class named as an error or an exception and its message (a level's `Note: …` is no exception).
+LOGGED_ERROR_LEVELS = frozenset({"ERROR", "CRITICAL", "FATAL"})
+LOGGED_EXCEPTION = re.compile(r"(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception)(?:\([\w.]*\))?: \S")
+# What the fast path hands the matcher for it: the level, then such a class and its colon, on one line
+LOGGED_EXCEPTION_TRIGGER = rb"(?:ERROR|CRITICAL|FATAL)[^\n]*(?:Error|Exception)(?:\([\w.]*\))?: \S"
 
 
 class Tail(StrEnum):
@@ -468,6 +478,9 @@ class SourceMatcher:
         self._ended = (block, line.number) if block is not None and self.block is None else None
         cut = self._cut_exception(block) if self.block is not block else None
         before = (cut,) if cut is not None else _NOTHING
+        if not inside and fields.level in LOGGED_ERROR_LEVELS and LOGGED_EXCEPTION.match(message):
+            self.block = _Block(line.number, fields.rank, fields.prefixes)  # a logged exception line (above)
+            inside = True
         if message.startswith(CAUGHT_FRAME):
             message = "  " + message[2:]
         # after the exception line no frame comes but a `File "` one: an indented line there is the exception's

@@ -14,7 +14,7 @@ from typing import Any
 from logphase.disk_cache import DiskCache
 from logphase.logs.fast.factors import Factor, regex_factors, regex_requirements, rule_factors
 from logphase.logs.fast.templates import BareStarts, bare_starts
-from logphase.logs.matcher import BLOCK_MARKERS, CHAINED, FRAME_HEADERS, RANK_CAPTURES
+from logphase.logs.matcher import BLOCK_MARKERS, CHAINED, FRAME_HEADERS, LOGGED_EXCEPTION_TRIGGER, RANK_CAPTURES
 from logphase.logs.reader import WRITTEN_ESCAPE_BYTES
 from logphase.logs.timeline import TIMELINE_CAPTURES
 from logphase.packs import PackSet, Rule
@@ -194,6 +194,8 @@ def _build_plan(packs: PackSet, triggers: Sequence[re.Pattern[str]]) -> Plan:
     trigger_patterns += [re.escape(m) for m in sorted(markers)]
     # a frame without its `Traceback` line (a cut excerpt) opens a block too, whatever its prefix
     trigger_patterns.append(re.escape(FRAME_LINE))
+    # an exception line a logger wrote at its error level opens a block too (matcher.LOGGED_EXCEPTION)
+    trigger_patterns.append(LOGGED_EXCEPTION_TRIGGER)
     trigger_patterns += [widen_classes(t.pattern).encode() for t in triggers]
     requires: dict[str, list[frozenset[bytes]]] = {}
     for rule in {id(r): r for r in steady.values()}.values():
