@@ -50,6 +50,13 @@ TRACEBACK_FRAME = re.compile(r'\s+File "[^"]*", line \d+, in ')
 # loguru's `backtrace=True` marks the frame that caught the exception `> File "…"` (TGI's shard tracebacks):
 # a frame like the others.
 CAUGHT_FRAME = '> File "'
+# A frame whose indentation a viewer or an export dropped (GCP Cloud Logging's copied view, a form that trims each
+# line: realworld 805, 821, 426, 156): CPython's whole frame line `File "…", line N, in f` at the margin, a frame
+# like the others. Only the whole line: a message that merely starts `File "` stays a message.
+FLAT_FRAME = re.compile(r'File "[^"]*", line \d+, in [\w<>.]+$')
+# Under such a frame, its source line and (3.11+) the carets under it lost theirs too: indented again, as CPython
+# wrote them, so the traceback stays one block (a prefixed line at the margin would end it)
+CARETS = re.compile(r"[~^ ]*\^[~^ ]*$")
 # The capture an exception read from a cut traceback's `raise` statement carries (judging says so).
 CUT_TRACEBACK = "read_from"
 TRACEBACK_HEADER = "Traceback (most recent call last):"
@@ -295,6 +302,8 @@ class SourceMatcher:
     _frame_phases: dict[str, object] = field(default_factory=dict, repr=False)
     _envelope_offset: timedelta = field(default=timedelta(0), repr=False)
     stamps: StampBelief = field(default_factory=StampBelief, repr=False)  # which stamps move last_time
+    # where the line after a frame whose indentation was lost stands (FLAT_FRAME): 1, its source line; 2, its carets
+    _flat_step: int = field(default=0, repr=False)
 
     def __post_init__(self) -> None:
         # what the line just matched was, when a person wrote it: an answer about that line, not state that carries
@@ -473,6 +482,7 @@ class SourceMatcher:
             stamp = None  # the line reads at the log's clock, as an unstamped line does
         if own_time and stamp is not None and line.stamp is not None:
             self._envelope_offset = stamp - line.stamp
+        message = self._indented(message)
         block = self.block
         inside = self._continues_block(fields, message)
         self._ended = (block, line.number) if block is not None and self.block is None else None
@@ -520,6 +530,19 @@ class SourceMatcher:
         if event is None:
             return held
         return (*held, event) if held else (event,)
+
+    def _indented(self, message: str) -> str:
+        """A traceback's frame, source line and carets whose indentation was lost (FLAT_FRAME), indented again."""
+        step, self._flat_step = self._flat_step, 0
+        if message.startswith('File "') and FLAT_FRAME.match(message):
+            self._flat_step = 1
+            return "  " + message
+        if step == 1 and message.strip() and not message[:1].isspace():
+            self._flat_step = 2
+            return "    " + message
+        if step == 2 and CARETS.match(message):
+            return "    " + message
+        return message
 
     def _dump_thread(self, message: str, fields: PrefixFields) -> tuple[Rule, dict[str, str]] | None:
         """The rule (and its captures) that reads `message` as a faulthandler dump's `Current thread` line, as inside
