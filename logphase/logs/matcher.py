@@ -265,6 +265,8 @@ class _Block:
     # a faulthandler dump whose header (`Fatal Python error: …`) is not in the log: its `Current thread` line. The
     # block holds the dump's own lines only (threads, frames, blank lines); a line of the program after it ends it
     dump: tuple[Line, PrefixFields, Rule, dict[str, str]] | None = None
+    # where the line after a frame whose indentation was lost stands (FLAT_FRAME): 1, its source line; 2, its carets
+    flat_step: int = 0
 
 
 @dataclass
@@ -302,8 +304,6 @@ class SourceMatcher:
     _frame_phases: dict[str, object] = field(default_factory=dict, repr=False)
     _envelope_offset: timedelta = field(default=timedelta(0), repr=False)
     stamps: StampBelief = field(default_factory=StampBelief, repr=False)  # which stamps move last_time
-    # where the line after a frame whose indentation was lost stands (FLAT_FRAME): 1, its source line; 2, its carets
-    _flat_step: int = field(default=0, repr=False)
 
     def __post_init__(self) -> None:
         # what the line just matched was, when a person wrote it: an answer about that line, not state that carries
@@ -482,7 +482,7 @@ class SourceMatcher:
             stamp = None  # the line reads at the log's clock, as an unstamped line does
         if own_time and stamp is not None and line.stamp is not None:
             self._envelope_offset = stamp - line.stamp
-        message = self._indented(message)
+        message, flat = self._indented(message)
         block = self.block
         inside = self._continues_block(fields, message)
         self._ended = (block, line.number) if block is not None and self.block is None else None
@@ -503,6 +503,8 @@ class SourceMatcher:
                 self.block = _Block(line.number, fields.rank, fields.prefixes, headless=(line, fields))
                 inside = True
             if self.block is not None and inside:
+                if flat:
+                    self.block.flat_step = 1  # its source line comes next, at the margin too
                 if RAISE_STATEMENT.match(message):
                     self.block.raised = (line, fields, message)
                 elif TRACEBACK_FRAME.match(message):
@@ -531,18 +533,21 @@ class SourceMatcher:
             return held
         return (*held, event) if held else (event,)
 
-    def _indented(self, message: str) -> str:
-        """A traceback's frame, source line and carets whose indentation was lost (FLAT_FRAME), indented again."""
-        step, self._flat_step = self._flat_step, 0
+    def _indented(self, message: str) -> tuple[str, bool]:
+        """A traceback's frame, source line and carets whose indentation was lost (FLAT_FRAME), indented again; and
+        whether the line is such a frame (its block then waits for its source line)."""
         if message.startswith('File "') and FLAT_FRAME.match(message):
-            self._flat_step = 1
-            return "  " + message
+            return "  " + message, True
+        block = self.block
+        if block is None or not block.flat_step:
+            return message, False
+        step, block.flat_step = block.flat_step, 0
         if step == 1 and message.strip() and not message[:1].isspace():
-            self._flat_step = 2
-            return "    " + message
+            block.flat_step = 2
+            return "    " + message, False
         if step == 2 and CARETS.match(message):
-            return "    " + message
-        return message
+            return "    " + message, False
+        return message, False
 
     def _dump_thread(self, message: str, fields: PrefixFields) -> tuple[Rule, dict[str, str]] | None:
         """The rule (and its captures) that reads `message` as a faulthandler dump's `Current thread` line, as inside
