@@ -189,9 +189,11 @@ LEARNED_GAIN_SHARE = 0.1
 # a runner's `host [stderr] `). Its shape is its first fields (runs of non-space, a space after each) with their
 # digits free: the same words and punctuation on every line, stamps and counters varying. Taken as LEARNED's are,
 # where the packs read more without it (the fewest fields that gain the most), and looked for only where the packs
-# read under half the lines: a wrapper hides nearly every line.
+# read under half the lines: a wrapper hides nearly every line. Up to eight fields: a fork's SGLang format writes seven
+# before the message (`INFO <pid> [ DP15 TP15 EP15 scheduler_metrics_mixin.py:222] `, realworld 487 and 828; its rank
+# tags go with it, the messages are read).
 CONSTANT_NAME = "a leading part of one shape"
-CONSTANT_FIELDS = 6
+CONSTANT_FIELDS = 8
 _FIELDS = [re.compile(rf"^(?:[^\s]+ ){{{count}}}(?=\S)") for count in range(1, CONSTANT_FIELDS + 1)]
 _DIGITS = re.compile(r"\d+")
 
