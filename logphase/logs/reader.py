@@ -38,6 +38,9 @@ ESCAPE_AFTER_NON_ASCII = re.compile(rb"[\x80-\xff]\x1b")
 # written ESC says what it is. One table, so another spelling is one more entry.
 ESC_SPELLINGS = ("#033", "^[", "\\033", "\\x1b", "\\x1B", "\\u001b", "\\u001B", "\\e")
 WRITTEN_ESCAPE = re.compile("(?:" + "|".join(map(re.escape, ESC_SPELLINGS)) + r")\[[0-9;]*[mK]")
+# what a line holding one of them holds for sure, in few looks (every line is looked at): the backslash spellings by
+# their backslash
+_ESC_LEADS = tuple(sorted({"\\" if spelling.startswith("\\") else spelling for spelling in ESC_SPELLINGS}))
 # What a line holding a written colour code holds, as bytes (the fast path and watch hand such a line to the reader's
 # cleaning, as they do a line with the ESC byte)
 WRITTEN_ESCAPE_BYTES = tuple(spelling.encode() + b"[" for spelling in ESC_SPELLINGS)
@@ -658,8 +661,10 @@ def decoded_text(raw: bytes) -> str:
     text = raw.decode("utf-8", "replace")
     if "\x1b" in text:
         text = ANSI_ESCAPE.sub("", text)
-    if "[" in text and any(spelling in text for spelling in ESC_SPELLINGS):
-        text = WRITTEN_ESCAPE.sub("", text)
+    for lead in _ESC_LEADS:
+        if lead in text:
+            text = WRITTEN_ESCAPE.sub("", text)
+            break
     if "[0m" in text:
         text = ANSI_REMNANT.sub("", text)
     return text.rstrip("\r")
