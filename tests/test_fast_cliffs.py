@@ -347,7 +347,7 @@ def test_colour_codes_on_every_line_leave_the_fast_path_as_fast(
 
 
 # Pieces of lines: text, non-ASCII (whole and broken UTF-8), colour codes (CSI, OSC, two-byte escapes and
-# ones cut short), the remnant `[0m`, carriage returns
+# ones cut short), the remnant `[0m`, escapes written out (whole and cut), carriage returns
 PIECES = [
     b"INFO ",
     b"load ",
@@ -364,6 +364,11 @@ PIECES = [
     b"\x1bM",
     b"\x1b",
     b"[0m",
+    b"#033[1;36m",
+    b"^[[0;0m",
+    b"\\u001b[0m",
+    b"^[",
+    b"#033",
     b"\r",
     b"m",
     b"]",

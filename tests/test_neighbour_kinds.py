@@ -261,11 +261,7 @@ def test_open_mpi_4s_errmgr_line_is_the_cause_of_a_launch_that_failed(tmp_path: 
         "[gpu-07:40211] [[52815,0],0] ORTE_ERROR_LOG: Data unpack would read past end of buffer in file "
         "grpcomm_direct.c at line 355"
     )
-    text = (
-        f"{orte}\n"
-        "Traceback (most recent call last):\n"
-        '  File "/workspace/train.py", line 12, in <module>\n'
-    )
+    text = f'{orte}\nTraceback (most recent call last):\n  File "/workspace/train.py", line 12, in <module>\n'
     # WHEN judged
     report = judge_text(tmp_path, text)
     # THEN a crash, its cause the runtime's error line

@@ -380,8 +380,7 @@ def test_the_local_snapshot_found_after_the_load_began_is_where_a_stall_stopped(
     # GIVEN SGLang 0.5's load: `Load weight begin`, then the snapshot it found (whole, or cut inside its path)
     report = _judge(
         tmp_path,
-        "[2026-03-01 10:00:00 TP0] Load weight begin. avail mem=70.10 GB\n"
-        f"[2026-03-01 10:00:01 TP0] {snapshot}\n",
+        f"[2026-03-01 10:00:00 TP0] Load weight begin. avail mem=70.10 GB\n[2026-03-01 10:00:01 TP0] {snapshot}\n",
     )
     # THEN stalled in weight_load, the snapshot line the furthest step and so the cause
     assert (report["verdict"], report["phase"]) == ("stalled", "weight_load")

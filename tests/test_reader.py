@@ -171,6 +171,8 @@ SPLITTER_PARTS = [b"plain line %d" % i for i in range(50)] + [
     b"\x1b[32mgreen\x1b[0m",
     b"\xef\xbf\xbd[36m(WorkerDict pid=1)\xef\xbf\xbd[0m lost escape",
     b"\xef\xbf\xbd[1mbold, its reset on another line",
+    b"#033[1;36m(VllmWorker rank=1 pid=7)#033[0;0m written escape",
+    b"^[[36m(RayWorkerWrapper pid=1)^[[0m caret escape",
     b"svc  | compose line",
     b"2026-01-01T00:00:00Z stdout F k8s line",
     b"bad \xff utf8",

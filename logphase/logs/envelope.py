@@ -184,6 +184,18 @@ LEARNED: tuple[Envelope, ...] = (
 # What taking a learned column must gain: this many more of the first lines read, and a tenth of them.
 LEARNED_GAIN_LINES = 2
 LEARNED_GAIN_SHARE = 0.1
+# A leading part of one shape on all but a few lines, no listed envelope nor LEARNED column: a collector's or an
+# export's wrapper nobody listed (GCP Cloud Logging's copied view, `SEVERITY TIMESTAMP [resource.labels.KEY: VALUE] `;
+# a runner's `host [stderr] `). Its shape is its first fields (runs of non-space, a space after each) with their
+# digits free: the same words and punctuation on every line, stamps and counters varying. Taken as LEARNED's are,
+# where the packs read more without it (the fewest fields that gain the most), and looked for only where the packs
+# read under half the lines: a wrapper hides nearly every line. Up to eight fields: a fork's SGLang format writes seven
+# before the message (`INFO <pid> [ DP15 TP15 EP15 scheduler_metrics_mixin.py:222] `, realworld 487 and 828; its rank
+# tags go with it, the messages are read).
+CONSTANT_NAME = "a leading part of one shape"
+CONSTANT_FIELDS = 8
+_FIELDS = [re.compile(rf"^(?:[^\s]+ ){{{count}}}(?=\S)") for count in range(1, CONSTANT_FIELDS + 1)]
+_DIGITS = re.compile(r"\d+")
 
 # Sniffing: how many of a source's first non-empty lines are looked at, and the fewest lines a loose
 # shape must show.
@@ -317,7 +329,11 @@ def sniff(
     for _ in range(MAX_LAYERS):
         found = _envelope_of(lines, candidates, on_records, reads)
         if found is None and reads is not None:
-            found = _loose_on_a_few(lines, reads, candidates) or _learned_column(lines, reads, candidates)
+            found = (
+                _loose_on_a_few(lines, reads, candidates)
+                or _learned_column(lines, reads, candidates)
+                or _constant_part(lines, reads, candidates)
+            )
         if found is None:
             break
         layers.append(found)
@@ -566,6 +582,37 @@ def _learned_column(
 
 
 _TEXT = re.compile(r"\w")
+
+
+def _constant_part(
+    lines: Sequence[str], reads: Callable[[str], bool], candidates: Sequence[Envelope] = ()
+) -> Envelope | None:
+    """The leading part of one shape the lines carry (CONSTANT_FIELDS) whose removal lets the packs read more of them:
+    of the shapes found on all but a few lines, the fewest fields that gain the most."""
+    if len(lines) < WEAK_LINES_NEEDED:
+        return None
+    read = sum(map(reads, lines))
+    if 2 * read >= len(lines):
+        return None
+    best: tuple[int, Envelope] | None = None
+    for fields in _FIELDS:
+        shapes: dict[str, int] = {}
+        for line in lines:
+            if (found := fields.match(line)) is not None:
+                shape = _DIGITS.sub("0", found.group())
+                shapes[shape] = shapes.get(shape, 0) + 1
+        if not shapes:
+            break
+        shape, count = max(shapes.items(), key=lambda item: item[1])
+        envelope = _envelope(CONSTANT_NAME, "^" + r"\d+".join(map(re.escape, shape.split("0"))), weak=True)
+        if not _on_lines(lines, envelope, count):
+            break  # a longer part is on fewer lines still
+        matches = [envelope.pattern.match(line) for line in lines]
+        peeled = _peeled([line[m.end() :] if m else line for line, m in zip(lines, matches, strict=True)], candidates)
+        gained = sum(map(reads, peeled)) - read
+        if gained >= max(LEARNED_GAIN_LINES, LEARNED_GAIN_SHARE * len(lines)) and (best is None or gained > best[0]):
+            best = (gained, envelope)
+    return None if best is None else best[1]
 
 
 def _peeled(lines: Sequence[str], candidates: Sequence[Envelope]) -> list[str]:

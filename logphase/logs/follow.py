@@ -16,9 +16,9 @@ from logphase.errors import InputError
 from logphase.logs.envelope import Unwrapped, Unwrapper
 from logphase.logs.reader import (
     CHUNK_BYTES,
-    LOST_ESCAPE_BYTES,
     MAX_LINE_BYTES,
     SNIFF_BYTES,
+    WRITTEN_ESCAPE_BYTES,
     Line,
     clean_line,
     compression_of,
@@ -278,9 +278,9 @@ def _said_once() -> None:
 
 
 # Bytes that make a line need clean_line (a bar's `\r`, colour, colour codes whose ESC was lost: their reset `[0m`, or
-# turned into U+FFFD, a glued bar); a line that may hold records glued by a lost newline or a bar's (reader.glued) is
-# told by its text.
-CAREFUL_BYTES = (b"\r", b"\x1b", b"[0m", LOST_ESCAPE_BYTES, b"%|")
+# written out: the reader's table, a glued bar); a line that may hold records glued by a lost newline or a bar's
+# (reader.glued) is told by its text.
+CAREFUL_BYTES = (b"\r", b"\x1b", b"[0m", *WRITTEN_ESCAPE_BYTES, b"%|")
 
 
 class _LineSplitter:

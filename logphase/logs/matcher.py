@@ -50,6 +50,13 @@ TRACEBACK_FRAME = re.compile(r'\s+File "[^"]*", line \d+, in ')
 # loguru's `backtrace=True` marks the frame that caught the exception `> File "…"` (TGI's shard tracebacks):
 # a frame like the others.
 CAUGHT_FRAME = '> File "'
+# A frame whose indentation a viewer or an export dropped (GCP Cloud Logging's copied view, a form that trims each
+# line: realworld 805, 821, 426, 156): CPython's whole frame line `File "…", line N, in f` at the margin, a frame
+# like the others. Only the whole line: a message that merely starts `File "` stays a message.
+FLAT_FRAME = re.compile(r'File "[^"]*", line \d+, in [\w<>.]+$')
+# Under such a frame, its source line and (3.11+) the carets under it lost theirs too: indented again, as CPython
+# wrote them, so the traceback stays one block (a prefixed line at the margin would end it)
+CARETS = re.compile(r"[~^ ]*\^[~^ ]*$")
 # The capture an exception read from a cut traceback's `raise` statement carries (judging says so).
 CUT_TRACEBACK = "read_from"
 TRACEBACK_HEADER = "Traceback (most recent call last):"
@@ -65,6 +72,16 @@ CPP_WHAT = "what():"
 PYDANTIC_DETAIL = re.compile(r" {2}(?:Value error|Assertion failed), \S")
 # A frame's quoted source line that raises: `    raise TimeoutError("Timed out waiting for ..."`.
 RAISE_STATEMENT = re.compile(r"\s+raise (?P<cls>[A-Za-z_][\w.]*)\((?P<args>.*)$")
+# An exception line a logger wrote at its error level, outside any traceback the log shows: the end of a traceback
+# logged through a formatter that prefixes each of its lines, the lines above it cut from the paste (vLLM's
+# NewLineFormatter: `(EngineCore_DP0 pid=N) ERROR … [core.py:710] RuntimeError: …`), or an exception logged as
+# `{type}: {e}` before the process exits (LMDeploy 0.6.2 pytorch/check_env/__init__.py:17, `logger.error(
+# f'{type(e).__name__}: {e}')` then `exit(1)`). Read as a traceback's exception line: its block opens on it. Only
+# a class named as an error or an exception and its message (a level's `Note: …` is no exception).
+LOGGED_ERROR_LEVELS = frozenset({"ERROR", "CRITICAL", "FATAL"})
+LOGGED_EXCEPTION = re.compile(r"(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception)(?:\([\w.]*\))?: \S")
+# What the fast path hands the matcher for it: the level, then such a class and its colon, on one line
+LOGGED_EXCEPTION_TRIGGER = rb"(?:ERROR|CRITICAL|FATAL)[^\n]*(?:Error|Exception)(?:\([\w.]*\))?: \S"
 
 
 class Tail(StrEnum):
@@ -254,6 +271,8 @@ class _Block:
     # a faulthandler dump whose header (`Fatal Python error: …`) is not in the log: its `Current thread` line. The
     # block holds the dump's own lines only (threads, frames, blank lines); a line of the program after it ends it
     dump: tuple[Line, PrefixFields, Rule, dict[str, str]] | None = None
+    # where the line after a frame whose indentation was lost stands (FLAT_FRAME): 1, its source line; 2, its carets
+    flat_step: int = 0
 
 
 @dataclass
@@ -497,11 +516,15 @@ class SourceMatcher:
             stamp = None  # the line reads at the log's clock, as an unstamped line does
         if own_time and stamp is not None and line.stamp is not None:
             self._envelope_offset = stamp - line.stamp
+        message, flat = self._indented(message)
         block = self.block
         inside = self._continues_block(fields, message)
         self._ended = (block, line.number) if block is not None and self.block is None else None
         cut = self._cut_exception(block) if self.block is not block else None
         before = (cut,) if cut is not None else _NOTHING
+        if not inside and fields.level in LOGGED_ERROR_LEVELS and LOGGED_EXCEPTION.match(message):
+            self.block = _Block(line.number, fields.rank, fields.prefixes)  # a logged exception line (above)
+            inside = True
         if message.startswith(CAUGHT_FRAME):
             message = "  " + message[2:]
         # after the exception line no frame comes but a `File "` one: an indented line there is the exception's
@@ -514,6 +537,8 @@ class SourceMatcher:
                 self.block = _Block(line.number, fields.rank, fields.prefixes, headless=(line, fields))
                 inside = True
             if self.block is not None and inside:
+                if flat:
+                    self.block.flat_step = 1  # its source line comes next, at the margin too
                 if RAISE_STATEMENT.match(message):
                     self.block.raised = (line, fields, message)
                 if TRACEBACK_FRAME.match(message):
@@ -544,6 +569,22 @@ class SourceMatcher:
         if event is None:
             return held
         return (*held, event) if held else (event,)
+
+    def _indented(self, message: str) -> tuple[str, bool]:
+        """A traceback's frame, source line and carets whose indentation was lost (FLAT_FRAME), indented again; and
+        whether the line is such a frame (its block then waits for its source line)."""
+        if message.startswith('File "') and FLAT_FRAME.match(message):
+            return "  " + message, True
+        block = self.block
+        if block is None or not block.flat_step:
+            return message, False
+        step, block.flat_step = block.flat_step, 0
+        if step == 1 and message.strip() and not message[:1].isspace():
+            block.flat_step = 2
+            return "    " + message, False
+        if step == 2 and CARETS.match(message):
+            return "    " + message, False
+        return message, False
 
     def _dump_thread(self, message: str, fields: PrefixFields) -> tuple[Rule, dict[str, str]] | None:
         """The rule (and its captures) that reads `message` as a faulthandler dump's `Current thread` line, as inside

@@ -31,18 +31,26 @@ ANSI_ESCAPE = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b
 # line); an escape right after a non-ASCII byte may end a broken UTF-8 sequence (see `uncoloured`).
 ANSI_ESCAPE_BYTES = re.compile(rb"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b\n]*(?:\x07|\x1b\\)|[@-Z\\-_])")
 ESCAPE_AFTER_NON_ASCII = re.compile(rb"[\x80-\xff]\x1b")
-# Colour codes whose ESC byte was lost (a terminal's output pasted into an issue: TGI's
-# `[2m2024-…Z[0m [32m INFO[0m …`) or written out as text (`#033[0m`, syslog / CloudWatch): removed
-# only from a line that holds the reset `[0m`, which no log writes as text of its own.
-ANSI_REMNANT = re.compile(r"(?:#033)?\[[0-9;]*m")
-# A colour code whose ESC byte a paste turned into U+FFFD (a terminal's bytes copied through a page that decoded them:
-# Ray's `\ufffd[36m(WorkerDict pid=…)\ufffd[0m Fatal Python error: …`, realworld 786, the one real log of it): the
-# replacement character right before an SGR sequence is the escape it stands for, removed with it wherever the line
-# holds it. SGR (`m`) only: a U+FFFD before other bracketed text (`\ufffd[INFO]`) is a broken byte before the line's
-# own words. Its bytes (LOST_ESCAPE_BYTES) send a line to the matcher on the fast path and through clean_line in a
-# follow, as an ESC does.
-LOST_ESCAPE = re.compile("\ufffd\\[[0-9;]*m")
-LOST_ESCAPE_BYTES = "\ufffd[".encode()
+# ESC written out as text, where a collector or a viewer would not pass the byte on: rsyslog's control-character
+# escape `#033` (journald / syslog / CloudWatch exports: realworld 269, 272, 813), the caret notation of `cat -v` and
+# less (`^[`), a JSON export's `\u001b` (RFC 8259 escapes every control character), a repr's `\x1b`, a shell's or a
+# source's `\033` and `\e`; and U+FFFD where a paste decoded the byte as text (a terminal's bytes copied through a page:
+# Ray's `\ufffd[36m(WorkerDict pid=…)\ufffd[0m Fatal Python error: …`, realworld 786, the one real log of it). A colour
+# code (SGR `m`, erase-line `K`) behind one is removed wherever it stands: the written ESC says what it is (a U+FFFD
+# before other bracketed text, `\ufffd[INFO]`, is a broken byte before the line's own words and stays). One table, so
+# another spelling is one more entry.
+ESC_SPELLINGS = ("#033", "^[", "\\033", "\\x1b", "\\x1B", "\\u001b", "\\u001B", "\\e", "\ufffd")
+WRITTEN_ESCAPE = re.compile("(?:" + "|".join(map(re.escape, ESC_SPELLINGS)) + r")\[[0-9;]*[mK]")
+# what a line holding one of them holds for sure, in few looks (every line is looked at): the backslash spellings by
+# their backslash
+_ESC_LEADS = tuple(sorted({"\\" if spelling.startswith("\\") else spelling for spelling in ESC_SPELLINGS}))
+# What a line holding a written colour code holds, as bytes (the fast path and watch hand such a line to the reader's
+# cleaning, as they do a line with the ESC byte)
+WRITTEN_ESCAPE_BYTES = tuple(spelling.encode() + b"[" for spelling in ESC_SPELLINGS)
+# Colour codes whose ESC byte was lost altogether (a terminal's output pasted into an issue: TGI's
+# `[2m2024-…Z[0m [32m INFO[0m …`): removed only from a line that holds the reset `[0m`, which no log writes as
+# text of its own.
+ANSI_REMNANT = re.compile(r"\[[0-9;]*m")
 # Where a record starts: the openings of the lines a bar is seen glued to (SGLang's `[2025-03-08 12:29:13 …]`, torch's
 # `[rank0]:`, c10's `[E ProcessGroupNCCL.cpp:458] ` / `[W1209 11:24:53.753104426 compiler_depend.ts:28] `, glog's
 # (elastic's) `W0529 15:43:30.844000 15110 …/api.py:897] `: ref 2.1; realworld 454, 159, 357), logging's
@@ -656,8 +664,10 @@ def decoded_text(raw: bytes) -> str:
     text = raw.decode("utf-8", "replace")
     if "\x1b" in text:
         text = ANSI_ESCAPE.sub("", text)
-    if "\ufffd[" in text:
-        text = LOST_ESCAPE.sub("", text)
+    for lead in _ESC_LEADS:
+        if lead in text:
+            text = WRITTEN_ESCAPE.sub("", text)
+            break
     if "[0m" in text:
         text = ANSI_REMNANT.sub("", text)
     return text.rstrip("\r")

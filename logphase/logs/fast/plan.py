@@ -14,18 +14,18 @@ from typing import Any
 from logphase.disk_cache import DiskCache
 from logphase.logs.fast.factors import Factor, regex_factors, regex_requirements, rule_factors
 from logphase.logs.fast.templates import BareStarts, bare_starts
-from logphase.logs.matcher import BLOCK_MARKERS, CHAINED, FRAME_HEADERS, RANK_CAPTURES
-from logphase.logs.reader import LOST_ESCAPE_BYTES
+from logphase.logs.matcher import BLOCK_MARKERS, CHAINED, FRAME_HEADERS, LOGGED_EXCEPTION_TRIGGER, RANK_CAPTURES
+from logphase.logs.reader import WRITTEN_ESCAPE_BYTES
 from logphase.logs.timeline import TIMELINE_CAPTURES
 from logphase.packs import PackSet, Rule
 from logphase.phases import EventKind
 
 # Lines that always reach the matcher: progress-bar rewrites (a carriage return inside a line; the
-# one of CRLF ends it and changes nothing), colour codes (and their remnants without ESC: `[0m`, or with U+FFFD for
-# it: LOST_ESCAPE_BYTES), a bar glued to a line, and the non-ASCII letters whose lower case is ASCII (a caseless
-# literal could hide behind them).
+# one of CRLF ends it and changes nothing), colour codes (and their remnants without ESC: `[0m`; their ESC written
+# out: `#033[`, `^[[`, the reader's table), a bar glued to a line, and the non-ASCII letters whose lower case is
+# ASCII (a caseless literal could hide behind them).
 CARRIAGE_RETURN = b"\\r[^\\n]"
-ALWAYS_BYTES = (b"\x1b", b"[0m", LOST_ESCAPE_BYTES, b"%|")
+ALWAYS_BYTES = (b"\x1b", b"[0m", *WRITTEN_ESCAPE_BYTES, b"%|")
 UNICODE_CASE_BYTES = (b"\xc4\xb0", b"\xe2\x84\xaa", b"\xc5\xbf")
 FRAME_LINE = b'File "'  # what TRACEBACK_FRAME needs
 
@@ -84,8 +84,8 @@ def holds_required(requires: Iterable[frozenset[bytes]], line: bytes) -> bool:
 MAGIC = b"logphase-scan-plan 1\n"
 KEEP = 16
 # The code a plan is built by (beside the packs, whose digest names their own code): another
-# version of it is another key.
-PLAN_CODE = ("plan.py", "factors.py", "../matcher.py", "../timeline.py")
+# version of it is another key (the reader's: its table of written escapes is in ALWAYS_BYTES).
+PLAN_CODE = ("plan.py", "factors.py", "../matcher.py", "../timeline.py", "../reader.py")
 
 
 def plan_cache(folder: Path) -> DiskCache:
@@ -194,6 +194,8 @@ def _build_plan(packs: PackSet, triggers: Sequence[re.Pattern[str]]) -> Plan:
     trigger_patterns += [re.escape(m) for m in sorted(markers)]
     # a frame without its `Traceback` line (a cut excerpt) opens a block too, whatever its prefix
     trigger_patterns.append(re.escape(FRAME_LINE))
+    # an exception line a logger wrote at its error level opens a block too (matcher.LOGGED_EXCEPTION)
+    trigger_patterns.append(LOGGED_EXCEPTION_TRIGGER)
     trigger_patterns += [widen_classes(t.pattern).encode() for t in triggers]
     requires: dict[str, list[frozenset[bytes]]] = {}
     for rule in {id(r): r for r in steady.values()}.values():
