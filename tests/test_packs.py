@@ -124,8 +124,8 @@ examples = ["{word} 3 waiting"]
 
 
 def test_patterns_test_warns_of_a_module_entry_whose_lines_are_each_read(tmp_path: Path) -> None:
-    # GIVEN a pack with two `[[module]]` entries after vLLM's logger prefix: one placing a file's lines by a
-    # word of the message, one taking any message of another file
+    # GIVEN a pack with a logger's prefix naming its module (vLLM's form) and two `[[module]]` entries after it:
+    # one placing a file's lines by a word of the message, one taking any message of another file
     modules = "".join(
         f"""
 [[module]]
@@ -138,7 +138,13 @@ source = "{name}.py: graph capture"
 """
         for name, words in (("runner", 'words = ["capturing"]'), ("capture", ""))
     )
-    pack = write_pack(tmp_path, modules + GOOD_RULE)
+    prefix = """
+[[prefix]]
+id = "user.prefix.log"
+regex = '^(?P<level>[A-Z]+) \\d\\d-\\d\\d \\d\\d:\\d\\d:\\d\\d \\[(?P<file>[\\w.]+):\\d+\\] '
+examples = ["INFO 03-02 09:00:00 [runner.py:12] capturing"]
+"""
+    pack = write_pack(tmp_path, prefix + modules.replace("vllm.prefix.log", "user.prefix.log") + GOOD_RULE)
     # WHEN it is tested
     result = run_cli("patterns", "test", str(pack))
     # THEN the worded entry is named with its cost (each of its lines is read), the other is not (its runs
