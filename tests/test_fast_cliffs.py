@@ -311,6 +311,33 @@ def test_a_line_naming_a_thread_that_opens_no_dump_is_left_unread(
     assert (stats.emitted - HEAD) * 10 < 4000 - HEAD
 
 
+def test_a_line_a_steady_marks_lookahead_refuses_is_left_unread(
+    packs: PackSet, tmp_path: Path, scanner: str, captured: list[Any]
+) -> None:
+    # GIVEN an SGLang log whose every other line says some feature is disabled because of something (SGLang's
+    # server_args.py: `CUDA graph is disabled because --enable-mis is set.`): it holds the factor of SGLang's
+    # custom allreduce mark (` is disabled because`), whose regex needs `Custom allreduce`, `Custom all-reduce`
+    # or a word with `Allreduce`/`AllReduce` (a lookahead) before it
+    lines = []
+    for index in range(4000):
+        at = stamp(index)
+        if index % 2:
+            lines.append(
+                f"[{at} TP0] Decode batch. #running-req: {index % 40}, #token: {index}, token usage: 0.01, "
+                "gen throughput (token/s): 100.00, #queue-req: 0"
+            )
+        else:
+            lines.append(f"[{at} TP0] CUDA graph is disabled because --enable-mis is set.")
+    log = tmp_path / "disabled.log"
+    log.write_text("\n".join(lines) + "\n")
+    # WHEN it is analysed with and without the fast path
+    plain, fast = reports.plain([log], packs), reports.fast([log], packs)
+    # THEN the reports are the same, and the matcher read under a tenth of the lines after the head
+    assert fast == plain
+    stats = captured[-1].stats
+    assert (stats.emitted - HEAD) * 10 < 4000 - HEAD
+
+
 @pytest.mark.parametrize(
     "header",
     [
