@@ -4,9 +4,10 @@ Kinds (bench/kinds.py): every rule with examples, and every group of inventory t
 path tells apart; those whose rule makes an event the timeline counts are read line by line by
 design and left out unless LOGPHASE_BENCH_RULE_ALL is set. Each log: LOGPHASE_BENCH_RULE_LINES
 lines (default 8000), the kind's lines half of them among a seeded mix of serving lines of its
-system's format. Each is analysed in-process (`logphase.analyze`'s pipeline, post-mortem, one job, the fast
-path whatever the log's length, a scanner cache shared by the run), CPU seconds of the worker process (other sessions on the machine then
-count less), less those of its first quarter (the head, the compiles: what any log costs once);
+system's format. Each is analysed in-process (`logphase.analyze`'s pipeline, post-mortem, one job,
+the fast path whatever the log's length, a scanner cache shared by the run), CPU seconds of the
+worker process (other sessions on the machine then count less), less those of its first quarter
+(the head, the compiles: what any log costs once);
 best of LOGPHASE_BENCH_RULE_REPEATS (default 1). The floor beside it: bench_floor's one pass (read,
 literals, learned templates) of its background alone at the same line count. Workers:
 LOGPHASE_BENCH_WORKERS (default the CPU count); kinds: LOGPHASE_BENCH_KINDS, a comma list of

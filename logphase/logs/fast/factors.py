@@ -129,7 +129,6 @@ class _FactorWalker:
             return None, exact if exact is not None else required
         return None, None
 
-
     def _lookaround(self, items: Any) -> tuple[set[str] | None, set[str] | None]:
         """A positive lookahead's or lookbehind's: zero width, but what it holds is in the line (where its
         case is known: a caseless one adds nothing)."""
