@@ -4,14 +4,16 @@ Kinds (bench/kinds.py): every rule with examples, and every group of inventory t
 path tells apart; those whose rule makes an event the timeline counts are read line by line by
 design and left out unless LOGPHASE_BENCH_RULE_ALL is set. Each log: LOGPHASE_BENCH_RULE_LINES
 lines (default 8000), the kind's lines half of them among a seeded mix of serving lines of its
-system's format. Each is analysed in-process (`logphase.analyze`, post-mortem, one job, a scanner
-cache shared by the run), CPU seconds of the worker process (other sessions on the machine then
-count less), less those of its first quarter (the head, the compiles: what any log costs once);
+system's format. Each is analysed in-process (`logphase.analyze`'s pipeline, post-mortem, one job,
+the fast path whatever the log's length, a scanner cache shared by the run), CPU seconds of the
+worker process (other sessions on the machine then count less), less those of its first quarter
+(the head, the compiles: what any log costs once);
 best of LOGPHASE_BENCH_RULE_REPEATS (default 1). The floor beside it: bench_floor's one pass (read,
 literals, learned templates) of its background alone at the same line count. Workers:
 LOGPHASE_BENCH_WORKERS (default the CPU count); kinds: LOGPHASE_BENCH_KINDS, a comma list of
 substrings of their names (default all); seed: LOGPHASE_BENCH_SEED (default 13). Prints the worst
-kinds and the spread for BENCHMARKS.md."""
+kinds and the spread for BENCHMARKS.md; LOGPHASE_BENCH_RULE_ROWS names a file for every kind's row
+(tab-separated: kind, MB/s, x floor), to compare two runs kind by kind."""
 
 from __future__ import annotations
 
@@ -86,10 +88,18 @@ def warm(folder: str, seed: int) -> None:
 
 
 def _analyze_cpu(path: Path, packs: PackSet, cache: Path) -> float:
-    import logphase
+    """analyze's CPU seconds on the log, by the fast path whatever its length: the first quarter is
+    short enough (PLAIN_LINES) that analyze would read it plainly, and the difference of the two
+    runs would then hold the fast path's fixed cost (its plan, scanners and head), not the kind's."""
+    from datetime import datetime
+
+    from logphase import pipeline
+    from logphase.api import open_run
 
     started = time.process_time()
-    logphase.analyze([path], post_mortem=True, packs=packs, cache=cache)
+    sources, flight = open_run([path], packs)
+    options = pipeline.Options(as_of=datetime.now(), post_mortem=True, flight=flight, fast=True, caches=cache)
+    pipeline.report(sources, packs, options)
     return time.process_time() - started
 
 
@@ -177,6 +187,12 @@ def report(
     print("|---|---|---|---|")
     for ratio, seconds_per_mb, timing in rows[:WORST_SHOWN]:
         print(f"| {timing.name} | {1 / seconds_per_mb:.2f} | {ratio:.1f} | {ratio / median:.1f} |")
+    rows_file = os.environ.get("LOGPHASE_BENCH_RULE_ROWS")
+    if rows_file:
+        Path(rows_file).write_text(
+            "".join(f"{timing.name}\t{1 / seconds:.3f}\t{ratio:.1f}\n" for ratio, seconds, timing in rows),
+            encoding="utf-8",
+        )
     over = sum(1 for ratio in ratios if ratio > TARGET * median)
     near = sum(1 for ratio in ratios if ratio <= 10)
     far = sum(1 for ratio in ratios if ratio > 100)

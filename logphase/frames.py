@@ -18,10 +18,13 @@ PYTHON_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?:\d+|\?\?\?),? in
 # four: the `--locals` lines under a frame are indented further and must not read as frames.
 PYSPY_FRAME = re.compile(r"^\s{4}(?P<function>\S(?:.*?\S)?) \((?P<file>[^()]*?)(?::(?P<line>\d+))?\)\s*$")
 # A line that may open or belong to a stack dump (stacks/dumps.py's DumpParser looks at no other
-# line while no dump is open); the fast path hands these to the matcher too.
+# line while no dump is open); the fast path hands these to the matcher too, so each alternative is
+# what an opener of the parser needs, no less: py-spy's and faulthandler's `Thread 0x…`/`Thread 123 (`,
+# faulthandler's `Current thread 0x…`, pystack's `Traceback for thread 123`, py-spy's `Process 123:`
+# (a line that says `thread ` or `Process 2 using …` is read as any other).
 TRIGGER = re.compile(
-    r'File "|Thread |thread |Process \d|Fatal Python error|Pyspy|Timeout \(|Stack \(most|Extension modules|'
-    r"^\s{4}\S"
+    r'File "|Thread (?:0[xX]|\d)|thread (?:0x|\d)|Process \d+:|Fatal Python error|Pyspy|Timeout \(|Stack \(most|'
+    r"Extension modules|^\s{4}\S"
 )
 # A native (C/C++) frame line as its printer writes it, the symbol demangled (docs/design.md §6):
 # c10's Backtrace (`frame #3: c10d::ProcessGroupNCCL::WorkNCCL::isCompleted() + 0xa0 (0x7fe0… in /x/libtorch_cuda.so)`),

@@ -13,6 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from logphase import scan as scanning
+from logphase.frames import TRIGGER
 from logphase.logs.reader import MAX_LINE_BYTES, decoded_text, uncoloured
 from logphase.packs import PackSet
 from tests.conftest import FIXTURES, Generated
@@ -225,6 +226,135 @@ def test_a_factor_of_a_rule_gated_on_another_systems_prefixes_leaves_its_lines_u
     assert fast == plain
     stats = captured[-1].stats
     assert (stats.emitted - HEAD) * 10 < 4001 - HEAD
+
+
+# vLLM's engine arguments as its start prints them (`non-default args: {...}`, longer than a paste's columns)
+VLLM_ARGS = (
+    ("tensor_parallel_size", 2),
+    ("gpu_memory_utilization", 0.9),
+    ("max_model_len", 32768),
+    ("max_num_seqs", 256),
+    ("enable_prefix_caching", True),
+    ("served_model_name", ["qwen3"]),
+    ("port", 8000),
+)
+
+
+def vllm_serving_with(line: str) -> list[str]:
+    """The engine arguments, 4,000 lines of a vLLM serving log (vLLM's logger: `LEVEL MM-DD HH:MM:SS [file.py:line]
+    message`), the API server's throughput lines and `line` (its `{at}` the stamp) in turn, then an engine error."""
+    args = ", ".join(f"'{key}': {value}" for key, value in (("model", "'Qwen/Qwen3-8B'"), *VLLM_ARGS))
+    lines = [f"(APIServer pid=41190) INFO 03-02 09:00:00 [utils.py:326] non-default args: {{{args}}}"]
+    for index in range(4000):
+        minute, second = divmod(index // 20, 60)
+        at = f"03-02 09:{minute:02d}:{second:02d}"
+        if index % 2:
+            lines.append(
+                f"(APIServer pid=41190) INFO {at} [loggers.py:123] Engine 000: Avg prompt throughput: "
+                f"{index * 37 % 9000 / 10:.1f} tokens/s, Avg generation throughput: {index % 700 / 10:.1f} tokens/s, "
+                f"Running: {index % 37} reqs, Waiting: {index % 3} reqs, GPU KV cache usage: {index % 100 / 10:.1f}%, "
+                "Prefix cache hit rate: 0.0%"
+            )
+        else:
+            lines.append(line.format(at=at))
+    lines.append("(APIServer pid=41190) ERROR 03-02 09:04:00 [core.py:291] EngineCore encountered a fatal error.")
+    return lines
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        # a file whose `[[module]]` entry takes any message: its lines are marks of its phase (compile), a steady run
+        "INFO {at} [backends.py:546] vLLM's torch.compile cache is disabled.",
+        # a candidate literal of rules whose regexes need what the line lacks: vLLM's `torch.compile` (vLLM's
+        # compile begin needs `Starting torch.compile`), SGLang's ` hit an exception:` (its component names)
+        "ERROR {at} [core.py:291] EngineCore hit an exception: timeout",
+    ],
+)
+def test_lines_a_module_places_or_no_candidate_rule_can_match_are_summarised(
+    packs: PackSet, tmp_path: Path, scanner: str, captured: list[Any], line: str
+) -> None:
+    # GIVEN a vLLM serving log where every other line is `line` (its text as vLLM's source logs it)
+    log = tmp_path / "vllm.log"
+    log.write_text("\n".join(vllm_serving_with(line)) + "\n")
+    # WHEN it is analysed with and without the fast path
+    plain, fast = reports.plain([log], packs), reports.fast([log], packs)
+    # THEN the reports are the same, and the matcher read under a tenth of the lines after the head
+    assert fast == plain
+    stats = captured[-1].stats
+    assert (stats.emitted - HEAD) * 10 < 4002 - HEAD
+
+
+def test_a_line_naming_a_thread_that_opens_no_dump_is_left_unread(
+    packs: PackSet, tmp_path: Path, scanner: str, captured: list[Any]
+) -> None:
+    # GIVEN an SGLang log whose every other line says a watchdog thread crashed (SGLang's watchdog.py:
+    # `%s watchdog thread crashed: %s`; it holds TGI's candidate ` crashed`, a rule gated on TGI's prefixes,
+    # and `thread `, which no stack dump's header is) among TP0's decode batches
+    lines = []
+    for index in range(4000):
+        at = stamp(index)
+        if index % 2:
+            lines.append(
+                f"[{at} TP0] Decode batch. #running-req: {index % 40}, #token: {index}, token usage: 0.01, "
+                "gen throughput (token/s): 100.00, #queue-req: 0"
+            )
+        else:
+            lines.append(f"[{at} TP0] Scheduler watchdog thread crashed: RuntimeError('x')")
+    log = tmp_path / "watchdog.log"
+    log.write_text("\n".join(lines) + "\n")
+    # WHEN it is analysed with and without the fast path
+    plain, fast = reports.plain([log], packs), reports.fast([log], packs)
+    # THEN the reports are the same, and the matcher read under a tenth of the lines after the head
+    assert fast == plain
+    stats = captured[-1].stats
+    assert (stats.emitted - HEAD) * 10 < 4000 - HEAD
+
+
+def test_a_line_a_steady_marks_lookahead_refuses_is_left_unread(
+    packs: PackSet, tmp_path: Path, scanner: str, captured: list[Any]
+) -> None:
+    # GIVEN an SGLang log whose every other line says some feature is disabled because of something (SGLang's
+    # server_args.py: `CUDA graph is disabled because --enable-mis is set.`): it holds the factor of SGLang's
+    # custom allreduce mark (` is disabled because`), whose regex needs `Custom allreduce`, `Custom all-reduce`
+    # or a word with `Allreduce`/`AllReduce` (a lookahead) before it
+    lines = []
+    for index in range(4000):
+        at = stamp(index)
+        if index % 2:
+            lines.append(
+                f"[{at} TP0] Decode batch. #running-req: {index % 40}, #token: {index}, token usage: 0.01, "
+                "gen throughput (token/s): 100.00, #queue-req: 0"
+            )
+        else:
+            lines.append(f"[{at} TP0] CUDA graph is disabled because --enable-mis is set.")
+    log = tmp_path / "disabled.log"
+    log.write_text("\n".join(lines) + "\n")
+    # WHEN it is analysed with and without the fast path
+    plain, fast = reports.plain([log], packs), reports.fast([log], packs)
+    # THEN the reports are the same, and the matcher read under a tenth of the lines after the head
+    assert fast == plain
+    stats = captured[-1].stats
+    assert (stats.emitted - HEAD) * 10 < 4000 - HEAD
+
+
+@pytest.mark.parametrize(
+    "header",
+    [
+        'Thread 1234 (idle): "MainThread"',  # py-spy dump
+        "Thread 0x00007f3a2b4c5740 (most recent call first):",  # faulthandler
+        "Current thread 0x00007f3a2b4c5740 (most recent call first):",  # faulthandler, the thread that faulted
+        "Traceback for thread 1234 (python) [Has the GIL] (most recent call last):",  # pystack
+        "Process 1234: python -m sglang.launch_server --model-path x",  # py-spy dump
+    ],
+)
+def test_each_stack_dump_header_is_a_trigger(header: str) -> None:
+    # GIVEN a stack dump's header line as its printer writes it
+    # WHEN the dump trigger is searched in it, and in the same line's words said of a thread or process
+    # THEN the header is a trigger, and neither `… watchdog thread crashed` nor `Process 2 using …` is
+    assert TRIGGER.search(header) is not None
+    assert TRIGGER.search("[2026-03-02 09:00:00 TP0] Scheduler watchdog thread crashed: x") is None
+    assert TRIGGER.search("[2026-03-02 09:00:00 TP0] [CI Download] Process 2 using lock file: /tmp/x") is None
 
 
 def test_the_runs_start_again_where_the_server_starts_again(packs: PackSet, tmp_path: Path, scanner: str) -> None:

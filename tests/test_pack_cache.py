@@ -272,7 +272,7 @@ def plan_folder(tmp_path: Path) -> Path:
 
 def plan_facts(built: plan.Plan) -> tuple[object, ...]:
     steady = {text: rule.id for text, rule in built.steady.items()}
-    return (built.enabled, built.candidates, steady, built.triggers, built.requires, built.reason)
+    return (built.enabled, built.candidates, steady, built.triggers, built.requires, built.reason, built.checks)
 
 
 def test_the_plan_of_cached_packs_is_read_back_the_same(
@@ -284,12 +284,13 @@ def test_the_plan_of_cached_packs_is_read_back_the_same(
     stored = plan.plan_for(first, (TRIGGER,), plan.plan_cache(plan_folder))
     loaded = plan.plan_for(second, (TRIGGER,), plan.plan_cache(plan_folder))
     # THEN the first was built and stored, the second read back: the same factors, rules and
-    # triggers, its rules those of its own pack set
+    # triggers, its rules those of its own pack set (a rule, or the fallback rule of a `[[module]]` entry)
     assert builds == [first]
     assert len(list(plan_folder.iterdir())) == 1
     assert plan_facts(loaded) == plan_facts(stored)
     assert loaded.packs is second
-    assert all(any(rule is own for own in second.rules) for rule in loaded.steady.values())
+    owned = [*second.rules, *plan.fallback_rules(second).values()]
+    assert all(any(rule is own for own in owned) for rule in loaded.steady.values())
 
 
 @pytest.mark.slow

@@ -123,6 +123,40 @@ examples = ["{word} 3 waiting"]
     assert result.output.strip().endswith("0 failed")
 
 
+def test_patterns_test_warns_of_a_module_entry_whose_lines_are_each_read(tmp_path: Path) -> None:
+    # GIVEN a pack with a logger's prefix naming its module (vLLM's form) and two `[[module]]` entries after it:
+    # one placing a file's lines by a word of the message, one taking any message of another file
+    modules = "".join(
+        f"""
+[[module]]
+id = "user.module.{name}"
+prefixes = ["vllm.prefix.log"]
+file = "{name}.py"
+phase = "cuda_graph"
+{words}
+source = "{name}.py: graph capture"
+"""
+        for name, words in (("runner", 'words = ["capturing"]'), ("capture", ""))
+    )
+    prefix = """
+[[prefix]]
+id = "user.prefix.log"
+regex = '^(?P<level>[A-Z]+) \\d\\d-\\d\\d \\d\\d:\\d\\d:\\d\\d \\[(?P<file>[\\w.]+):\\d+\\] '
+examples = ["INFO 03-02 09:00:00 [runner.py:12] capturing"]
+"""
+    pack = write_pack(tmp_path, prefix + modules.replace("vllm.prefix.log", "user.prefix.log") + GOOD_RULE)
+    # WHEN it is tested
+    result = run_cli("patterns", "test", str(pack))
+    # THEN the worded entry is named with its cost (each of its lines is read), the other is not (its runs
+    # are summarised), and the test passes: a cost is no failure
+    assert result.exit_code == 0, result.output
+    costs = [line for line in result.output.splitlines() if line.startswith("COST ")]
+    assert costs == [
+        f"COST {pack}: module user.module.runner: it places a message by its words: each line of its file "
+        "holding one is read by the matcher"
+    ]
+
+
 def test_steady_marks_sharing_a_literal_are_told_apart_by_their_regexes_own_text(tmp_path: Path) -> None:
     # GIVEN a pack with two steady marks whose pack literal is the same (` waiting`) but whose regexes
     # each need a text of their own (`Shard left waiting`, `Shard right waiting`)

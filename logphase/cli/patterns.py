@@ -21,7 +21,7 @@ from logphase.inventory.coverage import (
     wrongly_ignored,
 )
 from logphase.inventory.files import SYSTEMS, build_inventory, builtin_inventory_dir, data_path, read_inventory
-from logphase.logs.fast.plan import plan_for, read_one_by_one
+from logphase.logs.fast.plan import modules_read_one_by_one, plan_for, read_one_by_one
 from logphase.logs.matcher import explain as explain_line
 from logphase.packs import (
     Rule,
@@ -97,6 +97,9 @@ def test_packs(targets: tuple[str, ...]) -> None:
     for rule, why in read_one_by_one(selected, plan_for(selected, (TRIGGER,))):
         if pack_paths.get(rule.pack) in wanted:  # a cost, not a failure: the rule may be right as it is
             click.echo(f"COST {pack_paths[rule.pack]}: rule {rule.id}: {why}; each of its lines goes to the matcher")
+    for hint, why in modules_read_one_by_one(selected):
+        if pack_paths.get(hint.pack) in wanted:
+            click.echo(f"COST {pack_paths[hint.pack]}: module {hint.id}: {why} by the matcher")
     regexes = sum(len(getattr(pack, kind)) for pack in checked for kind in REGEX_TABLES)
     click.echo(f"{len(checked)} packs, {examples} examples and {regexes} regexes checked, {len(failures)} failed")
     if failures:

@@ -193,7 +193,7 @@ def fallback_rule(hint: ModuleHint) -> Rule:
         draft=False,
         system=hint.system,
         versions="",
-        after_prefix=(),
+        after_prefix=hint.prefixes,  # placed only after them (`ModuleHint.places`): the fast path's gate
         in_block=False,
         opens_block=False,
         summary=f"placed by its logger's module {hint.file}, no rule read it",

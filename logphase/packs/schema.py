@@ -393,7 +393,9 @@ MODULE = Table(
             STRINGS,
             False,
             "for a file that logs in several steps: the message must hold one of these (caseless) for this entry; "
-            "entries of one file are tried in order, the first that fits places the line",
+            "entries of one file are tried in order, the first that fits places the line. Each line of the file "
+            "holding one is read by the matcher (never summarised as a run: `patterns test` names the cost), where "
+            "a file's one entry without words has its runs summarised",
             default=[],
         ),
         Key("source", STRING, True, "the releases and the calls the file logs the step from (the released source)"),

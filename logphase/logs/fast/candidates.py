@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from logphase.logs.clocks import timed_prefixes
 from logphase.logs.fast.cache import ScannerCache
-from logphase.logs.fast.plan import Plan
+from logphase.logs.fast.plan import Check, Plan, could_be_read
 from logphase.logs.fast.scanners import ReScanner, Scanner, make_scanner
 from logphase.logs.fast.templates import (
     STAMP_KINDS,
@@ -58,6 +58,14 @@ def outranks(winner: Rule, loser: Rule, order: Mapping[str, int]) -> bool:
     )
 
 
+def rule_order(plan: Plan) -> dict[str, int]:
+    """Each steady rule's place in the matcher's order (`outranks`): the packs' rules by priority, then the
+    fallback rules of the logger's modules (a line no rule reads is placed by its module)."""
+    order = {rule.id: index for index, rule in enumerate(plan.packs.rules)}
+    last = len(order)
+    return order | {rule.id: last for rule in plan.steady.values() if rule.id not in order}
+
+
 def shadowed(shadows: Shadows, template: Template, factor: bytes, line: bytes) -> bool:
     """Whether the line (on `template`, from its envelopes' end) is no event of `factor`'s rule: a
     rule that outranks it, of a kind on this template, matches what follows the template."""
@@ -86,6 +94,9 @@ class CandidateScan:
         # a line of no prefix that may hold nothing a prefix rule, a kind or a candidate needs is left
         # unread as a template's line is (`BareStarts`); in envelopes every line has their prefix
         self.bare = None if enveloped else plan.bare
+        # a candidate's hit is read only where a rule it is a factor of could match the line (`Plan.checks`); in
+        # envelopes a line's bytes are not its text (docker's JSON escapes it): every hit is read
+        self.checks: Sequence[tuple[Check, ...] | None] = () if enveloped else plan.checks
         self.accelerate = accelerate
         self.cache = cache
         self.learned = TemplateSet(timed=timed_prefixes(plan.packs))
@@ -93,7 +104,7 @@ class CandidateScan:
         self.kinds: list[Kind] = []
         self.registered: set[tuple[Template, bytes]] = set()
         self.factors_of: dict[str, list[bytes]] = {}
-        self.order = {rule.id: index for index, rule in enumerate(plan.packs.rules)}
+        self.order = rule_order(plan)
         self.shadows: dict[tuple[Template, bytes], list[tuple[bytes, Rule]]] = {}
         for factor, rule in plan.steady.items():
             self.factors_of.setdefault(rule.id, []).append(factor)
@@ -253,6 +264,7 @@ class CandidateScan:
                 gate_open(gates.get(steady[factor].id), template) and could_match(steady[factor], line)
             ),
             self.shadows,
+            self.checks,
         )
 
 
@@ -289,9 +301,12 @@ def lines_to_read(
     registered: Container[tuple[Template, bytes]],
     could_match: Callable[[Template, bytes, bytes], bool],
     shadows: Shadows,
+    checks: Sequence[tuple[Check, ...] | None] = (),
 ) -> list[int]:
     """The starts of the lines the matcher must see, in order: those a plain pattern (a literal, a
-    trigger, the complement of the templates) hit, and those that hold a steady factor (a loose
+    trigger, the complement of the templates) hit, but a candidate's hit where no rule it is a factor
+    of could match the line (`checks`: the strings its regex needs, the prefixes it is gated on; SGLang's
+    `… watchdog thread crashed` holds TGI's ` crashed`), and those that hold a steady factor (a loose
     pattern's) unless they are on a template whose run of that factor is known, the rule could
     not match what follows their envelopes (or is gated on prefixes the template has none of), or a
     rule that outranks it wins them (a kind of that
@@ -299,20 +314,24 @@ def lines_to_read(
     buf = hits.buf
     starts: set[int] = set()
     loose: dict[int, list[bytes]] = {}
+    checked: dict[int, list[tuple[Check, ...]]] = {}
     for index, stop in hits.matches:
         line_start = buf.rfind(b"\n", 0, stop) + 1
-        if index < plain_patterns:
+        if index < len(checks) and (found := checks[index]) is not None:
+            checked.setdefault(line_start, []).append(found)
+        elif index < plain_patterns:
             starts.add(line_start)
         else:
             loose.setdefault(line_start, []).extend(loose_factors[index - plain_patterns])
+    for line_start, candidates in checked.items():
+        if line_start not in starts:
+            template, line = _line_of(hits, template_at, line_start)
+            if any(could_be_read(found, template, line) for found in candidates):
+                starts.add(line_start)
     for line_start, factors in loose.items():
         if line_start in starts:
             continue
-        template = template_at(buf, line_start)
-        line_end = buf.find(b"\n", line_start)
-        line = buf[line_start : line_end if 0 <= line_end <= hits.chunk_end else hits.chunk_end]
-        if template is not None:
-            line = line[template.envelope_end(line) :]
+        template, line = _line_of(hits, template_at, line_start)
         if template is None or any(
             (template, f) not in registered
             and f in line
@@ -322,3 +341,14 @@ def lines_to_read(
         ):
             starts.add(line_start)
     return sorted(s for s in starts if s >= hits.start)
+
+
+def _line_of(
+    hits: Hits, template_at: Callable[[bytes, int], Template | None], line_start: int
+) -> tuple[Template | None, bytes]:
+    """The template of the line at `line_start`, and the line from its envelopes' end."""
+    buf = hits.buf
+    template = template_at(buf, line_start)
+    line_end = buf.find(b"\n", line_start)
+    line = buf[line_start : line_end if 0 <= line_end <= hits.chunk_end else hits.chunk_end]
+    return template, line if template is None else line[template.envelope_end(line) :]

@@ -53,8 +53,10 @@ def regex_factors(pattern: str, *, caseless: bool = False) -> frozenset[Factor] 
 
 
 class _FactorWalker:
-    def __init__(self, min_length: int = MIN_FACTOR) -> None:
+    def __init__(self, min_length: int = MIN_FACTOR, *, lookarounds: bool = False) -> None:
         self.min_length = min_length  # the shortest string a kept set may hold
+        # a positive lookaround's strings are the line's too (`(?=\w*Allreduce)\w++ is disabled`): required sets
+        self.lookarounds = lookarounds
         self.caseless = False
         self.depth = 0
         self.all_required: list[frozenset[str]] = []
@@ -92,6 +94,8 @@ class _FactorWalker:
         c = self.c
         if op is c.LITERAL:
             return {chr(argument)}, None
+        if op is c.ASSERT and self.lookarounds:
+            return self._lookaround(argument[1])
         if op in (c.AT, c.ASSERT, c.ASSERT_NOT):
             return {""}, None  # zero width
         if op is c.IN:
@@ -125,6 +129,17 @@ class _FactorWalker:
             return None, exact if exact is not None else required
         return None, None
 
+    def _lookaround(self, items: Any) -> tuple[set[str] | None, set[str] | None]:
+        """A positive lookahead's or lookbehind's: zero width, but what it holds is in the line (where its
+        case is known: a caseless one adds nothing)."""
+        inner = _FactorWalker(self.min_length, lookarounds=True)
+        inner.depth = 1  # its sets are its own, not the pattern's top level
+        exact, required = inner.sequence(list(items))
+        found = exact if exact is not None else required
+        if inner.caseless or not found or min(map(len, found)) < self.min_length:
+            return {""}, None
+        return None, found
+
 
 def regex_requirements(pattern: str) -> list[frozenset[bytes]]:
     """Every set of strings a match must hold one of (case-sensitive patterns only): a line
@@ -137,7 +152,7 @@ def regex_requirements(pattern: str) -> list[frozenset[bytes]]:
             parsed = re._parser.parse(pattern)  # type: ignore[attr-defined]
     except Exception:
         return []
-    walker = _FactorWalker()
+    walker = _FactorWalker(lookarounds=True)
     walker.sequence(list(parsed))
     if walker.caseless or parsed.state.flags & re.IGNORECASE:
         return []

@@ -9,8 +9,8 @@ from collections.abc import Iterator, Sequence
 
 from logphase.logs.clocks import timed_prefixes
 from logphase.logs.fast.cache import ScannerCache
-from logphase.logs.fast.candidates import outranks
-from logphase.logs.fast.plan import Plan
+from logphase.logs.fast.candidates import outranks, rule_order
+from logphase.logs.fast.plan import Plan, votes_in_matcher
 from logphase.logs.fast.runs import Run, Runs, book_runs
 from logphase.logs.fast.scanners import make_scanner
 from logphase.logs.fast.stats import ScanStats
@@ -49,7 +49,7 @@ class FollowRuns:
         for factor, rule in plan.steady.items():
             self.factors_of.setdefault(rule.id, []).append(factor)
         self.stats = ScanStats()  # since the last `take_stats`
-        self.order = {rule.id: index for index, rule in enumerate(self.packs.rules)}
+        self.order = rule_order(plan)
 
     def take_stats(self) -> ScanStats:
         """What was skipped since the last call, for the caller to merge (ScanStats.count_events)."""
@@ -149,7 +149,7 @@ class FollowRuns:
             if member != len(held) - 1:
                 due.append(held[member])
             self.stats.skip(run.rule.system, member)
-            if run.rule.system:
+            if run.rule.system and votes_in_matcher(run.rule):
                 matcher.count_unread(run.rule.system, member)  # the rule choice follows the log's system
         yield from sorted(due, key=lambda line: line.number)
 

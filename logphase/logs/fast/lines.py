@@ -11,7 +11,7 @@ from logphase.logs.fast.cache import ScannerCache
 from logphase.logs.fast.candidates import CandidateScan, Kind, shadowed
 from logphase.logs.fast.clock import EnvelopeClock
 from logphase.logs.fast.hours import OtherHours
-from logphase.logs.fast.plan import Plan
+from logphase.logs.fast.plan import Plan, votes_in_matcher
 from logphase.logs.fast.ranges import RangeOracle
 from logphase.logs.fast.rollover import Rollovers
 from logphase.logs.fast.runs import RankPhases, Run, Runs, book_runs
@@ -543,12 +543,17 @@ class FastLines(ClockKeeping):
         """Events of runs the matcher never saw, among a chunk's unread lines, counted by the mix of
         its last SAMPLE_BYTES (`unread_votes`; the runs' stages at the chunk's end are not those they
         had in it). The matcher's vote takes them now: which rule wins a line follows the log's system."""
-        rules = {kind.rule.id: kind.rule.system for kind in self.scan.kinds}
-        factors = [(system, self.scan.factors_of.get(rule_id, [])) for rule_id, system in rules.items() if system]
-        for system, events in unread_votes(self.buf, max(0, end - SAMPLE_BYTES), end, lines, factors).items():
+        rules = [rule for rule in {kind.rule.id: kind.rule for kind in self.scan.kinds}.values() if rule.system]
+        factors = [(rule.system or "", self.scan.factors_of.get(rule.id, [])) for rule in rules]
+        start = max(0, end - SAMPLE_BYTES)
+        for system, events in unread_votes(self.buf, start, end, lines, factors).items():
             self.stats.skip(system, events)
-            if self.matcher is not None:
-                self.matcher.count_unread(system, events)
+        if self.matcher is None:
+            return
+        # the matcher's vote leaves out a line its logger's module placed (the timeline's count takes it)
+        voting = [found for found, rule in zip(factors, rules, strict=True) if votes_in_matcher(rule)]
+        for system, events in unread_votes(self.buf, start, end, lines, voting).items():
+            self.matcher.count_unread(system, events)
 
     def _carry(self, end: int) -> None:
         """At a chunk's end: each run's last line, the last stamped lines and the envelope clock's

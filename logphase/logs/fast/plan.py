@@ -13,11 +13,19 @@ from typing import Any
 
 from logphase.disk_cache import DiskCache
 from logphase.logs.fast.factors import Factor, regex_factors, regex_requirements, rule_factors
-from logphase.logs.fast.templates import BareStarts, bare_starts
-from logphase.logs.matcher import BLOCK_MARKERS, CHAINED, FRAME_HEADERS, LOGGED_EXCEPTION_TRIGGER, RANK_CAPTURES
+from logphase.logs.fast.templates import BareStarts, Template, bare_starts
+from logphase.logs.matcher import (
+    BLOCK_MARKERS,
+    CHAINED,
+    FALLBACK_PACK,
+    FRAME_HEADERS,
+    LOGGED_EXCEPTION_TRIGGER,
+    RANK_CAPTURES,
+    fallback_rule,
+)
 from logphase.logs.reader import WRITTEN_ESCAPE_BYTES
 from logphase.logs.timeline import TIMELINE_CAPTURES
-from logphase.packs import PackSet, Rule
+from logphase.packs import ModuleHint, PackSet, Rule
 from logphase.phases import EventKind
 
 # Lines that always reach the matcher: progress-bar rewrites (a carriage return inside a line; the
@@ -54,6 +62,9 @@ class Plan:
     triggers: list[bytes]  # regexes (bytes) whose lines always reach the matcher
     requires: dict[str, list[frozenset[bytes]]] = field(default_factory=dict)  # steady rule → sets
     reason: str = ""
+    # by candidate (as `candidates`): what each rule it is a factor of needs of a line (`Check`), None where a
+    # hit is always read (a caseless rule, a logger's module, a rule whose needs are not known)
+    checks: list[tuple[Check, ...] | None] = field(default_factory=list)
 
     def could_match(self, rule: Rule, line: bytes) -> bool:
         """False when the line lacks one of the strings the rule's regex needs."""
@@ -74,6 +85,21 @@ class Plan:
     def bare(self) -> BareStarts | None:
         """Which lines of no prefix a scan of a source without envelopes may leave unread (once a plan)."""
         return bare_starts(self.packs, self.steady)
+
+
+# What a rule needs of a line: the prefixes it is gated on (None: not gated), the sets of strings its regex needs
+# one of each of (`regex_requirements`, the pack's literal).
+Check = tuple[frozenset[str] | None, tuple[frozenset[bytes], ...]]
+
+
+def candidate_check(rule: Rule) -> Check | None:
+    """What a line must have for the rule to match it, where that is known: a case-sensitive regex's strings."""
+    if rule.ignore_case:
+        return None
+    sets = regex_requirements(rule.pattern.pattern)
+    if rule.literal is not None:
+        sets.append(frozenset({rule.literal.encode()}))
+    return (frozenset(rule.after_prefix) or None, tuple(sets))
 
 
 def holds_required(requires: Iterable[frozenset[bytes]], line: bytes) -> bool:
@@ -125,12 +151,16 @@ def _plan_data(plan: Plan) -> tuple[Any, ...]:
     """The plan as plain data (marshal): its rules by id."""
     candidates = [(factor.text, factor.caseless) for factor in plan.candidates]
     steady = [(text, rule.id) for text, rule in plan.steady.items()]
-    return (plan.enabled, candidates, steady, plan.triggers, plan.requires, plan.reason)
+    checks = [
+        None if found is None else [(None if g is None else sorted(g), list(sets)) for g, sets in found]
+        for found in plan.checks
+    ]
+    return (plan.enabled, candidates, steady, plan.triggers, plan.requires, plan.reason, checks)
 
 
 def _plan_from_data(packs: PackSet, data: tuple[Any, ...]) -> Plan:
-    enabled, candidates, steady, triggers, requires, reason = data
-    rules = {rule.id: rule for rule in packs.rules}
+    enabled, candidates, steady, triggers, requires, reason, checks = data
+    rules = {rule.id: rule for rule in packs.rules} | fallback_rules(packs)
     return Plan(
         packs=packs,
         enabled=bool(enabled),
@@ -139,6 +169,15 @@ def _plan_from_data(packs: PackSet, data: tuple[Any, ...]) -> Plan:
         triggers=[bytes(trigger) for trigger in triggers],
         requires={str(rule_id): [frozenset(options) for options in sets] for rule_id, sets in requires.items()},
         reason=str(reason),
+        checks=[
+            None
+            if found is None
+            else tuple(
+                (None if gate is None else frozenset(map(str, gate)), tuple(frozenset(options) for options in sets))
+                for gate, sets in found
+            )
+            for found in checks
+        ],
     )
 
 
@@ -158,6 +197,7 @@ def _build_plan(packs: PackSet, triggers: Sequence[re.Pattern[str]]) -> Plan:
     candidates: set[Factor] = set()
     unfiltered: list[str] = []
     steady_factors: dict[str, frozenset[Factor]] = {}
+    owners_of: dict[Factor, list[Rule]] = {}  # a candidate → the rules it is a factor of (none: a module's file)
     for rule in packs.rules:
         if rule.in_block:
             continue  # only inside a traceback, and the matcher sees every line of one (`busy`)
@@ -165,20 +205,24 @@ def _build_plan(packs: PackSet, triggers: Sequence[re.Pattern[str]]) -> Plan:
         if factors is None:
             unfiltered.append(rule.id)
             continue
+        for factor in factors:
+            owners_of.setdefault(factor, []).append(rule)
         if is_steady(rule) and not any(f.caseless for f in factors):
             steady_factors[rule.id] = factors
         else:
             candidates |= factors
-    # a line of a known system no rule reads is placed by its logger's module (`[[module]]`, the matcher's fallback):
-    # every line naming such a file in its prefix goes to the matcher, as it does on the plain path
-    candidates |= {Factor(file.encode(), False) for file in packs.module_hints}
     steady_factors = _told_apart(packs, steady_factors)
+    # a line of a known system no rule reads is placed by its logger's module (`[[module]]`, the matcher's fallback)
+    marks, worded, unread = module_marks(packs)
+    steady_factors.update((rule.id, frozenset({Factor(file, False)})) for file, rule in marks.items())
+    candidates |= {Factor(file, False) for file in unread}
+    modules = {Factor(file.encode(), False) for file in packs.module_hints}
     owners = {}
     for rule_id, factors in steady_factors.items():
         for factor in factors:
             owners.setdefault(factor.text, []).append(rule_id)
     steady: dict[bytes, Rule] = {}
-    for rule in packs.rules:
+    for rule in (*packs.rules, *marks.values()):
         factors = steady_factors.get(rule.id)
         if factors is None:
             continue
@@ -187,8 +231,8 @@ def _build_plan(packs: PackSet, triggers: Sequence[re.Pattern[str]]) -> Plan:
             steady.update((f.text, rule) for f in sorted(factors, key=lambda f: f.text))  # one order in every process
         else:
             candidates |= factors
-    trigger_patterns = [CARRIAGE_RETURN, *(re.escape(b) for b in ALWAYS_BYTES)]
-    if any(f.caseless for f in candidates):
+    trigger_patterns = [CARRIAGE_RETURN, *(re.escape(b) for b in ALWAYS_BYTES), *worded]
+    if worded or any(f.caseless for f in candidates):
         trigger_patterns += [re.escape(b) for b in UNICODE_CASE_BYTES]
     markers = {m.encode() for m in (*BLOCK_MARKERS, *FRAME_HEADERS, *CHAINED)}
     trigger_patterns += [re.escape(m) for m in sorted(markers)]
@@ -203,15 +247,93 @@ def _build_plan(packs: PackSet, triggers: Sequence[re.Pattern[str]]) -> Plan:
         if rule.literal is not None and not rule.ignore_case:
             sets.append(frozenset({rule.literal.encode()}))
         requires[rule.id] = sets
+    ordered = sorted(candidates, key=lambda f: (f.text, f.caseless))
     return Plan(
         packs=packs,
         requires=requires,
         enabled=not unfiltered,
-        candidates=sorted(candidates, key=lambda f: (f.text, f.caseless)),
+        candidates=ordered,
+        checks=[_checks(owners_of.get(factor, ()), factor in modules) for factor in ordered],
         steady=steady,
         triggers=trigger_patterns,
         reason=f"rules without a literal to filter on: {', '.join(unfiltered)}" if unfiltered else "",
     )
+
+
+def _checks(owners: Sequence[Rule], module: bool) -> tuple[Check, ...] | None:
+    """A candidate's checks (`Plan.checks`): one per rule it is a factor of; None where a hit is always read."""
+    checks = [candidate_check(rule) for rule in owners]
+    if module or not checks or any(check is None for check in checks):
+        return None
+    return tuple(check for check in checks if check is not None)
+
+
+def could_be_read(checks: Iterable[Check], template: Template | None, line: bytes) -> bool:
+    """Whether a rule of a candidate's `checks` could match the line (from its envelopes' end): on a
+    template, one of its gates' prefixes (every line on it splits into the template's prefixes), and
+    one string of each set its regex needs. A line on no template may have any prefix."""
+    for gate, sets in checks:
+        if gate is not None and template is not None and gate.isdisjoint(template.prefixes):
+            continue
+        if holds_required(sets, line):
+            return True
+    return False
+
+
+def module_marks(packs: PackSet) -> tuple[dict[bytes, Rule], list[bytes], list[bytes]]:
+    """How the scan finds the lines a logger's module places (`[[module]]`: the matcher's fallback, a line of the
+    module's prefix no rule reads is a diagnostic mark of its phase): a file with one entry that takes any message
+    is a steady factor, its entry's fallback rule (a mark whose repeats only move the rank's last activity, as a
+    steady rule's: its runs are summarised); an entry that takes a message by its words is a trigger, the file and
+    one of the words on a line (a line of the file without them is no mark of it, and stays unread); a file with
+    two entries that take any message (their prefixes tell them apart) or a word not ASCII (the matcher lowers
+    the message as text) is a plain candidate, each line naming it read. Returns the steady factors with their
+    rules, the triggers (bytes regexes) and the plain candidates."""
+    marks: dict[bytes, Rule] = {}
+    worded: list[bytes] = []
+    unread: list[bytes] = []
+    for file, hints in sorted(packs.module_hints.items()):
+        name = file.encode()
+        words = [word for hint in hints for word in hint.words]
+        catch_all = [hint for hint in hints if not hint.words]
+        if len(catch_all) > 1 or not all(word.isascii() for word in words):
+            unread.append(name)
+            continue
+        if catch_all:
+            marks[name] = fallback_rule(catch_all[0])
+        if words:
+            alternatives = b"|".join(re.escape(word.encode()) for word in sorted(set(words)))
+            # the file's whole name (`loader.py`, not `base_loader.py`'s end), on one line (a worker's range)
+            worded.append(b"(?:^|[^A-Za-z0-9_.\\n-])" + re.escape(name) + b"[^\\n]*(?i:" + alternatives + b")")
+    return marks, worded, unread
+
+
+def modules_read_one_by_one(packs: PackSet) -> list[tuple[ModuleHint, str]]:
+    """The `[[module]]` entries each of whose lines the matcher reads (`module_marks`), with why: an entry that
+    takes a message by its words (a trigger), and each entry of a file that two entries without words share."""
+    costly: list[tuple[ModuleHint, str]] = []
+    for hints in packs.module_hints.values():
+        catch_all = [hint for hint in hints if not hint.words]
+        for hint in hints:
+            if len(catch_all) > 1:
+                costly.append((hint, "its file has two entries that take any message: each line naming it is read"))
+            elif not all(word.isascii() for h in hints for word in h.words):
+                costly.append((hint, "a word of its file's entries is not ASCII: each line naming the file is read"))
+            elif hint.words:
+                costly.append((hint, "it places a message by its words: each line of its file holding one is read"))
+    return costly
+
+
+def fallback_rules(packs: PackSet) -> dict[str, Rule]:
+    """The fallback rules of the packs' `[[module]]` entries, by id (a plan's steady rules are pack rules or these)."""
+    rules = (fallback_rule(hint) for hints in packs.module_hints.values() for hint in hints)
+    return {rule.id: rule for rule in rules}
+
+
+def votes_in_matcher(rule: Rule) -> bool:
+    """Whether the matcher's system vote counts the rule's events (`SourceMatcher.count_unread` for those the
+    scan leaves unread): the rules that read lines do; a line its logger's module placed does not."""
+    return rule.pack != FALLBACK_PACK
 
 
 def _told_apart(packs: PackSet, steady_factors: dict[str, frozenset[Factor]]) -> dict[str, frozenset[Factor]]:

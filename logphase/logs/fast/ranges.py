@@ -42,7 +42,7 @@ from logphase.errors import LogphaseError
 from logphase.jobs import Jobs
 from logphase.logs.fast.cache import ScannerCache
 from logphase.logs.fast.candidates import CandidateScan, Hits, first_template, gate_open, lines_to_read
-from logphase.logs.fast.plan import holds_required
+from logphase.logs.fast.plan import Check, holds_required
 from logphase.logs.fast.scanners import Scanner, make_scanner
 from logphase.logs.fast.templates import Template
 from logphase.packs import Rule
@@ -81,6 +81,7 @@ class ScanState:
     steady: tuple[tuple[bytes, str], ...]  # factor → its rule's id
     requires: tuple[tuple[str, tuple[frozenset[bytes], ...]], ...]  # rule id → the byte sets it needs
     gates: tuple[tuple[str, frozenset[str]], ...]  # rule id → the prefixes it is gated on (`Plan.gates`)
+    checks: tuple[tuple[Check, ...] | None, ...]  # by candidate: what its rules need (`CandidateScan.checks`)
     accelerate: bool
     cache: ScannerCache | None  # the walk's compiled databases: a worker loads what the walk stored
     seams: int  # a pattern may span a line shorter than this (and its newline) into the next
@@ -112,6 +113,7 @@ def state_of(scan: CandidateScan) -> ScanState | None:
         steady=tuple((factor, rule.id) for factor, rule in plan.steady.items()),
         requires=tuple((rule, tuple(sets)) for rule, sets in plan.requires.items()),
         gates=tuple(plan.gates.items()),
+        checks=tuple(scan.checks),
         accelerate=scan.accelerate,
         cache=scan.cache,
         seams=seams,
@@ -218,6 +220,7 @@ def candidates_in(state: ScanState, path: str, start: int, stop: int, ticket: in
         {(state.templates[index], factor) for index, factor in state.registered},
         _could_match(state),
         {(state.templates[index], factor): kinds for index, factor, kinds in state.shadows},
+        state.checks,
     )
     return RangeCandidates(begin, end, tuple(line + begin for line in starts))
 
