@@ -38,7 +38,8 @@ NATIVE_FRAME = re.compile(
     r"^frame #\d+: (?P<c10>\S.*?) \+ 0x[0-9a-f]+ \((?:0x[0-9a-f]+ in (?P<lib>[^()\s]+)\))?"
     r"|^\d+ +0x[0-9a-f]+ (?P<tllm>[^\s/].*?) \+ \d+\s*$"
     r"|^#\d+ +0x[0-9a-f]+ in (?P<gdb>[^\s?].*?) \(.*?\)(?: from (?P<from>\S+))?\s*$"
-    r"|^(?:\[[\w.-]+:\d+\] )?\[ ?\d+\] (?:func:)?(?P<binary>[^\s(\[:]+)\((?P<glibc>[\w.$]+)[+-]0x[0-9a-f]+\) ?\[0x[0-9a-f]+\]"
+    r"|^(?:\[[\w.-]+:\d+\] )?\[ ?\d+\] (?:func:)?(?P<binary>[^\s(\[:]+)"
+    r"\((?P<glibc>[\w.$]+)[+-]0x[0-9a-f]+\) ?\[0x[0-9a-f]+\]"
 )
 # Open MPI's fatal signal handler (opal/util/stacktrace.c show_stackframe, for the signals of its `opal_signal`
 # parameter: SIGABRT, SIGBUS, SIGFPE, SIGSEGV by default) writes `[host:pid] *** Process received signal ***`, the
@@ -47,7 +48,9 @@ NATIVE_FRAME = re.compile(
 # [0xaddr]` or `binary[0xaddr]` where it has no symbol); then `*** End of error message ***`, and it raises the
 # signal again. Its other callers pass no prefix (MPI_Abort's stack, `opal_abort_print_stack`, prints
 # `[host:pid] [N] func:…`), so a frame with the prefix is the handler's: the process dies of the signal.
-SIGNAL_HANDLER_FRAME = re.compile(r"^\[[\w.-]+:\d+\] \[ ?\d+\] [^\s(\[:]+(?:\([\w.$]*[+-]0x[0-9a-f]+\))? ?\[0x[0-9a-f]+\]")
+SIGNAL_HANDLER_FRAME = re.compile(
+    r"^\[[\w.-]+:\d+\] \[ ?\d+\] [^\s(\[:]+(?:\([\w.$]*[+-]0x[0-9a-f]+\))? ?\[0x[0-9a-f]+\]"
+)
 # What the fast path hands the matcher for it (the frame's index after the prefix, its address at the end)
 SIGNAL_HANDLER_TRIGGER = rb"\] \[[ \d]\d+\] [^\n]*\[0x[0-9a-f]+\]"
 # An Itanium C++ ABI mangled name (backtrace_symbols prints symbols as the object file holds them) that names a

@@ -60,7 +60,10 @@ def test_a_backtrace_symbols_frame_under_open_mpis_index_is_keyed_by_its_symbol(
 @pytest.mark.parametrize(
     ("symbol", "name"),
     [
-        ("_ZN12tensorrt_llm8executor8Executor4Impl19leaderRecvReqThreadEv", "tensorrt_llm::executor::Executor::Impl::leaderRecvReqThread"),
+        (
+            "_ZN12tensorrt_llm8executor8Executor4Impl19leaderRecvReqThreadEv",
+            "tensorrt_llm::executor::Executor::Impl::leaderRecvReqThread",
+        ),
         ("_ZNK12tensorrt_llm3mpi7MpiComm5bcastEPvmNS0_7MpiTypeEi", "tensorrt_llm::mpi::MpiComm::bcast"),
         ("_ZNSt6thread6_StateD2Ev", "std::thread::_State::~_State"),
         ("_ZN3FooC1Ev", "Foo::Foo"),

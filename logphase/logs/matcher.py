@@ -363,7 +363,10 @@ class SourceMatcher:
         held = self._flush_frames()
         block = self.block if self.block is not None else self._cut_record_ended(last)
         cut = (
-            self._cut_exception(block) or self._frames_only(block) or self._dump_only(block) or self._handler_only(block)
+            self._cut_exception(block)
+            or self._frames_only(block)
+            or self._dump_only(block)
+            or self._handler_only(block)
         )
         if self.stamps.held is not None:
             self.stamps.set_held_aside()  # no second line ever confirmed its clock

@@ -617,8 +617,8 @@ def sniff_bytes(head: bytes, process_tags: frozenset[str] | None = None, packs: 
 
 def packs_read(packs: PackSet, text: str) -> bool:
     """Whether the packs read a line: a prefix of theirs starts it, or a rule (outside a traceback) matches it; or the
-    matcher reads it as a fatal signal handler's frame, its `[host:pid] ` the handler's own (frames.SIGNAL_HANDLER_FRAME:
-    no envelope, though every line of such a paste starts with it)."""
+    matcher reads it as a fatal signal handler's frame, its `[host:pid] ` the handler's own
+    (frames.SIGNAL_HANDLER_FRAME: no envelope, though every line of such a paste starts with it)."""
     fields, message = packs.split_prefix(text)
     if fields.prefixes or SIGNAL_HANDLER_FRAME.match(text):
         return True
