@@ -18,6 +18,7 @@ from logphase.logs.matcher import CUT_TRACEBACK, SourceMatcher
 from logphase.logs.reader import Line
 from logphase.packs.loading import load_packs
 from tests.conftest import judge_text, root_text
+from tests.equivalence.reports import fast, plain
 
 HOST = "[gpu-node-7:04211] "
 HEADER = (
@@ -122,3 +123,15 @@ def test_frames_without_the_handlers_prefix_are_no_failure(tmp_path: Path) -> No
     report = judge_text(tmp_path, text)
     # THEN nothing failed by them
     assert report["verdict"] not in ("aborted", "crashed")
+
+
+def test_the_handlers_frames_in_a_long_log_read_the_same_on_the_fast_path(tmp_path: Path) -> None:
+    # GIVEN a log long enough for the fast path, the handler's frames (no header) between unread lines
+    lines = "".join(f"[2025-01-01 00:00:{n % 60:02d}] step {n}\n" for n in range(1100))
+    log = tmp_path / "long.log"
+    log.write_text(lines + KV_POOLS_FRAMES + lines)
+    packs = load_packs(check_examples=False)
+    # WHEN read by both paths; THEN one report, and it is the handler's fatal signal in kv_cache
+    report = plain([log], packs)
+    assert fast([log], packs) == report
+    assert '"verdict": "aborted"' in report and '"phase": "kv_cache"' in report
