@@ -30,13 +30,35 @@ TRIGGER = re.compile(
 # c10's Backtrace (`frame #3: c10d::ProcessGroupNCCL::WorkNCCL::isCompleted() + 0xa0 (0x7fe0… in /x/libtorch_cuda.so)`),
 # the glibc backtrace + dladdr form TensorRT-LLM's TllmException appends to its text (`%-3d %*p %s + %zd`:
 # `5       0x7cb3c5baf5bd tensorrt_llm::…::KVCacheManager::allocatePools(bool) + 61`), gdb's
-# (`#4  0x00007f… in ncclCommInitRank (…) from /x/libnccl.so.2`). A frame its printer could not name
+# (`#4  0x00007f… in ncclCommInitRank (…) from /x/libnccl.so.2`), glibc's backtrace_symbols_fd under Open MPI's index
+# (`[host:pid] [13] /x/libmpi.so.40(MPI_Bcast+0x121)[0x7fc1…]`, its symbol mangled; MPI_Abort's stack print puts
+# `func:` before it, ompi/runtime/ompi_mpi_abort.c). A frame its printer could not name
 # (`2  0x7f… /x/libtensorrt_llm.so(+0x728999) [0x7f…]`, `?? ()`) has no symbol and no key.
 NATIVE_FRAME = re.compile(
     r"^frame #\d+: (?P<c10>\S.*?) \+ 0x[0-9a-f]+ \((?:0x[0-9a-f]+ in (?P<lib>[^()\s]+)\))?"
     r"|^\d+ +0x[0-9a-f]+ (?P<tllm>[^\s/].*?) \+ \d+\s*$"
     r"|^#\d+ +0x[0-9a-f]+ in (?P<gdb>[^\s?].*?) \(.*?\)(?: from (?P<from>\S+))?\s*$"
+    r"|^(?:\[[\w.-]+:\d+\] )?\[ ?\d+\] (?:func:)?(?P<binary>[^\s(\[:]+)"
+    r"\((?P<glibc>[\w.$]+)[+-]0x[0-9a-f]+\) ?\[0x[0-9a-f]+\]"
 )
+# Open MPI's fatal signal handler (opal/util/stacktrace.c show_stackframe, for the signals of its `opal_signal`
+# parameter: SIGABRT, SIGBUS, SIGFPE, SIGSEGV by default) writes `[host:pid] *** Process received signal ***`, the
+# signal's lines, then each frame through opal_backtrace_print with the prefix `[host:pid] ` (HOSTFORMAT
+# `[%s:%05d] `): `[%2d] ` and glibc's backtrace_symbols_fd text, `binary(symbol+0xoff)[0xaddr]` (`binary(+0xoff)
+# [0xaddr]` or `binary[0xaddr]` where it has no symbol); then `*** End of error message ***`, and it raises the
+# signal again. Its other callers pass no prefix (MPI_Abort's stack, `opal_abort_print_stack`, prints
+# `[host:pid] [N] func:…`), so a frame with the prefix is the handler's: the process dies of the signal.
+SIGNAL_HANDLER_FRAME = re.compile(
+    r"^\[[\w.-]+:\d+\] \[ ?\d+\] [^\s(\[:]+(?:\([\w.$]*[+-]0x[0-9a-f]+\))? ?\[0x[0-9a-f]+\]"
+)
+# What the fast path hands the matcher for it (the frame's index after the prefix, its address at the end)
+SIGNAL_HANDLER_TRIGGER = rb"\] \[[ \d]\d+\] [^\n]*\[0x[0-9a-f]+\]"
+# An Itanium C++ ABI mangled name (backtrace_symbols prints symbols as the object file holds them) that names a
+# function, nested or not, by source names alone: `_ZN12tensorrt_llm3mpi7MpiComm5bcastEPv…`. Templates,
+# substitutions and operators are left as they are (a key that no anchor names).
+MANGLED = re.compile(r"_Z(?:N[KVrRO]*(?P<std>St)?|L?)(?=\d)")
+SOURCE_NAME = re.compile(r"(?P<length>\d+)")
+STRUCTORS = re.compile(r"(?P<kind>[CD])[0-3]E")
 INSTALL_ROOTS = ("/site-packages/", "/dist-packages/")
 STDLIB_ROOT = re.compile(r"/lib/python3(?:\.\d+)?/(.*)$")
 
@@ -94,6 +116,35 @@ def native_name(symbol: str) -> str:
     return text[start:]
 
 
+def demangled(symbol: str) -> str:
+    """The qualified name a mangled function symbol names (`_ZNK12tensorrt_llm3mpi7MpiComm5bcastEPvm…` →
+    `tensorrt_llm::mpi::MpiComm::bcast`: the Itanium C++ ABI's <nested-name> of <source-name>s, a constructor or
+    destructor named by its class); the symbol as it is where it is none (C's `MPI_Bcast`) or takes more than that."""
+    head = MANGLED.match(symbol)
+    if head is None:
+        return symbol
+    nested = symbol.startswith("_ZN")
+    names = ["std"] if head["std"] else []
+    at = head.end()
+    while True:
+        length = SOURCE_NAME.match(symbol, at)
+        if length is None:
+            break
+        at = length.end() + int(length["length"])
+        if at > len(symbol):
+            return symbol
+        names.append(symbol[length.end() : at])
+        if not nested:
+            return names[0]
+    structor = STRUCTORS.match(symbol, at)
+    if structor is not None and names:
+        names.append(("~" if structor["kind"] == "D" else "") + names[-1])
+        at = structor.end() - 1
+    if not names or not symbol.startswith("E", at):
+        return symbol  # a template's arguments, a substitution, an operator: more than this reader takes apart
+    return "::".join(names)
+
+
 def native_frame_key(message: str) -> str | None:
     """The frame key `name (library)` of a native backtrace line (NATIVE_FRAME); None for other lines and for
     a frame whose printer gave no symbol. The library is its file name (TensorRT-LLM's trace prints none)."""
@@ -102,16 +153,17 @@ def native_frame_key(message: str) -> str | None:
     found = NATIVE_FRAME.match(message)
     if found is None:
         return None
-    symbol = found["c10"] or found["tllm"] or found["gdb"]
-    name = native_name(symbol)
+    glibc = found["glibc"]
+    symbol = found["c10"] or found["tllm"] or found["gdb"] or demangled(glibc)
+    name = native_name(symbol) if glibc is None else symbol
     if not name:
         return None
-    library = found["lib"] or found["from"] or ""
+    library = found["lib"] or found["from"] or found["binary"] or ""
     return frame_key_of(name, library.rsplit("/", 1)[-1], native=True)
 
 
 # The first characters of a native frame line: the test before the regex, on every line of a traceback.
-NATIVE_STARTS = frozenset("f#0123456789")
+NATIVE_STARTS = frozenset("f#0123456789[")
 
 
 # C0 and C1 controls and DEL: a name a process chose (a thread, a function, its command line) must not

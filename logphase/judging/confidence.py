@@ -47,6 +47,11 @@ def assess(timeline: Timeline, judgement: Judgement, *, post_mortem: bool, earli
             f"the log ends inside a faulthandler dump whose header is not in it (line {root.line}): a fatal error's"
             " dump by its `Current thread`, which error not said; a dump faulthandler.register asked for looks alike"
         )
+    elif root is not None and root.captures.get(CUT_TRACEBACK) == "handler":
+        doubts.append(
+            f"the log holds a fatal signal handler's frames whose header is not in it (line {root.line}): which"
+            " signal is not said"
+        )
     elif root is not None and CUT_TRACEBACK in root.captures:
         doubts.append(
             f"the log ends inside a traceback's frames, cut at both ends: its exception is not in it (read at line"

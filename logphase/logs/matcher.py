@@ -11,7 +11,7 @@ from enum import StrEnum
 from functools import cache
 
 from logphase.bounded import rank_label
-from logphase.frames import frame_key, native_frame_key
+from logphase.frames import SIGNAL_HANDLER_FRAME, frame_key, native_frame_key
 from logphase.logs.annotations import Edit, edit
 from logphase.logs.clocks import stamp_format, timed_prefixes
 from logphase.logs.dating import MIDNIGHT_JUMP, FirstDate, first_day, with_year
@@ -60,6 +60,9 @@ CARETS = re.compile(r"[~^ ]*\^[~^ ]*$")
 # The capture an exception read from a cut traceback's `raise` statement carries (judging says so).
 CUT_TRACEBACK = "read_from"
 TRACEBACK_HEADER = "Traceback (most recent call last):"
+# The header Open MPI's signal handler writes above the frames it prints (frames.SIGNAL_HANDLER_FRAME): what a run of
+# those frames whose header is not in the log is read as
+SIGNAL_HANDLER_HEADER = "*** Process received signal ***"
 # A traceback's source line that calls a function (`x = self.init_torch_distributed()`, `await self.run(`): CPython
 # prints the call into the next frame under each frame, so the innermost one names the call a cut paste lost.
 CALL_SPAN = 240
@@ -273,6 +276,9 @@ class _Block:
     dump: tuple[Line, PrefixFields, Rule, dict[str, str]] | None = None
     # where the line after a frame whose indentation was lost stands (FLAT_FRAME): 1, its source line; 2, its carets
     flat_step: int = 0
+    # the first frame of a fatal signal handler's backtrace whose header is not in the log (Open MPI's `[host:pid]
+    # [ 8] …`, frames.SIGNAL_HANDLER_FRAME): the block holds that handler's frames only
+    handler: tuple[Line, PrefixFields] | None = None
 
 
 @dataclass
@@ -356,7 +362,12 @@ class SourceMatcher:
         exception of a traceback cut before its last line). `last` is the source's last line."""
         held = self._flush_frames()
         block = self.block if self.block is not None else self._cut_record_ended(last)
-        cut = self._cut_exception(block) or self._frames_only(block) or self._dump_only(block)
+        cut = (
+            self._cut_exception(block)
+            or self._frames_only(block)
+            or self._dump_only(block)
+            or self._handler_only(block)
+        )
         if self.stamps.held is not None:
             self.stamps.set_held_aside()  # no second line ever confirmed its clock
         return (*held, cut) if cut is not None else held
@@ -429,6 +440,23 @@ class SourceMatcher:
         rule = replace(rule, role=Role.CASCADE)  # its header is not in the log: the cause only if nothing else is
         message = "a faulthandler dump whose header is not in the excerpt (a fatal error's: which one is not said)"
         return self._cut_event(block, line, fields, rule, {**captures, CUT_TRACEBACK: "dump"}, message)
+
+    def _handler_only(self, block: _Block | None) -> Event | None:
+        """A run of a fatal signal handler's frames whose header is not in the log (Open MPI's `[host:pid] [ 8] …`: a
+        paste cut above its `*** Process received signal ***`), ended by another line or by the end of the source.
+        Open MPI prints frames with that prefix from its handler alone, which then raises the signal again: read as
+        its header, marked cut (judging/confidence.py says so), at the run's first frame, which signal not known; the
+        cause only if nothing else is."""
+        if block is None or block.handler is None:
+            return None
+        line, fields = block.handler
+        best = self._best_rule(SIGNAL_HANDLER_HEADER, fields.prefixes, False)
+        if best is None:
+            return None
+        rule, captures = best
+        rule = replace(rule, role=Role.CASCADE)  # its header is not in the log: the cause only if nothing else is
+        message = "a fatal signal handler's frames, cut below its header (which signal is not said)"
+        return self._cut_event(block, line, fields, rule, {**captures, CUT_TRACEBACK: "handler"}, message)
 
     def cut_header(self, line: Line) -> Event | None:
         """The source's last line, which no rule read, is a traceback's first line cut before its end: a paste cut
@@ -520,7 +548,7 @@ class SourceMatcher:
         block = self.block
         inside = self._continues_block(fields, message)
         self._ended = (block, line.number) if block is not None and self.block is None else None
-        cut = self._cut_exception(block) if self.block is not block else None
+        cut = (self._cut_exception(block) or self._handler_only(block)) if self.block is not block else None
         before = (cut,) if cut is not None else _NOTHING
         if not inside and fields.level in LOGGED_ERROR_LEVELS and LOGGED_EXCEPTION.match(message):
             self.block = _Block(line.number, fields.rank, fields.prefixes)  # a logged exception line (above)
@@ -548,6 +576,10 @@ class SourceMatcher:
                     self.block.statement, self.block.quoting = (line, message), False  # (not a `^^^` marker line)
             self._note_frame(line, fields, message, inside)
             return before
+        if not inside and SIGNAL_HANDLER_FRAME.match(message):
+            # a fatal signal handler's frame with no block open: its header is above the excerpt
+            self.block = _Block(line.number, fields.rank, fields.prefixes, handler=(line, fields))
+            inside = True
         native = native_frame_key(message) if inside else None
         if native is not None:
             # a C/C++ backtrace's frame inside the failure's text (c10's `frame #N:`, TensorRT-LLM's trace): it
@@ -796,6 +828,12 @@ class SourceMatcher:
         if block is None:
             return False
         same_writer = not fields.prefixes or (fields.prefixes == block.prefixes and fields.rank == block.rank)
+        if block.handler is not None:
+            # a handler's frames without their header: the run of them (two processes' may interleave)
+            if same_writer and SIGNAL_HANDLER_FRAME.match(message):
+                return True
+            self.block = None
+            return False
         if block.dump is not None:
             # a dump without its header holds threads, their frames (indented) and the blank lines between them
             if same_writer and (not message.strip() or message[:1].isspace() or message.startswith(BLOCK_MARKERS)):

@@ -18,6 +18,7 @@ from typing import IO, TYPE_CHECKING, Any, cast
 import zstandard
 
 from logphase.errors import InputError
+from logphase.frames import SIGNAL_HANDLER_FRAME
 from logphase.logs.envelope import Envelopes, Unwrapped, Unwrapper, sniff
 
 if TYPE_CHECKING:
@@ -615,9 +616,11 @@ def sniff_bytes(head: bytes, process_tags: frozenset[str] | None = None, packs: 
 
 
 def packs_read(packs: PackSet, text: str) -> bool:
-    """Whether the packs read a line: a prefix of theirs starts it, or a rule (outside a traceback) matches it."""
+    """Whether the packs read a line: a prefix of theirs starts it, or a rule (outside a traceback) matches it; or the
+    matcher reads it as a fatal signal handler's frame, its `[host:pid] ` the handler's own
+    (frames.SIGNAL_HANDLER_FRAME: no envelope, though every line of such a paste starts with it)."""
     fields, message = packs.split_prefix(text)
-    if fields.prefixes:
+    if fields.prefixes or SIGNAL_HANDLER_FRAME.match(text):
         return True
     lowered = message.lower()
     return any(not rule.in_block and rule.match(message) is not None for rule in packs.candidate_rules(lowered))

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from logphase.disk_cache import DiskCache
+from logphase.frames import SIGNAL_HANDLER_TRIGGER
 from logphase.logs.fast.factors import Factor, regex_factors, regex_requirements, rule_factors
 from logphase.logs.fast.templates import BareStarts, Template, bare_starts
 from logphase.logs.matcher import (
@@ -238,6 +239,8 @@ def _build_plan(packs: PackSet, triggers: Sequence[re.Pattern[str]]) -> Plan:
     trigger_patterns += [re.escape(m) for m in sorted(markers)]
     # a frame without its `Traceback` line (a cut excerpt) opens a block too, whatever its prefix
     trigger_patterns.append(re.escape(FRAME_LINE))
+    # a fatal signal handler's frame without its header opens a block too (frames.SIGNAL_HANDLER_FRAME)
+    trigger_patterns.append(SIGNAL_HANDLER_TRIGGER)
     # an exception line a logger wrote at its error level opens a block too (matcher.LOGGED_EXCEPTION)
     trigger_patterns.append(LOGGED_EXCEPTION_TRIGGER)
     trigger_patterns += [widen_classes(t.pattern).encode() for t in triggers]
