@@ -16,6 +16,7 @@ from logphase.logs.annotations import Edit, edit
 from logphase.logs.clocks import stamp_format, timed_prefixes
 from logphase.logs.dating import MIDNIGHT_JUMP, FirstDate, first_day, with_year
 from logphase.logs.reader import Line
+from logphase.logs.rich_box import RICH_STARTS, translated
 from logphase.logs.stamps import StampBelief
 from logphase.packs import ModuleHint, PackRegex, PackSet, PrefixFields, Rule, leading_literal, rank_from_tags
 from logphase.phases import FAILURE_KINDS, EventKind, Phase, Role
@@ -273,6 +274,9 @@ class _Block:
     dump: tuple[Line, PrefixFields, Rule, dict[str, str]] | None = None
     # where the line after a frame whose indentation was lost stands (FLAT_FRAME): 1, its source line; 2, its carets
     flat_step: int = 0
+    # a line of rich's box was read in it (logs/rich_box.py): until its exception line, each line of the box is
+    # read as the line CPython prints for it
+    rich: bool = False
 
 
 @dataclass
@@ -310,6 +314,9 @@ class SourceMatcher:
     _frame_phases: dict[str, object] = field(default_factory=dict, repr=False)
     _envelope_offset: timedelta = field(default=timedelta(0), repr=False)
     stamps: StampBelief = field(default_factory=StampBelief, repr=False)  # which stamps move last_time
+    # a rich box's line that may be the first part of a frame's line rich wrapped, and its line number: the next
+    # line may complete it (logs/rich_box.py)
+    _rich_piece: tuple[int, str] | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         # what the line just matched was, when a person wrote it: an answer about that line, not state that carries
@@ -318,6 +325,7 @@ class SourceMatcher:
         # likewise the traceback block the line just matched ended, and that line's number: a paste's last line may be
         # a record cut inside its prefix (`(Worker_TP3 pid=1) ERROR 02-13`), which ends the block by its shape alone
         self._ended: tuple[_Block, int] | None = None
+        self._rich_read = False  # the line just matched was read as a line of rich's traceback box
 
     def fork(self) -> SourceMatcher:
         """An independent copy, every field carried: what it makes of lines to come is what this
@@ -489,6 +497,13 @@ class SourceMatcher:
         )
 
     def match_line(self, line: Line) -> tuple[Event, ...]:
+        self._rich_read = False
+        events = self._match_line(line)
+        if self._rich_read and self.block is not None:
+            self.block.rich = True  # the box this line opened or continued
+        return events
+
+    def _match_line(self, line: Line) -> tuple[Event, ...]:
         fields, message = self.packs.split_prefix(line.text)
         self.edited = edit(message) if not fields.prefixes else None
         if self.edited is Edit.NOTE and message.lstrip().startswith("#") and self.system in self.packs.comment_systems:
@@ -517,6 +532,8 @@ class SourceMatcher:
         if own_time and stamp is not None and line.stamp is not None:
             self._envelope_offset = stamp - line.stamp
         message, flat = self._indented(message)
+        if message.startswith(RICH_STARTS):
+            message = self._rich(line, message)
         block = self.block
         inside = self._continues_block(fields, message)
         self._ended = (block, line.number) if block is not None and self.block is None else None
@@ -585,6 +602,20 @@ class SourceMatcher:
         if step == 2 and CARETS.match(message):
             return "    " + message, False
         return message, False
+
+    def _rich(self, line: Line, message: str) -> str:
+        """A line of rich's traceback box read as the line CPython prints for it (logs/rich_box.py); any other line
+        as it is. A frame's line rich wrapped is read on the box line that completes it."""
+        block = self.block
+        in_box = block is not None and block.rich and not block.finished
+        held = self._rich_piece
+        piece = held[1] if held is not None and held[0] == line.number - 1 else None
+        text, next_piece = translated(message, in_box, piece)
+        self._rich_piece = (line.number, next_piece) if next_piece is not None else None
+        if text is None:
+            return message
+        self._rich_read = True
+        return text
 
     def _dump_thread(self, message: str, fields: PrefixFields) -> tuple[Rule, dict[str, str]] | None:
         """The rule (and its captures) that reads `message` as a faulthandler dump's `Current thread` line, as inside
