@@ -314,9 +314,6 @@ class SourceMatcher:
     _frame_phases: dict[str, object] = field(default_factory=dict, repr=False)
     _envelope_offset: timedelta = field(default=timedelta(0), repr=False)
     stamps: StampBelief = field(default_factory=StampBelief, repr=False)  # which stamps move last_time
-    # a rich box's line that may be the first part of a frame's line rich wrapped, and its line number: the next
-    # line may complete it (logs/rich_box.py)
-    _rich_piece: tuple[int, str] | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         # what the line just matched was, when a person wrote it: an answer about that line, not state that carries
@@ -326,6 +323,10 @@ class SourceMatcher:
         # a record cut inside its prefix (`(Worker_TP3 pid=1) ERROR 02-13`), which ends the block by its shape alone
         self._ended: tuple[_Block, int] | None = None
         self._rich_read = False  # the line just matched was read as a line of rich's traceback box
+        # like `_ended`, an answer about the line just matched that only the next line reads: that line, of rich's
+        # box, may be the first part of a frame's line rich wrapped, which the next line may complete
+        # (logs/rich_box.py); the fast path reads that line (`rich_piece`). A fork copies it as every attribute
+        self._rich_piece: str | None = None
 
     def fork(self) -> SourceMatcher:
         """An independent copy, every field carried: what it makes of lines to come is what this
@@ -496,14 +497,20 @@ class SourceMatcher:
             stamped=False,
         )
 
+    @property
+    def rich_piece(self) -> bool:
+        """The line just read may be the first part of a wrapped frame of rich's box: the next line must be read."""
+        return self._rich_piece is not None
+
     def match_line(self, line: Line) -> tuple[Event, ...]:
         self._rich_read = False
-        events = self._match_line(line)
+        piece, self._rich_piece = self._rich_piece, None  # it joins the very next line only
+        events = self._match_line(line, piece)
         if self._rich_read and self.block is not None:
             self.block.rich = True  # the box this line opened or continued
         return events
 
-    def _match_line(self, line: Line) -> tuple[Event, ...]:
+    def _match_line(self, line: Line, piece: str | None) -> tuple[Event, ...]:
         fields, message = self.packs.split_prefix(line.text)
         self.edited = edit(message) if not fields.prefixes else None
         if self.edited is Edit.NOTE and message.lstrip().startswith("#") and self.system in self.packs.comment_systems:
@@ -533,7 +540,7 @@ class SourceMatcher:
             self._envelope_offset = stamp - line.stamp
         message, flat = self._indented(message)
         if message.startswith(RICH_STARTS):
-            message = self._rich(line, message)
+            message = self._rich(message, piece)
         block = self.block
         inside = self._continues_block(fields, message)
         self._ended = (block, line.number) if block is not None and self.block is None else None
@@ -603,15 +610,13 @@ class SourceMatcher:
             return "    " + message, False
         return message, False
 
-    def _rich(self, line: Line, message: str) -> str:
+    def _rich(self, message: str, piece: str | None) -> str:
         """A line of rich's traceback box read as the line CPython prints for it (logs/rich_box.py); any other line
-        as it is. A frame's line rich wrapped is read on the box line that completes it."""
+        as it is. A frame's line rich wrapped is read on the box line that completes it (`piece`: the line before's
+        first part of one)."""
         block = self.block
         in_box = block is not None and block.rich and not block.finished
-        held = self._rich_piece
-        piece = held[1] if held is not None and held[0] == line.number - 1 else None
-        text, next_piece = translated(message, in_box, piece)
-        self._rich_piece = (line.number, next_piece) if next_piece is not None else None
+        text, self._rich_piece = translated(message, in_box, piece)
         if text is None:
             return message
         self._rich_read = True

@@ -27,8 +27,9 @@ LOCALS_BESIDE = re.compile(r" {2,}[│╭╰]")
 # a line that may be a wrapped frame's first part: one token, a path's start or its end at `:<lineno>`
 PIECE = re.compile(r"(?:[/<~]|[A-Za-z]:\\)\S*$|\S*:\d+$")
 # the lines the fast path hands the matcher for these (a box's lines outside a traceback change what it holds only
-# where one is a frame or a part of one): a path's start after the box's side, `:<lineno> in <name>`, a continued
-# `in <name>`, a piece ending `:<lineno>` before the side. The matcher joins only lines of these shapes (`_joins`).
+# where one is a frame or a frame's first part; the line after such a part is read as a block's are, matcher
+# `rich_piece`): a path's start after the box's side, `:<lineno> in <name>`, `in <name>` (13.x's frame without its
+# file), a part ending `:<lineno>` before the side
 TRIGGER = rb"\xe2\x94\x82 +(?:[/<~]|[A-Za-z]:\\|in [\w<>])|:\d+ in [\w<>]|:\d+ *\xe2\x94\x82"
 # what stands for a line of the box that says nothing CPython's lines would (context lines, blank lines, locals,
 # `... N frames hidden ...`, the bottom border): an indented blank, which a traceback block keeps and reads as nothing
