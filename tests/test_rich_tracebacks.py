@@ -132,3 +132,19 @@ def test_the_fast_path_reads_a_box_as_the_plain_one(tmp_path: Path, packs: PackS
     # THEN the same report, a crash caused by the exception line after the box
     assert fast == plain
     assert '"text": "[2026-03-02 09:16:23 TP0] ValueError: world size 3 does not divide 8 heads"' in plain
+
+
+def test_a_frame_in_tgi_checkpoint_reader_places_the_crash_in_weight_load(tmp_path: Path) -> None:
+    # GIVEN rows of a box cut at both ends: a TGI shard's frame in utils/weights.py (the checkpoint reader the
+    # layers are built from: `Weights`), its marked line reading a tensor
+    rows = [
+        row("/usr/src/server/text_generation_server/utils/weights.py:140 in get_multi_weights_col"),
+        row(),
+        code(139, "│   │   else:"),
+        code(140, '│   │   │   w = [self.get_sharded(f"{p}.weight", dim=0) for p in prefixes]', marked=True),
+        row(),
+    ]
+    report = judge_text(tmp_path, "\n".join(rows) + "\n")
+    # THEN a crash during weight_load
+    assert report["verdict"] == "crashed"
+    assert report["phase"] == "weight_load"
