@@ -19,6 +19,7 @@ from functools import cache
 from itertools import pairwise
 
 from logphase.bounded import from_epoch, in_calendar, rank_label, read_rank
+from logphase.logs.rich_box import boxed
 
 # --- the envelopes (data) ------------------------------------------------------------------------
 
@@ -157,10 +158,11 @@ ENVELOPES: tuple[Envelope, ...] = (
 # Leading columns no listed envelope names (a log viewer's time column or line numbers, a report's `  | ` rule,
 # k9s's `│ `, a role label of a launcher, a replica label): each is a loose shape, taken only where the packs read
 # more of the source's first lines without it than with it (`sniff`'s `reads`). Learned per source, never assumed.
+TABLE_RULE = _envelope("a table's column rule", r"^(?:[ \t]{0,40}[|│┃¦][ \t]?)+", weak=True)
 LEARNED: tuple[Envelope, ...] = (
     # (a run of empty cells before the text is one column: `|  | `, Buildkite's `  | `; peeled one at a time, the
     # first would gain nothing the packs read)
-    _envelope("a table's column rule", r"^(?:[ \t]{0,40}[|│┃¦][ \t]?)+", weak=True),
+    TABLE_RULE,
     # a spreadsheet's or a web table's row copied as tab-separated cells, the first ones empty
     _envelope("empty tab-separated cells", r"^\t+(?:[ \t]{0,40}[|│┃¦][ \t]?)*", weak=True),
     _envelope("a time-of-day column", r"^\d{1,2}:\d\d:\d\d(?:[.,]\d{1,9})? +", weak=True),
@@ -552,6 +554,9 @@ def _learned_column(
     """The first LEARNED column the lines carry whose removal lets the packs read more of them (with the
     listed envelopes it was around removed too: a log UI's empty cells before `docker logs -t` lines)."""
     fitting = [envelope for envelope in LEARNED if _envelope_of(lines, (envelope,)) is not None]
+    if any(map(boxed, lines)):
+        # rich's traceback box: its left side is the box's, not a table's column (logs/rich_box.py reads its rows)
+        fitting = [envelope for envelope in fitting if envelope is not TABLE_RULE]
     read = sum(map(reads, lines))
     if not fitting and 0 < len(lines) < WEAK_LINES_NEEDED:
         # a line or two: too few for a loose shape, but empty cells before every one of them, each line read
@@ -691,9 +696,20 @@ def cut_at(text: str, width: int, screen: bool) -> bool:
     return bool(text) and len(text) % width == 0 and not (screen and padded(text))
 
 
+# A box a terminal library draws fills the width too (rich's Panel pads each row and ends it with the box's right
+# edge, box.py ROUNDED: its traceback, logs/rich_box.py): a row that ends with the bottom-right corner is the box's
+# last, whole; one that ends with the right side or the top-right corner is whole where a row of the box follows
+BOX_END = "╯"
+BOX_RIGHT = ("│", "╮")
+BOX_LEFT = ("│", "╰")
+
+
 def continues(cut: str, text: str) -> bool:
     """Whether `text` is the rest of a line the paste cut at the column: not when it starts the way
-    that line did (the log's next line, written by the same code: `[2025-`, `gpu-h100-07:`, `INFO`)."""
+    that line did (the log's next line, written by the same code: `[2025-`, `gpu-h100-07:`, `INFO`), nor
+    after a box's whole row (`BOX_END`)."""
+    if cut.endswith(BOX_END) or (cut.endswith(BOX_RIGHT) and text.startswith(BOX_LEFT)):
+        return False
     return cut[:4] != text[:4]
 
 

@@ -16,6 +16,7 @@ from logphase.logs.annotations import Edit, edit
 from logphase.logs.clocks import stamp_format, timed_prefixes
 from logphase.logs.dating import MIDNIGHT_JUMP, FirstDate, first_day, with_year
 from logphase.logs.reader import Line
+from logphase.logs.rich_box import RICH_STARTS, translated
 from logphase.logs.stamps import StampBelief
 from logphase.packs import ModuleHint, PackRegex, PackSet, PrefixFields, Rule, leading_literal, rank_from_tags
 from logphase.phases import FAILURE_KINDS, EventKind, Phase, Role
@@ -279,6 +280,9 @@ class _Block:
     # the first frame of a fatal signal handler's backtrace whose header is not in the log (Open MPI's `[host:pid]
     # [ 8] …`, frames.SIGNAL_HANDLER_FRAME): the block holds that handler's frames only
     handler: tuple[Line, PrefixFields] | None = None
+    # a line of rich's box was read in it (logs/rich_box.py): until its exception line, each line of the box is
+    # read as the line CPython prints for it
+    rich: bool = False
 
 
 @dataclass
@@ -324,6 +328,11 @@ class SourceMatcher:
         # likewise the traceback block the line just matched ended, and that line's number: a paste's last line may be
         # a record cut inside its prefix (`(Worker_TP3 pid=1) ERROR 02-13`), which ends the block by its shape alone
         self._ended: tuple[_Block, int] | None = None
+        self._rich_read = False  # the line just matched was read as a line of rich's traceback box
+        # like `_ended`, an answer about the line just matched that only the next line reads: that line, of rich's
+        # box, may be the first part of a frame's line rich wrapped, which the next line may complete
+        # (logs/rich_box.py); the fast path reads that line (`rich_piece`). A fork copies it as every attribute
+        self._rich_piece: str | None = None
 
     def fork(self) -> SourceMatcher:
         """An independent copy, every field carried: what it makes of lines to come is what this
@@ -516,7 +525,20 @@ class SourceMatcher:
             stamped=False,
         )
 
+    @property
+    def rich_piece(self) -> bool:
+        """The line just read may be the first part of a wrapped frame of rich's box: the next line must be read."""
+        return self._rich_piece is not None
+
     def match_line(self, line: Line) -> tuple[Event, ...]:
+        self._rich_read = False
+        piece, self._rich_piece = self._rich_piece, None  # it joins the very next line only
+        events = self._match_line(line, piece)
+        if self._rich_read and self.block is not None:
+            self.block.rich = True  # the box this line opened or continued
+        return events
+
+    def _match_line(self, line: Line, piece: str | None) -> tuple[Event, ...]:
         fields, message = self.packs.split_prefix(line.text)
         self.edited = edit(message) if not fields.prefixes else None
         if self.edited is Edit.NOTE and message.lstrip().startswith("#") and self.system in self.packs.comment_systems:
@@ -545,6 +567,8 @@ class SourceMatcher:
         if own_time and stamp is not None and line.stamp is not None:
             self._envelope_offset = stamp - line.stamp
         message, flat = self._indented(message)
+        if message.startswith(RICH_STARTS):
+            message = self._rich(message, piece)
         block = self.block
         inside = self._continues_block(fields, message)
         self._ended = (block, line.number) if block is not None and self.block is None else None
@@ -617,6 +641,18 @@ class SourceMatcher:
         if step == 2 and CARETS.match(message):
             return "    " + message, False
         return message, False
+
+    def _rich(self, message: str, piece: str | None) -> str:
+        """A line of rich's traceback box read as the line CPython prints for it (logs/rich_box.py); any other line
+        as it is. A frame's line rich wrapped is read on the box line that completes it (`piece`: the line before's
+        first part of one)."""
+        block = self.block
+        in_box = block is not None and block.rich and not block.finished
+        text, self._rich_piece = translated(message, in_box, piece)
+        if text is None:
+            return message
+        self._rich_read = True
+        return text
 
     def _dump_thread(self, message: str, fields: PrefixFields) -> tuple[Rule, dict[str, str]] | None:
         """The rule (and its captures) that reads `message` as a faulthandler dump's `Current thread` line, as inside

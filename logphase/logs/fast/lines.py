@@ -118,11 +118,15 @@ class FastLines(ClockKeeping):
         self.matcher, self.dumps, self.quoting = matcher, dumps, quoting
 
     def busy(self) -> bool:
-        """A traceback or a dump is open, or a stamp far ahead of the clock waits for the next stamped
-        line to confirm it: the matcher must see every line until then."""
+        """A traceback or a dump is open, a stamp far ahead of the clock waits for the next stamped line to
+        confirm it, or the last line may be the first part of a wrapped frame of rich's box (the next line may
+        complete it): the matcher must see every line until then."""
         matcher = self.matcher
         return matcher is not None and (
-            matcher.block is not None or matcher.clock_pending or (self.dumps is not None and self.dumps.open > 0)
+            matcher.block is not None
+            or matcher.clock_pending
+            or matcher.rich_piece
+            or (self.dumps is not None and self.dumps.open > 0)
         )
 
     # -- reading

@@ -25,6 +25,7 @@ from logphase.logs.matcher import (
     fallback_rule,
 )
 from logphase.logs.reader import WRITTEN_ESCAPE_BYTES
+from logphase.logs.rich_box import TRIGGER as RICH_TRIGGER
 from logphase.logs.timeline import TIMELINE_CAPTURES
 from logphase.packs import ModuleHint, PackSet, Rule
 from logphase.phases import EventKind
@@ -112,7 +113,7 @@ MAGIC = b"logphase-scan-plan 1\n"
 KEEP = 16
 # The code a plan is built by (beside the packs, whose digest names their own code): another
 # version of it is another key (the reader's: its table of written escapes is in ALWAYS_BYTES).
-PLAN_CODE = ("plan.py", "factors.py", "../matcher.py", "../timeline.py", "../reader.py")
+PLAN_CODE = ("plan.py", "factors.py", "../matcher.py", "../timeline.py", "../reader.py", "../rich_box.py")
 
 
 def plan_cache(folder: Path) -> DiskCache:
@@ -243,6 +244,9 @@ def _build_plan(packs: PackSet, triggers: Sequence[re.Pattern[str]]) -> Plan:
     trigger_patterns.append(SIGNAL_HANDLER_TRIGGER)
     # an exception line a logger wrote at its error level opens a block too (matcher.LOGGED_EXCEPTION)
     trigger_patterns.append(LOGGED_EXCEPTION_TRIGGER)
+    # a frame of rich's box, or a part of one, opens a block too, or may (logs/rich_box.py; its top border holds
+    # `Traceback (most recent call last)`, a marker)
+    trigger_patterns.append(RICH_TRIGGER)
     trigger_patterns += [widen_classes(t.pattern).encode() for t in triggers]
     requires: dict[str, list[frozenset[bytes]]] = {}
     for rule in {id(r): r for r in steady.values()}.values():
