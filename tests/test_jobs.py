@@ -462,6 +462,8 @@ def test_a_range_is_scanned_by_whoever_claims_it_first() -> None:
         (rb"[\x00-\x1f]", False),  # a range of bytes that holds it
         (rb"^[\s\x1c-\x1f\x80-\xff]{4}\S", False),  # the dump trigger, as the plan widens it
         (rb"[\x1c-\x1f\x80-\xff]", True),
+        (rb"\xe2\x94\x82 +in [\w<>]", True),  # a byte's hex escape is one atom (rich's `│` in UTF-8)
+        (rb"a\x0ab", False),  # the newline's
     ],
 )
 def test_patterns_that_may_span_a_newline_are_told(pattern: bytes, local: bool) -> None:

@@ -62,8 +62,8 @@ SETTLE_SHARE = 16
 WHITESPACE_RUN = re.compile(rb"\^(?:\\s|\[\\s(?:\\.|[^\]\\])*\])\{(\d+)\}\\S")
 INLINE_DOTALL = re.compile(rb"\(\?[a-zA-Z]*s")
 SYNTAX = {bytes([byte]) for byte in b"()|?*+^$."}  # what is no atom (`.` stops at a newline)
-# One token of a pattern: an escape, a class, or one byte.
-TOKEN = re.compile(rb"\\.|\[\^?\]?(?:\\.|[^\]\\])*\]|.", re.DOTALL)
+# One token of a pattern: a byte's hex escape (`\xe2`, rich's box drawing in UTF-8), an escape, a class, or one byte.
+TOKEN = re.compile(rb"\\x[0-9a-fA-F]{2}|\\.|\[\^?\]?(?:\\.|[^\]\\])*\]|.", re.DOTALL)
 
 
 @dataclass(frozen=True)
