@@ -424,16 +424,11 @@ class SourceMatcher:
         if block is None or block.finished or block.failed or block.ignored or block.headless is None:
             return None
         line, fields = block.headless
-        best = self._best_rule(TRACEBACK_HEADER, fields.prefixes, False)
-        if best is None:
-            return None
-        rule, captures = best
-        rule = replace(rule, role=Role.CASCADE)  # its exception is not in the log: the cause only if nothing else is
         message = "a traceback's frames, cut before its first line and its exception line"
         if block.statement is not None:
             line, quoted = block.statement
             message = f"{message}; its innermost frame's line: {quoted.strip()}"
-        return self._cut_event(block, line, fields, rule, {**captures, CUT_TRACEBACK: "frames"}, message)
+        return self._cut_stand_in(block, line, fields, TRACEBACK_HEADER, "frames", message)
 
     def _dump_only(self, block: _Block | None) -> Event | None:
         """The source ends inside a faulthandler dump whose header is not in it (a paste cut above its `Current
@@ -446,9 +441,8 @@ class SourceMatcher:
         if block is None or block.dump is None:
             return None  # (its other threads' lines are failures' in_block marks: `failed` says nothing here)
         line, fields, rule, captures = block.dump
-        rule = replace(rule, role=Role.CASCADE)  # its header is not in the log: the cause only if nothing else is
         message = "a faulthandler dump whose header is not in the excerpt (a fatal error's: which one is not said)"
-        return self._cut_event(block, line, fields, rule, {**captures, CUT_TRACEBACK: "dump"}, message)
+        return self._cut_stand_in(block, line, fields, (rule, captures), "dump", message)
 
     def _handler_only(self, block: _Block | None) -> Event | None:
         """A run of a fatal signal handler's frames whose header is not in the log (Open MPI's `[host:pid] [ 8] …`: a
@@ -459,13 +453,8 @@ class SourceMatcher:
         if block is None or block.handler is None:
             return None
         line, fields = block.handler
-        best = self._best_rule(SIGNAL_HANDLER_HEADER, fields.prefixes, False)
-        if best is None:
-            return None
-        rule, captures = best
-        rule = replace(rule, role=Role.CASCADE)  # its header is not in the log: the cause only if nothing else is
         message = "a fatal signal handler's frames, cut below its header (which signal is not said)"
-        return self._cut_event(block, line, fields, rule, {**captures, CUT_TRACEBACK: "handler"}, message)
+        return self._cut_stand_in(block, line, fields, SIGNAL_HANDLER_HEADER, "handler", message)
 
     def cut_header(self, line: Line) -> Event | None:
         """The source's last line, which no rule read, is a traceback's first line cut before its end: a paste cut
@@ -477,13 +466,8 @@ class SourceMatcher:
         header = cut_header(message.strip())
         if header is None:
             return None
-        best = self._best_rule(header, fields.prefixes, False)
-        if best is None:
-            return None
-        rule, captures = best
-        rule = replace(rule, role=Role.CASCADE)
         block = _Block(line.number, fields.rank, fields.prefixes)
-        return self._cut_event(block, line, fields, rule, {**captures, CUT_TRACEBACK: "header"}, message)
+        return self._cut_stand_in(block, line, fields, header, "header", message)
 
     def cut_phase_line(self, line: Line) -> Event | None:
         """The source's last line, which no rule read, is a step's line cut before the end of the text its rule's
@@ -507,6 +491,27 @@ class SourceMatcher:
             message=message,
             stamped=False,
         )
+
+    def _cut_stand_in(
+        self,
+        block: _Block,
+        line: Line,
+        fields: PrefixFields,
+        header: str | tuple[Rule, dict[str, str]],
+        read_from: str,
+        message: str,
+    ) -> Event | None:
+        """The event that stands for a block's line the log does not hold (a traceback's or a dump's header, a
+        signal handler's banner): `header` is that line's text, read by the rules as the line would be where
+        `fields` (the block's first line's prefix) stand, or the rule and captures that already read the block's
+        thread line; `read_from` says how it was read (CUT_TRACEBACK). None where no rule reads the header. The
+        line it stands for is not in the log, so it is a cascade: the cause only where nothing else is."""
+        best = self._best_rule(header, fields.prefixes, False) if isinstance(header, str) else header
+        if best is None:
+            return None
+        rule, captures = best
+        rule = replace(rule, role=Role.CASCADE)
+        return self._cut_event(block, line, fields, rule, {**captures, CUT_TRACEBACK: read_from}, message)
 
     def _cut_event(
         self, block: _Block, line: Line, fields: PrefixFields, rule: Rule, captures: dict[str, str], message: str
