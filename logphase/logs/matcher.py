@@ -39,8 +39,11 @@ _UNSEEN = object()
 FRAME_HEADERS = ("Traceback (most recent call last)", "Thread 0x", "Current thread 0x", "Stack (most recent", "Thread ")
 # faulthandler labels the thread that dumps `Current thread 0x…` in the dump of a fatal error (a fatal signal,
 # Py_FatalError) and in one a signal asked for (`faulthandler.register`), never in dump_traceback_later's (all
-# `Thread 0x…`, under `Timeout (…)!`): shared reference §4.1-4.2.
+# `Thread 0x…`, under `Timeout (…)!`): shared reference §4.1-4.2. Where only that thread is dumped (`all_threads=False`:
+# Ray's workers enable faulthandler so, ray/_private/worker.py `connect`), the same dumps head it `Stack (most recent
+# call first):` instead (§4.2); dump_traceback_later always dumps every thread.
 CURRENT_THREAD = "Current thread 0x"
+DUMPING_THREAD = (CURRENT_THREAD, "Stack (most recent call first):")
 _NOTHING: tuple[Event, ...] = ()
 # The prefix id a rank label from a line's envelope counts as (one writer's lines stay together).
 ENVELOPE_RANK = "envelope.rank"
@@ -272,8 +275,9 @@ class _Block:
     # opened by a rule's `ignored_block` line (CPython's `Exception ignored in: …`): the process printed the
     # traceback and went on, so nothing inside it is a failure
     ignored: bool = False
-    # a faulthandler dump whose header (`Fatal Python error: …`) is not in the log: its `Current thread` line. The
-    # block holds the dump's own lines only (threads, frames, blank lines); a line of the program after it ends it
+    # a faulthandler dump whose header (`Fatal Python error: …`) is not in the log: its `Current thread` (or `Stack`)
+    # line. The block holds the dump's own lines only (threads, frames, blank lines); a line of the program after it
+    # ends it
     dump: tuple[Line, PrefixFields, Rule, dict[str, str]] | None = None
     # where the line after a frame whose indentation was lost stands (FLAT_FRAME): 1, its source line; 2, its carets
     flat_step: int = 0
@@ -432,7 +436,8 @@ class SourceMatcher:
 
     def _dump_only(self, block: _Block | None) -> Event | None:
         """The source ends inside a faulthandler dump whose header is not in it (a paste cut above its `Current
-        thread` line, or above the threads before it). faulthandler labels a `Current thread` in two dumps only: a
+        thread` line, or above the threads before it; or above its `Stack` line, the same dumps' one thread where all
+        threads were not asked for). faulthandler labels a `Current thread` in two dumps only: a
         fatal error's (the process then dies of the signal) and one a signal asked for (`faulthandler.register`,
         the process goes on, so its log does not end in it but where the person stopped it). A log that ends in
         the dump is read as the fatal error's, its header's words (which signal) not known: the dump's thread line,
@@ -660,9 +665,9 @@ class SourceMatcher:
         return text
 
     def _dump_thread(self, message: str, fields: PrefixFields) -> tuple[Rule, dict[str, str]] | None:
-        """The rule (and its captures) that reads `message` as a faulthandler dump's `Current thread` line, as inside
-        a dump's block; None for any other line."""
-        if not message.startswith(CURRENT_THREAD):
+        """The rule (and its captures) that reads `message` as a faulthandler dump's `Current thread` (or `Stack`)
+        line, as inside a dump's block; None for any other line."""
+        if not message.startswith(DUMPING_THREAD):
             return None
         best = self._best_rule(message, fields.prefixes, True)
         return best if best is not None and best[0].in_block and best[0].kind is EventKind.FATAL else None
