@@ -116,3 +116,63 @@ def test_a_headless_dump_is_read_at_the_end_of_the_source() -> None:
     assert all(event.role.value == "diagnostic" for event in during)
     cut = [event for event in ended if CUT_TRACEBACK in event.captures]
     assert [(event.line, event.kind.value, event.captures[CUT_TRACEBACK]) for event in cut] == [(1, "fatal", "dump")]
+
+
+def test_frames_alone_are_a_dump_placed_by_its_frames_that_claims_no_fatal_error(tmp_path: Path) -> None:
+    # GIVEN a paste of one thread's faulthandler frames alone (§4.1's `  File "…", line N in f`, no comma): its
+    # `Fatal Python error:` / `Timeout (…)!` header and its thread line are above the cut, so it may be a fatal error's
+    # dump or dump_traceback_later's (§4.2, every thread `Thread 0x…`), the last output of a hung process
+    report = _judge(tmp_path, SGLANG_CAPTURE)
+    # THEN its frames place the stack, as a dump's with its thread line, and it is said to be neither an abort nor a
+    # crash: a dump without its label says no more than one of `Thread` lines alone
+    assert report["phase"] == "cuda_graph"
+    assert report["verdict"] not in ("aborted", "crashed")
+    # AND the stack parser reads it as a faulthandler dump whose fatal error is not known
+    [process] = report["stacks"]["processes"]
+    assert (process["source"], process["fatal"]) == ("faulthandler", None)
+    assert process["threads"][0]["frames"][0] == "capture (sglang/srt/model_executor/cuda_graph_runner.py:41)"
+
+
+def test_frames_alone_under_rays_prefix_with_its_colour_codes_unescaped_read_alike(tmp_path: Path) -> None:
+    # GIVEN the same kind of paste from a Ray worker: each line behind Ray's log monitor's `(Name pid=N) ` tag, its
+    # cyan written without ESC (`[36m` … `[0m`, the ESC lost in the copy), the paste cut inside the next tag
+    tag = "[36m(RayWorkerWrapper pid=812)[0m "
+    text = "".join(tag + line + "\n" for line in VLLM_V0_STEP.splitlines()) + "[36m(RayWorkerWrappe"
+    report = _judge(tmp_path, text)
+    # THEN the frames are read as without the tag: vLLM V0's scheduler under the engine's step, serving; no failure
+    assert report["phase"] == "serving"
+    assert report["verdict"] not in ("aborted", "crashed")
+    [process] = report["stacks"]["processes"]
+    assert (process["source"], process["fatal"]) == ("faulthandler", None)
+    assert process["threads"][0]["frames"] == [
+        "_schedule_prefills (vllm/core/scheduler.py:1121)",
+        "schedule (vllm/core/scheduler.py:1284)",
+        "step (vllm/engine/llm_engine.py:1340)",
+        "<module> (/app/serve.py:88)",
+    ]
+
+
+def test_a_dump_cut_above_its_stack_line_is_the_fatal_error_it_was_printed_for(tmp_path: Path) -> None:
+    # GIVEN a paste that begins at the `Stack (most recent call first):` line faulthandler heads the dumping thread
+    # with where it dumps that thread alone (§4.2; a fatal error's header above the cut), and ends in its frames
+    report = _judge(tmp_path, "Stack (most recent call first):\n" + SGLANG_CAPTURE)
+    # THEN read as a `Current thread` is: aborted in cuda_graph, the Stack line the cause, the cut header a doubt
+    assert (report["verdict"], report["phase"]) == ("aborted", "cuda_graph")
+    assert root_text(report) == "Stack (most recent call first):"
+    assert any("faulthandler dump whose header is not in it" in doubt for doubt in report["evidence"]["against"])
+
+
+def test_a_stack_dump_the_program_goes_on_after_says_no_failure(tmp_path: Path) -> None:
+    # GIVEN a one-thread dump (`Stack …`, as faulthandler.register(…, all_threads=False) or dump_traceback print it)
+    # in an SGLang capture, after which the server goes on with its own lines
+    text = (
+        "[2025-05-01 10:00:00 TP0] Capture cuda graph begin. This can take up to several minutes.\n"
+        "Stack (most recent call first):\n"
+        + SGLANG_CAPTURE
+        + "\n"
+        "[2025-05-01 10:02:00 TP0] Capture cuda graph end. Time elapsed: 120.00 s\n"
+    )
+    report = _judge(tmp_path, text)
+    # THEN no failure is read from the dump
+    assert report["verdict"] not in ("aborted", "crashed")
+    assert report["root_cause"] is None or "Stack (most" not in root_text(report)

@@ -45,7 +45,8 @@ def assess(timeline: Timeline, judgement: Judgement, *, post_mortem: bool, earli
     elif root is not None and root.captures.get(CUT_TRACEBACK) == "dump":
         doubts.append(
             f"the log ends inside a faulthandler dump whose header is not in it (line {root.line}): a fatal error's"
-            " dump by its `Current thread`, which error not said; a dump faulthandler.register asked for looks alike"
+            " dump by its `Current thread` (or `Stack`) line, which error not said; a dump faulthandler.register asked"
+            " for looks alike"
         )
     elif root is not None and root.captures.get(CUT_TRACEBACK) == "handler":
         doubts.append(

@@ -39,8 +39,11 @@ _UNSEEN = object()
 FRAME_HEADERS = ("Traceback (most recent call last)", "Thread 0x", "Current thread 0x", "Stack (most recent", "Thread ")
 # faulthandler labels the thread that dumps `Current thread 0x…` in the dump of a fatal error (a fatal signal,
 # Py_FatalError) and in one a signal asked for (`faulthandler.register`), never in dump_traceback_later's (all
-# `Thread 0x…`, under `Timeout (…)!`): shared reference §4.1-4.2.
+# `Thread 0x…`, under `Timeout (…)!`): shared reference §4.1-4.2. Where only that thread is dumped (`all_threads=False`:
+# Ray's workers enable faulthandler so, ray/_private/worker.py `connect`), the same dumps head it `Stack (most recent
+# call first):` instead (§4.2); dump_traceback_later always dumps every thread.
 CURRENT_THREAD = "Current thread 0x"
+DUMPING_THREAD = (CURRENT_THREAD, "Stack (most recent call first):")
 _NOTHING: tuple[Event, ...] = ()
 # The prefix id a rank label from a line's envelope counts as (one writer's lines stay together).
 ENVELOPE_RANK = "envelope.rank"
@@ -272,8 +275,9 @@ class _Block:
     # opened by a rule's `ignored_block` line (CPython's `Exception ignored in: …`): the process printed the
     # traceback and went on, so nothing inside it is a failure
     ignored: bool = False
-    # a faulthandler dump whose header (`Fatal Python error: …`) is not in the log: its `Current thread` line. The
-    # block holds the dump's own lines only (threads, frames, blank lines); a line of the program after it ends it
+    # a faulthandler dump whose header (`Fatal Python error: …`) is not in the log: its `Current thread` (or `Stack`)
+    # line. The block holds the dump's own lines only (threads, frames, blank lines); a line of the program after it
+    # ends it
     dump: tuple[Line, PrefixFields, Rule, dict[str, str]] | None = None
     # where the line after a frame whose indentation was lost stands (FLAT_FRAME): 1, its source line; 2, its carets
     flat_step: int = 0
@@ -424,20 +428,16 @@ class SourceMatcher:
         if block is None or block.finished or block.failed or block.ignored or block.headless is None:
             return None
         line, fields = block.headless
-        best = self._best_rule(TRACEBACK_HEADER, fields.prefixes, False)
-        if best is None:
-            return None
-        rule, captures = best
-        rule = replace(rule, role=Role.CASCADE)  # its exception is not in the log: the cause only if nothing else is
         message = "a traceback's frames, cut before its first line and its exception line"
         if block.statement is not None:
             line, quoted = block.statement
             message = f"{message}; its innermost frame's line: {quoted.strip()}"
-        return self._cut_event(block, line, fields, rule, {**captures, CUT_TRACEBACK: "frames"}, message)
+        return self._cut_stand_in(block, line, fields, TRACEBACK_HEADER, "frames", message)
 
     def _dump_only(self, block: _Block | None) -> Event | None:
         """The source ends inside a faulthandler dump whose header is not in it (a paste cut above its `Current
-        thread` line, or above the threads before it). faulthandler labels a `Current thread` in two dumps only: a
+        thread` line, or above the threads before it; or above its `Stack` line, the same dumps' one thread where all
+        threads were not asked for). faulthandler labels a `Current thread` in two dumps only: a
         fatal error's (the process then dies of the signal) and one a signal asked for (`faulthandler.register`,
         the process goes on, so its log does not end in it but where the person stopped it). A log that ends in
         the dump is read as the fatal error's, its header's words (which signal) not known: the dump's thread line,
@@ -446,9 +446,8 @@ class SourceMatcher:
         if block is None or block.dump is None:
             return None  # (its other threads' lines are failures' in_block marks: `failed` says nothing here)
         line, fields, rule, captures = block.dump
-        rule = replace(rule, role=Role.CASCADE)  # its header is not in the log: the cause only if nothing else is
         message = "a faulthandler dump whose header is not in the excerpt (a fatal error's: which one is not said)"
-        return self._cut_event(block, line, fields, rule, {**captures, CUT_TRACEBACK: "dump"}, message)
+        return self._cut_stand_in(block, line, fields, (rule, captures), "dump", message)
 
     def _handler_only(self, block: _Block | None) -> Event | None:
         """A run of a fatal signal handler's frames whose header is not in the log (Open MPI's `[host:pid] [ 8] …`: a
@@ -459,13 +458,8 @@ class SourceMatcher:
         if block is None or block.handler is None:
             return None
         line, fields = block.handler
-        best = self._best_rule(SIGNAL_HANDLER_HEADER, fields.prefixes, False)
-        if best is None:
-            return None
-        rule, captures = best
-        rule = replace(rule, role=Role.CASCADE)  # its header is not in the log: the cause only if nothing else is
         message = "a fatal signal handler's frames, cut below its header (which signal is not said)"
-        return self._cut_event(block, line, fields, rule, {**captures, CUT_TRACEBACK: "handler"}, message)
+        return self._cut_stand_in(block, line, fields, SIGNAL_HANDLER_HEADER, "handler", message)
 
     def cut_header(self, line: Line) -> Event | None:
         """The source's last line, which no rule read, is a traceback's first line cut before its end: a paste cut
@@ -477,13 +471,8 @@ class SourceMatcher:
         header = cut_header(message.strip())
         if header is None:
             return None
-        best = self._best_rule(header, fields.prefixes, False)
-        if best is None:
-            return None
-        rule, captures = best
-        rule = replace(rule, role=Role.CASCADE)
         block = _Block(line.number, fields.rank, fields.prefixes)
-        return self._cut_event(block, line, fields, rule, {**captures, CUT_TRACEBACK: "header"}, message)
+        return self._cut_stand_in(block, line, fields, header, "header", message)
 
     def cut_phase_line(self, line: Line) -> Event | None:
         """The source's last line, which no rule read, is a step's line cut before the end of the text its rule's
@@ -507,6 +496,27 @@ class SourceMatcher:
             message=message,
             stamped=False,
         )
+
+    def _cut_stand_in(
+        self,
+        block: _Block,
+        line: Line,
+        fields: PrefixFields,
+        header: str | tuple[Rule, dict[str, str]],
+        read_from: str,
+        message: str,
+    ) -> Event | None:
+        """The event that stands for a block's line the log does not hold (a traceback's or a dump's header, a
+        signal handler's banner): `header` is that line's text, read by the rules as the line would be where
+        `fields` (the block's first line's prefix) stand, or the rule and captures that already read the block's
+        thread line; `read_from` says how it was read (CUT_TRACEBACK). None where no rule reads the header. The
+        line it stands for is not in the log, so it is a cascade: the cause only where nothing else is."""
+        best = self._best_rule(header, fields.prefixes, False) if isinstance(header, str) else header
+        if best is None:
+            return None
+        rule, captures = best
+        rule = replace(rule, role=Role.CASCADE)
+        return self._cut_event(block, line, fields, rule, {**captures, CUT_TRACEBACK: read_from}, message)
 
     def _cut_event(
         self, block: _Block, line: Line, fields: PrefixFields, rule: Rule, captures: dict[str, str], message: str
@@ -655,9 +665,9 @@ class SourceMatcher:
         return text
 
     def _dump_thread(self, message: str, fields: PrefixFields) -> tuple[Rule, dict[str, str]] | None:
-        """The rule (and its captures) that reads `message` as a faulthandler dump's `Current thread` line, as inside
-        a dump's block; None for any other line."""
-        if not message.startswith(CURRENT_THREAD):
+        """The rule (and its captures) that reads `message` as a faulthandler dump's `Current thread` (or `Stack`)
+        line, as inside a dump's block; None for any other line."""
+        if not message.startswith(DUMPING_THREAD):
             return None
         best = self._best_rule(message, fields.prefixes, True)
         return best if best is not None and best[0].in_block and best[0].kind is EventKind.FATAL else None
