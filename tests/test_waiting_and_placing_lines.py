@@ -209,6 +209,38 @@ def test_mmengine_epoch_lines_after_evaluation_lines_place_the_job_in_its_steps(
     assert "Epoch(train) [100][10/40]" in root_text(report)
 
 
+def _mnist_steps(form: str, epoch: int) -> str:
+    """pytorch/examples mnist/main.py's training progress (`--log-interval 10`, batch 64: 640 samples apart)."""
+    return "".join(
+        form.format(epoch, 640 * n, 60000, round(100.0 * 640 * n / 60000), 2.3 - 0.1 * n) + "\n" for n in range(4)
+    )
+
+
+def test_the_mnist_examples_training_loop_places_the_job_in_its_steps(tmp_path: Path) -> None:
+    # GIVEN the script's device line, then its progress lines (a print, `\tLoss: {:.6f}`), into a second epoch
+    form = "Train Epoch: {} [{}/{} ({:.0f}%)]\tLoss: {:.6f}"
+    report = judge_text(tmp_path, "Using Device: cuda\n\n" + _mnist_steps(form, 1) + _mnist_steps(form, 2))
+    # THEN the job is in its steps, the last progress line where it was
+    assert (report["system"], report["phase"], report["verdict"]) == ("torch", "serving", "stalled")
+    assert root_text(report) == "Train Epoch: 2 [1920/60000 (3%)]\tLoss: 2.000000"
+
+
+def test_katibs_mnist_trial_logging_its_steps_is_in_its_steps(tmp_path: Path) -> None:
+    # GIVEN Katib's copy: `loss={:.4f}` through logging's `%(asctime)s %(levelname)-8s %(message)s`, ISO datefmt
+    form = "2025-08-14T23:41:2{3}Z INFO     Train Epoch: {0} [{1}/{2} ({3:.0f}%)]\tloss={4:.4f}"
+    report = judge_text(tmp_path, _mnist_steps(form, 1))
+    # THEN the job is in its steps
+    assert (report["phase"], report["verdict"]) == ("serving", "stalled")
+    assert root_text(report).endswith("Train Epoch: 1 [1920/60000 (3%)]\tloss=2.0000")
+
+
+def test_the_mnist_examples_test_pass_alone_is_no_step(tmp_path: Path) -> None:
+    # GIVEN only the script's evaluation summary after an epoch
+    report = judge_text(tmp_path, "\nTest set: Average loss: 0.0471, Accuracy: 9842/10000 (98%)\n\n")
+    # THEN nothing is placed
+    assert (report["phase"], report["verdict"]) == (None, "unknown")
+
+
 def _deepspeed_step(second: int, step: int) -> str:
     return (
         f"[2025-01-07 11:02:{second:02d},804] [INFO] [logging.py:128:log_dist] [Rank 0] step={step}, skipped=0, "
