@@ -256,6 +256,23 @@ def test_deepspeed_step_reports_after_its_init_place_the_job_in_its_steps(tmp_pa
     assert root_text(report) == _deepspeed_step(3, 30).rstrip("\n")
 
 
+def test_deepspeeds_launcher_listing_its_nccl_variables_is_in_launch_on_the_last_one(tmp_path: Path) -> None:
+    # GIVEN the runner's hostfile warning and command, then the launcher's first lines: each NCCL variable it was
+    # given, as launch.py main logs `{node_rank} {name}={value}` before it reads the world info
+    report = judge_text(
+        tmp_path,
+        "[2023-07-13 14:51:33,751] [WARNING] [runner.py:191:fetch_hostfile] Unable to find hostfile, will proceed"
+        " with training with local resources only.\n"
+        "[2023-07-13 14:51:33,954] [INFO] [runner.py:541:main] cmd = /usr/bin/python -u -m deepspeed.launcher.launch"
+        " --world_info=eyJsb2NhbGhvc3QiOiBbMF19 --master_addr=127.0.0.1 --master_port=29500 main.py\n"
+        "[2023-07-13 14:51:35,266] [INFO] [launch.py:138:main] 0 NCCL_DEBUG=INFO\n"
+        "[2023-07-13 14:51:35,266] [INFO] [launch.py:138:main] 0 TORCH_NCCL_ASYNC_ERROR_HANDLING=1\n",
+    )
+    # THEN the job is in launch, the last variable's line where it was
+    assert (report["system"], report["phase"], report["verdict"]) == ("torch", "launch", "stalled")
+    assert root_text(report).endswith("[launch.py:138:main] 0 TORCH_NCCL_ASYNC_ERROR_HANDLING=1")
+
+
 def test_a_deepspeed_step_zero_alone_is_no_step(tmp_path: Path) -> None:
     # GIVEN DeepSpeed's launcher line, then only the init report step=0
     report = judge_text(
