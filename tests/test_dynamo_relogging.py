@@ -73,3 +73,32 @@ def test_a_dynamo_rust_target_is_not_an_engines_record(tmp_path: Path) -> None:
     # WHEN analysed THEN no engine's rule reads it
     _, report = _analyze(tmp_path, lines)
     assert report["verdict"] == "unknown"
+
+
+def test_dynamo_sdk_registering_a_workers_component_is_its_launch(tmp_path: Path) -> None:
+    # GIVEN ai-dynamo 0.2's `dynamo serve`: the arbiter starting the service, then the worker registering and
+    # creating its component (serve_dynamo.py, `[{service_name}] ` from the runtime's formatter), then a record
+    # cut mid-line from the worker's own constructor
+    lines = [
+        _dynamo(
+            "2025-04-24T07:42:05.876",
+            "INFO",
+            "serving.<lambda>",
+            "Starting Dynamo Service PrefillWorker (Press CTRL+C to quit)",
+        ),
+        _dynamo(
+            "2025-04-24T07:42:11.770",
+            "INFO",
+            "serve_dynamo.worker",
+            "[PrefillWorker] Registering component dynamo/PrefillWorker",
+        ),
+        _dynamo(
+            "2025-04-24T07:42:11.771", "INFO", "serve_dynamo.worker", "[PrefillWorker] Created PrefillWorker component"
+        ),
+        _dynamo("2025-04-24T07:42:11.788", "INFO", "prefill_worker.__init__", "Chunked prefill is not supp"),
+    ]
+    # WHEN analysed
+    _, report = _analyze(tmp_path, lines)
+    # THEN the worker is in launch, the component's creation the last progress
+    assert (report["phase"], report["verdict"]) == ("launch", "stalled")
+    assert report["root_cause"]["text"].endswith("[PrefillWorker] Created PrefillWorker component")

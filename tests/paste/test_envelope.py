@@ -178,7 +178,7 @@ def test_a_console_stamp_two_spaces_before_a_loggers_own_stamp_is_removed_with_b
     assert [text for _, text, _, _ in lines_of(data)] == [
         ray,
         " Traceback (most recent call last):",
-        "   File \"/tmp/x.py\", line 3, in <module>",
+        '   File "/tmp/x.py", line 3, in <module>',
         " RuntimeError: boom",
         ray,
     ]
