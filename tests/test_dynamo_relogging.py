@@ -73,3 +73,64 @@ def test_a_dynamo_rust_target_is_not_an_engines_record(tmp_path: Path) -> None:
     # WHEN analysed THEN no engine's rule reads it
     _, report = _analyze(tmp_path, lines)
     assert report["verdict"] == "unknown"
+
+
+def test_dynamo_sdk_registering_a_workers_component_is_its_launch(tmp_path: Path) -> None:
+    # GIVEN ai-dynamo 0.2's `dynamo serve`: the arbiter starting the service, then the worker registering and
+    # creating its component (serve_dynamo.py, `[{service_name}] ` from the runtime's formatter), then a record
+    # cut mid-line from the worker's own constructor
+    lines = [
+        _dynamo(
+            "2025-04-24T07:42:05.876",
+            "INFO",
+            "serving.<lambda>",
+            "Starting Dynamo Service PrefillWorker (Press CTRL+C to quit)",
+        ),
+        _dynamo(
+            "2025-04-24T07:42:11.770",
+            "INFO",
+            "serve_dynamo.worker",
+            "[PrefillWorker] Registering component dynamo/PrefillWorker",
+        ),
+        _dynamo(
+            "2025-04-24T07:42:11.771", "INFO", "serve_dynamo.worker", "[PrefillWorker] Created PrefillWorker component"
+        ),
+        _dynamo("2025-04-24T07:42:11.788", "INFO", "prefill_worker.__init__", "Chunked prefill is not supp"),
+    ]
+    # WHEN analysed
+    _, report = _analyze(tmp_path, lines)
+    # THEN the worker is in launch, the component's creation the last progress
+    assert (report["phase"], report["verdict"]) == ("launch", "stalled")
+    assert report["root_cause"]["text"].endswith("[PrefillWorker] Created PrefillWorker component")
+
+
+def test_dynamo_frontend_routing_requests_to_a_worker_is_serving(tmp_path: Path) -> None:
+    # GIVEN a frontend's KV router picking a worker for each request (its cost formula, then the choice)
+    formula = (
+        "Formula for worker_id=7042394012839217798 dp_rank=0 with 0 cached blocks: 14.031 = 1.0 * prefill_blocks"
+        " + decode_blocks = 1.0 * 7.031 + 7.000"
+    )
+    chosen = "Selected worker: worker_id=7042394012839217798 dp_rank=0, logit: 14.031, cached blocks: 0, tree size: 0"
+    target = "dynamo_llm::kv_router::scheduler"
+    lines = [
+        _dynamo("2026-02-27T14:47:21.385061", "INFO", target, chosen),
+        _dynamo("2026-02-27T14:47:21.591773", "INFO", target, formula),
+        _dynamo("2026-02-27T14:47:21.591808", "INFO", target, chosen),
+    ]
+    # WHEN analysed
+    _, report = _analyze(tmp_path, lines)
+    # THEN the deployment serves requests
+    assert (report["phase"], report["verdict"]) == ("serving", "ready")
+
+
+def test_dynamo_frontend_cost_formula_alone_is_no_request_routed(tmp_path: Path) -> None:
+    # GIVEN only the router's cost formula for a worker (logged for each candidate, before any choice)
+    formula = (
+        "Formula for worker_id=1 dp_rank=0 with 0 cached blocks: 2.438 = 1.0 * prefill_blocks + decode_blocks"
+        " = 1.0 * 1.438 + 1.000"
+    )
+    _, report = _analyze(
+        tmp_path, [_dynamo("2026-02-27T14:47:21.591773", "INFO", "dynamo_llm::kv_router::scheduler", formula)]
+    )
+    # THEN nothing is placed
+    assert (report["phase"], report["verdict"]) == (None, "unknown")

@@ -39,6 +39,19 @@ PLACED = [
         "launch",
         "deployment_state.py",
     ),
+    # the `deepspeed` runner choosing the master address before it runs the launcher (launcher/runner.py main)
+    (
+        "[2025-12-28 05:01:35,972] [INFO] [runner.py:496:main] Using IP address of 10.0.0.11 for node worker-0",
+        "launch",
+        "runner.py",
+    ),
+    # DeepSpeed picking its accelerator at import (accelerator/real_accelerator.py get_accelerator)
+    (
+        "[2025-12-28 05:01:35,100] [WARNING] [real_accelerator.py:181:get_accelerator] Setting accelerator to CPU."
+        " If you have GPU or other accelerator, we were unable to detect it.",
+        "launch",
+        "real_accelerator.py",
+    ),
     # LMDeploy's pipeline choosing its engine (lmdeploy/api.py), get_logger's `%(filename)s:%(lineno)d`
     ("2025-01-31 17:30:52,472 - lmdeploy - INFO - api.py:81 - Using turbomind engine", "launch", "api.py"),
 ]

@@ -209,6 +209,38 @@ def test_mmengine_epoch_lines_after_evaluation_lines_place_the_job_in_its_steps(
     assert "Epoch(train) [100][10/40]" in root_text(report)
 
 
+def _mnist_steps(form: str, epoch: int) -> str:
+    """pytorch/examples mnist/main.py's training progress (`--log-interval 10`, batch 64: 640 samples apart)."""
+    return "".join(
+        form.format(epoch, 640 * n, 60000, round(100.0 * 640 * n / 60000), 2.3 - 0.1 * n) + "\n" for n in range(4)
+    )
+
+
+def test_the_mnist_examples_training_loop_places_the_job_in_its_steps(tmp_path: Path) -> None:
+    # GIVEN the script's device line, then its progress lines (a print, `\tLoss: {:.6f}`), into a second epoch
+    form = "Train Epoch: {} [{}/{} ({:.0f}%)]\tLoss: {:.6f}"
+    report = judge_text(tmp_path, "Using Device: cuda\n\n" + _mnist_steps(form, 1) + _mnist_steps(form, 2))
+    # THEN the job is in its steps, the last progress line where it was
+    assert (report["system"], report["phase"], report["verdict"]) == ("torch", "serving", "stalled")
+    assert root_text(report) == "Train Epoch: 2 [1920/60000 (3%)]\tLoss: 2.000000"
+
+
+def test_katibs_mnist_trial_logging_its_steps_is_in_its_steps(tmp_path: Path) -> None:
+    # GIVEN Katib's copy: `loss={:.4f}` through logging's `%(asctime)s %(levelname)-8s %(message)s`, ISO datefmt
+    form = "2025-08-14T23:41:2{3}Z INFO     Train Epoch: {0} [{1}/{2} ({3:.0f}%)]\tloss={4:.4f}"
+    report = judge_text(tmp_path, _mnist_steps(form, 1))
+    # THEN the job is in its steps
+    assert (report["phase"], report["verdict"]) == ("serving", "stalled")
+    assert root_text(report).endswith("Train Epoch: 1 [1920/60000 (3%)]\tloss=2.0000")
+
+
+def test_the_mnist_examples_test_pass_alone_is_no_step(tmp_path: Path) -> None:
+    # GIVEN only the script's evaluation summary after an epoch
+    report = judge_text(tmp_path, "\nTest set: Average loss: 0.0471, Accuracy: 9842/10000 (98%)\n\n")
+    # THEN nothing is placed
+    assert (report["phase"], report["verdict"]) == (None, "unknown")
+
+
 def _deepspeed_step(second: int, step: int) -> str:
     return (
         f"[2025-01-07 11:02:{second:02d},804] [INFO] [logging.py:128:log_dist] [Rank 0] step={step}, skipped=0, "
@@ -222,6 +254,23 @@ def test_deepspeed_step_reports_after_its_init_place_the_job_in_its_steps(tmp_pa
     # THEN the job is in its steps, its last report where it was
     assert (report["system"], report["phase"]) == ("torch", "serving")
     assert root_text(report) == _deepspeed_step(3, 30).rstrip("\n")
+
+
+def test_deepspeeds_launcher_listing_its_nccl_variables_is_in_launch_on_the_last_one(tmp_path: Path) -> None:
+    # GIVEN the runner's hostfile warning and command, then the launcher's first lines: each NCCL variable it was
+    # given, as launch.py main logs `{node_rank} {name}={value}` before it reads the world info
+    report = judge_text(
+        tmp_path,
+        "[2023-07-13 14:51:33,751] [WARNING] [runner.py:191:fetch_hostfile] Unable to find hostfile, will proceed"
+        " with training with local resources only.\n"
+        "[2023-07-13 14:51:33,954] [INFO] [runner.py:541:main] cmd = /usr/bin/python -u -m deepspeed.launcher.launch"
+        " --world_info=eyJsb2NhbGhvc3QiOiBbMF19 --master_addr=127.0.0.1 --master_port=29500 main.py\n"
+        "[2023-07-13 14:51:35,266] [INFO] [launch.py:138:main] 0 NCCL_DEBUG=INFO\n"
+        "[2023-07-13 14:51:35,266] [INFO] [launch.py:138:main] 0 TORCH_NCCL_ASYNC_ERROR_HANDLING=1\n",
+    )
+    # THEN the job is in launch, the last variable's line where it was
+    assert (report["system"], report["phase"], report["verdict"]) == ("torch", "launch", "stalled")
+    assert root_text(report).endswith("[launch.py:138:main] 0 TORCH_NCCL_ASYNC_ERROR_HANDLING=1")
 
 
 def test_a_deepspeed_step_zero_alone_is_no_step(tmp_path: Path) -> None:

@@ -110,8 +110,14 @@ ENVELOPES: tuple[Envelope, ...] = (
     ),
     # Docker Desktop's log view: `YYYY-MM-DD HH:MM:SS ` (no fraction, no zone; not a logger's own
     # `YYYY-MM-DD HH:MM:SS - name - LEVEL - `: a dash and a space; a line of dashes, Megatron's `-----` rule
-    # around its validation loss, is a wrapped line)
-    _envelope("Docker Desktop", r"^(?P<ts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d) (?!-(?:\s|$)|[,.])", "%Y-%m-%d %H:%M:%S"),
+    # around its validation loss, is a wrapped line). A job console's stamp of the same shape may be set off by two
+    # spaces (realworld 873: `2026-03-31 10:51:52  2026-03-31 10:51:52,906\tINFO cli.py:41 -- `): the second is
+    # the envelope's too where a logger's own date and time follow it, which no line's indentation starts with.
+    _envelope(
+        "Docker Desktop",
+        r"^(?P<ts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d) (?: (?=\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d))?(?!-(?:\s|$)|[,.])",
+        "%Y-%m-%d %H:%M:%S",
+    ),
     # journalctl -o short / short-precise: no year, so the time is not taken. The month is strftime's `%b` in the
     # reader's locale (systemd logs-show.c formats short times with `%b %d %H:%M:%S`): `Mar`, `Dez`, `déc.`,
     # `мар`, `12月`; glibc's Japanese and Korean months 1-9 are padded with a space (ja_JP ` 5月`, ko_KR ` 5월`)

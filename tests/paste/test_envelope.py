@@ -167,6 +167,23 @@ def test_python_logging_stamps_are_not_docker_desktop() -> None:
     assert names(head) == []
 
 
+def test_a_console_stamp_two_spaces_before_a_loggers_own_stamp_is_removed_with_both_spaces() -> None:
+    # GIVEN a job console's `YYYY-MM-DD HH:MM:SS  ` before each line: Ray's driver lines (their own stamp) and a
+    # traceback with its indented frame
+    ray = "2026-03-31 10:51:52,906\tINFO cli.py:41 -- Job submission server address: http://127.0.0.1:8265"
+    frame = '  File "/tmp/x.py", line 3, in <module>'
+    lines = [ray, "Traceback (most recent call last):", frame, "RuntimeError: boom", ray]
+    data = "".join(f"2026-03-31 10:51:5{i}  {line}\n" for i, line in enumerate(lines)).encode()
+    # WHEN read THEN Ray's lines start at their own stamp; the others keep what follows the stamp's first space
+    assert [text for _, text, _, _ in lines_of(data)] == [
+        ray,
+        " Traceback (most recent call last):",
+        '   File "/tmp/x.py", line 3, in <module>',
+        " RuntimeError: boom",
+        ray,
+    ]
+
+
 def test_ray_prefix_of_one_task_is_removed_but_vllm_workers_are_left_to_the_pack() -> None:
     # GIVEN Ray's task prefix on every line, and vLLM's own worker prefixes (which carry the rank)
     ray = [f"(pid=4242, ip=10.0.0.12) {line}" for line in SGLANG]
