@@ -15,6 +15,7 @@ from typing import IO, TYPE_CHECKING
 from logphase.errors import InputError
 from logphase.logs.envelope import Unwrapped, Unwrapper
 from logphase.logs.reader import (
+    AUTOLINK_BYTES,
     CHUNK_BYTES,
     MAX_LINE_BYTES,
     SNIFF_BYTES,
@@ -278,9 +279,9 @@ def _said_once() -> None:
 
 
 # Bytes that make a line need clean_line (a bar's `\r`, colour, colour codes whose ESC was lost: their reset `[0m`, or
-# written out: the reader's table, a glued bar); a line that may hold records glued by a lost newline or a bar's
-# (reader.glued) is told by its text.
-CAREFUL_BYTES = (b"\r", b"\x1b", b"[0m", *WRITTEN_ESCAPE_BYTES, b"%|")
+# written out: the reader's table, a linkifier's link, a glued bar); a line that may hold records glued by a lost
+# newline or a bar's (reader.glued) is told by its text.
+CAREFUL_BYTES = (b"\r", b"\x1b", b"[0m", *WRITTEN_ESCAPE_BYTES, AUTOLINK_BYTES, b"%|")
 
 
 class _LineSplitter:

@@ -52,6 +52,21 @@ WRITTEN_ESCAPE_BYTES = tuple(spelling.encode() + b"[" for spelling in ESC_SPELLI
 # `[2m2024-…Z[0m [32m INFO[0m …`): removed only from a line that holds the reset `[0m`, which no log writes as
 # text of its own.
 ANSI_REMNANT = re.compile(r"\[[0-9;]*m")
+# A link a renderer made of text that looks like an address or an issue reference, kept where a rendered page was
+# copied back as markdown: a linkifier reads `.py` as a top-level domain (vLLM's location `[core.py:710]` became
+# `[[core.py:710](http://core.py:710/)]` on every line, realworld 943; Ray's `ip: 10.29.214.5` became
+# `[10.29.214.5](http://10.29.214.5/)`, 583), and GitHub links `#N` to the issue or pull request N of the repository it
+# is shown in (docs.github.com, "Autolinked references and URLs": `#26`, `GH-26`, `owner/repo#26`; c10's native frames
+# `frame #44: …` became `frame [#44](https://github.com/OWNER/REPO/pull/44): …`, 879). Undone only where the link is
+# provably one: its text is its own target (less the scheme, or a trailing slash), or such a reference to the issue its
+# target ends with; a link the paste cut inside its target (the line's end) where what is left of it leads its text
+# (943's last line, `[[core.py:710](http://core.py`). A link with other text is the writer's (FastAPI's
+# `[FastAPI docs for Lifespan Events](https://…)` in its deprecation warning, 611) and stays.
+AUTOLINK = re.compile(r"\[(?P<text>[^\[\]\s]+)\]\((?P<url>https?://(?P<rest>[^()\s]*))(?:(?P<end>\))|$)")
+AUTOLINK_MARK = "](http"  # what a line holding one holds for sure
+AUTOLINK_BYTES = AUTOLINK_MARK.encode()
+_ISSUE_REFERENCE = re.compile(r"(?:#|GH-)(?P<number>\d+)|(?P<repo>[\w.-]+/[\w.-]+)#(?P<repo_number>\d+)")
+_ISSUE_URL = re.compile(r"https://github\.com/(?P<repo>[\w.-]+/[\w.-]+)/(?:issues|pull|discussions)/(?P<number>\d+)/?")
 # Where a record starts: the openings of the lines a bar is seen glued to (SGLang's `[2025-03-08 12:29:13 …]`, torch's
 # `[rank0]:`, c10's `[E ProcessGroupNCCL.cpp:458] ` / `[W1209 11:24:53.753104426 compiler_depend.ts:28] `, glog's
 # (elastic's) `W0529 15:43:30.844000 15110 …/api.py:897] `: ref 2.1; realworld 454, 159, 357), logging's
@@ -612,7 +627,7 @@ def sniff_bytes(head: bytes, process_tags: frozenset[str] | None = None, packs: 
         else:
             process_tags = packs.process_tags
     reads = None if packs is None else (lambda line: packs_read(packs, line))
-    return sniff((decoded_text(line) for line in lines), process_tags, reads=reads)
+    return sniff((unlinked(decoded_text(line)) for line in lines), process_tags, reads=reads)
 
 
 def packs_read(packs: PackSet, text: str) -> bool:
@@ -676,6 +691,30 @@ def decoded_text(raw: bytes) -> str:
     return text.rstrip("\r")
 
 
+def unlinked(text: str) -> str:
+    """A line out of its envelopes with a linkifier's links (`AUTOLINK`) undone: after them, so a link an envelope
+    hid (markdown's escapes, inline code) or a hard wrap split is whole."""
+    return AUTOLINK.sub(_unlinked, text) if AUTOLINK_MARK in text else text
+
+
+def _unlinked(link: re.Match[str]) -> str:
+    """A markdown link as the text it was made of, where a linkifier made it (`AUTOLINK`); else as it is."""
+    text, url, rest = link["text"], link["url"], link["rest"]
+    if link["end"] is None:  # cut inside its target: past the host's dot, which made the linkifier take the text
+        cut = "." in rest and (f"{text}/".startswith(rest) or f"{text}/".startswith(url))
+        return text if cut else link.group()
+    if text in (url, rest) or (url.endswith("/") and text in (url[:-1], rest[:-1])):
+        return text
+    reference, issue = _ISSUE_REFERENCE.fullmatch(text), _ISSUE_URL.fullmatch(url)
+    if reference is None or issue is None:
+        return link.group()
+    if reference["repo"] is not None:
+        linked = reference["repo"].lower() == issue["repo"].lower() and reference["repo_number"] == issue["number"]
+    else:
+        linked = reference["number"] == issue["number"]
+    return text if linked else link.group()
+
+
 def uncoloured(lines: bytes) -> bytes | None:
     """Whole lines' bytes with their colour codes removed, each line then read by `decoded_text` as
     its own bytes are (the fast path scans these: a terminal's colours split the text its literals and
@@ -713,8 +752,9 @@ def _collapsed(text: str) -> bool:
 
 
 def line_updates(line: Unwrapped, source: int) -> Iterator[Line]:
-    """An unwrapped line as the `Line`s logphase reads: a progress bar's `\r` updates each a line."""
-    text = line.text
+    """An unwrapped line as the `Line`s logphase reads: a linkifier's links undone, a progress bar's `\r` updates each a
+    line."""
+    text = unlinked(line.text)
     if _bar_glued(text):
         # a bar without its final newline, glued to the next log line: `…?it/s][2025-03-08 …] …` (its `|{bar}|` may be
         # lost in a paste through markdown: `57% 4/7 [00:40<00:29,  9.96s/it]ERROR:…`)

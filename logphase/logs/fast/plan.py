@@ -24,7 +24,7 @@ from logphase.logs.matcher import (
     RANK_CAPTURES,
     fallback_rule,
 )
-from logphase.logs.reader import WRITTEN_ESCAPE_BYTES
+from logphase.logs.reader import AUTOLINK_BYTES, WRITTEN_ESCAPE_BYTES
 from logphase.logs.rich_box import TRIGGER as RICH_TRIGGER
 from logphase.logs.timeline import TIMELINE_CAPTURES
 from logphase.packs import ModuleHint, PackSet, Rule
@@ -32,10 +32,11 @@ from logphase.phases import EventKind
 
 # Lines that always reach the matcher: progress-bar rewrites (a carriage return inside a line; the
 # one of CRLF ends it and changes nothing), colour codes (and their remnants without ESC: `[0m`; their ESC written
-# out: `#033[`, `^[[`, the reader's table), a bar glued to a line, and the non-ASCII letters whose lower case is
-# ASCII (a caseless literal could hide behind them).
+# out: `#033[`, `^[[`, the reader's table), a linkifier's link (the reader undoes it: its bytes are not the line's
+# text), a bar glued to a line, and the non-ASCII letters whose lower case is ASCII (a caseless literal could hide
+# behind them).
 CARRIAGE_RETURN = b"\\r[^\\n]"
-ALWAYS_BYTES = (b"\x1b", b"[0m", *WRITTEN_ESCAPE_BYTES, b"%|")
+ALWAYS_BYTES = (b"\x1b", b"[0m", *WRITTEN_ESCAPE_BYTES, AUTOLINK_BYTES, b"%|")
 UNICODE_CASE_BYTES = (b"\xc4\xb0", b"\xe2\x84\xaa", b"\xc5\xbf")
 FRAME_LINE = b'File "'  # what TRACEBACK_FRAME needs
 
