@@ -604,8 +604,7 @@ def _constant_part(
     under half the lines' messages, and taken where they read more lines or, reading as many, more messages."""
     if len(lines) < WEAK_LINES_NEEDED:
         return None
-    read = _count(reads, lines)
-    messages = _count(reads, lines, READ_MESSAGE)
+    read, messages = _counts(reads, lines)
     if 2 * messages >= len(lines):
         return None
     needed = max(LEARNED_GAIN_LINES, LEARNED_GAIN_SHARE * len(lines))
@@ -624,15 +623,22 @@ def _constant_part(
             break  # a longer part is on fewer lines still
         matches = [envelope.pattern.match(line) for line in lines]
         peeled = _peeled([line[m.end() :] if m else line for line, m in zip(lines, matches, strict=True)], candidates)
-        gained = (_count(reads, peeled) - read, _count(reads, peeled, READ_MESSAGE) - messages)
+        peeled_read, peeled_messages = _counts(reads, peeled)
+        gained = (peeled_read - read, peeled_messages - messages)
         if (gained[0] >= needed or (gained[0] >= 0 and gained[1] >= needed)) and (best is None or gained > best[0]):
             best = (gained, envelope)
     return None if best is None else best[1]
 
 
-def _count(reads: Callable[[str], int], lines: Iterable[str], depth: int = READ_PREFIX) -> int:
-    """How many of the lines the packs read at least to `depth` (READ_PREFIX: at all)."""
-    return sum(1 for line in lines if reads(line) >= depth)
+def _count(reads: Callable[[str], int], lines: Iterable[str]) -> int:
+    """How many of the lines the packs read (at any depth)."""
+    return sum(1 for line in lines if reads(line))
+
+
+def _counts(reads: Callable[[str], int], lines: Iterable[str]) -> tuple[int, int]:
+    """How many of the lines the packs read, and of how many they read the message (READ_MESSAGE)."""
+    depths = [reads(line) for line in lines]
+    return sum(1 for depth in depths if depth), sum(1 for depth in depths if depth >= READ_MESSAGE)
 
 
 def _peeled(lines: Sequence[str], candidates: Sequence[Envelope]) -> list[str]:

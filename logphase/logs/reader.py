@@ -611,8 +611,21 @@ def sniff_bytes(head: bytes, process_tags: frozenset[str] | None = None, packs: 
             process_tags = shipped_packs().process_tags
         else:
             process_tags = packs.process_tags
-    reads = None if packs is None else (lambda line: packs_reading(packs, line))
+    reads = None if packs is None else _reading(packs)
     return sniff((decoded_text(line) for line in lines), process_tags, reads=reads)
+
+
+def _reading(packs: PackSet) -> Callable[[str], int]:
+    """`packs_reading` of one sniff: each text read once (sniffing asks again of the same lines for each shape)."""
+    depths: dict[str, int] = {}
+
+    def reads(text: str) -> int:
+        depth = depths.get(text)
+        if depth is None:
+            depth = depths[text] = packs_reading(packs, text)
+        return depth
+
+    return reads
 
 
 def packs_reading(packs: PackSet, text: str) -> int:
