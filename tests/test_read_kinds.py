@@ -11,7 +11,7 @@ import pytest
 
 from logphase.logs.envelope import sniff
 from logphase.logs.matcher import explain
-from logphase.logs.reader import LogSource, packs_read, read_lines
+from logphase.logs.reader import LogSource, packs_reading, read_lines
 from logphase.packs.loading import load_packs
 from tests.conftest import judge_text, root_text
 
@@ -279,8 +279,8 @@ def test_a_log_of_a_program_own_lines_still_says_no_line_matched(tmp_path: Path)
 # --- a loose envelope on an excerpt of a line or two -----------------------------------------------------------
 
 
-def _reads(line: str) -> bool:
-    return packs_read(load_packs(check_examples=False), line)
+def _reads(line: str) -> int:
+    return packs_reading(load_packs(check_examples=False), line)
 
 
 def test_two_lines_quoted_in_a_review_are_unwrapped(tmp_path: Path) -> None:

@@ -29,7 +29,15 @@ def runner(index: int) -> str:
     return "dinov2-giant-nodes.cn-d004 [stderr] "
 
 
-@pytest.mark.parametrize("wrapper", [gcp, runner])
+def launcher(index: int) -> str:
+    """A launcher script's Python logging record around each line of a container it runs: logging's
+    `%(asctime)s - %(levelname)s - %(message)s` (asctime `%Y-%m-%d %H:%M:%S,mmm`), the message a `[container] ` label
+    and the line (realworld 845). Its start parses as a pack's asctime prefix; the message behind it is hidden all the
+    same."""
+    return f"2026-05-29 09:14:{index % 60:02d},{594 + index:03d} - INFO - [container] "
+
+
+@pytest.mark.parametrize("wrapper", [gcp, runner, launcher])
 def test_a_leading_part_of_one_shape_is_taken_off_where_the_packs_then_read_the_lines(
     tmp_path: Path, wrapper: object
 ) -> None:

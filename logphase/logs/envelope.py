@@ -192,6 +192,11 @@ LEARNED: tuple[Envelope, ...] = (
 # What taking a learned column must gain: this many more of the first lines read, and a tenth of them.
 LEARNED_GAIN_LINES = 2
 LEARNED_GAIN_SHARE = 0.1
+# How deep the packs read a line (`sniff`'s `reads`): not at all (0), a prefix of theirs parses its start (READ_PREFIX:
+# a `True` of a plain yes-or-no reader), or its message is read too (READ_MESSAGE: a rule matches it, or the matcher
+# reads it as a traceback's frame).
+READ_PREFIX = 1
+READ_MESSAGE = 2
 # A leading part of one shape on all but a few lines, no listed envelope nor LEARNED column: a collector's or an
 # export's wrapper nobody listed (GCP Cloud Logging's copied view, `SEVERITY TIMESTAMP [resource.labels.KEY: VALUE] `;
 # a runner's `host [stderr] `). Its shape is its first fields (runs of non-space, a space after each) with their
@@ -199,7 +204,9 @@ LEARNED_GAIN_SHARE = 0.1
 # where the packs read more without it (the fewest fields that gain the most), and looked for only where the packs
 # read under half the lines: a wrapper hides nearly every line. Up to eight fields: a fork's SGLang format writes seven
 # before the message (`INFO <pid> [ DP15 TP15 EP15 scheduler_metrics_mixin.py:222] `, realworld 487 and 828; its rank
-# tags go with it, the messages are read).
+# tags go with it, the messages are read). What it hides is measured by the messages read (READ_MESSAGE), not the
+# prefixes parsed: a wrapper that starts as a pack's prefix does (`<asctime> - INFO - [container] `, realworld 845)
+# parses as that prefix and hides the message behind it all the same.
 CONSTANT_NAME = "a leading part of one shape"
 CONSTANT_FIELDS = 8
 _FIELDS = [re.compile(rf"^(?:[^\s]+ ){{{count}}}(?=\S)") for count in range(1, CONSTANT_FIELDS + 1)]
@@ -309,12 +316,12 @@ class Unwrapped:
 
 
 def sniff(
-    head: Iterable[str], process_tags: frozenset[str] = frozenset(), reads: Callable[[str], bool] | None = None
+    head: Iterable[str], process_tags: frozenset[str] = frozenset(), reads: Callable[[str], int] | None = None
 ) -> Envelopes:
     """Decide from a source's first lines (decoded, colour codes and `\\r` at the end removed) which
-    envelopes it has (`process_tags`: the packs' own `(Name pid=N) ` tags, never Ray's). `reads`: whether
-    the packs read a line (a prefix or a rule of theirs); given, a leading column of LEARNED is taken where
-    no listed envelope fits and the packs read more lines without it. Never raises; a source with none
+    envelopes it has (`process_tags`: the packs' own `(Name pid=N) ` tags, never Ray's). `reads`: how deep
+    the packs read a line (0, READ_PREFIX, READ_MESSAGE; any but 0 is read); given, a leading column of LEARNED is
+    taken where no listed envelope fits and the packs read more lines without it. Never raises; a source with none
     gets an empty `Envelopes`."""
     candidates = envelopes_for(process_tags)
     head = list(head)[: SNIFF_LINES * 2]
@@ -461,7 +468,7 @@ def _envelope_of(
     lines: Sequence[str],
     candidates: Sequence[Envelope],
     inside_records: bool = False,
-    reads: Callable[[str], bool] | None = None,
+    reads: Callable[[str], int] | None = None,
 ) -> Envelope | None:
     """The first candidate on all but a few of the lines; else the first stamp on all but a few of the lines
     that start a record (`_on_records`: a log UI's copy, its time column absent from a record's later lines),
@@ -490,7 +497,7 @@ def _envelope_of(
     return None
 
 
-def _swallows(matches: Sequence[re.Match[str]], reads: Callable[[str], bool]) -> bool:
+def _swallows(matches: Sequence[re.Match[str]], reads: Callable[[str], int]) -> bool:
     """Whether an envelope's writer's label takes off the words a known message begins with: on most of the lines
     it labels, the packs read the line from the label on (`Initializing distributed: GLOBAL_RANK: 0, MEMBER: 1/2`,
     Lightning's, behind a `docker logs -t` stamp, where journald's `host ident: ` would take `Initializing
@@ -536,26 +543,26 @@ _CONTINUATION = re.compile(r"^\s|\d%\||\| *\d+/\d+ \[")
 
 
 def _loose_on_a_few(
-    lines: Sequence[str], reads: Callable[[str], bool], candidates: Sequence[Envelope]
+    lines: Sequence[str], reads: Callable[[str], int], candidates: Sequence[Envelope]
 ) -> Envelope | None:
     """A loose listed envelope (a markdown quote, an srun label, stern's pod and container) on every line of an
     excerpt too short to show a loose shape (one or two lines: a line quoted in a review, one task's last words):
     taken where the packs read more of its lines without it (and the listed envelopes inside it) than with it."""
     if not 0 < len(lines) < WEAK_LINES_NEEDED:
         return None
-    read = sum(map(reads, lines))
+    read = _count(reads, lines)
     for envelope in candidates:
         if not envelope.weak:
             continue
         matches = [envelope.pattern.match(line) for line in lines]
         rests = [line[m.end() :] for line, m in zip(lines, matches, strict=True) if m and m.end() < len(line)]
-        if len(rests) == len(lines) and sum(map(reads, _peeled(rests, candidates))) > read:
+        if len(rests) == len(lines) and _count(reads, _peeled(rests, candidates)) > read:
             return envelope
     return None
 
 
 def _learned_column(
-    lines: Sequence[str], reads: Callable[[str], bool], candidates: Sequence[Envelope] = ()
+    lines: Sequence[str], reads: Callable[[str], int], candidates: Sequence[Envelope] = ()
 ) -> Envelope | None:
     """The first LEARNED column the lines carry whose removal lets the packs read more of them (with the
     listed envelopes it was around removed too: a log UI's empty cells before `docker logs -t` lines)."""
@@ -563,7 +570,7 @@ def _learned_column(
     if any(map(boxed, lines)):
         # rich's traceback box: its left side is the box's, not a table's column (logs/rich_box.py reads its rows)
         fitting = [envelope for envelope in fitting if envelope is not TABLE_RULE]
-    read = sum(map(reads, lines))
+    read = _count(reads, lines)
     if not fitting and 0 < len(lines) < WEAK_LINES_NEEDED:
         # a line or two: too few for a loose shape, but empty cells before every one of them, each line read
         # without them and more read so, are a column all the same
@@ -581,7 +588,7 @@ def _learned_column(
     for envelope in fitting:
         matches = [envelope.pattern.match(line) for line in lines]
         peeled = _peeled([line[m.end() :] if m else line for line, m in zip(lines, matches, strict=True)], candidates)
-        gained = sum(map(reads, peeled)) - read
+        gained = _count(reads, peeled) - read
         # empty cells (white space and rules, no text) on all but a few lines hide nothing: taken without asking the
         # packs (a paste of a traceback alone has no line they read either way, and an indented source line behind
         # the cells is read as a message of its own only while they hide its indentation)
@@ -596,16 +603,18 @@ _TEXT = re.compile(r"\w")
 
 
 def _constant_part(
-    lines: Sequence[str], reads: Callable[[str], bool], candidates: Sequence[Envelope] = ()
+    lines: Sequence[str], reads: Callable[[str], int], candidates: Sequence[Envelope] = ()
 ) -> Envelope | None:
     """The leading part of one shape the lines carry (CONSTANT_FIELDS) whose removal lets the packs read more of them:
-    of the shapes found on all but a few lines, the fewest fields that gain the most."""
+    of the shapes found on all but a few lines, the fewest fields that gain the most. Looked for where the packs read
+    under half the lines' messages, and taken where they read more lines or, reading as many, more messages."""
     if len(lines) < WEAK_LINES_NEEDED:
         return None
-    read = sum(map(reads, lines))
-    if 2 * read >= len(lines):
+    read, messages = _counts(reads, lines)
+    if 2 * messages >= len(lines):
         return None
-    best: tuple[int, Envelope] | None = None
+    needed = max(LEARNED_GAIN_LINES, LEARNED_GAIN_SHARE * len(lines))
+    best: tuple[tuple[int, int], Envelope] | None = None
     for fields in _FIELDS:
         shapes: dict[str, int] = {}
         for line in lines:
@@ -620,10 +629,22 @@ def _constant_part(
             break  # a longer part is on fewer lines still
         matches = [envelope.pattern.match(line) for line in lines]
         peeled = _peeled([line[m.end() :] if m else line for line, m in zip(lines, matches, strict=True)], candidates)
-        gained = sum(map(reads, peeled)) - read
-        if gained >= max(LEARNED_GAIN_LINES, LEARNED_GAIN_SHARE * len(lines)) and (best is None or gained > best[0]):
+        peeled_read, peeled_messages = _counts(reads, peeled)
+        gained = (peeled_read - read, peeled_messages - messages)
+        if (gained[0] >= needed or (gained[0] >= 0 and gained[1] >= needed)) and (best is None or gained > best[0]):
             best = (gained, envelope)
     return None if best is None else best[1]
+
+
+def _count(reads: Callable[[str], int], lines: Iterable[str]) -> int:
+    """How many of the lines the packs read (at any depth)."""
+    return sum(1 for line in lines if reads(line))
+
+
+def _counts(reads: Callable[[str], int], lines: Iterable[str]) -> tuple[int, int]:
+    """How many of the lines the packs read, and of how many they read the message (READ_MESSAGE)."""
+    depths = [reads(line) for line in lines]
+    return sum(1 for depth in depths if depth), sum(1 for depth in depths if depth >= READ_MESSAGE)
 
 
 def _peeled(lines: Sequence[str], candidates: Sequence[Envelope]) -> list[str]:

@@ -18,8 +18,8 @@ from typing import IO, TYPE_CHECKING, Any, cast
 import zstandard
 
 from logphase.errors import InputError
-from logphase.frames import SIGNAL_HANDLER_FRAME
-from logphase.logs.envelope import Envelopes, Unwrapped, Unwrapper, sniff
+from logphase.frames import PYTHON_FRAME, SIGNAL_HANDLER_FRAME
+from logphase.logs.envelope import READ_MESSAGE, READ_PREFIX, Envelopes, Unwrapped, Unwrapper, sniff
 
 if TYPE_CHECKING:
     from logphase.packs import PackSet
@@ -626,19 +626,37 @@ def sniff_bytes(head: bytes, process_tags: frozenset[str] | None = None, packs: 
             process_tags = shipped_packs().process_tags
         else:
             process_tags = packs.process_tags
-    reads = None if packs is None else (lambda line: packs_read(packs, line))
+    reads = None if packs is None else _reading(packs)
     return sniff((unlinked(decoded_text(line)) for line in lines), process_tags, reads=reads)
 
 
-def packs_read(packs: PackSet, text: str) -> bool:
-    """Whether the packs read a line: a prefix of theirs starts it, or a rule (outside a traceback) matches it; or the
-    matcher reads it as a fatal signal handler's frame, its `[host:pid] ` the handler's own
-    (frames.SIGNAL_HANDLER_FRAME: no envelope, though every line of such a paste starts with it)."""
+def _reading(packs: PackSet) -> Callable[[str], int]:
+    """`packs_reading` of one sniff: each text read once (sniffing asks again of the same lines for each shape)."""
+    depths: dict[str, int] = {}
+
+    def reads(text: str) -> int:
+        depth = depths.get(text)
+        if depth is None:
+            depth = depths[text] = packs_reading(packs, text)
+        return depth
+
+    return reads
+
+
+def packs_reading(packs: PackSet, text: str) -> int:
+    """How deep the packs read a line (envelope.READ_MESSAGE, READ_PREFIX or 0): its message, where a rule (outside a
+    traceback) matches what their prefixes leave, or the matcher reads that as a traceback's frame (a run of them,
+    cut above its `Traceback` line, is read as one: `_frames_only`), or the line as a fatal signal handler's frame,
+    its `[host:pid] ` the handler's own (frames.SIGNAL_HANDLER_FRAME: no envelope, though every line of such a paste
+    starts with it); else its start, where a prefix of theirs parses it. A prefix alone reads no message: a wrapper that
+    starts as a prefix does (`<asctime> - INFO - [container] `) hides the message behind it all the same."""
     fields, message = packs.split_prefix(text)
-    if fields.prefixes or SIGNAL_HANDLER_FRAME.match(text):
-        return True
+    if SIGNAL_HANDLER_FRAME.match(text) or PYTHON_FRAME.match(message):
+        return READ_MESSAGE
     lowered = message.lower()
-    return any(not rule.in_block and rule.match(message) is not None for rule in packs.candidate_rules(lowered))
+    if any(not rule.in_block and rule.match(message) is not None for rule in packs.candidate_rules(lowered)):
+        return READ_MESSAGE
+    return READ_PREFIX if fields.prefixes else 0
 
 
 def _raw_lines(source: LogSource, stream: IO[bytes]) -> Iterator[bytes]:
