@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from logphase.logs.clocks import timed_prefixes
 from logphase.logs.fast.cache import ScannerCache
-from logphase.logs.fast.plan import Check, Plan, could_be_read
+from logphase.logs.fast.plan import Check, Plan, could_be_read, message_matches
 from logphase.logs.fast.scanners import ReScanner, Scanner, make_scanner
 from logphase.logs.fast.templates import (
     STAMP_KINDS,
@@ -253,7 +253,12 @@ class CandidateScan:
     def line_starts(self, buf: bytes, start: int, end: int, chunk_end: int) -> list[int]:
         """The starts of the lines in buf[start:end] the matcher must see, in order (the chunk's
         lines end by `chunk_end`)."""
-        steady, could_match, gates = self.plan.steady, self.plan.could_match, self.plan.gates
+        steady, could_match, gates, anchored = (
+            self.plan.steady,
+            self.plan.could_match,
+            self.plan.gates,
+            self.plan.anchored,
+        )
         return lines_to_read(
             Hits(buf, start, chunk_end, self.scanner.matches(buf, start, end)),
             self.plain_patterns,
@@ -261,7 +266,9 @@ class CandidateScan:
             self.template_at,
             self.registered,
             lambda template, factor, line: (
-                gate_open(gates.get(steady[factor].id), template) and could_match(steady[factor], line)
+                gate_open(gates.get(steady[factor].id), template)
+                and could_match(steady[factor], line)
+                and message_matches(anchored.get(steady[factor].id), template, line)
             ),
             self.shadows,
             self.checks,

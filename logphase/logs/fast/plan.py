@@ -14,7 +14,7 @@ from typing import Any
 from logphase.disk_cache import DiskCache
 from logphase.frames import SIGNAL_HANDLER_TRIGGER
 from logphase.logs.fast.factors import Factor, regex_factors, regex_requirements, rule_factors
-from logphase.logs.fast.templates import BareStarts, Template, bare_starts
+from logphase.logs.fast.templates import BareStarts, Template, bare_starts, text_of
 from logphase.logs.matcher import (
     BLOCK_MARKERS,
     CHAINED,
@@ -72,6 +72,12 @@ class Plan:
         """False when the line lacks one of the strings the rule's regex needs."""
         return holds_required(self.requires.get(rule.id, ()), line)
 
+    @cached_property
+    def anchored(self) -> dict[str, str]:
+        """The steady rules anchored at the message's start, by id: their regexes (`anchored_regex`)."""
+        found = ((rule.id, anchored_regex(rule)) for rule in self.steady.values())
+        return {rule_id: regex for rule_id, regex in found if regex is not None}
+
     @property
     def steady_factors(self) -> list[bytes]:
         return sorted(self.steady)
@@ -90,18 +96,29 @@ class Plan:
 
 
 # What a rule needs of a line: the prefixes it is gated on (None: not gated), the sets of strings its regex needs
-# one of each of (`regex_requirements`, the pack's literal).
-Check = tuple[frozenset[str] | None, tuple[frozenset[bytes], ...]]
+# one of each of (`regex_requirements`, the pack's literal), and its regex where it is anchored at the message's
+# start and shipped (None otherwise): on a template the message is what follows it, and the regex tells it.
+Check = tuple[frozenset[str] | None, tuple[frozenset[bytes], ...], str | None]
 
 
 def candidate_check(rule: Rule) -> Check | None:
-    """What a line must have for the rule to match it, where that is known: a case-sensitive regex's strings."""
+    """What a line must have for the rule to match it, where that is known: a case-sensitive regex's strings,
+    and the regex itself where it is anchored at the message's start (`^Prefill batch[.,]`: `Prefill batch(mixed`
+    holds every string it needs, and fails right after its literal). Only a shipped pack's regex (no timeout):
+    a user's runs in the matcher under its timeout, never here."""
     if rule.ignore_case:
         return None
     sets = regex_requirements(rule.pattern.pattern)
     if rule.literal is not None:
         sets.append(frozenset({rule.literal.encode()}))
-    return (frozenset(rule.after_prefix) or None, tuple(sets))
+    return (frozenset(rule.after_prefix) or None, tuple(sets), anchored_regex(rule))
+
+
+def anchored_regex(rule: Rule) -> str | None:
+    """The rule's regex where it is anchored at the message's start and shipped (a user's pack runs in the
+    matcher under its timeout, never here): what follows a line's template must match it (`message_matches`)."""
+    text = rule.pattern.pattern
+    return text if text.startswith("^") and rule.pattern.timeout is None else None
 
 
 def holds_required(requires: Iterable[frozenset[bytes]], line: bytes) -> bool:
@@ -154,7 +171,7 @@ def _plan_data(plan: Plan) -> tuple[Any, ...]:
     candidates = [(factor.text, factor.caseless) for factor in plan.candidates]
     steady = [(text, rule.id) for text, rule in plan.steady.items()]
     checks = [
-        None if found is None else [(None if g is None else sorted(g), list(sets)) for g, sets in found]
+        None if found is None else [(None if g is None else sorted(g), list(sets), regex) for g, sets, regex in found]
         for found in plan.checks
     ]
     return (plan.enabled, candidates, steady, plan.triggers, plan.requires, plan.reason, checks)
@@ -175,8 +192,12 @@ def _plan_from_data(packs: PackSet, data: tuple[Any, ...]) -> Plan:
             None
             if found is None
             else tuple(
-                (None if gate is None else frozenset(map(str, gate)), tuple(frozenset(options) for options in sets))
-                for gate, sets in found
+                (
+                    None if gate is None else frozenset(map(str, gate)),
+                    tuple(frozenset(options) for options in sets),
+                    None if regex is None else str(regex),
+                )
+                for gate, sets, regex in found
             )
             for found in checks
         ],
@@ -277,14 +298,45 @@ def _checks(owners: Sequence[Rule], module: bool) -> tuple[Check, ...] | None:
 
 def could_be_read(checks: Iterable[Check], template: Template | None, line: bytes) -> bool:
     """Whether a rule of a candidate's `checks` could match the line (from its envelopes' end): on a
-    template, one of its gates' prefixes (every line on it splits into the template's prefixes), and
-    one string of each set its regex needs. A line on no template may have any prefix."""
-    for gate, sets in checks:
+    template, one of its gates' prefixes (every line on it splits into the template's prefixes), one
+    string of each set its regex needs, and, for a regex anchored at the message's start, a match of
+    what follows the template (the message the matcher reads: `candidates.shadowed` reads it alike).
+    A line on no template may have any prefix."""
+    for gate, sets, anchored in checks:
         if gate is not None and template is not None and gate.isdisjoint(template.prefixes):
             continue
-        if holds_required(sets, line):
+        if not holds_required(sets, line):
+            continue
+        if template is None or message_matches(anchored, template, line):
             return True
     return False
+
+
+def message_matches(anchored: str | None, template: Template, line: bytes) -> bool:
+    """Whether a rule anchored at the message's start (`anchored_regex`; None: any rule) may match the line on
+    `template` (from its envelopes' end): every line on a template splits into its prefixes, so the message
+    the matcher reads is what follows the template (as `candidates.shadowed` reads it). A rule whose
+    needed strings all stand in a line that fails right after its literal (`^Prefill batch[.,]` against
+    SGLang's `Prefill batch(mixed …`) leaves it unread."""
+    if anchored is None:
+        return True
+    compiled = _anchored_regex(anchored)
+    if compiled is None:
+        return True
+    return compiled.search(text_of(line)[len(template.atoms) - template.envelope :]) is not None
+
+
+_ANCHORED: dict[str, re.Pattern[str] | None] = {}
+
+
+def _anchored_regex(text: str) -> re.Pattern[str] | None:
+    """A shipped rule's regex compiled once per process (None: the stdlib cannot: the line is read)."""
+    if text not in _ANCHORED:
+        try:
+            _ANCHORED[text] = re.compile(text)
+        except re.error:
+            _ANCHORED[text] = None
+    return _ANCHORED[text]
 
 
 def module_marks(packs: PackSet) -> tuple[dict[bytes, Rule], list[bytes], list[bytes]]:

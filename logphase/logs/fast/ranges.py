@@ -42,7 +42,7 @@ from logphase.errors import LogphaseError
 from logphase.jobs import Jobs
 from logphase.logs.fast.cache import ScannerCache
 from logphase.logs.fast.candidates import CandidateScan, Hits, first_template, gate_open, lines_to_read
-from logphase.logs.fast.plan import Check, holds_required
+from logphase.logs.fast.plan import Check, holds_required, message_matches
 from logphase.logs.fast.scanners import Scanner, make_scanner
 from logphase.logs.fast.templates import Template
 from logphase.packs import Rule
@@ -81,6 +81,7 @@ class ScanState:
     steady: tuple[tuple[bytes, str], ...]  # factor → its rule's id
     requires: tuple[tuple[str, tuple[frozenset[bytes], ...]], ...]  # rule id → the byte sets it needs
     gates: tuple[tuple[str, frozenset[str]], ...]  # rule id → the prefixes it is gated on (`Plan.gates`)
+    anchored: tuple[tuple[str, str], ...]  # rule id → its regex, anchored at the message's start (`Plan.anchored`)
     checks: tuple[tuple[Check, ...] | None, ...]  # by candidate: what its rules need (`CandidateScan.checks`)
     accelerate: bool
     cache: ScannerCache | None  # the walk's compiled databases: a worker loads what the walk stored
@@ -113,6 +114,7 @@ def state_of(scan: CandidateScan) -> ScanState | None:
         steady=tuple((factor, rule.id) for factor, rule in plan.steady.items()),
         requires=tuple((rule, tuple(sets)) for rule, sets in plan.requires.items()),
         gates=tuple(plan.gates.items()),
+        anchored=tuple(plan.anchored.items()),
         checks=tuple(scan.checks),
         accelerate=scan.accelerate,
         cache=scan.cache,
@@ -226,13 +228,16 @@ def candidates_in(state: ScanState, path: str, start: int, stop: int, ticket: in
 
 
 def _could_match(state: ScanState) -> Callable[[Template, bytes, bytes], bool]:
-    """`Plan.could_match` of a steady factor's rule and its gate (`gate_open`), from the state's copy of
-    the plan's requirements and gates."""
+    """`Plan.could_match` of a steady factor's rule, its gate (`gate_open`) and its anchored regex
+    (`message_matches`), from the state's copy of the plan's requirements, gates and regexes."""
     steady = dict(state.steady)
     requires = dict(state.requires)
     gates = dict(state.gates)
+    anchored = dict(state.anchored)
     return lambda template, factor, line: (
-        gate_open(gates.get(steady[factor]), template) and holds_required(requires.get(steady[factor], ()), line)
+        gate_open(gates.get(steady[factor]), template)
+        and holds_required(requires.get(steady[factor], ()), line)
+        and message_matches(anchored.get(steady[factor]), template, line)
     )
 
 
