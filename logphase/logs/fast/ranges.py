@@ -42,9 +42,9 @@ from logphase.errors import LogphaseError
 from logphase.jobs import Jobs
 from logphase.logs.fast.cache import ScannerCache
 from logphase.logs.fast.candidates import CandidateScan, Hits, first_template, gate_open, lines_to_read
-from logphase.logs.fast.plan import Check, holds_required, message_matches
+from logphase.logs.fast.plan import Check, holds_required, message_matches, message_start
 from logphase.logs.fast.scanners import Scanner, make_scanner
-from logphase.logs.fast.templates import Template
+from logphase.logs.fast.templates import BareStarts, Template
 from logphase.packs import Rule
 
 if TYPE_CHECKING:  # the process pool's modules load only when workers start (start-up: most runs have none)
@@ -82,6 +82,7 @@ class ScanState:
     requires: tuple[tuple[str, tuple[frozenset[bytes], ...]], ...]  # rule id → the byte sets it needs
     gates: tuple[tuple[str, frozenset[str]], ...]  # rule id → the prefixes it is gated on (`Plan.gates`)
     anchored: tuple[tuple[str, str], ...]  # rule id → its regex, anchored at the message's start (`Plan.anchored`)
+    bare: BareStarts | None  # the lines of no prefix (`CandidateScan.bare`)
     checks: tuple[tuple[Check, ...] | None, ...]  # by candidate: what its rules need (`CandidateScan.checks`)
     accelerate: bool
     cache: ScannerCache | None  # the walk's compiled databases: a worker loads what the walk stored
@@ -115,6 +116,7 @@ def state_of(scan: CandidateScan) -> ScanState | None:
         requires=tuple((rule, tuple(sets)) for rule, sets in plan.requires.items()),
         gates=tuple(plan.gates.items()),
         anchored=tuple(plan.anchored.items()),
+        bare=scan.bare,
         checks=tuple(scan.checks),
         accelerate=scan.accelerate,
         cache=scan.cache,
@@ -223,6 +225,7 @@ def candidates_in(state: ScanState, path: str, start: int, stop: int, ticket: in
         _could_match(state),
         {(state.templates[index], factor): kinds for index, factor, kinds in state.shadows},
         state.checks,
+        state.bare,
     )
     return RangeCandidates(begin, end, tuple(line + begin for line in starts))
 
@@ -237,7 +240,7 @@ def _could_match(state: ScanState) -> Callable[[Template, bytes, bytes], bool]:
     return lambda template, factor, line: (
         gate_open(gates.get(steady[factor]), template)
         and holds_required(requires.get(steady[factor], ()), line)
-        and message_matches(anchored.get(steady[factor]), template, line)
+        and message_matches(anchored.get(steady[factor]), message_start(template, line, None), line)
     )
 
 
