@@ -69,7 +69,7 @@ class Plan:
     requires: dict[str, list[frozenset[bytes]]] = field(default_factory=dict)  # steady rule → sets
     reason: str = ""
     # by candidate (as `candidates`): what each rule it is a factor of needs of a line (`Check`), None where a
-    # hit is always read (a caseless rule, a logger's module, a rule whose needs are not known)
+    # hit is always read (a caseless rule of non-ASCII strings, a logger's module, a rule whose needs are not known)
     checks: list[tuple[Check, ...] | None] = field(default_factory=list)
 
     def could_match(self, rule: Rule, line: bytes) -> bool:
