@@ -348,7 +348,10 @@ def decode_batch(index: int) -> str:
 # tqdm's default format (`{desc}: {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} [{elapsed}<{remaining},
 # {rate_fmt}]`) of SGLang's bar no rule reads (scheduler_pp_mixin.py, 0.5.10: `Profiling prefill latency for
 # dynamic chunking`)
-BAR = "Profiling prefill latency for dynamic chunking: {percent:3d}%|{bar}| {done}/{total} [00:{done:02d}<00:04, {rate:5.2f}it/s]"
+BAR = (
+    "Profiling prefill latency for dynamic chunking: {percent:3d}%|{bar}| {done}/{total} "
+    "[00:{done:02d}<00:04, {rate:5.2f}it/s]"
+)
 
 
 def bar(index: int) -> str:
