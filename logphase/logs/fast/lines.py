@@ -156,6 +156,8 @@ class FastLines(ClockKeeping):
             final = not upcoming and self.failure is None
             if final:
                 cut = len(data)
+            elif self.ranges is not None and b"\x1b" in data:
+                cut = self.ranges.last_first_line(data, self.chunk_offset, cut)
             elif cut == 0:
                 pending = self._long_line(data)
                 self.ranges = None  # the chunks no longer follow the file's bytes

@@ -447,6 +447,19 @@ class RangeOracle:
         at = bisect_left(bounds.indexes, index)
         return bounds.positions[at] if at < len(bounds.indexes) and bounds.indexes[at] == index else None
 
+    def last_first_line(self, data: bytes, offset: int, cut: int) -> int:
+        """Where a chunk (`data` from the file's byte `offset`, whole lines up to `cut`) that may be scanned
+        without its colour codes ends: at the first line of the last range that starts inside it, where one
+        does (else `cut`). The next chunk then starts at a range's first line, and the workers' answer for that
+        range places in it (`_base`); a range that began in the chunk before would not."""
+        index = (offset + cut - 1) // self.range_bytes
+        while index * self.range_bytes > offset:
+            first = data.find(b"\n", index * self.range_bytes - offset - 1) + 1
+            if 0 < first < cut:
+                return first
+            index -= 1
+        return cut
+
     def _update(self, scan: CandidateScan, position: int) -> None:
         """The scan compiled or learned a (template, factor) pair: later ranges are queued again
         under its new state (queued ones under the old state are dropped; running ones finish,
