@@ -338,6 +338,78 @@ def test_a_line_a_steady_marks_lookahead_refuses_is_left_unread(
     assert (stats.emitted - HEAD) * 10 < 4000 - HEAD
 
 
+def decode_batch(index: int) -> str:
+    return (
+        f"[{stamp(index)} TP0] Decode batch. #running-req: {index % 40}, #token: {index * 7919 % 100003}, token usage: "
+        f"0.01, gen throughput (token/s): {index * 37 % 100000 / 10:.2f}, #queue-req: {index * 13 % 1000}"
+    )
+
+
+# tqdm's default format (`{desc}: {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} [{elapsed}<{remaining},
+# {rate_fmt}]`) of SGLang's bar no rule reads (scheduler_pp_mixin.py, 0.5.10: `Profiling prefill latency for
+# dynamic chunking`)
+BAR = (
+    "Profiling prefill latency for dynamic chunking: {percent:3d}%|{bar}| {done}/{total} "
+    "[00:{done:02d}<00:04, {rate:5.2f}it/s]"
+)
+
+
+def bar(index: int) -> str:
+    total = 16 << index % 7
+    done = index % (total + 1)
+    rate = 1 + index % 997 / 10
+    return BAR.format(
+        percent=done * 100 // total, bar=("█" * (done * 10 // total)).ljust(10), done=done, total=total, rate=rate
+    )
+
+
+@pytest.mark.parametrize(
+    "other",
+    [
+        # a tqdm bar no rule reads: it holds `%|`, the candidate of the bar rules (torch's loop and epoch bars need
+        # their words, SGLang's unnamed bar a percentage at the message's start)
+        bar,
+        # SGLang's scheduler (tp_worker.py, 0.2.15-0.3.0): it holds every string the prefill mark
+        # `^Prefill batch[.,] … #new-seq: ` needs, and fails right after its literal
+        lambda index: (
+            f"[{stamp(index)} TP0] Prefill batch(mixed #running-req: {index % 7}). #new-seq: 1, #new-token: 9, "
+            f"#cached-token: 0, cache hit rate: 0.00%, #queue-req: {index % 3}"
+        ),
+    ],
+    ids=["tqdm-bar", "prefill-mixed"],
+)
+def test_lines_no_rule_can_match_after_their_prefix_are_summarised(
+    packs: PackSet, tmp_path: Path, scanner: str, captured: list[Any], other: Any
+) -> None:
+    # GIVEN an SGLang log where every fourth line is `other` among TP0's decode batches
+    lines = [decode_batch(index) if index % 4 else other(index) for index in range(4000)]
+    log = tmp_path / "other.log"
+    log.write_text("\n".join(lines) + "\n")
+    # WHEN it is analysed with and without the fast path
+    plain, fast = reports.plain([log], packs), reports.fast([log], packs)
+    # THEN the reports are the same, and the matcher read under a tenth of the lines after the head
+    assert fast == plain
+    stats = captured[-1].stats
+    assert (stats.emitted - HEAD) * 10 < 4000 - HEAD
+
+
+@pytest.mark.slow
+def test_a_bar_glued_to_the_next_log_line_is_read(
+    packs: PackSet, tmp_path: Path, scanner: str, captured: list[Any]
+) -> None:
+    # GIVEN the same log of bars and decode batches, where the bar without its final newline is glued to SGLang's
+    # ready line (`The server is fired up and ready to roll!`), the reader's two lines
+    lines = [decode_batch(index) if index % 4 else bar(index) for index in range(4000)]
+    lines[2000] = bar(2000) + f"[{stamp(2000)}] The server is fired up and ready to roll!"
+    log = tmp_path / "glued.log"
+    log.write_text("\n".join(lines) + "\n")
+    # WHEN it is analysed with and without the fast path
+    plain, fast = reports.plain([log], packs), reports.fast([log], packs)
+    # THEN the reports are the same, and say the server ready
+    assert fast == plain
+    assert json.loads(fast)["verdict"] == "ready"
+
+
 @pytest.mark.parametrize(
     "header",
     [

@@ -91,8 +91,10 @@ def oracles(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[Any]]:
         if self.ranges is not None:
             made.append(self.ranges)
 
-    def checked(self: Any, scan: Any, buf: bytes, offset: int, start: int, end: int, chunk_end: int) -> list[int]:
-        found = answer(self, scan, buf, offset, start, end, chunk_end)
+    def checked(
+        self: Any, scan: Any, buf: bytes, offset: int, start: int, end: int, chunk_end: int, plain: Any = None
+    ) -> list[int]:
+        found = answer(self, scan, buf, offset, start, end, chunk_end, plain)
         assert found == scan.line_starts(buf, start, end, chunk_end), (offset + start, offset + end)
         return found
 
@@ -207,9 +209,11 @@ def answered(oracles: list[Any], monkeypatch: pytest.MonkeyPatch) -> list[tuple[
     windows: list[tuple[int, int]] = []
     line_starts = ranges.RangeOracle.line_starts
 
-    def counted(self: Any, scan: Any, buf: bytes, offset: int, start: int, end: int, chunk_end: int) -> list[int]:
+    def counted(
+        self: Any, scan: Any, buf: bytes, offset: int, start: int, end: int, chunk_end: int, plain: Any = None
+    ) -> list[int]:
         before = self.answered
-        found = line_starts(self, scan, buf, offset, start, end, chunk_end)
+        found = line_starts(self, scan, buf, offset, start, end, chunk_end, plain)
         if self.answered > before:
             windows.append((offset + start, offset + end))
         return found
@@ -266,6 +270,30 @@ def test_a_coloured_log_leaves_the_workers_the_chunks_after_it(
     # THEN the reports are the same, and the workers answered for windows of the chunks after the coloured one
     assert shared == report([spliced], packs, Jobs(1))
     assert any(low >= after for low, _ in answered)
+
+
+@pytest.mark.slow
+def test_a_log_coloured_on_every_line_is_the_workers_too(
+    packs: PackSet,
+    short_head: None,
+    busy: bytes,
+    tmp_path: Path,
+    oracles: list[Any],
+    walk_waits: None,
+    small_chunks: None,
+    answered: list[tuple[int, int]],
+) -> None:
+    # GIVEN the busy server's log with a terminal's colours on every line (each chunk of 16 kB scanned without
+    # them), cut in ranges of 4099 bytes
+    lines = busy.split(b"\n")
+    coloured = tmp_path / "coloured-busy.log"
+    coloured.write_bytes(b"\n".join(b"\x1b[36m" + line + b"\x1b[0m" if line else line for line in lines))
+    # WHEN it is analysed by one process and by three
+    shared = report([coloured], packs, split(3, 4099))
+    # THEN the reports are the same, and the workers answered for windows of it (each answer the lines the
+    # walk's own scan of that window gives: `oracles`)
+    assert shared == report([coloured], packs, Jobs(1))
+    assert answered
 
 
 @pytest.mark.slow

@@ -8,10 +8,11 @@ from dataclasses import dataclass
 
 from logphase.logs.clocks import timed_prefixes
 from logphase.logs.fast.cache import ScannerCache
-from logphase.logs.fast.plan import Check, Plan, could_be_read
+from logphase.logs.fast.plan import Check, Plan, could_be_read, message_matches, message_start
 from logphase.logs.fast.scanners import ReScanner, Scanner, make_scanner
 from logphase.logs.fast.templates import (
     STAMP_KINDS,
+    BareStarts,
     Template,
     TemplateSet,
     TemplateTrie,
@@ -253,7 +254,12 @@ class CandidateScan:
     def line_starts(self, buf: bytes, start: int, end: int, chunk_end: int) -> list[int]:
         """The starts of the lines in buf[start:end] the matcher must see, in order (the chunk's
         lines end by `chunk_end`)."""
-        steady, could_match, gates = self.plan.steady, self.plan.could_match, self.plan.gates
+        steady, could_match, gates, anchored = (
+            self.plan.steady,
+            self.plan.could_match,
+            self.plan.gates,
+            self.plan.anchored,
+        )
         return lines_to_read(
             Hits(buf, start, chunk_end, self.scanner.matches(buf, start, end)),
             self.plain_patterns,
@@ -261,10 +267,13 @@ class CandidateScan:
             self.template_at,
             self.registered,
             lambda template, factor, line: (
-                gate_open(gates.get(steady[factor].id), template) and could_match(steady[factor], line)
+                gate_open(gates.get(steady[factor].id), template)
+                and could_match(steady[factor], line)
+                and message_matches(anchored.get(steady[factor].id), message_start(template, line, None), line)
             ),
             self.shadows,
             self.checks,
+            self.bare,
         )
 
 
@@ -302,6 +311,7 @@ def lines_to_read(
     could_match: Callable[[Template, bytes, bytes], bool],
     shadows: Shadows,
     checks: Sequence[tuple[Check, ...] | None] = (),
+    bare: BareStarts | None = None,
 ) -> list[int]:
     """The starts of the lines the matcher must see, in order: those a plain pattern (a literal, a
     trigger, the complement of the templates) hit, but a candidate's hit where no rule it is a factor
@@ -326,7 +336,8 @@ def lines_to_read(
     for line_start, candidates in checked.items():
         if line_start not in starts:
             template, line = _line_of(hits, template_at, line_start)
-            if any(could_be_read(found, template, line) for found in candidates):
+            message = message_start(template, line, bare)
+            if any(could_be_read(found, template, line, message) for found in candidates):
                 starts.add(line_start)
     for line_start, factors in loose.items():
         if line_start in starts:

@@ -12,7 +12,7 @@ from logphase.logs.fast.candidates import CandidateScan, Kind, shadowed
 from logphase.logs.fast.clock import EnvelopeClock
 from logphase.logs.fast.hours import OtherHours
 from logphase.logs.fast.plan import Plan, votes_in_matcher
-from logphase.logs.fast.ranges import RangeOracle
+from logphase.logs.fast.ranges import PlainChunk, RangeOracle, plain_chunk
 from logphase.logs.fast.rollover import Rollovers
 from logphase.logs.fast.runs import RankPhases, Run, Runs, book_runs
 from logphase.logs.fast.stats import ScanStats, unread_votes
@@ -108,6 +108,7 @@ class FastLines(ClockKeeping):
         if ranges is not None and source.size is not None:
             ranges.size = min(ranges.size, source.size)  # the walk reads the file as it was when opened
         self.chunk_offset = 0  # the file offset of the chunk's first byte
+        self.plain: PlainChunk | None = None  # the chunk is scanned without its colour codes: its ranges in it
 
     def attach(
         self, matcher: SourceMatcher, dumps: OpenDumps | None = None, quoting: Callable[[], bool] | None = None
@@ -155,6 +156,8 @@ class FastLines(ClockKeeping):
             final = not upcoming and self.failure is None
             if final:
                 cut = len(data)
+            elif self.ranges is not None and b"\x1b" in data:
+                cut = self.ranges.last_first_line(data, self.chunk_offset, cut)
             elif cut == 0:
                 pending = self._long_line(data)
                 self.ranges = None  # the chunks no longer follow the file's bytes
@@ -173,16 +176,19 @@ class FastLines(ClockKeeping):
         line is the same without them (`uncoloured`): a terminal's colours on every line (vLLM's and
         uvicorn's on a TTY, `docker logs` of one) would split every literal and template, and send every
         line to the matcher (issue 27 (d)). Lines keep their numbers; their offsets no longer follow
-        the file's, so the workers' ranges (--jobs) are left for this chunk only: the next one starts
-        at the file's offset of this one's cut (`chunk_offset`), and its ranges are the workers' again
-        (a coloured section in a long log, vLLM's ColoredFormatter in a docker log, costs its chunk)."""
+        the file's: the workers' ranges (--jobs) are placed in the chunk by where each range's first line
+        is in it (`plain_chunk`), and a worker scans a range's lines without their codes alike
+        (`ranges.range_answer`)."""
         plain = uncoloured(data[:cut])
         if plain is None:
             yield from self._chunk(data, cut, base, final=final)
             return
-        ranges, self.ranges = self.ranges, None
-        yield from self._chunk(plain, len(plain), base, final=final)
-        self.ranges = ranges
+        if self.ranges is not None:
+            self.plain = plain_chunk(data[:cut], self.chunk_offset, self.ranges.range_bytes)
+        try:
+            yield from self._chunk(plain, len(plain), base, final=final)
+        finally:
+            self.plain = None
 
     def _read(self, read: Callable[[int], bytes]) -> bytes:
         """Up to CHUNK_BYTES, in the reader's own read sizes: a damaged archive then fails after
@@ -306,7 +312,9 @@ class FastLines(ClockKeeping):
     def _scan_targets(self, start: int, end: int) -> None:
         self.scan.scanned += end - start
         if self.ranges is not None:  # ranges ahead scanned by workers (--jobs): the same answer
-            self.targets = self.ranges.line_starts(self.scan, self.buf, self.chunk_offset, start, end, self.end)
+            self.targets = self.ranges.line_starts(
+                self.scan, self.buf, self.chunk_offset, start, end, self.end, self.plain
+            )
         else:
             self.targets = self.scan.line_starts(self.buf, start, end, self.end)
         self.target_index = 0

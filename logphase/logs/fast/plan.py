@@ -14,7 +14,7 @@ from typing import Any
 from logphase.disk_cache import DiskCache
 from logphase.frames import SIGNAL_HANDLER_TRIGGER
 from logphase.logs.fast.factors import Factor, regex_factors, regex_requirements, rule_factors
-from logphase.logs.fast.templates import BareStarts, Template, bare_starts
+from logphase.logs.fast.templates import BareStarts, Template, bare_starts, text_of
 from logphase.logs.matcher import (
     BLOCK_MARKERS,
     CHAINED,
@@ -24,7 +24,7 @@ from logphase.logs.matcher import (
     RANK_CAPTURES,
     fallback_rule,
 )
-from logphase.logs.reader import AUTOLINK_BYTES, WRITTEN_ESCAPE_BYTES
+from logphase.logs.reader import AUTOLINK_BYTES, RECORD_START, WRITTEN_ESCAPE_BYTES
 from logphase.logs.rich_box import TRIGGER as RICH_TRIGGER
 from logphase.logs.timeline import TIMELINE_CAPTURES
 from logphase.packs import ModuleHint, PackSet, Rule
@@ -33,10 +33,14 @@ from logphase.phases import EventKind
 # Lines that always reach the matcher: progress-bar rewrites (a carriage return inside a line; the
 # one of CRLF ends it and changes nothing), colour codes (and their remnants without ESC: `[0m`; their ESC written
 # out: `#033[`, `^[[`, the reader's table), a linkifier's link (the reader undoes it: its bytes are not the line's
-# text), a bar glued to a line, and the non-ASCII letters whose lower case is ASCII (a caseless literal could hide
-# behind them).
+# text), a bar glued to a log line (`GLUED_BAR`), and the non-ASCII letters whose lower case is ASCII (a caseless
+# literal could hide behind them).
 CARRIAGE_RETURN = b"\\r[^\\n]"
-ALWAYS_BYTES = (b"\x1b", b"[0m", *WRITTEN_ESCAPE_BYTES, AUTOLINK_BYTES, b"%|")
+ALWAYS_BYTES = (b"\x1b", b"[0m", *WRITTEN_ESCAPE_BYTES, AUTOLINK_BYTES)
+# A line the reader splits in two (`reader.line_updates`: a `%` on it and a record's start right after a `]`, a bar
+# without its final newline glued to the next log line): the record after the bar is no line the scan saw. Its
+# lookahead dropped (a bytes regex that matches at least as much: `glued_bar`). A bar line alone is any line: read
+# where a rule could match it (the bar rules' checks), else summarised; its time is the stamp before it either way.
 UNICODE_CASE_BYTES = (b"\xc4\xb0", b"\xe2\x84\xaa", b"\xc5\xbf")
 FRAME_LINE = b'File "'  # what TRACEBACK_FRAME needs
 
@@ -66,12 +70,18 @@ class Plan:
     requires: dict[str, list[frozenset[bytes]]] = field(default_factory=dict)  # steady rule → sets
     reason: str = ""
     # by candidate (as `candidates`): what each rule it is a factor of needs of a line (`Check`), None where a
-    # hit is always read (a caseless rule, a logger's module, a rule whose needs are not known)
+    # hit is always read (a caseless rule of non-ASCII strings, a logger's module, a rule whose needs are not known)
     checks: list[tuple[Check, ...] | None] = field(default_factory=list)
 
     def could_match(self, rule: Rule, line: bytes) -> bool:
         """False when the line lacks one of the strings the rule's regex needs."""
         return holds_required(self.requires.get(rule.id, ()), line)
+
+    @cached_property
+    def anchored(self) -> dict[str, str]:
+        """The steady rules anchored at the message's start, by id: their regexes (`anchored_regex`)."""
+        found = ((rule.id, anchored_regex(rule)) for rule in self.steady.values())
+        return {rule_id: regex for rule_id, regex in found if regex is not None}
 
     @property
     def steady_factors(self) -> list[bytes]:
@@ -91,18 +101,35 @@ class Plan:
 
 
 # What a rule needs of a line: the prefixes it is gated on (None: not gated), the sets of strings its regex needs
-# one of each of (`regex_requirements`, the pack's literal).
-Check = tuple[frozenset[str] | None, tuple[frozenset[bytes], ...]]
+# one of each of (`regex_requirements`, the pack's literal), its regex where it is anchored at the message's
+# start and shipped (None otherwise): on a template the message is what follows it, and the regex tells it; and
+# whether the strings are caseless (lower case: the line is lowered to look for them).
+Check = tuple[frozenset[str] | None, tuple[frozenset[bytes], ...], str | None, bool]
 
 
 def candidate_check(rule: Rule) -> Check | None:
-    """What a line must have for the rule to match it, where that is known: a case-sensitive regex's strings."""
-    if rule.ignore_case:
-        return None
+    """What a line must have for the rule to match it, where that is known: its regex's strings (a caseless
+    rule's lowered, where they are ASCII: a non-ASCII letter whose lower case is ASCII is a trigger of its own,
+    UNICODE_CASE_BYTES), and the regex itself where it is anchored at the message's start and case-sensitive
+    (`^Prefill batch[.,]`: `Prefill batch(mixed` holds every string it needs, and fails right after its
+    literal). Only a shipped pack's regex (no timeout): a user's runs in the matcher under its timeout, never
+    here."""
     sets = regex_requirements(rule.pattern.pattern)
     if rule.literal is not None:
         sets.append(frozenset({rule.literal.encode()}))
-    return (frozenset(rule.after_prefix) or None, tuple(sets))
+    if rule.ignore_case:
+        if not all(text.isascii() for options in sets for text in options):
+            return None
+        lowered = tuple(frozenset(text.lower() for text in options) for options in sets)
+        return (frozenset(rule.after_prefix) or None, lowered, None, True)
+    return (frozenset(rule.after_prefix) or None, tuple(sets), anchored_regex(rule), False)
+
+
+def anchored_regex(rule: Rule) -> str | None:
+    """The rule's regex where it is anchored at the message's start and shipped (a user's pack runs in the
+    matcher under its timeout, never here): what follows a line's template must match it (`message_matches`)."""
+    text = rule.pattern.pattern
+    return text if text.startswith("^") and rule.pattern.timeout is None else None
 
 
 def holds_required(requires: Iterable[frozenset[bytes]], line: bytes) -> bool:
@@ -155,7 +182,9 @@ def _plan_data(plan: Plan) -> tuple[Any, ...]:
     candidates = [(factor.text, factor.caseless) for factor in plan.candidates]
     steady = [(text, rule.id) for text, rule in plan.steady.items()]
     checks = [
-        None if found is None else [(None if g is None else sorted(g), list(sets)) for g, sets in found]
+        None
+        if found is None
+        else [(None if g is None else sorted(g), list(sets), regex, caseless) for g, sets, regex, caseless in found]
         for found in plan.checks
     ]
     return (plan.enabled, candidates, steady, plan.triggers, plan.requires, plan.reason, checks)
@@ -176,8 +205,13 @@ def _plan_from_data(packs: PackSet, data: tuple[Any, ...]) -> Plan:
             None
             if found is None
             else tuple(
-                (None if gate is None else frozenset(map(str, gate)), tuple(frozenset(options) for options in sets))
-                for gate, sets in found
+                (
+                    None if gate is None else frozenset(map(str, gate)),
+                    tuple(frozenset(options) for options in sets),
+                    None if regex is None else str(regex),
+                    bool(caseless),
+                )
+                for gate, sets, regex, caseless in found
             )
             for found in checks
         ],
@@ -234,7 +268,7 @@ def _build_plan(packs: PackSet, triggers: Sequence[re.Pattern[str]]) -> Plan:
             steady.update((f.text, rule) for f in sorted(factors, key=lambda f: f.text))  # one order in every process
         else:
             candidates |= factors
-    trigger_patterns = [CARRIAGE_RETURN, *(re.escape(b) for b in ALWAYS_BYTES), *worded]
+    trigger_patterns = [CARRIAGE_RETURN, *(re.escape(b) for b in ALWAYS_BYTES), glued_bar(), *worded]
     if worded or any(f.caseless for f in candidates):
         trigger_patterns += [re.escape(b) for b in UNICODE_CASE_BYTES]
     markers = {m.encode() for m in (*BLOCK_MARKERS, *FRAME_HEADERS, *CHAINED)}
@@ -276,16 +310,57 @@ def _checks(owners: Sequence[Rule], module: bool) -> tuple[Check, ...] | None:
     return tuple(check for check in checks if check is not None)
 
 
-def could_be_read(checks: Iterable[Check], template: Template | None, line: bytes) -> bool:
+def could_be_read(checks: Iterable[Check], template: Template | None, line: bytes, message: int | None) -> bool:
     """Whether a rule of a candidate's `checks` could match the line (from its envelopes' end): on a
-    template, one of its gates' prefixes (every line on it splits into the template's prefixes), and
-    one string of each set its regex needs. A line on no template may have any prefix."""
-    for gate, sets in checks:
+    template, one of its gates' prefixes (every line on it splits into the template's prefixes), one
+    string of each set its regex needs, and, for a regex anchored at the message's start, a match of
+    the message where it is known to start (`message_start`). A line on no template may have any prefix."""
+    lowered: bytes | None = None
+    for gate, sets, anchored, caseless in checks:
         if gate is not None and template is not None and gate.isdisjoint(template.prefixes):
             continue
-        if holds_required(sets, line):
+        if caseless and lowered is None:
+            lowered = line.lower()
+        if not holds_required(sets, lowered if caseless and lowered is not None else line):
+            continue
+        if message_matches(anchored, message, line):
             return True
     return False
+
+
+def message_start(template: Template | None, line: bytes, bare: BareStarts | None) -> int | None:
+    """Where the message the matcher reads starts in the line (from its envelopes' end), where the scan knows:
+    after its template (every line on one splits into its prefixes, as `candidates.shadowed` reads it), at
+    its start where no prefix rule parses it (`BareStarts.unprefixed`: a tqdm bar of no rule); else None."""
+    if template is not None:
+        return len(template.atoms) - template.envelope  # its own prefix is ASCII: as many bytes as characters
+    return 0 if bare is not None and bare.unprefixed(line) else None
+
+
+def message_matches(anchored: str | None, message: int | None, line: bytes) -> bool:
+    """Whether a rule anchored at the message's start (`anchored_regex`; None: any rule) may match the line,
+    its message starting at `message` (None: not known, it may). A rule whose needed strings all stand in a
+    line that fails right after its literal (`^Prefill batch[.,]` against SGLang's `Prefill batch(mixed …`)
+    leaves it unread."""
+    if anchored is None or message is None:
+        return True
+    compiled = _anchored_regex(anchored)
+    if compiled is None:
+        return True
+    return compiled.search(text_of(line[message:])) is not None
+
+
+_ANCHORED: dict[str, re.Pattern[str] | None] = {}
+
+
+def _anchored_regex(text: str) -> re.Pattern[str] | None:
+    """A shipped rule's regex compiled once per process (None: the stdlib cannot: the line is read)."""
+    if text not in _ANCHORED:
+        try:
+            _ANCHORED[text] = re.compile(text)
+        except re.error:
+            _ANCHORED[text] = None
+    return _ANCHORED[text]
 
 
 def module_marks(packs: PackSet) -> tuple[dict[bytes, Rule], list[bytes], list[bytes]]:
@@ -397,6 +472,13 @@ def read_one_by_one(packs: PackSet, plan: Plan) -> list[tuple[Rule, str]]:
                 why = f"a steady mark sharing a literal with {', '.join(shared)}: its runs are not summarised"
                 costly.append((rule, why))
     return costly
+
+
+def glued_bar() -> bytes:
+    """The trigger of a line the reader splits at a bar's end (see ALWAYS_BYTES): `%`, then a `]` a record starts
+    right after, or the other way round, on one line."""
+    record = widen_classes(RECORD_START.replace("(?=\\S)", "")).encode()
+    return b"%[^\\n]*\\](?:" + record + b")|\\](?:" + record + b")[^\\n]*%"
 
 
 def widen_classes(pattern: str) -> str:

@@ -42,9 +42,10 @@ from logphase.errors import LogphaseError
 from logphase.jobs import Jobs
 from logphase.logs.fast.cache import ScannerCache
 from logphase.logs.fast.candidates import CandidateScan, Hits, first_template, gate_open, lines_to_read
-from logphase.logs.fast.plan import Check, holds_required
+from logphase.logs.fast.plan import Check, holds_required, message_matches, message_start
 from logphase.logs.fast.scanners import Scanner, make_scanner
-from logphase.logs.fast.templates import Template
+from logphase.logs.fast.templates import BareStarts, Template
+from logphase.logs.reader import ANSI_ESCAPE_BYTES, uncoloured
 from logphase.packs import Rule
 
 if TYPE_CHECKING:  # the process pool's modules load only when workers start (start-up: most runs have none)
@@ -81,6 +82,8 @@ class ScanState:
     steady: tuple[tuple[bytes, str], ...]  # factor → its rule's id
     requires: tuple[tuple[str, tuple[frozenset[bytes], ...]], ...]  # rule id → the byte sets it needs
     gates: tuple[tuple[str, frozenset[str]], ...]  # rule id → the prefixes it is gated on (`Plan.gates`)
+    anchored: tuple[tuple[str, str], ...]  # rule id → its regex, anchored at the message's start (`Plan.anchored`)
+    bare: BareStarts | None  # the lines of no prefix (`CandidateScan.bare`)
     checks: tuple[tuple[Check, ...] | None, ...]  # by candidate: what its rules need (`CandidateScan.checks`)
     accelerate: bool
     cache: ScannerCache | None  # the walk's compiled databases: a worker loads what the walk stored
@@ -113,6 +116,8 @@ def state_of(scan: CandidateScan) -> ScanState | None:
         steady=tuple((factor, rule.id) for factor, rule in plan.steady.items()),
         requires=tuple((rule, tuple(sets)) for rule, sets in plan.requires.items()),
         gates=tuple(plan.gates.items()),
+        anchored=tuple(plan.anchored.items()),
+        bare=scan.bare,
         checks=tuple(scan.checks),
         accelerate=scan.accelerate,
         cache=scan.cache,
@@ -184,11 +189,30 @@ def _start_worker(claims: Claims) -> None:
 
 @dataclass(frozen=True)
 class RangeCandidates:
-    """One range's answer: the starts of the lines in [start, stop) the scan marks, as file offsets."""
+    """One range's answer: the starts of the lines in [start, stop) the scan marks, as `start` plus their
+    offset in the bytes scanned: the range's own (`coloured` False, or None where it holds no ESC byte) or
+    those without their colour codes (`coloured` True, `reader.uncoloured`: a log coloured on every line is
+    scanned so by the walk, chunk by chunk, and the same lines of a range so by a worker)."""
 
     start: int
     stop: int
     starts: tuple[int, ...]
+    coloured: bool | None = None
+
+    def fits(self, plain: bool) -> bool:
+        """Whether it answers a walk whose chunk was scanned without its colour codes (`plain`) or as it is."""
+        return self.coloured is None or self.coloured == plain
+
+
+def range_answer(line_starts: Callable[[bytes], list[int]], begin: int, end: int, data: bytes) -> RangeCandidates:
+    """A range's answer (whole lines `data`, from the file's byte `begin` to `end`) by `line_starts` of its
+    bytes: without their colour codes where `uncoloured` takes them out (each line's codes are its own: a
+    range's lines are a chunk's lines alike), else as they are."""
+    if b"\x1b" not in data:
+        return RangeCandidates(begin, end, tuple(line + begin for line in line_starts(data)))
+    plain = uncoloured(data)
+    scanned = data if plain is None else plain
+    return RangeCandidates(begin, end, tuple(line + begin for line in line_starts(scanned)), plain is not None)
 
 
 # A worker's compiled scanners, by what they are compiled from (not by `key`: that names a state
@@ -212,27 +236,36 @@ def candidates_in(state: ScanState, path: str, start: int, stop: int, ticket: in
         scanner = make_scanner(state.patterns, accelerate=state.accelerate, cache=state.cache)
         compiled = _SCANNERS[source] = (scanner, template_re)
     scanner, template_re = compiled
-    starts = lines_to_read(
-        Hits(data, 0, len(data), scanner.matches(data, 0, len(data))),
-        state.plain_patterns,
-        state.loose_factors,
-        partial(first_template, template_re, state.templates),
-        {(state.templates[index], factor) for index, factor in state.registered},
-        _could_match(state),
-        {(state.templates[index], factor): kinds for index, factor, kinds in state.shadows},
-        state.checks,
-    )
-    return RangeCandidates(begin, end, tuple(line + begin for line in starts))
+    registered = {(state.templates[index], factor) for index, factor in state.registered}
+    shadows = {(state.templates[index], factor): kinds for index, factor, kinds in state.shadows}
+
+    def line_starts(scanned: bytes) -> list[int]:
+        return lines_to_read(
+            Hits(scanned, 0, len(scanned), scanner.matches(scanned, 0, len(scanned))),
+            state.plain_patterns,
+            state.loose_factors,
+            partial(first_template, template_re, state.templates),
+            registered,
+            _could_match(state),
+            shadows,
+            state.checks,
+            state.bare,
+        )
+
+    return range_answer(line_starts, begin, end, data)
 
 
 def _could_match(state: ScanState) -> Callable[[Template, bytes, bytes], bool]:
-    """`Plan.could_match` of a steady factor's rule and its gate (`gate_open`), from the state's copy of
-    the plan's requirements and gates."""
+    """`Plan.could_match` of a steady factor's rule, its gate (`gate_open`) and its anchored regex
+    (`message_matches`), from the state's copy of the plan's requirements, gates and regexes."""
     steady = dict(state.steady)
     requires = dict(state.requires)
     gates = dict(state.gates)
+    anchored = dict(state.anchored)
     return lambda template, factor, line: (
-        gate_open(gates.get(steady[factor]), template) and holds_required(requires.get(steady[factor], ()), line)
+        gate_open(gates.get(steady[factor]), template)
+        and holds_required(requires.get(steady[factor], ()), line)
+        and message_matches(anchored.get(steady[factor]), message_start(template, line, None), line)
     )
 
 
@@ -274,6 +307,35 @@ class _Task:
 
 
 @dataclass
+class PlainChunk:
+    """A chunk scanned without its colour codes (`reader.uncoloured`): where the first line of each range that
+    starts inside it is in the scanned bytes (`positions`, ascending, with the ranges' `indexes`), the range
+    its first line is in, and the file offset of its end."""
+
+    positions: list[int]
+    indexes: list[int]
+    first_index: int
+    raw_end: int
+
+
+def plain_chunk(data: bytes, offset: int, range_bytes: int) -> PlainChunk:
+    """The ranges' first lines in `data` (whole lines from the file's byte `offset`, every escape in them one
+    `uncoloured` takes out) as positions in its bytes without the colour codes: each piece between two is
+    uncoloured on its own (no escape spans a newline), its length summed."""
+    positions, indexes = [], []
+    at, plain = 0, 0
+    for index in range(offset // range_bytes + 1, (offset + len(data) - 1) // range_bytes + 1):
+        first = data.find(b"\n", index * range_bytes - offset - 1) + 1
+        if not 0 < first < len(data):
+            break
+        plain += len(ANSI_ESCAPE_BYTES.sub(b"", data[at:first]))
+        at = first
+        positions.append(plain)
+        indexes.append(index)
+    return PlainChunk(positions, indexes, offset // range_bytes, offset + len(data))
+
+
+@dataclass
 class RangeOracle:
     """One file cut in ranges of `range_bytes`, queued to the workers ahead of the walk under the
     scan's latest state; the walk scans those no worker started when it reaches them. A window of
@@ -297,21 +359,37 @@ class RangeOracle:
     broken = False  # the workers are gone
 
     def line_starts(
-        self, scan: CandidateScan, buf: bytes, offset: int, start: int, end: int, chunk_end: int
+        self,
+        scan: CandidateScan,
+        buf: bytes,
+        offset: int,
+        start: int,
+        end: int,
+        chunk_end: int,
+        plain: PlainChunk | None = None,
     ) -> list[int]:
-        """`scan.line_starts(buf, start, end, chunk_end)`, buf[0] being the file's byte `offset`."""
+        """`scan.line_starts(buf, start, end, chunk_end)`, buf[0] being the file's byte `offset`; `plain`: buf
+        is the chunk from there without its colour codes (its ranges' first lines where they are in buf)."""
+        bounds = self._bounds(buf, offset, start, end, plain)
+
+        def index_at(low: int) -> int:
+            """The range the line at buf's `low` is in."""
+            if plain is None:
+                return (offset + low) // self.range_bytes
+            at = bisect_left(bounds.positions, low + 1) - 1
+            return bounds.indexes[at] if at >= 0 else plain.first_index
+
+        position = (offset + start) if plain is None else index_at(start) * self.range_bytes
         if (scan.generation, len(scan.registered)) != self.key:
-            self._update(scan, offset + start)
+            self._update(scan, position)
         state = self.state
-        if state is None or offset + end > self.size:
+        if state is None or (offset + end if plain is None else plain.raw_end) > self.size:
             return scan.line_starts(buf, start, end, chunk_end)
-        self._queue(offset + start, offset + end)
-        self._reach((offset + start) // self.range_bytes)
+        self._queue(position, (offset + end) if plain is None else index_at(end - 1) * self.range_bytes)
+        self._reach(index_at(start))
         cuts = [start]
         seamed: set[int] = set()  # pieces over a seam: they span two ranges or more, the walk scans them
-        for index in range((offset + start) // self.range_bytes + 1, (offset + end - 1) // self.range_bytes + 1):
-            newline = buf.find(b"\n", index * self.range_bytes - offset - 1)
-            cut = end if newline < 0 else newline + 1  # the range's first line (line_boundary)
+        for cut, index in zip(bounds.positions, bounds.indexes, strict=True):
             if cuts[-1] < cut < end:
                 if state.seams and _short_line_before(buf, cut, state.seams):
                     seamed.add(cuts[-1])  # a match may span the cut: no cut
@@ -321,19 +399,66 @@ class RangeOracle:
         cuts.append(end)
         found: list[int] = []
         for low, high in pairwise(cuts):
-            answer = None if low in seamed else self._answer(scan, (offset + low) // self.range_bytes)
-            if answer is not None and not answer.start <= offset + low < offset + high <= answer.stop:
-                answer = None  # not this range's piece (cannot be: the cuts are its bounds)
-            if answer is not None and answer.start != offset + low and state.seams:
-                # the worker scanned across `low`: a match may span into it from a short line
-                answer = None if _short_line_before(buf, low, state.seams) else answer
-            if answer is None:
+            index = index_at(low)
+            answer = None if low in seamed else self._answer(scan, index)
+            base = (
+                None
+                if answer is None or not answer.fits(plain is not None)
+                else self._base(answer, index, offset, bounds, plain)
+            )
+            if (
+                answer is not None
+                and base is not None
+                and plain is None
+                and not answer.start <= offset + low < offset + high <= answer.stop
+            ):
+                base = None  # not this range's piece (cannot be: the cuts are its bounds)
+            if base is not None and base != low and state.seams and _short_line_before(buf, low, state.seams):
+                base = None  # the worker scanned across `low`: a match may span into it from a short line
+            if answer is None or base is None:
                 found += scan.line_starts(buf, low, high, chunk_end)
                 continue
             self.answered += 1
-            lines = answer.starts[bisect_left(answer.starts, offset + low) : bisect_left(answer.starts, offset + high)]
-            found += [line - offset for line in lines]
+            lines = [base + line - answer.start for line in answer.starts]
+            found += lines[bisect_left(lines, low) : bisect_left(lines, high)]
         return found
+
+    def _bounds(self, buf: bytes, offset: int, start: int, end: int, plain: PlainChunk | None) -> PlainChunk:
+        """The first lines (in buf) of the ranges that start inside buf[start:end], with their indexes."""
+        if plain is not None:
+            return plain
+        positions, indexes = [], []
+        for index in range((offset + start) // self.range_bytes + 1, (offset + end - 1) // self.range_bytes + 1):
+            newline = buf.find(b"\n", index * self.range_bytes - offset - 1)
+            positions.append(end if newline < 0 else newline + 1)  # the range's first line (line_boundary)
+            indexes.append(index)
+        return PlainChunk(positions, indexes, -1, -1)
+
+    def _base(
+        self, answer: RangeCandidates, index: int, offset: int, bounds: PlainChunk, plain: PlainChunk | None
+    ) -> int | None:
+        """Where the answer's range starts in buf (its starts are offsets from there); None where a chunk
+        scanned without its colour codes does not hold the range's first line (the range began in the
+        chunk before: its offsets in buf are not known)."""
+        if plain is None:
+            return answer.start - offset
+        if answer.start == offset:
+            return 0
+        at = bisect_left(bounds.indexes, index)
+        return bounds.positions[at] if at < len(bounds.indexes) and bounds.indexes[at] == index else None
+
+    def last_first_line(self, data: bytes, offset: int, cut: int) -> int:
+        """Where a chunk (`data` from the file's byte `offset`, whole lines up to `cut`) that may be scanned
+        without its colour codes ends: at the first line of the last range that starts inside it, where one
+        does (else `cut`). The next chunk then starts at a range's first line, and the workers' answer for that
+        range places in it (`_base`); a range that began in the chunk before would not."""
+        index = (offset + cut - 1) // self.range_bytes
+        while index * self.range_bytes > offset:
+            first = data.find(b"\n", index * self.range_bytes - offset - 1) + 1
+            if 0 < first < cut:
+                return first
+            index -= 1
+        return cut
 
     def _update(self, scan: CandidateScan, position: int) -> None:
         """The scan compiled or learned a (template, factor) pair: later ranges are queued again
@@ -435,8 +560,9 @@ class RangeOracle:
             if not self._take(task):
                 continue  # a worker started it
             begin, end, data = _range_data(self.path, ahead * self.range_bytes, (ahead + 1) * self.range_bytes)
-            starts = scan.line_starts(data, 0, len(data), len(data))
-            task.answer = RangeCandidates(begin, end, tuple(line + begin for line in starts))
+            task.answer = range_answer(
+                lambda scanned: scan.line_starts(scanned, 0, len(scanned), len(scanned)), begin, end, data
+            )
             self.stolen += 1
 
 

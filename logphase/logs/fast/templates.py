@@ -328,6 +328,16 @@ class BareStarts:
     anywhere: frozenset[bytes] = frozenset()
     leading: frozenset[bytes] = frozenset()
 
+    def unprefixed(self, line: bytes) -> bool:
+        """Whether no prefix rule parses the line (on no template): its first byte's needs are known and it
+        holds none of them, so its message is the whole line."""
+        if not line:
+            return False
+        for byte, needs in self.needs:
+            if byte == line[0]:
+                return not any(text in line for text in needs)
+        return False
+
     def options(self, firsts: frozenset[int]) -> list[bytes]:
         """The complement's options for a line whose first byte is none of `firsts` (a template's)."""
         known = [(byte, needs) for byte, needs in self.needs if byte not in firsts]
