@@ -40,7 +40,8 @@ def table(*records: list[str]) -> list[str]:
 
 def test_a_model_table_is_neither_a_hard_wrap_nor_a_column_rule() -> None:
     # GIVEN Triton's model table: every line one length, each row starting with the table's `| `
-    lines = table(rows("postprocessing", "1", "READY"), rows("preprocessing", "1", "READY"), rows("ensemble", "1", "READY"))
+    ready = [rows(model, "1", "READY") for model in ("postprocessing", "preprocessing", "ensemble")]
+    lines = table(*ready)
     # WHEN sniffed THEN no line is taken for a cut one, and the rows keep their edge
     found = sniff(lines, reads=lambda line: False)
     assert (found.wrap_width, found.layers) == (None, ())
