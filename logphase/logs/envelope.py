@@ -567,8 +567,9 @@ def _learned_column(
     """The first LEARNED column the lines carry whose removal lets the packs read more of them (with the
     listed envelopes it was around removed too: a log UI's empty cells before `docker logs -t` lines)."""
     fitting = [envelope for envelope in LEARNED if _envelope_of(lines, (envelope,)) is not None]
-    if any(map(boxed, lines)):
-        # rich's traceback box: its left side is the box's, not a table's column (logs/rich_box.py reads its rows)
+    if any(map(boxed, lines)) or any(map(TABLE_DIVIDER.match, lines)):
+        # rich's traceback box: its left side is the box's, not a table's column (logs/rich_box.py reads its rows);
+        # an ASCII table's `+---+` divider: its rows' `| ` is the table's edge, the row the table's own text
         fitting = [envelope for envelope in fitting if envelope is not TABLE_RULE]
     read = _count(reads, lines)
     if not fitting and 0 < len(lines) < WEAK_LINES_NEEDED:
@@ -729,13 +730,21 @@ def cut_at(text: str, width: int, screen: bool) -> bool:
 BOX_END = "╯"
 BOX_RIGHT = ("│", "╮")
 BOX_LEFT = ("│", "╰")
+# An ASCII table drawn to a fixed width, the same: Triton's status tables (triton-inference-server/common
+# table_printer.cc: `+---+` dividers and `| cell | cell |` rows, each cell padded to its column's width) print every
+# line of a table at one length; a line that starts and ends with the table's edge is whole where a line of the
+# table follows
+TABLE_EDGE = ("|", "+")
+TABLE_DIVIDER = re.compile(r"[ \t]*`?\+(?:-+\+){2,}`?$")
 
 
 def continues(cut: str, text: str) -> bool:
     """Whether `text` is the rest of a line the paste cut at the column: not when it starts the way
     that line did (the log's next line, written by the same code: `[2025-`, `gpu-h100-07:`, `INFO`), nor
-    after a box's whole row (`BOX_END`)."""
+    after a box's whole row (`BOX_END`) or a table's (`TABLE_EDGE`)."""
     if cut.endswith(BOX_END) or (cut.endswith(BOX_RIGHT) and text.startswith(BOX_LEFT)):
+        return False
+    if cut.startswith(TABLE_EDGE) and cut.endswith(TABLE_EDGE) and text.startswith(TABLE_EDGE):
         return False
     return cut[:4] != text[:4]
 
