@@ -1,6 +1,7 @@
 """Messages the fresh-p batch read nothing from, each written from the format its system prints in the released
 source the pack's rule cites: vLLM's Ray world-size warning, SGLang's model-registry import warning, TensorRT-LLM's
-rank-crash hard kill, and the end of a LlamaFactory run (its logger's prefix, transformers' model card)."""
+rank-crash hard kill, the end of a LlamaFactory run (its logger's prefix, transformers' model card), and torch's
+warning of a backend used as a process group."""
 
 from __future__ import annotations
 
@@ -85,3 +86,19 @@ def test_an_evaluation_header_alone_is_no_end(tmp_path: Path) -> None:
     )
     # WHEN judged THEN it is not called finished
     assert report["verdict"] != "finished"
+
+
+def test_a_backend_used_as_a_process_group_shows_dist_init_was_reached(tmp_path: Path) -> None:
+    # GIVEN torch 2.4's warning from _get_pg_default_device (a process group exists and an RPC agent or an object
+    # collective uses its bare backend), the program's own prints, then the shell's word of a SIGABRT
+    report = judge_text(
+        tmp_path,
+        "/opt/conda/lib/python3.9/site-packages/torch/distributed/c10d_logger.py:79: FutureWarning: You are using "
+        "a Backend <class 'torch.distributed.distributed_c10d.ProcessGroupGloo'> as a ProcessGroup. This usage is "
+        "deprecated since PyTorch 2.0. Please use a public API of PyTorch Distributed instead.\n"
+        "  return func(*args, **kwargs)\n"
+        "setup done\n"
+        "Aborted (core dumped)\n",
+    )
+    # WHEN judged THEN the process aborted once its process group was in use: in dist_init
+    assert (report["verdict"], report["phase"]) == ("aborted", "dist_init")
