@@ -1,4 +1,4 @@
-"""Failures that only a serving engine can have, read from fragments whose one phase evidence is a stack or a cut line."""
+"""Failures only a serving engine can have, read from fragments whose one phase evidence is a stack or a cut line."""
 
 from __future__ import annotations
 
@@ -27,7 +27,9 @@ def test_a_v1_worker_traceback_through_the_grammar_bitmask_crashed_serving(tmp_p
             "execute_model",
             "self.apply_grammar_bitmask(scheduler_output, logits)",
         )
-        + _frame("vllm/v1/worker/gpu_model_runner.py", 970, "apply_grammar_bitmask", "xgr.apply_token_bitmask_inplace("),
+        + _frame(
+            "vllm/v1/worker/gpu_model_runner.py", 970, "apply_grammar_bitmask", "xgr.apply_token_bitmask_inplace("
+        ),
     )
     # WHEN judged THEN the worker crashed running requests
     assert (report["verdict"], report["phase"], report["furthest_phase"]) == ("crashed", "serving", "serving")
