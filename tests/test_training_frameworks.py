@@ -139,6 +139,19 @@ def test_hf_eval_dict_is_no_end_of_training(tmp_path: Path) -> None:
     assert (report["phase"], report["verdict"]) == ("serving", "stalled")
 
 
+def test_hf_eval_dict_alone_places_the_job_in_its_steps(tmp_path: Path) -> None:
+    # GIVEN only an evaluation's dict of one dataset of an eval_dataset dict (`eval_{name}_loss`, speed_metrics'
+    # `eval_{name}_runtime`, ..., `epoch`)
+    lines = [
+        "{'eval_test_gsm8k_loss': 1.1564, 'eval_test_gsm8k_runtime': 7.2756, "
+        "'eval_test_gsm8k_samples_per_second': 259.496, 'eval_test_gsm8k_steps_per_second': 4.123, 'epoch': 1.0}"
+    ]
+    # WHEN analysed
+    _, report = _analyze(tmp_path, lines)
+    # THEN the job is in its steps, not finished
+    assert (report["system"], report["phase"], report["verdict"]) == ("torch", "serving", "stalled")
+
+
 def test_wandb_run_summary_with_train_runtime_is_the_end_of_training(tmp_path: Path) -> None:
     # GIVEN wandb's footer: `Run summary:` and PrinterTerm.grid's rows (key right-aligned, a space, the value) behind
     # termlog's `wandb: `, one of them the HF Trainer's `train/train_runtime`, the paste indented by four spaces
