@@ -11,7 +11,8 @@ from tests.conftest import run_json
 
 ITERATION = [
     "Training finished iteration 1 at 2024-02-11 10:41:19. Total running time: 26s",
-    "Training saved a checkpoint for iteration 1 at: (local)/mnt/cluster_storage/TorchTrainer_2024-02-11/checkpoint_000000",
+    "Training saved a checkpoint for iteration 1 at: (local)/mnt/cluster_storage/TorchTrainer_2024-02-11/"
+    "checkpoint_000000",
     "(RayTrainWorker pid=3139801) Checkpoint successfully created at: Checkpoint(filesystem=local, "
     "path=/mnt/cluster_storage/TorchTrainer_2024-02-11/checkpoint_000000)",
 ]

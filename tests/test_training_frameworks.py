@@ -132,7 +132,8 @@ def test_hf_train_runtime_dict_after_the_steps_is_the_end_of_training(tmp_path: 
 
 def test_hf_eval_dict_is_no_end_of_training(tmp_path: Path) -> None:
     # GIVEN Trainer's steps, then an evaluation's dict (`eval_runtime`: evaluation may run mid-training)
-    lines = [*_hf_steps(100, 103), "{'eval_loss': 0.98, 'eval_runtime': 12.3, 'eval_samples_per_second': 81.3, 'epoch': 1.0}"]
+    evaluated = "{'eval_loss': 0.98, 'eval_runtime': 12.3, 'eval_samples_per_second': 81.3, 'epoch': 1.0}"
+    lines = [*_hf_steps(100, 103), evaluated]
     # WHEN analysed
     _, report = _analyze(tmp_path, lines)
     # THEN the job is in its steps and has not finished

@@ -146,7 +146,8 @@ def test_mpirun_tags_indented_inside_a_markdown_quote_are_still_mpiruns(tmp_path
     # under mpirun's `[1,0]<stdout>:` tag, quoted in a review: `>` then eight or nine spaces before each tag
     log = tmp_path / "quoted.log"
     log.write_text(
-        ">         [1,0]<stdout>:# Out of bounds values : 0 OK\n>        [1,0]<stdout>:# Avg bus bandwidth    : 92.3405 \n"
+        ">         [1,0]<stdout>:# Out of bounds values : 0 OK\n"
+        ">        [1,0]<stdout>:# Avg bus bandwidth    : 92.3405 \n"
     )
     # WHEN analysed
     _, report = run_json("analyze", "--post-mortem", str(log))
