@@ -107,3 +107,20 @@ def test_vllm_2023_serving_benchmark_last_line_ends_the_job(tmp_path: Path) -> N
     # WHEN analysed THEN finished, in serving
     code, report = _analyze(tmp_path, lines)
     assert (code, report["verdict"], report["phase"]) == (0, "finished", "serving")
+
+
+def test_bench_latency_0_1_18_runs_are_steps_and_its_total_line_ends_them(tmp_path: Path) -> None:
+    # GIVEN sglang 0.1.18 bench_latency.py's run: `Prefill. latency: %6.5f s, ...`, `Decode.  latency: %6.5f s, ...`
+    # for the first decodes, `Decode.  avg latency: ...`, and the run's `Total. latency: %6.3f s, ...`
+    steps = [
+        "Prefill. latency: 0.02265 s, throughput:   2648.96 token/s",
+        "Decode.  latency: 0.00602 s, throughput:    166.17 token/s",
+        "Decode.  latency: 0.00588 s, throughput:    170.07 token/s",
+        "Decode.  avg latency: 0.00593 s, avg throughput:    168.63 token/s",
+    ]
+    # WHEN the run cut before its total line, and the whole run, are analysed
+    _, cut = _analyze(tmp_path, steps)
+    code, whole = _analyze(tmp_path, [*steps, "Total. latency:  0.076 s, throughput:    923.17 token/s"])
+    # THEN the cut run is in its steps, open; the whole run finished
+    assert (cut["phase"], cut["verdict"]) == ("serving", "stalled")
+    assert (code, whole["phase"], whole["verdict"]) == (0, "serving", "finished")

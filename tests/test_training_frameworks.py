@@ -1,6 +1,6 @@
 """Training jobs on torch read from their frameworks' own lines: PyTorch Lightning's seed and process-group
-set-up, inductor's max-autotune reports, Hugging Face Trainer's end of training and gloo's failed checks
-(patterns/torch.toml)."""
+set-up, inductor's max-autotune reports, Hugging Face Trainer's end of training (its own lines and wandb's run
+summary), verl's step metrics and gloo's failed checks (patterns/torch.toml)."""
 
 from __future__ import annotations
 
@@ -109,6 +109,103 @@ def test_hf_train_metrics_table_is_the_end_of_training_but_eval_metrics_is_not(t
     # THEN the train table finishes the job and the eval table does not
     assert after_train["verdict"] == "finished"
     assert after_eval["verdict"] != "finished"
+
+
+def test_hf_train_runtime_dict_after_the_steps_is_the_end_of_training(tmp_path: Path) -> None:
+    # GIVEN Trainer's steps, then the dict ProgressCallback prints of `self.log(metrics)` after the loop:
+    # speed_metrics("train")'s `train_runtime`, `train_samples_per_second`, `train_steps_per_second`, then `train_loss`
+    # and `epoch`
+    lines = [
+        *_hf_steps(100, 103),
+        "{'train_runtime': 812.4, 'train_samples_per_second': 9.8, 'train_steps_per_second': 0.3, "
+        "'train_loss': 1.2, 'epoch': 3.0}",
+    ]
+    # WHEN analysed
+    code, report = _analyze(tmp_path, lines)
+    # THEN the job finished in its steps, said from that dict
+    assert (code, report["phase"], report["verdict"]) == (0, "serving", "finished")
+    assert report["reason"] == (
+        "the job finished, as its own end line says: {'train_runtime': 812.4, 'train_samples_per_second': 9.8, "
+        "'train_steps_per_second': 0.3, 'train_loss': 1.2, 'epoch': 3.0} (line 7)"
+    )
+
+
+def test_hf_eval_dict_is_no_end_of_training(tmp_path: Path) -> None:
+    # GIVEN Trainer's steps, then an evaluation's dict (`eval_runtime`: evaluation may run mid-training)
+    evaluated = "{'eval_loss': 0.98, 'eval_runtime': 12.3, 'eval_samples_per_second': 81.3, 'epoch': 1.0}"
+    lines = [*_hf_steps(100, 103), evaluated]
+    # WHEN analysed
+    _, report = _analyze(tmp_path, lines)
+    # THEN the job is in its steps and has not finished
+    assert (report["phase"], report["verdict"]) == ("serving", "stalled")
+
+
+def test_hf_eval_dict_alone_places_the_job_in_its_steps(tmp_path: Path) -> None:
+    # GIVEN only an evaluation's dict of one dataset of an eval_dataset dict (`eval_{name}_loss`, speed_metrics'
+    # `eval_{name}_runtime`, ..., `epoch`)
+    lines = [
+        "{'eval_test_gsm8k_loss': 1.1564, 'eval_test_gsm8k_runtime': 7.2756, "
+        "'eval_test_gsm8k_samples_per_second': 259.496, 'eval_test_gsm8k_steps_per_second': 4.123, 'epoch': 1.0}"
+    ]
+    # WHEN analysed
+    _, report = _analyze(tmp_path, lines)
+    # THEN the job is in its steps, not finished
+    assert (report["system"], report["phase"], report["verdict"]) == ("torch", "serving", "stalled")
+
+
+def test_wandb_run_summary_with_train_runtime_is_the_end_of_training(tmp_path: Path) -> None:
+    # GIVEN wandb's footer: `Run summary:` and PrinterTerm.grid's rows (key right-aligned, a space, the value) behind
+    # termlog's `wandb: `, one of them the HF Trainer's `train/train_runtime`, the paste indented by four spaces
+    lines = [
+        "    wandb: Run summary:",
+        "    wandb:                     train/loss 0.0007",
+        "    wandb:            train/train_runtime 11434.0771",
+        "    wandb: train/train_samples_per_second 68.22",
+    ]
+    # WHEN analysed
+    code, report = _analyze(tmp_path, lines)
+    # THEN the training job finished, said from the train_runtime row
+    assert (code, report["verdict"]) == (0, "finished")
+    assert report["reason"] == (
+        "the job finished, as its own end line says: wandb:            train/train_runtime 11434.0771 (line 3)"
+    )
+
+
+def test_wandb_run_history_sparkline_and_footer_alone_say_nothing_of_an_end(tmp_path: Path) -> None:
+    # GIVEN wandb's footer after a failed run: `Run history:` (a sparkline per key) and the sync hint, no summary
+    lines = [
+        "wandb: Run history:",
+        "wandb:            train/train_runtime ▁",
+        "wandb: You can sync this run to the cloud by running:",
+    ]
+    # WHEN analysed
+    _, report = _analyze(tmp_path, lines)
+    # THEN nothing says the job finished
+    assert report["verdict"] == "unknown"
+
+
+def test_verl_step_metrics_are_the_jobs_steps(tmp_path: Path) -> None:
+    # GIVEN verl's console logger (concat_dict_to_str: `step:{step}`, then `{k}:{v:.3f}` joined by ` - `) on the
+    # driver's Ray task, after two training steps
+    lines = [
+        "(main_task pid=1367807) step:1 - timing/gen:305.090 - timing/verify:8.531 - critic/score/mean:0.381",
+        "(main_task pid=1367807) step:2 - timing/gen:298.112 - timing/verify:8.204 - critic/score/mean:0.402",
+    ]
+    # WHEN analysed
+    _, report = _analyze(tmp_path, lines)
+    # THEN the job is in its steps, the last step line its last progress
+    assert report["phase"] == "serving"
+    assert report["verdict"] == "stalled"
+    assert report["root_cause"]["line"] == 2
+
+
+def test_a_training_bar_wider_than_200_cells_is_the_loop(tmp_path: Path) -> None:
+    # GIVEN finetrainers' `Training steps` bar at 0/5000 on a wide terminal (tqdm's dynamic ncols: 234 cells)
+    lines = ["Training steps:   0%|" + " " * 234 + "| 0/5000 [00:00<?, ?it/s]"]
+    # WHEN analysed
+    _, report = _analyze(tmp_path, lines)
+    # THEN the job is in its steps
+    assert report["phase"] == "serving"
 
 
 def test_a_gloo_enforce_failure_with_no_phase_line_is_a_crash_in_dist_init(tmp_path: Path) -> None:

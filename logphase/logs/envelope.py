@@ -152,8 +152,12 @@ ENVELOPES: tuple[Envelope, ...] = (
     # (accelerate 0.21.0 test_utils/testing.py:365-375)
     _envelope("a test harness's stream tee", r"^(?:stdout|stderr): "),
     # Open MPI mpirun --tag-output: `[jobid,rank]<stdout>:` (orte/prte iof_base_output.c: `"[%s,%s]<%s>:"`, the
-    # local job id, the process's vpid -- its MPI rank -- and stdout / stderr / stddiag; no space after it)
-    _envelope("mpirun --tag-output", r"^\[\d+,(?P<rank>\d{1,6})\]<(?:stdout|stderr|stddiag)>:", rank_name="rank"),
+    # local job id, the process's vpid -- its MPI rank -- and stdout / stderr / stddiag; no space after it). The tag
+    # starts mpirun's line; blanks before it are a paste's indentation (realworld 557: a review's quote, `>` then eight
+    # or nine spaces before each tag), which no line of a program's own starts an mpirun tag with.
+    _envelope(
+        "mpirun --tag-output", r"^[ \t]{0,16}\[\d+,(?P<rank>\d{1,6})\]<(?:stdout|stderr|stddiag)>:", rank_name="rank"
+    ),
     # Ray's log monitor: `(ActorName pid=123) `, `(pid=123, ip=10.0.0.1) `; `sniff` tries it with the
     # packs' process tags, which are not Ray's (`ray_envelope`)
     ray_envelope(frozenset()),

@@ -141,6 +141,21 @@ def test_mpirun_tag_output_labels_give_the_mpi_rank() -> None:
     ]
 
 
+def test_mpirun_tags_indented_inside_a_markdown_quote_are_still_mpiruns(tmp_path: Path) -> None:
+    # GIVEN nccl-tests' two closing lines (common.cu's `# Out of bounds values : %d %s`, `# Avg bus bandwidth    : %g`)
+    # under mpirun's `[1,0]<stdout>:` tag, quoted in a review: `>` then eight or nine spaces before each tag
+    log = tmp_path / "quoted.log"
+    log.write_text(
+        ">         [1,0]<stdout>:# Out of bounds values : 0 OK\n"
+        ">        [1,0]<stdout>:# Avg bus bandwidth    : 92.3405 \n"
+    )
+    # WHEN analysed
+    _, report = run_json("analyze", "--post-mortem", str(log))
+    # THEN the quote, the indentation and the tag are removed: the benchmark's own end line says it finished
+    assert (report["system"], report["verdict"], report["furthest_phase"]) == ("nccl-tests", "finished", "serving")
+    assert report["reason"] == "the job finished, as its own end line says: # Out of bounds values : 0 OK (line 1)"
+
+
 def test_a_label_the_same_on_every_line_leaves_the_rank_to_the_inner_envelope() -> None:
     # GIVEN `srun --label` of one task (always `0: `) around mpirun --tag-output lines of MPI ranks 2 and 4
     data = (
