@@ -246,6 +246,8 @@ WEAK_LINES_NEEDED = 3
 # An excerpt may have two lines without it (cut at both ends: realworld 013), but never half of its share.
 STRAY_LINES = 2
 MAX_LAYERS = 4
+# An excerpt whose every line is a stamp alone or right under one shows that layout (STAMP_LINE) in this many events.
+EVENTS_SHOWING_STAMP_LINES = 2
 WRAP_COLUMNS = range(60, 241)  # the columns a paste is hard-wrapped at (80-200, and some slack)
 WRAP_LINES_NEEDED = 2
 SCREEN_ROWS_SHARE = 0.8  # of a screen copy's rows as wide as the terminal (a paste's last row may be trimmed)
@@ -560,18 +562,20 @@ def _peel(line: str, layers: Sequence[Envelope]) -> str:
 def _stamps_alone(lines: Sequence[str]) -> bool:
     """Whether the lines are laid out as stamps on lines of their own above the lines they date (STAMP_LINE): several
     such lines, and at least half of the records (a line that is no continuation, or one right under a stamp) right
-    under one. One or two stray stamp lines (a script's `date`), or a few among many undated records, are the log's."""
+    under one; in an excerpt of two events, every line a stamp or right under one. A stray stamp line (a script's
+    `date`), or a few among many undated records, are the log's."""
     alone = [STAMP_LINE.pattern.match(line) is not None for line in lines]
-    if sum(alone) < WEAK_LINES_NEEDED:
-        return False
-    dated = records = 0
+    dated = records = undated = 0
     for index, line in enumerate(lines):
         if alone[index]:
             continue
         under = index > 0 and alone[index - 1]
+        undated += not under
         if under or not _CONTINUATION.search(line):
             records += 1
             dated += under
+    if undated == 0 and dated >= EVENTS_SHOWING_STAMP_LINES:
+        return True  # (a stamp above each of an excerpt's lines: two events show the layout as well as many)
     return dated >= WEAK_LINES_NEEDED and 2 * dated >= records
 
 
@@ -795,7 +799,10 @@ TABLE_DIVIDER = re.compile(r"[ \t]*`?\+(?:-+\+){2,}`?$")
 def continues(cut: str, text: str) -> bool:
     """Whether `text` is the rest of a line the paste cut at the column: not when it starts the way
     that line did (the log's next line, written by the same code: `[2025-`, `gpu-h100-07:`, `INFO`), nor
-    after a box's whole row (`BOX_END`) or a table's (`TABLE_EDGE`)."""
+    after a box's whole row (`BOX_END`) or a table's (`TABLE_EDGE`), nor a stamp alone (STAMP_LINE: the next
+    event's time in a log UI's copy, under every line of the longest length)."""
+    if STAMP_LINE.pattern.match(text) is not None:
+        return False
     if cut.endswith(BOX_END) or (cut.endswith(BOX_RIGHT) and text.startswith(BOX_LEFT)):
         return False
     if cut.startswith(TABLE_EDGE) and cut.endswith(TABLE_EDGE) and text.startswith(TABLE_EDGE):
