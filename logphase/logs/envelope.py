@@ -377,10 +377,14 @@ def sniff(
     fractions: set[int] = set()  # the lengths of the RFC 3339 stamps' fractions
     on_records = False  # a layer was found on the records' first lines only: the ones inside it are so too
     for _ in range(MAX_LAYERS):
-        # stamps on lines of their own first: a listed envelope's stamp column (a tab export's) may match them too,
-        # with nothing after it, and would leave the lines they date bare
-        alone = STAMP_LINE not in layers and _stamps_alone(lines)
-        found = STAMP_LINE if alone else _envelope_of(lines, candidates, on_records, reads)
+        # an envelope on all but a few lines first (`docker logs -t` writes `<stamp> ` alone for an empty line); then
+        # stamps on lines of their own, before an envelope found on the records only: a listed envelope's stamp
+        # column (a tab export's) may match them too, with nothing after it, and would leave the lines they date bare
+        found = _envelope_of(lines, candidates, on_records, reads, passes=(False,))
+        if found is None and STAMP_LINE not in layers and _stamps_alone(lines):
+            found = STAMP_LINE
+        if found is None:
+            found = _envelope_of(lines, candidates, on_records, reads, passes=(True,))
         if found is None and reads is not None:
             found = (
                 _loose_on_a_few(lines, reads, candidates)
@@ -507,15 +511,16 @@ def _envelope_of(
     candidates: Sequence[Envelope],
     inside_records: bool = False,
     reads: Callable[[str], int] | None = None,
+    passes: tuple[bool, ...] = (False, True),
 ) -> Envelope | None:
     """The first candidate on all but a few of the lines; else the first stamp on all but a few of the lines
     that start a record (`_on_records`: a log UI's copy, its time column absent from a record's later lines),
     or any strict candidate so, `inside_records`, within an envelope found so (compose's `name | `). `reads`
     given, a candidate whose writer's label swallows a known message's own leading words is passed over
-    (`_swallows`)."""
+    (`_swallows`). `passes`: which of the two to try (on the lines: False; on the records: True)."""
     if not lines:
         return None
-    for on_records in (False, True):
+    for on_records in passes:
         for envelope in candidates:
             if envelope.weak and (on_records or len(lines) < WEAK_LINES_NEEDED):
                 continue

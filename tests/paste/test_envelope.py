@@ -639,3 +639,14 @@ def test_a_stamp_line_under_each_line_of_the_longest_length_is_no_hard_wrap() ->
     # WHEN read THEN no line is joined to the stamp under it
     assert [text for _, text, _, _ in lines_of("".join(f"{line}\n" for line in pasted).encode())] == long
     assert sniff(pasted).wrap_width is None
+
+
+def test_docker_stamps_of_empty_lines_between_the_lines_are_docker_s() -> None:
+    # GIVEN `docker logs -t` of a log with an empty line after each line: docker writes `<stamp> ` alone for those
+    stamps = [f"2025-03-08T12:29:1{i}.123456789Z " for i in range(6)]
+    pasted = [stamp + text for stamp, text in zip(stamps, [SGLANG[0], "", SGLANG[1], "", SGLANG[2], ""], strict=True)]
+    # WHEN sniffed and read THEN docker's envelope is found (not stamps on lines of their own), each line its own time
+    assert names(pasted) == ["docker logs -t"]
+    found = lines_of("".join(f"{line}\n" for line in pasted).encode())
+    assert [(number, text) for number, text, _, _ in found if text] == [(1, SGLANG[0]), (3, SGLANG[1]), (5, SGLANG[2])]
+    assert found[2][2] == datetime(2025, 3, 8, 12, 29, 12, 123456)
