@@ -634,7 +634,9 @@ def test_a_stray_stamp_line_in_a_log_is_a_line_of_the_log() -> None:
 
 def test_a_stamp_line_under_each_line_of_the_longest_length_is_no_hard_wrap() -> None:
     # GIVEN CloudWatch's copy of a log whose long lines share one length (each followed by the next event's stamp)
-    long = [f"[2025-03-08 12:29:1{i} TP0] max_total_num_tokens=201681, chunked_prefill_size=8192, x={i}" for i in range(4)]
+    long = [
+        f"[2025-03-08 12:29:1{i} TP0] max_total_num_tokens=201681, chunked_prefill_size=8192, x={i}" for i in range(4)
+    ]
     pasted = [part for i, line in enumerate(long) for part in (f"2025-03-08T12:29:1{i}.000Z", line)]
     # WHEN read THEN no line is joined to the stamp under it
     assert [text for _, text, _, _ in lines_of("".join(f"{line}\n" for line in pasted).encode())] == long
