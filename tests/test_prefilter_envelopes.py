@@ -22,9 +22,16 @@ from tests.test_prefilter import report
 
 # The wrappers whose lines the fast path reads (a prefix on each line): all of the paste-proof suite's but
 # these, which take the plain path (hard-wrapped pastes, exports listed newest first, markdown escapes and inline
-# code undone per line) and must give the same report too, and colour codes, which are no envelope (a coloured line
-# is always read).
-PLAIN_PATH_WRAPPERS = {"hard-wrap", "loki-export", "cloudwatch-export", "markdown-escapes", "inline-code"}
+# code undone per line, stamps on lines of their own above the lines they date) and must give the same report too,
+# and colour codes, which are no envelope (a coloured line is always read).
+PLAIN_PATH_WRAPPERS = {
+    "hard-wrap",
+    "loki-export",
+    "cloudwatch-export",
+    "markdown-escapes",
+    "inline-code",
+    "stamp-lines",
+}
 PREFIX_WRAPPERS = set(BY_NAME) - PLAIN_PATH_WRAPPERS - {"ansi"}
 
 

@@ -40,6 +40,8 @@ class Envelope:
     rank_name: str = ""  # what its `rank` label counts: srun's tasks, torchrun's local ranks
     share: float = 0.9  # of the first lines that must carry it (pasted excerpts start with a stray line)
     max_writers: int = 16  # a wrapper names a few pods / services; a log's own first words vary more
+    # a line of its own: the whole line is the wrapper (STAMP_LINE), whose stamp dates the lines after it
+    alone: bool = False
 
 
 def _envelope(
@@ -165,6 +167,31 @@ ENVELOPES: tuple[Envelope, ...] = (
     _envelope("markdown quote", r"^>(?: |$)", weak=True),
 )
 
+# A stamp on a line of its own, above the line(s) it dates: a log UI's copy that puts each event's time on a line and
+# its message on the next (AWS CloudWatch's console, `2024-12-04T05:26:25.055Z` / `line`, realworld 947; Grafana's
+# Loki view, `2025-05-21 16:20:15<TAB>` / `line`, realworld 113). The stamps are the ones the listed envelopes read
+# (RFC 3339, a date and time with or without its fraction, epoch seconds to nanoseconds), nothing else on the line
+# but white space. Learned per source from several of them alternating with the lines they date
+# (`_stamps_alone`): a log's own line that is only a stamp (a script's `date -Is`) is left as it is.
+STAMP_LINE = Envelope(
+    "a stamp on a line of its own above the lines it dates",
+    re.compile(
+        rf"^[ \t]*(?P<ts>{_RFC3339}|\d{{4}}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d{{1,9}})?"
+        r"|\d{10}(?:\d{3}|\d{6}|\d{9})?)[ \t]*$"
+    ),
+    (
+        "rfc3339",
+        "%Y-%m-%d %H:%M:%S.%f",
+        "%Y-%m-%d %H:%M:%S,%f",
+        "%Y-%m-%d %H:%M:%S",
+        "%Y-%m-%dT%H:%M:%S.%f",
+        "%Y-%m-%dT%H:%M:%S,%f",
+        "%Y-%m-%dT%H:%M:%S",
+        "epoch",
+    ),
+    alone=True,
+)
+
 # Leading columns no listed envelope names (a log viewer's time column or line numbers, a report's `  | ` rule,
 # k9s's `│ `, a role label of a launcher, a replica label): each is a loose shape, taken only where the packs read
 # more of the source's first lines without it than with it (`sniff`'s `reads`). Learned per source, never assumed.
@@ -223,6 +250,8 @@ WEAK_LINES_NEEDED = 3
 # An excerpt may have two lines without it (cut at both ends: realworld 013), but never half of its share.
 STRAY_LINES = 2
 MAX_LAYERS = 4
+# An excerpt whose every line is a stamp alone or right under one shows that layout (STAMP_LINE) in this many events.
+EVENTS_SHOWING_STAMP_LINES = 2
 WRAP_COLUMNS = range(60, 241)  # the columns a paste is hard-wrapped at (80-200, and some slack)
 WRAP_LINES_NEEDED = 2
 SCREEN_ROWS_SHARE = 0.8  # of a screen copy's rows as wide as the terminal (a paste's last row may be trimmed)
@@ -276,8 +305,14 @@ class Envelopes:
     def prefixes_only(self) -> bool:
         """Every envelope is a prefix of one physical line (CRI's parts aside): a byte scan can read the
         lines where they lie. Not a hard-wrapped paste (a line's length says whether the next joins it)
-        nor an export listed newest first (read in reverse)."""
-        return self.wrap_width is None and not self.newest_first and not self.escaped
+        nor an export listed newest first (read in reverse), nor a layout of stamps on lines of their own (a
+        line's time is on the line above it)."""
+        return (
+            self.wrap_width is None
+            and not self.newest_first
+            and not self.escaped
+            and not any(layer.alone for layer in self.layers)
+        )
 
     @property
     def escaped(self) -> bool:
@@ -346,7 +381,14 @@ def sniff(
     fractions: set[int] = set()  # the lengths of the RFC 3339 stamps' fractions
     on_records = False  # a layer was found on the records' first lines only: the ones inside it are so too
     for _ in range(MAX_LAYERS):
-        found = _envelope_of(lines, candidates, on_records, reads)
+        # an envelope on all but a few lines first (`docker logs -t` writes `<stamp> ` alone for an empty line); then
+        # stamps on lines of their own, before an envelope found on the records only: a listed envelope's stamp
+        # column (a tab export's) may match them too, with nothing after it, and would leave the lines they date bare
+        found = _envelope_of(lines, candidates, on_records, reads, passes=(False,))
+        if found is None and STAMP_LINE not in layers and _stamps_alone(lines):
+            found = STAMP_LINE
+        if found is None:
+            found = _envelope_of(lines, candidates, on_records, reads, passes=(True,))
         if found is None and reads is not None:
             found = (
                 _loose_on_a_few(lines, reads, candidates)
@@ -357,7 +399,7 @@ def sniff(
             break
         layers.append(found)
         matches = [found.pattern.match(line) for line in lines]
-        on_records = on_records or not _on_lines(lines, found, sum(m is not None for m in matches))
+        on_records = on_records or not (found.alone or _on_lines(lines, found, sum(m is not None for m in matches)))
         labels = {read_rank(m["rank"]) for m in matches if m is not None and m.groupdict().get("rank")} - {None}
         ranks |= {str(label) for label in labels}
         if len(labels) == 1:
@@ -473,15 +515,16 @@ def _envelope_of(
     candidates: Sequence[Envelope],
     inside_records: bool = False,
     reads: Callable[[str], int] | None = None,
+    passes: tuple[bool, ...] = (False, True),
 ) -> Envelope | None:
     """The first candidate on all but a few of the lines; else the first stamp on all but a few of the lines
     that start a record (`_on_records`: a log UI's copy, its time column absent from a record's later lines),
     or any strict candidate so, `inside_records`, within an envelope found so (compose's `name | `). `reads`
     given, a candidate whose writer's label swallows a known message's own leading words is passed over
-    (`_swallows`)."""
+    (`_swallows`). `passes`: which of the two to try (on the lines: False; on the records: True)."""
     if not lines:
         return None
-    for on_records in (False, True):
+    for on_records in passes:
         for envelope in candidates:
             if envelope.weak and (on_records or len(lines) < WEAK_LINES_NEEDED):
                 continue
@@ -523,6 +566,26 @@ def _peel(line: str, layers: Sequence[Envelope]) -> str:
         if (found := envelope.pattern.match(line)) is not None:
             line = line[found.end() :]
     return line
+
+
+def _stamps_alone(lines: Sequence[str]) -> bool:
+    """Whether the lines are laid out as stamps on lines of their own above the lines they date (STAMP_LINE): several
+    such lines, and at least half of the records (a line that is no continuation, or one right under a stamp) right
+    under one; in an excerpt of two events, every line a stamp or right under one. A stray stamp line (a script's
+    `date`), or a few among many undated records, are the log's."""
+    alone = [STAMP_LINE.pattern.match(line) is not None for line in lines]
+    dated = records = undated = 0
+    for index, line in enumerate(lines):
+        if alone[index]:
+            continue
+        under = index > 0 and alone[index - 1]
+        undated += not under
+        if under or not _CONTINUATION.search(line):
+            records += 1
+            dated += under
+    if undated == 0 and dated >= EVENTS_SHOWING_STAMP_LINES:
+        return True  # (a stamp above each of an excerpt's lines: two events show the layout as well as many)
+    return dated >= WEAK_LINES_NEEDED and 2 * dated >= records
 
 
 def _on_lines(lines: Sequence[str], envelope: Envelope, found: int) -> bool:
@@ -745,7 +808,10 @@ TABLE_DIVIDER = re.compile(r"[ \t]*`?\+(?:-+\+){2,}`?$")
 def continues(cut: str, text: str) -> bool:
     """Whether `text` is the rest of a line the paste cut at the column: not when it starts the way
     that line did (the log's next line, written by the same code: `[2025-`, `gpu-h100-07:`, `INFO`), nor
-    after a box's whole row (`BOX_END`) or a table's (`TABLE_EDGE`)."""
+    after a box's whole row (`BOX_END`) or a table's (`TABLE_EDGE`), nor a stamp alone (STAMP_LINE: the next
+    event's time in a log UI's copy, under every line of the longest length)."""
+    if STAMP_LINE.pattern.match(text) is not None:
+        return False
     if cut.endswith(BOX_END) or (cut.endswith(BOX_RIGHT) and text.startswith(BOX_LEFT)):
         return False
     if cut.startswith(TABLE_EDGE) and cut.endswith(TABLE_EDGE) and text.startswith(TABLE_EDGE):
@@ -780,6 +846,7 @@ class Unwrapper:
     _wrapped: tuple[int, str] | None = field(default=None, repr=False)
     _partial: dict[int, Unwrapped] = field(default_factory=dict, repr=False)  # by layer: CRI in CRI
     _cut: Unwrapped | None = field(default=None, repr=False)  # a cut line out of its envelopes (`wrap_inside`)
+    _above: datetime | None = field(default=None, repr=False)  # the last stamp on a line of its own (STAMP_LINE)
 
     def feed(self, number: int, text: str) -> list[Unwrapped]:
         width = self.envelopes.wrap_width
@@ -841,6 +908,13 @@ class Unwrapper:
         rank: str | None = None
         for layer, envelope in enumerate(self.envelopes.layers):
             found = envelope.pattern.match(text)
+            if envelope.alone:
+                if found is not None:
+                    # the stamp dates the lines under it, up to the next one; the line itself is no record
+                    self._above = parse_stamp(found["ts"], envelope.time_formats)
+                    return []
+                stamp = stamp or self._above
+                continue
             if found is None:
                 continue  # a line the wrapper left bare (a paste's stray line); inner layers may still apply
             text = text[found.end() :]
@@ -883,6 +957,10 @@ def envelope_prefix(envelopes: Envelopes, text: str) -> Prefix | None:
     stamped = False
     for layer, envelope in enumerate(envelopes.layers):
         found = envelope.pattern.match(text[position:])
+        if envelope.alone:
+            if found is not None:
+                return None  # a stamp's own line: no record (the lines under it take its time: the plain path)
+            continue
         if found is None:
             return None
         groups = found.groupdict()
@@ -908,8 +986,8 @@ def envelope_time(envelopes: Envelopes, text: str) -> datetime | None:
     position = 0
     for envelope in envelopes.layers:
         found = envelope.pattern.match(text[position:])
-        if found is None:
-            continue
+        if found is None or envelope.alone:
+            continue  # (a stamp on a line of its own dates the lines under it, not its own)
         position += found.end()
         stamp = found.groupdict().get("ts")
         if stamp and (parsed := parse_stamp(stamp, envelope.time_formats)) is not None:

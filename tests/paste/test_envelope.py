@@ -576,3 +576,94 @@ def test_a_log_with_a_few_backticked_lines_keeps_them() -> None:
     lines = [*SGLANG, "`--disable-cuda-graph` was set", "`--tp 2` is the tensor parallel size"]
     # WHEN sniffed THEN nothing is taken as inline code
     assert not sniff(lines).inline_code
+
+
+# torchrun's launch warning (torch/distributed/run.py) and a ulimit listing, as a SageMaker job writes them
+ULIMITS = ["core file size (blocks, -c) unlimited", "open files (-n) 65536", "stack size (kbytes, -s) 65536"]
+
+
+def test_cloudwatch_stamps_on_lines_of_their_own_date_the_lines_under_them() -> None:
+    # GIVEN CloudWatch's console copied: each event's time (RFC 3339, milliseconds, Z) on a line above its text
+    pasted = [
+        "2024-12-04T05:26:25.055Z",
+        ULIMITS[0],
+        "2024-12-04T05:26:25.056Z",
+        ULIMITS[1],
+        "2024-12-04T05:26:27.056Z",
+        ULIMITS[2],
+    ]
+    # WHEN read
+    found = lines_of("".join(f"{line}\n" for line in pasted).encode())
+    # THEN the stamps are no lines: each line is its text, on its own number, with the time above it
+    assert found == [
+        (2, ULIMITS[0], datetime(2024, 12, 4, 5, 26, 25, 55000), None),
+        (4, ULIMITS[1], datetime(2024, 12, 4, 5, 26, 25, 56000), None),
+        (6, ULIMITS[2], datetime(2024, 12, 4, 5, 26, 27, 56000), None),
+    ]
+    # AND the sniff names the layout, which the plain path reads (a line's time is on the line above it)
+    assert names(pasted) == ["a stamp on a line of its own above the lines it dates"]
+    assert not sniff(pasted).prefixes_only
+
+
+def test_a_grafana_stamp_and_its_tab_dates_every_line_under_it_up_to_the_next() -> None:
+    # GIVEN Grafana's Loki view copied: `date time<TAB>` on a line, the event's lines under it (a traceback's frames
+    # under the one stamp of their event), a line above the first stamp (the excerpt's cut)
+    pasted = [
+        SGLANG[0],
+        "2025-03-08 21:29:20\t",
+        CRASH[1],
+        "2025-03-08 21:29:21\t",
+        CRASH[2],
+        CRASH[3],
+        "2025-03-08 21:29:22\t",
+        CRASH[4],
+    ]
+    # WHEN read
+    found = lines_of("".join(f"{line}\n" for line in pasted).encode())
+    # THEN the stamp lines are gone, and each line has the time of the stamp above it (none above the first)
+    assert [(number, text) for number, text, _, _ in found] == [
+        (1, SGLANG[0]),
+        (3, CRASH[1]),
+        (5, CRASH[2]),
+        (6, CRASH[3]),
+        (8, CRASH[4]),
+    ]
+    assert [stamp for _, _, stamp, _ in found] == [
+        None,
+        datetime(2025, 3, 8, 21, 29, 20),
+        datetime(2025, 3, 8, 21, 29, 21),
+        datetime(2025, 3, 8, 21, 29, 21),
+        datetime(2025, 3, 8, 21, 29, 22),
+    ]
+
+
+def test_a_stray_stamp_line_in_a_log_is_a_line_of_the_log() -> None:
+    # GIVEN a job's output with one `date -Is` among its lines, and another with two
+    once = [SGLANG[0], "2025-03-08T12:29:19+00:00", *SGLANG[1:]]
+    twice = ["2025-03-08T12:29:10+00:00", *SGLANG, *ULIMITS, "2025-03-08T12:31:00+00:00"]
+    for head in (once, twice):
+        # WHEN sniffed and read THEN no envelope: every line is read as it is, the stamps too
+        assert names(head) == []
+        assert [text for _, text, _, _ in lines_of("".join(f"{line}\n" for line in head).encode())] == head
+
+
+def test_a_stamp_line_under_each_line_of_the_longest_length_is_no_hard_wrap() -> None:
+    # GIVEN CloudWatch's copy of a log whose long lines share one length (each followed by the next event's stamp)
+    long = [
+        f"[2025-03-08 12:29:1{i} TP0] max_total_num_tokens=201681, chunked_prefill_size=8192, x={i}" for i in range(4)
+    ]
+    pasted = [part for i, line in enumerate(long) for part in (f"2025-03-08T12:29:1{i}.000Z", line)]
+    # WHEN read THEN no line is joined to the stamp under it
+    assert [text for _, text, _, _ in lines_of("".join(f"{line}\n" for line in pasted).encode())] == long
+    assert sniff(pasted).wrap_width is None
+
+
+def test_docker_stamps_of_empty_lines_between_the_lines_are_docker_s() -> None:
+    # GIVEN `docker logs -t` of a log with an empty line after each line: docker writes `<stamp> ` alone for those
+    stamps = [f"2025-03-08T12:29:1{i}.123456789Z " for i in range(6)]
+    pasted = [stamp + text for stamp, text in zip(stamps, [SGLANG[0], "", SGLANG[1], "", SGLANG[2], ""], strict=True)]
+    # WHEN sniffed and read THEN docker's envelope is found (not stamps on lines of their own), each line its own time
+    assert names(pasted) == ["docker logs -t"]
+    found = lines_of("".join(f"{line}\n" for line in pasted).encode())
+    assert [(number, text) for number, text, _, _ in found if text] == [(1, SGLANG[0]), (3, SGLANG[1]), (5, SGLANG[2])]
+    assert found[2][2] == datetime(2025, 3, 8, 12, 29, 12, 123456)

@@ -295,6 +295,21 @@ def record_stamps(lines: Sequence[str], rng: random.Random, times: Times) -> byt
     return _join(out)
 
 
+def stamp_lines(lines: Sequence[str], rng: random.Random, times: Times) -> bytes:
+    """A log UI's copy with each event's time on a line of its own above its text: AWS CloudWatch's console
+    (`2024-12-04T05:26:25.055Z`, milliseconds in UTC, then the line) or Grafana's Loki view (`2025-05-21 16:20:15`
+    and its column's tab, then the line). Every line is an event of its own here, an empty one too."""
+    style = rng.choice(["cloudwatch", "grafana"])
+    out: list[str] = []
+    for line, t in zip(lines, times, strict=True):
+        if style == "cloudwatch":
+            stamp = f"{t:%Y-%m-%dT%H:%M:%S}.{t.microsecond // 1000:03d}Z"
+        else:
+            stamp = f"{t:%Y-%m-%d %H:%M:%S}\t"
+        out += [stamp, line]
+    return _join(out)
+
+
 def empty_columns(lines: Sequence[str], rng: random.Random, times: Times) -> bytes:
     """A log UI's table copied with its leading columns empty: a spreadsheet or a web table copied as
     tab-separated cells (`\\t\\t`), Buildkite's log view with an empty line-number cell before its rule
@@ -391,6 +406,7 @@ WRAPPERS: tuple[Wrapper, ...] = (
     Wrapper("crlf", crlf),
     Wrapper("ansi", ansi),
     Wrapper("record-stamps", record_stamps),
+    Wrapper("stamp-lines", stamp_lines),
     Wrapper("journald-short-locale", journald_short_locale),
     Wrapper("empty-columns", empty_columns),
     Wrapper("markdown-escapes", markdown_escapes),
