@@ -230,11 +230,13 @@ class Redactor:
 
     def _line(self, text: str) -> str:
         text = PEM_INLINE.sub(lambda m: self._placeholder(SECRET, m.group(), PRIVATE_KEY), text)
+        # A URL's credentials before assignments: a user name that holds a key's word (`svc-key5:pw@`)
+        # is the URL's user, not a key whose value follows.
+        text = URL_PASSWORD.sub(lambda m: self._secret_value(m, URL_CREDENTIALS), text)
         text = self._assignments(SECRET_KEY, text)
         text = self._assignments(SECRET_OPTION, text)
         text = BEARER.sub(lambda m: self._secret_value(m, BEARER_TOKEN), text)
         text = AUTHORIZATION.sub(lambda m: self._secret_value(m, BEARER_TOKEN), text)
-        text = URL_PASSWORD.sub(lambda m: self._secret_value(m, URL_CREDENTIALS), text)
         text = TOKEN_SHAPE.sub(lambda m: self._placeholder(SECRET, m.group(), API_TOKEN), text)
         known = self._known()
         if known is not None:

@@ -184,6 +184,18 @@ def test_no_planted_secret_survives_a_line(seed: int, prefix: str) -> None:
     assert out.count("\n") == sum(line.count("\n") + 1 for line in lines) - 1
 
 
+@pytest.mark.parametrize("user", ["svc-ukey5", "token-reader", "passwd", "apikey"])
+def test_a_url_user_named_like_a_key_is_the_urls_user(user: str) -> None:
+    # GIVEN a URL whose user name holds a secret key's word (hypothesis found `svc-ukey5`)
+    redactor = Redactor()
+    # WHEN redacted
+    out = redactor.text(f"connecting to rediss://{user}:UD^5AjFc!mCMKG=ZD@db-main:5432/app")
+    # THEN the password is gone, counted as the URL's credentials, and the user name stays
+    assert "UD^5AjFc" not in out
+    assert redactor.secret_classes() == {URL_CREDENTIALS: 1}
+    assert f"rediss://{user}:[secret-1]@" in out
+
+
 @pytest.mark.parametrize("prefix", ["", "2026-01-01 10:00:00 INFO ", "[TP3] "])
 def test_every_assignment_form_with_every_key(prefix: str) -> None:
     # GIVEN each form of an assignment (one line or across lines) with each secret key, after a
