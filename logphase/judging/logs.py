@@ -10,7 +10,16 @@ from datetime import datetime
 from logphase.bounded import read_int, read_signed
 from logphase.durations import format_duration
 from logphase.judging.budgets import Budget, Budgets, stall_words
-from logphase.logs.matcher import CUT_LEAD, FALLBACK_PACK, PLACED_BY, Event, Tail
+from logphase.logs.matcher import (
+    CUT_LEAD,
+    FALLBACK_PACK,
+    PLACED_BY,
+    STATEMENT,
+    STATEMENT_LINE,
+    STATEMENT_TEXT,
+    Event,
+    Tail,
+)
 from logphase.logs.timeline import RankState, Timeline, is_tagged, rank_number, rank_sort_key
 from logphase.phases import MAIN_PROCESS_PHASES, EventKind, Phase, Role, Verdict
 from logphase.ranks import format_rank_set
@@ -134,6 +143,7 @@ def _judge(
     failure = _first_root_failure(timeline, after=timeline.ready, interrupt=timeline.interrupt)
     if failure is not None:
         root = _named_collective(timeline, _first_observed(timeline, _exception_line(timeline, failure)))
+        root = _stated_by_statement(timeline, root)
         verdict = _FAILURE_VERDICT[root.kind]
         if verdict is Verdict.ABORTED and _sigkill(root):
             # killed by another process (the OOM killer, most often): no fatal error of its own
@@ -652,6 +662,31 @@ def _first_observed(timeline: Timeline, root: Event) -> Event:
     lines = [e for e in block if e.line < head.line and e.kind is EventKind.ERROR and e.tail is None]
     lines = [e for e in lines if e.role is not Role.DIAGNOSTIC and not e.rule.opens_block]
     return lines[-1] if lines else root
+
+
+# the capture a cause quoted at its statement keeps: the exception line it stands for (the report's context is its)
+EXCEPTION_LINE = "exception_line"
+
+
+def _stated_by_statement(timeline: Timeline, root: Event) -> Event:
+    """An exception line that names its class alone (`AssertionError`, `AssertionError:`; matcher.BARE_EXCEPTION)
+    says what failed in the source line CPython quoted above it, the innermost frame's statement (`assert not
+    server_args.disable_chunked_prefix_cache`): that line is the cause, read as the exception raised there; realworld
+    985 and 999 label it. Where further lines of the message follow (a rule read them as its tail: torchrun's
+    ChildFailedError, whose failure table is its message), those say it, and the exception line stays."""
+    number = read_int(root.captures.get(STATEMENT_LINE))
+    if number is None:
+        return root
+    continued = any(
+        e.source == root.source and e.block == root.block and e.line > root.line and e.tail is Tail.MESSAGE
+        for e in timeline.failures
+    )
+    if continued:
+        return root
+    kind = root.message.strip().removesuffix(":")
+    message = f"{kind} (no message; the statement that raised it: {root.captures[STATEMENT]})"
+    captures = {**root.captures, EXCEPTION_LINE: str(root.line)}
+    return replace(root, line=number, text=root.captures[STATEMENT_TEXT], message=message, captures=captures)
 
 
 def _named_collective(timeline: Timeline, root: Event) -> Event:
