@@ -268,7 +268,7 @@ def _judge(
         silence = (end - stamped_progress).total_seconds() if end and stamped_progress else None
         quiet = f"; last progress {format_duration(silence)} before the end" if silence else ""
         cause = _last_alike(timeline, progress)
-        at = f" (line {progress.line}{_alike_words(progress, cause)})" if progress else ""
+        at = f" (line {progress.line}{_alike_words(progress, cause)}{_fragment_words(timeline)})" if progress else ""
         reason = f"{behind}the log ends during {phase} with no error{quiet}{at}{also}"
         return Judgement(
             Verdict.STALLED, reason, phase, furthest, culprits, cause, silence, budget, tuple(doubts), rule
@@ -299,6 +299,7 @@ def _judge(
         alike = _last_alike(timeline, progress)
         if progress and rule.bar is None:
             reason += f"; last progress at line {progress.line}{_alike_words(progress, alike)}"
+            reason += _fragment_words(timeline)
         if hang is not None:
             reason += f"; hung since line {hang.line}: {_message(hang)}"
         reason += also
@@ -380,6 +381,13 @@ def _digits_masked(message: str) -> str:
     numbers (SGLang's `Load weight end. … avail mem=37.70 GB`, each rank's free memory), and a line cut inside a
     number (`avail mem=37.74`, `avail mem=3`) still begins its copy's shape."""
     return DIGITS.sub("0", message)
+
+
+def _fragment_words(timeline: Timeline) -> str:
+    fragment = timeline.fragment
+    if fragment is None:
+        return ""
+    return f"; line {fragment.line}, the last, is a bar's tick cut inside its count: the whole one before it is quoted"
 
 
 def _alike_words(progress: Event, alike: Event | None) -> str:
