@@ -18,8 +18,9 @@ from logphase.jobs import ONE_JOB, Jobs
 from logphase.judging.budgets import Budgets, budgets_from
 from logphase.judging.confidence import assess
 from logphase.judging.evidence import Evidence, weigh_culprits
-from logphase.judging.logs import MIXED_HINT, judge, mixed_runs, visible_ranks
-from logphase.logs.reader import LogSource, changes, open_sources
+from logphase.judging.logs import EXCEPTION_LINE, MIXED_HINT, judge, mixed_runs, visible_ranks
+from logphase.logs.matcher import Event
+from logphase.logs.reader import ContextLine, LogSource, changes, open_sources
 from logphase.logs.timeline import PhaseSpan, Timeline
 from logphase.packs import PackSet
 from logphase.phases import Verdict
@@ -236,7 +237,7 @@ def assemble(
             rule=root.rule.id,
             rank=root.rank,
             path=names[root.source],
-            context=result.contexts.get((root.source, root.line), ()),
+            context=_context(result, root),
             time=root.time,
         ),
         phases=phases,
@@ -394,6 +395,14 @@ def _inputs(sources: list[LogSource]) -> tuple[InputSummary, ...]:
 def _last_write(sources: list[LogSource]) -> datetime | None:
     modified = [s.modified for s in sources if s.modified is not None]
     return datetime.fromtimestamp(max(modified)) if modified else None
+
+
+def _context(result: ScanResult, root: Event) -> tuple[ContextLine, ...]:
+    """The lines around the root cause, as the feed kept them for its line: a cause quoted at its statement (judging's
+    `_stated_by_statement`) has the context of the exception line it stands for, a line or two below it."""
+    stood_for = root.captures.get(EXCEPTION_LINE)
+    line = int(stood_for) if stood_for is not None and stood_for.isdigit() else root.line
+    return tuple(result.contexts.get((root.source, line), ()))
 
 
 def _last_line(result: ScanResult, names: list[str]) -> LastLine | None:

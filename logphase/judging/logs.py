@@ -10,7 +10,16 @@ from datetime import datetime
 from logphase.bounded import read_int, read_signed
 from logphase.durations import format_duration
 from logphase.judging.budgets import Budget, Budgets, stall_words
-from logphase.logs.matcher import CUT_LEAD, FALLBACK_PACK, PLACED_BY, Event, Tail
+from logphase.logs.matcher import (
+    CUT_LEAD,
+    FALLBACK_PACK,
+    PLACED_BY,
+    STATEMENT,
+    STATEMENT_LINE,
+    STATEMENT_TEXT,
+    Event,
+    Tail,
+)
 from logphase.logs.timeline import RankState, Timeline, is_tagged, rank_number, rank_sort_key
 from logphase.phases import MAIN_PROCESS_PHASES, EventKind, Phase, Role, Verdict
 from logphase.ranks import format_rank_set
@@ -134,6 +143,7 @@ def _judge(
     failure = _first_root_failure(timeline, after=timeline.ready, interrupt=timeline.interrupt)
     if failure is not None:
         root = _named_collective(timeline, _first_observed(timeline, _exception_line(timeline, failure)))
+        root = _stated_by_statement(timeline, root)
         verdict = _FAILURE_VERDICT[root.kind]
         if verdict is Verdict.ABORTED and _sigkill(root):
             # killed by another process (the OOM killer, most often): no fatal error of its own
@@ -258,7 +268,7 @@ def _judge(
         silence = (end - stamped_progress).total_seconds() if end and stamped_progress else None
         quiet = f"; last progress {format_duration(silence)} before the end" if silence else ""
         cause = _last_alike(timeline, progress)
-        at = f" (line {progress.line}{_alike_words(progress, cause)})" if progress else ""
+        at = f" (line {progress.line}{_alike_words(progress, cause)}{_fragment_words(timeline)})" if progress else ""
         reason = f"{behind}the log ends during {phase} with no error{quiet}{at}{also}"
         return Judgement(
             Verdict.STALLED, reason, phase, furthest, culprits, cause, silence, budget, tuple(doubts), rule
@@ -289,6 +299,7 @@ def _judge(
         alike = _last_alike(timeline, progress)
         if progress and rule.bar is None:
             reason += f"; last progress at line {progress.line}{_alike_words(progress, alike)}"
+            reason += _fragment_words(timeline)
         if hang is not None:
             reason += f"; hung since line {hang.line}: {_message(hang)}"
         reason += also
@@ -370,6 +381,13 @@ def _digits_masked(message: str) -> str:
     numbers (SGLang's `Load weight end. … avail mem=37.70 GB`, each rank's free memory), and a line cut inside a
     number (`avail mem=37.74`, `avail mem=3`) still begins its copy's shape."""
     return DIGITS.sub("0", message)
+
+
+def _fragment_words(timeline: Timeline) -> str:
+    fragment = timeline.fragment
+    if fragment is None:
+        return ""
+    return f"; line {fragment.line}, the last, is a bar's tick cut inside its count: the whole one before it is quoted"
 
 
 def _alike_words(progress: Event, alike: Event | None) -> str:
@@ -652,6 +670,31 @@ def _first_observed(timeline: Timeline, root: Event) -> Event:
     lines = [e for e in block if e.line < head.line and e.kind is EventKind.ERROR and e.tail is None]
     lines = [e for e in lines if e.role is not Role.DIAGNOSTIC and not e.rule.opens_block]
     return lines[-1] if lines else root
+
+
+# the capture a cause quoted at its statement keeps: the exception line it stands for (the report's context is its)
+EXCEPTION_LINE = "exception_line"
+
+
+def _stated_by_statement(timeline: Timeline, root: Event) -> Event:
+    """An exception line that names its class alone (`AssertionError`, `AssertionError:`; matcher.BARE_EXCEPTION)
+    says what failed in the source line CPython quoted above it, the innermost frame's statement (`assert not
+    server_args.disable_chunked_prefix_cache`): that line is the cause, read as the exception raised there; realworld
+    985 and 999 label it. Where further lines of the message follow (a rule read them as its tail: torchrun's
+    ChildFailedError, whose failure table is its message), those say it, and the exception line stays."""
+    number = read_int(root.captures.get(STATEMENT_LINE))
+    if number is None:
+        return root
+    continued = any(
+        e.source == root.source and e.block == root.block and e.line > root.line and e.tail is Tail.MESSAGE
+        for e in timeline.failures
+    )
+    if continued:
+        return root
+    kind = root.message.strip().removesuffix(":")
+    message = f"{kind} (no message; the statement that raised it: {root.captures[STATEMENT]})"
+    captures = {**root.captures, EXCEPTION_LINE: str(root.line)}
+    return replace(root, line=number, text=root.captures[STATEMENT_TEXT], message=message, captures=captures)
 
 
 def _named_collective(timeline: Timeline, root: Event) -> Event:

@@ -181,6 +181,14 @@ FALLBACK_PACK = "fallback"  # the pack name of the rules a line no rule read is 
 PLACED_BY = "placed_by"
 # the capture of a step's line cut at the paste's end (`cut_phase`): the leading text of the rule it was cut from
 CUT_LEAD = "cut_of"
+# An exception line that names its class alone: CPython's traceback.py prints `Cls` where str(exc) is empty (a bare
+# `assert`, `raise EOFError`) and `Cls:` where the message begins on the next line (torch dynamo's `AssertionError:`
+# then `from user code:`). Under it CPython quoted the innermost frame's source line, the statement that raised: the
+# captures below carry it (its line, its text, its words), judging quotes it where nothing after the line says more.
+BARE_EXCEPTION = re.compile(r"(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:\([\w.]*\))?:?")
+STATEMENT_LINE = "statement_line"
+STATEMENT_TEXT = "statement_text"
+STATEMENT = "statement"
 
 
 @cache
@@ -721,6 +729,7 @@ class SourceMatcher:
             block_line = line.number
         elif inside and self.block is not None and rule.kind in STATED_KINDS and not rule.opens_block:
             # the exception line (a C++ `what():` may state a watchdog's timeout): what follows is a new message
+            captures = {**captures, **self._statement(self.block, message)}
             self.block.finished = True
             self.block.stated_by = self.block.stated_by or rule.id
         if inside and self.block is not None and rule.kind in FAILURE_KINDS:
@@ -741,6 +750,15 @@ class SourceMatcher:
             tail=tail,
             stamped=stamp is not None,
         )
+
+    @staticmethod
+    def _statement(block: _Block, message: str) -> dict[str, str]:
+        """The innermost frame's source line, where `message`, the block's first exception line, names its class
+        alone (BARE_EXCEPTION) and that frame quoted one (a frame with no source line leaves `quoting` set)."""
+        if block.finished or block.quoting or block.statement is None or not BARE_EXCEPTION.fullmatch(message.strip()):
+            return {}
+        line, quoted = block.statement
+        return {STATEMENT_LINE: str(line.number), STATEMENT_TEXT: line.text, STATEMENT: quoted.strip()}
 
     def _tail(self, message: str, rule: Rule) -> Tail | None:
         """How a line inside the block, read by `rule`, follows its exception line (`Tail`), read before the line

@@ -38,6 +38,40 @@ RANK_NUMBERS = re.compile(r"(DP|PP|ATTN_CP|MOE_DP|TP|EP|rank )(\d+)")
 # {rate_fmt}]`; an interval is `[H:]MM:SS`, tqdm.format_interval). Bars carry no timestamp: this dates them.
 # Hours are bounded: a line is untrusted input, and a bar that ran for a million hours is no bar.
 BAR_CLOCK = re.compile(r"\[(?P<elapsed>(?:\d{1,6}:)?\d{1,2}:\d{2})<(?P<remaining>(?:\d{1,6}:)?\d{1,2}:\d{2}|\?)")
+# A tqdm tick's percentage and its count: tqdm's every format (its default `{l_bar}{bar}{r_bar}`, whose r_bar ends
+# `{postfix}]`, and the `… Completed | {n_fmt}/{total_fmt} [{elapsed}<{remaining}, {rate_fmt}]` bar_format SGLang and
+# vLLM give their loaders) ends the line with `]`, and prints its count `n/total` before its clock. A tick the input
+# ended inside (a paste's cut, a line still being written) before the end of its count (`… shards: 100%`, `… 9/16`,
+# whose total may be `9/163`) has not said how far the bar got: the whole tick before it says it. One whose count
+# came whole (`… 134/163 [00:41<00:08,  3.57it`) said it: the furthest the bar got (labels: realworld 600, 959).
+TQDM_PERCENT = re.compile(r"\d{1,3}%")
+WHOLE_COUNT = re.compile(r"\d+/\d+\s")
+
+
+def count_cut(event: Event) -> bool:
+    """Whether `event` is a tqdm tick whose line ends before the end of its count (TQDM_PERCENT, WHOLE_COUNT)."""
+    message = event.message.rstrip()
+    return (
+        event.kind is EventKind.PROGRESS
+        and TQDM_PERCENT.search(message) is not None
+        and not message.endswith("]")
+        and WHOLE_COUNT.search(message) is None
+    )
+
+
+@dataclass
+class _ProgressUndo:
+    """What a source's newest progress event changed, kept until the next one: where the source ends inside that
+    event's line (a fragment, `TimelineBuilder.fragment_at_end`), the whole line before it is put back."""
+
+    event: Event
+    acc: _RankAcc
+    rank_progress: Event | None
+    last_progress: Event | None
+    progress_span: _SpanAcc | None
+    latest_phase_event: Event | None
+    span: _SpanAcc
+    bar: tuple[datetime | None, int, int | None] | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,6 +221,8 @@ class Timeline:
     # the phases only a fallback placed (a line no rule read, placed by its logger's module: `[[module]]`), each with
     # the first such line; a phase a rule's line placed too is not here
     placed_by_module: Mapping[Phase, Event] = field(default_factory=dict)
+    # a tqdm tick the input ended inside (`TimelineBuilder.fragment_at_end`): the whole tick before it is the progress
+    fragment: Event | None = None
 
     def rank_state(self, rank: str | None) -> RankState | None:
         if rank is None:
@@ -308,6 +344,9 @@ class TimelineBuilder:
     unfollowed: set[str] = field(default_factory=set)  # the named ranks past them: counted only
     # systems that are jobs, not servers (packs with `job = true`); a caller with its own packs passes theirs
     job_systems: frozenset[str] = field(default_factory=lambda: shipped_packs().job_systems)
+    # per source: what its newest progress changed (`fragment_at_end`)
+    undo: dict[int, _ProgressUndo] = field(default_factory=dict)
+    fragment: Event | None = None  # the tick the input ended inside, its whole line before it quoted instead
 
     def see_ranks(self, ranks: Iterable[str]) -> None:
         """Ranks whose lines the log shows, recognised or not (a training step, a warning)."""
@@ -420,6 +459,18 @@ class TimelineBuilder:
             event = self._dated(event, span)
             if event.time is not None and self.last_time is not None:
                 self.last_time = max(self.last_time, event.time)  # the log went on at least this long
+        undo = None
+        if progressed:
+            undo = _ProgressUndo(
+                event,
+                acc,
+                acc.last_progress,
+                self.last_progress,
+                self.progress_span,
+                self.latest_phase_event,
+                span,
+                span.bar,
+            )
         if not failed:  # a failure places the rank; it does not stretch the phase to the crash
             self._extend(span, event)
         acc.last_event = event
@@ -435,7 +486,8 @@ class TimelineBuilder:
             acc.draft_stage = DRAFT_STAGE_CAPTURE
         if not failed and phase is Phase.SERVING:
             self._note_fill(event)
-        if progressed:
+        if undo is not None:
+            self.undo[event.source] = undo
             acc.last_progress = event
             if self.last_progress is None or event.order_key >= self.last_progress.order_key:
                 self.last_progress = event
@@ -450,6 +502,28 @@ class TimelineBuilder:
         self.served = self.served or phase in (Phase.READY, Phase.SERVING)
         if self.latest_phase_event is None or event.order_key >= self.latest_phase_event.order_key:
             self.latest_phase_event = event
+
+    def fragment_at_end(self, source: int, line: int) -> None:
+        """The source ended inside line `line` (its reader knows its end; in a live file, a line still being written):
+        where that line is a tqdm tick cut before the end of its count (`count_cut`) and the same rank's progress
+        before it is a whole tick of the same rule, the fragment still shows the run was active (the phase's end, the
+        time), but the whole tick is what the log said: it stays the rank's and the run's last progress (the line a
+        stall quotes), its count the bar's."""
+        undo = self.undo.get(source)
+        if undo is None or undo.event.line != line or not count_cut(undo.event):
+            return
+        before = undo.rank_progress
+        if before is None or before.rule.id != undo.event.rule.id or count_cut(before):
+            return
+        if undo.acc.last_progress is undo.event:
+            undo.acc.last_progress = before
+        if self.last_progress is undo.event:
+            self.last_progress, self.progress_span = before, undo.span
+        if self.latest_phase_event is undo.event:
+            self.latest_phase_event = undo.latest_phase_event
+        undo.span.bar = undo.bar
+        self.fragment = undo.event
+        del self.undo[source]
 
     def _later_step_open(self, phase: Phase) -> bool:
         """Whether the run's newest phase line (any rank's) is of a step after `phase`."""
@@ -655,6 +729,7 @@ class TimelineBuilder:
             step_bar=self.last_progress is not None and _bar_key(self.last_progress) in self.refilled,
             latest_phase_event=self.latest_phase_event,
             placed_by_module={p: e for p, e in self.module_placed.items() if p not in self.rule_placed},
+            fragment=self.fragment,
             visible_ranks=frozenset(self.visible),
             served=self.served,
             health=self.health,

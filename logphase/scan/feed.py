@@ -271,6 +271,8 @@ class SourceFeed:
         for event in held:
             self._add(event)
         self._release()
+        if self.last is not None and self.last_read:
+            self.builder.fragment_at_end(self.index, self.last.number)  # a tick cut at the end: the whole one before
         if self.clocks is not None:
             self.clocks.ranks[self.index] = frozenset(self.ranks_seen())
         self.builder.see_ranks(self.ranks_seen())

@@ -1,0 +1,59 @@
+"""A tqdm tick the input ends inside: tqdm ends every tick's line with `]` and prints its count `n/total` before its
+clock (`{desc}: {percentage:3.0f}% Completed | {n_fmt}/{total_fmt} [{elapsed}<{remaining}, {rate_fmt}]`, the bar
+format SGLang and vLLM give their shard loaders). A last line cut before the end of its count has not said how far
+the bar got: the whole tick before it is the stall's line. One whose count came whole said it, and stays."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.conftest import judge_text, root_text
+
+HEAD = (
+    "INFO 01-09 06:24:15 model_runner.py:1092] Starting to load model Qwen/Qwen2-VL-7B-Instruct-AWQ...\n"
+    "Loading safetensors checkpoint shards:   0% Completed | 0/16 [00:00<?, ?it/s]\n"
+    "Loading safetensors checkpoint shards:  50% Completed | 8/16 [00:05<00:05,  1.41it/s]\n"
+)
+WHOLE = "Loading safetensors checkpoint shards:  50% Completed | 8/16 [00:05<00:05,  1.41it/s]"
+
+
+def test_a_last_tick_cut_inside_its_count_gives_way_to_the_whole_tick(tmp_path: Path) -> None:
+    # GIVEN a paste whose last line is the next tick cut right after its count (`9/16`: the total may be `163`)
+    report = judge_text(tmp_path, HEAD + "Loading safetensors checkpoint shards:  56% Completed | 9/16\n")
+    # THEN stalled in weight_load, the whole tick before it the line quoted, the reason naming the cut line
+    assert report["verdict"] == "stalled"
+    assert report["phase"] == "weight_load"
+    assert root_text(report) == WHOLE
+    assert report["root_cause"]["line"] == 3
+    assert "line 4, the last, is a bar's tick cut inside its count" in report["reason"]
+
+
+def test_a_last_tick_cut_before_its_count_gives_way_to_the_whole_tick(tmp_path: Path) -> None:
+    # GIVEN a last line cut right after its percentage, 100% (no count: the bar's end not said)
+    report = judge_text(tmp_path, HEAD + "Loading safetensors checkpoint shards: 100%\n")
+    # THEN the whole tick before it is the line quoted
+    assert root_text(report) == WHOLE
+
+
+def test_a_last_tick_whose_count_came_whole_stays_the_cause(tmp_path: Path) -> None:
+    # GIVEN a last line cut inside its rate, its count `9/16` followed by its clock
+    cut = "Loading safetensors checkpoint shards:  56% Completed | 9/16 [00:05<00:04,  1.4"
+    report = judge_text(tmp_path, HEAD + cut + "\n")
+    # THEN it said how far the bar got: it is the line quoted
+    assert root_text(report) == cut
+
+
+def test_a_cut_tick_with_no_whole_tick_before_it_stays_the_cause(tmp_path: Path) -> None:
+    # GIVEN a paste whose only tick is cut after its percentage
+    cut = "Loading safetensors checkpoint shards:  56% Completed | 9/16"
+    report = judge_text(tmp_path, HEAD.splitlines(keepends=True)[0] + cut + "\n")
+    # THEN it still shows the bar: it is the line quoted
+    assert root_text(report) == cut
+
+
+def test_a_cut_tick_inside_the_paste_is_no_fragment(tmp_path: Path) -> None:
+    # GIVEN the cut-looking tick followed by a further line of the run
+    text = HEAD + "Loading safetensors checkpoint shards:  56% Completed | 9/16\nINFO 01-09 06:24:30 x.py:1] hello\n"
+    report = judge_text(tmp_path, text)
+    # THEN it is not the input's end: it is the bar's last progress, the line quoted
+    assert root_text(report) == "Loading safetensors checkpoint shards:  56% Completed | 9/16"
