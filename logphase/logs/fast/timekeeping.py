@@ -155,10 +155,10 @@ class ClockKeeping:
             if template is not None:
                 prefix = buf[start : template.envelope_end(buf, start)]
                 lines.append((start, prefix, clock.key(prefix), anchor))
-        latest = matcher.last_time
+        latest = matcher.clock.time
         if at_least is not None and (latest is None or at_least > latest):
             latest = at_least
-        return self.clock.peaks(lines, read, offset=matcher.envelope_offset, year=matcher.year, latest=latest)
+        return self.clock.peaks(lines, read, matcher.clock, latest=latest)
 
     def _template_lines(self, low: int, high: int) -> list[tuple[int, bytes, Template]]:
         """The lines in [low, high) on a template: (offset, bytes, template)."""
@@ -179,10 +179,7 @@ class ClockKeeping:
             return None
         if len(self.rollovers.seen) != len(self.scan.templates):
             self.rollovers.learn(self.scan.templates)
-        latest = matcher.last_time
-        self.rollover_at = self.rollovers.next(
-            self.buf, self.pos, limit, afternoon=latest is not None and latest.hour >= 12
-        )
+        self.rollover_at = self.rollovers.next(self.buf, self.pos, limit, afternoon=matcher.clock.afternoon)
         return self.rollover_at
 
     def _carry_times(self, end: int) -> None:
