@@ -11,7 +11,7 @@ from logphase.logs.fast.cache import ScannerCache
 from logphase.logs.fast.candidates import CandidateScan, Kind, shadowed
 from logphase.logs.fast.clock import EnvelopeClock
 from logphase.logs.fast.hours import OtherHours
-from logphase.logs.fast.plan import Plan, votes_in_matcher
+from logphase.logs.fast.plan import Plan, message_matches, message_start, votes_in_matcher
 from logphase.logs.fast.ranges import PlainChunk, RangeOracle, plain_chunk
 from logphase.logs.fast.rollover import Rollovers
 from logphase.logs.fast.runs import RankPhases, Run, Runs, book_runs
@@ -375,12 +375,18 @@ class FastLines(ClockKeeping):
         return None
 
     def _of_kind(self, kind: Kind, line: int) -> bool:
-        """Whether the line at `line` (holding the kind's factor) is on its template and could be its rule's."""
+        """Whether the line at `line` (holding the kind's factor) is on its template and could be its rule's:
+        it holds the strings its regex needs and, where that regex is anchored at the message's start, the
+        message after the template matches it (the check `lines_to_read` makes: `plan.message_matches`)."""
         if not kind.pattern.match(self.buf, line):
             return False
         text = self.buf[kind.template.envelope_end(self.buf, line) : self._line_end(line)]
-        could = self.plan.could_match(kind.rule, text)
-        return could and not shadowed(self.scan.shadows, kind.template, kind.factor, text)
+        if not self.plan.could_match(kind.rule, text):
+            return False
+        anchored = self.plan.anchored.get(kind.rule.id)
+        if not message_matches(anchored, message_start(kind.template, text, None), text):
+            return False
+        return not shadowed(self.scan.shadows, kind.template, kind.factor, text)
 
     def _is_member(self, kind: Kind, offset: int) -> bool:
         events = self._probe_at(offset)
