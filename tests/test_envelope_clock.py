@@ -16,7 +16,7 @@ from bench.loggen import write_logs
 from logphase import scan as scanning
 from logphase.logs.envelope import parse_stamp
 from logphase.logs.fast import lines
-from logphase.logs.fast.clock import stamp_key
+from logphase.logs.fast.envelope_clock import stamp_key
 from logphase.packs import PackSet, load_packs
 from tests.paste.wrappers import line_times
 from tests.test_prefilter import report

@@ -345,6 +345,14 @@ def decode_batch(index: int) -> str:
     )
 
 
+def mixed_prefill(index: int) -> str:
+    """SGLang's scheduler (tp_worker.py, 0.2.15-0.3.0): every string `^Prefill batch[.,] … #new-seq: ` needs."""
+    return (
+        f"[{stamp(index)} TP0] Prefill batch(mixed #running-req: {index % 7}). #new-seq: 1, #new-token: 9, "
+        f"#cached-token: 0, cache hit rate: 0.00%, #queue-req: {index % 3}"
+    )
+
+
 # tqdm's default format (`{desc}: {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} [{elapsed}<{remaining},
 # {rate_fmt}]`) of SGLang's bar no rule reads (scheduler_pp_mixin.py, 0.5.10: `Profiling prefill latency for
 # dynamic chunking`)
@@ -369,12 +377,8 @@ def bar(index: int) -> str:
         # a tqdm bar no rule reads: it holds `%|`, the candidate of the bar rules (torch's loop and epoch bars need
         # their words, SGLang's unnamed bar a percentage at the message's start)
         bar,
-        # SGLang's scheduler (tp_worker.py, 0.2.15-0.3.0): it holds every string the prefill mark
-        # `^Prefill batch[.,] … #new-seq: ` needs, and fails right after its literal
-        lambda index: (
-            f"[{stamp(index)} TP0] Prefill batch(mixed #running-req: {index % 7}). #new-seq: 1, #new-token: 9, "
-            f"#cached-token: 0, cache hit rate: 0.00%, #queue-req: {index % 3}"
-        ),
+        # SGLang's mixed prefill batch: it holds every string the prefill mark needs, and fails right after its literal
+        mixed_prefill,
     ],
     ids=["tqdm-bar", "prefill-mixed"],
 )
@@ -391,6 +395,36 @@ def test_lines_no_rule_can_match_after_their_prefix_are_summarised(
     assert fast == plain
     stats = captured[-1].stats
     assert (stats.emitted - HEAD) * 10 < 4000 - HEAD
+
+
+def test_a_steady_runs_walk_checks_an_anchored_rule_by_its_regex(
+    packs: PackSet, tmp_path: Path, scanner: str, captured: list[Any]
+) -> None:
+    # GIVEN an SGLang log of decode batches where every 40th line is a prefill batch (the prefill mark's steady
+    # run), two in 20 a mixed prefill batch (no rule's: `Prefill batch(` fails the mark's `^Prefill batch[.,]`)
+    # and every 20th TP0's `Load weight begin.` (a candidate: each is read, with what the runs' walks look for)
+    lines = []
+    for index in range(4000):
+        if index % 40 == 0:
+            lines.append(
+                f"[{stamp(index)} TP0] Prefill batch. #new-seq: 1, #new-token: {index % 50}, #cached-token: 0, "
+                "token usage: 0.00, #running-req: 0, #queue-req: 0, "
+            )
+        elif index % 20 in (9, 18):
+            lines.append(mixed_prefill(index))
+        elif index % 20 == 19:
+            lines.append(f"[{stamp(index)} TP0] Load weight begin. avail mem=70.00 GB")
+        else:
+            lines.append(decode_batch(index))
+    log = tmp_path / "mixed.log"
+    log.write_text("\n".join(lines) + "\n")
+    # WHEN it is analysed with and without the fast path
+    plain, fast = reports.plain([log], packs), reports.fast([log], packs)
+    # THEN the reports are the same, and the walk for the prefill run's last line probed no mixed line it left
+    # unread (each line it probes is one the matcher reads: their events are remembered, one probe each)
+    assert fast == plain
+    stats = captured[-1].stats
+    assert stats.probed <= stats.emitted
 
 
 @pytest.mark.slow

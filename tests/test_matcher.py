@@ -19,8 +19,8 @@ LOG = FIXTURES / "logs" / "sglang" / "pp2-tp4-oom-weight-load.log"
 # ahead (each held until the next line shows the log's clock).
 DAY_BEHIND = 165
 INSIDE_THE_TRACEBACK = 182
-# offsets and the first date: the caller's, read from the log's head
-CONSTRUCTOR_INPUTS = {"packs", "reference", "format_offsets", "first_date"}
+# the caller's: the clock's offsets and first date, read from the log's head, are in `clock`, which reading moves
+CONSTRUCTOR_INPUTS = {"packs", "reference"}
 
 
 def lines(first: int, last: int) -> list[Line]:

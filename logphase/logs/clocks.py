@@ -4,11 +4,9 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from logphase.durations import format_duration
-from logphase.logs.dating import FirstDate, first_date, first_year
 from logphase.logs.reader import Line
 from logphase.logs.stamps import CLOCK_JUMP
 from logphase.packs import PackSet
@@ -83,19 +81,3 @@ def format_offset_notes(source: str, offsets: Mapping[FormatKey, timedelta]) -> 
         f"the log's other lines: read on theirs"
         for key, offset in offsets.items()
     ]
-
-
-@dataclass(frozen=True)
-class HeadClock:
-    """What a log's head (read in full on every path) says of its clock: the year of year-less
-    stamps, the date of time-of-day ones, the formats written on another clock."""
-
-    year: int | None
-    first_date: FirstDate | None
-    offsets: dict[FormatKey, timedelta]
-
-
-def head_clock(head: Sequence[Line], packs: PackSet, reference: datetime) -> HeadClock:
-    """One reading for analyze's scan and watch alike."""
-    year = first_year(head, packs)
-    return HeadClock(year, first_date(head, packs), format_offsets(head, packs, year or reference.year))

@@ -13,8 +13,7 @@ from functools import cache
 from logphase.bounded import rank_label
 from logphase.frames import SIGNAL_HANDLER_FRAME, frame_key, native_frame_key
 from logphase.logs.annotations import Edit, edit
-from logphase.logs.clocks import stamp_format, timed_prefixes
-from logphase.logs.dating import MIDNIGHT_JUMP, FirstDate, first_day, with_year
+from logphase.logs.clock import NO_CLOCK, Clock
 from logphase.logs.reader import Line
 from logphase.logs.rich_box import RICH_STARTS, translated
 from logphase.logs.stamps import StampBelief
@@ -231,7 +230,7 @@ SHARED_ON_FORK = frozenset({"packs", "_frame_phases"})
 FRESH_ON_FORK = frozenset({"ranks_seen"})
 
 
-# Field values a fork takes as they are (a datetime is a date).
+# Field values a fork takes as they are (a datetime is a date; the Clock is a tuple).
 IMMUTABLE = (int, float, bool, str, date, timedelta, tuple, frozenset, type(None), Edit)
 
 
@@ -316,24 +315,19 @@ class SourceMatcher:
 
     packs: PackSet
     reference: datetime  # as_of: dates for stamps without one, never after it
-    year: int | None = None  # the year of year-less stamps (the caller may know it from further on)
-    # the first stamp with a date in the log's head, and whether it has its year (the caller reads it
-    # ahead, as the year): the date of time-of-day stamps before any line with a date
-    first_date: FirstDate | None = None
-    # stamp formats on another clock than the log's, and how far to move them (logs/clocks.py)
-    format_offsets: Mapping[tuple[str, ...], timedelta] = field(default_factory=dict)
-    last_time: datetime | None = None
-    day: date | None = None
+    # the log's clock (logs/clock.py): the caller gives the one its head shows (`head_clock`), else a fresh one
+    clock: Clock = NO_CLOCK
     block: _Block | None = field(default=None, repr=False)
     systems: Counter[str] = field(default_factory=Counter, repr=False)
     system: str | None = None
     ranks_seen: set[str] = field(default_factory=set, repr=False)
     _frames: _FrameGroup | None = field(default=None, repr=False)
     _frame_phases: dict[str, object] = field(default_factory=dict, repr=False)
-    _envelope_offset: timedelta = field(default=timedelta(0), repr=False)
     stamps: StampBelief = field(default_factory=StampBelief, repr=False)  # which stamps move last_time
 
     def __post_init__(self) -> None:
+        if self.clock is NO_CLOCK:
+            self.clock = Clock(self.reference)
         # what the line just matched was, when a person wrote it: an answer about that line, not state that carries
         # to the next (so no field: a fork copies it as it copies every attribute, and the next line resets it)
         self.edited: Edit | None = None
@@ -362,9 +356,9 @@ class SourceMatcher:
         return forked
 
     @property
-    def envelope_offset(self) -> timedelta:
-        """The log's clock minus its envelope's, as the last line with both showed (the fast path reads it)."""
-        return self._envelope_offset
+    def last_time(self) -> datetime | None:
+        """The log's time as far as read: the latest believed stamp (`Clock.time`)."""
+        return self.clock.time
 
     def count_unread(self, system: str, events: int) -> None:
         """Events of `system` on lines this matcher is not shown (a steady run the fast path
@@ -567,23 +561,9 @@ class SourceMatcher:
             return _NOTHING
         if self.edited is not Edit.KEYSTROKE:
             self.edited = None  # a program's line of that shape (nccl-tests' `# Out of bounds values`)
-        own_time = fields.time is not None
-        if line.stamp is not None or line.rank is not None:
-            fields = self._with_envelope(fields, line)
-        dated = (self.year, self.day)
-        stamp = self._complete_time(fields) if fields.time else None
-        if own_time and stamp is not None and self.format_offsets:
-            stamp += self._format_offset(fields.prefixes)
-        if stamp is not None and fields.time_has_date:
-            self.day = stamp.date()  # a time of day after it is on its date (on the log's clock)
-        believed = True
-        if stamp is not None:
-            self.last_time, believed = self.stamps.believe(line.number, stamp, self.last_time)
-        if not believed:
-            self.year, self.day = dated  # another clock's stamp dates nothing after it
-            stamp = None  # the line reads at the log's clock, as an unstamped line does
-        if own_time and stamp is not None and line.stamp is not None:
-            self._envelope_offset = stamp - line.stamp
+        if line.rank is not None and fields.rank is None:
+            fields = _with_envelope_rank(fields, line.rank)
+        self.clock, stamp = self.clock.read(line.number, fields, line.stamp, self.stamps)
         message, flat = self._indented(message)
         if message.startswith(RICH_STARTS):
             message = self._rich(message, piece)
@@ -689,10 +669,6 @@ class SourceMatcher:
         lead = best[0].pattern.text.removeprefix("^").removeprefix("\\")
         return lead[:1] == message.lstrip()[:1]
 
-    def _format_offset(self, prefixes: tuple[str, ...]) -> timedelta:
-        """The offset of the line's stamp format, keyed as format_offsets keyed it (a rare log's lines only)."""
-        return self.format_offsets.get(stamp_format(prefixes, timed_prefixes(self.packs)), timedelta(0))
-
     @property
     def clock_pending(self) -> bool:
         """A stamp far ahead of the log's clock waits for the next stamped line to confirm it."""
@@ -701,13 +677,10 @@ class SourceMatcher:
     def restart_clock(self, event: Event) -> Event:
         """A new start of the server in the same log: its clock starts again (a restarted container's
         lines may be stamped before the old ones'); `event`, the line that began it, re-timed."""
-        self.last_time = None
         self.stamps.restart(event.line)
         fields, _ = self.packs.split_prefix(event.text)
-        if fields.time is None:
-            return event
-        self.last_time = self._complete_time(fields)
-        return replace(event, time=self.last_time)
+        self.clock = self.clock.restarted(fields)
+        return event if fields.time is None else replace(event, time=self.clock.time)
 
     def _message_event(
         self, line: Line, fields: PrefixFields, message: str, stamp: datetime | None, inside: bool
@@ -947,41 +920,12 @@ class SourceMatcher:
             return self.block.rank
         return None
 
-    def _with_envelope(self, fields: PrefixFields, line: Line) -> PrefixFields:
-        """What the line's envelope told (logphase/logs/envelope.py), where the line itself has none: the
-        rank of a label like srun's `3: ` (kept apart from other writers as a prefix of its own),
-        the year of a year-less stamp, the time of an unstamped line (shifted by the offset between
-        the envelope's clock and the log's own, which a line with both showed)."""
-        if line.rank is not None and fields.rank is None:
-            number = line.rank.rsplit(" ", 1)[-1]  # `task 3`, `local_rank 3`: the timeline counts ranks
-            fields = replace(fields, rank=f"rank {number}", prefixes=(*fields.prefixes, ENVELOPE_RANK))
-        envelope = line.stamp
-        if envelope is None:
-            return fields
-        if fields.time is None:
-            return replace(fields, time=envelope + self._envelope_offset, time_has_year=True, time_has_date=True)
-        if not fields.time_has_year and self.year is None:
-            self.year = envelope.year
-            if not fields.time_has_date and self.day is None:
-                self.day = envelope.date()
-        return fields
 
-    def _complete_time(self, fields: PrefixFields) -> datetime:
-        """Give year-less and date-less stamps the date the rest of the log implies."""
-        stamp = fields.time
-        assert stamp is not None
-        if fields.time_has_year:
-            self.year = stamp.year
-            return stamp
-        if fields.time_has_date:
-            return with_year(stamp, self.year, self.reference)
-        if self.day is None:
-            self.day = first_day(stamp, self.first_date, self.year, self.reference)
-        completed = datetime.combine(self.day, stamp.time())
-        if self.last_time is not None and completed < self.last_time - MIDNIGHT_JUMP:
-            completed += timedelta(days=1)
-            self.day = completed.date()
-        return completed
+def _with_envelope_rank(fields: PrefixFields, rank: str) -> PrefixFields:
+    """The rank an envelope's label gives a line whose prefix has none (srun's `3: `), kept apart from
+    other writers as a prefix of its own (its time is the clock's: `Clock.read`)."""
+    number = rank.rsplit(" ", 1)[-1]  # `task 3`, `local_rank 3`: the timeline counts ranks
+    return replace(fields, rank=f"rank {number}", prefixes=(*fields.prefixes, ENVELOPE_RANK))
 
 
 # multiprocessing's process.py `_bootstrap`: `Process %s:` with the process's name, then the traceback. A name is one

@@ -13,7 +13,8 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from logphase.logs.annotations import Edit, quoted_top
-from logphase.logs.clocks import format_offset_notes, head_clock
+from logphase.logs.clock import head_clock
+from logphase.logs.clocks import format_offset_notes
 from logphase.logs.matcher import Event, SourceMatcher
 from logphase.logs.reader import Line
 from logphase.logs.stamps import ignored_stamp_notes
@@ -100,9 +101,7 @@ class SourceScan:
         lines, self.head = [*(self.head or ()), *more], None
         clock = head_clock(lines[: feeding.YEAR_LOOKAHEAD], self.packs, self.as_of)
         self.result.notes += format_offset_notes(self.name, clock.offsets)
-        matcher = SourceMatcher(
-            self.packs, self.as_of, year=clock.year, first_date=clock.first_date, format_offsets=clock.offsets
-        )
+        matcher = SourceMatcher(self.packs, self.as_of, clock)
         feed = SourceFeed(
             self.index,
             matcher,

@@ -2,9 +2,11 @@
 
 Seams, in pipeline order: factors (what a rule's lines must contain) → plan (per pack set) →
 scanners (bytes → hits) and templates (line shapes) → candidates (the compiled scan of one
-source) → runs (steady-run book-keeping) → timekeeping (the lines the matcher's clock needs: clock
-for an envelope's time, rollover for a time of day's midnight; hours: lines in another hour) → lines
-(FastLines, a file; its envelopes' prefixes are in its templates) and follow (FollowRuns, watch's
+source) → runs (steady-run book-keeping) → the chunk's walk: chunk (its lines' starts and numbers),
+steady (SteadyRuns: the runs' members it must read), witness (ClockWitness: the lines the matcher's
+clock needs, asking envelope_clock for an envelope's time, rollover for a time of day's midnight,
+hours for lines in another hour, each of the matcher's Clock, logs/clock.py) → lines (FastLines, a
+file: the walk; its envelopes' prefixes are in its templates) and follow (FollowRuns, watch's
 batches); stats (ScanStats) is what they counted instead of reading, for the caller; ranges
 (`--jobs`) has worker processes scan a big file's ranges ahead of FastLines' walk.
 """

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from datetime import datetime, timedelta
+from datetime import datetime
 from functools import lru_cache
 
-from logphase.logs.clocks import stamp_format, timed_prefixes
+from logphase.logs.clock import Clock
 from logphase.logs.fast.templates import Template
 from logphase.logs.matcher import SourceMatcher
 
@@ -35,12 +35,13 @@ class OtherHours:
     ) -> int | None:
         """The start of the first line in [pos, limit) of a template in `templates` stamped in another
         hour than the matcher's clock (any stamped one while it has none)."""
-        clock = matcher.last_time if matcher is not None else None
-        hour = clock.replace(minute=0, second=0, microsecond=0) if clock is not None else None
+        clock = matcher.clock if matcher is not None else None
+        time = clock.time if clock is not None else None
+        hour = time.replace(minute=0, second=0, microsecond=0) if time is not None else None
         # templates are only ever added: their number and the clock's hour say which pattern it is
-        key = (len(templates), hour, matcher is not None and matcher.year in (None, hour and hour.year))
+        key = (len(templates), hour, clock is not None and clock.year in (None, hour and hour.year))
         if self.pattern is None or self.pattern[0] != key:
-            self.pattern = (key, _pattern(templates, matcher))
+            self.pattern = (key, _pattern(templates, clock))
         pattern = self.pattern[1]
         if pattern is None:
             return None
@@ -62,20 +63,10 @@ class OtherHours:
         return found if found is not None and found < limit else None
 
 
-def _pattern(templates: Sequence[Template], matcher: SourceMatcher | None) -> bytes | None:
-    clock = matcher.last_time if matcher is not None else None
-    # a year-less stamp's year is the one the log showed (or the reference's): when the clock is of
-    # another year, its hour says nothing of theirs
-    year_less = clock if clock is not None and matcher is not None and matcher.year in (None, clock.year) else None
-    offsets = matcher.format_offsets if matcher is not None else {}
-    timed = timed_prefixes(matcher.packs) if matcher is not None and offsets else frozenset()
+def _pattern(templates: Sequence[Template], clock: Clock | None) -> bytes | None:
     alternatives: set[bytes] = set()
     for template in templates:
-        hour = clock if template.stamp == "year" else year_less
-        if hour is not None and offsets:
-            # a format on another clock (logs/clocks.py): its stamps' own hour is the clock's less its offset
-            hour -= offsets.get(stamp_format(template.prefixes, timed), timedelta(0))
-        pattern = template.regex_off_hour(hour)
+        pattern = template.regex_off_hour(clock.hour(template.stamp, template.prefixes) if clock is not None else None)
         if pattern is not None:
             alternatives.add(pattern)
     return b"\n(?:" + b"|".join(sorted(alternatives)) + b")" if alternatives else None

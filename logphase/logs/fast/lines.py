@@ -1,4 +1,4 @@
-"""FastLines: the lines of one source the matcher needs, read in big chunks and chosen by a byte scan."""
+"""FastLines: the walk of one source's chunks, handing the matcher the lines it needs, chosen by a byte scan."""
 
 from __future__ import annotations
 
@@ -8,16 +8,17 @@ from typing import IO, Protocol
 
 from logphase.logs.envelope import Unwrapper
 from logphase.logs.fast.cache import ScannerCache
-from logphase.logs.fast.candidates import CandidateScan, Kind, shadowed
-from logphase.logs.fast.clock import EnvelopeClock
+from logphase.logs.fast.candidates import CandidateScan
+from logphase.logs.fast.envelope_clock import EnvelopeClock
 from logphase.logs.fast.hours import OtherHours
 from logphase.logs.fast.plan import Plan, votes_in_matcher
 from logphase.logs.fast.ranges import PlainChunk, RangeOracle, plain_chunk
 from logphase.logs.fast.rollover import Rollovers
-from logphase.logs.fast.runs import RankPhases, Run, Runs, book_runs
+from logphase.logs.fast.runs import RankPhases, Runs, book_runs
 from logphase.logs.fast.stats import ScanStats, unread_votes
+from logphase.logs.fast.steady import SteadyRuns
 from logphase.logs.fast.templates import Template, learn_template, text_of
-from logphase.logs.fast.timekeeping import ClockKeeping
+from logphase.logs.fast.witness import ClockWitness
 from logphase.logs.matcher import Event, SourceMatcher
 from logphase.logs.reader import CHUNK_BYTES as READ_BYTES
 from logphase.logs.reader import (
@@ -50,7 +51,7 @@ class OpenDumps(Protocol):
     def open(self) -> int: ...
 
 
-class FastLines(ClockKeeping):
+class FastLines(ClockWitness, SteadyRuns):
     """The lines of one source the matcher needs, in order: candidate lines (a rule's literal, a
     dump's trigger), the lines around them (the caller's context, the timestamp they inherit), the
     first two and the last line of each steady run, and everything while a traceback or dump is
@@ -318,96 +319,6 @@ class FastLines(ClockKeeping):
         else:
             self.targets = self.scan.line_starts(self.buf, start, end, self.end)
         self.target_index = 0
-
-    # -- steady runs
-
-    def _next_unstable(self, limit: int) -> int | None:
-        """The first line before `limit` that starts or restarts a steady run: its run has no
-        two events the matcher saw since the last change."""
-        best: int | None = None
-        need = [
-            index
-            for index, kind in enumerate(self.scan.kinds)
-            if self.runs.get((kind.rule.id, kind.template.rank), Run(kind.rule, None)).stage < 2
-        ]
-        if not need:
-            return None
-        for index in need:
-            found = self._next_member(index, limit if best is None else min(best, limit))
-            if found is not None and (best is None or found < best):
-                best = found
-        return best
-
-    def _next_member(self, index: int, limit: int) -> int | None:
-        """The first line from `pos` on, before `limit`, that is an event of this kind's run."""
-        kind = self.scan.kinds[index]
-        cached = self.kind_next.get(index)
-        if cached is not None and cached[0] <= self.pos and (cached[1] is None or cached[1] >= self.pos):
-            found: int | None = cached[1]
-            if cached[1] is None and cached[2] < limit:
-                found = self._walk_members(index, kind, cached[2], limit)
-        else:
-            found = self._walk_members(index, kind, self.pos, limit)
-        return found if found is not None and found < limit else None
-
-    def _walk_members(self, index: int, kind: Kind, start: int, limit: int) -> int | None:
-        origin = self.pos
-        while start < limit:
-            found = self.presence_of(index, start, limit)
-            if found is None:
-                break
-            if self._is_member(kind, found):
-                self.kind_next[index] = (origin, found, found)
-                return found
-            start = self._line_end(found) + 1
-        self.kind_next[index] = (origin, None, max(start, limit))
-        return None
-
-    def presence_of(self, index: int, start: int, limit: int) -> int | None:
-        """The first line in [start, limit) of this kind's template that holds its factor."""
-        kind = self.scan.kinds[index]
-        offset = self.buf.find(kind.factor, start, limit)
-        while offset >= 0:
-            line = self._line_start(offset)
-            if line >= start and self._of_kind(kind, line):
-                return line
-            offset = self.buf.find(kind.factor, self._line_end(offset) + 1, limit)
-        return None
-
-    def _of_kind(self, kind: Kind, line: int) -> bool:
-        """Whether the line at `line` (holding the kind's factor) is on its template and could be its rule's."""
-        if not kind.pattern.match(self.buf, line):
-            return False
-        text = self.buf[kind.template.envelope_end(self.buf, line) : self._line_end(line)]
-        could = self.plan.could_match(kind.rule, text)
-        return could and not shadowed(self.scan.shadows, kind.template, kind.factor, text)
-
-    def _is_member(self, kind: Kind, offset: int) -> bool:
-        events = self._probe_at(offset)
-        return any(e.rule.id == kind.rule.id and e.rank == kind.template.rank for e in events)
-
-    def _unseen_lasts(self, limit: int) -> Iterator[tuple[Run, int | None]]:
-        """Each stable run, with its last member before `limit` the matcher has not seen."""
-        for run in self.runs.values():
-            if run.stage == 2:
-                yield run, self._last_member(run, max(self.pos, run.member + 1), limit)
-
-    def _last_member(self, run: Run, low: int, high: int) -> int | None:
-        """The last line in [low, high) that is an event of this run."""
-        best: int | None = None
-        for kind in self.scan.kinds:
-            if kind.rule.id != run.rule.id or kind.template.rank != run.rank:
-                continue
-            offset = self.buf.rfind(kind.factor, low, high)
-            while offset >= 0 and (best is None or offset > best):
-                line = self._line_start(offset)
-                if line < low:
-                    break
-                if self._of_kind(kind, line) and self._is_member(kind, line):
-                    best = line if best is None or line > best else best
-                    break
-                offset = self.buf.rfind(kind.factor, low, max(low, line))
-        return best
 
     # -- emitting
 

@@ -26,7 +26,7 @@ class _Search:
 
 class Rollovers:
     """SGLang 0.3's `[23:17:01 TP7]` has no date: the matcher moves to the next day where a line's
-    time is more than 12 hours before the latest it read (SourceMatcher._complete_time), so a line
+    time is more than 12 hours before the latest it read (`Clock.read`), so a line
     it skips could have been that line. One can be only where the latest time is past noon and the
     line's before it: the first line stamped before noon after a line stamped past noon (or after the
     matcher's clock, if past noon). That line is a candidate the matcher reads, with the line of the

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from logphase.bounded import in_calendar
+from logphase.logs.clock import NO_CLOCK, Clock
 from logphase.logs.envelope import Envelopes, envelope_time
 from logphase.logs.fast.templates import Template
 from logphase.packs import PackSet
@@ -103,7 +104,7 @@ class EnvelopeClock:
         self.own_spots: dict[int, tuple[Template, OwnStamp | None]] = {}  # by the template's id
         self.key_shapes: dict[bytes, tuple[int, bytes] | None] = {}  # by an envelopes' prefix's shape
         self.own_stamps: dict[tuple[str, bytes], datetime | None] = {}
-        self.year: int | None = None
+        self.at = NO_CLOCK  # the matcher's clock at the lines `peaks` walks
         self.timed_templates: tuple[Template, ...] = ()
         self.timed_re: tuple[re.Pattern[bytes], re.Pattern[bytes]] | None = None
 
@@ -131,17 +132,17 @@ class EnvelopeClock:
         self,
         lines: Sequence[Timed],
         read: Collection[int],
+        clock: Clock,
         *,
-        offset: timedelta,
-        year: int | None,
         latest: datetime | None,
     ) -> tuple[set[int], datetime | None]:
         """Of the envelope-timed `lines` (in order), those the matcher must read besides `read` for its
         clock to be the same at each line it reads, with the lines that set their offsets; and the
-        clock they leave. `offset`, `year`, `latest`: the matcher's envelope offset, year and clock
-        before them. Stamps with a key are compared by it; only the latest is read as a time."""
-        self.year = year
-        walk = _Walk(latest, offset)
+        clock they leave. `clock`: the matcher's before them (its envelope offset, its year); `latest`:
+        its time, or later where lines carried from an earlier chunk move it. Stamps with a key are
+        compared by it; only the latest is read as a time."""
+        self.at = clock
+        walk = _Walk(latest, clock.envelope_offset)
         points = sorted(read)
         point = 0
         for index, (start, prefix, key, anchor) in enumerate(lines):
@@ -254,11 +255,8 @@ class EnvelopeClock:
         own = self._own_time(raw, template, at)
         if own is None:
             return None
-        if template.stamp == "date":
-            if self.year is None:
-                return None
-            own = own.replace(year=self.year)
-        return own - envelope
+        dated = self.at.in_year(own, template.stamp != "date")
+        return None if dated is None else dated - envelope
 
     def _own_time(self, raw: bytes, template: Template, at: int) -> datetime | None:
         """A line's own stamp as `split_prefix` reads it, where it has a date: remembered by the bytes

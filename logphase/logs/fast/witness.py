@@ -1,11 +1,12 @@
-"""The time the matcher gives the lines a chunk's scan hands it: the lines it must read besides (pure)."""
+"""ClockWitness: the lines a chunk's walk reads for the matcher's clock besides those it chose (pure)."""
 
 from __future__ import annotations
 
 from datetime import datetime
 
 from logphase.logs.fast.candidates import CandidateScan
-from logphase.logs.fast.clock import Anchor, EnvelopeClock, Timed
+from logphase.logs.fast.chunk import ChunkLines
+from logphase.logs.fast.envelope_clock import Anchor, EnvelopeClock, Timed
 from logphase.logs.fast.rollover import Rollovers
 from logphase.logs.fast.templates import Template, time_step
 from logphase.logs.matcher import SourceMatcher
@@ -15,16 +16,13 @@ NEAR_LINES = 32  # lines walked back one by one for a stamp before searching
 SEARCH_SPAN = 1 << 16  # the first span searched back, in bytes (then 4 times the last)
 
 
-class ClockKeeping:
+class ClockWitness(ChunkLines):
     """What FastLines reads for the matcher's clock: for a line it reads, the nearest stamped line
     before it (the time it inherits, the year of a year-less stamp, the offset of an envelope's clock);
     the lines whose envelope time moves the clock (EnvelopeClock); before a line the day may turn on,
     the latest time (Rollovers); at a chunk's end, what the next chunk hands over. Over the chunk
-    FastLines reads: `buf` up to `end`, `pos` the first line not yet handed over."""
+    FastLines reads (ChunkLines)."""
 
-    buf: bytes
-    end: int
-    pos: int
     scan: CandidateScan
     matcher: SourceMatcher | None
     clock: EnvelopeClock | None
@@ -33,30 +31,8 @@ class ClockKeeping:
     carried_stamps: list[tuple[int, bytes, str]]  # stamped lines after the last line read
     carried_peak: list[tuple[int, bytes]]  # the envelope clock's peaks the last chunks left
     carried_clock: datetime | None = None  # the clock they leave
-    _number_cache: tuple[int, int]
 
-    # -- lines of the chunk
-
-    def _number(self, offset: int) -> int:
-        """The line number of the line that starts at `offset` (newlines counted in C)."""
-        known, number = self._number_cache
-        if offset >= known:
-            number += self.buf.count(b"\n", known, offset)
-        else:
-            number -= self.buf.count(b"\n", offset, known)
-        self._number_cache = (offset, number)
-        return number
-
-    def _line_end(self, offset: int) -> int:
-        end = self.buf.find(b"\n", offset)
-        return self.end if end < 0 or end > self.end else end
-
-    def _line_start(self, offset: int) -> int:
-        return self.buf.rfind(b"\n", 0, offset) + 1
-
-    def _previous(self, offset: int) -> int:
-        """The start of the line before the one at `offset`."""
-        return self.buf.rfind(b"\n", 0, max(0, offset - 1)) + 1
+    # -- stamped lines
 
     def _stamped_before(self, line: int, low: int, need: str) -> tuple[int, str] | None:
         """The nearest line before `line`, from `low` on, on a template whose stamp a line that
@@ -155,10 +131,10 @@ class ClockKeeping:
             if template is not None:
                 prefix = buf[start : template.envelope_end(buf, start)]
                 lines.append((start, prefix, clock.key(prefix), anchor))
-        latest = matcher.last_time
+        latest = matcher.clock.time
         if at_least is not None and (latest is None or at_least > latest):
             latest = at_least
-        return self.clock.peaks(lines, read, offset=matcher.envelope_offset, year=matcher.year, latest=latest)
+        return self.clock.peaks(lines, read, matcher.clock, latest=latest)
 
     def _template_lines(self, low: int, high: int) -> list[tuple[int, bytes, Template]]:
         """The lines in [low, high) on a template: (offset, bytes, template)."""
@@ -179,10 +155,7 @@ class ClockKeeping:
             return None
         if len(self.rollovers.seen) != len(self.scan.templates):
             self.rollovers.learn(self.scan.templates)
-        latest = matcher.last_time
-        self.rollover_at = self.rollovers.next(
-            self.buf, self.pos, limit, afternoon=latest is not None and latest.hour >= 12
-        )
+        self.rollover_at = self.rollovers.next(self.buf, self.pos, limit, afternoon=matcher.clock.afternoon)
         return self.rollover_at
 
     def _carry_times(self, end: int) -> None:
