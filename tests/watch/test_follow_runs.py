@@ -124,3 +124,30 @@ def test_access_lines_another_steady_rule_wins_are_held_back_as_its_run(tmp_path
     fast = assert_same_watch(path, packs, 50)
     # THEN the same state, and the lines after each run's first two in each batch were held back
     assert fast.skipped_lines > 1000
+
+
+@pytest.mark.parametrize("size", [7, 400])
+def test_a_line_that_only_holds_an_anchored_rules_strings_is_not_held_in_its_run(
+    tmp_path: Path, packs: PackSet, size: int
+) -> None:
+    # GIVEN an SGLang log of decode batches where every 40th line is a prefill batch (the prefill mark's steady
+    # run) and two in 20 a mixed prefill batch (`Prefill batch(mixed`: it holds every string the mark's
+    # `^Prefill batch[.,]` needs and fails it right after its literal; no rule's)
+    from tests.test_fast_cliffs import decode_batch, mixed_prefill, stamp
+
+    lines = []
+    for index in range(2000):
+        if index % 40 == 0:
+            lines.append(
+                f"[{stamp(index)} TP0] Prefill batch. #new-seq: 1, #new-token: {index % 50}, #cached-token: 0, "
+                "token usage: 0.00, #running-req: 0, #queue-req: 0, "
+            )
+        elif index % 20 in (9, 18):
+            lines.append(mixed_prefill(index))
+        else:
+            lines.append(decode_batch(index))
+    path = tmp_path / "mixed.log"
+    path.write_text("\n".join(lines) + "\n")
+    # WHEN it is followed in batches with and without the summary
+    # THEN (assert_same_watch) the state matches after every batch: no mixed line counted as the mark's
+    assert_same_watch(path, packs, size)

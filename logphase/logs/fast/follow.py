@@ -10,7 +10,7 @@ from collections.abc import Iterator, Sequence
 from logphase.logs.clocks import timed_prefixes
 from logphase.logs.fast.cache import ScannerCache
 from logphase.logs.fast.candidates import outranks, rule_order
-from logphase.logs.fast.plan import Plan, votes_in_matcher
+from logphase.logs.fast.plan import Plan, message_matches, message_start, votes_in_matcher
 from logphase.logs.fast.runs import Run, Runs, book_runs
 from logphase.logs.fast.scanners import make_scanner
 from logphase.logs.fast.stats import ScanStats
@@ -112,8 +112,14 @@ class FollowRuns:
         index = found.lastindex - 1
         if factors.isdisjoint(self.registered[index]):
             return None
-        run = self.runs.get((rules.pop(), self.templates[index].rank))
+        template = self.templates[index]
+        run = self.runs.get((rules.pop(), template.rank))
         if run is None or not self.plan.could_match(run.rule, raw):
+            return None
+        # A rule anchored at the message's start is checked by its regex after the template, as the fast
+        # walk's `_of_kind` does: `Prefill batch(mixed` holds every string `^Prefill batch[.,]` needs.
+        text = raw[template.envelope_end(raw) :]
+        if not message_matches(self.plan.anchored.get(run.rule.id), message_start(template, text, None), text):
             return None
         return run
 
