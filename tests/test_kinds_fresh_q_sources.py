@@ -124,3 +124,18 @@ def test_a_pending_placement_group_in_ray_status_places_launch_and_claims_no_cau
     # WHEN judged THEN what asked for it waits at launch; the snapshot is no hang report of a log's, no failure
     assert report["phase"] == "launch"
     assert report["verdict"] in {"stalled", "progressing"}
+
+
+def test_a_failed_kv_pull_of_a_pd_decode_worker_is_serving_not_a_failure(tmp_path: Path) -> None:
+    # GIVEN decode workers' `pulling kv_caches for %s failed: %s` (vllm 0.34.0 mooncake_connector.py, the prefill
+    # peer's `Timeout waiting for P side ready.`): the requests' blocks are marked invalid and the worker goes on
+    report = judge_text(
+        tmp_path,
+        "(Worker_DP6_EP6 pid=9774) ERROR 08-01 12:42:13 [mooncake_connector.py:1899] pulling kv_caches for "
+        "['973ca62f1bc3666d'] failed: Timeout waiting for P side ready.\n"
+        "(Worker_DP0_EP0 pid=9778) ERROR 08-01 12:42:13 [mooncake_connector.py:1899] pulling kv_caches for "
+        "['94a7d5ac08490bb5'] failed: Timeout waiting for P side ready.\n",
+    )
+    # WHEN judged THEN the server was serving, and no process failure is claimed from a request's
+    assert report["phase"] == "serving"
+    assert report["verdict"] not in {"crashed", "aborted", "timeout"}
