@@ -345,6 +345,25 @@ def decode_batch(index: int) -> str:
     )
 
 
+def prefill_run_with_mixed_batches(count: int) -> str:
+    """Decode batches; every 40th line a prefill batch (the prefill mark's steady run), two in 20 a mixed prefill
+    batch (no rule's), every 20th TP0's `Load weight begin.` (a candidate)."""
+    lines = []
+    for index in range(count):
+        if index % 40 == 0:
+            lines.append(
+                f"[{stamp(index)} TP0] Prefill batch. #new-seq: 1, #new-token: {index % 50}, #cached-token: 0, "
+                "token usage: 0.00, #running-req: 0, #queue-req: 0, "
+            )
+        elif index % 20 in (9, 18):
+            lines.append(mixed_prefill(index))
+        elif index % 20 == 19:
+            lines.append(f"[{stamp(index)} TP0] Load weight begin. avail mem=70.00 GB")
+        else:
+            lines.append(decode_batch(index))
+    return "\n".join(lines) + "\n"
+
+
 def mixed_prefill(index: int) -> str:
     """SGLang's scheduler (tp_worker.py, 0.2.15-0.3.0): every string `^Prefill batch[.,] … #new-seq: ` needs."""
     return (
@@ -403,21 +422,8 @@ def test_a_steady_runs_walk_checks_an_anchored_rule_by_its_regex(
     # GIVEN an SGLang log of decode batches where every 40th line is a prefill batch (the prefill mark's steady
     # run), two in 20 a mixed prefill batch (no rule's: `Prefill batch(` fails the mark's `^Prefill batch[.,]`)
     # and every 20th TP0's `Load weight begin.` (a candidate: each is read, with what the runs' walks look for)
-    lines = []
-    for index in range(4000):
-        if index % 40 == 0:
-            lines.append(
-                f"[{stamp(index)} TP0] Prefill batch. #new-seq: 1, #new-token: {index % 50}, #cached-token: 0, "
-                "token usage: 0.00, #running-req: 0, #queue-req: 0, "
-            )
-        elif index % 20 in (9, 18):
-            lines.append(mixed_prefill(index))
-        elif index % 20 == 19:
-            lines.append(f"[{stamp(index)} TP0] Load weight begin. avail mem=70.00 GB")
-        else:
-            lines.append(decode_batch(index))
     log = tmp_path / "mixed.log"
-    log.write_text("\n".join(lines) + "\n")
+    log.write_text(prefill_run_with_mixed_batches(4000))
     # WHEN it is analysed with and without the fast path
     plain, fast = reports.plain([log], packs), reports.fast([log], packs)
     # THEN the reports are the same, and the walk for the prefill run's last line probed no mixed line it left

@@ -15,6 +15,7 @@ from logphase.logs.reader import Line, LogSource, read_lines
 from logphase.packs import PackSet
 from logphase.watch.ingest import Ingest
 from tests.conftest import FIXTURES, REALWORLD
+from tests.test_fast_cliffs import prefill_run_with_mixed_batches
 
 REFERENCE = datetime(2030, 1, 1)
 LOGS = sorted(p for p in (FIXTURES / "logs").glob("*/*.log") if not p.name.endswith(".part.log"))
@@ -133,21 +134,9 @@ def test_a_line_that_only_holds_an_anchored_rules_strings_is_not_held_in_its_run
     # GIVEN an SGLang log of decode batches where every 40th line is a prefill batch (the prefill mark's steady
     # run) and two in 20 a mixed prefill batch (`Prefill batch(mixed`: it holds every string the mark's
     # `^Prefill batch[.,]` needs and fails it right after its literal; no rule's)
-    from tests.test_fast_cliffs import decode_batch, mixed_prefill, stamp
-
-    lines = []
-    for index in range(2000):
-        if index % 40 == 0:
-            lines.append(
-                f"[{stamp(index)} TP0] Prefill batch. #new-seq: 1, #new-token: {index % 50}, #cached-token: 0, "
-                "token usage: 0.00, #running-req: 0, #queue-req: 0, "
-            )
-        elif index % 20 in (9, 18):
-            lines.append(mixed_prefill(index))
-        else:
-            lines.append(decode_batch(index))
+    # and every 20th TP0's `Load weight begin.` (tests/test_fast_cliffs.py)
     path = tmp_path / "mixed.log"
-    path.write_text("\n".join(lines) + "\n")
+    path.write_text(prefill_run_with_mixed_batches(2000))
     # WHEN it is followed in batches with and without the summary
     # THEN (assert_same_watch) the state matches after every batch: no mixed line counted as the mark's
     assert_same_watch(path, packs, size)
