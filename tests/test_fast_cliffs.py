@@ -345,9 +345,9 @@ def decode_batch(index: int) -> str:
     )
 
 
-def prefill_run_with_mixed_batches(count: int) -> str:
+def prefill_run_with_mixed_batches(count: int, loads: bool = True) -> str:
     """Decode batches; every 40th line a prefill batch (the prefill mark's steady run), two in 20 a mixed prefill
-    batch (no rule's), every 20th TP0's `Load weight begin.` (a candidate)."""
+    batch (no rule's), every 20th TP0's `Load weight begin.` (a candidate) where `loads`."""
     lines = []
     for index in range(count):
         if index % 40 == 0:
@@ -357,7 +357,7 @@ def prefill_run_with_mixed_batches(count: int) -> str:
             )
         elif index % 20 in (9, 18):
             lines.append(mixed_prefill(index))
-        elif index % 20 == 19:
+        elif index % 20 == 19 and loads:
             lines.append(f"[{stamp(index)} TP0] Load weight begin. avail mem=70.00 GB")
         else:
             lines.append(decode_batch(index))
