@@ -210,3 +210,38 @@ def test_the_shells_abort_after_a_what_line_follows_its_message() -> None:
     tails = _tails([*TERMINATE, "Aborted (core dumped)"])
     # THEN the `what():` line is no tail and the shell's line follows it at the margin
     assert (tails[2], tails[3]) == (None, Tail.FOLLOWING)
+
+
+# --- a stream's tag on every line -------------------------------------------------------------------------------
+
+# torch 2.2+ workers' stderr carries `[rank<R>]: ` on every line (reference nccl_torch_vllm.md 2.1), the traceback
+# and the further lines of its exception's message alike: the tag names the writer, not a logger's record
+SHM_LAST_ERROR = [
+    "Traceback (most recent call last):",
+    '  File "/usr/lib/python3.10/site-packages/torch/distributed/distributed_c10d.py", line 4551, in barrier',
+    "    work = group.barrier(opts=opts)",
+    "torch.distributed.DistBackendError: NCCL error in: /pytorch/torch/csrc/distributed/c10d/NCCLUtils.hpp:268, "
+    "unhandled system error (run with NCCL_DEBUG=INFO for details), NCCL version 2.21.5",
+    "ncclSystemError: System call (e.g. socket, malloc) or external library call failed or device error. ",
+    "Last error:",
+    "Error while creating shared memory segment /dev/shm/nccl-LeXlEJ (size 9637888)",
+]
+
+
+def test_under_a_rank_tag_the_lines_after_a_dist_backend_errors_first_line_follow_its_message() -> None:
+    # GIVEN torch's NCCL error ending a traceback, every line under rank 1's `[rank1]: ` tag
+    lines = [f"[rank1]: {line}" for line in SHM_LAST_ERROR]
+    # WHEN matched
+    tails = _tails(lines)
+    # THEN the error's first line is no tail; the explanation and NCCL's last error follow its message
+    assert (tails[4], tails[5], tails[7]) == (None, Tail.FOLLOWING, Tail.FOLLOWING)
+
+
+def test_under_a_loggers_record_prefix_a_line_at_the_margin_after_the_exception_line_is_a_new_message() -> None:
+    # GIVEN the same error logged by vLLM's NewLineFormatter, its record's level and time on every line
+    prefix = "ERROR 12-11 10:00:00 [multiproc_executor.py:470] "
+    lines = [prefix + line for line in SHM_LAST_ERROR]
+    # WHEN matched
+    tails = _tails(lines)
+    # THEN NCCL's text at the margin in the next record is no further line of the message
+    assert tails[7] is None

@@ -145,6 +145,67 @@ def test_a_bare_verbs_failure_and_an_mlx5_failure_are_causes(tmp_path: Path) -> 
     assert root_text(mlx5).endswith("Call to mlx5dv_reg_dmabuf_mr failed with error Invalid argument")
 
 
+# --- ncclShmOpen's failure --------------------------------------------------------------------------------------
+
+
+def test_the_warn_that_says_which_shm_step_failed_is_the_cause_over_the_segment_warn_after_it(tmp_path: Path) -> None:
+    # GIVEN ncclShmOpen on NCCL 2.23+ (src/misc/shmutils.cc v2.23.4-1:87, 128): fallocate's WARN, then the failure
+    # exit's `Error while creating shared memory segment … (size N), error: …`, then the chain
+    text = (
+        "gpu1:700:700 [2] NCCL INFO NCCL version 2.23.4+cuda12.6\n"
+        "gpu1:700:760 [2] misc/shmutils.cc:87 NCCL WARN Error: failed to extend /dev/shm/nccl-Ab3dEf to 9637892 "
+        "bytes, error: No space left on device (28)\n"
+        "gpu1:700:760 [2] misc/shmutils.cc:128 NCCL WARN Error while creating shared memory segment "
+        "/dev/shm/nccl-Ab3dEf (size 9637888), error: No space left on device (28)\n"
+        "gpu1:700:760 [2] NCCL INFO transport/shm.cc:114 -> 2\n"
+    )
+    # WHEN judged
+    report = _judge(tmp_path, text)
+    # THEN crashed, the first WARN (the step that failed) the cause
+    assert report["verdict"] == "crashed"
+    assert root_text(report).endswith(
+        "failed to extend /dev/shm/nccl-Ab3dEf to 9637892 bytes, error: No space left on device (28)"
+    )
+
+
+def test_the_shm_segment_warn_alone_is_the_cause(tmp_path: Path) -> None:
+    # GIVEN a paste that keeps NCCL 2.21's segment WARN (src/misc/shmutils.cc v2.21.5-1:113, no errno yet) and its
+    # chain, the WARN before it cut
+    text = (
+        "gpu2:800:850 [1] misc/shmutils.cc:113 NCCL WARN Error while attaching to shared memory segment "
+        "/dev/shm/nccl-Zx9YwV (size 4194304)\n"
+        "gpu2:800:850 [1] NCCL INFO transport/shm.cc:152 -> 2\n"
+        "gpu2:800:850 [1] NCCL INFO transport.cc:165 -> 2\n"
+    )
+    # WHEN judged
+    report = _judge(tmp_path, text)
+    # THEN crashed, the segment WARN the cause
+    assert report["verdict"] == "crashed"
+    assert root_text(report).endswith(
+        "Error while attaching to shared memory segment /dev/shm/nccl-Zx9YwV (size 4194304)"
+    )
+
+
+def test_the_segment_text_that_torch_prints_after_last_error_is_read_as_the_warn_is() -> None:
+    # GIVEN the WARN's text alone, as torch prints `ncclGetLastError()` (reference 2.3(i)), in both NCCL wordings
+    packs = load_packs(check_examples=False)
+    old = explain("Error while creating shared memory segment /dev/shm/nccl-LeXlEJ (size 9637888)", packs)
+    new = explain(
+        "Error while creating shared memory segment /dev/shm/nccl-LeXlEJ (size 9637888), error: No space left on "
+        "device (28)",
+        packs,
+    )
+    # THEN both are the segment rule's, with the segment, its size and (2.23+) the system's error
+    rule, captures = new.matches[0]
+    assert (old.matches[0][0].id, rule.id) == ("nccl.error.shm_segment", "nccl.error.shm_segment")
+    assert (captures["shm_step"], captures["path"], captures["bytes"], captures["reason"]) == (
+        "creating",
+        "/dev/shm/nccl-LeXlEJ",
+        "9637888",
+        "No space left on device (28)",
+    )
+
+
 # --- the error chain ---------------------------------------------------------------------------------------------
 
 

@@ -889,8 +889,10 @@ class SourceMatcher:
                 # the exception line that ends the traceback, in the same prefix: keep it in the block
                 if any(r.in_block and r.match(message, fields.prefixes) is not None for r in self.packs.rules):
                     return True
-            elif not fields.prefixes and not self._opens_block(message):
-                return True  # the exception message's further lines: CUDA's hints, a C++ what()
+            elif _stream_tag(fields) and not self._opens_block(message):
+                # the exception message's further lines: CUDA's hints, a C++ what(), torch's NCCL error's `Last
+                # error:` and NCCL's text after it, unprefixed or under the tag its stream puts on every line
+                return True
             elif not message.strip():
                 return True  # the blank line CPython prints before `The above exception ...` (vLLM prefixes it)
             elif message[:1].isspace() and not message.lstrip().startswith('File "'):
@@ -919,6 +921,14 @@ class SourceMatcher:
         if inside and self.block is not None:
             return self.block.rank
         return None
+
+
+def _stream_tag(fields: PrefixFields) -> bool:
+    """No prefix, or one that only names the writer (torch's `[rank1]: `, a Ray worker's `(pid=N) `): a tag its
+    stream puts on every line, as a launcher does, not a logger's record (no time, no level, no module). Under it a
+    line at the margin after the exception line goes on as an unprefixed one does; a logger's next record is a new
+    message."""
+    return fields.time is None and fields.level is None and fields.module is None
 
 
 def _with_envelope_rank(fields: PrefixFields, rank: str) -> PrefixFields:
