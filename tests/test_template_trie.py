@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from logphase.frames import TRIGGER
 from logphase.logs.fast.plan import plan_for
-from logphase.logs.fast.scanners import HsScanner, ReScanner, Scanner, accelerated, split_long
+from logphase.logs.fast.scanners import HsScanner, ReScanner, Scanner, accelerated, split_long, trie_regex
 from logphase.logs.fast.templates import (
     DIGIT,
     RUN,
@@ -270,6 +270,20 @@ def test_atoms_hold_a_text_exactly_when_some_line_they_stand_for_does(template: 
         lines = [line + option for line in lines for option in options]
     # THEN `holds` says whether one of them holds the text
     assert holds(template, text) == any(text in line for line in lines)
+
+
+few_bytes = st.binary(max_size=8).map(lambda raw: bytes(b"ab.*(\\\n"[byte % 7] for byte in raw))
+
+
+@settings(max_examples=400, deadline=None)
+@given(literals=st.lists(few_bytes.filter(bool), min_size=1, max_size=8), line=few_bytes)
+def test_a_trie_of_literals_finds_a_line_exactly_when_one_of_them_is_in_it(literals: list[bytes], line: bytes) -> None:
+    # GIVEN literals over a few bytes, regex syntax and a newline among them (they share prefixes and
+    # hold each other often), and any line over the same bytes
+    # WHEN the line is searched with their trie's regex
+    found = re.search(trie_regex(literals), line) is not None
+    # THEN it is found exactly when one literal is a substring of it
+    assert found == any(literal in line for literal in literals)
 
 
 @pytest.mark.slow

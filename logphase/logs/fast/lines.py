@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
 from typing import IO, Protocol
@@ -15,6 +16,7 @@ from logphase.logs.fast.plan import Plan, votes_in_matcher
 from logphase.logs.fast.ranges import PlainChunk, RangeOracle, plain_chunk
 from logphase.logs.fast.rollover import Rollovers
 from logphase.logs.fast.runs import RankPhases, Runs, book_runs
+from logphase.logs.fast.scanners import trie_regex
 from logphase.logs.fast.stats import ScanStats, unread_votes
 from logphase.logs.fast.steady import SteadyRuns
 from logphase.logs.fast.templates import Template, learn_template, text_of
@@ -88,7 +90,9 @@ class FastLines(ClockWitness, SteadyRuns):
         self.runs: Runs = {}
         self.phases = RankPhases()  # what a restarting run may move (book_runs)
         self.steady_rules = {rule.id: rule for rule in plan.steady.values()}
-        self.steady_bytes = list(plan.steady)
+        # a line of the plain head holds a steady factor or is read as no event: one search of the
+        # factors' trie, not a substring test per factor (every line there pays it)
+        self.steady_factor = re.compile(trie_regex(plan.steady)) if plan.steady else None
         self.after = 0  # context lines still owed after the last emission
         self.carried_stamps: list[tuple[int, bytes, str]] = []  # stamped lines after the last emission
         self.failure: BaseException | None = None
@@ -381,7 +385,8 @@ class FastLines(ClockWitness, SteadyRuns):
         self.unprobed = self._plain_now(offset)
         if self.unprobed:
             self.stats.plain_lines += 1
-            events = self._probe(lines) if any(f in raw for f in self.steady_bytes) else ()
+            holds_factor = self.steady_factor is not None and self.steady_factor.search(raw) is not None
+            events = self._probe(lines) if holds_factor else ()
         elif lines and lines[0].number != number:
             events = self._probe(lines)  # the rest of a line CRI cut, joined to its first part
         else:

@@ -80,7 +80,7 @@ class _LiteralFinder:
         for index, text in literals:
             self.ids.setdefault(text, []).append(index)
         self.prefixes = {text: [t for t in self.ids if text.startswith(t)] for text in self.ids}
-        self.pattern = re.compile(b"(?=(" + _trie_regex(self.ids) + b"))") if self.ids else None
+        self.pattern = re.compile(b"(?=(" + trie_regex(self.ids) + b"))") if self.ids else None
 
     def scan(self, data: bytes | bytearray, start: int, end: int) -> list[tuple[int, int]]:
         """(literal's id, where the occurrence ends) for every occurrence in data[start:end]."""
@@ -182,7 +182,7 @@ def _syntax(pattern: bytes) -> Iterator[tuple[int, int]]:
             yield index, byte
 
 
-def _trie_regex(words: Iterable[bytes]) -> bytes:
+def trie_regex(words: Iterable[bytes]) -> bytes:
     """One regex for a set of literals, their common prefixes shared (`re` then tests a byte
     against one branch per distinct next byte, not every word)."""
     trie: dict[int, Any] = {}
