@@ -19,8 +19,10 @@ def test_router_launcher_starting_dp_servers_is_the_launch(tmp_path: Path) -> No
     # GIVEN sglang_router.launch_server's logger (`[Router (Python)] asctime - LEVEL - message - file:line`) starting
     # two DP servers, then the Rust router's first line, and nothing from the servers yet
     lines = [
-        "[Router (Python)] 2025-05-17 01:10:45 - INFO - Launching DP server process 0 on port 31000 - launch_server.py:175",
-        "[Router (Python)] 2025-05-17 01:10:45 - INFO - Launching DP server process 1 on port 31875 - launch_server.py:175",
+        "[Router (Python)] 2025-05-17 01:10:45 - INFO - "
+        "Launching DP server process 0 on port 31000 - launch_server.py:175",
+        "[Router (Python)] 2025-05-17 01:10:45 - INFO - "
+        "Launching DP server process 1 on port 31875 - launch_server.py:175",
         "[Router (Rust)] 2025-05-17 01:10:45 - INFO - 🚧 Initializing router on 127.0.0.1:30000",
     ]
     # WHEN analysed
