@@ -1,6 +1,6 @@
 """Training jobs on torch read from their frameworks' own lines: PyTorch Lightning's seed and process-group
 set-up, inductor's max-autotune reports, Hugging Face Trainer's end of training (its own lines and wandb's run
-summary), verl's step metrics and gloo's failed checks (patterns/torch.toml)."""
+summary), verl's step metrics, torchtune's checkpoints and gloo's failed checks (patterns/torch.toml)."""
 
 from __future__ import annotations
 
@@ -232,3 +232,52 @@ def test_a_non_gloo_enforce_failure_is_not_read_as_a_process_group_error(tmp_pat
     _, report = _analyze(tmp_path, lines)
     # THEN nothing places it in dist_init
     assert report["phase"] != "dist_init"
+
+
+def _torchtune_shards(epoch: int, first: int, last: int) -> list[str]:
+    """torchtune's checkpointer: a line per shard written, `Model checkpoint of size {GiB:.2f} GiB saved to {path}`."""
+    return [
+        f"Model checkpoint of size 4.34 GiB saved to /out/epoch_{epoch}/ft-model-{shard:05d}-of-00030.safetensors"
+        for shard in range(first, last + 1)
+    ]
+
+
+def test_torchtune_checkpoint_shards_are_the_jobs_work_not_its_end(tmp_path: Path) -> None:
+    # GIVEN torchtune's checkpoint lines of one epoch, the last shards not written yet (save_checkpoint runs at the end
+    # of every epoch: nothing in them says it is the last one)
+    lines = _torchtune_shards(0, 3, 13)
+    # WHEN analysed
+    _, report = _analyze(tmp_path, lines)
+    # THEN the job is in its steps and has not finished
+    assert (report["system"], report["phase"], report["verdict"]) == ("torch", "serving", "stalled")
+
+
+def test_torchtune_final_epoch_checkpoint_is_the_end_of_training(tmp_path: Path) -> None:
+    # GIVEN a LoRA run's last epoch: its adapter file, then the checkpointer's non-intermediate branch, `Saving final
+    # epoch checkpoint.` and (adapter_only) its note, which says nothing of its own
+    lines = [
+        "Adapter checkpoint of size 0.01 GiB saved to /out/epoch_2/adapter_model.pt",
+        "Saving final epoch checkpoint.",
+        "Please note that you have set adapter_only=True, so only adapter weights will be saved.You need to merge the "
+        "adapter weights into your base model for further use. See FullModelHFCheckpointer.save_checkpoint for more "
+        "details.",
+    ]
+    # WHEN analysed
+    code, report = _analyze(tmp_path, lines)
+    # THEN the job finished, said from the final-epoch line
+    assert (code, report["phase"], report["verdict"]) == (0, "serving", "finished")
+    assert report["reason"] == "the job finished, as its own end line says: Saving final epoch checkpoint. (line 2)"
+
+
+def test_torchtune_full_model_saved_line_is_the_end_of_training(tmp_path: Path) -> None:
+    # GIVEN the last epoch's shards and the full model's success line (its two sentences joined without a space, as
+    # torchtune writes them), the paste cut above `Saving final epoch checkpoint.`
+    lines = [
+        *_torchtune_shards(2, 29, 30),
+        "The full model checkpoint, including all weights and configurations, has been saved successfully."
+        "You can now use this checkpoint for further training or inference.",
+    ]
+    # WHEN analysed
+    code, report = _analyze(tmp_path, lines)
+    # THEN the job finished
+    assert (code, report["phase"], report["verdict"]) == (0, "serving", "finished")
