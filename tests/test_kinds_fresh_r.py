@@ -107,3 +107,25 @@ def test_the_head_of_a_broken_watchdog_line_alone_is_a_timeout(tmp_path: Path) -
     # WHEN judged THEN a watchdog timeout, not a crash, with a process group up
     assert (report["verdict"], report["furthest_phase"]) == ("timeout", "dist_init")
     assert "Watchdog caught collective operation timeout:" in root_text(report)
+
+
+def test_a_c10_trailer_from_the_nccl_watchdog_thread_proves_a_process_group(tmp_path: Path) -> None:
+    # GIVEN c10's `Exception raised from ncclCommWatchdog at <file>:<line> (most recent call first):` and its frames
+    # (ProcessGroupNCCL's constructor starts that thread), then faulthandler's `Fatal Python error: Aborted`, with no
+    # phase line above
+    trailer = (
+        "Exception raised from ncclCommWatchdog at /pytorch/torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1901 "
+        "(most recent call first):"
+    )
+    report = judge_text(
+        tmp_path,
+        trailer + "\n"
+        "frame #0: c10::Error::Error(c10::SourceLocation, std::string) + 0x96 (0x7fb35b195206 in /usr/lib/libc10.so)\n"
+        "frame #1: clone + 0x43 (0x7fb363f54e83 in /lib64/libc.so.6)\n"
+        "\n"
+        "Fatal Python error: Aborted\n",
+    )
+    # WHEN judged THEN the process aborted with a process group up; the watchdog's exception, not the abort it caused,
+    # is the cause
+    assert (report["verdict"], report["furthest_phase"]) == ("aborted", "dist_init")
+    assert root_text(report) == trailer
