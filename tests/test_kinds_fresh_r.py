@@ -129,3 +129,20 @@ def test_a_c10_trailer_from_the_nccl_watchdog_thread_proves_a_process_group(tmp_
     # is the cause
     assert (report["verdict"], report["furthest_phase"]) == ("aborted", "dist_init")
     assert root_text(report) == trailer
+
+
+@pytest.mark.parametrize(
+    ("signal", "verdict"),
+    [("9 (Killed)", "crashed"), ("11 (Segmentation fault)", "aborted"), ("6 (Aborted)", "aborted")],
+)
+def test_mpiruns_report_of_a_ranks_signal_is_an_abort_unless_another_process_killed_it(
+    tmp_path: Path, signal: str, verdict: str
+) -> None:
+    # GIVEN Open MPI's help-errmgr-base text `mpirun noticed that process rank %s with PID %s on node %s exited on
+    # signal %d (%s).` alone: SIGKILL (9) is sent by another process (the OOM killer, a scheduler), the others are
+    # the process's own fatal signals
+    report = judge_text(
+        tmp_path, f"mpirun noticed that process rank 6 with PID 0 on node n1 exited on signal {signal}.\n"
+    )
+    # WHEN judged THEN a kill from outside is a crash, a fatal signal of its own an abort
+    assert report["verdict"] == verdict
