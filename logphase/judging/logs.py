@@ -473,13 +473,15 @@ def _launched(phase: Phase | None, furthest: Phase | None) -> tuple[Phase, Phase
 
 
 def _sigkill(event: Event) -> bool:
-    """A SIGKILL report (the shell's `Killed`, torchrun's `failed (exitcode: -9)`): another process sent it (the
-    kernel's OOM killer, a scheduler, the program's own clean-up after its error). The process had no fatal error
-    of its own: a failure before it did not end in a fatal signal, and alone it is a crash, not an abort (every
-    labeller of the real-world batches reads it so)."""
+    """A SIGKILL report (the shell's `Killed`, torchrun's `failed (exitcode: -9)`, Open MPI's `exited on signal 9
+    (Killed)`): another process sent it (the kernel's OOM killer, a scheduler, the program's own clean-up after its
+    error). The process had no fatal error of its own: a failure before it did not end in a fatal signal, and alone
+    it is a crash, not an abort (every labeller of the real-world batches reads it so)."""
     captures = event.captures
-    # torchrun's failure table words it `traceback : Signal 9 (SIGKILL) received by PID N` (its `signame`)
-    named = captures.get("signal", "").upper() in ("KILLED", "SIGKILL") or captures.get("signame") == "SIGKILL"
+    # torchrun's failure table words it `traceback : Signal 9 (SIGKILL) received by PID N` (its `signame`); a
+    # launcher that prints the number (mpirun's `exited on signal %d`, TGI's `with signal %d`): 9 is SIGKILL on Linux
+    signal = captures.get("signal", "")
+    named = signal.upper() in ("KILLED", "SIGKILL", "9") or captures.get("signame") == "SIGKILL"
     return named or captures.get("exitcode") == "-9"
 
 
