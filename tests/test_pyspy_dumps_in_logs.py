@@ -160,7 +160,8 @@ def test_a_phase_a_line_placed_is_not_said_to_rest_on_the_dump(tmp_path: Path) -
     # GIVEN SGLang's capture begun (its own line), then the same dump
     text = (
         SGLANG_START
-        + "[2025-10-29 11:21:45 TP0] Capture cuda graph begin. This can take up to several minutes. avail mem=20.10 GB\n"
+        + "[2025-10-29 11:21:45 TP0] Capture cuda graph begin. This can take up to several minutes. "
+        "avail mem=20.10 GB\n"
         + CAPTURE_DUMP
     )
     report = _judge(tmp_path, text)
