@@ -17,6 +17,32 @@ PYTHON_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?:\d+|\?\?\?),? in
 # which may be a native C++ name with spaces and parentheses; the last `(…)` is the file). Exactly
 # four: the `--locals` lines under a frame are indented further and must not read as frames.
 PYSPY_FRAME = re.compile(r"^\s{4}(?P<function>\S(?:.*?\S)?) \((?P<file>[^()]*?)(?::(?P<line>\d+))?\)\s*$")
+# py-spy's thread line above a thread's frames (src/dump.rs: `Thread {tid} ({status}): "{name}"`, without `: "{name}"`
+# where the thread has none; the id the OS thread's, decimal, or `{:#X}` of Python's where py-spy has none). The
+# dump parser takes any status; the matcher reads the frames under a line of py-spy's own (`PYSPY_STATUSES`) as one
+# group, so that faulthandler's `Thread 0x… (most recent call first)` is never one.
+PYSPY_THREAD = re.compile(
+    r'^Thread (?P<tid>0[xX][0-9A-Fa-f]+|\d+) \((?P<status>idle|active\+gil|active|[^)]*)\)(?:: "(?P<name>.*)")?\s*$'
+)
+# py-spy's first line (src/dump.rs: `Process {pid}: {cmdline}`, the arguments joined by spaces: a title setproctitle
+# wrote is its whole cmdline)
+PYSPY_PROCESS = re.compile(r"^Process (?P<pid>\d+): ?(?P<cmd>.*?)\s*$")
+# Rank names read from a process title.
+SGLANG_SCHEDULER = re.compile(r"^sglang::scheduler(?P<tags>(?:_(?:DP|PP|ATTN_CP|MOE_DP|TP|EP)\d+)*|_None)?\s*$")
+VLLM_TITLE = re.compile(
+    r"^(?:VLLM|\w+)::(?P<kind>Worker|EngineCore|APIServer|DPCoordinator)(?P<tags>(?:_\w+?\d+)*)\s*$"
+)
+VLLM_OLD_WORKER = re.compile(r"^VllmWorker(?:Process)?[-_ ]?(?P<rank>\d+)")
+# stack_trace.rs `status_str`: not active, `idle`; active, `active`, and `active+gil` where it held the GIL
+PYSPY_STATUSES = frozenset({"idle", "active", "active+gil"})
+
+
+def is_pyspy_thread(line: str) -> bool:
+    """Whether `line` is a thread line of py-spy's text dump (`Thread 3438121 (idle): "MainThread"`)."""
+    found = PYSPY_THREAD.match(line)
+    return found is not None and found["status"] in PYSPY_STATUSES
+
+
 # A line that may open or belong to a stack dump (stacks/dumps.py's DumpParser looks at no other
 # line while no dump is open); the fast path hands these to the matcher too, so each alternative is
 # what an opener of the parser needs, no less: py-spy's and faulthandler's `Thread 0x…`/`Thread 123 (`,
@@ -183,3 +209,36 @@ def may_open_dump(raw: str) -> bool:
     if "\x1b" in raw:
         return True
     return TRIGGER.search(raw.rstrip("\r\n").rsplit("\r", 1)[-1]) is not None
+
+
+def role_and_tags_from_title(title: str) -> tuple[str | None, str | None]:
+    """The role a process title (setproctitle / cmdline) tells, and the text of the rank tags it carries, which
+    packs.rank_from_tags names: `sglang::scheduler_DP1_TP3_EP3` → ("scheduler", "_DP1_TP3_EP3"), `VLLM::Worker_TP1` →
+    ("worker", "_TP1"), `VllmWorkerProcess-2` → ("worker", "TP2"); None where it names no rank."""
+    title = title.strip()
+    found = SGLANG_SCHEDULER.match(title)
+    if found:
+        tags = found.group("tags") or ""
+        return "scheduler", (tags if tags not in ("", "_None") else None)
+    if title.startswith("sglang::"):
+        name = title[len("sglang::") :].split(":")[0].strip()
+        return {"data_parallel_controller": "dp_controller"}.get(name, name) or None, None
+    found = VLLM_TITLE.match(title)
+    if found:
+        kind = found.group("kind")
+        role = {"Worker": "worker", "EngineCore": "engine_core", "APIServer": "api_server"}.get(kind, kind.lower())
+        if kind == "EngineCore":  # `EngineCore_DP0` names the engine, not a rank
+            return role, None
+        return role, found.group("tags") or None
+    found = VLLM_OLD_WORKER.match(title)
+    if found:
+        return "worker", f"TP{found.group('rank')}"
+    if "resource_tracker" in title:
+        return "resource_tracker", None
+    if re.search(r"\bsglang[.]launch_server\b|\bsglang serve\b", title):
+        return "main", None
+    if re.search(r"\bvllm(?:[.]entrypoints| serve)\b", title):
+        return "main", None
+    if re.search(r"\btorchrun\b|torch[.]distributed[.](?:run|launch)\b", title):
+        return "launcher", None
+    return None, None

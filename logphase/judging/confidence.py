@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-from logphase.judging.logs import Judgement, module_placement
+from logphase.judging.logs import Judgement, frame_placement, module_placement
 from logphase.logs.matcher import CUT_TRACEBACK, Event
 from logphase.logs.timeline import Timeline
 from logphase.phases import SUCCESS_VERDICTS, Verdict
@@ -75,9 +75,10 @@ def assess(timeline: Timeline, judgement: Judgement, *, post_mortem: bool, earli
             f"the log names {followed + timeline.unfollowed} ranks: {timeline.unfollowed} more ranks after the "
             f"first {followed} are counted, not followed; the phases and progress judged are the first {followed}'s"
         )
-    if module_placement(timeline, judgement) is not None:
+    if module_placement(timeline, judgement) is not None or frame_placement(timeline, judgement) is not None:
         # a line no rule read, placed by its logger's module (the reason says which): a guess at where the run is,
-        # which the log's own words do not carry (judging/logs.py adds the doubt)
+        # which the log's own words do not carry; or a stack's frames alone, which say where a thread was, not whether
+        # it moved after (judging/logs.py adds the doubt)
         return Assessment(Confidence.LOW, support, tuple(doubts))
     if timeline.system is None:
         doubts.append("no server or job system recognised: judged from generic lines only")

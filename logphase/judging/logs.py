@@ -97,7 +97,7 @@ def judge(
     """docs/design.md §4. `as_of` is *now* for a live log; `last_activity` (a file's mtime) stands in
     for the time of the last progress when the log has no timestamps at all."""
     judgement = _judge(timeline, as_of=as_of, post_mortem=post_mortem, budgets=budgets, last_activity=last_activity)
-    return _module_placed(timeline, judgement)
+    return _frame_placed(timeline, _module_placed(timeline, judgement))
 
 
 def module_placement(timeline: Timeline, judgement: Judgement) -> Event | None:
@@ -108,6 +108,28 @@ def module_placement(timeline: Timeline, judgement: Judgement) -> Event | None:
         if placed is not None:
             return placed
     return None
+
+
+def frame_placement(timeline: Timeline, judgement: Judgement) -> Event | None:
+    """The frame group that placed a run judged open (stalled, progressing) in its phase, where only a stack's frames
+    did (a py-spy or faulthandler dump pasted as the log, a traceback's frames): None where a line of the program did,
+    and for a failure, whose own line says what happened."""
+    if judgement.verdict not in (Verdict.STALLED, Verdict.PROGRESSING) or judgement.phase is None:
+        return None
+    return timeline.placed_by_frames.get(judgement.phase)
+
+
+def _frame_placed(timeline: Timeline, judgement: Judgement) -> Judgement:
+    """The judgement, saying so where its phase rests on a stack's frames alone: one stack shows where its thread
+    was when it was printed, not whether it moved after (a second dump, or the log around it, would)."""
+    placed = frame_placement(timeline, judgement)
+    if placed is None:
+        return judgement
+    words = (
+        f"{placed.phase} placed by a stack's frames alone (`{placed.captures.get('frame', '?')}`, line {placed.line}):"
+        " where its thread was when the stack was printed, not whether it moved after"
+    )
+    return replace(judgement, reason=f"{judgement.reason}; {words}", doubts=(*judgement.doubts, words))
 
 
 def _module_placed(timeline: Timeline, judgement: Judgement) -> Judgement:

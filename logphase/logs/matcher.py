@@ -11,7 +11,15 @@ from enum import StrEnum
 from functools import cache
 
 from logphase.bounded import rank_label
-from logphase.frames import SIGNAL_HANDLER_FRAME, frame_key, native_frame_key
+from logphase.frames import (
+    PYSPY_FRAME,
+    PYSPY_PROCESS,
+    SIGNAL_HANDLER_FRAME,
+    frame_key,
+    is_pyspy_thread,
+    native_frame_key,
+    role_and_tags_from_title,
+)
 from logphase.logs.annotations import Edit, edit
 from logphase.logs.clock import NO_CLOCK, Clock
 from logphase.logs.reader import Line
@@ -42,6 +50,10 @@ FRAME_HEADERS = ("Traceback (most recent call last)", "Thread 0x", "Current thre
 # Ray's workers enable faulthandler so, ray/_private/worker.py `connect`), the same dumps head it `Stack (most recent
 # call first):` instead (§4.2); dump_traceback_later always dumps every thread.
 CURRENT_THREAD = "Current thread 0x"
+# py-spy's `dump --locals` prints a frame's `Arguments:` / `Locals:` eight spaces in and each value twelve (src/dump.rs)
+PYSPY_LOCALS = " " * 8
+# the lines py-spy prints between its `Process` line and the first thread (src/dump.rs)
+PYSPY_HEADER_LINES = ("Python v", "Parent Process ")
 DUMPING_THREAD = (CURRENT_THREAD, "Stack (most recent call first):")
 _NOTHING: tuple[Event, ...] = ()
 # The prefix id a rank label from a line's envelope counts as (one writer's lines stay together).
@@ -301,12 +313,36 @@ class _FrameGroup:
     """The frames of one traceback or one thread of a dump, until a non-frame line ends them."""
 
     innermost_first: bool  # faulthandler and py-spy: most recent call first; tracebacks: last
+    # under py-spy's thread line (frames.is_pyspy_thread): its `func (file:line)` frames are read in no block, as a
+    # traceback's `File` lines are (a dump pasted as the log, or printed in one: no failure either way)
+    pyspy: bool = False
     phase: Phase | None = None
     draft: bool = False  # a frame of the draft worker's init holds the stack: its capture is the draft's
     line: Line | None = None
     rank: str | None = None
     key: str = ""
     last_file: str = ""  # the file of the innermost frame so far (a traceback's)
+    # the rank the title on py-spy's `Process N: …` line names (`sglang::scheduler_TP0`), carried from that line over
+    # the dump's header lines to each thread group of the dump (where no prefix names one); a line of no dump drops it
+    title_rank: str | None = None
+
+
+def _pyspy_header(message: str, group: _FrameGroup | None) -> _FrameGroup | None:
+    """py-spy's `Process N: <cmdline>` line, and the lines after it before the first thread (src/dump.rs: `Python v…`,
+    `Parent Process N: …` under `--subprocesses`, a blank line; a blank line a paste put between threads too): an
+    empty group that carries the rank the title names to the dump's threads. None for any other line."""
+    if message.startswith("Process "):
+        found = PYSPY_PROCESS.match(message)
+        if found is not None:
+            tags = role_and_tags_from_title(found["cmd"])[1]
+            return _FrameGroup(innermost_first=True, title_rank=rank_from_tags(tags) if tags else None)
+    if (
+        group is not None
+        and group.title_rank is not None
+        and (not message.strip() or message.startswith(PYSPY_HEADER_LINES))
+    ):
+        return _FrameGroup(innermost_first=True, title_rank=group.title_rank)
+    return None
 
 
 @dataclass
@@ -580,6 +616,12 @@ class SourceMatcher:
         # after the exception line no frame comes but a `File "` one: an indented line there is the exception's
         # message continued (torchrun's ChildFailedError prints its failure table as its message), read by the rules
         framed = inside and not (self.block is not None and self.block.finished)
+        group = self._frames
+        if not framed and group is not None and group.pyspy:
+            if PYSPY_FRAME.match(message):
+                framed = True
+            elif message.startswith(PYSPY_LOCALS):
+                return before  # `--locals`' lines under a frame: the thread's frames go on after them
         if message[:1].isspace() and (framed or message.lstrip().startswith('File "')) and not _is_what(message):
             # a frame or a quoted code line: never a message, but a frame can tell the phase
             if not inside and TRACEBACK_FRAME.match(message):
@@ -611,7 +653,14 @@ class SourceMatcher:
         else:
             held = (*before, *self._flush_frames())
         if message.startswith(FRAME_HEADERS):
-            self._frames = _FrameGroup(innermost_first=not message.startswith("Traceback"))
+            pyspy = is_pyspy_thread(message)
+            self._frames = _FrameGroup(
+                innermost_first=not message.startswith("Traceback"),
+                pyspy=pyspy,
+                title_rank=group.title_rank if pyspy and group is not None else None,
+            )
+        elif native is None:
+            self._frames = _pyspy_header(message, group)
         event = self._message_event(line, fields, message, stamp, inside)
         thread = self._dump_thread(message, fields) if event is None and not inside else None
         if thread is not None:
@@ -826,9 +875,8 @@ class SourceMatcher:
         held = group.phase
         if held is None or phase.order > held.order or (phase is held and not group.innermost_first):
             group.phase, group.line, group.key = phase, line, key
-            group.rank = (
-                fields.rank if fields.rank is not None else (self.block.rank if inside and self.block else None)
-            )
+            rank = fields.rank if fields.rank is not None else (self.block.rank if inside and self.block else None)
+            group.rank = rank if rank is not None else group.title_rank
 
     def _called(self, message: str) -> str | None:
         """The frame key of the function a traceback's source line calls, in the file of the frame above it."""

@@ -221,6 +221,9 @@ class Timeline:
     # the phases only a fallback placed (a line no rule read, placed by its logger's module: `[[module]]`), each with
     # the first such line; a phase a rule's line placed too is not here
     placed_by_module: Mapping[Phase, Event] = field(default_factory=dict)
+    # the phases only a stack's frames placed (a dump's thread, a traceback's frames: matcher `_note_frame`), each with
+    # the first frame group's event; a phase a rule's line placed too is not here
+    placed_by_frames: Mapping[Phase, Event] = field(default_factory=dict)
     # a tqdm tick the input ended inside (`TimelineBuilder.fragment_at_end`): the whole tick before it is the progress
     fragment: Event | None = None
 
@@ -336,6 +339,9 @@ class TimelineBuilder:
     floor: Phase | None = None
     module_placed: dict[Phase, Event] = field(default_factory=dict)  # a phase's first line a fallback placed
     rule_placed: set[Phase] = field(default_factory=set)  # the phases a rule's line placed
+    frame_placed: dict[Phase, Event] = field(
+        default_factory=dict
+    )  # a phase's first frame group (a dump's, a traceback's)
     followed: set[str] = field(default_factory=set)  # the named ranks followed, at most MAX_RANKS
     # per bar of a job's steps (rank, rule, description, total): the line of its newest fill; and the bars that
     # filled again after another line came between (a bar per step: its fill ends the step, not the job)
@@ -493,6 +499,8 @@ class TimelineBuilder:
                 self.last_progress = event
                 self.progress_span = span
                 self.hangs = [hang for hang in self.hangs if hang.order_key > event.order_key]
+        if event.rule.pack == FRAMES_PACK:
+            self.frame_placed.setdefault(phase, event)  # (a frame's rule is a failure's kind: where the rank was)
         if failed:
             return
         if event.rule.pack == FALLBACK_PACK:
@@ -729,6 +737,7 @@ class TimelineBuilder:
             step_bar=self.last_progress is not None and _bar_key(self.last_progress) in self.refilled,
             latest_phase_event=self.latest_phase_event,
             placed_by_module={p: e for p, e in self.module_placed.items() if p not in self.rule_placed},
+            placed_by_frames={p: e for p, e in self.frame_placed.items() if p not in self.rule_placed},
             fragment=self.fragment,
             visible_ranks=frozenset(self.visible),
             served=self.served,

@@ -16,7 +16,15 @@ from itertools import chain, islice
 from typing import Any, Protocol
 
 from logphase.bounded import rank_label, read_int, read_rank
-from logphase.frames import PYSPY_FRAME, TRIGGER, printable, short_path
+from logphase.frames import (
+    PYSPY_FRAME,
+    PYSPY_PROCESS,
+    PYSPY_THREAD,
+    TRIGGER,
+    printable,
+    role_and_tags_from_title,
+    short_path,
+)
 from logphase.logs.envelope import SNIFF_LINES, Unwrapped, Unwrapper, sniff
 from logphase.packs import rank_from_tags, shipped_packs
 from logphase.stacks.model import Frame, ProcessSnapshot, ThreadStack
@@ -33,11 +41,7 @@ PREFIXES = (
 )
 TIMESTAMP = re.compile(r"(?:\d{4}-\d\d-\d\d[ T])?\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?")
 
-PYSPY_PROCESS = re.compile(r"^Process (?P<pid>\d+): ?(?P<cmd>.*?)\s*$")
 PYSPY_PYTHON = re.compile(r"^(?:Python v\S+|Parent Process \d+:|Signal \d+:)")
-PYSPY_THREAD = re.compile(
-    r'^Thread (?P<tid>0[xX][0-9A-Fa-f]+|\d+) \((?P<status>idle|active\+gil|active|[^)]*)\)(?:: "(?P<name>.*)")?\s*$'
-)
 SGLANG_PYSPY = re.compile(r"Pyspy dump for PID (?P<pid>\d+)(?: \((?P<cmd>.*)\))?:\s*$")
 SGLANG_PYSPY_FAILED = re.compile(
     r"(?:Pyspy failed to dump PID (?P<pid>\d+)\. Error: (?P<err>.*)"
@@ -68,45 +72,12 @@ PYSTACK_NOISE = re.compile(
     r"The frame stack for thread|Arguments:|Locals:)"
 )
 
-# Rank names read from a title or a prefix.
-SGLANG_SCHEDULER = re.compile(r"^sglang::scheduler(?P<tags>(?:_(?:DP|PP|ATTN_CP|MOE_DP|TP|EP)\d+)*|_None)?\s*$")
-VLLM_TITLE = re.compile(
-    r"^(?:VLLM|\w+)::(?P<kind>Worker|EngineCore|APIServer|DPCoordinator)(?P<tags>(?:_\w+?\d+)*)\s*$"
-)
-VLLM_OLD_WORKER = re.compile(r"^VllmWorker(?:Process)?[-_ ]?(?P<rank>\d+)")
-
 
 def role_and_rank_from_title(title: str) -> tuple[str | None, str | None]:
     """The role and rank a process title (setproctitle / cmdline) tells, e.g.
     `sglang::scheduler_DP1_TP3_EP3` → ("scheduler", "DP1 TP3 EP3"), `VLLM::Worker_TP1` → ("worker", "TP1")."""
-    title = title.strip()
-    found = SGLANG_SCHEDULER.match(title)
-    if found:
-        tags = found.group("tags") or ""
-        return "scheduler", (rank_from_tags(tags) if tags != "_None" else None)
-    if title.startswith("sglang::"):
-        name = title[len("sglang::") :].split(":")[0].strip()
-        return {"data_parallel_controller": "dp_controller"}.get(name, name) or None, None
-    found = VLLM_TITLE.match(title)
-    if found:
-        kind = found.group("kind")
-        role = {"Worker": "worker", "EngineCore": "engine_core", "APIServer": "api_server"}.get(kind, kind.lower())
-        rank = rank_from_tags(found.group("tags") or "")
-        if kind == "EngineCore":  # `EngineCore_DP0` names the engine, not a rank
-            return role, None
-        return role, rank
-    found = VLLM_OLD_WORKER.match(title)
-    if found:
-        return "worker", f"TP{found.group('rank')}"
-    if "resource_tracker" in title:
-        return "resource_tracker", None
-    if re.search(r"\bsglang[.]launch_server\b|\bsglang serve\b", title):
-        return "main", None
-    if re.search(r"\bvllm(?:[.]entrypoints| serve)\b", title):
-        return "main", None
-    if re.search(r"\btorchrun\b|torch[.]distributed[.](?:run|launch)\b", title):
-        return "launcher", None
-    return None, None
+    role, tags = role_and_tags_from_title(title)
+    return role, (rank_from_tags(tags) if tags else None)
 
 
 # `pyspy-rank3.json`, `rank_3.txt`, `fr-rank-3`: a dump saved per rank under the rank's number.
