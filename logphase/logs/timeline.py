@@ -339,9 +339,8 @@ class TimelineBuilder:
     floor: Phase | None = None
     module_placed: dict[Phase, Event] = field(default_factory=dict)  # a phase's first line a fallback placed
     rule_placed: set[Phase] = field(default_factory=set)  # the phases a rule's line placed
-    frame_placed: dict[Phase, Event] = field(
-        default_factory=dict
-    )  # a phase's first frame group (a dump's, a traceback's)
+    # a phase's first frame group (a dump's thread, a traceback's frames)
+    frame_placed: dict[Phase, Event] = field(default_factory=dict)
     followed: set[str] = field(default_factory=set)  # the named ranks followed, at most MAX_RANKS
     # per bar of a job's steps (rank, rule, description, total): the line of its newest fill; and the bars that
     # filled again after another line came between (a bar per step: its fill ends the step, not the job)
