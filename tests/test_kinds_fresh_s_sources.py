@@ -32,3 +32,28 @@ def test_sglang_01_load_begin_alone_is_weight_load(tmp_path: Path) -> None:
     report = judge_text(tmp_path, "Rank 0: load weight begin.\n")
     # WHEN judged THEN the rank was loading its weights
     assert report["phase"] == "weight_load"
+
+
+def test_the_warmup_threads_own_model_info_poll_logged_by_its_client_is_warmup(tmp_path: Path) -> None:
+    # GIVEN Uvicorn up, then urllib3's DEBUG line for the warmup thread's `GET /get_model_info` (sglang
+    # http_server.py _execute_server_warmup) through a proxy, answered 403 (`'%s://%s:%s "%s %s %s" %s %s'`)
+    text = (
+        "[2025-08-13 11:01:02] INFO:     Uvicorn running on http://0.0.0.0:30000 (Press CTRL+C to quit)\n"
+        "[2025-08-13 11:01:03] Starting new HTTP connection (1): 10.1.2.3:3128\n"
+        '[2025-08-13 11:01:03] http://10.1.2.3:3128 "GET http://0.0.0.0:30000/get_model_info HTTP/1.1" 403 3582\n'
+    )
+    report = judge_text(tmp_path, text)
+    # WHEN judged post-mortem THEN the server was past its HTTP start, polling in its warmup, no failure claimed
+    assert report["phase"] == "warmup"
+    assert report["verdict"] in {"stalled", "progressing"}
+
+
+def test_a_client_log_of_another_endpoint_is_no_warmup(tmp_path: Path) -> None:
+    # GIVEN Uvicorn up, then urllib3's line for a GET of /health (no warmup request of SGLang's)
+    text = (
+        "[2025-08-13 11:01:02] INFO:     Uvicorn running on http://0.0.0.0:30000 (Press CTRL+C to quit)\n"
+        '[2025-08-13 11:01:03] http://127.0.0.1:30000 "GET /health HTTP/1.1" 200 2\n'
+    )
+    report = judge_text(tmp_path, text)
+    # WHEN judged THEN the HTTP start is the step reached
+    assert report["phase"] == "http_start"
