@@ -57,3 +57,43 @@ def test_a_client_log_of_another_endpoint_is_no_warmup(tmp_path: Path) -> None:
     report = judge_text(tmp_path, text)
     # WHEN judged THEN the HTTP start is the step reached
     assert report["phase"] == "http_start"
+
+
+def test_a_dump_inside_ddps_parameter_broadcast_is_in_dist_init(tmp_path: Path) -> None:
+    # GIVEN faulthandler's dump of a fatal error (`Fatal Python error: Aborted`, `Current thread 0x... (most recent
+    # call first):`, `  File "...", line N in func`) whose innermost frames are torch.distributed.utils's
+    # `_sync_params_and_buffers` <- `_sync_module_states` <- DistributedDataParallel.__init__
+    site = "/opt/conda/lib/python3.11/site-packages"
+    text = (
+        "Fatal Python error: Aborted\n"
+        "\n"
+        "Current thread 0x00007f0c2a1b4740 (most recent call first):\n"
+        f'  File "{site}/torch/distributed/utils.py", line 322 in _sync_params_and_buffers\n'
+        f'  File "{site}/torch/distributed/utils.py", line 311 in _sync_module_states\n'
+        f'  File "{site}/torch/nn/parallel/distributed.py", line 837 in __init__\n'
+        '  File "/work/train.py", line 40 in main\n'
+    )
+    report = judge_text(tmp_path, text)
+    # WHEN judged THEN the process died in DDP's init broadcast: the distributed setup
+    assert report["phase"] == "dist_init"
+    assert report["verdict"] == "aborted"
+
+
+def test_a_traceback_through_ddps_shape_check_failed_in_dist_init(tmp_path: Path) -> None:
+    # GIVEN a traceback whose frames go through DDP.__init__ into `_verify_param_shape_across_processes`
+    site = "/opt/conda/lib/python3.11/site-packages"
+    text = (
+        "Traceback (most recent call last):\n"
+        '  File "/work/train.py", line 40, in <module>\n'
+        "    model = DDP(model, device_ids=[rank])\n"
+        f'  File "{site}/torch/nn/parallel/distributed.py", line 825, in __init__\n'
+        "    _verify_param_shape_across_processes(self.process_group, parameters)\n"
+        f'  File "{site}/torch/distributed/utils.py", line 294, in _verify_param_shape_across_processes\n'
+        "    return dist._verify_params_across_processes(process_group, tensors, logger)\n"
+        "torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/NCCLUtils.hpp:275, "
+        "unhandled system error\n"
+    )
+    report = judge_text(tmp_path, text)
+    # WHEN judged THEN it crashed in the distributed setup
+    assert report["phase"] == "dist_init"
+    assert report["verdict"] == "crashed"
