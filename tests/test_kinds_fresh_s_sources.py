@@ -97,3 +97,24 @@ def test_a_traceback_through_ddps_shape_check_failed_in_dist_init(tmp_path: Path
     # WHEN judged THEN it crashed in the distributed setup
     assert report["phase"] == "dist_init"
     assert report["verdict"] == "crashed"
+
+
+def test_a_scheduler_exception_behind_a_rank_tag_without_its_time_is_the_cause(tmp_path: Path) -> None:
+    # GIVEN SGLang's `[{time} TP0] Scheduler hit an exception: {traceback}` (scheduler.py run_scheduler_process) with
+    # the time taken out by the person pasting it, then one frame cut mid-name and nothing after it
+    text = (
+        "[TP0] Scheduler hit an exception:\n"
+        '  File "sglang/srt/managers/scheduler.py", line 1431, in event_loop_overla\n'
+    )
+    report = judge_text(tmp_path, text)
+    # WHEN judged THEN TP0's scheduler crashed, its own header the line quoted (no exception line in the paste)
+    assert report["verdict"] == "crashed"
+    assert root_text(report) == "[TP0] Scheduler hit an exception:"
+    assert report["root_cause"]["rank"] == "TP0"
+
+
+def test_a_bracketed_word_that_is_no_rank_tag_is_no_sglang_prefix(tmp_path: Path) -> None:
+    # GIVEN the same header behind `[GPU3] `, a tag SGLang never prints
+    report = judge_text(tmp_path, "[GPU3] Scheduler hit an exception:\n")
+    # WHEN judged THEN no SGLang scheduler's failure is read from it
+    assert report["verdict"] != "crashed"
