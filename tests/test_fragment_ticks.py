@@ -1,11 +1,17 @@
 """A tqdm tick the input ends inside: tqdm ends every tick's line with `]` and prints its count `n/total` before its
 clock (`{desc}: {percentage:3.0f}% Completed | {n_fmt}/{total_fmt} [{elapsed}<{remaining}, {rate_fmt}]`, the bar
 format SGLang and vLLM give their shard loaders). A last line cut before the end of its count has not said how far
-the bar got: the whole tick before it is the stall's line. One whose count came whole said it, and stays."""
+the bar got: the whole tick before it is the stall's line. One whose count came whole said it, and stays: a count the
+line ends on is whole where the tick's percentage is tqdm's for it (tqdm.std.format_meter prints
+`{n / total * 100:3.0f}%` of the same n and total)."""
 
 from __future__ import annotations
 
 from pathlib import Path
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from tqdm import tqdm
 
 from tests.conftest import judge_text, root_text
 
@@ -18,8 +24,8 @@ WHOLE = "Loading safetensors checkpoint shards:  50% Completed | 8/16 [00:05<00:
 
 
 def test_a_last_tick_cut_inside_its_count_gives_way_to_the_whole_tick(tmp_path: Path) -> None:
-    # GIVEN a paste whose last line is the next tick cut right after its count (`9/16`: the total may be `163`)
-    report = judge_text(tmp_path, HEAD + "Loading safetensors checkpoint shards:  56% Completed | 9/16\n")
+    # GIVEN a paste whose last line is the next tick cut inside its total (`9/1` of `9/16`: 56 % is not 9/1)
+    report = judge_text(tmp_path, HEAD + "Loading safetensors checkpoint shards:  56% Completed | 9/1\n")
     # THEN stalled in weight_load, the whole tick before it the line quoted, the reason naming the cut line
     assert report["verdict"] == "stalled"
     assert report["phase"] == "weight_load"
@@ -57,3 +63,38 @@ def test_a_cut_tick_inside_the_paste_is_no_fragment(tmp_path: Path) -> None:
     report = judge_text(tmp_path, text)
     # THEN it is not the input's end: it is the bar's last progress, the line quoted
     assert root_text(report) == "Loading safetensors checkpoint shards:  56% Completed | 9/16"
+
+
+def test_a_last_tick_ending_on_a_count_its_percentage_agrees_with_stays_the_cause(tmp_path: Path) -> None:
+    # GIVEN vLLM's capture bar whose last tick is cut right after its count, 39/67 being 58 % (realworld 1040's shape)
+    bar = "Capturing CUDA graphs (mixed prefill-decode, PIECEWISE): "
+    text = (
+        f"{bar} 55%|█████▌    | 37/67 [00:03<00:03,  9.55it/s]\n"
+        f"{bar} 57%|█████▋    | 38/67 [00:04<00:03,  9.50it/s]\n"
+        f"{bar} 58%|█████▊    | 39/67\n"
+    )
+    report = judge_text(tmp_path, text)
+    # THEN the count is whole: the cut tick is the furthest the bar got, the line quoted, no fragment named
+    assert report["phase"] == "cuda_graph"
+    assert root_text(report) == f"{bar} 58%|█████▊    | 39/67"
+    assert "cut inside its count" not in report["reason"]
+
+
+CAPTURE = "Capturing CUDA graphs (mixed prefill-decode, PIECEWISE)"
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(total=st.integers(2, 2000), data=st.data())
+def test_a_cut_tick_gives_way_exactly_when_its_count_is_cut(tmp_path: Path, total: int, data: st.DataObject) -> None:
+    # GIVEN two ticks of vLLM's capture bar as tqdm formats them (`{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}<
+    # {remaining}, {rate_fmt}{postfix}]`), the second cut at any point after its percentage
+    n = data.draw(st.integers(1, total), label="n")
+    before = tqdm.format_meter(n - 1, total, 3.0, prefix=CAPTURE, rate=9.5)
+    tick = tqdm.format_meter(n, total, 3.1, prefix=CAPTURE, rate=9.5)
+    count_end = tick.index(f"| {n}/{total} [") + len(f"| {n}/{total}")
+    cut_at = data.draw(st.integers(tick.index("%|") + 1, len(tick) - 1), label="cut_at")
+    cut = tick[:cut_at].rstrip()
+    # WHEN the paste ends on the cut tick
+    report = judge_text(tmp_path, f"{before}\n{cut}\n")
+    # THEN the cut tick is quoted where its whole count came, the whole tick before it where the count was cut
+    assert root_text(report) == (cut if cut_at >= count_end else before)

@@ -41,11 +41,15 @@ BAR_CLOCK = re.compile(r"\[(?P<elapsed>(?:\d{1,6}:)?\d{1,2}:\d{2})<(?P<remaining
 # A tqdm tick's percentage and its count: tqdm's every format (its default `{l_bar}{bar}{r_bar}`, whose r_bar ends
 # `{postfix}]`, and the `… Completed | {n_fmt}/{total_fmt} [{elapsed}<{remaining}, {rate_fmt}]` bar_format SGLang and
 # vLLM give their loaders) ends the line with `]`, and prints its count `n/total` before its clock. A tick the input
-# ended inside (a paste's cut, a line still being written) before the end of its count (`… shards: 100%`, `… 9/16`,
-# whose total may be `9/163`) has not said how far the bar got: the whole tick before it says it. One whose count
-# came whole (`… 134/163 [00:41<00:08,  3.57it`) said it: the furthest the bar got (labels: realworld 600, 959).
+# ended inside (a paste's cut, a line still being written) before the end of its count (`… shards: 100%`, `… 9/1`,
+# whose total may be `16` or `163`) has not said how far the bar got: the whole tick before it says it. One whose count
+# came whole (`… 134/163 [00:41<00:08,  3.57it`) said it: the furthest the bar got (labels: realworld 600, 959). A
+# count the line ends on is whole where the tick's own percentage is its fraction: tqdm.std.format_meter prints
+# `f'{n / total * 100:3.0f}%'` from the same n and total, so `58%| … | 39/67` is whole (39/67 is 58 %) and `… 39/6`
+# is cut (39/6 is 650 %) (realworld 1040).
 TQDM_PERCENT = re.compile(r"\d{1,3}%")
 WHOLE_COUNT = re.compile(r"\d+/\d+\s")
+ENDING_COUNT = re.compile(r"(?P<percent>\d{1,3})%[^%]*?(?<![\d.])(?P<n>\d{1,9})/(?P<total>\d{1,9})$")
 
 
 def count_cut(event: Event) -> bool:
@@ -56,7 +60,19 @@ def count_cut(event: Event) -> bool:
         and TQDM_PERCENT.search(message) is not None
         and not message.endswith("]")
         and WHOLE_COUNT.search(message) is None
+        and not _count_agrees(message)
     )
+
+
+def _count_agrees(message: str) -> bool:
+    """Whether the count `message` ends on is the tick's whole count: its percentage is tqdm's for that n and total
+    (ENDING_COUNT). A count cut inside its total is a tenth (or less) of it, its fraction ten times (or more) the
+    printed one. At 0 % no cut changes the fraction (`0/6` of `0/67`): the percentage cannot tell, and it stays cut."""
+    ending = ENDING_COUNT.search(message)
+    if ending is None:
+        return False
+    n, total = int(ending["n"]), int(ending["total"])
+    return n > 0 and total > 0 and f"{n / total * 100:3.0f}".strip() == ending["percent"]
 
 
 @dataclass
