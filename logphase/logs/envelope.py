@@ -241,6 +241,10 @@ READ_MESSAGE = 2
 CONSTANT_NAME = "a leading part of one shape"
 CONSTANT_FIELDS = 8
 _FIELDS = [re.compile(rf"^(?:[^\s]+ ){{{count}}}(?=\S)") for count in range(1, CONSTANT_FIELDS + 1)]
+# The part alone on a line, a space after it or none: the wrapper around one of the log's empty lines (a pod's name
+# before each blank line of `kubectl logs` piped through a labeller, realworld 1049; `docker logs -t`'s stamp alone).
+# It carries the part as the other lines do, with no message behind it to read.
+_BARE_FIELDS = [re.compile(rf"^(?:[^\s]+ ){{{count - 1}}}[^\s]+ ?$") for count in range(1, CONSTANT_FIELDS + 1)]
 _DIGITS = re.compile(r"\d+")
 
 # Sniffing: how many of a source's first non-empty lines are looked at, and the fewest lines a loose
@@ -683,12 +687,16 @@ def _constant_part(
         return None
     needed = max(LEARNED_GAIN_LINES, LEARNED_GAIN_SHARE * len(lines))
     best: tuple[tuple[int, int], Envelope] | None = None
-    for fields in _FIELDS:
+    for fields, bare in zip(_FIELDS, _BARE_FIELDS, strict=True):
         shapes: dict[str, int] = {}
         for line in lines:
             if (found := fields.match(line)) is not None:
                 shape = _DIGITS.sub("0", found.group())
-                shapes[shape] = shapes.get(shape, 0) + 1
+            elif bare.match(line) is not None:
+                shape = _DIGITS.sub("0", line.rstrip(" ") + " ")
+            else:
+                continue
+            shapes[shape] = shapes.get(shape, 0) + 1
         if not shapes:
             break
         shape, count = max(shapes.items(), key=lambda item: item[1])
