@@ -196,6 +196,14 @@ STAMP_LINE = Envelope(
 # k9s's `│ `, a role label of a launcher, a replica label): each is a loose shape, taken only where the packs read
 # more of the source's first lines without it than with it (`sniff`'s `reads`). Learned per source, never assumed.
 TABLE_RULE = _envelope("a table's column rule", r"^(?:[ \t]{0,40}[|│┃¦][ \t]?)+", weak=True)
+# A paste inside a markdown list item (CommonMark 5.2: the item's lines are indented by its marker's width, `1. `
+# three spaces, `- ` two): the list's indentation before every line (realworld 1053: a shard bar alone, two spaces).
+# After the code block's four, which either would take a part of. Unlike the other empty cells, never taken without
+# asking the packs: a traceback's frames pasted alone are indented so too, and are read as they are.
+LIST_INDENTS = (
+    _envelope("a markdown list item's indentation", r"^ {3}", weak=True),
+    _envelope("a markdown list item's indentation", r"^ {2}", weak=True),
+)
 LEARNED: tuple[Envelope, ...] = (
     # (a run of empty cells before the text is one column: `|  | `, Buildkite's `  | `; peeled one at a time, the
     # first would gain nothing the packs read)
@@ -216,6 +224,7 @@ LEARNED: tuple[Envelope, ...] = (
     # markdown's indented code block (CommonMark 4.4: each line of the block indented by four spaces, the way a paste
     # is quoted without fences, or under a list item): four spaces before every line; a second layer under a list
     _envelope("a markdown indented code block", r"^ {4}", weak=True),
+    *LIST_INDENTS,
     # a writer's name and a colon, as pdsh's `host: ` (ENVELOPES) but of no number: `localhost: `, a launcher's
     # `stderr: `; few of them. Loose (a log's own `Note: ` lines): taken where the packs read more
     _envelope("a writer's label", r"^(?P<writer>[A-Za-z0-9][\w.-]{0,62}): ", weak=True),
@@ -664,7 +673,7 @@ def _learned_column(
         # empty cells (white space and rules, no text) on all but a few lines hide nothing: taken without asking the
         # packs (a paste of a traceback alone has no line they read either way, and an indented source line behind
         # the cells is read as a message of its own only while they hide its indentation)
-        if not any(_TEXT.search(m.group()) for m in matches if m is not None):
+        if envelope not in LIST_INDENTS and not any(_TEXT.search(m.group()) for m in matches if m is not None):
             return envelope
         if gained >= max(LEARNED_GAIN_LINES, LEARNED_GAIN_SHARE * len(lines)):
             return envelope
