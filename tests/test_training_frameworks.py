@@ -1,5 +1,5 @@
 """Training jobs on torch read from their frameworks' own lines: PyTorch Lightning's seed and process-group
-set-up, inductor's max-autotune reports, Hugging Face Trainer's end of training (its own lines and wandb's run
+set-up, inductor's max-autotune reports, Hugging Face Trainer's start and end of training (its own lines and wandb's run
 summary), verl's step metrics and gloo's failed checks (patterns/torch.toml)."""
 
 from __future__ import annotations
@@ -232,3 +232,25 @@ def test_a_non_gloo_enforce_failure_is_not_read_as_a_process_group_error(tmp_pat
     _, report = _analyze(tmp_path, lines)
     # THEN nothing places it in dist_init
     assert report["phase"] != "dist_init"
+
+
+def test_hf_trainer_running_training_in_transformers_explicit_format_starts_the_jobs_loop(tmp_path: Path) -> None:
+    # GIVEN transformers' records in its explicit format (utils/logging.py enable_explicit_format:
+    # `[LEVEL|file:line] asctime >> message`), the Trainer's `***** Running training *****` last, cut before its stars
+    lines = [
+        "[INFO|trainer.py:626] 2024-04-29 18:45:03,130 >> Using auto half precision backend",
+        "[INFO|trainer.py:2048] 2024-04-29 18:45:03,230 >> ***** Running training",
+    ]
+    # WHEN analysed
+    _, report = _analyze(tmp_path, lines)
+    # THEN the training loop started: the job's serving, the log ending in it (line 2), no end line
+    assert (report["phase"], report["verdict"]) == ("serving", "stalled"), report["reason"]
+    assert report["root_cause"]["line"] == 2
+
+
+def test_hf_running_evaluation_is_no_start_of_the_training_loop(tmp_path: Path) -> None:
+    # GIVEN the Trainer's evaluation banner alone in the same format (trainer.py evaluation_loop)
+    lines = ["[INFO|trainer.py:3719] 2024-05-26 11:54:51,665 >> ***** Running Evaluation *****"]
+    # WHEN analysed THEN nothing places the job in its loop
+    _, report = _analyze(tmp_path, lines)
+    assert report["phase"] != "serving", report["reason"]
