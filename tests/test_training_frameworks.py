@@ -254,3 +254,42 @@ def test_hf_running_evaluation_is_no_start_of_the_training_loop(tmp_path: Path) 
     # WHEN analysed THEN nothing places the job in its loop
     _, report = _analyze(tmp_path, lines)
     assert report["phase"] != "serving", report["reason"]
+
+
+# axolotl's root format (logging_config.py `simple`) around trl's vllm_client records (extras/vllm_client.py)
+AXOLOTL_TRL = "[2025-04-13 20:44:{second:02d},876] [INFO] [trl.extras.vllm_client.check_server:129] [PID:150] "
+
+
+def test_a_trl_trainer_polling_its_vllm_server_is_still_launching(tmp_path: Path) -> None:
+    # GIVEN axolotl's model line (its `[RANK:0]` format), then trl's check_server retrying every 2 s
+    lines = [
+        "[2025-04-13 20:44:04,527] [INFO] [axolotl.utils.models.load_model:1322] [PID:150] [RANK:0] Converting modules"
+        " to torch.bfloat16",
+        *(
+            AXOLOTL_TRL.format(second=second) + "Server is not up yet. Retrying in 2.0 seconds..."
+            for second in range(6, 16, 2)
+        ),
+    ]
+    # WHEN analysed
+    _, report = _analyze(tmp_path, lines)
+    # THEN the job is still at launch, waiting; the cause is the last retry (line 6)
+    assert (report["phase"], report["verdict"]) == ("launch", "stalled"), report["reason"]
+    assert report["root_cause"]["line"] == 6
+    assert report["root_cause"]["text"].endswith("Server is not up yet. Retrying in 2.0 seconds...")
+
+
+def test_a_trl_trainer_that_gave_up_on_its_vllm_server_timed_out_at_launch(tmp_path: Path) -> None:
+    # GIVEN the retries, then check_server's ConnectionError past its total timeout, in a traceback
+    lines = [
+        AXOLOTL_TRL.format(second=6) + "Server is not up yet. Retrying in 2.0 seconds...",
+        "Traceback (most recent call last):",
+        '  File "/usr/local/lib/python3.11/site-packages/trl/extras/vllm_client.py", line 119, in check_server',
+        "    raise ConnectionError(",
+        "ConnectionError: The vLLM server can't be reached at 0.0.0.0:8000 after 240.0 seconds. Make sure the server"
+        " is running by running `trl vllm-serve`.",
+    ]
+    # WHEN analysed
+    _, report = _analyze(tmp_path, lines)
+    # THEN a timeout at launch, the ConnectionError its cause (line 5)
+    assert (report["phase"], report["verdict"]) == ("launch", "timeout"), report["reason"]
+    assert report["root_cause"]["line"] == 5
