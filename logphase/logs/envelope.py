@@ -733,13 +733,19 @@ def _counts(reads: Callable[[str], int], lines: Iterable[str]) -> tuple[int, int
 
 
 def _peeled(lines: Sequence[str], candidates: Sequence[Envelope]) -> list[str]:
-    """The lines out of the listed envelopes they carry, outermost first (as `sniff` would find them)."""
+    """The lines out of the listed envelopes they carry, outermost first (as `sniff` would find them), and out of a
+    markdown list's indentation on every one of them (LIST_INDENTS: a wrapper around a line pasted in a list item,
+    realworld 1053 behind a pod's name, is what hides it as much as the indentation)."""
     out = list(lines)
     for _ in range(MAX_LAYERS - 1):
         found = _envelope_of(out, candidates)
         if found is None:
             break
         out = [line[m.end() :] if (m := found.pattern.match(line)) else line for line in out]
+    for indent in LIST_INDENTS:
+        matches = [indent.pattern.match(line) for line in out]
+        if out and all(matches):
+            return [line[m.end() :] if m else line for line, m in zip(out, matches, strict=True)]
     return out
 
 
