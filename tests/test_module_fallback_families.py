@@ -52,6 +52,18 @@ PLACED = [
         "launch",
         "real_accelerator.py",
     ),
+    # deepspeed.initialize's init_distributed on a process group the job made already (comm/comm.py)
+    (
+        "[2025-03-07 23:55:15,357] [INFO] [comm.py:677:init_distributed] Distributed backend already initialized",
+        "dist_init",
+        "comm.py",
+    ),
+    # ZeRO stage 1/2's optimizer built inside deepspeed.initialize (runtime/zero/stage_1_and_2.py __init__)
+    (
+        "[2025-03-07 23:55:16,883] [INFO] [stage_1_and_2.py:149:__init__] Reduce bucket size 500000000",
+        "dist_init",
+        "stage_1_and_2.py",
+    ),
     # LMDeploy's pipeline choosing its engine (lmdeploy/api.py), get_logger's `%(filename)s:%(lineno)d`
     ("2025-01-31 17:30:52,472 - lmdeploy - INFO - api.py:81 - Using turbomind engine", "launch", "api.py"),
 ]
@@ -59,6 +71,13 @@ PLACED = [
 NOT_PLACED = [
     # the watchdog's end: any step's (ProcessGroupNCCL.cpp places only its set-up words)
     "[I ProcessGroupNCCL.cpp:850] [Rank 0] NCCL watchdog thread terminated normally",
+    # ZeRO's overflow check during a training step (stage_1_and_2.py has_overflow_serial): no set-up words
+    "[2025-03-07 23:58:16,883] [INFO] [stage_1_and_2.py:2422:has_overflow_serial] rank 0 detected overflow nan in"
+    " tensor 0:3 shape torch.Size([4096])",
+    # a collective's fallback warning (comm/comm.py allgather_fn): any step's
+    "[2025-03-07 23:58:16,883] [WARNING] [comm.py:323:allgather_fn] unable to find"
+    " torch.distributed.all_gather_into_tensor. will fall back to torch.distributed.all_gather which will result in"
+    " suboptimal performance. please consider upgrading your pytorch installation.",
     # the rendezvous closed at the job's end (dynamic_rendezvous.py _close)
     "I0101 00:00:09.000000 123 torch/distributed/elastic/rendezvous/dynamic_rendezvous.py:1303] The node 'host_1_0'"
     " has closed the rendezvous 'none'.",
@@ -107,6 +126,21 @@ def test_a_rule_read_line_of_the_same_step_after_a_placed_one_is_the_cause(tmp_p
     assert (report["phase"], report["verdict"]) == ("dist_init", "stalled")
     assert report["root_cause"]["line"] == 2
     assert report["root_cause"]["rule"] == "torch.dist_init.pg_options"
+
+
+def test_a_later_line_another_module_placed_in_the_same_step_is_the_cause(tmp_path: Path) -> None:
+    # GIVEN deepspeed.initialize's lines (DeepSpeed's `[file:line:func]` prefix): init_distributed on the job's process
+    # group (comm/comm.py), then ZeRO stage 2's optimizer set-up (stage_1_and_2.py), the log cut after it
+    text = (
+        "[2025-03-07 23:55:15,357] [INFO] [comm.py:677:init_distributed] Distributed backend already initialized\n"
+        "[2025-03-07 23:55:16,883] [INFO] [stage_1_and_2.py:149:__init__] Reduce bucket size 500000000\n"
+        "[2025-03-07 23:55:16,883] [INFO] [stage_1_and_2.py:150:__init__] Allgather bucket size 500000000\n"
+    )
+    # WHEN judged post-mortem
+    report = judge_text(tmp_path, text)
+    # THEN it stopped in dist_init, and the cause is the last line of the step (line 3), not the first one placed
+    assert (report["phase"], report["verdict"]) == ("dist_init", "stalled")
+    assert report["root_cause"]["line"] == 3
 
 
 def test_the_fast_path_reads_a_c10_line_past_the_head_as_the_plain_path(tmp_path: Path) -> None:

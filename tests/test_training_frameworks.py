@@ -1,6 +1,7 @@
 """Training jobs on torch read from their frameworks' own lines: PyTorch Lightning's seed and process-group
-set-up, inductor's max-autotune reports, Hugging Face Trainer's end of training (its own lines and wandb's run
-summary), verl's step metrics, torchtune's checkpoints and gloo's failed checks (patterns/torch.toml)."""
+set-up, inductor's max-autotune reports, Hugging Face Trainer's start and end of training (its own lines and wandb's run
+summary), verl's step metrics, torchtune's checkpoints, TRL's wait for its vLLM server and gloo's failed checks
+(patterns/torch.toml)."""
 
 from __future__ import annotations
 
@@ -281,3 +282,64 @@ def test_torchtune_full_model_saved_line_is_the_end_of_training(tmp_path: Path) 
     code, report = _analyze(tmp_path, lines)
     # THEN the job finished
     assert (code, report["phase"], report["verdict"]) == (0, "serving", "finished")
+
+
+def test_hf_trainer_running_training_in_transformers_explicit_format_starts_the_jobs_loop(tmp_path: Path) -> None:
+    # GIVEN transformers' records in its explicit format (utils/logging.py enable_explicit_format:
+    # `[LEVEL|file:line] asctime >> message`), the Trainer's `***** Running training *****` last, cut before its stars
+    lines = [
+        "[INFO|trainer.py:626] 2024-04-29 18:45:03,130 >> Using auto half precision backend",
+        "[INFO|trainer.py:2048] 2024-04-29 18:45:03,230 >> ***** Running training",
+    ]
+    # WHEN analysed
+    _, report = _analyze(tmp_path, lines)
+    # THEN the training loop started: the job's serving, the log ending in it (line 2), no end line
+    assert (report["phase"], report["verdict"]) == ("serving", "stalled"), report["reason"]
+    assert report["root_cause"]["line"] == 2
+
+
+def test_hf_running_evaluation_is_no_start_of_the_training_loop(tmp_path: Path) -> None:
+    # GIVEN the Trainer's evaluation banner alone in the same format (trainer.py evaluation_loop)
+    lines = ["[INFO|trainer.py:3719] 2024-05-26 11:54:51,665 >> ***** Running Evaluation *****"]
+    # WHEN analysed THEN nothing places the job in its loop
+    _, report = _analyze(tmp_path, lines)
+    assert report["phase"] != "serving", report["reason"]
+
+
+# axolotl's root format (logging_config.py `simple`) around trl's vllm_client records (extras/vllm_client.py)
+AXOLOTL_TRL = "[2025-04-13 20:44:{second:02d},876] [INFO] [trl.extras.vllm_client.check_server:129] [PID:150] "
+
+
+def test_a_trl_trainer_polling_its_vllm_server_is_still_launching(tmp_path: Path) -> None:
+    # GIVEN axolotl's model line (its `[RANK:0]` format), then trl's check_server retrying every 2 s
+    lines = [
+        "[2025-04-13 20:44:04,527] [INFO] [axolotl.utils.models.load_model:1322] [PID:150] [RANK:0] Converting modules"
+        " to torch.bfloat16",
+        *(
+            AXOLOTL_TRL.format(second=second) + "Server is not up yet. Retrying in 2.0 seconds..."
+            for second in range(6, 16, 2)
+        ),
+    ]
+    # WHEN analysed
+    _, report = _analyze(tmp_path, lines)
+    # THEN the job is still at launch, waiting; the cause is the last retry (line 6)
+    assert (report["phase"], report["verdict"]) == ("launch", "stalled"), report["reason"]
+    assert report["root_cause"]["line"] == 6
+    assert report["root_cause"]["text"].endswith("Server is not up yet. Retrying in 2.0 seconds...")
+
+
+def test_a_trl_trainer_that_gave_up_on_its_vllm_server_timed_out_at_launch(tmp_path: Path) -> None:
+    # GIVEN the retries, then check_server's ConnectionError past its total timeout, in a traceback
+    lines = [
+        AXOLOTL_TRL.format(second=6) + "Server is not up yet. Retrying in 2.0 seconds...",
+        "Traceback (most recent call last):",
+        '  File "/usr/local/lib/python3.11/site-packages/trl/extras/vllm_client.py", line 119, in check_server',
+        "    raise ConnectionError(",
+        "ConnectionError: The vLLM server can't be reached at 0.0.0.0:8000 after 240.0 seconds. Make sure the server"
+        " is running by running `trl vllm-serve`.",
+    ]
+    # WHEN analysed
+    _, report = _analyze(tmp_path, lines)
+    # THEN a timeout at launch, the ConnectionError its cause (line 5)
+    assert (report["phase"], report["verdict"]) == ("launch", "timeout"), report["reason"]
+    assert report["root_cause"]["line"] == 5

@@ -114,3 +114,24 @@ def test_a_message_that_starts_like_a_frame_stays_a_message(tmp_path: Path) -> N
     # WHEN analysed THEN no traceback is read
     report = judge_text(tmp_path, text)
     assert report["verdict"] != "crashed", report["reason"]
+
+
+def test_a_leading_part_alone_on_the_wrappers_empty_lines_is_still_the_wrapper(tmp_path: Path) -> None:
+    # GIVEN TGI's download and conversion lines (utils/convert.py `Convert: [i/N] -- Took: …`, the launcher's
+    # `Successfully downloaded weights.`) behind a pod's name, each followed by an empty line the labeller prefixed too
+    # (the name and a space alone: half the lines; realworld 1049's layout)
+    messages = [
+        "2023-06-02T14:52:26.057868Z  INFO download: text_generation_launcher: Convert: [7/9] -- Took: 0:00:40.570538",
+        "2023-06-02T14:53:06.502451Z  INFO download: text_generation_launcher: Convert: [8/9] -- Took: 0:00:40.444298",
+        "2023-06-02T14:53:36.778150Z  INFO download: text_generation_launcher: Convert: [9/9] -- Took: 0:00:30.275418",
+        "2023-06-02T14:53:37.189304Z  INFO text_generation_launcher: Successfully downloaded weights.",
+    ]
+    text = "".join(f"podname {message}\npodname \n" for message in messages)
+    # WHEN analysed
+    report = judge_text(tmp_path, text)
+    # THEN the name is the wrapper (on every line, the empty ones too) and TGI's lines read: the download ended, the
+    # log ends in weight_load (the shards not started), at the launcher's line (line 7)
+    assert (report["system"], report["phase"]) == ("tgi", "weight_load"), report["reason"]
+    assert report["root_cause"]["line"] == 7
+    assert report["root_cause"]["text"].endswith("Successfully downloaded weights.")
+    assert any(CONSTANT_NAME in note for note in report["notes"])

@@ -354,7 +354,9 @@ def _last_alike(timeline: Timeline, progress: Event | None) -> Event | None:
     latest = timeline.latest_phase_event
     if progress is None or latest is None or latest.order_key <= progress.order_key:
         return _whole(timeline, progress)
-    if progress.rule.pack == FALLBACK_PACK and latest.rule.pack != FALLBACK_PACK and latest.phase is progress.phase:
+    if progress.rule.pack == FALLBACK_PACK and latest.phase is progress.phase:
+        # a later line of the step its module placed: read by a rule, or placed by a module too (DeepSpeed's
+        # `[comm.py] Distributed backend already initialized`, then its ZeRO optimizer's `[stage_1_and_2.py] …`)
         return _whole(timeline, replace(latest, rank=_canonical(timeline, latest.rank)))
     if latest.rule.id != progress.rule.id:
         return _whole(timeline, progress)

@@ -196,6 +196,14 @@ STAMP_LINE = Envelope(
 # k9s's `│ `, a role label of a launcher, a replica label): each is a loose shape, taken only where the packs read
 # more of the source's first lines without it than with it (`sniff`'s `reads`). Learned per source, never assumed.
 TABLE_RULE = _envelope("a table's column rule", r"^(?:[ \t]{0,40}[|│┃¦][ \t]?)+", weak=True)
+# A paste inside a markdown list item (CommonMark 5.2: the item's lines are indented by its marker's width, `1. `
+# three spaces, `- ` two): the list's indentation before every line (realworld 1053: a shard bar alone, two spaces).
+# After the code block's four, which either would take a part of. Unlike the other empty cells, never taken without
+# asking the packs: a traceback's frames pasted alone are indented so too, and are read as they are.
+LIST_INDENTS = (
+    _envelope("a markdown list item's indentation", r"^ {3}", weak=True),
+    _envelope("a markdown list item's indentation", r"^ {2}", weak=True),
+)
 LEARNED: tuple[Envelope, ...] = (
     # (a run of empty cells before the text is one column: `|  | `, Buildkite's `  | `; peeled one at a time, the
     # first would gain nothing the packs read)
@@ -216,6 +224,7 @@ LEARNED: tuple[Envelope, ...] = (
     # markdown's indented code block (CommonMark 4.4: each line of the block indented by four spaces, the way a paste
     # is quoted without fences, or under a list item): four spaces before every line; a second layer under a list
     _envelope("a markdown indented code block", r"^ {4}", weak=True),
+    *LIST_INDENTS,
     # a writer's name and a colon, as pdsh's `host: ` (ENVELOPES) but of no number: `localhost: `, a launcher's
     # `stderr: `; few of them. Loose (a log's own `Note: ` lines): taken where the packs read more
     _envelope("a writer's label", r"^(?P<writer>[A-Za-z0-9][\w.-]{0,62}): ", weak=True),
@@ -241,6 +250,10 @@ READ_MESSAGE = 2
 CONSTANT_NAME = "a leading part of one shape"
 CONSTANT_FIELDS = 8
 _FIELDS = [re.compile(rf"^(?:[^\s]+ ){{{count}}}(?=\S)") for count in range(1, CONSTANT_FIELDS + 1)]
+# The part alone on a line, a space after it or none: the wrapper around one of the log's empty lines (a pod's name
+# before each blank line of `kubectl logs` piped through a labeller, realworld 1049; `docker logs -t`'s stamp alone).
+# It carries the part as the other lines do, with no message behind it to read.
+_BARE_FIELDS = [re.compile(rf"^(?:[^\s]+ ){{{count - 1}}}[^\s]+ ?$") for count in range(1, CONSTANT_FIELDS + 1)]
 _DIGITS = re.compile(r"\d+")
 
 # Sniffing: how many of a source's first non-empty lines are looked at, and the fewest lines a loose
@@ -660,7 +673,7 @@ def _learned_column(
         # empty cells (white space and rules, no text) on all but a few lines hide nothing: taken without asking the
         # packs (a paste of a traceback alone has no line they read either way, and an indented source line behind
         # the cells is read as a message of its own only while they hide its indentation)
-        if not any(_TEXT.search(m.group()) for m in matches if m is not None):
+        if envelope not in LIST_INDENTS and not any(_TEXT.search(m.group()) for m in matches if m is not None):
             return envelope
         if gained >= max(LEARNED_GAIN_LINES, LEARNED_GAIN_SHARE * len(lines)):
             return envelope
@@ -683,12 +696,16 @@ def _constant_part(
         return None
     needed = max(LEARNED_GAIN_LINES, LEARNED_GAIN_SHARE * len(lines))
     best: tuple[tuple[int, int], Envelope] | None = None
-    for fields in _FIELDS:
+    for fields, bare in zip(_FIELDS, _BARE_FIELDS, strict=True):
         shapes: dict[str, int] = {}
         for line in lines:
             if (found := fields.match(line)) is not None:
                 shape = _DIGITS.sub("0", found.group())
-                shapes[shape] = shapes.get(shape, 0) + 1
+            elif bare.match(line) is not None:
+                shape = _DIGITS.sub("0", line.rstrip(" ") + " ")
+            else:
+                continue
+            shapes[shape] = shapes.get(shape, 0) + 1
         if not shapes:
             break
         shape, count = max(shapes.items(), key=lambda item: item[1])
@@ -716,13 +733,19 @@ def _counts(reads: Callable[[str], int], lines: Iterable[str]) -> tuple[int, int
 
 
 def _peeled(lines: Sequence[str], candidates: Sequence[Envelope]) -> list[str]:
-    """The lines out of the listed envelopes they carry, outermost first (as `sniff` would find them)."""
+    """The lines out of the listed envelopes they carry, outermost first (as `sniff` would find them), and out of a
+    markdown list's indentation on every one of them (LIST_INDENTS: a wrapper around a line pasted in a list item,
+    realworld 1053 behind a pod's name, is what hides it as much as the indentation)."""
     out = list(lines)
     for _ in range(MAX_LAYERS - 1):
         found = _envelope_of(out, candidates)
         if found is None:
             break
         out = [line[m.end() :] if (m := found.pattern.match(line)) else line for line in out]
+    for indent in LIST_INDENTS:
+        matches = [indent.pattern.match(line) for line in out]
+        if out and all(matches):
+            return [line[m.end() :] if m else line for line, m in zip(out, matches, strict=True)]
     return out
 
 

@@ -43,6 +43,9 @@ COLUMNS = {
     "empty tab cells": lambda n, line: f"\t\t{line}",
     # markdown's indented code block (CommonMark 4.4), a paste quoted without fences
     "indented code block": lambda n, line: f"    {line}",
+    # a markdown list item's lines (CommonMark 5.2: indented by the marker's width), under `- ` and under `1. `
+    "list item": lambda n, line: f"  {line}",
+    "numbered list item": lambda n, line: f"   {line}",
     # a markdown table's empty cells before the text
     "empty table cells": lambda n, line: f"|  | {line}",
     # Buildkite's log view: an empty line-number cell, then its rule
@@ -104,6 +107,18 @@ def test_a_traceback_alone_pasted_with_empty_cells_reads_as_the_traceback(tmp_pa
     # WHEN both are analysed THEN the same answer: the cells hold nothing, so they come off
     assert _answer(wrapped) == _answer(plain)
     assert plain["root_cause"]["text"].startswith("RuntimeError: Initialization failed.")
+
+
+def test_a_line_alone_pasted_in_a_markdown_list_reads_as_the_line(tmp_path: Path) -> None:
+    # GIVEN SGLang's shard bar at its end (`Loading safetensors checkpoint shards: 100% Completed | N/N`, printed
+    # unprefixed), the one line of a paste inside a list item: two spaces before it (realworld 1053's layout)
+    line = "Loading safetensors checkpoint shards: 100% Completed | 163/163"
+    # WHEN analysed
+    report = _analyze(tmp_path, "listed", [f"  {line}"])
+    # THEN the line is read: the log ends in weight_load (nothing after the bar), quoted at line 1
+    assert (report["phase"], report["verdict"]) == ("weight_load", "stalled"), report["reason"]
+    assert report["root_cause"]["line"] == 1
+    assert any("lines unwrapped from:" in note for note in report["notes"])
 
 
 def test_a_launchers_argument_dump_keeps_its_own_indentation(tmp_path: Path) -> None:
