@@ -288,6 +288,33 @@ def test_the_deepspeed_launchers_exit_line_cut_inside_its_command_is_still_the_c
     assert root_text(report) == cut
 
 
+def test_the_deepspeed_launchers_kill_lines_alone_are_a_crash_where_it_stopped(tmp_path: Path) -> None:
+    # GIVEN a shard bar at 0 %, then sigkill_handler's `Killing subprocess {pid}` lines (launch.py 0.9.0) and no
+    # return-code line (the paste ends there)
+    report = _judge(
+        tmp_path,
+        "Loading checkpoint shards:   0%|          | 0/7 [00:00<?, ?it/s]\n"
+        "[2023-09-10 11:45:59,207] [INFO] [launch.py:428:sigkill_handler] Killing subprocess 6293\n"
+        "[2023-09-10 11:45:59,501] [INFO] [launch.py:428:sigkill_handler] Killing subprocess 6294\n",
+    )
+    # THEN crashed while loading weights (the launcher tears the run down), its first kill line the cause
+    assert (report["verdict"], report["phase"]) == ("crashed", "weight_load")
+    assert root_text(report).endswith("Killing subprocess 6293")
+
+
+def test_the_deepspeed_launchers_kill_lines_give_way_to_its_return_code_line(tmp_path: Path) -> None:
+    # GIVEN kill lines, then sigkill_handler's ERROR with the failed child's code
+    report = _judge(
+        tmp_path,
+        "[2023-04-14 13:11:27,879] [INFO] [launch.py:428:sigkill_handler] Killing subprocess 13266\n"
+        "[2023-04-14 13:11:27,885] [ERROR] [launch.py:434:sigkill_handler] ['/usr/bin/python3', '-u', 'main.py'] "
+        "exits with return code = -9\n",
+    )
+    # THEN crashed, the return-code line (which says how the child ended) the cause, not the kill before it
+    assert report["verdict"] == "crashed"
+    assert root_text(report).endswith("exits with return code = -9")
+
+
 def test_a_deepspeed_info_line_holding_a_command_list_is_no_failure() -> None:
     # GIVEN the launcher's INFO line that prints a child's command (a list, as the exit line's opens)
     line = "[2024-06-01 09:00:00,002] [INFO] [launch.py:253:main] ['python', '-u', 'a.py', '--local_rank=1']"
