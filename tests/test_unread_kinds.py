@@ -513,3 +513,39 @@ def test_a_worker_group_success_cut_after_the_wait_is_still_read() -> None:
     found = explain(line, load_packs(check_examples=False))
     # THEN the success is read all the same
     assert [rule.id for rule, _ in found.matches] == ["torch.elastic.worker_group_succeeded"]
+
+
+_MOONCAKE_TIMEOUT = (
+    "I0331 02:49:30.617945 803444 transfer_engine_py.cpp:454] Sync batch data transfer timeout after 33061142969ns"
+)
+_MOONCAKE_FAILED = (
+    "(Worker pid=782969) (Worker_DP0_TP1_EP1 pid=782969) ERROR 03-31 02:49:30 [mooncake_connector.py:547] "
+    "Mooncake transfer failed for request chatcmpl-ba310df4"
+)
+
+
+def test_mooncakes_batch_timeout_and_the_connectors_failed_request_are_serving_marks() -> None:
+    # GIVEN Mooncake's `Sync batch data transfer timeout after {ns}ns` (batchTransferSync returns -1) and vLLM-ascend's
+    # connector's `Mooncake transfer failed for request {id}` (the request fails, the receiving thread goes on)
+    packs = load_packs(check_examples=False)
+    # WHEN explained THEN each is read by its rule, a serving mark that says no process failed
+    for line, rule_id in (
+        (_MOONCAKE_TIMEOUT, "vllm.serving.mooncake_batch_timeout"),
+        (_MOONCAKE_FAILED, "vllm.serving.mooncake_transfer_failed"),
+    ):
+        found = explain(line, packs)
+        assert [(rule.id, rule.kind.value, rule.role.value) for rule, _ in found.matches] == [
+            (rule_id, "mark", "diagnostic")
+        ]
+
+
+def test_a_ready_server_whose_kv_pull_timed_out_is_still_ready(tmp_path: Path) -> None:
+    # GIVEN vLLM's API server ready and serving, then a request's Mooncake KV pull timing out and failing
+    report = _judge(
+        tmp_path,
+        "(APIServer pid=782545) INFO:     Application startup complete.\n"
+        '(APIServer pid=782545) INFO:     10.35.102.36:52864 - "POST /v1/chat/completions HTTP/1.1" 200 OK\n'
+        f"{_MOONCAKE_TIMEOUT}\n{_MOONCAKE_FAILED}\n",
+    )
+    # THEN ready: one request failed, no process did
+    assert report["verdict"] == "ready"
