@@ -704,3 +704,52 @@ def test_a_bare_traceback_cut_inside_the_deep_gemm_warmup_is_compile(tmp_path: P
     report = _analyze(tmp_path, lines)
     # THEN crashed in compile
     assert (report["verdict"], report["phase"]) == ("crashed", "compile")
+
+
+def test_a_cuda_error_that_names_a_capturing_stream_failed_in_cuda_graph(tmp_path: Path) -> None:
+    # GIVEN a traceback whose exception line is the CUDA runtime's cudaErrorStreamCaptureUnsupported as torch words it
+    # (`CUDA error: operation not permitted when stream is capturing`), and no phase line
+    report = _analyze(
+        tmp_path,
+        [
+            "Traceback (most recent call last):",
+            *_frames([("/srv/model.py", 41, "forward", "y = x.item()")]),
+            "RuntimeError: CUDA error: operation not permitted when stream is capturing",
+        ],
+    )
+    # WHEN analysed THEN it crashed during a CUDA graph capture, that line the cause
+    assert (report["verdict"], report["phase"]) == ("crashed", "cuda_graph")
+    assert report["root_cause"]["text"] == "RuntimeError: CUDA error: operation not permitted when stream is capturing"
+
+
+def test_a_captured_event_error_under_the_watchdogs_exit_reached_cuda_graph_and_is_the_cause(tmp_path: Path) -> None:
+    # GIVEN ProcessGroupNCCL's watchdog exit whose exception text starts on the next line, HIP's hipErrorCapturedEvent
+    # (`HIP error: operation not permitted on an event last recorded in a capturing stream`)
+    report = _analyze(
+        tmp_path,
+        [
+            "Process group watchdog thread terminated with exception:",
+            "HIP error: operation not permitted on an event last recorded in a capturing stream",
+        ],
+    )
+    # WHEN analysed THEN a crash, the HIP error (what the thread died of) the cause, and a graph capture was reached
+    assert report["verdict"] == "crashed"
+    assert report["root_cause"]["text"] == (
+        "HIP error: operation not permitted on an event last recorded in a capturing stream"
+    )
+    assert report["furthest_phase"] == "cuda_graph"
+
+
+def test_a_watchdog_exit_whose_text_below_no_rule_reads_stays_the_cause(tmp_path: Path) -> None:
+    # GIVEN torch_npu's watchdog exit, its exception text on the next line in words no rule reads
+    report = _analyze(
+        tmp_path,
+        [
+            "[rank9]:[E302 10:00:00.000000001 compiler_depend.ts:1693] [Rank 9] HCCL watchdog thread terminated "
+            "with exception:",
+            "[ERROR] 2025-03-02-10:00:00 (PID:11, Device:1, RankID:9) ERR02005 DIST internal error",
+        ],
+    )
+    # WHEN analysed THEN a crash after dist_init, the exit line the cause (nothing else says what)
+    assert (report["verdict"], report["furthest_phase"]) == ("crashed", "dist_init")
+    assert report["root_cause"]["text"].endswith("HCCL watchdog thread terminated with exception:")

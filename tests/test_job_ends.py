@@ -168,7 +168,9 @@ def test_nccl_tests_with_wrong_results_failed(tmp_path: Path) -> None:
     assert "Out of bounds values : 3 FAILED" in report["root_cause"]["text"]
 
 
-@pytest.mark.parametrize(("code", "verdict"), [("-9", "crashed"), ("-6", "aborted"), ("-11", "aborted")])
+@pytest.mark.parametrize(
+    ("code", "verdict"), [("-9", "crashed"), ("-15", "crashed"), ("-6", "aborted"), ("-11", "aborted")]
+)
 def test_a_worker_killed_by_sigkill_crashed_and_one_that_died_of_its_own_signal_aborted(
     tmp_path: Path, code: str, verdict: str
 ) -> None:
@@ -177,7 +179,19 @@ def test_a_worker_killed_by_sigkill_crashed_and_one_that_died_of_its_own_signal_
         f"E0514 03:05:00.101000 4021 {PROCS}:869] failed (exitcode: {code}) local_rank: 1 (pid: 4087) of binary: "
         "/usr/bin/python3"
     ]
-    # WHEN analysed THEN SIGKILL (another process sent it: the OOM killer, a scheduler) is a crash; SIGABRT or
-    # SIGSEGV, the process's own fatal signal, an abort
+    # WHEN analysed THEN SIGKILL or SIGTERM (another process sent it: the OOM killer, a scheduler, the agent) is a
+    # crash; SIGABRT or SIGSEGV, the process's own fatal signal, an abort
+    _, report = _analyze(tmp_path, lines)
+    assert report["verdict"] == verdict
+
+
+@pytest.mark.parametrize(("number", "name", "verdict"), [("15", "SIGTERM", "crashed"), ("11", "SIGSEGV", "aborted")])
+def test_the_failure_tables_signal_row_is_read_by_its_signal(
+    tmp_path: Path, number: str, name: str, verdict: str
+) -> None:
+    # GIVEN torchrun's failure table row of a worker that died of a signal, alone (torch 2.13 errors/__init__.py
+    # ProcessFailure: `Signal {-exitcode} ({signal name}) received by PID {pid}`)
+    lines = [f"  traceback : Signal {number} ({name}) received by PID 4087"]
+    # WHEN analysed THEN SIGTERM, which another process sends, is a crash; SIGSEGV, the process's own, an abort
     _, report = _analyze(tmp_path, lines)
     assert report["verdict"] == verdict

@@ -251,6 +251,22 @@ def test_under_its_header_the_watchdog_frame_leaves_the_cause_to_the_timeout_lin
     assert "Watchdog caught collective operation timeout: WorkNCCL(SeqNum=3" in root_text(report)
 
 
+def test_the_watchdog_threads_rethrow_after_the_timeout_frames_leaves_them_the_cause(tmp_path: Path) -> None:
+    # GIVEN the checkTimeout backtrace's frames (its header and what() cut away), then the backtrace c10 appends for
+    # ncclCommWatchdog's rethrow of what it caught (`Exception raised from ncclCommWatchdog at …`) and its first frame
+    report = _judge(
+        tmp_path,
+        _FRAMES + "\n"
+        "Exception raised from ncclCommWatchdog at ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1521 "
+        "(most recent call first):\n"
+        "frame #0: c10::Error::Error(c10::SourceLocation, std::string) + 0x96 (0x7f6aa9ca0446 in "
+        "/opt/venv/lib/python3.10/site-packages/torch/lib/libc10.so)\n",
+    )
+    # THEN a timeout: the rethrow is what the timeout set off, and the checkTimeout frame stays the cause
+    assert report["verdict"] == "timeout"
+    assert root_text(report).startswith("frame #1: c10d::ProcessGroupNCCL::WorkNCCL::checkTimeout(")
+
+
 # --- the message of a log no line places -------------------------------------------------------------------
 
 

@@ -288,6 +288,33 @@ def test_the_deepspeed_launchers_exit_line_cut_inside_its_command_is_still_the_c
     assert root_text(report) == cut
 
 
+def test_the_deepspeed_launchers_kill_lines_alone_are_a_crash_where_it_stopped(tmp_path: Path) -> None:
+    # GIVEN a shard bar at 0 %, then sigkill_handler's `Killing subprocess {pid}` lines (launch.py 0.9.0) and no
+    # return-code line (the paste ends there)
+    report = _judge(
+        tmp_path,
+        "Loading checkpoint shards:   0%|          | 0/7 [00:00<?, ?it/s]\n"
+        "[2023-09-10 11:45:59,207] [INFO] [launch.py:428:sigkill_handler] Killing subprocess 6293\n"
+        "[2023-09-10 11:45:59,501] [INFO] [launch.py:428:sigkill_handler] Killing subprocess 6294\n",
+    )
+    # THEN crashed while loading weights (the launcher tears the run down), its first kill line the cause
+    assert (report["verdict"], report["phase"]) == ("crashed", "weight_load")
+    assert root_text(report).endswith("Killing subprocess 6293")
+
+
+def test_the_deepspeed_launchers_kill_lines_give_way_to_its_return_code_line(tmp_path: Path) -> None:
+    # GIVEN kill lines, then sigkill_handler's ERROR with the failed child's code
+    report = _judge(
+        tmp_path,
+        "[2023-04-14 13:11:27,879] [INFO] [launch.py:428:sigkill_handler] Killing subprocess 13266\n"
+        "[2023-04-14 13:11:27,885] [ERROR] [launch.py:434:sigkill_handler] ['/usr/bin/python3', '-u', 'main.py'] "
+        "exits with return code = -9\n",
+    )
+    # THEN crashed, the return-code line (which says how the child ended) the cause, not the kill before it
+    assert report["verdict"] == "crashed"
+    assert root_text(report).endswith("exits with return code = -9")
+
+
 def test_a_deepspeed_info_line_holding_a_command_list_is_no_failure() -> None:
     # GIVEN the launcher's INFO line that prints a child's command (a list, as the exit line's opens)
     line = "[2024-06-01 09:00:00,002] [INFO] [launch.py:253:main] ['python', '-u', 'a.py', '--local_rank=1']"
@@ -486,3 +513,39 @@ def test_a_worker_group_success_cut_after_the_wait_is_still_read() -> None:
     found = explain(line, load_packs(check_examples=False))
     # THEN the success is read all the same
     assert [rule.id for rule, _ in found.matches] == ["torch.elastic.worker_group_succeeded"]
+
+
+_MOONCAKE_TIMEOUT = (
+    "I0331 02:49:30.617945 803444 transfer_engine_py.cpp:454] Sync batch data transfer timeout after 33061142969ns"
+)
+_MOONCAKE_FAILED = (
+    "(Worker pid=782969) (Worker_DP0_TP1_EP1 pid=782969) ERROR 03-31 02:49:30 [mooncake_connector.py:547] "
+    "Mooncake transfer failed for request chatcmpl-ba310df4"
+)
+
+
+def test_mooncakes_batch_timeout_and_the_connectors_failed_request_are_serving_marks() -> None:
+    # GIVEN Mooncake's `Sync batch data transfer timeout after {ns}ns` (batchTransferSync returns -1) and vLLM-ascend's
+    # connector's `Mooncake transfer failed for request {id}` (the request fails, the receiving thread goes on)
+    packs = load_packs(check_examples=False)
+    # WHEN explained THEN each is read by its rule, a serving mark that says no process failed
+    for line, rule_id in (
+        (_MOONCAKE_TIMEOUT, "vllm.serving.mooncake_batch_timeout"),
+        (_MOONCAKE_FAILED, "vllm.serving.mooncake_transfer_failed"),
+    ):
+        found = explain(line, packs)
+        assert [(rule.id, rule.kind.value, rule.role.value) for rule, _ in found.matches] == [
+            (rule_id, "mark", "diagnostic")
+        ]
+
+
+def test_a_ready_server_whose_kv_pull_timed_out_is_still_ready(tmp_path: Path) -> None:
+    # GIVEN vLLM's API server ready and serving, then a request's Mooncake KV pull timing out and failing
+    report = _judge(
+        tmp_path,
+        "(APIServer pid=782545) INFO:     Application startup complete.\n"
+        '(APIServer pid=782545) INFO:     10.35.102.36:52864 - "POST /v1/chat/completions HTTP/1.1" 200 OK\n'
+        f"{_MOONCAKE_TIMEOUT}\n{_MOONCAKE_FAILED}\n",
+    )
+    # THEN ready: one request failed, no process did
+    assert report["verdict"] == "ready"

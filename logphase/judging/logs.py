@@ -497,16 +497,27 @@ def _launched(phase: Phase | None, furthest: Phase | None) -> tuple[Phase, Phase
 
 
 def _sigkill(event: Event) -> bool:
-    """A SIGKILL report (the shell's `Killed`, torchrun's `failed (exitcode: -9)`, Open MPI's `exited on signal 9
-    (Killed)`): another process sent it (the kernel's OOM killer, a scheduler, the program's own clean-up after its
-    error). The process had no fatal error of its own: a failure before it did not end in a fatal signal, and alone
-    it is a crash, not an abort (every labeller of the real-world batches reads it so)."""
+    """A report of a signal another process sends (the shell's `Killed`, torchrun's `failed (exitcode: -9)`, its
+    `-15`, Open MPI's `exited on signal 9 (Killed)`): the kernel's OOM killer, a scheduler, the program's own clean-up
+    after its error. The process had no fatal error of its own: a failure before it did not end in a fatal signal,
+    and alone it is a crash, not an abort (every labeller of the real-world batches reads SIGKILL so). SIGTERM is the
+    other such signal: torch's agent sends it to the survivors first (torch 2.13.0 elastic/multiprocessing/api.py
+    `_close`: `Sending process N closing signal SIGTERM`), a scheduler's cancel likewise. torchrun's `failed
+    (exitcode: N)` is the worker's Popen returncode, minus its signal's number (errors/__init__.py ProcessFailure:
+    `signal.Signals(-exitcode).name`, `Signal {-exitcode} ({name}) received by PID`), so the number tells the signal.
+    A signal the process raised on itself (SIGABRT, SIGSEGV, SIGBUS, SIGFPE, SIGILL: a fatal error of its own) stays
+    an abort."""
     captures = event.captures
     # torchrun's failure table words it `traceback : Signal 9 (SIGKILL) received by PID N` (its `signame`); a
     # launcher that prints the number (mpirun's `exited on signal %d`, TGI's `with signal %d`): 9 is SIGKILL on Linux
-    signal = captures.get("signal", "")
-    named = signal.upper() in ("KILLED", "SIGKILL", "9") or captures.get("signame") == "SIGKILL"
-    return named or captures.get("exitcode") == "-9"
+    # (not 15: the agent's own `Received 15 death signal` is the job stopped from outside, an abort)
+    signal = captures.get("signal", "").upper()
+    named = signal in ("KILLED", "SIGKILL", "9") or captures.get("signame") in _SENT_SIGNALS
+    return named or captures.get("exitcode") in ("-9", "-15")
+
+
+# The signals another process sends to end one, by torchrun's name for them (its `signame`).
+_SENT_SIGNALS = frozenset({"SIGKILL", "SIGTERM"})
 
 
 def _job_bar(timeline: Timeline) -> Event | None:
