@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, overload
 
 from logphase.baselines.stats import in_phase_seconds, phase_stats, successful_pool
+from logphase.bounded import read_int
 from logphase.errors import StoreError, UsageError
 from logphase.jobs import ONE_JOB, Jobs
 from logphase.judging.budgets import Budgets, budgets_from
@@ -400,8 +401,8 @@ def _last_write(sources: list[LogSource]) -> datetime | None:
 def _context(result: ScanResult, root: Event) -> tuple[ContextLine, ...]:
     """The lines around the root cause, as the feed kept them for its line: a cause quoted at its statement (judging's
     `_stated_by_statement`) has the context of the exception line it stands for, a line or two below it."""
-    stood_for = root.captures.get(EXCEPTION_LINE)
-    line = int(stood_for) if stood_for is not None and stood_for.isdigit() else root.line
+    stood_for = read_int(root.captures.get(EXCEPTION_LINE))
+    line = stood_for if stood_for is not None else root.line
     return tuple(result.contexts.get((root.source, line), ()))
 
 
