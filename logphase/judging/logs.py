@@ -224,7 +224,7 @@ def _judge(
     noted = timeline.noted_step if phase is None and finished is None and hang is None else None
     if noted is not None and noted.rule.reached is not None:
         # no phase line at all: a note the program prints only while a step runs says where the run is (torch's
-        # capture waiting for pending NCCL work: cuda_graph; docs/design.md §4.6), as a hang report's rule does
+        # capture waiting for pending NCCL work: cuda_graph; docs/design.md §4.4), as a hang report's rule does
         phase = furthest = noted.rule.reached
     if phase is None and finished is None:
         return Judgement(Verdict.UNKNOWN, _nothing_placed(timeline), None, None, (), None, None, None)
