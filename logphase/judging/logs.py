@@ -221,6 +221,11 @@ def _judge(
     if hang is not None:  # a fragment of hang reports alone (vLLM's shm broadcast lines)
         phase, furthest = _launched(phase, furthest)
     finished = _clean_exit(timeline)
+    noted = timeline.noted_step if phase is None and finished is None and hang is None else None
+    if noted is not None and noted.rule.reached is not None:
+        # no phase line at all: a note the program prints only while a step runs says where the run is (torch's
+        # capture waiting for pending NCCL work: cuda_graph; docs/design.md §4.4), as a hang report's rule does
+        phase = furthest = noted.rule.reached
     if phase is None and finished is None:
         return Judgement(Verdict.UNKNOWN, _nothing_placed(timeline), None, None, (), None, None, None)
     # a bar that filled before, begun anew since, ends a step when full, not the job (timeline.step_bar)
@@ -253,6 +258,10 @@ def _judge(
         else f"; the newest /health answered {_health_status(unhealthy)} (line {unhealthy.line})"
     )
     doubts = [] if unhealthy is None else ["the health route outranked other routes that said it was up"]
+    if noted is not None:
+        words = f"{phase} placed by a note alone ({noted.rule.id}, line {noted.line}): no phase line"
+        also += f"; {words}"
+        doubts.append(words)
     rule = budgets.for_run(timeline, phase)
     budget = rule.seconds
     progress_time = progress.time if progress and progress.time else last_activity
@@ -289,7 +298,7 @@ def _judge(
         end = timeline.last_time
         silence = (end - stamped_progress).total_seconds() if end and stamped_progress else None
         quiet = f"; last progress {format_duration(silence)} before the end" if silence else ""
-        cause = _last_alike(timeline, progress)
+        cause = _last_alike(timeline, progress) or noted
         at = f" (line {progress.line}{_alike_words(progress, cause)}{_fragment_words(timeline)})" if progress else ""
         reason = f"{behind}the log ends during {phase} with no error{quiet}{at}{also}"
         return Judgement(

@@ -99,6 +99,11 @@ class Progress:
     rate_per_s: float | None
 
 
+# The roles of a note printed while a step runs: a communicator's abort or a peer's closing (lifecycle) says the process
+# is ending, not where it is; a hang report (root, cascade) is judged as one (docs/design.md §4.4).
+_NOTES = frozenset({Role.DIAGNOSTIC, Role.PROGRESS})
+
+
 @dataclass(frozen=True)
 class BarPace:
     """A progress bar short of its total at the run's newest progress: how it has been ticking. Its
@@ -226,6 +231,9 @@ class Timeline:
     inputs: tuple[InputFacts, ...] = ()  # per input (source), for a run given as several logs
     unfollowed: int = 0  # ranks past the first MAX_RANKS: their lines counted, their phases not followed
     floor: Phase | None = None  # the furthest phase a line proves was reached without being in it (pack `reached`)
+    # the newest note printed while a step runs that names no phase of its own (a `reached` mark, not a lifecycle
+    # line: torch's capture waiting for pending NCCL work): where a run with no phase line is (judging/logs.py)
+    noted_step: Event | None = None
     # the health route's refusals the log shows (`health_refused`), counted by status (`503`) in the order each
     # first came, and the first of them
     health_answers: tuple[tuple[str, int], ...] = ()
@@ -353,6 +361,7 @@ class TimelineBuilder:
     source_times: dict[int, tuple[datetime, datetime]] = field(default_factory=dict)
     group_exit: Event | None = None
     floor: Phase | None = None
+    noted_step: Event | None = None
     module_placed: dict[Phase, Event] = field(default_factory=dict)  # a phase's first line a fallback placed
     rule_placed: set[Phase] = field(default_factory=set)  # the phases a rule's line placed
     # a phase's first frame group (a dump's thread, a traceback's frames)
@@ -413,6 +422,8 @@ class TimelineBuilder:
         reached = event.rule.reached
         if reached is not None and (self.floor is None or reached.order > self.floor.order):
             self.floor = reached
+        if reached is not None and event.phase is None and event.kind is EventKind.MARK and event.rule.role in _NOTES:
+            self.noted_step = event
         if "health_status" in event.captures:
             if "health_refused" in event.captures:
                 self.health_answers[event.captures["health_refused"]] += 1
@@ -795,6 +806,7 @@ class TimelineBuilder:
             ),
             unfollowed=len(self.unfollowed),
             floor=self.floor,
+            noted_step=self.noted_step,
         )
 
     def _bar_pace(self) -> BarPace | None:
