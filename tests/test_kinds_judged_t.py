@@ -55,3 +55,72 @@ def test_a_kv_connector_loading_kv_for_a_request_is_not_placed_in_kv_cache(tmp_p
     )
     # WHEN judged THEN the KV cache's step is not what it says
     assert report["phase"] != "kv_cache"
+
+
+def test_a_request_handler_traceback_through_uvicorn_crashed_serving(tmp_path: Path) -> None:
+    # GIVEN uvicorn's per-request task (h11_impl's RequestResponseCycle.run_asgi) -> fastapi -> starlette's middleware,
+    # the paste cut inside the next frame's path
+    report = judge_text(
+        tmp_path,
+        "Traceback (most recent call last):\n"
+        + _frame("uvicorn/protocols/http/h11_impl.py", 403, "run_asgi", "result = await app(  # type: ignore")
+        + _frame("fastapi/applications.py", 1054, "__call__", "await super().__call__(scope, receive, send)")
+        + _frame("starlette/middleware/errors.py", 165, "__call__", "await self.app(scope, receive, _send)")
+        + '  File "/usr/loca',
+    )
+    # WHEN judged THEN it crashed answering a request
+    assert (report["verdict"], report["phase"]) == ("crashed", "serving")
+
+
+def test_uvicorns_lifespan_start_up_is_not_a_request(tmp_path: Path) -> None:
+    # GIVEN the lifespan's start-up (lifespan/on.py main), which runs before the port opens
+    report = judge_text(
+        tmp_path,
+        "Traceback (most recent call last):\n"
+        + _frame("uvicorn/lifespan/on.py", 86, "main", "await app(scope, self.receive, self.send)")
+        + "RuntimeError: startup failed\n",
+    )
+    # WHEN judged THEN no request was served
+    assert report["phase"] != "serving"
+
+
+def _padded_frame(width: int, function: str, source: str) -> str:
+    """A frame line exactly `width` long (its path padded), then its source line."""
+    head, tail = '  File "', f'", line 60, in {function}'
+    path = "/usr/local/lib/python3.10/site-packages/" + "p" * (width - len(head) - len(tail) - 47) + "/mod.py"
+    line = head + path + tail
+    assert len(line) == width
+    return f"{line}\n    {source}\n"
+
+
+def test_traceback_frames_of_the_longest_length_are_no_hard_wrapped_paste(tmp_path: Path) -> None:
+    # GIVEN a traceback whose two longest lines are whole frame lines of one length, each followed by its source line
+    # (indented deeper), and shorter frames between them
+    report = judge_text(
+        tmp_path,
+        "Traceback (most recent call last):\n"
+        + _frame("uvicorn/protocols/http/h11_impl.py", 403, "run_asgi", "result = await app(scope)")
+        + _padded_frame(119, "__call__", "return await self.app(scope, receive, send)")
+        + _frame("starlette/applications.py", 113, "__call__", "await self.middleware_stack(scope, receive, send)")
+        + _padded_frame(119, "wrapped_app", "await app(scope, receive, sender)")
+        + "ValueError: bad image\n",
+    )
+    # WHEN judged THEN no line was joined to the next (no hard-wrap note) and the exception line is the cause
+    assert not any("hard-wrapped" in note for note in report["notes"])
+    assert root_text(report) == "ValueError: bad image"
+
+
+def test_a_frame_line_the_paste_cut_inside_its_name_is_still_joined(tmp_path: Path) -> None:
+    # GIVEN a paste hard-wrapped at 100 columns: two frame lines cut inside their function's name, the rest at the margin
+    cut_a = _padded_frame(100, "register_kv_caches", "x").splitlines()[0]
+    cut_b = _padded_frame(100, "initialize_kv_cache", "x").splitlines()[0]
+    text = (
+        "Traceback (most recent call last):\n"
+        f"{cut_a[:96]}\n{cut_a[96:]}\n    self.nixl_wrapper.register_memory(descs)\n"
+        f"{cut_b[:96]}\n{cut_b[96:]}\n    self.register(kv_caches)\n"
+        "RuntimeError: NIXL_ERR_BACKEND\n"
+    )
+    assert max(len(line) for line in text.splitlines()) == 96
+    report = judge_text(tmp_path, text)
+    # WHEN judged THEN the cut lines were joined (the note says so)
+    assert any("hard-wrapped" in note for note in report["notes"])
