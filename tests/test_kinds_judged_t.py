@@ -124,3 +124,41 @@ def test_a_frame_line_the_paste_cut_inside_its_name_is_still_joined(tmp_path: Pa
     report = judge_text(tmp_path, text)
     # WHEN judged THEN the cut lines were joined (the note says so)
     assert any("hard-wrapped" in note for note in report["notes"])
+
+
+def test_an_executor_failing_to_create_its_nccl_communicator_crashed_in_dist_init(tmp_path: Path) -> None:
+    # GIVEN TensorRT-LLM's worker line for a failed executor whose error is a TllmException, its `(file:line)` and its
+    # trace (tllmException.cpp: `%-3d %*p %s + %zd`) through NcclCommunicator::createComm, cut
+    report = judge_text(
+        tmp_path,
+        "[11/18/2025-09:33:30] [TRT-LLM] [RANK 0] [I] Starting TensorRT-LLM init.\n"
+        "[11/18/2025-09:33:30] [TRT-LLM] [RANK 0] [E] Failed to initialize executor on rank 0: [TensorRT-LLM][ERROR] "
+        "Assertion failed: Failed, NCCL error ../tensorrt_llm/runtime/ncclCommunicator.cpp:90 'invalid usage (run with "
+        "NCCL_DEBUG=WARN for details)'\n"
+        " (../tensorrt_llm/runtime/ncclCommunicator.cpp:90)\n"
+        "1       0x7a14a782a0f4 tensorrt_llm::common::throwRuntimeError(char const*, int, char const*) + 76\n"
+        "2       0x7a14577171ec tensorrt_llm::runtime::NcclCommunicator::createComm(int, int, "
+        "tensorrt_llm::mpi::MpiComm const&) + 316\n"
+        "3       0x7a14a7bd0e3e torch_ext::NcclCommunicatorO",
+    )
+    # WHEN judged THEN rank 0 crashed making its communicator, on the executor's line
+    assert (report["verdict"], report["phase"]) == ("crashed", "dist_init")
+    assert "Failed to initialize executor on rank 0" in root_text(report)
+
+
+def test_a_survivors_communicator_rebuild_is_no_start_up(tmp_path: Path) -> None:
+    # GIVEN the same runtime's exception whose trace runs createComm under abortAndReinit (fault tolerance's rebuild
+    # after a rank failed)
+    report = judge_text(
+        tmp_path,
+        "RuntimeError: [TensorRT-LLM][ERROR] Assertion failed: NCCL error during ncclCommInitRankConfig: unhandled "
+        "system error (../tensorrt_llm/runtime/ncclCommunicator.cpp:412)\n"
+        "1       0x7a14a782a0f4 tensorrt_llm::common::throwRuntimeError(char const*, int, char const*) + 76\n"
+        "2       0x7a14577171ec tensorrt_llm::runtime::NcclCommunicator::createComm(std::vector<int, "
+        "std::allocator<int> > const&, int, tensorrt_llm::runtime::NcclUniqueIdRendezvousComm const&, unsigned long, "
+        "std::chrono::duration<long, std::ratio<1l, 1000l> >) + 316\n"
+        "3       0x7a14577181ec tensorrt_llm::runtime::NcclCommunicator::abortAndReinit(std::vector<int, "
+        "std::allocator<int> > const&, unsigned long) + 988\n",
+    )
+    # WHEN judged THEN it is not placed in the ranks' start-up set-up
+    assert report["phase"] != "dist_init"
