@@ -111,7 +111,7 @@ def test_traceback_frames_of_the_longest_length_are_no_hard_wrapped_paste(tmp_pa
 
 
 def test_a_frame_line_the_paste_cut_inside_its_name_is_still_joined(tmp_path: Path) -> None:
-    # GIVEN a paste hard-wrapped at 100 columns: two frame lines cut inside their function's name, the rest at the margin
+    # GIVEN a paste hard-wrapped at 96 columns: two frame lines cut inside their function's name, the rest at the margin
     cut_a = _padded_frame(100, "register_kv_caches", "x").splitlines()[0]
     cut_b = _padded_frame(100, "initialize_kv_cache", "x").splitlines()[0]
     text = (
@@ -162,3 +162,18 @@ def test_a_survivors_communicator_rebuild_is_no_start_up(tmp_path: Path) -> None
     )
     # WHEN judged THEN it is not placed in the ranks' start-up set-up
     assert report["phase"] != "dist_init"
+
+
+def test_frames_of_the_longest_length_in_inline_code_are_no_hard_wrapped_paste(tmp_path: Path) -> None:
+    # GIVEN the same traceback with each line put in markdown's inline code by hand (`` `line` ``)
+    lines = (
+        "Traceback (most recent call last):\n"
+        + _padded_frame(119, "__call__", "return await self.app(scope, receive, send)")
+        + _frame("starlette/applications.py", 113, "__call__", "await self.middleware_stack(scope, receive, send)")
+        + _padded_frame(119, "wrapped_app", "await app(scope, receive, sender)")
+        + "ValueError: bad image\n"
+    ).splitlines()
+    report = judge_text(tmp_path, "".join(f"`{line}`\n" for line in lines))
+    # WHEN judged THEN no line was joined to the next and the exception line is the cause
+    assert not any("hard-wrapped" in note for note in report["notes"])
+    assert root_text(report) == "ValueError: bad image"
