@@ -826,19 +826,26 @@ BOX_LEFT = ("│", "╰")
 # table follows
 TABLE_EDGE = ("|", "+")
 TABLE_DIVIDER = re.compile(r"[ \t]*`?\+(?:-+\+){2,}`?$")
+# A traceback's frame line ends with the function's name (CPython's `  File "<path>", line N, in <name>`) and its source
+# line follows it indented deeper: a frame line as long as the column followed by an indented line is whole, however
+# many of a traceback's long frame lines share that length (a cut one's rest would go on inside the name, at the margin)
+WHOLE_FRAME = re.compile(r'(?:^|\s)File "[^"]*", line \d+, in [\w<>.]+$')
 
 
 def continues(cut: str, text: str) -> bool:
     """Whether `text` is the rest of a line the paste cut at the column: not when it starts the way
     that line did (the log's next line, written by the same code: `[2025-`, `gpu-h100-07:`, `INFO`), nor
-    after a box's whole row (`BOX_END`) or a table's (`TABLE_EDGE`), nor a stamp alone (STAMP_LINE: the next
-    event's time in a log UI's copy, under every line of the longest length)."""
+    after a box's whole row (`BOX_END`), a table's (`TABLE_EDGE`) or a traceback's frame over its source line
+    (`WHOLE_FRAME`), nor a stamp alone (STAMP_LINE: the next event's time in a log UI's copy, under every line
+    of the longest length)."""
     if STAMP_LINE.pattern.match(text) is not None:
         return False
     if cut.endswith(BOX_END) or (cut.endswith(BOX_RIGHT) and text.startswith(BOX_LEFT)):
         return False
     if cut.startswith(TABLE_EDGE) and cut.endswith(TABLE_EDGE) and text.startswith(TABLE_EDGE):
         return False
+    if text.lstrip("`")[:1].isspace() and WHOLE_FRAME.search(cut.rstrip("`")) is not None:
+        return False  # (each line in inline code's backticks too: the width is sniffed before they come off)
     return cut[:4] != text[:4]
 
 
