@@ -75,9 +75,10 @@ def test_lightning_handing_its_processes_to_slurm_under_hydra_is_launch(tmp_path
     # GIVEN a Hydra-logged script (`[asctime][logger][LEVEL] - `) building its Trainer under srun: the Trainer's
     # `Multi-processing is handled by Slurm.` and a line cut inside its logger name
     lines = [
-        "[2021-12-19 17:50:03,016][src.train][INFO] - Instantiating logger <pytorch_lightning.loggers.TensorBoardLogger>",
+        "[2021-12-19 17:50:03,016][src.train][INFO] - Instantiating logger <pytorch_lightning.loggers.CSVLogger>",
         "[2021-12-19 17:50:03,017][src.train][INFO] - Instantiating trainer <pytorch_lightning.Trainer>",
-        "[2021-12-19 17:50:03,095][pytorch_lightning.utilities.distributed][INFO] - Multi-processing is handled by Slurm.",
+        "[2021-12-19 17:50:03,095][pytorch_lightning.utilities.distributed][INFO] - "
+        "Multi-processing is handled by Slurm.",
         "[2021-12-19 17:50:03,097][pytorch_lightning.utilities.distri",
     ]
     # WHEN analysed
@@ -90,9 +91,12 @@ def test_lightning_handing_its_processes_to_slurm_under_hydra_is_launch(tmp_path
 def test_llamafactory_trainer_log_jsonl_lines_are_the_jobs_steps(tmp_path: Path) -> None:
     # GIVEN LLaMA-Factory's trainer_log.jsonl (LogCallback.on_log: `current_steps` first), the last line cut
     lines = [
-        '{"current_steps": 43, "total_steps": 82, "loss": 0.6608, "eval_loss": null, "epoch": 0.522, "percentage": 52.44, "elapsed_time": "0:27:55", "remaining_time": "0:25:19"}',
-        '{"current_steps": 44, "total_steps": 82, "loss": 0.8096, "eval_loss": null, "epoch": 0.534, "percentage": 53.66, "elapsed_time": "0:28:40", "remaining_time": "0:24:45"}',
-        '{"current_steps": 45, "total_steps": 82, "loss": 0.5613, "eval_loss": null, "epoch": 0.546, "percentage": 54.88, "elapsed_time": "0:29:15", "remaining_time": "',
+        '{"current_steps": 43, "total_steps": 82, "loss": 0.6608, "eval_loss": null, "epoch": 0.522, '
+        '"percentage": 52.44, "elapsed_time": "0:27:55", "remaining_time": "0:25:19"}',
+        '{"current_steps": 44, "total_steps": 82, "loss": 0.8096, "eval_loss": null, "epoch": 0.534, '
+        '"percentage": 53.66, "elapsed_time": "0:28:40", "remaining_time": "0:24:45"}',
+        '{"current_steps": 45, "total_steps": 82, "loss": 0.5613, "eval_loss": null, "epoch": 0.546, '
+        '"percentage": 54.88, "elapsed_time": "0:29:15", "remaining_time": "',
     ]
     # WHEN analysed
     _, report = _analyze(tmp_path, lines)
