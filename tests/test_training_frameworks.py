@@ -44,6 +44,67 @@ def test_lightning_ranks_that_began_init_process_group_and_printed_nothing_more_
     assert report["reason"] == "the log ends during dist_init with no error (line 4)"
 
 
+def test_lightning_1_4_initializing_ddp_from_half_of_a_two_node_world_is_stalled_in_dist_init(tmp_path: Path) -> None:
+    # GIVEN pytorch_lightning 1.4's accelerator summary and `initializing ddp: GLOBAL_RANK: r, MEMBER: r+1/8` (its
+    # plugins/training_type/ddp.py, before init_process_group) from ranks 0-3 only, out of order, then nothing
+    lines = [
+        "GPU available: True, used: True",
+        "TPU available: False, using: 0 TPU cores",
+        "initializing ddp: GLOBAL_RANK: 1, MEMBER: 2/8",
+        "initializing ddp: GLOBAL_RANK: 2, MEMBER: 3/8",
+        "initializing ddp: GLOBAL_RANK: 0, MEMBER: 1/8",
+        "initializing ddp: GLOBAL_RANK: 3, MEMBER: 4/8",
+    ]
+    # WHEN analysed
+    _, report = _analyze(tmp_path, lines)
+    # THEN the job is stalled in dist_init, its last news the last rank's set-up line
+    assert (report["phase"], report["verdict"]) == ("dist_init", "stalled")
+    assert report["reason"] == "the log ends during dist_init with no error (line 6)"
+
+
+def test_lightning_1_5_lower_case_initializing_distributed_is_the_process_group_set_up(tmp_path: Path) -> None:
+    # GIVEN pytorch_lightning 1.5's `initializing distributed: ...` (utilities/distributed.py, lower case)
+    lines = ["initializing distributed: GLOBAL_RANK: 0, MEMBER: 1/4"]
+    # WHEN analysed
+    _, report = _analyze(tmp_path, lines)
+    # THEN the rank is in dist_init
+    assert report["phase"] == "dist_init"
+
+
+def test_lightning_handing_its_processes_to_slurm_under_hydra_is_launch(tmp_path: Path) -> None:
+    # GIVEN a Hydra-logged script (`[asctime][logger][LEVEL] - `) building its Trainer under srun: the Trainer's
+    # `Multi-processing is handled by Slurm.` and a line cut inside its logger name
+    lines = [
+        "[2021-12-19 17:50:03,016][src.train][INFO] - Instantiating logger <pytorch_lightning.loggers.CSVLogger>",
+        "[2021-12-19 17:50:03,017][src.train][INFO] - Instantiating trainer <pytorch_lightning.Trainer>",
+        "[2021-12-19 17:50:03,095][pytorch_lightning.utilities.distributed][INFO] - "
+        "Multi-processing is handled by Slurm.",
+        "[2021-12-19 17:50:03,097][pytorch_lightning.utilities.distri",
+    ]
+    # WHEN analysed
+    _, report = _analyze(tmp_path, lines)
+    # THEN the job was launched and had not begun its process group: stalled there, the Slurm line its last news
+    assert (report["phase"], report["verdict"]) == ("launch", "stalled")
+    assert report["root_cause"]["line"] == 3
+
+
+def test_llamafactory_trainer_log_jsonl_lines_are_the_jobs_steps(tmp_path: Path) -> None:
+    # GIVEN LLaMA-Factory's trainer_log.jsonl (LogCallback.on_log: `current_steps` first), the last line cut
+    lines = [
+        '{"current_steps": 43, "total_steps": 82, "loss": 0.6608, "eval_loss": null, "epoch": 0.522, '
+        '"percentage": 52.44, "elapsed_time": "0:27:55", "remaining_time": "0:25:19"}',
+        '{"current_steps": 44, "total_steps": 82, "loss": 0.8096, "eval_loss": null, "epoch": 0.534, '
+        '"percentage": 53.66, "elapsed_time": "0:28:40", "remaining_time": "0:24:45"}',
+        '{"current_steps": 45, "total_steps": 82, "loss": 0.5613, "eval_loss": null, "epoch": 0.546, '
+        '"percentage": 54.88, "elapsed_time": "0:29:15", "remaining_time": "',
+    ]
+    # WHEN analysed
+    _, report = _analyze(tmp_path, lines)
+    # THEN the job is in its training steps (serving), read as torch's
+    assert (report["system"], report["phase"]) == ("torch", "serving")
+    assert report["last_line"]["line"] == 3
+
+
 def test_lightning_2_seed_line_alone_places_the_job_at_launch(tmp_path: Path) -> None:
     # GIVEN lightning 2.x's `Seed set to {seed}` under the rank prefix, nothing after it
     lines = ["[rank: 0] Seed set to 42"]
