@@ -12,7 +12,7 @@ from typing import Any
 
 from logphase.bounded import in_calendar, rank_label, read_int, read_rank
 from logphase.errors import PackError
-from logphase.packs.regex_facts import EDGE_KEY, LEAD_KEY, WORD, index_key
+from logphase.packs.regex_facts import EDGE_KEY, LEAD_KEY, WORD, any_of_literals, index_key, start_characters
 from logphase.packs.stamp_text import read_stamp
 from logphase.phases import EventKind, Phase, Role, Verdict
 
@@ -28,6 +28,7 @@ PREFIX_DEPTH = 4  # prefixes stacked on one line, at most
 SPLIT_CACHE = 1024
 SPLIT_TEXT = 1024
 WORD_CACHE = 65536
+STAMP_CACHE = 256  # stamps remembered per prefix rule (PrefixRule._parse_time)
 RANK_TAG = stdlib_re.compile(r"(DP|PP|ATTN_CP|MOE_DP|TP|EP)_?([0-9]+)")
 LONG_FRACTION = stdlib_re.compile(r"(\.\d{6})\d+")  # digits past the microseconds strptime reads
 
@@ -169,19 +170,21 @@ class PrefixRule:
     counter_examples: tuple[str, ...]
     first_chars: frozenset[str] | None = None  # what a match can start with (1 or 2 characters), if known
     literal: str | None = None  # text every match contains (` NCCL `, `| `): checked before the regex
-    _last_time: list[Any] = field(default_factory=list, repr=False, compare=False)
+    _stamps: dict[str, tuple[datetime, bool, bool] | None] = field(default_factory=dict, repr=False, compare=False)
 
     def __getstate__(self) -> dict[str, Any]:
-        return {**self.__dict__, "_last_time": []}  # pickled without the memo of the last stamp read
+        return {**self.__dict__, "_stamps": {}}  # pickled without the memo of the stamps read
 
     def _parse_time(self, text: str) -> tuple[datetime, bool, bool] | None:
-        # lines come many to the second: the stamp is usually the one just parsed
-        cache = self._last_time
-        if cache and cache[0] == text:
-            remembered: tuple[datetime, bool, bool] | None = cache[1]
-            return remembered
+        # lines come many to the second, and ranks interleave theirs: a stamp read lately is
+        # remembered (STAMP_CACHE of them; parsing one is most of a prefix's cost)
+        cache = self._stamps
+        if text in cache:
+            return cache[text]
         parsed = parse_time(text, self.time_formats)
-        cache[:] = [text, parsed]
+        if len(cache) >= STAMP_CACHE:
+            cache.clear()
+        cache[text] = parsed
         return parsed
 
     def may_start(self, start: str) -> bool:
@@ -447,6 +450,34 @@ class Pack:
     modules: tuple[ModuleHint, ...] = ()  # `[[module]]`: where a line no rule reads goes, by its logger's file
 
 
+def _whole(fields: PrefixFields) -> bool:
+    """Whether a layer's fields merged onto none are themselves: none of them empty but not None (the merge
+    reads `rank or …`, so a rank of "" or a pid of 0 becomes None)."""
+    return fields.rank != "" and fields.pid != 0 and fields.level != "" and fields.module != ""
+
+
+def rule_starts(rule: Rule) -> frozenset[str] | None:
+    """The lower-cased first characters a rule's match can begin with (`start_characters`), for a rule
+    the stdlib runs; None: any."""
+    if rule.pattern.timeout is not None:
+        return None
+    return start_characters(rule.pattern.text, rule.pattern.ignore_case)
+
+
+def rule_keys(rule: Rule) -> tuple[tuple[str, str], ...]:
+    """The index keys of the texts one of which every match of a rule holds (`any_of_literals`), where each
+    text has one; () where not. Only a case-sensitive rule the stdlib runs: under IGNORECASE a text's
+    letter matches characters whose lower case is another (`s` matches `ſ`), which the lower-cased line
+    the index reads no longer shows as that text."""
+    if rule.pattern.timeout is not None or rule.pattern.ignore_case:
+        return ()
+    texts = any_of_literals(rule.pattern.text)
+    keys = [index_key("", text) for text in texts or ()]
+    if not keys or any(key is None for key in keys):
+        return ()
+    return tuple(sorted({key for key in keys if key is not None}))
+
+
 @dataclass(frozen=True)
 class PackSet:
     """All packs in use, with their rules in the order the matcher tries them."""
@@ -462,7 +493,9 @@ class PackSet:
     module_hints: dict[str, tuple[ModuleHint, ...]] = field(init=False, repr=False)  # `[[module]]` by file name
     _rules_by_key: dict[tuple[str, str], tuple[int, ...]] = field(init=False, repr=False)
     _always: tuple[int, ...] = field(init=False, repr=False)
-    _candidates: dict[frozenset[tuple[str, str]], tuple[Rule, ...]] = field(init=False, repr=False)
+    _gated: tuple[int, ...] = field(init=False, repr=False)  # unindexed rules anchored at the message's start
+    _gated_by_start: dict[str, tuple[int, ...]] = field(init=False, repr=False)  # those, by a first character
+    _candidates: dict[tuple[frozenset[tuple[str, str]], str], tuple[Rule, ...]] = field(init=False, repr=False)
     _word_hits: dict[str, tuple[tuple[str, str], ...]] = field(init=False, repr=False)
     _prefixes_by_first: dict[str, tuple[PrefixRule, ...]] = field(init=False, repr=False)
     _splits: dict[str, tuple[PrefixFields, str]] = field(init=False, repr=False, compare=False)
@@ -512,17 +545,33 @@ class PackSet:
         start (`^Load weight begin`); else by a whole word inside the literal (non-word characters
         on both sides: a whole word of any matching line); else by the literal's last word, which
         begins a word of a matching line, or its first, which ends one (three characters of it).
-        A rule with none of these is always tried."""
+        A rule with none of these whose every match holds one of a few texts (`any_of_literals`:
+        `^(?:build model|Building Model|…)`) is filed under the key of each, where each has one. Else
+        a rule anchored at the message's start is tried on messages that begin with a character its
+        match can begin with (`start_characters`: every branch's); any other rule is always tried."""
         indexes: dict[tuple[str, str], list[int]] = {}
         always: list[int] = []
+        gated: list[int] = []
+        by_start: dict[str, list[int]] = {}
         for index, rule in enumerate(self.rules):
             key = index_key(rule.pattern.text, rule.literal)
-            if key is None:
-                always.append(index)
-            else:
+            if key is not None:
                 indexes.setdefault(key, []).append(index)
+                continue
+            keys = rule_keys(rule)
+            for found in keys:
+                indexes.setdefault(found, []).append(index)
+            starts = None if keys else rule_starts(rule)
+            if starts is not None:
+                gated.append(index)
+                for char in starts:
+                    by_start.setdefault(char, []).append(index)
+            elif not keys:
+                always.append(index)
         object.__setattr__(self, "_rules_by_key", {key: tuple(rules) for key, rules in indexes.items()})
         object.__setattr__(self, "_always", tuple(always))
+        object.__setattr__(self, "_gated", tuple(gated))
+        object.__setattr__(self, "_gated_by_start", {char: tuple(rules) for char, rules in by_start.items()})
         object.__setattr__(self, "_candidates", {})
         object.__setattr__(self, "_word_hits", {})
         object.__setattr__(self, "plans", {})
@@ -570,7 +619,9 @@ class PackSet:
     def candidate_rules(self, lowered: str) -> tuple[Rule, ...]:
         """The rules that may match a (lower-cased) message, in priority order; each still checks
         its literal exactly before its regex. Lines repeat their shape, so the answer is
-        remembered per set of index keys the line hit."""
+        remembered per set of index keys the line hit and its first character. A message that begins
+        with a character that is not ASCII (or is empty) tries every start-gated rule: their sets of
+        starts are read over ASCII (`start_characters`)."""
         index = self._rules_by_key
         lead = ("lead", lowered[:LEAD_KEY])
         hits = [lead] if lead in index else []
@@ -583,11 +634,15 @@ class PackSet:
                 if len(words) < WORD_CACHE:
                     words[word] = found_hits
             hits.extend(found_hits)
-        key = frozenset(hits)
+        start = lowered[:1]
+        if not start.isascii():
+            start = ""
+        key = (frozenset(hits), start)
         found = self._candidates.get(key)
         if found is None:
             chosen = set(self._always)
-            for hit in key:
+            chosen.update(self._gated_by_start.get(start, ()) if start else self._gated)
+            for hit in key[0]:
                 chosen.update(index[hit])
             found = tuple(self.rules[i] for i in sorted(chosen))
             if len(self._candidates) < CANDIDATE_CACHE:
@@ -638,6 +693,9 @@ class PackSet:
                     continue
                 inner, text = applied
                 used.add(prefix.id)
+                if not fields.prefixes and _whole(inner):
+                    fields = inner  # the first layer: what the merge below would build from it, field by field
+                    break
                 timed = inner if inner.time else fields
                 fields = PrefixFields(
                     time=timed.time,

@@ -174,3 +174,168 @@ def first_characters(pattern_text: str) -> frozenset[str] | None:
         if second:
             return frozenset(next(iter(chars)) + char for char in second)
     return frozenset(chars)
+
+
+# The ASCII characters each class escape matches (the stdlib's own answer, asked once): a message
+# whose first character is not ASCII is never gated (`start_characters`).
+_CLASS_ESCAPES = {"DIGIT": r"\d", "SPACE": r"\s", "WORD": r"\w"}
+ASCII_CLASSES = {
+    getattr(stdlib_re._constants, f"CATEGORY{variant}_{name}"): frozenset(  # type: ignore[attr-defined]
+        chr(code) for code in range(128) if stdlib_re.fullmatch(escape, chr(code))
+    )
+    for name, escape in _CLASS_ESCAPES.items()
+    for variant in ("", "_UNI")
+}
+
+
+def start_characters(pattern_text: str, ignore_case: bool) -> frozenset[str] | None:
+    """The lower-cased first characters a match of a regex anchored at the text's start (`^…`, searched
+    without MULTILINE) can begin with: a message whose lower-cased first character is ASCII and not in
+    the set cannot match. None where any start is possible or the reading stops: a regex not anchored,
+    one that can match the empty text (`^`, `^(?:a)?`), a wildcard or negated class first, syntax only
+    `regex` knows, a non-ASCII character read without case. Zero-width items (`\\b`, lookarounds) are
+    passed over: a superset of the starts is all a gate needs."""
+    try:
+        parsed = parse_regex(pattern_text)
+    except Exception:  # regex-module syntax: not gated, always tried
+        return None
+    constants = stdlib_re._constants  # type: ignore[attr-defined]
+    flags = parsed.state.flags
+    if flags & stdlib_re.MULTILINE or flags & stdlib_re.LOCALE:
+        return None
+    items = list(parsed)
+    anchors = ((constants.AT, constants.AT_BEGINNING), (constants.AT, constants.AT_BEGINNING_STRING))
+    if not items or items[0] not in anchors:
+        return None
+    found = _sequence_starts(items[1:], ignore_case or bool(flags & stdlib_re.IGNORECASE), constants)
+    if found is None or found[1]:
+        return None
+    return frozenset(char.lower()[:1] for char in found[0])
+
+
+def _sequence_starts(items: Any, caseless: bool, constants: Any) -> tuple[set[str], bool] | None:
+    """(The characters a sequence's match can start with, whether it can match the empty text); None: unknown."""
+    starts: set[str] = set()
+    for item in items:
+        found = _item_starts(item, caseless, constants)
+        if found is None:
+            return None
+        starts |= found[0]
+        if not found[1]:
+            return starts, False
+    return starts, True
+
+
+def _item_starts(item: Any, caseless: bool, constants: Any) -> tuple[set[str], bool] | None:
+    op, argument = item
+    if op in (constants.AT, constants.ASSERT, constants.ASSERT_NOT):
+        return set(), True  # zero-width
+    if op is constants.LITERAL:
+        return _consuming(_cased({chr(argument)}, caseless))
+    if op is constants.IN:
+        chars: set[str] = set()
+        for kind, value in argument:
+            if kind is constants.LITERAL:
+                chars.add(chr(value))
+            elif kind is constants.RANGE and value[1] - value[0] < 256:
+                chars.update(chr(code) for code in range(value[0], value[1] + 1))
+            elif kind is constants.CATEGORY and value in ASCII_CLASSES:
+                chars.update(ASCII_CLASSES[value])
+            else:
+                return None  # a negated class, a large range
+        return _consuming(_cased(chars, caseless))
+    if op is constants.SUBPATTERN:
+        _group, add_flags, del_flags, body = argument
+        inner = (caseless or bool(add_flags & stdlib_re.IGNORECASE)) and not del_flags & stdlib_re.IGNORECASE
+        return _sequence_starts(body, inner, constants)
+    if op is constants.ATOMIC_GROUP:
+        return _sequence_starts(argument, caseless, constants)
+    if op is constants.BRANCH:
+        starts: set[str] = set()
+        empty = False
+        for branch in argument[1]:
+            found = _sequence_starts(branch, caseless, constants)
+            if found is None:
+                return None
+            starts |= found[0]
+            empty = empty or found[1]
+        return starts, empty
+    if op in (constants.MAX_REPEAT, constants.MIN_REPEAT, constants.POSSESSIVE_REPEAT):
+        found = _sequence_starts(argument[2], caseless, constants)
+        if found is None:
+            return None
+        return found[0], found[1] or argument[0] == 0
+    return None  # `.`, a negated literal, a back-reference, a conditional: any start
+
+
+def _consuming(chars: set[str] | None) -> tuple[set[str], bool] | None:
+    return None if chars is None else (chars, False)
+
+
+def _cased(chars: set[str], caseless: bool) -> set[str] | None:
+    """The characters as a caseless regex matches them; None where one is not ASCII (Unicode folds reach
+    across: `ſ` matches `s`, the Kelvin sign `k`)."""
+    if caseless and not all(char.isascii() for char in chars):
+        return None
+    return chars  # both cases of an ASCII letter: the set is lower-cased, as the line it gates
+
+
+MAX_FACTORS = 12  # a rule with more alternatives than this is gated by its start only
+
+
+def any_of_literals(pattern_text: str) -> tuple[str, ...] | None:
+    """Texts one of which every match of the regex contains (`^(?:ray\\.exceptions\\.)?(?:WorkerCrashedError|
+    NodeDiedError)` → both names): what `derive_literal` cannot give where the required text is under a
+    branch. Read from the top-level sequence, where each item is required: a run of plain characters,
+    or a group whose every branch holds one. None where no item gives at most MAX_FACTORS texts of
+    ASCII (a lower-cased text must stay a substring of the lower-cased line), or the regex has flags
+    of its own (`(?i)`: the texts are matched against the line as written or lower-cased, by the rule)."""
+    try:
+        parsed = parse_regex(pattern_text)
+    except Exception:
+        return None
+    if parsed.state.flags & ~stdlib_re.UNICODE:
+        return None
+    found = _sequence_texts(list(parsed), stdlib_re._constants)  # type: ignore[attr-defined]
+    if not found or len(found) > MAX_FACTORS or not all(text.isascii() for text in found):
+        return None
+    return tuple(sorted(found))
+
+
+def _sequence_texts(items: list[Any], constants: Any) -> set[str] | None:
+    """The best set of texts one of which a match of the sequence holds: of runs of plain characters and of
+    required groups, the one whose shortest text is longest (fewest texts among equals)."""
+    options: list[set[str]] = []
+    run: list[str] = []
+    for op, argument in items:
+        if op is constants.LITERAL:
+            run.append(chr(argument))
+            continue
+        if run:
+            options.append({"".join(run)})
+            run = []
+        if op is constants.SUBPATTERN and not argument[1] and not argument[2]:
+            found = _sequence_texts(list(argument[3]), constants)
+        elif op is constants.BRANCH:
+            found = _branch_texts(argument[1], constants)
+        elif op in (constants.MAX_REPEAT, constants.MIN_REPEAT, constants.POSSESSIVE_REPEAT) and argument[0] >= 1:
+            found = _sequence_texts(list(argument[2]), constants)
+        else:
+            found = None
+        if found:
+            options.append(found)
+    if run:
+        options.append({"".join(run)})
+    if not options:
+        return None
+    return max(options, key=lambda texts: (min(len(text) for text in texts), -len(texts)))
+
+
+def _branch_texts(branches: list[Any], constants: Any) -> set[str] | None:
+    union: set[str] = set()
+    for branch in branches:
+        found = _sequence_texts(list(branch), constants)
+        if not found:
+            return None
+        union |= found
+    return union
