@@ -371,7 +371,9 @@ def _fragment_words(timeline: Timeline) -> str:
     fragment = timeline.fragment
     if fragment is None:
         return ""
-    return f"; line {fragment.line}, the last, is a bar's tick cut inside its count: the whole one before it is quoted"
+    # the cut tick still says its step (it is quoted: `_last_alike`); how far the bar got is the whole tick's count
+    cut = f"line {fragment.line}, the last, is a bar's tick cut inside its count"
+    return f"; {cut}: the bar's count is the whole tick's"
 
 
 def _alike_words(progress: Event, alike: Event | None) -> str:

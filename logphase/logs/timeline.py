@@ -372,7 +372,8 @@ class TimelineBuilder:
     undo: dict[int, _ProgressUndo] = field(default_factory=dict)
     fragment: Event | None = None  # the tick the input ended inside, its whole line before it quoted instead
     latest_step: Event | None = None  # the newest line that reports a step (`reports_step`), any rank's, any rule's
-    step_rules: set[str] = field(default_factory=set)  # rules whose lines were seen (a mark seen again is a list item)
+    # per rule, its newest line's words with each run of digits one `0` (`_new_item`)
+    step_rules: dict[str, str] = field(default_factory=dict)
 
     def see_ranks(self, ranks: Iterable[str]) -> None:
         """Ranks whose lines the log shows, recognised or not (a training step, a warning)."""
@@ -537,8 +538,12 @@ class TimelineBuilder:
 
     def _note_step(self, event: Event) -> None:
         """Keep `event` as the run's latest step where it reports one (`reports_step`)."""
-        repeated = event.rule.id in self.step_rules
-        self.step_rules.add(event.rule.id)
+        shape = DIGITS.sub("0", event.message)
+        before = self.step_rules.get(event.rule.id)
+        self.step_rules[event.rule.id] = shape
+        # a list's next item: a line of a rule seen before that says other words (the next `Route: …`), not the same
+        # words again in other numbers (a poll answered again, a waiting line repeated every few seconds)
+        repeated = before is not None and before != shape
         if not reports_step(event, repeated=repeated):
             return
         if self.latest_step is None or event.order_key >= self.latest_step.order_key:
@@ -827,16 +832,18 @@ class TimelineBuilder:
         return BarPace(span.phase, span.rank, done, total, event, span.ticks, span.slowest_tick_s, span.remaining_s)
 
 
+# a run of digits: a repeated line says the same words in other numbers (a poll's client port, a time)
+DIGITS = re.compile(r"\d+")
 # the kinds of line that say a step of the run was begun, made or done (docs/design.md §4.3)
 STEP_KINDS = frozenset({EventKind.BEGIN, EventKind.PROGRESS, EventKind.END})
 
 
 def reports_step(event: Event, *, repeated: bool) -> bool:
     """Whether `event` reports a step of the run (fixtures/realworld/README.md, `root_cause_line`): a step begun or
-    done, a bar's tick, or an item of a list the run prints as it goes, a mark of a rule already seen (each vLLM
-    `Route: …` line). A failure is no step, nor a note a rule calls so: a diagnostic (advice, a warning), a hang
-    report, and a line of a phase's machinery any process prints (an `ambient` rule: NCCL's plugin, transport and
-    tuning notes), which says the machinery is in use, not that a step was made."""
+    done, a bar's tick, or an item of a list the run prints as it goes: a mark of a rule seen before, in other words
+    (each vLLM `Route: …` line; `repeated`). A failure is no step, nor a note a rule calls so: a diagnostic (advice,
+    a warning), a hang report, and a line of a phase's machinery any process prints (an `ambient` rule: NCCL's plugin,
+    transport and tuning notes), which says the machinery is in use, not that a step was made."""
     if event.kind in FAILURE_KINDS or event.role is Role.DIAGNOSTIC:
         return False
     if event.kind in STEP_KINDS:
