@@ -1,9 +1,9 @@
 """A tqdm tick the input ends inside: tqdm ends every tick's line with `]` and prints its count `n/total` before its
 clock (`{desc}: {percentage:3.0f}% Completed | {n_fmt}/{total_fmt} [{elapsed}<{remaining}, {rate_fmt}]`, the bar
 format SGLang and vLLM give their shard loaders). A last line cut before the end of its count has not said how far
-the bar got: the whole tick before it is the stall's line. One whose count came whole said it, and stays: a count the
-line ends on is whole where the tick's percentage is tqdm's for it (tqdm.std.format_meter prints
-`{n / total * 100:3.0f}%` of the same n and total)."""
+the bar got: the whole tick before it gives the bar's count; the cut tick is still the stall's line, its first words
+whole (fixtures/realworld/README.md, `root_cause_line`). A count the line ends on is whole where the tick's percentage
+is tqdm's for it (tqdm.std.format_meter prints `{n / total * 100:3.0f}%` of the same n and total)."""
 
 from __future__ import annotations
 
@@ -23,22 +23,28 @@ HEAD = (
 WHOLE = "Loading safetensors checkpoint shards:  50% Completed | 8/16 [00:05<00:05,  1.41it/s]"
 
 
-def test_a_last_tick_cut_inside_its_count_gives_way_to_the_whole_tick(tmp_path: Path) -> None:
+def test_a_last_tick_cut_inside_its_count_is_quoted_its_count_the_whole_ticks(tmp_path: Path) -> None:
     # GIVEN a paste whose last line is the next tick cut inside its total (`9/1` of `9/16`: 56 % is not 9/1)
-    report = judge_text(tmp_path, HEAD + "Loading safetensors checkpoint shards:  56% Completed | 9/1\n")
-    # THEN stalled in weight_load, the whole tick before it the line quoted, the reason naming the cut line
+    cut = "Loading safetensors checkpoint shards:  56% Completed | 9/1"
+    report = judge_text(tmp_path, HEAD + cut + "\n")
+    # THEN stalled in weight_load, the cut tick the line quoted (its first words whole), the reason saying the bar's
+    # count is the whole tick's before it
     assert report["verdict"] == "stalled"
     assert report["phase"] == "weight_load"
-    assert root_text(report) == WHOLE
-    assert report["root_cause"]["line"] == 3
-    assert "line 4, the last, is a bar's tick cut inside its count" in report["reason"]
+    assert root_text(report) == cut
+    assert report["root_cause"]["line"] == 4
+    assert (
+        "line 4, the last, is a bar's tick cut inside its count: the bar's count is the whole tick's"
+        in (report["reason"])
+    )
 
 
-def test_a_last_tick_cut_before_its_count_gives_way_to_the_whole_tick(tmp_path: Path) -> None:
+def test_a_last_tick_cut_before_its_count_is_quoted(tmp_path: Path) -> None:
     # GIVEN a last line cut right after its percentage, 100% (no count: the bar's end not said)
     report = judge_text(tmp_path, HEAD + "Loading safetensors checkpoint shards: 100%\n")
-    # THEN the whole tick before it is the line quoted
-    assert root_text(report) == WHOLE
+    # THEN that cut tick is the line quoted, not the whole one before it (WHOLE, line 3)
+    assert root_text(report) == "Loading safetensors checkpoint shards: 100%"
+    assert root_text(report) != WHOLE
 
 
 def test_a_last_tick_whose_count_came_whole_stays_the_cause(tmp_path: Path) -> None:
@@ -85,7 +91,7 @@ CAPTURE = "Capturing CUDA graphs (mixed prefill-decode, PIECEWISE)"
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(total=st.integers(2, 2000), data=st.data())
-def test_a_cut_tick_gives_way_exactly_when_its_count_is_cut(tmp_path: Path, total: int, data: st.DataObject) -> None:
+def test_a_cut_tick_is_quoted_wherever_it_was_cut(tmp_path: Path, total: int, data: st.DataObject) -> None:
     # GIVEN two ticks of vLLM's capture bar as tqdm formats them (`{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}<
     # {remaining}, {rate_fmt}{postfix}]`), the second cut at any point after its percentage
     n = data.draw(st.integers(1, total), label="n")
@@ -96,5 +102,7 @@ def test_a_cut_tick_gives_way_exactly_when_its_count_is_cut(tmp_path: Path, tota
     cut = tick[:cut_at].rstrip()
     # WHEN the paste ends on the cut tick
     report = judge_text(tmp_path, f"{before}\n{cut}\n")
-    # THEN the cut tick is quoted where its whole count came, the whole tick before it where the count was cut
-    assert root_text(report) == (cut if cut_at >= count_end else before)
+    # THEN the cut tick is quoted, its first words whole; the reason says the bar's count is the whole tick's exactly
+    # where the count was cut
+    assert root_text(report) == cut
+    assert ("the bar's count is the whole tick's" in report["reason"]) == (cut_at < count_end)

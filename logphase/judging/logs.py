@@ -353,83 +353,44 @@ BARE_HEADER = re.compile(r"Traceback \(most recent call last\):|Process [\w.-]+(
 
 
 def _last_alike(timeline: Timeline, progress: Event | None) -> Event | None:
-    """Where a stalled run stopped: its last progress line, or the latest line of the same kind (the same rule)
-    when the run printed more of them after it with no progress: a waiting line repeated (vLLM's `Waiting for 1
-    local, 0 remote core engine proc(s) to start.`, every 10 s), the next NCCL channel of a connection that never
-    completes. It is the last word the run printed at the step it stopped in; the silence is still measured from
-    the progress. A line the excerpt cut mid-line is quoted whole where the log holds it whole (`_whole`). A line only
-    its logger's module placed (`[[module]]`: c10's `NCCL watchdog thread started!` before the options it prints) is
-    the cause only where no rule read a later line of its step: that line says the step in the run's own words."""
+    """Where a stalled run stopped: its last progress line (fixtures/realworld/README.md, `root_cause_line`), the
+    latest line, over every rank and rule, that reports a step (`timeline.latest_step`: a step begun or done, a bar's
+    tick, an item of a list printed as it goes; not a note, `reports_step`), else the latest line of the progress's own
+    kind (the same rule) when the run printed more of them after it: a waiting line repeated (vLLM's `Waiting for 1
+    local, 0 remote core engine proc(s) to start.`, every 10 s). A line the excerpt cut is quoted as cut: what is left
+    still says its step. The silence is still measured from the progress. A line only its logger's module placed
+    (`[[module]]`: c10's `NCCL watchdog thread started!` before the options it prints) is the cause only where no rule
+    read a later line of its step: that line says the step in the run's own words."""
+    step = timeline.latest_step
+    if step is not None and (progress is None or step.order_key > progress.order_key):
+        return replace(step, rank=_canonical(timeline, step.rank))
     latest = timeline.latest_phase_event
     if progress is None or latest is None or latest.order_key <= progress.order_key:
-        return _whole(timeline, progress)
+        return progress
     if progress.rule.pack == FALLBACK_PACK and latest.phase is progress.phase:
         # a later line of the step its module placed: read by a rule, or placed by a module too (DeepSpeed's
         # `[comm.py] Distributed backend already initialized`, then its ZeRO optimizer's `[stage_1_and_2.py] …`)
-        return _whole(timeline, replace(latest, rank=_canonical(timeline, latest.rank)))
+        return replace(latest, rank=_canonical(timeline, latest.rank))
     if latest.rule.id != progress.rule.id:
-        return _whole(timeline, progress)
-    return _whole(timeline, replace(latest, rank=_canonical(timeline, latest.rank)))
-
-
-def _whole(timeline: Timeline, cause: Event | None) -> Event | None:
-    """The stall's cause as a whole line, where the one chosen was cut inside its message by the excerpt that ends on
-    it and another rank printed the same line at the same step (SGLang's `Capture … cuda graph begin.` on every TP
-    rank, the same second): that copy of the same rule and time, whose message the cut one begins (its numbers aside:
-    each rank prints its own), is the same news, whole (the latest such copy, as a stall's cause is the latest line).
-    A cut tqdm bar stays the cause: it is the furthest the bar got (an older whole tick would say the step got less
-    far than the log shows)."""
-    if cause is None:
-        return None
-    states = (*timeline.ranks, timeline.main) if timeline.main is not None else timeline.ranks
-    copies = [
-        state.last_progress
-        for state in states
-        if state.last_progress is not None
-        and state.last_progress.rule.id == cause.rule.id
-        and state.last_progress.time == cause.time
-        and len(state.last_progress.message) > len(cause.message)
-        and _copy_of(state.last_progress, cause)
-    ]
-    if not copies:
-        return cause
-    whole = max(copies, key=lambda event: event.order_key)
-    return replace(whole, rank=_canonical(timeline, whole.rank))
-
-
-# a run of digits: the copies of one line on other ranks differ in their own numbers (`_digits_masked`)
-DIGITS = re.compile(r"\d+")
-
-
-def _copy_of(whole: Event, cut: Event) -> bool:
-    """Whether `whole` is the line `cut` began: its very words, or another rank's copy in that rank's own numbers (a
-    rank's own later line of the same kind is further news, not a copy: SGLang's next `Prefill batch`)."""
-    if whole.message.startswith(cut.message):
-        return True
-    return whole.rank != cut.rank and _digits_masked(whole.message).startswith(_digits_masked(cut.message))
-
-
-def _digits_masked(message: str) -> str:
-    """A line's words with each run of digits one `0`: the copies of one line on other ranks differ in their own
-    numbers (SGLang's `Load weight end. … avail mem=37.70 GB`, each rank's free memory), and a line cut inside a
-    number (`avail mem=37.74`, `avail mem=3`) still begins its copy's shape."""
-    return DIGITS.sub("0", message)
+        return progress
+    return replace(latest, rank=_canonical(timeline, latest.rank))
 
 
 def _fragment_words(timeline: Timeline) -> str:
     fragment = timeline.fragment
     if fragment is None:
         return ""
-    return f"; line {fragment.line}, the last, is a bar's tick cut inside its count: the whole one before it is quoted"
+    # the cut tick still says its step (it is quoted: `_last_alike`); how far the bar got is the whole tick's count
+    cut = f"line {fragment.line}, the last, is a bar's tick cut inside its count"
+    return f"; {cut}: the bar's count is the whole tick's"
 
 
 def _alike_words(progress: Event, alike: Event | None) -> str:
-    if alike is None or alike.order_key == progress.order_key:
+    if alike is None or alike.order_key <= progress.order_key:
         return ""
-    if alike.order_key > progress.order_key:
+    if alike.rule.id == progress.rule.id:
         return f"; the same kind of line until line {alike.line}"
-    # before the progress: the progress line was cut and `_whole` quotes another rank's whole copy
-    return f"; line {progress.line} is cut mid-line, {alike.rank}'s copy of it whole at line {alike.line}"
+    return f"; its last step reported at line {alike.line}"
 
 
 _VERB = {Verdict.CRASHED: "crashed", Verdict.ABORTED: "aborted", Verdict.TIMEOUT: "timed out"}

@@ -250,6 +250,9 @@ class Timeline:
     placed_by_frames: Mapping[Phase, Event] = field(default_factory=dict)
     # a tqdm tick the input ended inside (`TimelineBuilder.fragment_at_end`): the whole tick before it is the progress
     fragment: Event | None = None
+    # the newest line, over every rank and rule, that reports a step of the run (`reports_step`): where an open run
+    # stopped (fixtures/realworld/README.md, `root_cause_line`: the last progress line)
+    latest_step: Event | None = None
 
     def rank_state(self, rank: str | None) -> RankState | None:
         if rank is None:
@@ -377,6 +380,9 @@ class TimelineBuilder:
     # per source: what its newest progress changed (`fragment_at_end`)
     undo: dict[int, _ProgressUndo] = field(default_factory=dict)
     fragment: Event | None = None  # the tick the input ended inside, its whole line before it quoted instead
+    latest_step: Event | None = None  # the newest line that reports a step (`reports_step`), any rank's, any rule's
+    # per rule, its newest line's words with each run of digits one `0` (`_new_item`)
+    step_rules: dict[str, str] = field(default_factory=dict)
 
     def see_ranks(self, ranks: Iterable[str]) -> None:
         """Ranks whose lines the log shows, recognised or not (a training step, a warning)."""
@@ -391,6 +397,9 @@ class TimelineBuilder:
         return finished
 
     def add(self, event: Event) -> None:
+        if event.kind is not EventKind.PROGRESS:
+            # a bar's tick is noted once its rank (`_owner`) and time (`_dated`) are its own
+            self._note_step(event)
         if CUT_LEAD in event.captures and event.phase in self.rule_placed:
             # a step's line cut at the paste's end (matcher.cut_phase) in a step a whole line already placed: it adds
             # no step, and the whole line before it stays the run's latest (the one a stall quotes)
@@ -489,6 +498,7 @@ class TimelineBuilder:
             acc.spans[(phase, draft)] = span
         if event.kind is EventKind.PROGRESS:
             event = self._dated(event, span)
+            self._note_step(event)
             if event.time is not None and self.last_time is not None:
                 self.last_time = max(self.last_time, event.time)  # the log went on at least this long
         undo = None
@@ -536,6 +546,19 @@ class TimelineBuilder:
         self.served = self.served or phase in (Phase.READY, Phase.SERVING)
         if self.latest_phase_event is None or event.order_key >= self.latest_phase_event.order_key:
             self.latest_phase_event = event
+
+    def _note_step(self, event: Event) -> None:
+        """Keep `event` as the run's latest step where it reports one (`reports_step`)."""
+        shape = DIGITS.sub("0", event.message)
+        before = self.step_rules.get(event.rule.id)
+        self.step_rules[event.rule.id] = shape
+        # a list's next item: a line of a rule seen before that says other words (the next `Route: …`), not the same
+        # words again in other numbers (a poll answered again, a waiting line repeated every few seconds)
+        repeated = before is not None and before != shape
+        if not reports_step(event, repeated=repeated):
+            return
+        if self.latest_step is None or event.order_key >= self.latest_step.order_key:
+            self.latest_step = event
 
     def fragment_at_end(self, source: int, line: int) -> None:
         """The source ended inside line `line` (its reader knows its end; in a live file, a line still being written):
@@ -765,6 +788,7 @@ class TimelineBuilder:
             placed_by_module={p: e for p, e in self.module_placed.items() if p not in self.rule_placed},
             placed_by_frames={p: e for p, e in self.frame_placed.items() if p not in self.rule_placed},
             fragment=self.fragment,
+            latest_step=self.latest_step,
             visible_ranks=frozenset(self.visible),
             served=self.served,
             health=self.health,
@@ -818,6 +842,26 @@ class TimelineBuilder:
         if total is None or done >= total or _int(event.captures.get("done")) != done:
             return None
         return BarPace(span.phase, span.rank, done, total, event, span.ticks, span.slowest_tick_s, span.remaining_s)
+
+
+# a run of digits: a repeated line says the same words in other numbers (a poll's client port, a time)
+DIGITS = re.compile(r"\d+")
+# the kinds of line that say a step of the run was begun, made or done (docs/design.md §4.3)
+STEP_KINDS = frozenset({EventKind.BEGIN, EventKind.PROGRESS, EventKind.END})
+
+
+def reports_step(event: Event, *, repeated: bool) -> bool:
+    """Whether `event` reports a step of the run (fixtures/realworld/README.md, `root_cause_line`): a step begun or
+    done, a bar's tick, or an item of a list the run prints as it goes: a mark of a rule seen before, in other words
+    (each vLLM `Route: …` line; `repeated`). A failure is no step, nor a note a rule calls so: a diagnostic (advice,
+    a warning), a hang report, and a line of a phase's machinery any process prints (an `ambient` rule: NCCL's plugin,
+    transport and tuning notes), which says the machinery is in use, not that a step was made."""
+    if event.kind in FAILURE_KINDS or event.role is Role.DIAGNOSTIC:
+        return False
+    if event.kind in STEP_KINDS:
+        return True
+    listed = event.kind is EventKind.MARK and event.role not in (Role.ROOT, Role.CASCADE)
+    return listed and repeated and not event.rule.ambient
 
 
 def _close_spans(acc: _RankAcc) -> list[PhaseSpan]:
