@@ -4,7 +4,6 @@ starts with, the characters it can start with. The matcher's prefilters and the 
 from __future__ import annotations
 
 import re as stdlib_re
-import string
 from typing import Any
 
 WORD = stdlib_re.compile(r"[a-z0-9_]+")
@@ -64,12 +63,6 @@ def group_names(pattern_text: str) -> frozenset[str] | None:
     except Exception:
         return None
     return frozenset(parsed.state.groupdict)
-
-
-ASCII_CATEGORIES = {
-    stdlib_re._constants.CATEGORY_WORD: string.ascii_letters + string.digits + "_",  # type: ignore[attr-defined]
-    stdlib_re._constants.CATEGORY_DIGIT: string.digits,  # type: ignore[attr-defined]
-}
 
 
 def leading_literal(pattern_text: str) -> str | None:
@@ -144,8 +137,8 @@ def first_characters(pattern_text: str) -> frozenset[str] | None:
                         chars.add(chr(value))
                     elif kind is constants.RANGE and value[1] - value[0] < 256:
                         chars.update(chr(c) for c in range(value[0], value[1] + 1))
-                    elif kind is constants.CATEGORY and value in ASCII_CATEGORIES:
-                        chars.update(ASCII_CATEGORIES[value])  # non-ASCII starts are never gated
+                    elif kind is constants.CATEGORY and value in ASCII_CLASSES:
+                        chars.update(ASCII_CLASSES[value])  # non-ASCII starts are never gated
                     else:
                         return None
                 return chars
