@@ -853,15 +853,18 @@ STEP_KINDS = frozenset({EventKind.BEGIN, EventKind.PROGRESS, EventKind.END})
 def reports_step(event: Event, *, repeated: bool) -> bool:
     """Whether `event` reports a step of the run (fixtures/realworld/README.md, `root_cause_line`): a step begun or
     done, a bar's tick, or an item of a list the run prints as it goes: a mark of a rule seen before, in other words
-    (each vLLM `Route: …` line; `repeated`). A failure is no step, nor a note a rule calls so: a diagnostic (advice,
-    a warning), a hang report, and a line of a phase's machinery any process prints (an `ambient` rule: NCCL's plugin,
-    transport and tuning notes), which says the machinery is in use, not that a step was made."""
+    (each vLLM `Route: …` line; `repeated`), outside serving. A failure is no step, nor a note a rule calls so: a
+    diagnostic (advice, a warning), a hang report, and a line of a phase's machinery any process prints (an `ambient`
+    rule: NCCL's plugin, transport and tuning notes), which says the machinery is in use, not that a step was made."""
     if event.kind in FAILURE_KINDS or event.role is Role.DIAGNOSTIC:
         return False
     if event.kind in STEP_KINDS:
         return True
     listed = event.kind is EventKind.MARK and event.role not in (Role.ROOT, Role.CASCADE)
-    return listed and repeated and not event.rule.ambient
+    # a serving mark (an access line, a batch's stats) is traffic, not a list: its runs are summarised by the fast
+    # paths (logs/fast, watch's FollowRuns), which read a run's first and last lines only; a step must not depend on
+    # which lines of such a run were read
+    return listed and repeated and not event.rule.ambient and event.phase is not Phase.SERVING
 
 
 def _close_spans(acc: _RankAcc) -> list[PhaseSpan]:
