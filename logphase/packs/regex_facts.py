@@ -131,17 +131,7 @@ def first_characters(pattern_text: str) -> frozenset[str] | None:
             if op is constants.LITERAL:
                 return {chr(argument)}
             if op is constants.IN:
-                chars: set[str] = set()
-                for kind, value in argument:
-                    if kind is constants.LITERAL:
-                        chars.add(chr(value))
-                    elif kind is constants.RANGE and value[1] - value[0] < 256:
-                        chars.update(chr(c) for c in range(value[0], value[1] + 1))
-                    elif kind is constants.CATEGORY and value in ASCII_CLASSES:
-                        chars.update(ASCII_CLASSES[value])  # non-ASCII starts are never gated
-                    else:
-                        return None
-                return chars
+                return class_characters(argument, constants)  # non-ASCII starts are never gated
             if op is constants.SUBPATTERN:
                 return first(argument[3])
             if op is constants.BRANCH:
@@ -179,6 +169,22 @@ ASCII_CLASSES = {
     for name, escape in _CLASS_ESCAPES.items()
     for variant in ("", "_UNI")
 }
+
+
+def class_characters(items: Any, constants: Any) -> set[str] | None:
+    """The ASCII characters a parsed character class (`[…]`) matches; None for a negated class, a large range or a
+    class escape with no ASCII table."""
+    chars: set[str] = set()
+    for kind, value in items:
+        if kind is constants.LITERAL:
+            chars.add(chr(value))
+        elif kind is constants.RANGE and value[1] - value[0] < 256:
+            chars.update(chr(code) for code in range(value[0], value[1] + 1))
+        elif kind is constants.CATEGORY and value in ASCII_CLASSES:
+            chars.update(ASCII_CLASSES[value])
+        else:
+            return None
+    return chars
 
 
 def start_characters(pattern_text: str, ignore_case: bool) -> frozenset[str] | None:
@@ -226,17 +232,8 @@ def _item_starts(item: Any, caseless: bool, constants: Any) -> tuple[set[str], b
     if op is constants.LITERAL:
         return _consuming(_cased({chr(argument)}, caseless))
     if op is constants.IN:
-        chars: set[str] = set()
-        for kind, value in argument:
-            if kind is constants.LITERAL:
-                chars.add(chr(value))
-            elif kind is constants.RANGE and value[1] - value[0] < 256:
-                chars.update(chr(code) for code in range(value[0], value[1] + 1))
-            elif kind is constants.CATEGORY and value in ASCII_CLASSES:
-                chars.update(ASCII_CLASSES[value])
-            else:
-                return None  # a negated class, a large range
-        return _consuming(_cased(chars, caseless))
+        chars = class_characters(argument, constants)
+        return None if chars is None else _consuming(_cased(chars, caseless))
     if op is constants.SUBPATTERN:
         _group, add_flags, del_flags, body = argument
         inner = (caseless or bool(add_flags & stdlib_re.IGNORECASE)) and not del_flags & stdlib_re.IGNORECASE
