@@ -12,16 +12,32 @@ from tests.conftest import judge_text, root_text
 # sglang-router 0.2.x's startup (src/server.rs, src/core/worker_manager.rs, src/core/job_queue.rs) through
 # tracing-subscriber's full format: `{time} {level:>5} {target}: {file}:{line}: {message}`.
 ROUTER_LINES = [
-    ("INFO", "sglang_router_rs::server", "src/server.rs:830",
-     "Starting router on 0.0.0.0:30000 | mode: Regular { worker_urls: [] } | policy: CacheAware { cache_threshold: 0.5 }"),
+    (
+        "INFO",
+        "sglang_router_rs::server",
+        "src/server.rs:830",
+        "Starting router on 0.0.0.0:30000 | mode: Regular { worker_urls: [] } | policy: CacheAware",
+    ),
     ("INFO", "sglang_router_rs::server", "src/server.rs:928", "Initializing data connector: Memory"),
-    ("DEBUG", "sglang_router_rs::core::job_queue", "src/core/job_queue.rs:142",
-     "Initializing worker job queue: capacity=1000, workers=10"),
-    ("INFO", "sglang_router_rs::server", "src/server.rs:1031",
-     "Initializing workers for routing mode: Regular { worker_urls: [] }"),
+    (
+        "DEBUG",
+        "sglang_router_rs::core::job_queue",
+        "src/core/job_queue.rs:142",
+        "Initializing worker job queue: capacity=1000, workers=10",
+    ),
+    (
+        "INFO",
+        "sglang_router_rs::server",
+        "src/server.rs:1031",
+        "Initializing workers for routing mode: Regular { worker_urls: [] }",
+    ),
     ("DEBUG", "sglang_router_rs::core::job_queue", "src/core/job_queue.rs:228", "Worker job queue worker 0 started"),
-    ("DEBUG", "sglang_router_rs::core::job_queue", "src/core/job_queue.rs:249",
-     "Worker 0 processing job: type=InitializeWorkers"),
+    (
+        "DEBUG",
+        "sglang_router_rs::core::job_queue",
+        "src/core/job_queue.rs:249",
+        "Worker 0 processing job: type=InitializeWorkers",
+    ),
 ]
 
 
