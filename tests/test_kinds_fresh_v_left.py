@@ -87,3 +87,23 @@ def test_python_logger_in_the_same_shape_is_no_rust_line(tmp_path: Path) -> None
     report = judge_text(tmp_path, text)
     # THEN no Rust router rule reads it (its name is no module path and no `file.rs:N:` follows)
     assert report["phase"] is None
+
+
+def test_areal_local_launcher_starting_its_processes_is_launch(tmp_path: Path) -> None:
+    # GIVEN AReaL's launcher (`(AReaL) %(asctime)s.%(msecs)03d %(name)s %(levelname)s: `, datefmt `%Y%m%d-%H:%M:%S`,
+    # coloured by colorlog on a terminal): its platform lines, then `Starting local process with command: …`, cut
+    text = (
+        "$ python3 -m areal.launcher.local examples/math/gsm8k_rl.py --config examples/math/gsm8k_grpo.yaml\n"
+        "\x1b[1;38;2;180;140;80m(AReaL)\x1b[0m \x1b[32m20251231-02:44:48.700 PlatformInit INFO: "
+        "Detected CUDA device: NVIDIA A800-SXM4-80GB\x1b[0m\n"
+        "(AReaL) 20251231-02:44:48.716 LocalLauncher INFO: LocalLauncher: experiment_name=gsm8k-grpo, "
+        "trial_name=trial0\n"
+        "(AReaL) 20251231-02:44:48.724 LocalLauncher INFO: Starting local process with command: "
+        "TOKENIZERS_PARALLELISM=true stdbuf -oL python3 -m areal.launcher.sglang_server 2>&1 | tee -a /tmp/l.log\n"
+    )
+    # WHEN judged post-mortem
+    report = judge_text(tmp_path, text)
+    # THEN the job was launching its processes, no failure; that line is the last progress
+    assert report["phase"] == "launch"
+    assert report["verdict"] in {"stalled", "progressing"}
+    assert "Starting local process with command: TOKENIZERS_PARALLELISM=true" in root_text(report)
