@@ -107,3 +107,28 @@ def test_areal_local_launcher_starting_its_processes_is_launch(tmp_path: Path) -
     assert report["phase"] == "launch"
     assert report["verdict"] in {"stalled", "progressing"}
     assert "Starting local process with command: TOKENIZERS_PARALLELISM=true" in root_text(report)
+
+
+@pytest.mark.parametrize("before", ["", "\tip: 10.1.59.27 "])
+def test_ray_actor_death_cause_is_a_crash_even_joined_to_the_field_before_it(tmp_path: Path, before: str) -> None:
+    # GIVEN the death cause Ray prints after an ActorDiedError's fields (alone, or joined by a markdown paste to the
+    # `ip:` field before it), the worker killed
+    text = (
+        f"{before}The actor is dead because its worker process has died. Worker exit type: SYSTEM_ERROR Worker exit "
+        "detail: Worker unexpectedly exits with a connection error code 2. End of file. There are some potential root "
+        "causes. (1) The process is killed by SIGKILL by OOM killer due to high memory usage.\n"
+    )
+    # WHEN judged post-mortem
+    report = judge_text(tmp_path, text)
+    # THEN the job crashed, that line its cause
+    assert report["verdict"] == "crashed"
+    assert "The actor is dead because its worker process has died." in root_text(report)
+
+
+def test_ray_actor_death_cause_quoted_in_code_is_no_crash(tmp_path: Path) -> None:
+    # GIVEN the sentence as a code line of a traceback's frame (indented four)
+    text = '    msg = "The actor is dead because its worker process has died."\n'
+    # WHEN judged
+    report = judge_text(tmp_path, text)
+    # THEN it is no failure
+    assert report["verdict"] != "crashed"
