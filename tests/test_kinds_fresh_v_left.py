@@ -126,8 +126,11 @@ def test_ray_actor_death_cause_is_a_crash_even_joined_to_the_field_before_it(tmp
 
 
 def test_ray_actor_death_cause_quoted_in_code_is_no_crash(tmp_path: Path) -> None:
-    # GIVEN the sentence as a code line of a traceback's frame (indented four)
-    text = '    msg = "The actor is dead because its worker process has died."\n'
+    # GIVEN the sentence as a code line of a frame (indented four) that a Python warning quotes
+    text = (
+        "/opt/app/monitor.py:12: UserWarning: actor state unknown\n"
+        '    msg = "The actor is dead because its worker process has died."\n'
+    )
     # WHEN judged
     report = judge_text(tmp_path, text)
     # THEN it is no failure
