@@ -813,3 +813,21 @@ def test_a_benchmark_or_trainer_end_line_alone_proves_its_steps(tmp_path: Path) 
         report = _analyze(tmp_path, end)
         # THEN finished in serving: the end line says the steps ran
         assert (report["verdict"], report["furthest_phase"]) == ("finished", "serving"), end
+
+
+def test_a_segfault_after_a_megatron_iteration_cut_at_its_head_is_during_the_steps(tmp_path: Path) -> None:
+    # GIVEN a paste that starts inside Megatron's training_log line (its iteration counter cut away; its tail
+    # `number of skipped iterations: … | number of nan iterations: … |` only that line prints), then torchrun's
+    # agent reporting local rank 0 killed by SIGSEGV
+    lines = [
+        " | learning rate: 5.333333E-06 | global batch size:     4 | lm loss: 1.420515E+00 | loss scale: 1.0 | grad "
+        "norm: 13.636 | number of skipped iterations:   0 | number of nan iterations:   0 | ",
+        "W1223 05:17:58.996000 3304089 site-packages/torch/distributed/elastic/multiprocessing/api.py:908] Sending "
+        "process 3304210 closing signal SIGTERM",
+        "E1223 05:18:02.971000 3304089 site-packages/torch/distributed/elastic/multiprocessing/api.py:882] failed "
+        "(exitcode: -11) local_rank: 0 (pid: 3304209) of binary: /usr/bin/python3",
+    ]
+    # WHEN analysed
+    report = _analyze(tmp_path, lines)
+    # THEN aborted (a signal of its own) in the job's steps
+    assert (report["verdict"], report["furthest_phase"]) == ("aborted", "serving")
