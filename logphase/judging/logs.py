@@ -240,10 +240,9 @@ def _judge(
         reason = f"the job finished: every rank shut down cleanly (the last: {last})"
         if finished is timeline.group_exit:
             reason = f"the job finished, as its own end line says: {_message(finished)} (line {finished.line})"
-        # every rank ran the job to its end: its own steps (`serving`, a job's) were reached, whatever phase
-        # line it printed last (a worker's SUCCEEDED record says so of one rank: docs/design.md §4.6)
-        if furthest is None or furthest.order < Phase.SERVING.order:
-            furthest = Phase.SERVING
+        # the furthest phase is what the lines prove, the exit lines' own `reached` included (docs/design.md §4.6):
+        # a launcher's SUCCEEDED record proves the job's steps, ProcessGroupNCCL's destructor warning only the group
+        # it tears down (the interpreter prints it at any exit, an uncaught exception's too)
         return Judgement(Verdict.FINISHED, reason, phase, furthest, (), None, None, None)
 
     progress = timeline.last_progress
