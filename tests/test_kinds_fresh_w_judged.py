@@ -60,3 +60,62 @@ def test_whitespace_line_under_a_frame_is_not_its_source_line(tmp_path: Path) ->
     # THEN the innermost frame's line quoted is its source line, never the whitespace line after its `File` line
     assert report["verdict"] == "crashed"
     assert root_text(report).strip() == "(APIServer pid=1)     ready = selector.select(timeout)".strip()
+
+
+# --- torch's TCPStore client: `recvValue failed on …` logged as a warning before the exception is thrown on --------
+
+_RECV_WARNING = (
+    "[W822 03:54:{s:02d}.636977195 TCPStore.cpp:125] [c10d] recvValue failed on SocketImpl(fd=15, "
+    "addr=[job-node-0-1.job.svc.cluster.local]:60560, remote=[job-node-0-0.job.svc.cluster.local]:29500): "
+    "failed to recv, got 0 bytes\n"
+)
+
+
+def test_store_recv_warning_is_a_wait_not_a_crash(tmp_path: Path) -> None:
+    # GIVEN a node's log of TCPStore's [W] warning, logged again at each try of the store
+    report = judge_text(tmp_path, "".join(_RECV_WARNING.format(s=s) for s in (10, 20, 30)))
+    # THEN the node waits on the rendezvous store: no failure is read from a warning
+    assert report["verdict"] == "stalled"
+    assert report["phase"] == "dist_init"
+
+
+def test_store_recv_exception_is_still_a_failure(tmp_path: Path) -> None:
+    # GIVEN the exception the caller did not catch, after the warning
+    report = judge_text(
+        tmp_path,
+        _RECV_WARNING.format(s=10)
+        + "Traceback (most recent call last):\n"
+        + '  File "/opt/conda/lib/python3.11/site-packages/torch/distributed/rendezvous.py", line 189, in '
+        "_create_c10d_store\n"
+        + "    return TCPStore(\n"
+        + "torch.distributed.DistNetworkError: recvValue failed on SocketImpl(fd=15, addr=[node-0-1]:60560, "
+        "remote=[node-0-0]:29500): failed to recv, got 0 bytes\n",
+    )
+    # THEN crashed: the exception ended the process
+    assert report["verdict"] == "crashed"
+
+
+# --- a traceback that ends in CPython's TimeoutError: a wait passed its deadline ------------------------------------
+
+_SHM_TIMEOUT = (
+    "(EngineCore pid=222) ERROR 08-15 11:20:19 [core.py:1361] EngineCore encountered a fatal error.\n"
+    "(EngineCore pid=222) ERROR 08-15 11:20:19 [core.py:1361] Traceback (most recent call last):\n"
+    '(EngineCore pid=222) ERROR 08-15 11:20:19 [core.py:1361]   File "/usr/local/lib/python3.12/dist-packages/vllm/'
+    'distributed/device_communicators/shm_broadcast.py", line 647, in acquire_read\n'
+    "(EngineCore pid=222) ERROR 08-15 11:20:19 [core.py:1361]     raise TimeoutError\n"
+    "(EngineCore pid=222) ERROR 08-15 11:20:19 [core.py:1361] {exception}\n"
+)
+
+
+def test_bare_timeout_error_is_a_timeout(tmp_path: Path) -> None:
+    # GIVEN vLLM's engine loop ending in shm_broadcast's bare `raise TimeoutError`
+    report = judge_text(tmp_path, _SHM_TIMEOUT.format(exception="TimeoutError"))
+    # THEN timeout: the read of the workers' answers passed its deadline
+    assert report["verdict"] == "timeout"
+
+
+def test_another_bare_exception_is_no_timeout(tmp_path: Path) -> None:
+    # GIVEN the same traceback ending in another class
+    report = judge_text(tmp_path, _SHM_TIMEOUT.format(exception="EOFError"))
+    # THEN crashed, not timeout
+    assert report["verdict"] == "crashed"
