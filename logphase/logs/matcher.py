@@ -636,8 +636,9 @@ class SourceMatcher:
                 if TRACEBACK_FRAME.match(message):
                     self.block.raised = None  # a deeper frame: its own source line comes next
                     self.block.quoting = True
-                elif self.block.quoting and message.strip(" ^~"):
-                    self.block.statement, self.block.quoting = (line, message), False  # (not a `^^^` marker line)
+                elif self.block.quoting and message.strip().strip("^~"):
+                    # (not a `^^^` marker line, nor one of whitespace alone: a log viewer's line between records)
+                    self.block.statement, self.block.quoting = (line, message), False
             self._note_frame(line, fields, message, inside)
             return before
         if not inside and SIGNAL_HANDLER_FRAME.match(message):
