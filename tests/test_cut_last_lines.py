@@ -86,7 +86,7 @@ def test_a_last_line_cut_past_its_rules_lead_is_read_as_that_rule_where_its_rege
         _VLLM.format(
             "21:10",
             "backends.py:1051",
-            "Using cache directory: /root/.cache/vllm/torch_compile_cache/c7/rank_0_0/backbone for vLLM's torch.compile",
+            "Using cache directory: /root/.cache/vllm/torch_compile_cache/c7/rank_0_0/bb for vLLM's torch.compile",
         ),
         _VLLM.format("21:30", "backends.py:390", "Compiling a graph for compile range (1, 2048) takes 19.40 s"),
         _VLLM.format("21:32", "monitor.py:48", "torch.compile took 28.20 s in total"),

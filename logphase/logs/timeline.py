@@ -383,6 +383,7 @@ class TimelineBuilder:
     latest_step: Event | None = None  # the newest line that reports a step (`reports_step`), any rank's, any rule's
     # per rule, its newest line's words with each run of digits one `0` (`_new_item`)
     step_rules: dict[str, str] = field(default_factory=dict)
+    bar_rules: set[str] = field(default_factory=set)  # the rules whose lines were a bar's ticks (a `done` count)
 
     def see_ranks(self, ranks: Iterable[str]) -> None:
         """Ranks whose lines the log shows, recognised or not (a training step, a warning)."""
@@ -547,9 +548,15 @@ class TimelineBuilder:
         """Keep `event` as the run's latest step where it reports one (`reports_step`)."""
         whole = as_whole(event)
         cut = whole is not event
+        if "done" in event.captures:
+            self.bar_rules.add(event.rule.id)
         latest = self.latest_step
-        if cut and latest is not None and latest.rule.id == whole.rule.id and "done" in latest.captures:
-            return  # a bar's tick cut at the end: the whole tick before it stays the run's latest step
+        if cut and (
+            whole.rule.id in self.bar_rules or (latest is not None and latest.message.startswith(event.message.strip()))
+        ):
+            # a bar's tick cut at the end, or a line the run's latest step starts with: the whole line before it stays
+            # the run's latest step (a cut says fewer words, not other ones)
+            return
         shape = DIGITS.sub("0", event.message)
         before = self.step_rules.get(whole.rule.id)
         self.step_rules[whole.rule.id] = shape
