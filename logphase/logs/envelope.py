@@ -460,8 +460,10 @@ def sniff(
 
 
 # A backslash before an ASCII punctuation character is an escape (CommonMark 2.4); an HTML-to-markdown converter
-# (turndown, Google Docs) escapes every `_ * [ ] `` ` and backslash, so a paste it wrote has them escaped only
-_MARKDOWN_TOKEN = re.compile(r"\\[!-/:-@\[-`{-~]|[_*\[\]`]")
+# (turndown, Google Docs) escapes every `_ * [ ] `` ` and backslash, so a paste it wrote has them escaped only;
+# an underscore inside a word opens no emphasis (CommonMark 6.2), so a converter that escapes only what could be read
+# as markdown (Discourse's: `\[backends.py:1051\]` beside `rank_0_0`) leaves it bare: no bare character of its kind
+_MARKDOWN_TOKEN = re.compile(r"\\[!-/:-@\[-`{-~]|[*\[\]`]|(?<![^\W_])_|_(?![^\W_])")
 _MARKDOWN_EVIDENCE = "\\_*[]`"
 _MARKDOWN_ESCAPE = re.compile(r"\\([!-/:-@\[-`{-~])")
 # HTML's entities: text written into HTML has every `<`, `>` and `&` as one

@@ -25,7 +25,7 @@ from logphase.logs.clock import NO_CLOCK, Clock
 from logphase.logs.reader import Line
 from logphase.logs.rich_box import RICH_STARTS, translated
 from logphase.logs.stamps import StampBelief
-from logphase.packs import ModuleHint, PackRegex, PackSet, PrefixFields, Rule, leading_literal, rank_from_tags
+from logphase.packs import ModuleHint, PackRegex, PackSet, PrefixFields, Rule, branch_leads, rank_from_tags
 from logphase.phases import FAILURE_KINDS, EventKind, Phase, Role
 
 # Lines inside a traceback or dump that are its structure, not a new message.
@@ -192,6 +192,9 @@ FALLBACK_PACK = "fallback"  # the pack name of the rules a line no rule read is 
 PLACED_BY = "placed_by"
 # the capture of a step's line cut at the paste's end (`cut_phase`): the leading text of the rule it was cut from
 CUT_LEAD = "cut_of"
+# The kind and role of the rule whose line a cut last line begins (matcher.cut_phase): what its whole line would say
+CUT_KIND = "cut_kind"
+CUT_ROLE = "cut_role"
 # An exception line that names its class alone: CPython's traceback.py prints `Cls` where str(exc) is empty (a bare
 # `assert`, `raise EOFError`) and `Cls:` where the message begins on the next line (torch dynamo's `AssertionError:`
 # then `from user code:`). Under it CPython quoted the innermost frame's source line, the statement that raised: the
@@ -529,7 +532,7 @@ class SourceMatcher:
             time=self.last_time,
             rank=self._rank(fields, {}, False),
             rule=cut_rule(rule),
-            captures={PLACED_BY: rule.id, CUT_LEAD: lead},
+            captures={PLACED_BY: rule.id, CUT_LEAD: lead, CUT_KIND: rule.kind.value, CUT_ROLE: rule.role.value},
             text=line.text,
             message=message,
             stamped=False,
@@ -1004,13 +1007,17 @@ CUT_KINDS = frozenset({EventKind.BEGIN, EventKind.PROGRESS, EventKind.MARK})
 
 
 def cut_phase(packs: PackSet, message: str, prefixes: tuple[str, ...]) -> tuple[Rule, str] | None:
-    """The rule of a step's line that `message`, cut before the end of the rule's leading literal, begins, and that
-    lead; None where it is no such cut (too short, no whole word, not a lead's proper prefix), or the rules whose lead
-    it begins (and whose `after_prefix` its prefixes pass) place it in more than one phase. Only a rule whose regex
-    starts `^` and the message's first character is parsed for its lead (`leading_literal`): the few a line can be."""
+    """The rule of a step's line that `message`, cut before its end, begins, and the lead it was told by; None where it
+    is no such cut (too short, no whole word), or the rules it begins (and whose `after_prefix` its prefixes pass)
+    place it in more than one phase. A message begins a rule's line where it is a proper prefix of one of the rule's
+    leads (`branch_leads`: the text a branch of a `^`-anchored regex starts with; `Warming u` of TGI's `Warming up
+    model`), or holds a whole lead of CUT_LEAD_MIN characters and the regex can still match it once the line goes on
+    (a partial match: `Using cache directory: /root/.cache/…/eagle_head` of vLLM's `Using cache directory: … for vLLM's
+    torch.compile`, `Checking if Neuron` of its platform probe). Only a rule whose regex starts `^` with the message's
+    first character or a group is parsed for its leads: the few a line can be."""
     if len(message) < CUT_LEAD_MIN or " " not in message.strip():
         return None
-    starts = ("^" + message[0], "^\\" + message[0])
+    starts = ("^" + message[0], "^\\" + message[0], "^(")
     found: list[tuple[Rule, str]] = []
     for rule in packs.rules:
         if (
@@ -1023,12 +1030,33 @@ def cut_phase(packs: PackSet, message: str, prefixes: tuple[str, ...]) -> tuple[
             continue
         if rule.after_prefix and not any(prefix in prefixes for prefix in rule.after_prefix):
             continue
-        lead = leading_literal(rule.pattern.text)
-        if lead is not None and len(message) < len(lead) and lead.startswith(message):
+        lead = _cut_lead(rule.pattern.text, message)
+        if lead is not None:
             found.append((rule, lead))
     if not found or len({rule.phase for rule, _ in found}) > 1:
         return None
     return found[0]
+
+
+def _cut_lead(pattern_text: str, message: str) -> str | None:
+    """The lead of the regex that `message`, a line cut before its end, is told by (`cut_phase`), or None."""
+    leads = branch_leads(pattern_text)
+    for lead in leads:
+        if len(message) < len(lead) and lead.startswith(message):
+            return lead
+    for lead in leads:
+        if len(lead) >= CUT_LEAD_MIN and message.startswith(lead) and _partial(pattern_text, message):
+            return lead
+    return None
+
+
+def _partial(pattern_text: str, message: str) -> bool:
+    """Whether the whole message is the start of a line the regex matches, and no whole match (the rule would have
+    read it): the regex module's partial matching, which stops at the text's end where more could follow."""
+    import regex  # only a last line no rule read (~5 ms of import)
+
+    found = regex.compile(pattern_text).fullmatch(message, partial=True)
+    return found is not None and bool(found.partial)
 
 
 @cache

@@ -10,7 +10,7 @@ from datetime import datetime, timedelta
 from functools import cached_property
 
 from logphase.bounded import read_int, read_rank
-from logphase.logs.matcher import CUT_LEAD, FALLBACK_PACK, FRAMES_PACK, Event, frame_rule
+from logphase.logs.matcher import CUT_KIND, CUT_LEAD, CUT_ROLE, FALLBACK_PACK, FRAMES_PACK, PLACED_BY, Event, frame_rule
 from logphase.packs import shipped_packs
 from logphase.phases import FAILURE_KINDS, MAIN_PROCESS_PHASES, EventKind, Phase, Role
 
@@ -383,6 +383,7 @@ class TimelineBuilder:
     latest_step: Event | None = None  # the newest line that reports a step (`reports_step`), any rank's, any rule's
     # per rule, its newest line's words with each run of digits one `0` (`_new_item`)
     step_rules: dict[str, str] = field(default_factory=dict)
+    bar_rules: set[str] = field(default_factory=set)  # the rules whose lines were a bar's ticks (a `done` count)
 
     def see_ranks(self, ranks: Iterable[str]) -> None:
         """Ranks whose lines the log shows, recognised or not (a training step, a warning)."""
@@ -400,10 +401,6 @@ class TimelineBuilder:
         if event.kind is not EventKind.PROGRESS:
             # a bar's tick is noted once its rank (`_owner`) and time (`_dated`) are its own
             self._note_step(event)
-        if CUT_LEAD in event.captures and event.phase in self.rule_placed:
-            # a step's line cut at the paste's end (matcher.cut_phase) in a step a whole line already placed: it adds
-            # no step, and the whole line before it stays the run's latest (the one a stall quotes)
-            return
         if event.rule.pack == FRAMES_PACK and event.phase is Phase.SERVING and self._starting_http():
             # a serving loop's frame (SGLang's scheduler event loop) while the main process is still starting
             # its HTTP server, no ready line yet: the loop runs the warmup request (http_server
@@ -549,13 +546,25 @@ class TimelineBuilder:
 
     def _note_step(self, event: Event) -> None:
         """Keep `event` as the run's latest step where it reports one (`reports_step`)."""
+        whole = as_whole(event)
+        cut = whole is not event
+        if "done" in event.captures:
+            self.bar_rules.add(event.rule.id)
+        latest = self.latest_step
+        if cut and (
+            whole.rule.id in self.bar_rules or (latest is not None and latest.message.startswith(event.message.strip()))
+        ):
+            # a bar's tick cut at the end, or a line the run's latest step starts with: the whole line before it stays
+            # the run's latest step (a cut says fewer words, not other ones)
+            return
         shape = DIGITS.sub("0", event.message)
-        before = self.step_rules.get(event.rule.id)
-        self.step_rules[event.rule.id] = shape
+        before = self.step_rules.get(whole.rule.id)
+        self.step_rules[whole.rule.id] = shape
         # a list's next item: a line of a rule seen before that says other words (the next `Route: …`), not the same
-        # words again in other numbers (a poll answered again, a waiting line repeated every few seconds)
-        repeated = before is not None and before != shape
-        if not reports_step(event, repeated=repeated):
+        # words again in other numbers (a poll answered again, a waiting line repeated every few seconds); a cut line
+        # that the rule's previous line starts with says no other words, only fewer
+        repeated = before is not None and before != shape and not (cut and before.startswith(shape))
+        if not reports_step(whole, repeated=repeated):
             return
         if self.latest_step is None or event.order_key >= self.latest_step.order_key:
             self.latest_step = event
@@ -848,6 +857,17 @@ class TimelineBuilder:
 DIGITS = re.compile(r"\d+")
 # the kinds of line that say a step of the run was begun, made or done (docs/design.md §4.3)
 STEP_KINDS = frozenset({EventKind.BEGIN, EventKind.PROGRESS, EventKind.END})
+
+
+def as_whole(event: Event) -> Event:
+    """`event` as its whole line would be read: a step's line cut at the paste's end (matcher.cut_phase, a diagnostic
+    mark placed by no rule) under the rule it begins, its kind and role; any other event as it is. A cut line still
+    says its step (realworld 663, 770, 1126, 1135, 1147 quote it as the run's last)."""
+    placed = event.captures.get(PLACED_BY)
+    kind, role = event.captures.get(CUT_KIND), event.captures.get(CUT_ROLE)
+    if CUT_LEAD not in event.captures or placed is None or kind is None or role is None:
+        return event
+    return replace(event, rule=replace(event.rule, id=placed, kind=EventKind(kind), role=Role(role)))
 
 
 def reports_step(event: Event, *, repeated: bool) -> bool:

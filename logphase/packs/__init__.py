@@ -28,7 +28,7 @@ from logphase.packs.model import (
     parse_time,
     rank_from_tags,
 )
-from logphase.packs.regex_facts import derive_literal, first_characters, leading_literal
+from logphase.packs.regex_facts import branch_leads, derive_literal, first_characters, leading_literal
 
 __all__ = [
     "MATCH_TIMEOUT_S",
@@ -44,6 +44,7 @@ __all__ = [
     "Rule",
     "ServerArgsFormat",
     "StallSignature",
+    "branch_leads",
     "builtin_pack_paths",
     "check_pack_examples",
     "check_pack_regexes",

@@ -83,6 +83,37 @@ def leading_literal(pattern_text: str) -> str | None:
     return "".join(lead) or None
 
 
+def branch_leads(pattern_text: str) -> tuple[str, ...]:
+    """The texts a match starts with, one for each top-level branch of a regex anchored with `^`:
+    `^(?:Checking if \\w+ platform|Confirmed \\w+)` → `Checking if `, `Confirmed `; `^Load weight` → `Load weight`.
+    A branch that starts with anything but plain characters gives none; so does a regex not anchored."""
+    try:
+        parsed = list(parse_regex(pattern_text))
+        constants = stdlib_re._constants  # type: ignore[attr-defined]
+    except Exception:  # regex-module syntax: no leads
+        return ()
+    if not parsed or parsed[0] != (constants.AT, constants.AT_BEGINNING):
+        return ()
+    return tuple(lead for lead in _leads(parsed[1:], constants) if lead)
+
+
+def _leads(items: list[Any], constants: Any) -> list[str]:
+    """The plain characters each way through `items` starts with: a leading run, then a non-capturing or
+    capturing group's branches, each continued by its own run only (what follows the group is not read)."""
+    run: list[str] = []
+    for op, argument in items:
+        if op is constants.LITERAL:
+            run.append(chr(argument))
+            continue
+        lead = "".join(run)
+        if op is constants.SUBPATTERN and not argument[1] and not argument[2]:
+            return [lead + inner for inner in _leads(list(argument[3]), constants)]
+        if op is constants.BRANCH and not run:
+            return [inner for branch in argument[1] for inner in _leads(list(branch), constants)]
+        return [lead]
+    return ["".join(run)]
+
+
 def index_key(pattern_text: str, literal: str | None) -> tuple[str, str] | None:
     """Where `PackSet.candidate_rules` files a rule with this regex and literal (see
     `PackSet._index_literals`)."""

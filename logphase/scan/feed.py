@@ -12,7 +12,7 @@ from logphase.durations import format_duration
 from logphase.frames import may_open_dump
 from logphase.logs.annotations import Edit, edit
 from logphase.logs.clocks import SKEW_STEP
-from logphase.logs.matcher import Event, SourceMatcher
+from logphase.logs.matcher import FALLBACK_PACK, Event, SourceMatcher
 from logphase.logs.reader import ContextLine, Line
 from logphase.logs.stamps import CLOCK_JUMP
 from logphase.logs.templates import TemplateMiner
@@ -106,6 +106,7 @@ class SourceFeed:
         self.latest: _Context | None = None
         self.last: Line | None = None  # the last line the program printed (a person's edit is not)
         self.last_read = False  # whether a rule read it
+        self.last_by_module = False  # whether only its logger's module placed it (a `[[module]]` hint, no rule)
         self.fed_line = 0  # the number of the last line fed
         self.quoted: int | None = None  # the paste's first line, when a person put a copy of a later line there
         self.edits: list[tuple[int, Edit, str]] = []  # a person's edits in the head: line, kind, text
@@ -130,6 +131,7 @@ class SourceFeed:
         edited = self.matcher.edited
         if edited is None:
             self.last, self.last_read = line, bool(events)
+            self.last_by_module = bool(events) and all(event.rule.pack == FALLBACK_PACK for event in events)
         else:
             self._edited(line, edited)
         if not events and edited is None and self.fed <= YEAR_LOOKAHEAD and result.unrecognised is not None:
@@ -249,6 +251,7 @@ class SourceFeed:
         person wrote it (a line the fast path left unread has no rule's words: its shape alone tells)."""
         if line.number != self.fed_line and edit(line.text) is None:
             self.last, self.last_read = line, False  # no candidate of any rule: the fast path left it unread
+            self.last_by_module = False
 
     def _edited(self, line: Line, kind: Edit) -> None:
         """A person's edit, kept for the report's notes where the head (read in full on every path) holds it."""
@@ -262,8 +265,9 @@ class SourceFeed:
             return ()
         self.ended = True
         held = self._named(self.matcher.finish(self.last))
-        if self.last is not None and not self.last_read:
-            # a paste cut inside a traceback's first line, else inside a step's line
+        if self.last is not None and (not self.last_read or self.last_by_module):
+            # a paste cut inside a traceback's first line, else inside a step's line (which its module may have
+            # placed: the rule the cut line begins says more, `Using cache directory: …` of vLLM's backends.py)
             cut = self.matcher.cut_header(self.last) or self.matcher.cut_phase_line(self.last)
             if cut is not None:
                 held = (*held, *self._named((cut,)))

@@ -667,3 +667,20 @@ def test_docker_stamps_of_empty_lines_between_the_lines_are_docker_s() -> None:
     found = lines_of("".join(f"{line}\n" for line in pasted).encode())
     assert [(number, text) for number, text, _, _ in found if text] == [(1, SGLANG[0]), (3, SGLANG[1]), (5, SGLANG[2])]
     assert found[2][2] == datetime(2025, 3, 8, 12, 29, 12, 123456)
+
+
+def test_a_paste_whose_converter_escaped_brackets_but_not_underscores_inside_words_is_unescaped() -> None:
+    # GIVEN vLLM lines pasted through a converter that escapes markdown only where it could be read as markdown
+    # (Discourse: every `[` and `]` escaped, an underscore inside a word, which opens no emphasis, left bare), and the
+    # same lines with one underscore at a word's edge left bare for every escape (a log's own backslashes)
+    escaped = [
+        "(EngineCore pid=258) INFO 04-24 10:21:03 \\[default_loader.py:384\\] Loading weights took 0.65 seconds",
+        "(EngineCore pid=258) INFO 04-24 10:21:10 \\[backends.py:1051\\] Using cache directory: "
+        "/root/.cache/vllm/torch_compile_cache/c7/rank_0_0/backbone for vLLM's torch.compile",
+    ]
+    edged = [line.replace("backbone", "_backbone_ x_") for line in escaped]
+    # WHEN each is sniffed
+    found, bare = sniff(escaped), sniff(edged)
+    # THEN the first is markdown-escaped; the bare edges of the second keep it as it is
+    assert found.markdown_escaped
+    assert not bare.markdown_escaped
