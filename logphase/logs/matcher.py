@@ -1001,6 +1001,9 @@ HEADER_CUT_MIN = 5  # `Trace`: shorter leads (`T`, `Tr`) are words as often as a
 # log is cut inside a step no whole line placed (real-771, TGI's `Warming u`); real-400, 663 and 770 are cut inside
 # a line of a step already placed, which the timeline leaves to the whole line before it.
 CUT_LEAD_MIN = 8
+# The longest cut line whose regex is tried for a partial match (`_partial`): a step's line is a line, and a crafted
+# long one must not cost a regex's backtracking over all of it
+CUT_PARTIAL_MAX = 2_000
 # The kinds a cut line may place: a step's lines. A cut failure, end or ready line says less than its whole text,
 # which the rule's regex needs (a ready line's URL, an end's count); a cut traceback's first line is `cut_header`'s.
 CUT_KINDS = frozenset({EventKind.BEGIN, EventKind.PROGRESS, EventKind.MARK})
@@ -1045,7 +1048,12 @@ def _cut_lead(pattern_text: str, message: str) -> str | None:
         if len(message) < len(lead) and lead.startswith(message):
             return lead
     for lead in leads:
-        if len(lead) >= CUT_LEAD_MIN and message.startswith(lead) and _partial(pattern_text, message):
+        if (
+            len(lead) >= CUT_LEAD_MIN
+            and len(message) <= CUT_PARTIAL_MAX
+            and message.startswith(lead)
+            and _partial(pattern_text, message)
+        ):
             return lead
     return None
 
