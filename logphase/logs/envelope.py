@@ -852,7 +852,8 @@ def continues(cut: str, text: str) -> bool:
     that line did (the log's next line, written by the same code: `[2025-`, `gpu-h100-07:`, `INFO`), nor
     after a box's whole row (`BOX_END`), a table's (`TABLE_EDGE`) or a traceback's frame over its source line
     (`WHOLE_FRAME`), nor a record's start (RECORD_START: another writer's record after fixed-width lines of one
-    length, realworld 1210's Lightning steps before torch's `[rank6]:[E …]`; a cut falls inside text), nor a stamp alone (STAMP_LINE: the next event's time in a log UI's copy, under every line
+    length, realworld 1210's Lightning steps before torch's `[rank6]:[E …]`; a cut falls inside text), nor a
+    stamp alone (STAMP_LINE: the next event's time in a log UI's copy, under every line
     of the longest length)."""
     if STAMP_LINE.pattern.match(text) is not None:
         return False

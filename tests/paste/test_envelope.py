@@ -235,8 +235,8 @@ def test_a_log_whose_long_lines_all_have_one_length_is_not_a_hard_wrap() -> None
 
 
 def test_fixed_width_records_before_another_writers_record_are_no_hard_wrap() -> None:
-    # GIVEN a console copy (CloudWatch's table: a stamp column, `  | ` rules) of a trainer's fixed-width step lines, each
-    # followed by a table rule or by torch's c10 record of another rank, the longest lines all of one length
+    # GIVEN a console copy (CloudWatch's table: a stamp column, `  | ` rules) of a trainer's fixed-width step lines,
+    # each followed by a table rule or by torch's c10 record of another rank, the longest lines all of one length
     step = (
         "2024-08-23T21:52:{0}.473Z | pytorch_lightning - INFO - RANK 0 - on_train_batch_end - EPOCH 1 BATCH {1}/inf"
         "(0.00%): train_loss=0.08913; train_rec=0.77778; lr=0.0000499696"
