@@ -816,6 +816,20 @@ def cut_at(text: str, width: int, screen: bool) -> bool:
     return bool(text) and len(text) % width == 0 and not (screen and padded(text))
 
 
+# Where a record starts (reader.py splits a line there; `continues` never takes one for a cut line's rest): the
+# openings of the lines a bar is seen glued to (SGLang's `[2025-03-08 12:29:13 …]`, torch's
+# `[rank0]:`, c10's `[E ProcessGroupNCCL.cpp:458] ` / `[W1209 11:24:53.753104426 compiler_depend.ts:28] `, glog's
+# (elastic's) `W0529 15:43:30.844000 15110 …/api.py:897] `: ref 2.1; realworld 454, 159, 357), logging's
+# BASIC_FORMAT `%(levelname)s:%(name)s:%(message)s` (CPython's logging.basicConfig, which torch's elastic agent
+# writes through when nothing configured it: `WARNING:torch.distributed.elastic.multiprocessing.api:`), vLLM's
+# `%(levelname)s %(asctime)s ` with its `%m-%d %H:%M:%S` (ref 6.1) and CPython's traceback header.
+RECORD_START = (
+    r"\[(?:(?:\d{4}-\d\d-\d\d )?\d\d:\d\d:\d\d|rank\d+\]:|[FEWIV](?:\d{3,4} \d\d:\d\d:\d\d\.\d+)? [\w.]+:\d+\] )"
+    r"|[IWEF](?:\d{4})?\d{4} \d\d:\d\d:\d\d\.\d{6} +\d+ [\w./-]+:\d+\] "
+    r"|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL):[\w.]+:(?=\S)"
+    r"|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d "
+    r"|Traceback \(most recent call last\):"
+)
 # A box a terminal library draws fills the width too (rich's Panel pads each row and ends it with the box's right
 # edge, box.py ROUNDED: its traceback, logs/rich_box.py): a row that ends with the bottom-right corner is the box's
 # last, whole; one that ends with the right side or the top-right corner is whole where a row of the box follows
@@ -831,6 +845,7 @@ TABLE_DIVIDER = re.compile(r"[ \t]*`?\+(?:-+\+){2,}`?$")
 # A traceback's frame line ends with the function's name (CPython's `  File "<path>", line N, in <name>`) and its source
 # line follows it indented deeper: a frame line as long as the column followed by an indented line is whole, however
 # many of a traceback's long frame lines share that length (a cut one's rest would go on inside the name, at the margin)
+_RECORD_OPENING = re.compile(RECORD_START)
 WHOLE_FRAME = re.compile(r'(?:^|\s)File "[^"]*", line \d+, in [\w<>.]+$')
 
 
@@ -838,7 +853,9 @@ def continues(cut: str, text: str) -> bool:
     """Whether `text` is the rest of a line the paste cut at the column: not when it starts the way
     that line did (the log's next line, written by the same code: `[2025-`, `gpu-h100-07:`, `INFO`), nor
     after a box's whole row (`BOX_END`), a table's (`TABLE_EDGE`) or a traceback's frame over its source line
-    (`WHOLE_FRAME`), nor a stamp alone (STAMP_LINE: the next event's time in a log UI's copy, under every line
+    (`WHOLE_FRAME`), nor a record's start (RECORD_START: another writer's record after fixed-width lines of one
+    length, realworld 1210's Lightning steps before torch's `[rank6]:[E …]`; a cut falls inside text), nor a
+    stamp alone (STAMP_LINE: the next event's time in a log UI's copy, under every line
     of the longest length)."""
     if STAMP_LINE.pattern.match(text) is not None:
         return False
@@ -848,6 +865,8 @@ def continues(cut: str, text: str) -> bool:
         return False
     if text.lstrip("`")[:1].isspace() and WHOLE_FRAME.search(cut.rstrip("`")) is not None:
         return False  # (each line in inline code's backticks too: the width is sniffed before they come off)
+    if _RECORD_OPENING.match(text.lstrip("`")) is not None:
+        return False  # another record, of another writer than the cut line's (torch's `[rank6]:` after a logger's)
     return cut[:4] != text[:4]
 
 

@@ -19,7 +19,15 @@ import zstandard
 
 from logphase.errors import InputError
 from logphase.frames import PYTHON_FRAME, SIGNAL_HANDLER_FRAME
-from logphase.logs.envelope import READ_MESSAGE, READ_PREFIX, Envelopes, Unwrapped, Unwrapper, sniff
+from logphase.logs.envelope import (
+    READ_MESSAGE,
+    READ_PREFIX,
+    RECORD_START,
+    Envelopes,
+    Unwrapped,
+    Unwrapper,
+    sniff,
+)
 
 if TYPE_CHECKING:
     from logphase.packs import PackSet
@@ -67,19 +75,6 @@ AUTOLINK_MARK = "](http"  # what a line holding one holds for sure
 AUTOLINK_BYTES = AUTOLINK_MARK.encode()
 _ISSUE_REFERENCE = re.compile(r"(?:#|GH-)(?P<number>\d+)|(?P<repo>[\w.-]+/[\w.-]+)#(?P<repo_number>\d+)")
 _ISSUE_URL = re.compile(r"https://github\.com/(?P<repo>[\w.-]+/[\w.-]+)/(?:issues|pull|discussions)/(?P<number>\d+)/?")
-# Where a record starts: the openings of the lines a bar is seen glued to (SGLang's `[2025-03-08 12:29:13 …]`, torch's
-# `[rank0]:`, c10's `[E ProcessGroupNCCL.cpp:458] ` / `[W1209 11:24:53.753104426 compiler_depend.ts:28] `, glog's
-# (elastic's) `W0529 15:43:30.844000 15110 …/api.py:897] `: ref 2.1; realworld 454, 159, 357), logging's
-# BASIC_FORMAT `%(levelname)s:%(name)s:%(message)s` (CPython's logging.basicConfig, which torch's elastic agent
-# writes through when nothing configured it: `WARNING:torch.distributed.elastic.multiprocessing.api:`), vLLM's
-# `%(levelname)s %(asctime)s ` with its `%m-%d %H:%M:%S` (ref 6.1) and CPython's traceback header.
-RECORD_START = (
-    r"\[(?:(?:\d{4}-\d\d-\d\d )?\d\d:\d\d:\d\d|rank\d+\]:|[FEWIV](?:\d{3,4} \d\d:\d\d:\d\d\.\d+)? [\w.]+:\d+\] )"
-    r"|[IWEF](?:\d{4})?\d{4} \d\d:\d\d:\d\d\.\d{6} +\d+ [\w./-]+:\d+\] "
-    r"|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL):[\w.]+:(?=\S)"
-    r"|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d "
-    r"|Traceback \(most recent call last\):"
-)
 # A bar without its final newline, glued to the next log line: `…?it/s][2025-03-08 …] …`
 BAR_THEN_LOG_LINE = re.compile(rf"(?<=\])(?={RECORD_START})")
 # A log whose newlines were lost on the way (a terminal's copy that padded each line to its width with spaces and

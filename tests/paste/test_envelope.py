@@ -10,7 +10,7 @@ from pathlib import Path
 from logphase.logs.envelope import Unwrapper, sniff
 from logphase.logs.follow import _LineSplitter
 from logphase.logs.matcher import SourceMatcher
-from logphase.logs.reader import Line, LogSource, read_lines
+from logphase.logs.reader import Line, LogSource, read_lines, sniff_bytes
 from logphase.packs import load_packs
 from logphase.stacks.dumps import parse_dumps_in_text
 from tests.conftest import run_json
@@ -232,6 +232,34 @@ def test_a_log_whose_long_lines_all_have_one_length_is_not_a_hard_wrap() -> None
     head = [SGLANG[0], *(template.format(i) for i in range(8)), SGLANG[1]]
     # WHEN sniffed THEN no hard wrap is assumed
     assert sniff(head).wrap_width is None
+
+
+def test_fixed_width_records_before_another_writers_record_are_no_hard_wrap() -> None:
+    # GIVEN a console copy (CloudWatch's table: a stamp column, `  | ` rules) of a trainer's fixed-width step lines,
+    # each followed by a table rule or by torch's c10 record of another rank, the longest lines all of one length
+    step = (
+        "2024-08-23T21:52:{0}.473Z | pytorch_lightning - INFO - RANK 0 - on_train_batch_end - EPOCH 1 BATCH {1}/inf"
+        "(0.00%): train_loss=0.08913; train_rec=0.77778; lr=0.0000499696"
+    )
+    pasted = [
+        step.format(39, 70),
+        "-- | --",
+        "  | " + step.format(48, 80),
+        "  | 2024-08-23T22:22:50.870Z | [rank6]:[E ProcessGroupNCCL.cpp:563] [Rank 6] Watchdog caught collective",
+    ]
+    # WHEN sniffed with the packs (they decide the learned columns) and unwrapped
+    found = sniff_bytes("".join(line + "\n" for line in pasted).encode(), packs=load_packs())
+    unwrapper = Unwrapper(found)
+    out = [u.text for number, text in enumerate(pasted) for u in unwrapper.feed(number, text)]
+    out += [u.text for u in unwrapper.end()]
+    # THEN no line is joined to the next: the rank's record starts a record of its own, not a cut line's rest
+    assert found.wrap_width is None
+    assert [text[:25] for text in out] == [
+        "pytorch_lightning - INFO ",
+        "-- | --",
+        "pytorch_lightning - INFO ",
+        "[rank6]:[E ProcessGroupNC",
+    ]
 
 
 def test_an_export_newest_first_is_read_in_time_order_and_says_so(tmp_path: Path) -> None:

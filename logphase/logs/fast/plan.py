@@ -13,6 +13,7 @@ from typing import Any
 
 from logphase.disk_cache import DiskCache
 from logphase.frames import SIGNAL_HANDLER_TRIGGER
+from logphase.logs.envelope import RECORD_START
 from logphase.logs.fast.factors import Factor, regex_factors, regex_requirements, rule_factors
 from logphase.logs.fast.templates import BareStarts, Template, bare_starts, text_of
 from logphase.logs.matcher import (
@@ -24,7 +25,7 @@ from logphase.logs.matcher import (
     RANK_CAPTURES,
     fallback_rule,
 )
-from logphase.logs.reader import AUTOLINK_BYTES, RECORD_START, WRITTEN_ESCAPE_BYTES
+from logphase.logs.reader import AUTOLINK_BYTES, WRITTEN_ESCAPE_BYTES
 from logphase.logs.rich_box import TRIGGER as RICH_TRIGGER
 from logphase.logs.timeline import TIMELINE_CAPTURES
 from logphase.packs import ModuleHint, PackSet, Rule
