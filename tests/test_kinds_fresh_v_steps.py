@@ -1,5 +1,6 @@
 """Steps the fresh-v batch's open logs end on that were read as no step (or a later line read as one), each written
-from the format its program prints in the released source the pack's rule cites: NCCL's rings and trees."""
+from the format its program prints in the released source the pack's rule cites: NCCL's rings and trees, vLLM's graph
+capture's end."""
 
 from __future__ import annotations
 
@@ -60,3 +61,35 @@ def test_a_tuning_table_after_the_rings_is_no_step(tmp_path: Path) -> None:
     # THEN the ring laid is the last step, the table (configuration) passed over
     assert report["phase"] == "dist_init"
     assert root_text(report).endswith("Channel 00/02 :    0   1")
+
+
+def _engine_core(message: str) -> str:
+    return f"(EngineCore_0 pid=309588) INFO 08-19 07:06:37 [gpu_model_runner.py:2721] {message}\n"
+
+
+def test_a_capture_size_done_on_its_own_line_is_the_captures_last_step(tmp_path: Path) -> None:
+    # GIVEN vLLM's V1 model runner capturing graph sizes one by one, each size's end printed on its own line with the
+    # released end message's words (`… finished in %.0f secs, took %.2f GiB`), interleaved with a worker's peer line
+    sizes = [(112, "0.048", "8.00"), (104, "0.057", "6.00"), (96, "0.063", "8.00")]
+    text = "".join(
+        _engine_core(f"Graph capturing for {size} input tokens")
+        + _engine_core(f"                        finished in {secs} secs, took {mib} MiB")
+        for size, secs, mib in sizes
+    )
+    # WHEN judged post-mortem
+    report = judge_text(tmp_path, text)
+    # THEN capture is open and its last step is the last size's end, not the begin before it
+    assert report["phase"] == "cuda_graph"
+    assert report["verdict"] in {"stalled", "progressing"}
+    assert root_text(report).endswith("finished in 0.063 secs, took 8.00 MiB")
+
+
+def test_model_loading_took_is_not_read_as_a_capture(tmp_path: Path) -> None:
+    # GIVEN the model runner's load lines only (`Model loading took %.4f GiB and %.6f seconds`)
+    text = _engine_core("Starting to load model /models/qwen...") + _engine_core(
+        "Model loading took 14.2474 GiB and 5.210000 seconds"
+    )
+    # WHEN judged post-mortem
+    report = judge_text(tmp_path, text)
+    # THEN the log is in weight loading, never in capture
+    assert report["phase"] == "weight_load"
