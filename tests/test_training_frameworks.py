@@ -83,9 +83,28 @@ def test_lightning_handing_its_processes_to_slurm_under_hydra_is_launch(tmp_path
     ]
     # WHEN analysed
     _, report = _analyze(tmp_path, lines)
-    # THEN the job was launched and had not begun its process group: stalled there, the Slurm line its last news
+    # THEN the job was launched and had not begun its process group: stalled there; its last step is the Trainer's
+    # instantiation, the Slurm line after it a note of what Lightning found (configuration), no step
     assert (report["phase"], report["verdict"]) == ("launch", "stalled")
-    assert report["root_cause"]["line"] == 3
+    assert report["root_cause"]["line"] == 2
+
+
+def test_lightning_hydra_template_instantiations_are_launch_steps(tmp_path: Path) -> None:
+    # GIVEN the Lightning + Hydra template's script building its objects (`Instantiating <what> <target>`, the later
+    # template's `Instantiating callbacks...`), Lightning's accelerator notes after them, nothing more
+    lines = [
+        "[2024-10-03 17:21:59,400][__main__][INFO] - Instantiating datamodule <src.data.mnist_datamodule.MNISTDataModule>",
+        "[2024-10-03 17:21:59,410][__main__][INFO] - Instantiating model <src.models.mnist_module.MNISTLitModule>",
+        "[2024-10-03 17:21:59,420][__main__][INFO] - Instantiating callbacks...",
+        "[2024-10-03 17:21:59,447][__main__][INFO] - Instantiating trainer <lightning.Trainer>",
+        "GPU available: True (cuda), used: True",
+        "TPU available: False, using: 0 TPU cores",
+    ]
+    # WHEN analysed
+    _, report = _analyze(tmp_path, lines)
+    # THEN a torch job stalled at launch, its last step the Trainer's instantiation
+    assert (report["system"], report["phase"], report["verdict"]) == ("torch", "launch", "stalled")
+    assert report["root_cause"]["line"] == 4
 
 
 def test_llamafactory_trainer_log_jsonl_lines_are_the_jobs_steps(tmp_path: Path) -> None:
