@@ -27,7 +27,10 @@ NCCL_INIT_HEAD = [
     ("graph", "last"),
     [
         # rank 0 lays each ring (`Channel %02d/%02d :` then the ranks), then init.cc prints the trees once
-        (["Channel 00/02 :    0   1", "Channel 01/02 :    0   1", "Trees [0] 1/-1/-1->0->-1 [1] 1/-1/-1->0->-1"], "Trees [0]"),
+        (
+            ["Channel 00/02 :    0   1", "Channel 01/02 :    0   1", "Trees [0] 1/-1/-1->0->-1 [1] 1/-1/-1->0->-1"],
+            "Trees [0]",
+        ),
         # the same, the paste cut inside the Trees line after its first words
         (["Channel 00/02 :    0   1", "Channel 01/02 :    0   1", "Trees [0] 1/-1/-1-"], "Trees [0] 1/-1/-1-"),
         # cut after the rings: the last ring laid is the last step
@@ -49,13 +52,16 @@ def test_an_init_cut_after_its_rings_or_trees_stalls_on_them(tmp_path: Path, gra
 
 def test_a_tuning_table_after_the_rings_is_no_step(tmp_path: Path) -> None:
     # GIVEN an init whose last line is a tuning table's row, after a ring laid
-    text = "\n".join(
-        [
-            *NCCL_INIT_HEAD,
-            HOST + "Channel 00/02 :    0   1",
-            HOST + "threadThresholds 8/8/64 | 16/8/64 | 512 | 512",
-        ]
-    ) + "\n"
+    text = (
+        "\n".join(
+            [
+                *NCCL_INIT_HEAD,
+                HOST + "Channel 00/02 :    0   1",
+                HOST + "threadThresholds 8/8/64 | 16/8/64 | 512 | 512",
+            ]
+        )
+        + "\n"
+    )
     # WHEN judged post-mortem
     report = judge_text(tmp_path, text)
     # THEN the ring laid is the last step, the table (configuration) passed over
