@@ -1,6 +1,6 @@
 """Steps the fresh-v batch's open logs end on that were read as no step (or a later line read as one), each written
 from the format its program prints in the released source the pack's rule cites: NCCL's rings and trees, vLLM's graph
-capture's end."""
+capture's end, DLRover's agent rendezvous."""
 
 from __future__ import annotations
 
@@ -99,3 +99,37 @@ def test_model_loading_took_is_not_read_as_a_capture(tmp_path: Path) -> None:
     report = judge_text(tmp_path, text)
     # THEN the log is in weight loading, never in capture
     assert report["phase"] == "weight_load"
+
+
+DLROVER = "[2023-07-18 14:31:22,{ms}] [INFO] [training.py:{where}] {message}\n"
+
+
+def test_dlrover_agents_rendezvous_is_a_launch_step(tmp_path: Path) -> None:
+    # GIVEN DLRover's elastic agent (training.py) starting its workers, then joining its master's rendezvous as it
+    # prints it (`The node node_name attempts …` and `The node{POD_NAME} has joined round …`, POD_NAME empty), the next
+    # line cut inside its prefix
+    text = "".join(
+        [
+            DLROVER.format(
+                ms="177", where="336:_invoke_run", message="[default] starting workers for entrypoint: python"
+            ),
+            DLROVER.format(
+                ms="177",
+                where="123:next_rendezvous",
+                message="The node node_name attempts to join the next round of the rendezvous 'elastic' "
+                "with timeout 600.",
+            ),
+            DLROVER.format(
+                ms="177",
+                where="138:next_rendezvous",
+                message="The node has joined round 0 of the elastic rendezvous as rank 0 in a world of size 1.",
+            ),
+            "[2023-07-18 14:31:22,178] [INFO] [master_client.py:595:kv_store",
+        ]
+    )
+    # WHEN judged post-mortem
+    report = judge_text(tmp_path, text)
+    # THEN the agent is launching (no worker, no process group yet), its last step the rendezvous joined
+    assert report["phase"] == "launch"
+    assert report["verdict"] in {"stalled", "progressing"}
+    assert root_text(report).endswith("as rank 0 in a world of size 1.")
