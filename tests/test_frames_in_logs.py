@@ -273,3 +273,46 @@ def test_a_native_frame_in_no_failures_text_places_nothing(tmp_path: Path) -> No
     # text only
     report = _analyze(tmp_path, lines)
     assert (report["verdict"], report["phase"]) == ("stalled", "weight_load")
+
+
+VLLM_PS = "/usr/local/lib/python3.11/site-packages/vllm/distributed/parallel_state.py"
+VLLM_RUNNER = "/usr/local/lib/python3.11/site-packages/vllm/v1/worker/gpu_model_runner.py"
+
+
+def _group_gather_frames(outer: list[str]) -> list[str]:
+    """A Python 3.11 traceback's frames through vLLM's TP group all_gather into torch's c10d logger, cut on both
+    sides (no `Traceback` line, no exception line), under `outer` frames."""
+    return [
+        *outer,
+        "    return get_tp_group().all_gather(input_, dim)",
+        f'  File "{VLLM_PS}", line 444, in all_gather',
+        "    torch.distributed.all_gather_into_tensor(output_tensor,",
+        f'  File "{TORCH}/distributed/c10d_logger.py", line 85, in wrapper',
+        "    msg_dict = _get_msg_dict(func.__name__, *args, **kwargs)",
+        f'  File "{TORCH}/_tensor.py", line 523, in __repr__',
+        "    return torch._tensor_str._str(self, tensor_contents=tensor_contents)",
+    ]
+
+
+def test_a_group_collectives_frame_proves_the_process_group_was_up(tmp_path: Path) -> None:
+    # GIVEN frames of a paste cut on both sides, through a GroupCoordinator's all_gather (a method of a group that
+    # exists only once the model-parallel groups were built), no phase line
+    lines = _group_gather_frames([])
+    # WHEN analysed
+    report = _analyze(tmp_path, lines)
+    # THEN a crash that reached dist_init at least (wherever the stack was): the floor, not a place
+    assert report["verdict"] == "crashed"
+    assert report["furthest_phase"] == "dist_init"
+
+
+def test_a_group_collective_under_a_capture_frame_stays_in_the_capture(tmp_path: Path) -> None:
+    # GIVEN the same frames under vLLM's model runner capturing graphs (an anchored step after dist_init)
+    outer = [
+        f'  File "{VLLM_RUNNER}", line 2721, in capture_model',
+        "    self._capture_cudagraphs(compilation_cases)",
+    ]
+    lines = _group_gather_frames(outer)
+    # WHEN analysed
+    report = _analyze(tmp_path, lines)
+    # THEN the capture places the stack; the collective's floor does not take it back
+    assert report["furthest_phase"] == "cuda_graph"

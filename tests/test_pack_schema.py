@@ -114,6 +114,10 @@ def test_every_toml_example_in_format_md_is_a_valid_pack() -> None:
             "[pack.budgets]: 'weight_load' must be a positive number of seconds, not -1",
         ),
         ("[[anchor]]\nid = \"a\"\nregex = 'x'\nexamples = ['x']\n", "[[anchor]] a: 'phase' is missing"),
+        (
+            '[[anchor]]\nid = "a"\nphase = "launch"\nreached = "dist_init"\nregex = \'x\'\nexamples = [\'x\']\n',
+            "[[anchor]] a: 'phase' and 'reached' both given",
+        ),
     ],
 )
 def test_a_defect_is_named_with_file_table_id_key_and_nearest_key(tmp_path: Path, body: str, message: str) -> None:

@@ -1,7 +1,7 @@
 """Training jobs on torch read from their frameworks' own lines: PyTorch Lightning's seed and process-group
 set-up, inductor's max-autotune reports, Hugging Face Trainer's start and end of training (its own lines and wandb's run
-summary), verl's step metrics, torchtune's checkpoints, TRL's wait for its vLLM server and gloo's failed checks
-(patterns/torch.toml)."""
+summary), verl's step metrics and async rollout batches, torchtune's checkpoints, TRL's wait for its vLLM server and
+gloo's failed checks (patterns/torch.toml)."""
 
 from __future__ import annotations
 
@@ -83,9 +83,28 @@ def test_lightning_handing_its_processes_to_slurm_under_hydra_is_launch(tmp_path
     ]
     # WHEN analysed
     _, report = _analyze(tmp_path, lines)
-    # THEN the job was launched and had not begun its process group: stalled there, the Slurm line its last news
+    # THEN the job was launched and had not begun its process group: stalled there; its last step is the Trainer's
+    # instantiation, the Slurm line after it a note of what Lightning found (configuration), no step
     assert (report["phase"], report["verdict"]) == ("launch", "stalled")
-    assert report["root_cause"]["line"] == 3
+    assert report["root_cause"]["line"] == 2
+
+
+def test_lightning_hydra_template_instantiations_are_launch_steps(tmp_path: Path) -> None:
+    # GIVEN the Lightning + Hydra template's script building its objects (`Instantiating <what> <target>`, the later
+    # template's `Instantiating callbacks...`), Lightning's accelerator notes after them, nothing more
+    lines = [
+        "[2024-10-03 17:21:59,400][__main__][INFO] - Instantiating datamodule <src.data.mnist.MNISTDataModule>",
+        "[2024-10-03 17:21:59,410][__main__][INFO] - Instantiating model <src.models.mnist_module.MNISTLitModule>",
+        "[2024-10-03 17:21:59,420][__main__][INFO] - Instantiating callbacks...",
+        "[2024-10-03 17:21:59,447][__main__][INFO] - Instantiating trainer <lightning.Trainer>",
+        "GPU available: True (cuda), used: True",
+        "TPU available: False, using: 0 TPU cores",
+    ]
+    # WHEN analysed
+    _, report = _analyze(tmp_path, lines)
+    # THEN a torch job stalled at launch, its last step the Trainer's instantiation
+    assert (report["system"], report["phase"], report["verdict"]) == ("torch", "launch", "stalled")
+    assert report["root_cause"]["line"] == 4
 
 
 def test_llamafactory_trainer_log_jsonl_lines_are_the_jobs_steps(tmp_path: Path) -> None:
@@ -259,6 +278,41 @@ def test_verl_step_metrics_are_the_jobs_steps(tmp_path: Path) -> None:
     assert report["phase"] == "serving"
     assert report["verdict"] == "stalled"
     assert report["root_cause"]["line"] == 2
+
+
+def test_verl_async_rollout_batches_then_an_engine_core_exception_is_a_crash_while_serving(tmp_path: Path) -> None:
+    # GIVEN verl's chat scheduler (chat_scheduler.py: `[ChatCompletionScheduler] generate_sequences sampling params:
+    # {...}` as a batch is sent, `... generate_sequences done` once answered) for two rollout rounds, then vLLM's
+    # engine core (in its Ray actor) logging `EngineCore hit an exception:` cut inside its traceback
+    params = "{'model': '/models/Qwen2.5-3B', 'temperature': 1.0, 'top_p': 1}"
+    lines = [
+        f"[ChatCompletionScheduler] generate_sequences sampling params: {params}",
+        "[ChatCompletionScheduler] generate_sequences done",
+        f"[ChatCompletionScheduler] generate_sequences sampling params: {params}",
+        "[ChatCompletionScheduler] generate_sequences done",
+        f"[ChatCompletionScheduler] generate_sequences sampling params: {params}",
+        "(AsyncvLLMServer pid=72963) ERROR 05-08 15:30:47 [core.py:390] EngineCore hit an exception: Traceb",
+    ]
+    # WHEN analysed
+    _, report = _analyze(tmp_path, lines)
+    # THEN the rollout engine was serving requests when it failed: crashed in serving, the engine's exception the cause
+    assert (report["phase"], report["verdict"]) == ("serving", "crashed")
+    assert report["root_cause"]["line"] == 6
+
+
+def test_verl_rollout_batches_alone_are_open_in_serving(tmp_path: Path) -> None:
+    # GIVEN one rollout batch answered and the next one sent, nothing after it
+    lines = [
+        "[ChatCompletionScheduler] generate_sequences sampling params: {'temperature': 1.0}",
+        "[ChatCompletionScheduler] generate_sequences done",
+        "[ChatCompletionScheduler] generate_sequences sampling params: {'temperature': 1.0}",
+    ]
+    # WHEN analysed
+    _, report = _analyze(tmp_path, lines)
+    # THEN the job is open in serving, its last step the batch sent
+    assert report["phase"] == "serving"
+    assert report["verdict"] in {"stalled", "progressing"}
+    assert report["root_cause"]["line"] == 3
 
 
 def test_a_training_bar_wider_than_200_cells_is_the_loop(tmp_path: Path) -> None:

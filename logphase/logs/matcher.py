@@ -161,14 +161,17 @@ FRAMES_PACK = "frames"  # the pack name of the rules events derived from frames 
 
 
 @cache
-def frame_rule(phase: Phase, draft: bool = False) -> Rule:
+def frame_rule(phase: Phase | None, draft: bool = False, reached: Phase | None = None) -> Rule:
     """The rule an event derived from a frame carries: evidence of where the rank was, never
     progress and never a cause (a failure kind with the diagnostic role); `draft`: a capture the
-    draft worker's init called."""
+    draft worker's init called; `reached`: a phase a frame proves the run had reached (an anchor's `reached`),
+    where no frame places the stack further."""
+    name = phase.value if phase is not None else f"reached.{reached.value if reached is not None else 'none'}"
     return Rule(
-        id=f"{FRAMES_PACK}.{phase.value}{'.draft' if draft else ''}",
+        id=f"{FRAMES_PACK}.{name}{'.draft' if draft else ''}",
         pack=FRAMES_PACK,
         phase=phase,
+        reached=reached,
         kind=EventKind.ERROR,
         role=Role.DIAGNOSTIC,
         priority=0,
@@ -239,7 +242,7 @@ def ignored_rule(rule: Rule) -> Rule:
 
 
 # Fields a fork shares with its origin: the immutable packs, and a memo of what they say.
-SHARED_ON_FORK = frozenset({"packs", "_frame_phases"})
+SHARED_ON_FORK = frozenset({"packs", "_frame_phases", "_frame_floors"})
 # Fields a fork starts empty: what it reads never depends on them, and copying them for every probe
 # costs their size (a log of 200,000 ranks: a copy of 200,000 names a line).
 FRESH_ON_FORK = frozenset({"ranks_seen"})
@@ -322,6 +325,10 @@ class _FrameGroup:
     phase: Phase | None = None
     draft: bool = False  # a frame of the draft worker's init holds the stack: its capture is the draft's
     line: Line | None = None
+    # the furthest phase a frame proves reached without placing the stack (an anchor's `reached`), and its line
+    floor: Phase | None = None
+    floor_line: Line | None = None
+    floor_key: str = ""
     rank: str | None = None
     key: str = ""
     last_file: str = ""  # the file of the innermost frame so far (a traceback's)
@@ -362,6 +369,7 @@ class SourceMatcher:
     ranks_seen: set[str] = field(default_factory=set, repr=False)
     _frames: _FrameGroup | None = field(default=None, repr=False)
     _frame_phases: dict[str, object] = field(default_factory=dict, repr=False)
+    _frame_floors: dict[str, Phase | None] = field(default_factory=dict, repr=False)
     stamps: StampBelief = field(default_factory=StampBelief, repr=False)  # which stamps move last_time
 
     def __post_init__(self) -> None:
@@ -874,11 +882,28 @@ class SourceMatcher:
             if len(self._frame_phases) < FRAME_CACHE:
                 self._frame_phases[key] = phase
         if not isinstance(phase, Phase):
+            self._note_floor(group, line, fields, key, inside)
             return
         group.draft = group.draft or phase is Phase.DRAFT_INIT
         held = group.phase
         if held is None or phase.order > held.order or (phase is held and not group.innermost_first):
             group.phase, group.line, group.key = phase, line, key
+            rank = fields.rank if fields.rank is not None else (self.block.rank if inside and self.block else None)
+            group.rank = rank if rank is not None else group.title_rank
+
+    def _note_floor(self, group: _FrameGroup, line: Line, fields: PrefixFields, key: str, inside: bool) -> None:
+        """A frame no anchor places that proves a phase reached (an anchor's `reached`: a method of a group that
+        exists only once the process group was built): the stack's floor, where no frame places it further."""
+        if key in self._frame_floors:
+            floor = self._frame_floors[key]
+        else:
+            floor = self.packs.frame_floor(key)
+            if len(self._frame_floors) < FRAME_CACHE:
+                self._frame_floors[key] = floor
+        if floor is None or (group.floor is not None and floor.order <= group.floor.order):
+            return
+        group.floor, group.floor_line, group.floor_key = floor, line, key
+        if group.phase is None:
             rank = fields.rank if fields.rank is not None else (self.block.rank if inside and self.block else None)
             group.rank = rank if rank is not None else group.title_rank
 
@@ -892,18 +917,28 @@ class SourceMatcher:
 
     def _flush_frames(self) -> tuple[Event, ...]:
         group, self._frames = self._frames, None
-        if group is None or group.phase is None or group.line is None:
+        if group is None:
+            return _NOTHING
+        floor = group.floor
+        if group.phase is not None and group.line is not None:
+            line, reached = group.line, floor if floor is not None and floor.order > group.phase.order else None
+            rule = frame_rule(group.phase, group.draft and group.phase is Phase.CUDA_GRAPH, reached)
+            key = group.key
+        elif floor is not None and group.floor_line is not None:
+            line, rule = group.floor_line, frame_rule(None, reached=floor)
+            key = group.floor_key
+        else:
             return _NOTHING
         return (
             Event(
-                source=group.line.source,
-                line=group.line.number,
+                source=line.source,
+                line=line.number,
                 time=self.last_time,
                 rank=group.rank,
-                rule=frame_rule(group.phase, group.draft and group.phase is Phase.CUDA_GRAPH),
-                captures={"frame": group.key},
-                text=group.line.text,
-                message=group.line.text.strip(),
+                rule=rule,
+                captures={"frame": key},
+                text=line.text,
+                message=line.text.strip(),
                 stamped=False,
             ),
         )

@@ -409,10 +409,18 @@ def _parse_module(
 
 def _parse_anchor(entry: tuple[str, dict[str, Any]], pack: str, path: str, trusted: bool) -> FrameAnchor:
     place, item = entry
+    if not item["phase"] and not item["reached"]:
+        raise PackError(f"{path}: {place}: 'phase' is missing", hint="name the phase the frame places a stack in")
+    if item["phase"] and item["reached"]:
+        raise PackError(
+            f"{path}: {place}: 'phase' and 'reached' both given",
+            hint="an anchor places the stack in a phase (`phase`) or proves one reached (`reached`), not both",
+        )
     return FrameAnchor(
         id=item["id"],
         pack=pack,
-        phase=Phase(item["phase"]),
+        phase=Phase(item["phase"]) if item["phase"] else None,
+        reached=Phase(item["reached"]) if item["reached"] else None,
         pattern=_compile(item["regex"], item["flags"], path, place, trusted),
         examples=tuple(item["examples"]),
         counter_examples=tuple(item["counter_examples"]),

@@ -309,14 +309,16 @@ class StallSignature:
 @dataclass(frozen=True)
 class FrameAnchor:
     """A frame that places a traceback in a phase (`maybe_init_draft_worker` → draft_init), for
-    frames no stall signature names with a phase."""
+    frames no stall signature names with a phase; or, `reached`, proves a phase was reached without placing the
+    stack in it (a process group's collective runs in every step after its set-up)."""
 
     id: str
     pack: str
-    phase: Phase
+    phase: Phase | None
     pattern: PackRegex  # matched against "function (file)"
     examples: tuple[str, ...]
     counter_examples: tuple[str, ...]
+    reached: Phase | None = None
 
 
 @dataclass(frozen=True)
@@ -490,6 +492,7 @@ class PackSet:
     rules: tuple[Rule, ...] = field(init=False)
     signatures: tuple[StallSignature, ...] = field(init=False)
     phase_frames: tuple[tuple[PackRegex, Phase], ...] = field(init=False)
+    floor_frames: tuple[tuple[PackRegex, Phase], ...] = field(init=False)  # anchors' `reached`
     module_hints: dict[str, tuple[ModuleHint, ...]] = field(init=False, repr=False)  # `[[module]]` by file name
     _rules_by_key: dict[tuple[str, str], tuple[int, ...]] = field(init=False, repr=False)
     _always: tuple[int, ...] = field(init=False, repr=False)
@@ -510,9 +513,11 @@ class PackSet:
         object.__setattr__(self, "rules", tuple(rules))
         object.__setattr__(self, "signatures", tuple(signatures))
         # frames that tell a traceback's phase: anchors first, then signatures that name a phase
-        phase_frames = [(a.pattern, a.phase) for pack in self.packs for a in pack.anchors]
+        anchors = [a for pack in self.packs for a in pack.anchors]
+        phase_frames = [(a.pattern, a.phase) for a in anchors if a.phase is not None]
         phase_frames += [(s.pattern, s.phase) for s in signatures if s.phase is not None]
         object.__setattr__(self, "phase_frames", tuple(phase_frames))
+        object.__setattr__(self, "floor_frames", tuple((a.pattern, a.reached) for a in anchors if a.reached))
         by_file: dict[str, list[ModuleHint]] = {}
         for pack in self.packs:
             for hint in pack.modules:
@@ -612,6 +617,13 @@ class PackSet:
     def frame_phase(self, key: str) -> Phase | None:
         """The phase a `function (file)` frame proves, if any."""
         for pattern, phase in self.phase_frames:
+            if pattern.search(key):
+                return phase
+        return None
+
+    def frame_floor(self, key: str) -> Phase | None:
+        """The phase a `function (file)` frame proves reached without placing the stack in it, if any."""
+        for pattern, phase in self.floor_frames:
             if pattern.search(key):
                 return phase
         return None

@@ -267,12 +267,19 @@ ANCHOR = Table(
     "[[anchor]]",
     (
         ID,
-        Key("phase", PHASE, True, "the phase a traceback through this frame failed in"),
+        Key("phase", PHASE, False, "the phase a traceback through this frame failed in (or `reached`)"),
+        Key(
+            "reached",
+            PHASE,
+            False,
+            "a phase a frame proves the run had reached, without placing the stack in it (instead of `phase`): a "
+            "method of a process group that exists only once that group was built runs in every later step",
+        ),
         FRAME_REGEX,
         FLAGS,
         *_examples("frames `function (file)`"),
     ),
-    "A frame that places a traceback in a phase, for frames no signature names with a phase.",
+    "A frame that places a traceback in a phase, or proves one reached, for frames no signature names with a phase.",
 )
 SERVER_ARGS = Table(
     "[[server_args]]",
