@@ -120,3 +120,22 @@ def test_a_warmup_that_fails_after_traffic_reached_the_scheduler_crashed_in_warm
     # WHEN judged THEN it crashed in warmup, the furthest it got: the server was never ready, so never serving
     assert (report["verdict"], report["phase"], report["furthest_phase"]) == ("crashed", "warmup", "warmup")
     assert root_text(report) == "AssertionError: res=<Response [502]>, res.text=''"
+
+
+API = "(APIServer pid=6539) INFO 04-18 20:2{s} [{file}] {message}\n"
+
+
+def test_huggingface_hubs_safetensors_header_bar_is_a_launch_step_and_the_last_one(tmp_path: Path) -> None:
+    # GIVEN a vLLM API server's start: its arguments, a config download, the resolved architecture, then
+    # huggingface_hub's `Parse safetensors files` bar (get_safetensors_metadata: each shard's header, read before any
+    # engine starts), the paste cut inside the bar
+    text = (
+        API.format(s="2:57", file="utils.py:233", message="non-default args: {'model': 'openai/gpt-oss-20b'}")
+        + "config.json: 1.81kB [00:00, 5.73MB/s]\n"
+        + API.format(s="3:04", file="model.py:549", message="Resolved architecture: GptOssForCausalLM")
+        + "Parse safetensors files: 100%|█████████████████████████"
+    )
+    report = judge_text(tmp_path, text)
+    # WHEN judged THEN still in launch (no weight is loaded), open, and the bar is its last step
+    assert (report["furthest_phase"], report["verdict"]) in (("launch", "stalled"), ("launch", "progressing"))
+    assert root_text(report) == "Parse safetensors files: 100%|█████████████████████████"
