@@ -538,7 +538,13 @@ def server_phase(timeline: Timeline) -> tuple[Phase | None, Phase | None]:
     latest = timeline.latest_phase_event
     if main is not None and main.reached in MAIN_PROCESS_PHASES:
         phase = main.reached
-        if phase in (Phase.HTTP_START, Phase.WARMUP) and any(_progressed_in(state, Phase.SERVING) for state in states):
+        if phase is Phase.WARMUP and any(_warmup_failed_after(main, state) for state in states):
+            # the warmup failed after traffic reached a rank: the server never got past warmup (not ready, so
+            # not serving either), whatever the traffic's lines showed
+            furthest = Phase.WARMUP if furthest.order > Phase.WARMUP.order else furthest
+        elif phase in (Phase.HTTP_START, Phase.WARMUP) and any(
+            _progressed_in(state, Phase.SERVING) for state in states
+        ):
             # a rank decoding real traffic (the warmup's few tokens never reach a decode batch):
             # a log that starts mid-run shows /generate requests the main process reads as warmup
             phase = Phase.SERVING
@@ -554,6 +560,22 @@ def server_phase(timeline: Timeline) -> tuple[Phase | None, Phase | None]:
             # it: the step it is in now is never beyond the furthest it reached
             furthest = phase
     return phase, furthest
+
+
+def _warmup_failed_after(main: RankState, state: RankState) -> bool:
+    """The main process's last line is the warmup's own failure, after the rank's latest progress. Traffic can reach
+    the scheduler while the warmup request is still out (SGLang's http_server `_wait_and_warmup` sends it once the
+    HTTP server answers, from a thread; a proxy in front may fail that request alone: realworld 137): the server never
+    got past warmup, and only the warmup prints its failure (`Initialization failed. warmup error:`, then it kills
+    the server), so the failure, not the traffic before it, says where the server was."""
+    failure = main.last_event
+    progress = state.last_progress
+    return (
+        failure.kind is EventKind.ERROR
+        and failure.phase is Phase.WARMUP
+        and progress is not None
+        and failure.order_key > progress.order_key
+    )
 
 
 def _progressed_in(state: RankState, phase: Phase) -> bool:
