@@ -46,24 +46,31 @@ def is_pyspy_thread(line: str) -> bool:
 # A line that may open or belong to a stack dump (stacks/dumps.py's DumpParser looks at no other
 # line while no dump is open); the fast path hands these to the matcher too, so each alternative is
 # what an opener of the parser needs, no less: py-spy's and faulthandler's `Thread 0x…`/`Thread 123 (`,
-# faulthandler's `Current thread 0x…`, pystack's `Traceback for thread 123`, py-spy's `Process 123:`
+# faulthandler's `Current thread 0x…`, pystack's `Traceback for thread 123`, py-spy's `Process 123:`, lldb's `thread #3`
 # (a line that says `thread ` or `Process 2 using …` is read as any other).
 TRIGGER = re.compile(
-    r'File "|Thread (?:0[xX]|\d)|thread (?:0x|\d)|Process \d+:|Fatal Python error|Pyspy|Timeout \(|Stack \(most|'
+    r'File "|Thread (?:0[xX]|\d)|thread (?:0x|#?\d)|Process \d+:|Fatal Python error|Pyspy|Timeout \(|Stack \(most|'
     r"Extension modules|^\s{4}\S"
 )
 # A native (C/C++) frame line as its printer writes it, the symbol demangled (docs/design.md §6):
 # c10's Backtrace (`frame #3: c10d::ProcessGroupNCCL::WorkNCCL::isCompleted() + 0xa0 (0x7fe0… in /x/libtorch_cuda.so)`),
 # the glibc backtrace + dladdr form TensorRT-LLM's TllmException appends to its text (`%-3d %*p %s + %zd`:
 # `5       0x7cb3c5baf5bd tensorrt_llm::…::KVCacheManager::allocatePools(bool) + 61`), gdb's
-# (`#4  0x00007f… in ncclCommInitRank (…) from /x/libnccl.so.2`), glibc's backtrace_symbols_fd under Open MPI's index
+# (`#4  0x00007f… in ncclCommInitRank (…) from /x/libnccl.so.2`, or `… at file.c:242` where it has debug info: gdb's
+# manual, Backtraces), glibc's backtrace_symbols_fd under Open MPI's index
 # (`[host:pid] [13] /x/libmpi.so.40(MPI_Bcast+0x121)[0x7fc1…]`, its symbol mangled; MPI_Abort's stack print puts
-# `func:` before it, ompi/runtime/ompi_mpi_abort.c). A frame its printer could not name
+# `func:` before it, ompi/runtime/ompi_mpi_abort.c), lldb's default frame-format (lldb.llvm.org/use/formatting.html:
+# `frame #${frame.index}: ${frame.pc}{ ${module.file.basename}{`${function.name-with-args}{${function.pc-offset}}}}{ at
+# file:line{:column}}{ [opt]}{ [artificial]}`: `frame #3: 0x00007fb0… libtorch_cuda.so`c10d::ProcessGroupNCCL::abort()
+# + 664`, its offset decimal, its arguments' values in the name where it has debug info). A frame its printer could not
+# name
 # (`2  0x7f… /x/libtensorrt_llm.so(+0x728999) [0x7f…]`, `?? ()`) has no symbol and no key.
 NATIVE_FRAME = re.compile(
-    r"^frame #\d+: (?P<c10>\S.*?) \+ 0x[0-9a-f]+ \((?:0x[0-9a-f]+ in (?P<lib>[^()\s]+)\))?"
+    r"^frame #\d+: 0x[0-9a-f]+ (?P<module>[^\s`]+)`(?P<lldb>[^\s+].*?)(?: \+ \d+)?"
+    r"(?: at [^\s:]+:\d+(?::\d+)?)?(?: \[opt\])?(?: \[artificial\])?\s*$"
+    r"|^frame #\d+: (?P<c10>\S.*?) \+ 0x[0-9a-f]+ \((?:0x[0-9a-f]+ in (?P<lib>[^()\s]+)\))?"
     r"|^\d+ +0x[0-9a-f]+ (?P<tllm>[^\s/].*?) \+ \d+\s*$"
-    r"|^#\d+ +0x[0-9a-f]+ in (?P<gdb>[^\s?].*?) \(.*?\)(?: from (?P<from>\S+))?\s*$"
+    r"|^#\d+ +0x[0-9a-f]+ in (?P<gdb>[^\s?].*?) \(.*?\)(?: from (?P<from>\S+)| at [^\s:]+:\d+)?\s*$"
     r"|^(?:\[[\w.-]+:\d+\] )?\[ ?\d+\] (?:func:)?(?P<binary>[^\s(\[:]+)"
     r"\((?P<glibc>[\w.$]+)[+-]0x[0-9a-f]+\) ?\[0x[0-9a-f]+\]"
 )
@@ -174,22 +181,57 @@ def demangled(symbol: str) -> str:
 def native_frame_key(message: str) -> str | None:
     """The frame key `name (library)` of a native backtrace line (NATIVE_FRAME); None for other lines and for
     a frame whose printer gave no symbol. The library is its file name (TensorRT-LLM's trace prints none)."""
+    parts = native_frame(message)
+    return frame_key_of(*parts, native=True) if parts is not None else None
+
+
+def native_frame(message: str) -> tuple[str, str] | None:
+    """The name and library file name of a native backtrace line (NATIVE_FRAME), as native_frame_key keys them."""
     if message[:1] not in NATIVE_STARTS:
         return None
     found = NATIVE_FRAME.match(message)
     if found is None:
         return None
     glibc = found["glibc"]
-    symbol = found["c10"] or found["tllm"] or found["gdb"] or demangled(glibc)
+    symbol = found["lldb"] or found["c10"] or found["tllm"] or found["gdb"] or demangled(glibc)
     name = native_name(symbol) if glibc is None else symbol
     if not name:
         return None
-    library = found["lib"] or found["from"] or found["binary"] or ""
-    return frame_key_of(name, library.rsplit("/", 1)[-1], native=True)
+    library = found["module"] or found["lib"] or found["from"] or found["binary"] or ""
+    return name, library.rsplit("/", 1)[-1]
 
 
 # The first characters of a native frame line: the test before the regex, on every line of a traceback.
 NATIVE_STARTS = frozenset("f#0123456789[")
+
+# A native debugger's thread line, above that thread's backtrace (innermost frame first): lldb's thread-stop-format
+# for `thread backtrace` (`thread #${thread.index}{, name = '${thread.name}'}{, queue = …}{, stop reason = …}`, older
+# lldb `thread #1: tid = 0x2e03, …`; `* ` marks the selected thread; lldb.llvm.org/use/formatting.html) and gdb's
+# `thread apply all bt` header (`Thread 2 (Thread 0x7f… (LWP 123) "python"):`, gdb/thread.c thread_apply_all_command:
+# `Thread %s (%s):` with target_pid_to_str and the thread's name). Its frames (NATIVE_FRAME) are read in no failure's
+# block, as py-spy's are under its thread line: a stack printed by a debugger attached to a live (or hung) process.
+DEBUGGER_THREAD = re.compile(
+    r"^\s*(?:\* )?thread #(?P<lldb>\d+)(?:, |: tid = |\s*$)"
+    r'|^Thread (?P<gdb>\d+) \((?:Thread 0x[0-9a-f]+ \(LWP \d+\)|LWP \d+)(?: "(?P<name>[^"]*)")?\):\s*$'
+)
+# What the fast path hands the matcher for it (gdb's `Thread ` is a frame header's marker already)
+DEBUGGER_THREAD_TRIGGER = rb"thread #\d"
+LLDB_NAME = re.compile(r", name = '(?P<name>[^']*)'")
+# What stands before a debugger's frame line in its backtrace: lldb indents it and marks the selected frame `* `
+DEBUGGER_FRAME_LEAD = re.compile(r"^\s*(?:\* )?(?=frame #\d+: 0x|#\d+ )")
+
+
+def debugger_frame(message: str) -> tuple[str, str] | None:
+    """The name and library of a native frame line as a debugger's backtrace prints it (lldb's indented, its selected
+    frame marked `* `), None for any other line."""
+    lead = DEBUGGER_FRAME_LEAD.match(message)
+    return native_frame(message[lead.end() :]) if lead is not None else None
+
+
+def debugger_frame_key(message: str) -> str | None:
+    """The frame key of debugger_frame's line."""
+    parts = debugger_frame(message)
+    return frame_key_of(*parts, native=True) if parts is not None else None
 
 
 # C0 and C1 controls and DEL: a name a process chose (a thread, a function, its command line) must not

@@ -118,7 +118,10 @@ def test_a_dump_pasted_alone_places_the_rank_and_says_it_is_one_stack(tmp_path: 
     )
     assert said in report["reason"]
     assert said in _against(report)
-    assert report["root_cause"] is None
+    # AND no line of the run reports a step: the frame that placed it is where the run stopped, its cause (the
+    # realworld labels of three such pastes, 984, 1233, 1234, each quote that frame)
+    cause = report["root_cause"]
+    assert (cause["line"], cause["text"]) == (7, "    broadcast_pyobj (utils/common.py:1083)")
     # AND the stack is the rank's its title names (`sglang::scheduler_TP0`)
     assert report["ranks"] == ["TP0"]
 
@@ -159,10 +162,8 @@ def test_a_ranks_dump_inside_a_larger_log_places_the_rank_past_its_last_line(tmp
 def test_a_phase_a_line_placed_is_not_said_to_rest_on_the_dump(tmp_path: Path) -> None:
     # GIVEN SGLang's capture begun (its own line), then the same dump
     text = (
-        SGLANG_START
-        + "[2025-10-29 11:21:45 TP0] Capture cuda graph begin. This can take up to several minutes. "
-        "avail mem=20.10 GB\n"
-        + CAPTURE_DUMP
+        SGLANG_START + "[2025-10-29 11:21:45 TP0] Capture cuda graph begin. This can take up to several minutes. "
+        "avail mem=20.10 GB\n" + CAPTURE_DUMP
     )
     report = _judge(tmp_path, text)
     # THEN in cuda_graph, from the line: nothing said of frames alone

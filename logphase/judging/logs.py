@@ -121,7 +121,9 @@ def frame_placement(timeline: Timeline, judgement: Judgement) -> Event | None:
 
 def _frame_placed(timeline: Timeline, judgement: Judgement) -> Judgement:
     """The judgement, saying so where its phase rests on a stack's frames alone: one stack shows where its thread
-    was when it was printed, not whether it moved after (a second dump, or the log around it, would)."""
+    was when it was printed, not whether it moved after (a second dump, or the log around it, would). Where no line
+    of the run reports a step (no progress line to quote: a dump pasted alone), the frame that placed it is where
+    the run stopped, its cause (fixtures/realworld/README.md: an open run's last line that says where it is)."""
     placed = frame_placement(timeline, judgement)
     if placed is None:
         return judgement
@@ -129,7 +131,10 @@ def _frame_placed(timeline: Timeline, judgement: Judgement) -> Judgement:
         f"{placed.phase} placed by a stack's frames alone (`{placed.captures.get('frame', '?')}`, line {placed.line}):"
         " where its thread was when the stack was printed, not whether it moved after"
     )
-    return replace(judgement, reason=f"{judgement.reason}; {words}", doubts=(*judgement.doubts, words))
+    cause = judgement.root_cause if judgement.root_cause is not None else placed
+    return replace(
+        judgement, reason=f"{judgement.reason}; {words}", doubts=(*judgement.doubts, words), root_cause=cause
+    )
 
 
 def _module_placed(timeline: Timeline, judgement: Judgement) -> Judgement:

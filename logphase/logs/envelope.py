@@ -442,6 +442,9 @@ def sniff(
     newest_first = any(layer.newest_first_possible for layer in layers) and _descending(
         head, layers, wrap_width, screen, wrap_inside
     )
+    if not newest_first and not any(layer.time_formats for layer in layers):
+        # no wrapper's stamp says the order: the log's own lines do (its stamps, a traceback's frames)
+        newest_first = _own_stamps_descending(lines) or _traceback_reversed(lines)
     if newest_first and wrap_inside:
         wrap_width, wrap_inside = None, False  # read in reverse, a cut line's rest comes before it: left as it is
     return Envelopes(
@@ -802,6 +805,47 @@ def _descending(
     falling = sum(1 for a, b in pairs if b < a)
     rising = sum(1 for a, b in pairs if b > a)
     return falling > rising
+
+
+# A log's own stamp near the start of its line (after a prefix of its own: a process tag, a level): a date and a
+# time of day, its fraction with `.` or `,` (logging's asctime), the year optional (vLLM's `%m-%d %H:%M:%S`)
+OWN_STAMP = re.compile(r"(?<![\d:.-])(?:\d{4}-)?\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?![\d:])")
+OWN_STAMP_SPAN = 80  # where on a line a log's own stamp may stand (its prefix's first fields)
+OWN_STAMPS_FALLING = 2  # a log's own stamps going back this often, and never forward, is an export newest first
+
+
+def _own_stamps_descending(lines: Sequence[str]) -> bool:
+    """The log's own stamps go back in time from line to line throughout (never forward, at least twice back): an
+    export listed newest first whose wrapper's stamps were dropped (a console's copy, a quoted paste), read in
+    reverse. Stamps of one shape are compared as text (digits in a fixed place read in order)."""
+    stamps = [
+        found.group(0).replace(",", ".") for line in lines if (found := OWN_STAMP.search(line, 0, OWN_STAMP_SPAN))
+    ]
+    pairs = [(a, b) for a, b in pairwise(stamps) if len(a) == len(b)]
+    falling = sum(1 for a, b in pairs if b < a)
+    return falling >= OWN_STAMPS_FALLING and not any(b > a for a, b in pairs)
+
+
+# CPython's traceback prints a frame's `File "…", line N, in f` line, then its source line, then (3.11+) the carets
+# under the failing expression (Lib/traceback.py StackSummary.format_frame_summary): carets right under a frame's
+# line are a traceback read bottom up, a source line's carets under it one read top down
+TRACEBACK_FILE = re.compile(r'(?:^|\s)File "[^"]*", line \d+, in \S+\s*$')
+TRACEBACK_CARETS = re.compile(r"\s{4}[~^]*\^[~^]*\s*$")
+CARETS_REVERSED = 2  # carets right under a frame's line this often (and never under a source line): reversed
+
+
+def _traceback_reversed(lines: Sequence[str]) -> bool:
+    """A traceback listed bottom up (a console export newest first, its lines unstamped): the carets CPython prints
+    under a frame's source line stand right under the frame's `File` line instead, and never under a source line."""
+    reversed_, forward = 0, 0
+    for above, line in pairwise(lines):
+        if TRACEBACK_CARETS.search(line) is None or TRACEBACK_CARETS.search(above) is not None:
+            continue
+        if TRACEBACK_FILE.search(above) is not None:
+            reversed_ += 1
+        else:
+            forward += 1
+    return reversed_ >= CARETS_REVERSED and not forward
 
 
 def padded(line: str) -> bool:

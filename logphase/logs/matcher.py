@@ -12,9 +12,11 @@ from functools import cache
 
 from logphase.bounded import rank_label
 from logphase.frames import (
+    DEBUGGER_THREAD,
     PYSPY_FRAME,
     PYSPY_PROCESS,
     SIGNAL_HANDLER_FRAME,
+    debugger_frame_key,
     frame_key,
     is_pyspy_thread,
     native_frame_key,
@@ -322,6 +324,9 @@ class _FrameGroup:
     # under py-spy's thread line (frames.is_pyspy_thread): its `func (file:line)` frames are read in no block, as a
     # traceback's `File` lines are (a dump pasted as the log, or printed in one: no failure either way)
     pyspy: bool = False
+    # under a native debugger's thread line (frames.DEBUGGER_THREAD: lldb's `thread #N, …`, gdb's `Thread N (…):`): its
+    # native frames are read in no block too (a debugger attached to a live or hung process printed them)
+    debugger: bool = False
     phase: Phase | None = None
     draft: bool = False  # a frame of the draft worker's init holds the stack: its capture is the draft's
     line: Line | None = None
@@ -657,14 +662,19 @@ class SourceMatcher:
             self.block = _Block(line.number, fields.rank, fields.prefixes, handler=(line, fields))
             inside = True
         native = native_frame_key(message) if inside else None
+        if native is None and group is not None and group.debugger:
+            native = debugger_frame_key(message)
         if native is not None:
-            # a C/C++ backtrace's frame inside the failure's text (c10's `frame #N:`, TensorRT-LLM's trace): it
-            # places the stack as a Python frame does, and stays a line rules may read (a checkTimeout frame)
+            # a C/C++ backtrace's frame inside the failure's text (c10's `frame #N:`, TensorRT-LLM's trace), or under
+            # a debugger's thread line: it places the stack as a Python frame does, and stays a line rules may read
+            # (a checkTimeout frame)
             self._note_frame(line, fields, message, inside, native=native)
             held = before
         else:
             held = (*before, *self._flush_frames())
-        if message.startswith(FRAME_HEADERS):
+        if native is None and DEBUGGER_THREAD.match(message):
+            self._frames = _FrameGroup(innermost_first=True, debugger=True)
+        elif message.startswith(FRAME_HEADERS):
             pyspy = is_pyspy_thread(message)
             self._frames = _FrameGroup(
                 innermost_first=not message.startswith("Traceback"),

@@ -17,10 +17,13 @@ from typing import Any, Protocol
 
 from logphase.bounded import rank_label, read_int, read_rank
 from logphase.frames import (
+    DEBUGGER_THREAD,
+    LLDB_NAME,
     PYSPY_FRAME,
     PYSPY_PROCESS,
     PYSPY_THREAD,
     TRIGGER,
+    debugger_frame,
     printable,
     role_and_tags_from_title,
     short_path,
@@ -206,7 +209,7 @@ class _Thread:
 
 @dataclass
 class _Process:
-    mode: str  # "py-spy text" | "faulthandler" | "pystack"
+    mode: str  # "py-spy text" | "faulthandler" | "pystack" | "debugger"
     pid: int | None = None
     title: str | None = None
     rank: str | None = None
@@ -365,6 +368,15 @@ class DumpParser:
             if proc is not None and proc.mode == "faulthandler":
                 proc.fatal = proc.fatal or "fatal signal (faulthandler dump)"
             self.close(stream)
+            return
+        # -- a native debugger's backtrace (lldb's `thread backtrace all`, gdb's `thread apply all bt`)
+        if found := DEBUGGER_THREAD.match(body):
+            named = LLDB_NAME.search(body) if found.group("lldb") else None
+            name = named.group("name") if named is not None else found.group("name")
+            self.thread(stream, "debugger", found.group("lldb") or found.group("gdb"), name, None)
+            return
+        if mode == "debugger" and (parts := debugger_frame(body)) is not None:
+            self.frame(stream, "debugger", make_frame(parts[0], parts[1], None, native=True))
             return
         # -- pystack
         if found := PYSTACK_THREAD.match(body):

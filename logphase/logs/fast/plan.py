@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from logphase.disk_cache import DiskCache
-from logphase.frames import SIGNAL_HANDLER_TRIGGER
+from logphase.frames import DEBUGGER_THREAD_TRIGGER, SIGNAL_HANDLER_TRIGGER
 from logphase.logs.envelope import RECORD_START
 from logphase.logs.fast.factors import Factor, regex_factors, regex_requirements, rule_factors
 from logphase.logs.fast.templates import BareStarts, Template, bare_starts, text_of
@@ -278,6 +278,8 @@ def _build_plan(packs: PackSet, triggers: Sequence[re.Pattern[str]]) -> Plan:
     trigger_patterns.append(re.escape(FRAME_LINE))
     # a fatal signal handler's frame without its header opens a block too (frames.SIGNAL_HANDLER_FRAME)
     trigger_patterns.append(SIGNAL_HANDLER_TRIGGER)
+    # a native debugger's thread line opens a dump whose frames the matcher reads (frames.DEBUGGER_THREAD)
+    trigger_patterns.append(DEBUGGER_THREAD_TRIGGER)
     # an exception line a logger wrote at its error level opens a block too (matcher.LOGGED_EXCEPTION)
     trigger_patterns.append(LOGGED_EXCEPTION_TRIGGER)
     # a frame of rich's box, or a part of one, opens a block too, or may (logs/rich_box.py; its top border holds
