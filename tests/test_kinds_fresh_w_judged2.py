@@ -117,3 +117,55 @@ def test_actor_died_while_verl_starts_its_servers_is_not_serving(tmp_path: Path)
     # THEN it crashed, but nothing places it in the job's steps
     assert report["verdict"] == "crashed"
     assert report["phase"] != "serving"
+
+
+# --- a line that ends start-up whose capture the server may skip, on a paste cut before any step of it --------------
+
+# SGLang's Scheduler logs `max_total_num_tokens=` once its model runner finished (weights, KV pool, and the CUDA graphs
+# unless --disable-cuda-graph); vLLM's engine core logs `init engine (...) took` after the workers' warm-up, whose
+# capture runs unless enforce_eager (v1/engine/core.py, v1/worker/gpu_worker.py)
+_SGLANG_DONE = (
+    "[2025-01-29 19:50:52 TP0] max_total_num_tokens=480406, chunked_prefill_size=8192, max_prefill_tokens=16384, "
+    "max_running_requests=4096, context_len=163840\n"
+)
+_SGLANG_CAPTURE = "[2025-01-29 19:49:10 TP0] Capture cuda graph begin. This can take up to several minutes.\n"
+_VLLM_DONE = (
+    "(EngineCore_DP0 pid=590) INFO 11-25 02:39:49 [core.py:253] init engine (profile, create kv cache, warmup model) "
+    "took 21.62 seconds\n"
+)
+_VLLM_CAPTURE = (
+    "(EngineCore_DP0 pid=590) INFO 11-25 02:39:47 [gpu_model_runner.py:2708] Graph capturing finished in 12 secs, "
+    "took 0.49 GiB\n"
+)
+_NOISE = (
+    'loc("/sgl-workspace/sglang/python/sglang/srt/layers/attention/triton_ops/decode_attention.py":310:16): '
+    "error: operation scheduled before its operands\n"
+)
+
+
+def test_sglang_end_of_init_alone_proves_the_kv_pool_not_a_capture(tmp_path: Path) -> None:
+    # GIVEN a paste whose only SGLang line is the scheduler's end of model init
+    report = judge_text(tmp_path, _NOISE + _SGLANG_DONE)
+    # THEN it proves the KV pool, not a capture no line shows
+    assert report["phase"] == "kv_cache"
+
+
+def test_sglang_end_of_init_after_a_capture_closes_the_capture(tmp_path: Path) -> None:
+    # GIVEN the same line after the capture's begin
+    report = judge_text(tmp_path, _SGLANG_CAPTURE + _SGLANG_DONE)
+    # THEN it closes the capture the log shows
+    assert report["phase"] == "cuda_graph"
+
+
+def test_vllm_init_engine_alone_proves_the_kv_cache_not_a_capture(tmp_path: Path) -> None:
+    # GIVEN a paste whose only vLLM line is the engine core's end of init
+    report = judge_text(tmp_path, _VLLM_DONE)
+    # THEN it proves the KV cache, not a capture no line shows
+    assert report["phase"] == "kv_cache"
+
+
+def test_vllm_init_engine_after_a_capture_closes_the_capture(tmp_path: Path) -> None:
+    # GIVEN the same line after the workers' capture ended
+    report = judge_text(tmp_path, _VLLM_CAPTURE + _VLLM_DONE)
+    # THEN it closes the capture the log shows
+    assert report["phase"] == "cuda_graph"
