@@ -32,7 +32,8 @@ INIT_DONE = (
     [
         (WEIGHTS_AND_POOL + INIT_DONE, "kv_cache"),  # --disable-cuda-graph: no capture ran
         (WEIGHTS_AND_POOL + CAPTURE + INIT_DONE, "cuda_graph"),
-        (INIT_DONE, "cuda_graph"),  # a fragment: whatever ran before, the scheduler's init is over
+        # a fragment: the scheduler's init is over, but no line shows a capture began: the KV pool is what it proves
+        (INIT_DONE, "kv_cache"),
     ],
     ids=["graphs-disabled", "graphs-captured", "fragment"],
 )

@@ -622,9 +622,10 @@ class TimelineBuilder:
         assert phase is not None
         reached = acc.reached
         opened = event.rule.closes_from
-        if opened is not None and reached is not None and reached.order < phase.order:
-            # the line closes the step the rank is in (a skipped capture is not claimed), at least `closes_from`
-            return (reached if reached.order > opened.order else opened), event.rule.draft
+        if opened is not None and (reached is None or reached.order < phase.order):
+            # the line closes the step the rank is in (a skipped capture is not claimed), at least `closes_from`; on
+            # a rank no earlier line placed (a paste cut before it) that is all it proves
+            return (reached if reached is not None and reached.order > opened.order else opened), event.rule.draft
         past_graphs = reached is not None and Phase.CUDA_GRAPH.order <= reached.order < Phase.HTTP_START.order
         if past_graphs and phase in DRAFT_REPEATED:
             if phase is not Phase.CUDA_GRAPH:

@@ -491,7 +491,7 @@ class PackSet:
     prefixes: tuple[PrefixRule, ...] = field(init=False)
     rules: tuple[Rule, ...] = field(init=False)
     signatures: tuple[StallSignature, ...] = field(init=False)
-    phase_frames: tuple[tuple[PackRegex, Phase], ...] = field(init=False)
+    phase_frames: tuple[tuple[PackRegex, Phase | None], ...] = field(init=False)
     floor_frames: tuple[tuple[PackRegex, Phase], ...] = field(init=False)  # anchors' `reached`
     module_hints: dict[str, tuple[ModuleHint, ...]] = field(init=False, repr=False)  # `[[module]]` by file name
     _rules_by_key: dict[tuple[str, str], tuple[int, ...]] = field(init=False, repr=False)
@@ -512,10 +512,16 @@ class PackSet:
         object.__setattr__(self, "prefixes", tuple(prefixes))
         object.__setattr__(self, "rules", tuple(rules))
         object.__setattr__(self, "signatures", tuple(signatures))
-        # frames that tell a traceback's phase: anchors first, then signatures that name a phase
+        # frames that tell a traceback's phase: anchors first, then signatures that name a phase, by priority as
+        # the stack classifier takes them. An idle signature that names none (an inductor compile worker waiting
+        # for jobs, an event loop) stands in its place and proves nothing: a helper thread's wait is no step of
+        # start-up, though a broader signature below it (any frame in torch/_inductor is compile) matches too. An
+        # anchor with only `reached` is a floor (floor_frames), never a place.
         anchors = [a for pack in self.packs for a in pack.anchors]
-        phase_frames = [(a.pattern, a.phase) for a in anchors if a.phase is not None]
-        phase_frames += [(s.pattern, s.phase) for s in signatures if s.phase is not None]
+        phase_frames: list[tuple[PackRegex, Phase | None]] = [
+            (a.pattern, a.phase) for a in anchors if a.phase is not None
+        ]
+        phase_frames += [(s.pattern, s.phase) for s in signatures if s.phase is not None or s.state == "idle"]
         object.__setattr__(self, "phase_frames", tuple(phase_frames))
         object.__setattr__(self, "floor_frames", tuple((a.pattern, a.reached) for a in anchors if a.reached))
         by_file: dict[str, list[ModuleHint]] = {}
