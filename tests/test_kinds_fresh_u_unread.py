@@ -1,7 +1,8 @@
 """Kinds of lines fresh-u's pastes showed unread (unread-u2): a shell's job report of a non-zero exit (zsh printjob,
 bash printable_job_status), the FP8 block-shape ValueError of SGLang's and vLLM's fp8_utils, Triton's Python backend
-stub failing its model's initialize, the TensorRT-LLM backend's per-iteration stats, HCCL's connect-timeout report in
-CANN's plog format, and sglang-jax's weight loader. Each written from the format its source prints, judged end to end."""
+stub failing its model's initialize, the TensorRT-LLM backend's per-iteration stats, HCCL's connect-timeout report
+in CANN's plog format, and sglang-jax's weight loader. Each written from the format its source prints, judged end to
+end."""
 
 from __future__ import annotations
 
@@ -81,7 +82,9 @@ def test_a_failed_jobs_report_yields_to_the_traceback_before_it(tmp_path: Path) 
 
 def test_fp8_block_shape_error_alone_is_a_weight_load_crash(tmp_path: Path) -> None:
     # GIVEN only the ValueError a TP slice of a block-quantized layer raises while the model is built
-    lines = ["ValueError: Weight input_size_per_partition = 1344 is not divisible by weight quantization block_k = 128."]
+    lines = [
+        "ValueError: Weight input_size_per_partition = 1344 is not divisible by weight quantization block_k = 128."
+    ]
     # WHEN analysed
     _, report = _analyze(tmp_path, lines)
     # THEN it is a crash while loading the model, this line the cause
@@ -96,7 +99,8 @@ def test_triton_python_stub_init_failure_is_the_cause(tmp_path: Path) -> None:
     # GIVEN Triton loading a Python-backend model whose initialize() raises (glog lines, quoted messages)
     lines = [
         'I0305 10:00:00.100000 95 model_lifecycle.cc:473] "loading: vllm_model:1"',
-        'I0305 10:00:02.200000 95 python_be.cc:2289] "TRITONBACKEND_ModelInstanceInitialize: vllm_model_0_0 (MODEL device 0)"',
+        'I0305 10:00:02.200000 95 python_be.cc:2289] "TRITONBACKEND_ModelInstanceInitialize: vllm_model_0_0 '
+        '(MODEL device 0)"',
         'I0305 10:00:09.300000 95 pb_stub.cc:366] "Failed to initialize Python stub: ValueError: signal only works in '
         'main thread of the main interpreter\\n\\nAt:\\n  /usr/lib/python3.12/signal.py(58): signal\\n"',
     ]
@@ -134,8 +138,8 @@ def test_hccl_connect_timeout_report_is_a_dist_init_timeout(tmp_path: Path) -> N
         "[ERROR] HCCL(4410,python3):2026-02-01-08:00:05.100.001 [detect_connect_anomalies.cc:127] [4500]"
         "-------------------CONNECT TIMEOUT DETECT RESULT-----------------------",
         "[ERROR] HCCL(4410,python3):2026-02-01-08:00:05.100.020 [detect_connect_anomalies.cc:132] [4500]This node "
-        "(server 10.0.0.1, device ID 3) detects that srcRank (server 10.0.0.1, device ID 3) fails to connect to dstRank "
-        "(server 10.0.0.2, device ID 3). Continue to analyze the fault based on the logs of srcRank and dstRank.",
+        "(server 10.0.0.1, device ID 3) detects that srcRank (server 10.0.0.1, device ID 3) fails to connect to "
+        "dstRank (server 10.0.0.2, device ID 3). Continue to analyze the fault based on the logs of srcRank and dstRank.",
         "[ERROR] HCCL(4410,python3):2026-02-01-08:00:05.100.040 [detect_connect_anomalies.cc:143] [4500]"
         "----------------------------------------------------------------------",
     ]
