@@ -139,7 +139,8 @@ def test_hccl_connect_timeout_report_is_a_dist_init_timeout(tmp_path: Path) -> N
         "-------------------CONNECT TIMEOUT DETECT RESULT-----------------------",
         "[ERROR] HCCL(4410,python3):2026-02-01-08:00:05.100.020 [detect_connect_anomalies.cc:132] [4500]This node "
         "(server 10.0.0.1, device ID 3) detects that srcRank (server 10.0.0.1, device ID 3) fails to connect to "
-        "dstRank (server 10.0.0.2, device ID 3). Continue to analyze the fault based on the logs of srcRank and dstRank.",
+        "dstRank (server 10.0.0.2, device ID 3). Continue to analyze the fault based on the logs of srcRank and "
+        "dstRank.",
         "[ERROR] HCCL(4410,python3):2026-02-01-08:00:05.100.040 [detect_connect_anomalies.cc:143] [4500]"
         "----------------------------------------------------------------------",
     ]
