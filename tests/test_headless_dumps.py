@@ -167,9 +167,7 @@ def test_a_stack_dump_the_program_goes_on_after_says_no_failure(tmp_path: Path) 
     # in an SGLang capture, after which the server goes on with its own lines
     text = (
         "[2025-05-01 10:00:00 TP0] Capture cuda graph begin. This can take up to several minutes.\n"
-        "Stack (most recent call first):\n"
-        + SGLANG_CAPTURE
-        + "\n"
+        "Stack (most recent call first):\n" + SGLANG_CAPTURE + "\n"
         "[2025-05-01 10:02:00 TP0] Capture cuda graph end. Time elapsed: 120.00 s\n"
     )
     report = _judge(tmp_path, text)

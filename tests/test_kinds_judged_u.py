@@ -10,8 +10,8 @@ from tests.conftest import judge_text, root_text
 
 
 def test_a_warmup_that_fails_after_traffic_reached_the_scheduler_crashed_in_warmup(tmp_path: Path) -> None:
-    # GIVEN requests through another route prefilled and decoding while the warmup request was out, then the warmup's failure
-    # (http_server `_wait_and_warmup`: a proxy answered its /generate with a 502) and the server killed
+    # GIVEN requests through another route prefilled and decoding while the warmup request was out, then the
+    # warmup's failure (http_server `_wait_and_warmup`: a proxy answered its /generate with a 502) and the server killed
     text = (
         "[2026-01-10 13:23:26 TP0] Prefill batch, #new-seq: 1, #new-token: 2163, #cached-token: 41, token usage: 0.01,"
         " #running-req: 6, #queue-req: 0, \n"
