@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from logphase.errors import ExitCode
+from logphase.logs.reader import SNIFF_BYTES, sniff_bytes
 from tests.conftest import FIXTURES, REALWORLD, run_cli, run_json
 
 LOGS = sorted(
@@ -58,12 +59,13 @@ def test_analyze_watch_and_bundle_give_one_verdict(log: Path, tmp_path: Path) ->
     # WHEN watch is fed it on stdin (the input ends: a finished log) and bundle packs it
     watched = _watch(log)
     bundled = _bundle(log, tmp_path)
-    # THEN the three judge it alike: one verdict, one confidence, one exit code
-    assert (watched["verdict"], watched["confidence"], watched["exit_code"]) == (
-        analysed["verdict"],
-        analysed["confidence"],
-        code,
-    ), (watched["text"], analysed["reason"])
+    # THEN the three judge it alike: one verdict, one confidence, one exit code — but for an export listed newest
+    # first, which analyze and bundle read in time order and watch, following a stream that arrives in its order
+    # (logs/follow.py), reads as it comes: the same verdict and exit code, its cause (so its confidence) may differ
+    newest_first = sniff_bytes(log.read_bytes()[:SNIFF_BYTES]).newest_first
+    assert (watched["verdict"], watched["exit_code"]) == (analysed["verdict"], code), watched["text"]
+    if not newest_first:
+        assert watched["confidence"] == analysed["confidence"], (watched["text"], analysed["reason"])
     assert (bundled["verdict"], bundled["confidence"]) == (analysed["verdict"], analysed["confidence"])
 
 
