@@ -12,11 +12,14 @@ from logphase.durations import format_duration
 from logphase.judging.budgets import Budget, Budgets, stall_words
 from logphase.logs.matcher import (
     CUT_LEAD,
+    CUT_TRACEBACK,
     FALLBACK_PACK,
+    FRAME_READ,
     PLACED_BY,
     STATEMENT,
     STATEMENT_LINE,
     STATEMENT_TEXT,
+    TRACEBACK_HEADER,
     Event,
     Tail,
 )
@@ -170,7 +173,7 @@ def _judge(
     failure = _first_root_failure(timeline, after=timeline.ready, interrupt=timeline.interrupt)
     if failure is not None:
         root = _named_collective(timeline, _first_observed(timeline, _exception_line(timeline, failure)))
-        root = _stated_by_statement(timeline, root)
+        root = _innermost_frame(timeline, _stated_by_statement(timeline, root))
         verdict = _FAILURE_VERDICT[root.kind]
         if verdict is Verdict.ABORTED and _sigkill(root):
             # killed by another process (the OOM killer, most often): no fatal error of its own
@@ -728,6 +731,19 @@ def _stated_by_statement(timeline: Timeline, root: Event) -> Event:
     message = f"{kind} (no message; the statement that raised it: {root.captures[STATEMENT]})"
     captures = {**root.captures, EXCEPTION_LINE: str(root.line)}
     return replace(root, line=number, text=root.captures[STATEMENT_TEXT], message=message, captures=captures)
+
+
+def _innermost_frame(timeline: Timeline, root: Event) -> Event:
+    """A traceback's first line (`Traceback (most recent call last):`, alone or after a logger's words: SGLang's
+    `Scheduler hit an exception: Traceback …`) whose exception line the log does not hold says only that something
+    was raised; its innermost whole frame says where (matcher `_cut_at_frame`): that frame is the cause. The labels'
+    rule (fixtures/realworld/README.md, cut traceback)."""
+    if not root.rule.opens_block or TRACEBACK_HEADER not in root.message or _exception_line(timeline, root) is not root:
+        return root
+    for event in timeline.failures:
+        if (event.source, event.block) == (root.source, root.block) and event.captures.get(CUT_TRACEBACK) == FRAME_READ:
+            return event
+    return root
 
 
 def _named_collective(timeline: Timeline, root: Event) -> Event:

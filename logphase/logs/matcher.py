@@ -64,6 +64,8 @@ ENVELOPE_RANK = "envelope.rank"
 RANK_CAPTURES = frozenset({"tags", "rank"})
 # A traceback frame line (CPython: `  File "path", line N, in name`; faulthandler has no comma).
 TRACEBACK_FRAME = re.compile(r'\s+File "[^"]*", line \d+, in ')
+# a frame whose `File` line the paste kept up to its function's name (`_Block.frame`)
+WHOLE_FRAME = re.compile(r'\s+File "[^"]*", line \d+, in \S')
 # loguru's `backtrace=True` marks the frame that caught the exception `> File "…"` (TGI's shard tracebacks):
 # a frame like the others.
 CAUGHT_FRAME = '> File "'
@@ -76,6 +78,7 @@ FLAT_FRAME = re.compile(r'File "[^"]*", line \d+, in [\w<>.]+$')
 CARETS = re.compile(r"[~^ ]*\^[~^ ]*$")
 # The capture an exception read from a cut traceback's `raise` statement carries (judging says so).
 CUT_TRACEBACK = "read_from"
+FRAME_READ = "frame"  # CUT_TRACEBACK's value for a traceback cut below its header, read at its innermost whole frame
 TRACEBACK_HEADER = "Traceback (most recent call last):"
 # The header Open MPI's signal handler writes above the frames it prints (frames.SIGNAL_HANDLER_FRAME): what a run of
 # those frames whose header is not in the log is read as
@@ -92,6 +95,9 @@ CPP_WHAT = "what():"
 PYDANTIC_DETAIL = re.compile(r" {2}(?:Value error|Assertion failed), \S")
 # A frame's quoted source line that raises: `    raise TimeoutError("Timed out waiting for ..."`.
 RAISE_STATEMENT = re.compile(r"\s+raise (?P<cls>[A-Za-z_][\w.]*)\((?P<args>.*)$")
+# An `assert` statement raises too: `AssertionError`, with the message after its condition where it gives one as a
+# string (`    assert res.status_code == 200, f"…"`; an f-string's braces are left as written)
+ASSERT_STATEMENT = re.compile(r"""\s+assert (?P<condition>\S.*?)(?:, (?P<args>[rfbu]{0,2}["'].*))?$""")
 # An exception line a logger wrote at its error level, outside any traceback the log shows: the end of a traceback
 # logged through a formatter that prefixes each of its lines, the lines above it cut from the paste (vLLM's
 # NewLineFormatter: `(EngineCore_DP0 pid=N) ERROR … [core.py:710] RuntimeError: …`), or an exception logged as
@@ -297,6 +303,9 @@ class _Block:
     # the innermost frame's source line so far (the first line CPython quotes under its `File` line): where the
     # exception was raised or passed through, the nearest the excerpt comes to its cut exception line
     statement: tuple[Line, str] | None = None
+    # the innermost frame so far whose `File` line is whole up to its function (`…, line N, in func`): where the
+    # exception was raised or passed through, named; a frame the paste cut before its function names nothing
+    frame: tuple[Line, PrefixFields] | None = None
     quoting: bool = False  # a `File` line was read: its source line, if CPython had one, comes next
     failed: bool = False  # a failure line was read inside it (a native crash banner between frame runs)
     # opened by a rule's `ignored_block` line (CPython's `Exception ignored in: …`): the process printed the
@@ -434,6 +443,7 @@ class SourceMatcher:
             or self._frames_only(block)
             or self._dump_only(block)
             or self._handler_only(block)
+            or self._cut_at_frame(block)
         )
         if self.stamps.held is not None:
             self.stamps.set_held_aside()  # no second line ever confirmed its clock
@@ -461,15 +471,41 @@ class SourceMatcher:
             return None
         line, fields, statement = block.raised
         found = RAISE_STATEMENT.match(statement)
-        assert found is not None
-        args = found["args"].strip().rstrip(")").rstrip(",").strip()
+        if found is not None:
+            cls, args = found["cls"], found["args"].strip().rstrip(")").rstrip(",").strip()
+        else:
+            asserted = ASSERT_STATEMENT.match(statement)
+            assert asserted is not None
+            cls, args = "AssertionError", (asserted["args"] or "").strip()
         text = re.sub(r'^[rfbu]{0,2}(["\'])(.*?)\1?$', r"\2", args)
-        message = f"{found['cls']}: {text}" if text else found["cls"]
+        message = f"{cls}: {text}" if text else cls
         best = self._best_rule(message, fields.prefixes, True)
         if best is None:
             return None
         rule, captures = best
         return self._cut_event(block, line, fields, rule, {**captures, CUT_TRACEBACK: "raise"}, message)
+
+    def _cut_at_frame(self, block: _Block | None) -> Event | None:
+        """A traceback whose first line the log holds, ended (a new message, the end of the source) before its
+        exception line, with no `raise` statement to read it from: its innermost whole frame (`_Block.frame`) is the
+        nearest the excerpt comes to what failed — where the exception was raised or passed through, named by its
+        function. Read as the traceback's first line there, marked cut: the header says only that something was
+        raised, so judging quotes this frame in its place (`_innermost_frame`)."""
+        if (
+            block is None
+            or block.finished
+            or block.failed
+            or block.ignored
+            or block.frame is None
+            or block.rich  # rich's box marks the line its innermost frame stopped at (`❱`): read as it is
+            or block.headless is not None
+            or block.dump is not None
+            or block.handler is not None
+        ):
+            return None
+        line, fields = block.frame
+        message = f"a traceback cut before its exception line; its innermost frame: {line.text.strip()}"
+        return self._cut_stand_in(block, line, fields, TRACEBACK_HEADER, FRAME_READ, message)
 
     def _frames_only(self, block: _Block | None) -> Event | None:
         """The source ends inside a run of traceback frames that neither its `Traceback` line nor its
@@ -483,7 +519,11 @@ class SourceMatcher:
             return None
         line, fields = block.headless
         message = "a traceback's frames, cut before its first line and its exception line"
-        if block.statement is not None:
+        if block.frame is not None and not block.rich:
+            line, fields = block.frame
+            message = f"{message}; its innermost frame: {line.text.strip()}"
+        elif block.statement is not None:
+            # rich's box marks the line its innermost frame stopped at (`❱`), the statement read here
             line, quoted = block.statement
             message = f"{message}; its innermost frame's line: {quoted.strip()}"
         return self._cut_stand_in(block, line, fields, TRACEBACK_HEADER, "frames", message)
@@ -622,7 +662,11 @@ class SourceMatcher:
         block = self.block
         inside = self._continues_block(fields, message)
         self._ended = (block, line.number) if block is not None and self.block is None else None
-        cut = (self._cut_exception(block) or self._handler_only(block)) if self.block is not block else None
+        cut = (
+            (self._cut_exception(block) or self._handler_only(block) or self._cut_at_frame(block))
+            if self.block is not block
+            else None
+        )
         before = (cut,) if cut is not None else _NOTHING
         if not inside and fields.level in LOGGED_ERROR_LEVELS and LOGGED_EXCEPTION.match(message):
             self.block = _Block(line.number, fields.rank, fields.prefixes)  # a logged exception line (above)
@@ -647,11 +691,13 @@ class SourceMatcher:
             if self.block is not None and inside:
                 if flat:
                     self.block.flat_step = 1  # its source line comes next, at the margin too
-                if RAISE_STATEMENT.match(message):
+                if RAISE_STATEMENT.match(message) or ASSERT_STATEMENT.match(message):
                     self.block.raised = (line, fields, message)
                 if TRACEBACK_FRAME.match(message):
                     self.block.raised = None  # a deeper frame: its own source line comes next
                     self.block.quoting = True
+                    if WHOLE_FRAME.match(message):
+                        self.block.frame = (line, fields)
                 elif self.block.quoting and message.strip().strip("^~"):
                     # (not a `^^^` marker line, nor one of whitespace alone: a log viewer's line between records)
                     self.block.statement, self.block.quoting = (line, message), False
