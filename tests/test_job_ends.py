@@ -96,8 +96,9 @@ def test_a_log_that_ends_inside_traceback_frames_is_a_crash_with_the_cut_said(tm
     # GIVEN CPython traceback frames with neither their `Traceback` line nor their exception line
     # WHEN analysed
     code, report = _analyze(tmp_path, FRAMES)
-    # THEN crashed at line 1, and a doubt says the exception is not in the log
-    assert (code, report["verdict"], report["root_cause"]["line"]) == (4, "crashed", 1)
+    # THEN crashed at its innermost frame (line 3: where the exception was raised or passed through), and a doubt says
+    # the exception is not in the log
+    assert (code, report["verdict"], report["root_cause"]["line"]) == (4, "crashed", 3)
     assert any("ends inside a traceback's frames" in doubt for doubt in report["evidence"]["against"])
 
 

@@ -44,7 +44,7 @@ def test_component_setup_line_alone_is_not_the_engine_failure(tmp_path: Path) ->
 # --- a viewer's line of whitespace between a traceback's records is no frame's source line -----------------------
 
 
-def test_whitespace_line_under_a_frame_is_not_its_source_line(tmp_path: Path) -> None:
+def test_whitespace_lines_between_records_leave_the_innermost_frame_the_cause(tmp_path: Path) -> None:
     # GIVEN a console export that puts a line holding a tab between records: a traceback's frames cut at both ends
     frames = (
         '(APIServer pid=1)   File "/usr/lib/python3.12/subprocess.py", line 1209, in communicate\n'
@@ -57,9 +57,10 @@ def test_whitespace_line_under_a_frame_is_not_its_source_line(tmp_path: Path) ->
         "\t\n"
     )
     report = judge_text(tmp_path, frames)
-    # THEN the innermost frame's line quoted is its source line, never the whitespace line after its `File` line
+    # THEN the innermost frame is the cause (its `File` line), never a whitespace line between the records
     assert report["verdict"] == "crashed"
-    assert root_text(report).strip() == "(APIServer pid=1)     ready = selector.select(timeout)".strip()
+    innermost = '(APIServer pid=1)   File "/usr/lib/python3.12/subprocess.py", line 2115, in _communicate'
+    assert root_text(report) == innermost
 
 
 # --- torch's TCPStore client: `recvValue failed on …` logged as a warning before the exception is thrown on --------

@@ -98,11 +98,11 @@ def test_a_traceback_whose_indentation_was_lost_reads_as_the_indented_one(tmp_pa
     text = "".join(f"{ENGINE}{line if indent else line.lstrip()}\n" for line in FRAMES)
     # WHEN analysed
     report = judge_text(tmp_path, text)
-    # THEN one traceback cut inside its frames (a crash, read at its innermost frame's source line), in the step that
-    # frame proves: the worker's load_model, weight_load
+    # THEN one traceback cut inside its frames (a crash, read at its innermost frame), in the step that frame proves:
+    # the worker's load_model, weight_load
     assert (report["phase"], report["verdict"]) == ("weight_load", "crashed"), report["reason"]
-    assert report["root_cause"]["line"] == 7
-    assert report["root_cause"]["text"].endswith("self.model = model_loader.load_model(")
+    assert report["root_cause"]["line"] == 6
+    assert report["root_cause"]["text"].endswith('gpu_model_runner.py", line 2500, in load_model')
 
 
 def test_a_message_that_starts_like_a_frame_stays_a_message(tmp_path: Path) -> None:

@@ -735,11 +735,14 @@ def _stated_by_statement(timeline: Timeline, root: Event) -> Event:
 
 def _innermost_frame(timeline: Timeline, root: Event) -> Event:
     """A traceback's first line (`Traceback (most recent call last):`, alone or after a logger's words: SGLang's
-    `Scheduler hit an exception: Traceback …`) whose exception line the log does not hold says only that something
-    was raised; its innermost whole frame says where (matcher `_cut_at_frame`): that frame is the cause. The labels'
-    rule (fixtures/realworld/README.md, cut traceback)."""
-    if not root.rule.opens_block or TRACEBACK_HEADER not in root.message or _exception_line(timeline, root) is not root:
+    `Scheduler hit an exception: Traceback …`; CPython's `Process …:` / `Exception in thread …:`) whose exception
+    line the log does not hold says only that something was raised; its innermost whole frame says where (matcher
+    `_cut_at_frame`): that frame is the cause. The labels' rule (fixtures/realworld/README.md, cut traceback)."""
+    header = root.message.strip()
+    if not root.rule.opens_block or _exception_line(timeline, root) is not root:
         return root
+    if TRACEBACK_HEADER not in header and BARE_HEADER.fullmatch(header) is None:
+        return root  # a server's own header (vLLM's `EngineCore encountered a fatal error.`) says what it was doing
     for event in timeline.failures:
         if (event.source, event.block) == (root.source, root.block) and event.captures.get(CUT_TRACEBACK) == FRAME_READ:
             return event
