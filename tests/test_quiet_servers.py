@@ -190,11 +190,15 @@ _ASLEEP = (
 
 def test_vllm_engine_put_to_sleep_and_never_woken_is_not_ready(tmp_path: Path) -> None:
     # GIVEN an engine an RL trainer put to sleep (worker's `Sleep mode freed`, executor's `fall asleep`), then the
-    # trainer's own line, and the log ends
-    report = judge_text(tmp_path, _ASLEEP + "[INFO:swift] Memory cleanup attempt 1: Freed 0.00 GB reserved\n")
-    # THEN no ready server: a run judged open that ended at serving, stalled post-mortem, and the reason says it slept
+    # trainer's own line (ms-swift's logger: `[%(levelname)s:%(name)s] %(message)s`), and the log ends
+    cleanup = "[INFO:swift] Memory cleanup attempt 1: Freed 0.00 GB reserved, 0.00 GB allocated\n"
+    report = judge_text(tmp_path, _ASLEEP + cleanup)
+    # THEN no ready server (the trainer's own step after the sleep does not wake the engine): a run judged open that
+    # ended at serving, stalled post-mortem, the reason says it slept, and the trainer's step (ms-swift's
+    # aggressive_empty_cache after `sleep`) is where it stopped
     assert (report["verdict"], report["phase"]) == ("stalled", "serving")
     assert "the engine was put to sleep (line 2" in report["reason"]
+    assert root_text(report) == cleanup.strip()
 
 
 def test_vllm_engine_woken_after_sleep_is_ready_again(tmp_path: Path) -> None:
@@ -203,3 +207,25 @@ def test_vllm_engine_woken_after_sleep_is_ready_again(tmp_path: Path) -> None:
     report = judge_text(tmp_path, _ASLEEP + woke)
     # THEN it serves again: ready
     assert (report["verdict"], report["phase"]) == ("ready", "serving")
+
+
+# --- SGLang HiCache's Mooncake storage backend: set up with the tree cache, a KV-cache step -----------------------
+
+
+def test_sglang_crash_after_hicache_mooncake_store_setup_is_placed_in_kv_cache(tmp_path: Path) -> None:
+    # GIVEN SGLang ranks that set their HiCache Mooncake store up (mooncake_store.py `Mooncake store setup
+    # successfully.`, then its warmup), interleaved with Mooncake's own glog lines, then one rank's scheduler exception
+    text = (
+        "I0116 07:02:58.081576 2594569 pybind_client.cpp:218] Mounting segment: 13421772800 bytes\n"
+        "[2026-01-16 07:02:59 TP4] Mooncake store setup successfully.\n"
+        "[2026-01-16 07:02:59 TP4] Mooncake store warmup successfully.\n"
+        "[2026-01-16 07:02:59 TP6] Mooncake store setup successfully.\n"
+        "E0116 07:02:59.408227 2594575 transfer_metadata_plugin.cpp:909] SocketHandShakePlugin:"
+        " connect()10.0.0.30:15041: Connection refused [111]\n"
+        "[2026-01-16 07:02:59 TP6] Scheduler hit an exception: Traceback (most recent call last):\n"
+        '  File "/sgl-workspace/sglang/python/sglang/srt/managers/scheduler.py", line 2899, in run_scheduler_process\n'
+        "AssertionError\n"
+    )
+    report = judge_text(tmp_path, text)
+    # THEN it crashed while the hierarchical KV cache was being set up: kv_cache
+    assert (report["verdict"], report["phase"]) == ("crashed", "kv_cache")

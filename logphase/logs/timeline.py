@@ -567,7 +567,12 @@ class TimelineBuilder:
             # an engine put to sleep (vLLM's sleep mode) serves nothing until a serving line says it woke
             if "asleep" in event.captures:
                 self.asleep = event if _newer(event, self.asleep) else self.asleep
-            elif self.asleep is not None and event.order_key > self.asleep.order_key:
+            elif (
+                self.asleep is not None
+                and event.order_key > self.asleep.order_key
+                and event.rule.pack == self.asleep.rule.pack
+            ):
+                # woken, or serving again, as the engine itself says (a trainer's own steps around it do not)
                 self.asleep = None
         if self.latest_phase_event is None or event.order_key >= self.latest_phase_event.order_key:
             self.latest_phase_event = event
