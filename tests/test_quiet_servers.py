@@ -229,3 +229,29 @@ def test_sglang_crash_after_hicache_mooncake_store_setup_is_placed_in_kv_cache(t
     report = judge_text(tmp_path, text)
     # THEN it crashed while the hierarchical KV cache was being set up: kv_cache
     assert (report["verdict"], report["phase"]) == ("crashed", "kv_cache")
+
+
+# --- SGLang diffusion: the offline generator is a job, the HTTP server's request a server's -----------------------
+
+_STAGES = (
+    "[03-04 12:21:38] Running pipeline stages: ['input_validation_stage', 'denoising_stage', 'decoding_stage']\n"
+    "[03-04 12:21:38] [InputValidationStage] started...\n"
+    "[03-04 12:21:38] [InputValidationStage] finished in 0.0001 seconds\n"
+    "[03-04 12:21:38] [DenoisingStage] started...\n"
+)
+
+
+def test_sglang_diffusion_generator_counting_its_prompts_is_a_job_never_ready(tmp_path: Path) -> None:
+    # GIVEN DiffGenerator's `Processing prompt %d/%d: %s` (diffusion_generator.py: the offline generator feeding its
+    # own prompts), then the prompt's stages, and the log ends mid-way
+    text = "[03-04 12:21:38] Processing prompt 1/2: A futuristic cyberpunk city at night\n" + _STAGES
+    report = judge_text(tmp_path, text)
+    # THEN a job at serving, open (stalled post-mortem), never ready
+    assert (report["system"], report["phase"], report["verdict"]) == ("sglang", "serving", "stalled")
+
+
+def test_sglang_diffusion_server_request_stages_are_a_serving_server(tmp_path: Path) -> None:
+    # GIVEN the same stages with no prompt count (the HTTP server's request: openai/utils.py passes no index)
+    report = judge_text(tmp_path, _STAGES)
+    # THEN a server serving a request: ready
+    assert (report["system"], report["phase"], report["verdict"]) == ("sglang", "serving", "ready")

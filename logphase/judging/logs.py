@@ -208,7 +208,8 @@ def _judge(
     job = _job_bar(timeline)
     # a job's steps (training on torchrun) are `serving` but never `ready`: a job is judged by whether its steps
     # go on (progressing / stalled) and how it ends (finished); only a server (or an unknown system) serves
-    serves = timeline.system_is_server or timeline.system is None
+    # a server's engine driven as a library (`timeline.offline`) runs a job too
+    serves = (timeline.system_is_server or timeline.system is None) and timeline.offline is None
     # an engine put to sleep and not woken since serves nothing (vLLM's sleep mode, an RL trainer's rollout engine
     # between rollouts): not ready, a step of the run that is judged open
     asleep = timeline.asleep

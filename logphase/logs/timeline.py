@@ -29,7 +29,19 @@ DRAFT_REPEATED = frozenset({Phase.DIST_INIT, Phase.WEIGHT_LOAD, Phase.KV_CACHE, 
 # counts each time: the report says how many a start-up gave, while a serving server's probes every few
 # seconds for hours are summarised.
 TIMELINE_CAPTURES = frozenset(
-    {"version", "comm", "nranks", "seq", "last_enqueued", "last_completed", "done", "total", "desc", "health_refused"}
+    {
+        "version",
+        "comm",
+        "nranks",
+        "seq",
+        "last_enqueued",
+        "last_completed",
+        "done",
+        "total",
+        "desc",
+        "health_refused",
+        "offline",
+    }
 )
 LATEST_CAPTURES = frozenset({"health_status", "in_flight", "waiting", "asleep"})
 # A server's own stats line counts the requests it holds: `in_flight` those it runs and keeps printing its stats
@@ -263,6 +275,9 @@ class Timeline:
     # the newest line that put the engine to sleep (vLLM's sleep mode, a rule's `asleep` capture) with no serving
     # line after it: an engine asleep serves nothing until it is woken
     asleep: Event | None = None
+    # the first line that says a server's engine runs as a library, its own driver feeding it prompts (a rule's
+    # `offline` capture: SGLang's diffusion DiffGenerator `Processing prompt 1/4`): a job, which is never ready
+    offline: Event | None = None
 
     def rank_state(self, rank: str | None) -> RankState | None:
         if rank is None:
@@ -395,6 +410,7 @@ class TimelineBuilder:
     step_rules: dict[str, str] = field(default_factory=dict)
     bar_rules: set[str] = field(default_factory=set)  # the rules whose lines were a bar's ticks (a `done` count)
     load: Event | None = None  # the newest stats line that counts the server's requests (LOAD_CAPTURES)
+    offline: Event | None = None  # the first line that says the server runs as a library (an `offline` capture)
     asleep: Event | None = None  # the newest line that put the engine to sleep, no serving line after it
 
     def see_ranks(self, ranks: Iterable[str]) -> None:
@@ -479,6 +495,8 @@ class TimelineBuilder:
             self.hangs.append(event)
         if not failed and LOAD_CAPTURES & event.captures.keys() and _newer(event, self.load):
             self.load = event
+        if "offline" in event.captures and (self.offline is None or event.order_key < self.offline.order_key):
+            self.offline = event
         if event.phase is None:
             return
         if event.rank is not None and not self._follows(event.rank):
@@ -876,6 +894,7 @@ class TimelineBuilder:
             noted_step=self.noted_step,
             load=self.load,
             asleep=self.asleep,
+            offline=self.offline,
         )
 
     def _bar_pace(self) -> BarPace | None:
