@@ -288,6 +288,9 @@ def test_timeline_captures_name_every_capture_the_timeline_reads() -> None:
     source = Path(timeline.__file__).read_text()
     read = set(re.findall(r'captures(?:\.get\(|\[)"(\w+)"', source))
     read |= set(re.findall(r'"(\w+)" in (?:event\.)?captures', source))
+    # and the captures it reads by a named set of them (a server's stats line's counts of requests: LOAD_CAPTURES)
+    if "LOAD_CAPTURES & event.captures" in source:
+        read |= timeline.LOAD_CAPTURES
     # THEN TIMELINE_CAPTURES (which keeps such rules out of steady runs) or LATEST_CAPTURES (the
     # newest event only) names each of them, and no capture is in both
     assert read == TIMELINE_CAPTURES | LATEST_CAPTURES

@@ -23,7 +23,7 @@ from logphase.logs.matcher import (
     Event,
     Tail,
 )
-from logphase.logs.timeline import RankState, Timeline, is_tagged, rank_number, rank_sort_key
+from logphase.logs.timeline import RankState, Timeline, is_tagged, rank_number, rank_sort_key, requests_held
 from logphase.phases import MAIN_PROCESS_PHASES, EventKind, Phase, Role, Verdict
 from logphase.ranks import format_rank_set
 
@@ -211,15 +211,26 @@ def _judge(
     job = _job_bar(timeline)
     # a job's steps (training on torchrun) are `serving` but never `ready`: a job is judged by whether its steps
     # go on (progressing / stalled) and how it ends (finished); only a server (or an unknown system) serves
-    serves = timeline.system_is_server or timeline.system is None
-    looks_ready = job is None and (
-        timeline.ready is not None or (phase in (Phase.READY, Phase.SERVING) and timeline.served and serves)
+    # a server's engine driven as a library (`timeline.offline`) runs a job too
+    serves = (timeline.system_is_server or timeline.system is None) and timeline.offline is None
+    # an engine put to sleep and not woken since serves nothing (vLLM's sleep mode, an RL trainer's rollout engine
+    # between rollouts): not ready, a step of the run that is judged open
+    asleep = timeline.asleep
+    looks_ready = (
+        job is None
+        and asleep is None
+        and (timeline.ready is not None or (phase in (Phase.READY, Phase.SERVING) and timeline.served and serves))
     )
     # the health route outranks every other route: its newest answer said it is not up. Said only
     # where it overrules other evidence (a 503 during warmup with nothing else is just warmup)
     unhealthy = _unhealthy(timeline) if looks_ready else None
     hang = timeline.hang  # the program's own report that it is stuck, with no progress since
     if looks_ready and unhealthy is None and hang is None:
+        stopped = _stopped_holding(
+            timeline, as_of=as_of, post_mortem=post_mortem, budgets=budgets, last_activity=last_activity
+        )
+        if stopped is not None:
+            return replace(stopped, furthest_phase=furthest)
         ready = timeline.ready
         reason = f"ready: {_message(ready)} (line {ready.line})" if ready else f"the server is {phase}"
         return Judgement(Verdict.READY, reason, phase, furthest, (), None, None, None)
@@ -265,6 +276,8 @@ def _judge(
         else f"; the newest /health answered {_health_status(unhealthy)} (line {unhealthy.line})"
     )
     doubts = [] if unhealthy is None else ["the health route outranked other routes that said it was up"]
+    if asleep is not None:
+        also += f"; the engine was put to sleep (line {asleep.line}: {_message(asleep)}) and no line says it woke"
     if noted is not None:
         words = f"{phase} placed by a note alone ({noted.rule.id}, line {noted.line}): no phase line"
         also += f"; {words}"
@@ -350,6 +363,32 @@ def _judge(
     if behind:
         reason += f"; {behind.removesuffix(': ')}"
     return Judgement(Verdict.PROGRESSING, reason, phase, furthest, culprits, None, silence, budget, tuple(doubts), rule)
+
+
+def _stopped_holding(
+    timeline: Timeline, *, as_of: datetime, post_mortem: bool, budgets: Budgets, last_activity: datetime | None
+) -> Judgement | None:
+    """A serving server whose newest stats line counts requests it holds (`timeline.load`: running, queued), each of
+    which owes the log another such line, and that printed none for longer than the serving budget: stopped while it
+    held them (stalled), not ready and idle. The silence is measured on the log's clock from that line to its last
+    line, and live on the judge's clock from the log's last write to now as well (each clock apart). A log that ends
+    at the stats line measures no silence: its server may be busy, and is ready."""
+    load = timeline.load
+    if load is None or load.time is None or requests_held(load) == 0 or timeline.last_time is None:
+        return None
+    silence = max(0.0, (timeline.last_time - load.time).total_seconds())
+    if not post_mortem and last_activity is not None:
+        silence += max(0.0, (as_of - last_activity).total_seconds())
+    rule = budgets.for_run(timeline, Phase.SERVING)
+    if silence <= rule.seconds:
+        return None
+    held = requests_held(load)
+    reason = (
+        f"the server stopped reporting while it held {held} request{'s' if held != 1 else ''}: no stats line for "
+        f"{format_duration(silence)} after line {load.line} ({_message(load)}), past the "
+        f"{format_duration(rule.seconds)} budget ({rule.source})"
+    )
+    return Judgement(Verdict.STALLED, reason, Phase.SERVING, Phase.SERVING, (), load, silence, rule.seconds, (), rule)
 
 
 # CPython's words that a traceback follows, and nothing more: traceback.py's `Traceback (most recent call last):`,

@@ -29,9 +29,25 @@ DRAFT_REPEATED = frozenset({Phase.DIST_INIT, Phase.WEIGHT_LOAD, Phase.KV_CACHE, 
 # counts each time: the report says how many a start-up gave, while a serving server's probes every few
 # seconds for hours are summarised.
 TIMELINE_CAPTURES = frozenset(
-    {"version", "comm", "nranks", "seq", "last_enqueued", "last_completed", "done", "total", "desc", "health_refused"}
+    {
+        "version",
+        "comm",
+        "nranks",
+        "seq",
+        "last_enqueued",
+        "last_completed",
+        "done",
+        "total",
+        "desc",
+        "health_refused",
+        "offline",
+    }
 )
-LATEST_CAPTURES = frozenset({"health_status"})
+LATEST_CAPTURES = frozenset({"health_status", "in_flight", "waiting", "asleep"})
+# A server's own stats line counts the requests it holds: `in_flight` those it runs and keeps printing its stats
+# lines for while they last (vLLM's `Running: N reqs`, the TensorRT-LLM backend's `Active Request Count`), `waiting`
+# those queued for admission (vLLM's `Waiting`/`Pending`, SGLang's `#queue-req`). Only the newest line counts.
+LOAD_CAPTURES = frozenset({"in_flight", "waiting"})
 DRAFT_STAGE_INIT, DRAFT_STAGE_CAPTURE = 1, 2
 RANK_NUMBERS = re.compile(r"(DP|PP|ATTN_CP|MOE_DP|TP|EP|rank )(\d+)")
 # tqdm's own clock on a bar line: `| 11/24 [00:21<00:25,  1.95s/it]` (`{n_fmt}/{total_fmt} [{elapsed}<{remaining},
@@ -253,6 +269,15 @@ class Timeline:
     # the newest line, over every rank and rule, that reports a step of the run (`reports_step`): where an open run
     # stopped (fixtures/realworld/README.md, `root_cause_line`: the last progress line)
     latest_step: Event | None = None
+    # the newest line of the server's own stats that counts its requests (LOAD_CAPTURES: vLLM's `Running: N reqs,
+    # Waiting: N reqs`, SGLang's `#queue-req: N`, the TensorRT-LLM backend's `Active Request Count`)
+    load: Event | None = None
+    # the newest line that put the engine to sleep (vLLM's sleep mode, a rule's `asleep` capture) with no serving
+    # line after it: an engine asleep serves nothing until it is woken
+    asleep: Event | None = None
+    # the first line that says a server's engine runs as a library, its own driver feeding it prompts (a rule's
+    # `offline` capture: SGLang's diffusion DiffGenerator `Processing prompt 1/4`): a job, which is never ready
+    offline: Event | None = None
 
     def rank_state(self, rank: str | None) -> RankState | None:
         if rank is None:
@@ -384,6 +409,9 @@ class TimelineBuilder:
     # per rule, its newest line's words with each run of digits one `0` (`_new_item`)
     step_rules: dict[str, str] = field(default_factory=dict)
     bar_rules: set[str] = field(default_factory=set)  # the rules whose lines were a bar's ticks (a `done` count)
+    load: Event | None = None  # the newest stats line that counts the server's requests (LOAD_CAPTURES)
+    offline: Event | None = None  # the first line that says the server runs as a library (an `offline` capture)
+    asleep: Event | None = None  # the newest line that put the engine to sleep, no serving line after it
 
     def see_ranks(self, ranks: Iterable[str]) -> None:
         """Ranks whose lines the log shows, recognised or not (a training step, a warning)."""
@@ -465,6 +493,10 @@ class TimelineBuilder:
             )
         ):
             self.hangs.append(event)
+        if not failed and LOAD_CAPTURES & event.captures.keys() and _newer(event, self.load):
+            self.load = event
+        if "offline" in event.captures and (self.offline is None or event.order_key < self.offline.order_key):
+            self.offline = event
         if event.phase is None:
             return
         if event.rank is not None and not self._follows(event.rank):
@@ -541,6 +573,25 @@ class TimelineBuilder:
         else:
             self.rule_placed.add(phase)
         self.served = self.served or phase in (Phase.READY, Phase.SERVING)
+        if (
+            phase is Phase.SERVING
+            and self.load is not None
+            and event.order_key > self.load.order_key
+            and not LOAD_CAPTURES & event.captures.keys()
+        ):
+            # the server moved after its stats line (a prefill, a request answered): that line owes no more
+            self.load = None
+        if phase in (Phase.READY, Phase.SERVING):
+            # an engine put to sleep (vLLM's sleep mode) serves nothing until a serving line says it woke
+            if "asleep" in event.captures:
+                self.asleep = event if _newer(event, self.asleep) else self.asleep
+            elif (
+                self.asleep is not None
+                and event.order_key > self.asleep.order_key
+                and event.rule.pack == self.asleep.rule.pack
+            ):
+                # woken, or serving again, as the engine itself says (a trainer's own steps around it do not)
+                self.asleep = None
         if self.latest_phase_event is None or event.order_key >= self.latest_phase_event.order_key:
             self.latest_phase_event = event
 
@@ -841,6 +892,9 @@ class TimelineBuilder:
             unfollowed=len(self.unfollowed),
             floor=self.floor,
             noted_step=self.noted_step,
+            load=self.load,
+            asleep=self.asleep,
+            offline=self.offline,
         )
 
     def _bar_pace(self) -> BarPace | None:
@@ -946,6 +1000,15 @@ def _interval(text: str) -> float:
     for part in text.split(":"):
         seconds = seconds * 60 + int(part)
     return seconds
+
+
+def _newer(event: Event, held: Event | None) -> bool:
+    return held is None or event.order_key >= held.order_key
+
+
+def requests_held(event: Event) -> int:
+    """The requests a stats line counts as still held by the server (LOAD_CAPTURES): running or queued."""
+    return sum(_int(event.captures.get(name)) or 0 for name in LOAD_CAPTURES)
 
 
 def _int(text: str | None) -> int | None:
