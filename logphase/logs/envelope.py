@@ -11,6 +11,7 @@ like an envelope (a pylogging stamp, a `0: ` list item) from being stripped in l
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -19,6 +20,7 @@ from functools import cache
 from itertools import pairwise
 
 from logphase.bounded import from_epoch, in_calendar, rank_label, read_rank
+from logphase.frames import is_pyspy_thread
 from logphase.logs.rich_box import boxed
 
 # --- the envelopes (data) ------------------------------------------------------------------------
@@ -42,6 +44,9 @@ class Envelope:
     max_writers: int = 16  # a wrapper names a few pods / services; a log's own first words vary more
     # a line of its own: the whole line is the wrapper (STAMP_LINE), whose stamp dates the lines after it
     alone: bool = False
+    # a JSON record that holds the program's line as a string value: after the prefix comes that string's body, JSON
+    # escapes and all, up to its closing quote, then the record's other keys (`json_text`)
+    json_text: bool = False
 
 
 def _envelope(
@@ -57,6 +62,9 @@ def _envelope(
     return Envelope(name, re.compile(pattern), time_formats, newest_first, weak, rank_name, share, max_writers)
 
 
+# markdown's indented code block (CommonMark 4.4: each line of the block indented by four spaces, the way a paste
+# is quoted without fences, or under a list item): four spaces before every line; a second layer under a list
+INDENTED_CODE = _envelope("a markdown indented code block", r"^ {4}", weak=True)
 RAY = "Ray"
 
 
@@ -134,6 +142,12 @@ ENVELOPES: tuple[Envelope, ...] = (
         r"^(?P<ts>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d,\d{3}) \[(?:TRACE|DEBUG|INFO |WARN |ERROR|FATAL)\] "
         r"(?P<writer>\S+) [\w.$]+ - ",
         "%Y-%m-%dT%H:%M:%S,%f",
+    ),
+    # milabench's data log (milabench/log.py DataReporter: `json.dumps(entry.dict())` a line, the pack left out), one
+    # record per event; a line the benchmark printed is `{"event": "line", "data": "<the line>\\n", "pipe": "stdout"}`,
+    # its other events (`start`, `data`, `end`) records of their own: a share of the lines
+    Envelope(
+        "a milabench JSON-lines event log", re.compile(r'^\{"event": "line", "data": "'), share=0.3, json_text=True
     ),
     # kubectl logs --prefix: `[pod/NAME/CONTAINER] `
     _envelope("kubectl logs --prefix", r"^\[(?P<writer>pod/[^/\]\s]+/[^\]\s]+)\] "),
@@ -221,9 +235,7 @@ LEARNED: tuple[Envelope, ...] = (
     # line numbers before each line: coreutils' `cat -n` and `nl` (`%6d` and a tab), a log viewer's gutter (a space);
     # before the indented block: `%6d` pads a number below 100 with four spaces or more, which that would take alone
     _envelope("a line-number column", r"^ {0,8}\d{1,7}(?:\t| {1,4})(?=\S)", weak=True),
-    # markdown's indented code block (CommonMark 4.4: each line of the block indented by four spaces, the way a paste
-    # is quoted without fences, or under a list item): four spaces before every line; a second layer under a list
-    _envelope("a markdown indented code block", r"^ {4}", weak=True),
+    INDENTED_CODE,
     *LIST_INDENTS,
     # a writer's name and a colon, as pdsh's `host: ` (ENVELOPES) but of no number: `localhost: `, a launcher's
     # `stderr: `; few of them. Loose (a log's own `Note: ` lines): taken where the packs read more
@@ -324,7 +336,7 @@ class Envelopes:
             self.wrap_width is None
             and not self.newest_first
             and not self.escaped
-            and not any(layer.alone for layer in self.layers)
+            and not any(layer.alone or layer.json_text for layer in self.layers)
         )
 
     @property
@@ -421,13 +433,18 @@ def sniff(
             stamps = [_RFC3339_PARTS.match(m["ts"]) for m in matches if m is not None and m.groupdict().get("ts")]
             fractions |= {len(parts["fraction"] or "") for parts in stamps if parts is not None}
         lines = _join_partials(
-            [line[m.end() :] if m else line for line, m in zip(lines, matches, strict=True)], matches
+            [
+                (json_text(line[m.end() :]) if found.json_text else line[m.end() :]) if m else line
+                for line, m in zip(lines, matches, strict=True)
+            ],
+            matches,
         )
         lines = [line for line in lines if line.strip()]
     wrap_inside = False
-    if wrap_width is None and layers:
+    if wrap_width is None and layers and not any(layer.json_text for layer in layers):
         # cut before it was wrapped: every piece carries the envelopes, so the rest of a cut line starts as the
-        # line did (its stamp, its column) and shows the cut only once they are off
+        # line did (its stamp, its column) and shows the cut only once they are off (a JSON record holds its line
+        # whole in its string: lines of one length inside are no cut)
         screen = _screen_copy(lines)
         wrap_width = _wrap_width(lines, screen)
         wrap_inside = wrap_width is not None
@@ -472,6 +489,27 @@ _MARKDOWN_ESCAPE = re.compile(r"\\([!-/:-@\[-`{-~])")
 # HTML's entities: text written into HTML has every `<`, `>` and `&` as one
 _HTML_TOKEN = re.compile(r"&(?:lt|gt|amp|quot|apos|#\d{1,7}|#x[0-9a-fA-F]{1,6});|[<>&]")
 ESCAPED_SHARE = 10  # escapes needed for each character left bare (a human's line above the paste)
+
+
+# a JSON string's body (RFC 8259 §7): characters other than a quote or a backslash, and escapes; it ends at the first
+# quote no backslash escapes
+_JSON_BODY = re.compile(r'(?:[^"\\]|\\.)*')
+
+
+def json_text(body: str) -> str:
+    """The text of a JSON string whose body starts `body`, read up to its closing quote (the record's other keys after
+    it dropped), its escapes undone (json's own decoder: a surrogate pair is one character); the line end it kept
+    (`\\n`) off. A record cut before its closing quote (a paste's last line) gives what it holds, an escape it cut
+    and a lone surrogate half replaced."""
+    found = _JSON_BODY.match(body)
+    string = found.group() if found is not None else ""
+    if (len(string) - len(string.rstrip("\\"))) % 2:
+        string = string[:-1]  # the cut fell inside an escape: its backslash alone
+    try:
+        text = str(json.loads(f'"{string}"'))
+    except json.JSONDecodeError:
+        text = string  # an escape the cut left unfinished (`\\u00`), a bare control character: the text as it stands
+    return text.encode("utf-8", "replace").decode("utf-8").removesuffix("\n").removesuffix("\r")
 
 
 def _escapes_of(lines: Sequence[str], token: re.Pattern[str], evidence: str) -> bool:
@@ -556,6 +594,10 @@ def _envelope_of(
                 continue
             if envelope.weak and all(m.end() == len(m.string) for m in matches):
                 continue  # nothing after the prefix anywhere: not a wrapper around a log
+            if envelope is INDENTED_CODE and any(is_pyspy_thread(line) for line in lines):
+                # py-spy's text dump indents its frames four spaces under each thread line at the margin (src/dump.rs
+                # `print_trace`): the dump's own layout, not a code block's (a dump pasted alone, few lines)
+                continue
             if reads is not None and _swallows(matches, reads):
                 continue
             return envelope
@@ -1012,7 +1054,7 @@ class Unwrapper:
                 continue
             if found is None:
                 continue  # a line the wrapper left bare (a paste's stray line); inner layers may still apply
-            text = text[found.end() :]
+            text = json_text(text[found.end() :]) if envelope.json_text else text[found.end() :]
             groups = found.groupdict()
             if stamp is None and groups.get("ts"):
                 stamp = parse_stamp(groups["ts"], envelope.time_formats)

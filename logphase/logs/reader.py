@@ -88,6 +88,12 @@ COLLAPSED_RECORD = re.compile(rf"(?<=\S) {{2,}}(?={RECORD_START})")
 COLLAPSED_FRAME = re.compile(r'(?<=\S) {2,}(?=File "[^"\n]*", line \d+,? in )')
 FRAME_OPENING = 'File "'
 COLLAPSED_MIN = 160
+# A JSON-lines log (tracing-subscriber's `.json()`: TGI's launcher and router, `{"timestamp":"<RFC 3339>",…}` an
+# event) whose newlines were lost, or whose records a paste cut and glued (realworld 1267: `"spans":[{"{"timestamp":…`):
+# a record's opening after other text on the line starts a line of its own. Not after a `:`, `,` or `[` (an object
+# nested as a value); JSON_GLUED_MARK is what such a line holds for sure.
+JSON_GLUED_MARK = '{"timestamp":"'
+JSON_GLUED = re.compile(r'(?<=[^\s:,\[])(?=\{"timestamp":"\d{4}-\d\d-\d\dT\d\d:\d\d)')
 # What reading a source's stream raises when the file ends early or is damaged (see `damaged`).
 # An archive's tarfile errors arise only while archives.py walks it (its members are then byte
 # ranges of a file): it catches them there, and a log that is no archive does not import tarfile.
@@ -753,7 +759,11 @@ def uncoloured(lines: bytes) -> bytes | None:
 
 def glued(text: str) -> bool:
     """Whether a line may hold records that `line_updates` splits (a bar's glued to a log line, a lost newline's)."""
-    return _bar_glued(text) or _collapsed(text)
+    return _bar_glued(text) or _collapsed(text) or _json_glued(text)
+
+
+def _json_glued(text: str) -> bool:
+    return text.find(JSON_GLUED_MARK, 1) > 0
 
 
 def _bar_glued(text: str) -> bool:
@@ -777,6 +787,9 @@ def line_updates(line: Unwrapped, source: int) -> Iterator[Line]:
         text, records = COLLAPSED_RECORD.subn("\r", text)
         if records or text.count(FRAME_OPENING) > 1:
             text = COLLAPSED_FRAME.sub("\r  ", text)
+    if _json_glued(text):
+        # JSON records glued on one line: each a line of its own (the same number)
+        text = JSON_GLUED.sub("\r", text)
     if "\r" not in text:
         yield Line(line.number, text, source, line.stamp, line.rank)
         return

@@ -44,6 +44,8 @@ ALWAYS_BYTES = (b"\x1b", b"[0m", *WRITTEN_ESCAPE_BYTES, AUTOLINK_BYTES)
 # where a rule could match it (the bar rules' checks), else summarised; its time is the stamp before it either way.
 UNICODE_CASE_BYTES = (b"\xc4\xb0", b"\xe2\x84\xaa", b"\xc5\xbf")
 FRAME_LINE = b'File "'  # what TRACEBACK_FRAME needs
+# reader.JSON_GLUED's record opening after other text (a bytes regex that matches at least as much)
+JSON_GLUED_TRIGGER = b'[^\\s:,\\[]\\{"timestamp":"\\d{4}-'
 
 
 def is_steady(rule: Rule) -> bool:
@@ -270,6 +272,8 @@ def _build_plan(packs: PackSet, triggers: Sequence[re.Pattern[str]]) -> Plan:
         else:
             candidates |= factors
     trigger_patterns = [CARRIAGE_RETURN, *(re.escape(b) for b in ALWAYS_BYTES), glued_bar(), *worded]
+    # JSON records glued on one line (reader.JSON_GLUED): the records after the first are no lines the scan saw
+    trigger_patterns.append(JSON_GLUED_TRIGGER)
     if worded or any(f.caseless for f in candidates):
         trigger_patterns += [re.escape(b) for b in UNICODE_CASE_BYTES]
     markers = {m.encode() for m in (*BLOCK_MARKERS, *FRAME_HEADERS, *CHAINED)}
