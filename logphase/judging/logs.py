@@ -406,6 +406,9 @@ def _fragment_words(timeline: Timeline) -> str:
 
 
 def _alike_words(progress: Event, alike: Event | None) -> str:
+    if alike is not None and alike.order_key < progress.order_key:
+        # `_last_alike` passed an argument dump over
+        return f"; it dumps the run's arguments, its last step before it at line {alike.line}"
     if alike is None or alike.order_key <= progress.order_key:
         return ""
     if alike.rule.id == progress.rule.id:
