@@ -3,7 +3,8 @@ ROCm runtime's last words before it abort()s (ROCR-Runtime runtime.cpp HwExcepti
 rocdevice.cpp callbackQueue), a line glued after a tqdm bar's end (tqdm std.py format_meter), NCCL's init line cut at
 the paste's end (init.cc, NCCL 2.23+: `%s comm %p rank %d nranks %d cudaDev %d nvmlDev %d busId %lx commId 0x%llx -
 Init START`), torch_npu's failed HCCL collective (libtorch_npu.so of torch-npu 2.5.1: `OPS function error: <op>, error
-code is N`), and vLLM's HPU model runner's weight-load lines (hpu_model_runner.py load_model)."""
+code is N`), vLLM's HPU model runner's weight-load lines (hpu_model_runner.py load_model), and an argument dump as an
+open run's last line (fixtures/realworld/README.md: dumps are passed over, back to the progress line before them)."""
 
 from __future__ import annotations
 
@@ -217,6 +218,45 @@ def test_an_hpu_worker_silent_after_preloading_its_weights(tmp_path: Path) -> No
     # THEN the run stalled loading weights, its last step the pre-load
     assert (report["verdict"], report["furthest_phase"]) == ("stalled", "weight_load")
     assert root_text(report) == pre.strip()
+
+
+# --- an argument dump is no step -------------------------------------------------------------------------------------
+
+PLATFORM = "INFO 04-27 07:30:19 __init__.py:179] Automatically detected platform rocm."
+SERVER_ARGS = (
+    "[2025-04-27 07:30:43] server_args=ServerArgs(model_path='/data/mistral-gptq', "
+    "tokenizer_path='/data/mistral-gptq', tokenizer_mode='auto', tp_size=1, host='0.0.0.0', port=30000)"
+)
+
+
+def test_a_server_args_dump_passes_back_to_the_line_before(tmp_path: Path) -> None:
+    # GIVEN SGLang's launch: vLLM's platform line (SGLang imports vLLM), a Python warning, then the arguments dump
+    log = f"{PLATFORM}\n/sgl/session_controller.py:57: SyntaxWarning: invalid escape sequence\n{SERVER_ARGS}\n"
+    report = judge_text(tmp_path, log)
+    # THEN the run is open in launch, and its last progress is the platform line, not the dump
+    assert report["verdict"] in ("stalled", "progressing")
+    assert report["furthest_phase"] == "launch"
+    assert root_text(report) == PLATFORM
+
+
+def test_a_dump_after_the_command_alone_stays_the_last_line(tmp_path: Path) -> None:
+    # GIVEN the person's launch command, then the dump: nothing before the dump reports a step
+    command = "python3 -m sglang.launch_server --model-path /data/mistral-gptq --port 30000"
+    report = judge_text(tmp_path, f"{command}\n{SERVER_ARGS}\n")
+    # THEN the dump, the run's own first line, is where it is
+    assert root_text(report) == SERVER_ARGS
+
+
+def test_an_engine_started_with_its_config_is_a_step(tmp_path: Path) -> None:
+    # GIVEN vLLM's platform line, then its engine's start, which prints its config on the same line
+    engine = (
+        "INFO 07-28 10:40:25 [core.py:69] Initializing a V1 LLM engine (v0.9.2) with config: model='Qwen/Qwen3-8B', "
+        "speculative_config=None, tokenizer='Qwen/Qwen3-8B'"
+    )
+    platform = "INFO 07-28 10:40:22 [__init__.py:244] Automatically detected platform cuda."
+    report = judge_text(tmp_path, f"{platform}\n{engine}\n")
+    # THEN the engine's start is the last progress: a step, not a dump
+    assert root_text(report) == engine
 
 
 # --- a last line cut inside a line of the kind before it -------------------------------------------------------------
