@@ -407,6 +407,22 @@ def _last_alike(timeline: Timeline, progress: Event | None) -> Event | None:
     still says its step. The silence is still measured from the progress. A line only its logger's module placed
     (`[[module]]`: c10's `NCCL watchdog thread started!` before the options it prints) is the cause only where no rule
     read a later line of its step: that line says the step in the run's own words."""
+    alike = _alike(timeline, progress)
+    told = timeline.latest_told
+    if (
+        alike is not None
+        and told is not None
+        and (alike.source, alike.line) in timeline.dump_lines
+        and told.order_key < alike.order_key
+    ):
+        # a line that dumps the run's configuration (SGLang's `server_args=ServerArgs(…)`, a pack's `[[server_args]]`)
+        # reports the set-up, not a step (README: argument dumps are passed over): the progress line before it
+        return replace(told, rank=_canonical(timeline, told.rank))
+    return alike
+
+
+def _alike(timeline: Timeline, progress: Event | None) -> Event | None:
+    """`_last_alike` before a configuration dump is passed over."""
     step = timeline.latest_step
     if step is not None and (progress is None or step.order_key > progress.order_key):
         return replace(step, rank=_canonical(timeline, step.rank))
@@ -432,6 +448,9 @@ def _fragment_words(timeline: Timeline) -> str:
 
 
 def _alike_words(progress: Event, alike: Event | None) -> str:
+    if alike is not None and alike.order_key < progress.order_key:
+        # `_last_alike` passed an argument dump over
+        return f"; it dumps the run's arguments, its last step before it at line {alike.line}"
     if alike is None or alike.order_key <= progress.order_key:
         return ""
     if alike.rule.id == progress.rule.id:

@@ -1092,6 +1092,14 @@ HEADER_CUT_MIN = 5  # `Trace`: shorter leads (`T`, `Tr`) are words as often as a
 # log is cut inside a step no whole line placed (real-771, TGI's `Warming u`); real-400, 663 and 770 are cut inside
 # a line of a step already placed, which the timeline leaves to the whole line before it.
 CUT_LEAD_MIN = 8
+# A shorter lead (`nccl` of NCCL's `ncclCommInitAll comm 0x… rank 1 nranks 2 … busId 2d000 comm`, cut inside its
+# `commId`: realworld 1241) tells the line where it goes on in the rule's own words: at least this many of the words
+# its regex spells out (three letters or more), besides the lead's. A line of other words, or a rule whose regex
+# matches anything after its lead (`.*`), has too few of them.
+CUT_SHORT_LEAD_MIN = 4
+CUT_RULE_WORDS_MIN = 3
+_WORD = re.compile(r"[A-Za-z]{3,}")
+_GROUP_NAME = re.compile(r"\(\?P<\w+>|\(\?P=\w+\)|\\[A-Za-z]")
 # The longest cut line whose regex is tried for a partial match (`_partial`): a step's line is a line, and a crafted
 # long one must not cost a regex's backtracking over all of it
 CUT_PARTIAL_MAX = 2_000
@@ -1140,13 +1148,21 @@ def _cut_lead(pattern_text: str, message: str) -> str | None:
             return lead
     for lead in leads:
         if (
-            len(lead) >= CUT_LEAD_MIN
+            (len(lead) >= CUT_LEAD_MIN or _short_lead(pattern_text, message, lead))
             and len(message) <= CUT_PARTIAL_MAX
             and message.startswith(lead)
             and _partial(pattern_text, message)
         ):
             return lead
     return None
+
+
+def _short_lead(pattern_text: str, message: str, lead: str) -> bool:
+    """Whether `message` goes on after its short `lead` in CUT_RULE_WORDS_MIN of the words the regex spells out."""
+    if len(lead) < CUT_SHORT_LEAD_MIN:
+        return False
+    spelled = set(_WORD.findall(_GROUP_NAME.sub(" ", pattern_text))) - set(_WORD.findall(lead))
+    return len(spelled & set(_WORD.findall(message[len(lead) :]))) >= CUT_RULE_WORDS_MIN
 
 
 def _partial(pattern_text: str, message: str) -> bool:

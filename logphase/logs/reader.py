@@ -77,6 +77,16 @@ _ISSUE_REFERENCE = re.compile(r"(?:#|GH-)(?P<number>\d+)|(?P<repo>[\w.-]+/[\w.-]
 _ISSUE_URL = re.compile(r"https://github\.com/(?P<repo>[\w.-]+/[\w.-]+)/(?:issues|pull|discussions)/(?P<number>\d+)/?")
 # A bar without its final newline, glued to the next log line: `…?it/s][2025-03-08 …] …`
 BAR_THEN_LOG_LINE = re.compile(rf"(?<=\])(?={RECORD_START})")
+# tqdm's default bar ends `| n/total [elapsed<remaining, rate{, postfix}]` (tqdm std.py format_meter) and prints
+# nothing after its `]`: text right after it is another writer's line that the bar's missing newline glued on, whatever
+# it is (ROCm's `HW Exception by GPU node-9 …` after `366/903 [5:15:39<6:53:09, 46.16s/it]`: realworld 1240). A bar cut
+# inside its bracket by another writer's record (`[02:52<1:48:00, 158.06s/i[rank0]:[E ProcessGroupNCCL.cpp:523] …`:
+# realworld 1261) ends where that record's `[` starts. ASCII digits, so that the fast path's bytes trigger
+# (`fast.plan.glued_bar`) matches at least as much.
+BAR_END_THEN_TEXT = re.compile(
+    rf"(?P<bar>[0-9][kMGTP]?/[0-9.]+[kMGTP]? \[[0-9][0-9:]*<(?:[0-9][0-9:]*|\?)(?:,[^\[\]\r\n]*)?)"
+    rf"(?:(?P<end>\])(?=\S)|(?=\[)(?={RECORD_START}))"
+)
 # A log whose newlines were lost on the way (a terminal's copy that padded each line to its width with spaces and
 # joined them, a form that collapsed a paste's line ends): records on one physical line, each after a run of spaces.
 # Looked for in a line that long only (two rows of a narrow terminal, the padding of one) where a space comes twice
@@ -770,6 +780,11 @@ def _bar_glued(text: str) -> bool:
     return "%" in text and "]" in text
 
 
+def _bar_then_line(found: re.Match[str]) -> str:
+    """A bar's end (BAR_END_THEN_TEXT) with the line glued to it moved to a line of its own."""
+    return f"{found['bar']}{found['end'] or ''}\r"
+
+
 def _collapsed(text: str) -> bool:
     return len(text) >= COLLAPSED_MIN and "  " in text
 
@@ -782,6 +797,7 @@ def line_updates(line: Unwrapped, source: int) -> Iterator[Line]:
         # a bar without its final newline, glued to the next log line: `…?it/s][2025-03-08 …] …` (its `|{bar}|` may be
         # lost in a paste through markdown: `57% 4/7 [00:40<00:29,  9.96s/it]ERROR:…`)
         text = BAR_THEN_LOG_LINE.sub("\r", text)
+        text = BAR_END_THEN_TEXT.sub(_bar_then_line, text)
     if _collapsed(text):
         # records whose newlines were lost: each a line of its own, as a bar's updates are (the same number)
         text, records = COLLAPSED_RECORD.subn("\r", text)

@@ -11,7 +11,7 @@ from functools import cached_property
 
 from logphase.bounded import read_int, read_rank
 from logphase.logs.matcher import CUT_KIND, CUT_LEAD, CUT_ROLE, FALLBACK_PACK, FRAMES_PACK, PLACED_BY, Event, frame_rule
-from logphase.packs import shipped_packs
+from logphase.packs import PackRegex, shipped_packs
 from logphase.phases import FAILURE_KINDS, MAIN_PROCESS_PHASES, EventKind, Phase, Role
 
 # Enough failures to find the first root and what followed it; a crash loop adds no information.
@@ -278,6 +278,10 @@ class Timeline:
     # the first line that says a server's engine runs as a library, its own driver feeding it prompts (a rule's
     # `offline` capture: SGLang's diffusion DiffGenerator `Processing prompt 1/4`): a job, which is never ready
     offline: Event | None = None
+    # the newest line of progress or of a step that prints no configuration, and the lines that do (a server's argument
+    # dump, a pack's `[[server_args]]`): the README passes a dump over, back to the progress line before it
+    latest_told: Event | None = None
+    dump_lines: frozenset[tuple[int, int]] = frozenset()
 
     def rank_state(self, rank: str | None) -> RankState | None:
         if rank is None:
@@ -406,6 +410,10 @@ class TimelineBuilder:
     undo: dict[int, _ProgressUndo] = field(default_factory=dict)
     fragment: Event | None = None  # the tick the input ended inside, its whole line before it quoted instead
     latest_step: Event | None = None  # the newest line that reports a step (`reports_step`), any rank's, any rule's
+    latest_told: Event | None = None  # the newest step or progress of the lines that dump no configuration (`dumps`)
+    dump_lines: set[tuple[int, int]] = field(default_factory=set)  # (source, line) of the progress lines that do
+    # where the systems print their arguments (packs' `[[server_args]]`): a line of them reports the set-up, not a step
+    dumps: tuple[PackRegex, ...] = field(default_factory=lambda: shipped_packs().dump_patterns)
     # per rule, its newest line's words with each run of digits one `0` (`_new_item`)
     step_rules: dict[str, str] = field(default_factory=dict)
     bar_rules: set[str] = field(default_factory=set)  # the rules whose lines were a bar's ticks (a `done` count)
@@ -421,7 +429,7 @@ class TimelineBuilder:
         """The server started again in the same log (a restarted container's `docker logs`, a
         relaunch appended to the file): the start so far, finished; the builder begins anew."""
         finished = self.finish()
-        fresh = TimelineBuilder(job_systems=self.job_systems)
+        fresh = TimelineBuilder(job_systems=self.job_systems, dumps=self.dumps)
         self.__dict__.update(fresh.__dict__)
         return finished
 
@@ -562,6 +570,7 @@ class TimelineBuilder:
             acc.last_progress = event
             if self.last_progress is None or event.order_key >= self.last_progress.order_key:
                 self.last_progress = event
+                self._note_told(event)
                 self.progress_span = span
                 self.hangs = [hang for hang in self.hangs if hang.order_key > event.order_key]
         if event.rule.pack == FRAMES_PACK:
@@ -592,7 +601,8 @@ class TimelineBuilder:
             ):
                 # woken, or serving again, as the engine itself says (a trainer's own steps around it do not)
                 self.asleep = None
-        if self.latest_phase_event is None or event.order_key >= self.latest_phase_event.order_key:
+        latest = self.latest_phase_event
+        if latest is None or (event.order_key >= latest.order_key and not _cut_alike(event, latest)):
             self.latest_phase_event = event
 
     def _note_step(self, event: Event) -> None:
@@ -619,6 +629,17 @@ class TimelineBuilder:
             return
         if self.latest_step is None or event.order_key >= self.latest_step.order_key:
             self.latest_step = event
+        self._note_told(event)
+
+    def _note_told(self, event: Event) -> None:
+        """Keep `event`, a step or progress, as the newest that dumps no configuration, or its line as one that does. A
+        lifecycle line (the person's launch command) says no step: neither."""
+        if event.role is Role.LIFECYCLE:
+            return
+        if any(_dumped(dump, event.message) for dump in self.dumps):
+            self.dump_lines.add((event.source, event.line))
+        elif self.latest_told is None or event.order_key >= self.latest_told.order_key:
+            self.latest_told = event
 
     def fragment_at_end(self, source: int, line: int) -> None:
         """The source ended inside line `line` (its reader knows its end; in a live file, a line still being written):
@@ -850,6 +871,8 @@ class TimelineBuilder:
             placed_by_frames={p: e for p, e in self.frame_placed.items() if p not in self.rule_placed},
             fragment=self.fragment,
             latest_step=self.latest_step,
+            latest_told=self.latest_told,
+            dump_lines=frozenset(self.dump_lines),
             visible_ranks=frozenset(self.visible),
             served=self.served,
             health=self.health,
@@ -912,6 +935,24 @@ class TimelineBuilder:
 DIGITS = re.compile(r"\d+")
 # the kinds of line that say a step of the run was begun, made or done (docs/design.md §4.3)
 STEP_KINDS = frozenset({EventKind.BEGIN, EventKind.PROGRESS, EventKind.END})
+
+
+# A line is an argument dump where it opens with the arguments' name alone (`server_args=ServerArgs(`, `non-default
+# args: {`, `args: Namespace(`), not with a sentence that says a step and then its config (vLLM's `Initializing a V1
+# LLM engine (v0.9.2) with config: …`, the engine's start: a step the README counts)
+DUMP_NAME_WORDS_MAX = 3
+
+
+def _dumped(dump: PackRegex, message: str) -> bool:
+    """Whether `message` is an argument dump of the `[[server_args]]` format `dump` (see DUMP_NAME_WORDS_MAX)."""
+    found = dump.compiled.search(message)
+    return found is not None and len(message[: found.end()].split()) <= DUMP_NAME_WORDS_MAX
+
+
+def _cut_alike(event: Event, latest: Event) -> bool:
+    """Whether `event` is a line cut at the paste's end inside a line of `latest`'s own rule: a cut says fewer words,
+    not other ones, so the whole line before it stays the newest of its kind (`_last_alike` quotes it)."""
+    return CUT_LEAD in event.captures and event.captures.get(PLACED_BY) == latest.rule.id
 
 
 def as_whole(event: Event) -> Event:

@@ -608,6 +608,11 @@ class PackSet:
     def server_args(self) -> tuple[ServerArgsFormat, ...]:
         return tuple(found for pack in self.packs for found in pack.server_args)
 
+    @cached_property
+    def dump_patterns(self) -> tuple[PackRegex, ...]:
+        """Where the systems print the arguments they started with (`[[server_args]]`): a line of one dumps them."""
+        return tuple(found.pattern for found in self.server_args)
+
     def next_steps(
         self, verdict: Verdict, phase: Phase | None, system: str | None, cause: str | None = None
     ) -> NextSteps | None:

@@ -99,9 +99,10 @@ def branch_leads(pattern_text: str) -> tuple[str, ...]:
 
 def _leads(items: list[Any], constants: Any) -> list[str]:
     """The plain characters each way through `items` starts with: a leading run, then a non-capturing or
-    capturing group's branches, each continued by its own run only (what follows the group is not read)."""
+    capturing group's branches, each continued by its own run only (what follows the group is not read). An optional
+    group (`(?:\\[Rank \\d+\\] )?`, NCCL 2.29's tag before its init line) is two ways: through it, and past it."""
     run: list[str] = []
-    for op, argument in items:
+    for index, (op, argument) in enumerate(items):
         if op is constants.LITERAL:
             run.append(chr(argument))
             continue
@@ -110,6 +111,9 @@ def _leads(items: list[Any], constants: Any) -> list[str]:
             return [lead + inner for inner in _leads(list(argument[3]), constants)]
         if op is constants.BRANCH and not run:
             return [inner for branch in argument[1] for inner in _leads(list(branch), constants)]
+        if op is constants.MAX_REPEAT and argument[0] == 0 and argument[1] == 1:
+            through = [lead + inner for inner in _leads(list(argument[2]), constants)]
+            return through + [lead + inner for inner in _leads(items[index + 1 :], constants)]
         return [lead]
     return ["".join(run)]
 

@@ -36,6 +36,11 @@ MAX_CONTEXTS = 200
 MAX_EVENTS_HELD = 10_000
 
 
+# The regex of a rule that reads every line its prefix rule took (nccl.dist_init.info): it says whose line it is, not
+# which step
+READS_ANY = "^"
+
+
 @dataclass
 class _Context:
     event_key: tuple[int, int]
@@ -106,7 +111,7 @@ class SourceFeed:
         self.latest: _Context | None = None
         self.last: Line | None = None  # the last line the program printed (a person's edit is not)
         self.last_read = False  # whether a rule read it
-        self.last_by_module = False  # whether only its logger's module placed it (a `[[module]]` hint, no rule)
+        self.last_by_module = False  # whether only its logger's module (a `[[module]]` hint) or a catch-all placed it
         self.fed_line = 0  # the number of the last line fed
         self.quoted: int | None = None  # the paste's first line, when a person put a copy of a later line there
         self.edits: list[tuple[int, Edit, str]] = []  # a person's edits in the head: line, kind, text
@@ -131,7 +136,11 @@ class SourceFeed:
         edited = self.matcher.edited
         if edited is None:
             self.last, self.last_read = line, bool(events)
-            self.last_by_module = bool(events) and all(event.rule.pack == FALLBACK_PACK for event in events)
+            # placed by its module alone, or read by a rule that reads any line of its prefix (NCCL's catch-all for
+            # its INFO lines): a step's line cut at the end says more (`cut_phase_line`)
+            self.last_by_module = bool(events) and all(
+                event.rule.pack == FALLBACK_PACK or event.rule.pattern.text == READS_ANY for event in events
+            )
         else:
             self._edited(line, edited)
         if not events and edited is None and self.fed <= YEAR_LOOKAHEAD and result.unrecognised is not None:

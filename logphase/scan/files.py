@@ -81,7 +81,7 @@ def _scan(
     caches: FastCaches | None = None,
     tap: LineView | None = None,
 ) -> ScanResult:
-    builder = TimelineBuilder(job_systems=packs.job_systems)
+    builder = TimelineBuilder(job_systems=packs.job_systems, dumps=packs.dump_patterns)
     result = ScanResult(timeline=builder.finish(), unrecognised=TemplateMiner(packs))
     plan: Plan | None = None
     clocks = DistInitClock([source.name for source in sources]) if len(sources) > 1 else None

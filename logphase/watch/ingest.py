@@ -57,7 +57,8 @@ class Ingest:
     _stop: StopPoint | None = None
 
     def __post_init__(self) -> None:
-        self.builder = TimelineBuilder(job_systems=self.packs.job_systems)  # the user's packs' facts too
+        # the user's packs' facts too
+        self.builder = TimelineBuilder(job_systems=self.packs.job_systems, dumps=self.packs.dump_patterns)
         self.fingerprint = FingerprintCollector(formats=self.packs.server_args)
         self.scanned = ScanResult(timeline=self.builder.finish(), unrecognised=TemplateMiner(self.packs))
         self.scan = SourceScan(0, self.name, self.packs, self.reference, self.builder, self.scanned)

@@ -485,7 +485,10 @@ def glued_bar() -> bytes:
     """The trigger of a line the reader splits at a bar's end (see ALWAYS_BYTES): `%`, then a `]` a record starts
     right after, or the other way round, on one line."""
     record = widen_classes(RECORD_START.replace("(?=\\S)", "")).encode()
-    return b"%[^\\n]*\\](?:" + record + b")|\\](?:" + record + b")[^\\n]*%"
+    # reader.BAR_END_THEN_TEXT: a bar's `n/total [elapsed<` then its bracket closed with text right after it, or cut by
+    # a `[` (its `%` may stand anywhere on the line, or be lost with the bar's `|…|` in a paste through markdown)
+    bar_end = b"[0-9][kMGTP]?/[0-9.]+[kMGTP]? \\[[0-9][0-9:]*<[^\\[\\]\\n]*(?:\\][^\\s]|\\[)"
+    return b"%[^\\n]*\\](?:" + record + b")|\\](?:" + record + b")[^\\n]*%|" + bar_end
 
 
 def widen_classes(pattern: str) -> str:
