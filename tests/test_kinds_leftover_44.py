@@ -1,8 +1,10 @@
-"""A wrapper's readiness timeout left unread, written from the wrapper's source: lemonade's server starts vLLM as
+"""Wrappers' lines around vLLM left unread, each written from the wrapper's source. Lemonade's server starts vLLM as
 its child `vllm-server`, polls its health endpoint and gives up when its readiness window ends first
 (lemonade-sdk/lemonade src/cpp/server/wrapped_server.cpp, WrappedServer::wait_for_ready: `server_name_ + " failed
 to start within timeout"`, earlier builds `… within 5 minute timeout`), its logger writing `<stamp> [Level]
-(Component) ` before each message; collected by journald."""
+(Component) ` before each message; collected by journald. The vllm-dgx-spark cluster script (start_cluster.sh)
+logs `Starting DGX Spark vLLM Head Node Setup` after its pre-flight checks, its `log` writing `[%Y-%m-%d %H:%M:%S] `
+before the text, then its configuration, then starts Ray and vLLM on the head node."""
 
 from __future__ import annotations
 
@@ -47,4 +49,33 @@ def test_another_wrapped_servers_timeout_is_no_vllm_line(tmp_path: Path) -> None
     text = _lemond(8, "Error", "WrappedServer", "llama-server failed to start within timeout")
     # WHEN judged THEN no vLLM rule reads it: nothing says a vLLM phase
     report = judge_text(tmp_path, text)
+    assert report["phase"] is None
+
+
+_SCRIPT = "[2026-01-26 15:58:16] {message}\n"
+
+
+def test_the_cluster_scripts_head_setup_is_vllms_launch(tmp_path: Path) -> None:
+    # GIVEN the script's pre-flight summary, its head setup line and its configuration, the paste cut in a stamp
+    text = (
+        "✅ All pre-flight checks passed\n"
+        + _SCRIPT.format(message="Starting DGX Spark vLLM Head Node Setup")
+        + _SCRIPT.format(message="Configuration:")
+        + _SCRIPT.format(message="  Image:           nvcr.io/nvidia/vllm:25.12.post1-py3")
+        + _SCRIPT.format(message="  Tensor Parallel: 2")
+        + _SCRIPT.format(message="  NCCL IB HCAs:    mlx5_0,mlx5_2")
+        + "[2026-0\n"
+    )
+    # WHEN judged post-mortem
+    report = judge_text(tmp_path, text)
+    # THEN the launch began and the log ends in it with no error: stalled, the setup line the last progress
+    assert (report["phase"], report["verdict"]) == ("launch", "stalled")
+    assert root_text(report).endswith("Starting DGX Spark vLLM Head Node Setup")
+
+
+def test_the_cluster_scripts_configuration_alone_says_no_phase(tmp_path: Path) -> None:
+    # GIVEN only the script's configuration lines WHEN judged THEN nothing says a phase
+    report = judge_text(
+        tmp_path, _SCRIPT.format(message="Configuration:") + _SCRIPT.format(message="  Tensor Parallel: 2")
+    )
     assert report["phase"] is None
