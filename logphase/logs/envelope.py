@@ -395,8 +395,12 @@ def sniff(
     physical = lines
     screen = _screen_copy(lines)
     # a wrap at word boundaries first: its pieces are of many lengths, a few of them as long as the column by chance,
-    # where a paste cut at the column itself has them all of that one length
-    wrap_width, word_wrap, record_starts = _word_wrap_width(lines), False, frozenset[str]()
+    # where a paste cut at the column itself has them all of that one length. Not in a paste that went through HTML or
+    # inline code: its escapes and marks changed each line's length after it was cut, so no length tells a cut
+    converted = _inline_code(lines) or _hard_breaks(lines) or _escapes_of(lines, _MARKDOWN_TOKEN, _MARKDOWN_EVIDENCE)
+    converted = converted or _escapes_of(lines, _HTML_TOKEN, "")
+    wrap_width = None if converted else _word_wrap_width(lines)
+    word_wrap, record_starts = False, frozenset[str]()
     if wrap_width is not None:
         word_wrap, record_starts = True, _record_starts(lines, wrap_width)
         lines = [joined for _, joined in _join_word_wraps(enumerate(lines), wrap_width, record_starts)]
@@ -970,6 +974,8 @@ _FIRST_WORD = re.compile(r"\s*\S*")
 SHAPE_CHARS = 8
 # CPython's traceback ends at the margin with the exception's name and its message (traceback.py
 # TracebackException.format_exception_only): `RuntimeError: …`, `torch.OutOfMemoryError: …`, a bare `KeyboardInterrupt`
+# the end of a traceback's frame line (`…", line N, in f`): the source line indented under it is no rest of it
+FRAME_END = re.compile(r", line \d+, in \S+\s*$")
 EXCEPTION_LINE = re.compile(r"[A-Za-z_][\w.]*(?:Error|Exception|Interrupt|Exit)(?::|$)")
 _DIGIT = re.compile(r"\d")
 
@@ -990,6 +996,8 @@ def word_cut(line: str, piece: str, text: str, width: int) -> bool:
         return False
     if line[:1].isspace() and EXCEPTION_LINE.match(text) is not None:
         return False  # a traceback's last line under its indented source line (a rest starts so by chance only)
+    if text[:1].isspace() and FRAME_END.search(piece) is not None:
+        return False  # a frame's source line under it (escaped or ending in a hard break: `in all\_gather  `)
     gap = 0 if piece[-1].isspace() or text[0].isspace() else 1
     return len(piece) + gap + len(first_word(text)) > width and shape(line) != shape(text) and continues(line, text)
 
@@ -1019,19 +1027,24 @@ def _record_starts(lines: Sequence[str], width: int) -> frozenset[str]:
 def _word_wrap_width(lines: Sequence[str]) -> int | None:
     """The column a paste wrapped its lines at word boundaries at: the longest line that holds a space between two
     words (a word longer than the column stands alone, longer), where several lines are cut there (`_word_cuts`),
-    each once, several of them holding a space and of several lengths besides the column's (a paste cut at the
-    column itself has its pieces all as long as the column, `_wrap_width`)."""
+    each once, several of them holding a space and of several lengths besides the column's, most of them shorter
+    than it (a paste cut at the column itself has most of its pieces as long as the column, `_wrap_width`)."""
     if len(lines) < WORD_CUTS_NEEDED + 1:
         return None
     width = max((len(line) for line in lines if " " in line.strip()), default=0)
     if width not in WRAP_COLUMNS:
         return None
-    # each cut piece once (a log's repeated lines are cut alike); those that hold a space show where a word did not
-    # fit (one word alone, a rule of dashes, fits nothing after it); lengths besides the column's own (a paste cut at
-    # the column itself has every piece of that length)
-    pieces = {lines[i] for i in _word_cuts(lines, width)}
+    # each cut piece once (a log's repeated lines are cut alike, their numbers aside); those that hold a space show
+    # where a word did not fit (one word alone, a rule of dashes, fits nothing after it); lengths besides the column's
+    # own, of pieces at least half as long as it (a short line before a long word or a rule is a log's own line as
+    # often: an error summary's title over its `====`); fewer than half of the pieces as long as the column (a paste
+    # cut at the column itself has most of its pieces of that length, a record's last piece before the next record)
+    pieces = {_DIGIT.sub("0", lines[i]): lines[i] for i in _word_cuts(lines, width)}.values()
     decided = [piece for piece in pieces if " " in piece.strip()]
-    lengths = {len(piece) for piece in pieces} - {width}
+    lengths = {len(piece) for piece in pieces if 2 * len(piece) >= width} - {width}
+    at_column = sum(1 for piece in pieces if len(piece) == width)  # a paste cut at the column: half its pieces, or more
+    if 2 * at_column >= len(pieces):
+        return None
     return width if len(decided) >= WORD_CUTS_NEEDED and len(lengths) >= WORD_CUTS_NEEDED else None
 
 
