@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -279,6 +280,11 @@ MAX_LAYERS = 4
 EVENTS_SHOWING_STAMP_LINES = 2
 WRAP_COLUMNS = range(60, 241)  # the columns a paste is hard-wrapped at (80-200, and some slack)
 WRAP_LINES_NEEDED = 2
+# A paste wrapped at word boundaries (a text box's soft wrap copied as it shows, an author's hard wrap): each
+# line cut at a space, so its pieces are at most as long as the column and each ends where the next piece's
+# first word would not fit. Several cuts, of several lengths, with several rests, before the layout is taken: a
+# log's own multi-line message repeated (one line and the same rest each time), or a box of rules, is no wrap.
+WORD_CUTS_NEEDED = 3
 SCREEN_ROWS_SHARE = 0.8  # of a screen copy's rows as wide as the terminal (a paste's last row may be trimmed)
 
 
@@ -311,6 +317,11 @@ class Envelopes:
     # the hard wrap is inside the envelopes: a log cut at the column before each of its lines was wrapped (a
     # hard-wrapped paste of it collected or copied again), so the envelopes come off each piece before they join
     wrap_inside: bool = False
+    # the paste was wrapped at word boundaries, not at the column itself (`_word_wrap_width`): a line joins the
+    # next where the next's first word would not have fitted on it; `record_starts`: the shapes of the first
+    # characters (`shape`) that start the log's own records in the head, which no cut line's rest starts with
+    word_wrap: bool = False
+    record_starts: frozenset[str] = frozenset()
 
     def gives_rank(self, layer: int) -> bool:
         """Whether a line's label in this layer names its rank."""
@@ -351,7 +362,10 @@ class Envelopes:
         if self.layers:
             names = " inside ".join(envelope.name for envelope in reversed(self.layers))
             notes.append(f"lines unwrapped from: {names} (found in the first lines)")
-        if self.wrap_width is not None:
+        if self.wrap_width is not None and self.word_wrap:
+            cut = f"lines cut at a space within {self.wrap_width} columns"
+            notes.append(f"{cut} were joined (a paste wrapped at word boundaries)")
+        elif self.wrap_width is not None:
             inside = " inside the envelopes" if self.wrap_inside else ""
             notes.append(f"lines cut at column {self.wrap_width}{inside} were joined (a hard-wrapped paste)")
         if self.markdown_escaped:
@@ -392,8 +406,17 @@ def sniff(
     lines = [line for line in head if line.strip()][:SNIFF_LINES]
     physical = lines
     screen = _screen_copy(lines)
-    wrap_width = _wrap_width(lines, screen)
+    # a wrap at word boundaries first: its pieces are of many lengths, a few of them as long as the column by chance,
+    # where a paste cut at the column itself has them all of that one length. Not in a paste that went through HTML or
+    # inline code: its escapes and marks changed each line's length after it was cut, so no length tells a cut
+    converted = _inline_code(lines) or _hard_breaks(lines) or _escapes_of(lines, _MARKDOWN_TOKEN, _MARKDOWN_EVIDENCE)
+    converted = converted or _escapes_of(lines, _HTML_TOKEN, "")
+    wrap_width = None if converted else _word_wrap_width(lines)
+    word_wrap, record_starts = False, frozenset[str]()
     if wrap_width is not None:
+        word_wrap, record_starts = True, _record_starts(lines, wrap_width)
+        lines = [joined for _, joined in _join_word_wraps(enumerate(lines), wrap_width, record_starts)]
+    elif (wrap_width := _wrap_width(lines, screen)) is not None:
         lines = [joined for _, joined in _join_wraps(enumerate(lines), wrap_width, screen)]
     inline_code = _inline_code(lines)
     lines = [uncode(line, inline_code) for line in lines]
@@ -448,7 +471,7 @@ def sniff(
         screen = _screen_copy(lines)
         wrap_width = _wrap_width(lines, screen)
         wrap_inside = wrap_width is not None
-    elif wrap_width is not None and layers and _carried(physical, wrap_width, layers[0]):
+    elif wrap_width is not None and not word_wrap and layers and _carried(physical, wrap_width, layers[0]):
         # the rests of the cut lines carry the envelope too (one that differs from line to line, a tab column):
         # the cut is inside it, at the column the lines show once it is off
         inner = [_peel(line, layers) for line in physical]
@@ -457,13 +480,14 @@ def sniff(
         if (inner_width := _wrap_width(inner, inner_screen)) is not None:
             wrap_width, screen, wrap_inside = inner_width, inner_screen, True
     newest_first = any(layer.newest_first_possible for layer in layers) and _descending(
-        head, layers, wrap_width, screen, wrap_inside
+        head, layers, wrap_width, screen, wrap_inside, (word_wrap, record_starts)
     )
     if not newest_first and not any(layer.time_formats for layer in layers):
         # no wrapper's stamp says the order: the log's own lines do (its stamps, a traceback's frames)
         newest_first = _own_stamps_descending(lines) or _traceback_reversed(lines)
-    if newest_first and wrap_inside:
-        wrap_width, wrap_inside = None, False  # read in reverse, a cut line's rest comes before it: left as it is
+    if newest_first and (wrap_inside or word_wrap):
+        # read in reverse, a cut line's rest comes before it: left as it is
+        wrap_width, wrap_inside, word_wrap, record_starts = None, False, False, frozenset()
     return Envelopes(
         tuple(layers),
         wrap_width,
@@ -476,6 +500,8 @@ def sniff(
         html_escaped=html_escaped,
         wrap_inside=wrap_inside,
         inline_code=inline_code,
+        word_wrap=word_wrap,
+        record_starts=record_starts,
     )
 
 
@@ -837,10 +863,19 @@ def _wrap_width(lines: Sequence[str], screen: bool = False) -> int | None:
 
 
 def _descending(
-    head: Iterable[str], layers: Sequence[Envelope], wrap_width: int | None, screen: bool, wrap_inside: bool = False
+    head: Iterable[str],
+    layers: Sequence[Envelope],
+    wrap_width: int | None,
+    screen: bool,
+    wrap_inside: bool = False,
+    words: tuple[bool, frozenset[str]] = (False, frozenset()),
 ) -> bool:
-    """Most of the stamps the envelopes give go back in time from line to line."""
-    unwrapper = Unwrapper(Envelopes(tuple(layers), wrap_width, screen=screen, wrap_inside=wrap_inside))
+    """Most of the stamps the envelopes give go back in time from line to line (`words`: the paste is wrapped at
+    word boundaries, and the shapes its records start with)."""
+    envelopes = Envelopes(
+        tuple(layers), wrap_width, screen=screen, wrap_inside=wrap_inside, word_wrap=words[0], record_starts=words[1]
+    )
+    unwrapper = Unwrapper(envelopes)
     stamps = [u.stamp for line in head for u in unwrapper.feed(0, line) if u.stamp is not None]
     stamps += [u.stamp for u in unwrapper.end() if u.stamp is not None]
     pairs = list(pairwise(stamps))
@@ -971,6 +1006,107 @@ def _join_wraps(numbered: Iterable[tuple[int, str]], width: int, screen: bool) -
         yield pending
 
 
+def first_word(text: str) -> str:
+    """A line's first word with the white space before it: what a wrap at word boundaries moves whole."""
+    found = _FIRST_WORD.match(text)
+    return found.group(0) if found is not None else ""
+
+
+_FIRST_WORD = re.compile(r"\s*\S*")
+SHAPE_CHARS = 8
+# CPython's traceback ends at the margin with the exception's name and its message (traceback.py
+# TracebackException.format_exception_only): `RuntimeError: …`, `torch.OutOfMemoryError: …`, a bare `KeyboardInterrupt`
+# the end of a traceback's frame line (`…", line N, in f`): the source line indented under it is no rest of it
+FRAME_END = re.compile(r", line \d+, in \S+\s*$")
+EXCEPTION_LINE = re.compile(r"[A-Za-z_][\w.]*(?:Error|Exception|Interrupt|Exit)(?::|$)")
+_DIGIT = re.compile(r"\d")
+
+
+def shape(text: str) -> str:
+    """The first characters of a line, digits as `0`: what lines a writer started alike share (`[1,0]<stdout>` and
+    `[1,2]<stdout>`, `(Worker pid=213)`), so a rest that starts so is the writer's next record, not a cut one's rest
+    (a stamp's `2025-12-` is not a number's `551320, `)."""
+    return _DIGIT.sub("0", text[:SHAPE_CHARS])
+
+
+def word_cut(line: str, piece: str, text: str, width: int) -> bool:
+    """Whether `text` may be the rest of `line` (its last physical piece `piece`) cut at a space by a wrap at `width`
+    columns: neither is empty, the piece fits the column (or is one word), `text` starts otherwise than the line
+    (`continues`, and not of its shape) and its first word, after the space the cut took, would not have fitted on
+    the piece. A piece longer than the column is a word alone (a path longer than the column): no word fits after it."""
+    if not piece.strip() or not text.strip() or (len(piece) > width and " " in piece.strip()):
+        return False
+    if line[:1].isspace() and EXCEPTION_LINE.match(text) is not None:
+        return False  # a traceback's last line under its indented source line (a rest starts so by chance only)
+    if text[:1].isspace() and FRAME_END.search(piece) is not None:
+        return False  # a frame's source line under it (escaped or ending in a hard break: `in all\_gather  `)
+    gap = 0 if piece[-1].isspace() or text[0].isspace() else 1
+    return len(piece) + gap + len(first_word(text)) > width and shape(line) != shape(text) and continues(line, text)
+
+
+def join_word_cut(piece: str, text: str) -> str:
+    """A piece and its rest as one line: the space the cut took back between two words, none where the cut fell
+    in a run of spaces (either side keeps white space: a traceback's indentation, its carets' margin)."""
+    return piece + text if piece[-1:].isspace() or text[:1].isspace() else f"{piece} {text}"
+
+
+def _word_cuts(lines: Sequence[str], width: int) -> list[int]:
+    """The lines a wrap at `width` cut at a space, by index: those whose next line `word_cut` takes for their rest
+    and does not start as the head's own records do (`_record_starts`)."""
+    pairs = [i for i, (piece, text) in enumerate(pairwise(lines)) if word_cut(piece, piece, text, width)]
+    rests = {i + 1 for i in pairs}
+    counts = Counter(shape(line) for i, line in enumerate(lines) if i not in rests)
+    return [i for i in pairs if counts[shape(lines[i + 1])] < WRAP_LINES_NEEDED]
+
+
+def _record_starts(lines: Sequence[str], width: int) -> frozenset[str]:
+    """The shapes that start at least two of the head's lines that are no cut line's rest: the log's records."""
+    rests = {i + 1 for i in _word_cuts(lines, width)}
+    counts = Counter(shape(line) for i, line in enumerate(lines) if i not in rests and line.strip())
+    return frozenset(start for start, count in counts.items() if count >= WRAP_LINES_NEEDED)
+
+
+def _word_wrap_width(lines: Sequence[str]) -> int | None:
+    """The column a paste wrapped its lines at word boundaries at: the longest line that holds a space between two
+    words (a word longer than the column stands alone, longer), where several lines are cut there (`_word_cuts`),
+    each once, several of them holding a space and of several lengths besides the column's, most of them shorter
+    than it (a paste cut at the column itself has most of its pieces as long as the column, `_wrap_width`)."""
+    if len(lines) < WORD_CUTS_NEEDED + 1:
+        return None
+    width = max((len(line) for line in lines if " " in line.strip()), default=0)
+    if width not in WRAP_COLUMNS:
+        return None
+    # each cut piece once (a log's repeated lines are cut alike, their numbers aside); those that hold a space show
+    # where a word did not fit (one word alone, a rule of dashes, fits nothing after it); lengths besides the column's
+    # own, of pieces at least half as long as it (a short line before a long word or a rule is a log's own line as
+    # often: an error summary's title over its `====`); fewer than half of the pieces as long as the column (a paste
+    # cut at the column itself has most of its pieces of that length, a record's last piece before the next record)
+    pieces = {_DIGIT.sub("0", lines[i]): lines[i] for i in _word_cuts(lines, width)}.values()
+    decided = [piece for piece in pieces if " " in piece.strip()]
+    lengths = {len(piece) for piece in pieces if 2 * len(piece) >= width} - {width}
+    at_column = sum(1 for piece in pieces if len(piece) == width)  # a paste cut at the column: half its pieces, or more
+    if 2 * at_column >= len(pieces):
+        return None
+    return width if len(decided) >= WORD_CUTS_NEEDED and len(lengths) >= WORD_CUTS_NEEDED else None
+
+
+def _join_word_wraps(
+    numbered: Iterable[tuple[int, str]], width: int, record_starts: frozenset[str]
+) -> Iterable[tuple[int, str]]:
+    """Lines wrapped at word boundaries joined: a line and the rests after it, each judged against the piece before
+    it (the joined line is longer than the column)."""
+    held: tuple[int, str, str] | None = None  # the first piece's number, the line so far, its last piece
+    for number, text in numbered:
+        if held is not None:
+            if word_cut(held[1], held[2], text, width) and shape(text) not in record_starts:
+                held = (held[0], join_word_cut(held[1], text), text)
+                continue
+            yield held[0], held[1]
+        held = (number, text, text)
+    if held is not None:
+        yield held[0], held[1]
+
+
 # --- unwrapping ----------------------------------------------------------------------------------
 
 
@@ -984,11 +1120,15 @@ class Unwrapper:
     _partial: dict[int, Unwrapped] = field(default_factory=dict, repr=False)  # by layer: CRI in CRI
     _cut: Unwrapped | None = field(default=None, repr=False)  # a cut line out of its envelopes (`wrap_inside`)
     _above: datetime | None = field(default=None, repr=False)  # the last stamp on a line of its own (STAMP_LINE)
+    _piece: str = field(default="", repr=False)  # the held line's last physical piece (`word_wrap`)
+    _column: int = field(default=0, repr=False)  # the longest line holding a space so far (`word_wrap`)
 
     def feed(self, number: int, text: str) -> list[Unwrapped]:
         width = self.envelopes.wrap_width
         if width is None:
             return self._unwrap(number, text)
+        if self.envelopes.word_wrap:
+            return self._join_words(number, text, width)
         if self.envelopes.wrap_inside:
             return [joined for line in self._unwrap(number, text) for joined in self._join_cut(line, width)]
         out: list[Unwrapped] = []
@@ -1003,6 +1143,26 @@ class Unwrapper:
             self._wrapped = (number, text)  # the paste cut it here: the rest is on the next line
             return out
         return out + self._unwrap(number, text)
+
+    def _join_words(self, number: int, text: str, width: int) -> list[Unwrapped]:
+        """A paste wrapped at word boundaries: each line held until the next shows whether it is the held one's rest
+        (`word_cut`, judged against the last piece; never a line that starts as the log's records do). The column is
+        at least the longest line holding a space seen so far: the head's longest piece may fall short of it."""
+        if " " in text.strip():
+            self._column = max(self._column, len(text))
+        width = max(width, self._column)
+        out: list[Unwrapped] = []
+        if self._wrapped is not None:
+            held_number, held = self._wrapped
+            self._wrapped = None
+            if word_cut(held, self._piece, text, width) and shape(text) not in self.envelopes.record_starts:
+                self._wrapped, self._piece = (held_number, join_word_cut(held, text)), text
+                return out
+            out = self._unwrap(held_number, held)
+        if not text.strip():
+            return out + self._unwrap(number, text)
+        self._wrapped, self._piece = (number, text), text
+        return out
 
     def _join_cut(self, line: Unwrapped, width: int) -> list[Unwrapped]:
         """A piece out of its envelopes joined to the cut line before it (the first piece's number, time, rank)."""

@@ -233,6 +233,31 @@ def hard_wrap(lines: Sequence[str], rng: random.Random, times: Times) -> bytes:
     return _join(out)
 
 
+def word_wrap_line(line: str, width: int) -> list[str]:
+    """One line wrapped at word boundaries as a text box soft-wraps it and a copy of it keeps: each piece the longest
+    that ends at a space and fits the column (a word longer than the column alone, longer); a single space between
+    two words is where the piece ends and is dropped, a cut inside a run of spaces (an indentation, a traceback's
+    caret margin) keeps every space, on one side or the other; the rest goes on at the margin, unindented."""
+    pieces: list[str] = []
+    while len(line) > width:
+        breaks = [i for i, char in enumerate(line) if char == " " and line[:i].strip() and line[i:].strip()]
+        if not breaks:
+            break
+        at = max((i for i in breaks if i <= width), default=breaks[0])
+        single = line[at - 1] != " " and line[at + 1] != " "
+        pieces.append(line[:at])
+        line = line[at + 1 :] if single else line[at:]
+    return [*pieces, line]
+
+
+def word_wrap(lines: Sequence[str], rng: random.Random, times: Times) -> bytes:
+    """A paste wrapped at word boundaries (a web text box's soft wrap copied as shown, an e-mail's wrap): every line
+    longer than the column cut at spaces (`word_wrap_line`). What is pasted is the text a terminal showed: colour
+    codes are gone."""
+    width = rng.randint(80, 200)
+    return _join([piece for line in lines for piece in word_wrap_line(ANSI.sub("", line), width)])
+
+
 def crlf(lines: Sequence[str], rng: random.Random, times: Times) -> bytes:
     """Saved on Windows: every line ends with CRLF."""
     return _join(lines, "\r\n")
