@@ -154,6 +154,10 @@ ENVELOPES: tuple[Envelope, ...] = (
     _envelope("kubectl logs --prefix", r"^\[(?P<writer>pod/[^/\]\s]+/[^\]\s]+)\] "),
     # docker compose: `service-1  | ` (the name padded to the longest service's; `[name]` by some wrappers)
     _envelope("docker compose", r"^(?P<writer>\[?[A-Za-z0-9][\w.-]*\]?) *\|(?: |$)"),
+    # pm2 logs (streamed): `ID|NAME` padded with spaces, then ` | ` (pm2 lib/API/Log.js `Log.stream`: the name is
+    # `pm_id + '|' + name`, padded to one more than the longest seen, then `' | '`); its `tail` of the files writes
+    # the name alone, padded, which is compose's shape above
+    _envelope("pm2 logs", r"^(?P<writer>\d{1,5}\|[^\s|]+) *\| "),
     # stern: `POD CONTAINER ` (pod names have dashes: deployment-replicaset-suffix)
     _envelope("stern", r"^(?P<writer>[a-z0-9]+(?:-[a-z0-9]+)+ [a-z0-9]+(?:-[a-z0-9]+)*)(?: |$)", weak=True),
     # Slurm srun --label: `0: `, space padded to the widest task number
