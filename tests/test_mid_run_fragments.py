@@ -217,3 +217,14 @@ def test_an_agent_lightning_task_timeout_is_a_timeout_while_serving(tmp_path: Pa
     # THEN the task's timeout is the cause
     assert (report["phase"], report["verdict"]) == ("serving", "timeout")
     assert root_text(report).endswith("Task rollout-85c3e463 timed out after 600.0s, requeued (attempt 1)")
+
+
+def test_a_span_opened_inside_a_wrappers_prefix_comes_off_with_it(tmp_path: Path) -> None:
+    # GIVEN the spanned paste collected by `kubectl logs --timestamps` (an RFC 3339 stamp before each line)
+    lines = ("`" + DECODE_OOM + "`").splitlines()
+    text = "".join(f"2025-10-02T11:20:41.{100000000 + i}Z {line}\n" for i, line in enumerate(lines))
+    # WHEN judged
+    report = judge_text(tmp_path, text)
+    # THEN read as the bare paste is: the cause without the span's backtick
+    assert (report["phase"], report["verdict"]) == ("serving", "crashed")
+    assert root_text(report).endswith("RuntimeError: Decode out of memory. Try to lower your batch size.")

@@ -432,6 +432,8 @@ def sniff(
             [line[m.end() :] if m else line for line, m in zip(lines, matches, strict=True)], matches
         )
         lines = [line for line in lines if line.strip()]
+    # the span may be inside the envelopes (a wrapper's prefix before its opening backtick): read once they are off
+    code_spanned = code_spanned or (bool(layers) and not inline_code and _code_spanned(lines))
     wrap_inside = False
     if wrap_width is None and layers:
         # cut before it was wrapped: every piece carries the envelopes, so the rest of a cut line starts as the
@@ -1066,7 +1068,8 @@ class Unwrapper:
             if groups["partial"] == "P":
                 self._partial[layer] = Unwrapped(number, text, stamp, rank)  # CRI cut a long line: the rest follows
                 return []
-        return [Unwrapped(number, text, stamp, rank)]
+        # a span's backtick inside the envelopes comes off with them (one already off leaves its line's paired)
+        return [Unwrapped(number, unspan(text, self.envelopes.code_spanned), stamp, rank)]
 
 
 @dataclass(frozen=True, slots=True)
