@@ -318,6 +318,9 @@ class Envelopes:
     # a paste that put each line in markdown's inline code (`` `line` ``, a backtick on either side): the marks
     # come off before any envelope is read (`uncode`)
     inline_code: bool = False
+    # a paste put in one inline code span across its lines (`` `first line `` … `` last line` ``): the first line
+    # opens it, a later one closes it; each line's unpaired backtick comes off (`unspan`)
+    code_spanned: bool = False
     # the hard wrap is inside the envelopes: a log cut at the column before each of its lines was wrapped (a
     # hard-wrapped paste of it collected or copied again), so the envelopes come off each piece before they join
     wrap_inside: bool = False
@@ -339,6 +342,7 @@ class Envelopes:
             or self.markdown_escaped
             or self.html_escaped
             or self.inline_code
+            or self.code_spanned
         )
 
     @property
@@ -358,7 +362,7 @@ class Envelopes:
     def escaped(self) -> bool:
         """The text is escaped (markdown or HTML) or marked as inline code: undone on each line, so no byte scan
         reads it where it lies."""
-        return self.markdown_escaped or self.html_escaped or self.inline_code
+        return self.markdown_escaped or self.html_escaped or self.inline_code or self.code_spanned
 
     def notes(self, source: str) -> tuple[str, ...]:
         """What reading `source` through these envelopes assumed, for the report's notes."""
@@ -378,6 +382,8 @@ class Envelopes:
             notes.append("HTML entities undone (`&lt;` read as `<`): the paste went through HTML")
         if self.inline_code:
             notes.append("markdown's inline code marks removed (each line pasted as `` `line` ``)")
+        if self.code_spanned:
+            notes.append("markdown's inline code marks removed (the paste put in one `` `span` `` across its lines)")
         if self.newest_first:
             notes.append("the export lists the newest line first: read in reverse, lines numbered in time order")
         return tuple(f"{source}: {note}" for note in notes)
@@ -424,6 +430,8 @@ def sniff(
         lines = [joined for _, joined in _join_wraps(enumerate(lines), wrap_width, screen)]
     inline_code = _inline_code(lines)
     lines = [uncode(line, inline_code) for line in lines]
+    code_spanned = not inline_code and _code_spanned(lines)
+    lines = [unspan(line, code_spanned) for line in lines]
     markdown_escaped = _escapes_of(lines, _MARKDOWN_TOKEN, _MARKDOWN_EVIDENCE) or _hard_breaks(lines)
     html_escaped = _escapes_of(lines, _HTML_TOKEN, "")
     lines = [unescape(line, markdown_escaped, html_escaped) for line in lines]
@@ -467,6 +475,8 @@ def sniff(
             matches,
         )
         lines = [line for line in lines if line.strip()]
+    # the span may be inside the envelopes (a wrapper's prefix before its opening backtick): read once they are off
+    code_spanned = code_spanned or (bool(layers) and not inline_code and _code_spanned(lines))
     wrap_inside = False
     if wrap_width is None and layers and not any(layer.json_text for layer in layers):
         # cut before it was wrapped: every piece carries the envelopes, so the rest of a cut line starts as the
@@ -506,6 +516,7 @@ def sniff(
         inline_code=inline_code,
         word_wrap=word_wrap,
         record_starts=record_starts,
+        code_spanned=code_spanned,
     )
 
 
@@ -575,6 +586,35 @@ def uncode(text: str, inline_code: bool) -> str:
         inner = span["text"]
         padded = len(inner) > 2 and inner[0] == inner[-1] == " " and inner.strip(" ")
         return inner[1:-1] if padded else inner
+    return text
+
+
+# A backtick alone where a span opens or closes: not one of a pair on its line (a log's own backticks quote a name,
+# `use_cache=True`, in pairs), not a run of two or more (a fence, ```, or a span of a longer run)
+_LONE_OPENING = re.compile(r"^`(?!`)")
+_LONE_CLOSING = re.compile(r"(?<!`)`$")
+
+
+def _unpaired(line: str) -> bool:
+    return line.count("`") % 2 == 1
+
+
+def _code_spanned(lines: Sequence[str]) -> bool:
+    """Whether the paste opens one inline code span on its first line that the line does not close (CommonMark 6.1:
+    a span may go on over line endings): a person quoted the lines as `` `…` `` inline, its closing backtick on the
+    paste's last line (or cut off with it). A program's line rarely begins with a backtick it never closes."""
+    return bool(lines) and _unpaired(lines[0]) and _LONE_OPENING.match(lines[0]) is not None
+
+
+def unspan(text: str, code_spanned: bool) -> str:
+    """A line of a paste in one inline code span as the log wrote it: the span's opening backtick off the line that
+    begins with it, its closing one off the line that ends with it (a line with its backticks paired stays)."""
+    if not code_spanned or not _unpaired(text):
+        return text
+    if _LONE_OPENING.match(text) is not None:
+        return text[1:]
+    if _LONE_CLOSING.search(text) is not None:
+        return text[:-1]
     return text
 
 
@@ -1203,7 +1243,9 @@ class Unwrapper:
     def _unwrap(self, number: int, text: str) -> list[Unwrapped]:
         if self.envelopes.escaped:
             text = unescape(
-                uncode(text, self.envelopes.inline_code), self.envelopes.markdown_escaped, self.envelopes.html_escaped
+                unspan(uncode(text, self.envelopes.inline_code), self.envelopes.code_spanned),
+                self.envelopes.markdown_escaped,
+                self.envelopes.html_escaped,
             )
         stamp: datetime | None = None
         rank: str | None = None
@@ -1232,7 +1274,8 @@ class Unwrapper:
             if groups["partial"] == "P":
                 self._partial[layer] = Unwrapped(number, text, stamp, rank)  # CRI cut a long line: the rest follows
                 return []
-        return [Unwrapped(number, text, stamp, rank)]
+        # a span's backtick inside the envelopes comes off with them (one already off leaves its line's paired)
+        return [Unwrapped(number, unspan(text, self.envelopes.code_spanned), stamp, rank)]
 
 
 @dataclass(frozen=True, slots=True)
