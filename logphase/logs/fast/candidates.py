@@ -99,9 +99,13 @@ class CandidateScan:
         # a line of no prefix that may hold nothing a prefix rule, a kind or a candidate needs is left
         # unread as a template's line is (`BareStarts`); in envelopes every line has their prefix
         self.bare = None if enveloped else plan.bare
-        # a candidate's hit is read only where a rule it is a factor of could match the line (`Plan.checks`); in
-        # envelopes a line's bytes are not its text (docker's JSON escapes it): every hit is read
-        self.checks: Sequence[tuple[Check, ...] | None] = () if enveloped else plan.checks
+        # a candidate's hit is read only where a rule it is a factor of could match the line (`Plan.checks`). In
+        # envelopes too: the scan reads only those that are prefixes of each line (`Envelopes.prefixes_only`), so
+        # after them a line's bytes are its text, and a line on a template has its message after it (the check a
+        # steady factor's line gets there already); a line on no template is checked whole, envelopes and all (its
+        # strings are looked for, its anchored regex not: the message's start is not known). NCCL's transport
+        # `Channel 00/0 : 0[0] -> 1[1] via P2P/IPC` under CRI's prefix is no ring laid (`nccl.dist_init.graph_built`).
+        self.checks: Sequence[tuple[Check, ...] | None] = plan.checks
         self.accelerate = accelerate
         self.cache = cache
         self.learned = TemplateSet(timed=timed_prefixes(plan.packs))
