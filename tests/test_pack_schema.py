@@ -142,6 +142,23 @@ def test_closes_from_needs_an_end_of_a_later_phase(tmp_path: Path, body: str) ->
     assert error.message == f'{path}: [[rule]] user.ready: closes_from needs kind = "end" and a later `phase`'
 
 
+@pytest.mark.parametrize(
+    "body",
+    [
+        RULE + "engine_work = true\n",  # a ready line is the server's own, not the engine's work
+        RULE.replace('phase = "ready"\nkind = "ready"', 'phase = "kv_cache"\nkind = "mark"') + "engine_work = true\n",
+    ],
+    ids=["not-a-mark", "not-serving"],
+)
+def test_engine_work_needs_a_serving_mark_or_progress(tmp_path: Path, body: str) -> None:
+    # GIVEN a rule called the engine's own work that is no serving step's mark or progress WHEN loaded THEN refused
+    path, error = refused(tmp_path, HEADER + body)
+    assert error.message == (
+        f"{path}: [[rule]] user.ready: engine_work needs"
+        ' kind = "mark" or "progress" and phase (or after_ready) "serving"'
+    )
+
+
 def test_ignored_block_needs_a_rule_that_opens_a_block(tmp_path: Path) -> None:
     # GIVEN a rule marked `ignored_block` that opens no block WHEN loaded THEN refused, named
     path, error = refused(tmp_path, HEADER + RULE.replace("kind = ", "ignored_block = true\nkind = "))

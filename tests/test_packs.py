@@ -92,7 +92,7 @@ def test_patterns_test_reports_each_failing_example(tmp_path: Path) -> None:
     assert result.output.strip().endswith("1 failed")
 
 
-def test_patterns_test_warns_of_a_steady_mark_whose_lines_are_each_read(tmp_path: Path) -> None:
+def test_patterns_test_summarises_two_steady_marks_sharing_their_literal(tmp_path: Path) -> None:
     # GIVEN a pack with two steady marks (a phase, kind mark, no rank capture) needing the same literal,
     # whose regexes need no other text
     marks = "".join(
@@ -108,17 +108,39 @@ examples = ["{word} 3 waiting"]
         for name, word in (("left", "Shard"), ("right", "Rank"))
     )
     pack = write_pack(tmp_path, marks + GOOD_RULE)
+    # WHEN it is tested, and its scan plan made
+    result = run_cli("patterns", "test", str(pack))
+    plan = _build_plan(load_packs(extra=[pack], builtin=False), ())
+    # THEN neither is named with a cost: the literal is a steady factor of both, in the packs' order (a line
+    # holding it is the kind of the rule whose needs it meets, each rule's run a kind of its own)
+    assert result.exit_code == 0, result.output
+    assert [line for line in result.output.splitlines() if line.startswith("COST ")] == []
+    assert {text: [rule.id for rule in rules] for text, rules in plan.steady.items()} == {
+        b" waiting": ["user.left", "user.right"]
+    }
+    assert result.output.strip().endswith("0 failed")
+
+
+def test_patterns_test_warns_of_a_caseless_steady_mark(tmp_path: Path) -> None:
+    # GIVEN a pack with a steady mark whose regex ignores case (its literal is no byte string to find)
+    mark = """
+[[rule]]
+id = "user.shard"
+phase = "weight_load"
+kind = "mark"
+regex = 'shard \\d+ waiting'
+flags = "i"
+examples = ["Shard 3 waiting"]
+"""
+    pack = write_pack(tmp_path, mark + GOOD_RULE)
     # WHEN it is tested
     result = run_cli("patterns", "test", str(pack))
-    # THEN both marks are named with the cost (their runs cannot be told apart), the ready rule is not,
-    # and the test passes: a cost is no failure
+    # THEN the mark is named with the cost, the ready rule is not, and the test passes: a cost is no failure
     assert result.exit_code == 0, result.output
     costs = [line for line in result.output.splitlines() if line.startswith("COST ")]
     assert costs == [
-        f"COST {pack}: rule user.left: a steady mark sharing a literal with user.right: its runs are not "
-        "summarised; each of its lines goes to the matcher",
-        f"COST {pack}: rule user.right: a steady mark sharing a literal with user.left: its runs are not "
-        "summarised; each of its lines goes to the matcher",
+        f"COST {pack}: rule user.shard: a steady mark whose literal is caseless: its runs are not "
+        "summarised; each of its lines goes to the matcher"
     ]
     assert result.output.strip().endswith("0 failed")
 
@@ -179,9 +201,9 @@ examples = ["Shard {name} waiting"]
     # THEN neither is named with a cost: each rule's runs are found by its own text
     assert result.exit_code == 0, result.output
     assert [line for line in result.output.splitlines() if line.startswith("COST ")] == []
-    assert {text: rule.id for text, rule in plan.steady.items()} == {
-        b"Shard left waiting": "user.left",
-        b"Shard right waiting": "user.right",
+    assert {text: [rule.id for rule in rules] for text, rules in plan.steady.items()} == {
+        b"Shard left waiting": ["user.left"],
+        b"Shard right waiting": ["user.right"],
     }
 
 

@@ -271,7 +271,7 @@ def test_every_rule_example_holds_one_of_its_factors(packs: PackSet) -> None:
 def test_every_steady_rule_example_passes_its_requirements(packs: PackSet) -> None:
     # GIVEN the steady rules (summarised by the first and last of a run) and their required strings
     plan = plan_for(packs, (TRIGGER,))
-    rules = {rule.id: rule for rule in plan.steady.values()}
+    rules = plan.steady_rules
     # WHEN each example is checked THEN none is refused
     refused = [(rule.id, e) for rule in rules.values() for e in rule.examples if not plan.could_match(rule, e.encode())]
     assert refused == []

@@ -365,4 +365,4 @@ def test_a_line_the_bare_starts_leave_unread_is_no_prefix_rules_and_no_steady_ru
     # THEN no prefix rule parses it, and no steady rule matches it as its message
     fields, message = packs.split_prefix(line)
     assert fields.prefixes == () and message == line
-    assert [rule.id for rule in plan.steady.values() if rule.match(line) is not None] == []
+    assert [rule.id for rule in plan.steady_rules.values() if rule.match(line) is not None] == []

@@ -224,7 +224,7 @@ class Timeline:
     last_progress: Event | None
     latest_phase_event: Event | None
     visible_ranks: frozenset[str]  # every rank a prefix named, matched or not
-    served: bool  # a line of the server itself (not a frame of a dump) says it is ready or serving
+    served: bool  # a line of the server itself (not a frame of a dump, nor the engine's own work alone) says it serves
     health: Event | None  # the newest answer of the health route (a `health_status` capture)
     interrupt: Event | None  # the first time a person stopped it (Ctrl-C)
     hang: Event | None  # the first hang report (kind mark, role root, else cascade) since the last progress
@@ -357,6 +357,10 @@ class _RankAcc:
     draft_stage: int = 0  # after the target's graphs: 1 the draft's init, 2 the draft's capture
 
 
+# the steps only a server goes through (an offline engine in a script has no HTTP server, warmup or ready line)
+_SERVER_PHASES = frozenset({Phase.HTTP_START, Phase.WARMUP, Phase.READY, Phase.SERVING})
+
+
 @dataclass
 class TimelineBuilder:
     """Feed events of each source in order (sources may come one after the other); `finish`."""
@@ -379,6 +383,8 @@ class TimelineBuilder:
     first_time: datetime | None = None
     last_time: datetime | None = None
     served: bool = False
+    engine_served: bool = False  # an `engine_work` line in serving: the engine's own batches
+    server_spoke: bool = False  # a line of the server's own (not the engine's work) from HTTP start on
     health: Event | None = None
     health_first: Event | None = None
     health_last: Event | None = None
@@ -581,7 +587,14 @@ class TimelineBuilder:
             self.module_placed.setdefault(phase, event)
         else:
             self.rule_placed.add(phase)
-        self.served = self.served or phase in (Phase.READY, Phase.SERVING)
+        # the engine's own batches (a rule's `engine_work`) are printed by an offline engine in a script too: they
+        # place the run in serving, but say it serves only beside a line of the server's own (its HTTP server
+        # started or answered, its warmup, its ready line), which an offline engine never prints
+        if event.rule.engine_work:
+            self.engine_served = self.engine_served or phase is Phase.SERVING
+        elif phase in _SERVER_PHASES:
+            self.server_spoke = True
+        self.served = self.served or (phase in (Phase.READY, Phase.SERVING) and not event.rule.engine_work)
         if (
             phase is Phase.SERVING
             and self.load is not None
@@ -874,7 +887,7 @@ class TimelineBuilder:
             latest_told=self.latest_told,
             dump_lines=frozenset(self.dump_lines),
             visible_ranks=frozenset(self.visible),
-            served=self.served,
+            served=self.served or (self.engine_served and self.server_spoke),
             health=self.health,
             health_answers=tuple(self.health_answers.items()),
             health_first=self.health_first,

@@ -479,6 +479,13 @@ def _parse_rule(
             f'{path}: {place}: ambient needs kind = "mark" or "progress" and a `phase`',
             hint=RULE.key("ambient").doc,
         )
+    if item["engine_work"] and (
+        item["kind"] not in ("mark", "progress") or "serving" not in (item["phase"], item["after_ready"])
+    ):
+        raise PackError(
+            f'{path}: {place}: engine_work needs kind = "mark" or "progress" and phase (or after_ready) "serving"',
+            hint=RULE.key("engine_work").doc,
+        )
     after_ready = item["after_ready"]
     if after_ready is not None and (
         item["kind"] not in ("mark", "progress")
@@ -515,6 +522,7 @@ def _parse_rule(
         reached=Phase(item["reached"]) if item["reached"] else None,
         closes_from=Phase(item["closes_from"]) if item["closes_from"] else None,
         ambient=item["ambient"],
+        engine_work=item["engine_work"],
         after_ready=Phase(after_ready) if after_ready else None,
     )
 

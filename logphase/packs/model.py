@@ -255,6 +255,7 @@ class Rule:
     ignored_block: bool = False  # the block it opens holds an exception the program went on from: no failure
     ambient: bool = False  # printed by whatever step uses the phase's machinery: unranked, in the step around it
     after_ready: Phase | None = None  # the phase of a line of it after the run's ready line (a request's: serving)
+    engine_work: bool = False  # the engine's own serving work, printed offline too: serving, not a server's answer
 
     @cached_property
     def past_ready(self) -> Rule:

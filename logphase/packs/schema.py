@@ -188,6 +188,15 @@ RULE = Table(
             "step around it once the run's newest phase line is of a later step, never its phase's progress",
             default=False,
         ),
+        Key(
+            "engine_work",
+            BOOLEAN,
+            False,
+            "a `serving` line the engine prints for its own work whoever drives it (SGLang's scheduler batches: an "
+            "offline `Engine.generate` in a script prints them too, with no HTTP server and no ready line): it places "
+            "the run in `serving`, not a server answering; with no line of the server's own it is no `ready`",
+            default=False,
+        ),
         Key("role", ROLE, False, "how much the line explains (below)", default="progress"),
         Key(
             "priority",

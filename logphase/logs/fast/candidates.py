@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 from logphase.logs.clocks import timed_prefixes
 from logphase.logs.fast.cache import ScannerCache
@@ -32,7 +33,8 @@ RECOMPILE_BYTES = 8 << 20
 
 @dataclass
 class Kind:
-    """Lines of one template that hold one steady factor."""
+    """Lines of one template that hold one steady factor and are its rule's (a factor two rules share
+    makes a kind of each: a line is the one whose rule it is, `SteadyRuns._of_kind`)."""
 
     template: Template
     factor: bytes
@@ -40,10 +42,12 @@ class Kind:
     pattern: re.Pattern[bytes]
 
 
-# (template, steady factor) → the kinds on that template whose rule, where it matches a line, wins it
-# over the factor's rule: a line holding the factor is no event of the factor's rule when one of them
-# matches it (`shadowed`)
-Shadows = Mapping[tuple[Template, bytes], Sequence[tuple[bytes, Rule]]]
+# (template, steady rule id) → the kinds on that template whose rule, where it matches a line, wins it
+# over that rule: a line holding the rule's factor is no event of it when one of them matches it
+# (`shadowed`; SGLang's traffic `Prefill batch` mark over the warmup's, their factor one)
+Shadows = Mapping[tuple[Template, str], Sequence[tuple[bytes, Rule]]]
+# (template, steady factor, rule id): a kind registered (`CandidateScan.registered`)
+Registered = Container[tuple[Template, bytes, str]]
 
 
 def outranks(winner: Rule, loser: Rule, order: Mapping[str, int]) -> bool:
@@ -64,13 +68,13 @@ def rule_order(plan: Plan) -> dict[str, int]:
     fallback rules of the logger's modules (a line no rule reads is placed by its module)."""
     order = {rule.id: index for index, rule in enumerate(plan.packs.rules)}
     last = len(order)
-    return order | {rule.id: last for rule in plan.steady.values() if rule.id not in order}
+    return order | {rule_id: last for rule_id in plan.steady_rules if rule_id not in order}
 
 
-def shadowed(shadows: Shadows, template: Template, factor: bytes, line: bytes) -> bool:
-    """Whether the line (on `template`, from its envelopes' end) is no event of `factor`'s rule: a
-    rule that outranks it, of a kind on this template, matches what follows the template."""
-    found = shadows.get((template, factor))
+def shadowed(shadows: Shadows, template: Template, rule_id: str, line: bytes) -> bool:
+    """Whether the line (on `template`, from its envelopes' end) is no event of the steady rule `rule_id`:
+    a rule that outranks it, of a kind on this template, matches what follows the template."""
+    found = shadows.get((template, rule_id))
     if not found:
         return False
     message: str | None = None
@@ -95,20 +99,25 @@ class CandidateScan:
         # a line of no prefix that may hold nothing a prefix rule, a kind or a candidate needs is left
         # unread as a template's line is (`BareStarts`); in envelopes every line has their prefix
         self.bare = None if enveloped else plan.bare
-        # a candidate's hit is read only where a rule it is a factor of could match the line (`Plan.checks`); in
-        # envelopes a line's bytes are not its text (docker's JSON escapes it): every hit is read
-        self.checks: Sequence[tuple[Check, ...] | None] = () if enveloped else plan.checks
+        # a candidate's hit is read only where a rule it is a factor of could match the line (`Plan.checks`). In
+        # envelopes too: the scan reads only those that are prefixes of each line (`Envelopes.prefixes_only`), so
+        # after them a line's bytes are its text, and a line on a template has its message after it (the check a
+        # steady factor's line gets there already); a line on no template is checked whole, envelopes and all (its
+        # strings are looked for, its anchored regex not: the message's start is not known). NCCL's transport
+        # `Channel 00/0 : 0[0] -> 1[1] via P2P/IPC` under CRI's prefix is no ring laid (`nccl.dist_init.graph_built`).
+        self.checks: Sequence[tuple[Check, ...] | None] = plan.checks
         self.accelerate = accelerate
         self.cache = cache
         self.learned = TemplateSet(timed=timed_prefixes(plan.packs))
         self.templates = self.learned.known
         self.kinds: list[Kind] = []
-        self.registered: set[tuple[Template, bytes]] = set()
+        self.registered: set[tuple[Template, bytes, str]] = set()
         self.factors_of: dict[str, list[bytes]] = {}
         self.order = rule_order(plan)
-        self.shadows: dict[tuple[Template, bytes], list[tuple[bytes, Rule]]] = {}
-        for factor, rule in plan.steady.items():
-            self.factors_of.setdefault(rule.id, []).append(factor)
+        self.shadows: dict[tuple[Template, str], list[tuple[bytes, Rule]]] = {}
+        for factor, rules in plan.steady.items():
+            for rule in rules:
+                self.factors_of.setdefault(rule.id, []).append(factor)
         self.dirty = False
         self.compiled_at = 0
         self.ready = False
@@ -166,8 +175,8 @@ class CandidateScan:
             envelopes = sorted({t.envelope_regex() for t in self.templates if t.envelope})
             after_envelope = b"^(?:" + b"|".join(envelopes) + b")[^\\n]*" if envelopes else b""
             regions = {t.atoms[: t.envelope] for t in self.templates if t.envelope}
-            for factor in self.plan.steady:
-                hosts = frozenset(t for t in self.templates if (t, factor) in self.registered)
+            for factor, rules in self.plan.steady.items():
+                hosts = frozenset(t for t in self.templates if hosted(t, factor, rules, self.registered))
                 if not hosts:  # every line with it: checked here
                     # anchored after the envelopes only where it can stand inside one: each line-anchored
                     # pattern is a pass from every line start, a literal is not (a line on no template
@@ -207,8 +216,8 @@ class CandidateScan:
         stay candidates until a line shows them: a search for an absent factor costs a full scan)."""
         changed = False
         for factor in self.factors_of.get(rule.id, ()):
-            if factor in raw[template.envelope_end(raw) :] and (template, factor) not in self.registered:
-                self.registered.add((template, factor))
+            if factor in raw[template.envelope_end(raw) :] and (template, factor, rule.id) not in self.registered:
+                self.registered.add((template, factor, rule.id))
                 self.kinds.append(Kind(template, factor, rule, self.shape(template)))
                 self._shadow(template, factor, rule)
                 changed = True
@@ -216,9 +225,9 @@ class CandidateScan:
 
     def _shadow(self, template: Template, factor: bytes, rule: Rule) -> None:
         """A kind registered: the steady factors of the rules it outranks are shadowed by it on its template."""
-        for other, loser in self.plan.steady.items():
+        for loser in self.plan.steady_rules.values():
             if loser.id != rule.id and outranks(rule, loser, self.order):
-                self.shadows.setdefault((template, other), []).append((factor, rule))
+                self.shadows.setdefault((template, loser.id), []).append((factor, rule))
 
     def template_at(self, buf: bytes, offset: int) -> Template | None:
         """The template a line starts with, as the scan was compiled (what the scanner answers from)."""
@@ -254,8 +263,8 @@ class CandidateScan:
     def line_starts(self, buf: bytes, start: int, end: int, chunk_end: int) -> list[int]:
         """The starts of the lines in buf[start:end] the matcher must see, in order (the chunk's
         lines end by `chunk_end`)."""
-        steady, could_match, gates, anchored = (
-            self.plan.steady,
+        rules, could_match, gates, anchored = (
+            self.plan.steady_rules,
             self.plan.could_match,
             self.plan.gates,
             self.plan.anchored,
@@ -266,15 +275,21 @@ class CandidateScan:
             self.loose_factors,
             self.template_at,
             self.registered,
-            lambda template, factor, line: (
-                gate_open(gates.get(steady[factor].id), template)
-                and could_match(steady[factor], line)
-                and message_matches(anchored.get(steady[factor].id), message_start(template, line, None), line)
+            self.steady_ids,
+            lambda template, rule_id, line: (
+                gate_open(gates.get(rule_id), template)
+                and could_match(rules[rule_id], line)
+                and message_matches(anchored.get(rule_id), message_start(template, line, None), line)
             ),
             self.shadows,
             self.checks,
             self.bare,
         )
+
+    @cached_property
+    def steady_ids(self) -> dict[bytes, tuple[str, ...]]:
+        """The plan's steady factors with their rules' ids (`lines_to_read`)."""
+        return {factor: tuple(rule.id for rule in rules) for factor, rules in self.plan.steady.items()}
 
 
 def first_template(
@@ -284,6 +299,20 @@ def first_template(
     (`TemplateSet.regex`: its `lastindex` - 1 is the template's index)."""
     found = template_re.match(buf, offset) if template_re is not None else None
     return None if found is None or found.lastindex is None else templates[found.lastindex - 1]
+
+
+def hosted(template: Template, factor: bytes, rules: Sequence[Rule], registered: Registered) -> bool:
+    """Whether the scanner may pass over the lines on `template` that hold `factor`: a kind of it is
+    registered there for each of its rules a line on it could be (gated on none of its prefixes:
+    `gate_open`), one at least. A rule of a shared factor not yet seen there leaves them candidates:
+    `lines_to_read` tells which rule each is (SGLang's warmup `Prefill batch` before the traffic's)."""
+    found = False
+    for rule in rules:
+        if (template, factor, rule.id) in registered:
+            found = True
+        elif gate_open(frozenset(rule.after_prefix) or None, template):
+            return False
+    return found
 
 
 def gate_open(gate: frozenset[str] | None, template: Template) -> bool:
@@ -307,8 +336,9 @@ def lines_to_read(
     plain_patterns: int,
     loose_factors: Sequence[Sequence[bytes]],
     template_at: Callable[[bytes, int], Template | None],
-    registered: Container[tuple[Template, bytes]],
-    could_match: Callable[[Template, bytes, bytes], bool],
+    registered: Registered,
+    steady: Mapping[bytes, Sequence[str]],
+    could_match: Callable[[Template, str, bytes], bool],
     shadows: Shadows,
     checks: Sequence[tuple[Check, ...] | None] = (),
     bare: BareStarts | None = None,
@@ -317,10 +347,12 @@ def lines_to_read(
     trigger, the complement of the templates) hit, but a candidate's hit where no rule it is a factor
     of could match the line (`checks`: the strings its regex needs, the prefixes it is gated on; SGLang's
     `… watchdog thread crashed` holds TGI's ` crashed`), and those that hold a steady factor (a loose
-    pattern's) unless they are on a template whose run of that factor is known, the rule could
-    not match what follows their envelopes (or is gated on prefixes the template has none of), or a
-    rule that outranks it wins them (a kind of that
-    template: `shadowed`). The walk's answer and the workers' (ranges.py)."""
+    pattern's) unless, for each rule of that factor (`steady`, their ids), its run on their template is
+    known, the rule could not match what follows their envelopes (or is gated on prefixes the template
+    has none of), or a rule that outranks it wins them (a kind of that template: `shadowed`). A factor
+    two rules share is so read where the line could be a rule's whose kind is not registered there, and
+    left to the runs where each rule it could be has one (the runs' walk tells which rule it is: a probe).
+    The walk's answer and the workers' (ranges.py)."""
     buf = hits.buf
     starts: set[int] = set()
     loose: dict[int, list[bytes]] = {}
@@ -344,10 +376,13 @@ def lines_to_read(
             continue
         template, line = _line_of(hits, template_at, line_start)
         if template is None or any(
-            (template, f) not in registered
-            and f in line
-            and could_match(template, f, line)
-            and not shadowed(shadows, template, f, line)
+            f in line
+            and any(
+                (template, f, rule_id) not in registered
+                and could_match(template, rule_id, line)
+                and not shadowed(shadows, template, rule_id, line)
+                for rule_id in steady[f]
+            )
             for f in factors
         ):
             starts.add(line_start)

@@ -37,17 +37,18 @@ class FollowRuns:
         patterns += [(trigger, False) for trigger in plan.triggers]
         self.candidates = make_scanner(patterns, accelerate=accelerate, cache=cache)
         self.steady_factors = list(plan.steady)
-        self.rule_of = {factor: rule.id for factor, rule in plan.steady.items()}
+        self.rules_of = {factor: {rule.id for rule in rules} for factor, rules in plan.steady.items()}
         steady = [(re.escape(f), False) for f in self.steady_factors]
         self.steady_scanner = make_scanner(steady, accelerate=accelerate, cache=cache)
         self.learned = TemplateSet(timed=timed_prefixes(plan.packs))
         self.templates = self.learned.known
         self.template_re: re.Pattern[bytes] | None = None
-        self.registered: list[set[bytes]] = []  # the steady factors registered on each template
+        self.registered: list[set[tuple[bytes, str]]] = []  # the kinds on each template: (factor, rule id)
         self.runs: Runs = {}
         self.factors_of: dict[str, list[bytes]] = {}
-        for factor, rule in plan.steady.items():
-            self.factors_of.setdefault(rule.id, []).append(factor)
+        for factor, rules in plan.steady.items():
+            for rule in rules:
+                self.factors_of.setdefault(rule.id, []).append(factor)
         self.stats = ScanStats()  # since the last `take_stats`
         self.order = rule_order(plan)
 
@@ -96,11 +97,12 @@ class FollowRuns:
 
     def _run_of(self, raw: bytes, factors: set[bytes]) -> Run | None:
         """The run this line can only continue: it starts with a known template, and its steady
-        factors are all of one rule, one of them registered on that template (else the matcher
-        reads it: another rule's events would be lost)."""
+        factors are all of one rule (or those of others its message does not match: a factor two rules
+        share), one of them registered on that template for that rule (else the matcher reads it:
+        another rule's events would be lost)."""
         assert self.template_re is not None
-        rule_of = self.rule_of
-        rules = {rule_of[factor] for factor in factors}
+        rules_of = self.rules_of
+        rules = {rule for factor in factors for rule in rules_of[factor]}
         found = self.template_re.match(raw)
         if found is None or found.lastindex is None:
             return None
@@ -108,12 +110,12 @@ class FollowRuns:
             rules = self._unshadowed(raw, rules)
             if len(rules) != 1:
                 return None
-            factors = {factor for factor in factors if rule_of[factor] in rules}
+        rule_id = rules.pop()
         index = found.lastindex - 1
-        if factors.isdisjoint(self.registered[index]):
+        if not any((factor, rule_id) in self.registered[index] for factor in factors):
             return None
         template = self.templates[index]
-        run = self.runs.get((rules.pop(), template.rank))
+        run = self.runs.get((rule_id, template.rank))
         if run is None or not self.plan.could_match(run.rule, raw):
             return None
         # A rule anchored at the message's start is checked by its regex after the template, as the fast
@@ -130,7 +132,7 @@ class FollowRuns:
         but are the warmup request's, its `GET /health` 200 lines hold the 503 rule's factor too (as
         FastLines' `shadowed`). One left: the line is its event. A prefix parse and a few regexes,
         cheaper than the matcher reading the line."""
-        steady = {rule.id: rule for rule in self.plan.steady.values()}
+        steady = self.plan.steady_rules
         fields, message = self.packs.split_prefix(raw.decode("utf-8", "surrogateescape"))
         matching = [steady[rule_id] for rule_id in rules if steady[rule_id].match(message, fields.prefixes) is not None]
         return {
@@ -168,7 +170,7 @@ class FollowRuns:
         known = self.template_re.match(raw) if self.template_re is not None else None
         if known is not None and known.lastindex is not None:
             registered = self.registered[known.lastindex - 1]
-            if all(f in registered for f in self.factors_of[rule.id] if f in raw):
+            if all((f, rule.id) in registered for f in self.factors_of[rule.id] if f in raw):
                 return  # nothing new to learn (learning costs a prefix parse per line)
         template = learn_template(self.packs, raw, line.text)
         if template is None:
@@ -178,4 +180,6 @@ class FollowRuns:
             self.template_re = self.learned.regex()
         if template not in self.templates:
             return
-        self.registered[self.templates.index(template)].update(f for f in self.factors_of[rule.id] if f in raw)
+        self.registered[self.templates.index(template)].update(
+            (f, rule.id) for f in self.factors_of[rule.id] if f in raw
+        )

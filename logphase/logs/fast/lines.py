@@ -89,7 +89,7 @@ class FastLines(ClockWitness, SteadyRuns):
         self.stats = ScanStats()
         self.runs: Runs = {}
         self.phases = RankPhases()  # what a restarting run may move (book_runs)
-        self.steady_rules = {rule.id: rule for rule in plan.steady.values()}
+        self.steady_rules = plan.steady_rules
         # a line of the plain head holds a steady factor or is read as no event: one search of the
         # factors' trie, not a substring test per factor (every line there pays it)
         self.steady_factor = re.compile(trie_regex(plan.steady)) if plan.steady else None
@@ -471,8 +471,15 @@ class FastLines(ClockWitness, SteadyRuns):
         """Events of runs the matcher never saw, among a chunk's unread lines, counted by the mix of
         its last SAMPLE_BYTES (`unread_votes`; the runs' stages at the chunk's end are not those they
         had in it). The matcher's vote takes them now: which rule wins a line follows the log's system."""
-        rules = [rule for rule in {kind.rule.id: kind.rule for kind in self.scan.kinds}.values() if rule.system]
-        factors = [(rule.system or "", self.scan.factors_of.get(rule.id, [])) for rule in rules]
+        # two rules of one system with the same factors (SGLang's two `Prefill batch` marks): a line is one
+        # event, its factor counted once for the system
+        voters: dict[tuple[str, tuple[bytes, ...]], Rule] = {}
+        for kind in self.scan.kinds:
+            if kind.rule.system:
+                found = (kind.rule.system, tuple(sorted(self.scan.factors_of.get(kind.rule.id, []))))
+                voters.setdefault(found, kind.rule)
+        rules = list(voters.values())
+        factors = [(system, list(found)) for system, found in voters]
         start = max(0, end - SAMPLE_BYTES)
         for system, events in unread_votes(self.buf, start, end, lines, factors).items():
             self.stats.skip(system, events)

@@ -68,7 +68,10 @@ class Plan:
     packs: PackSet
     enabled: bool
     candidates: list[Factor]
-    steady: dict[bytes, Rule]  # factor → the one steady rule it belongs to
+    # factor → the steady rules it belongs to, in the matcher's order: where two share one (SGLang's two
+    # `Prefill batch` marks), which of them a line is is told by what each needs of it (`Check`), and each
+    # rule's run on a template is a kind of its own
+    steady: dict[bytes, tuple[Rule, ...]]
     triggers: list[bytes]  # regexes (bytes) whose lines always reach the matcher
     requires: dict[str, list[frozenset[bytes]]] = field(default_factory=dict)  # steady rule → sets
     reason: str = ""
@@ -81,9 +84,14 @@ class Plan:
         return holds_required(self.requires.get(rule.id, ()), line)
 
     @cached_property
+    def steady_rules(self) -> dict[str, Rule]:
+        """The steady rules by id, in the matcher's order."""
+        return {rule.id: rule for rules in self.steady.values() for rule in rules}
+
+    @cached_property
     def anchored(self) -> dict[str, str]:
         """The steady rules anchored at the message's start, by id: their regexes (`anchored_regex`)."""
-        found = ((rule.id, anchored_regex(rule)) for rule in self.steady.values())
+        found = ((rule.id, anchored_regex(rule)) for rule in self.steady_rules.values())
         return {rule_id: regex for rule_id, regex in found if regex is not None}
 
     @property
@@ -95,7 +103,7 @@ class Plan:
         """The prefixes each steady rule gated on them needs (`after_prefix`): a line on a template that
         splits into none of them is never that rule's, whatever factor it holds (vLLM's `Custom allreduce
         is disabled`, a factor SGLang's lines hold too, after SGLang's prefix)."""
-        return {rule.id: frozenset(rule.after_prefix) for rule in self.steady.values() if rule.after_prefix}
+        return {rule.id: frozenset(rule.after_prefix) for rule in self.steady_rules.values() if rule.after_prefix}
 
     @cached_property
     def bare(self) -> BareStarts | None:
@@ -183,7 +191,7 @@ def _stored_plan(packs: PackSet, triggers: Sequence[re.Pattern[str]], cache: Dis
 def _plan_data(plan: Plan) -> tuple[Any, ...]:
     """The plan as plain data (marshal): its rules by id."""
     candidates = [(factor.text, factor.caseless) for factor in plan.candidates]
-    steady = [(text, rule.id) for text, rule in plan.steady.items()]
+    steady = [(text, [rule.id for rule in rules]) for text, rules in plan.steady.items()]
     checks = [
         None
         if found is None
@@ -200,7 +208,7 @@ def _plan_from_data(packs: PackSet, data: tuple[Any, ...]) -> Plan:
         packs=packs,
         enabled=bool(enabled),
         candidates=[Factor(bytes(text), bool(caseless)) for text, caseless in candidates],
-        steady={bytes(text): rules[rule_id] for text, rule_id in steady},
+        steady={bytes(text): tuple(rules[rule_id] for rule_id in ids) for text, ids in steady},
         triggers=[bytes(trigger) for trigger in triggers],
         requires={str(rule_id): [frozenset(options) for options in sets] for rule_id, sets in requires.items()},
         reason=str(reason),
@@ -233,7 +241,6 @@ def _code_digest() -> bytes:
 
 def _build_plan(packs: PackSet, triggers: Sequence[re.Pattern[str]]) -> Plan:
     prefixes = {p.id: p for p in packs.prefixes}
-    owners: dict[bytes, list[str]] = {}
     candidates: set[Factor] = set()
     unfiltered: list[str] = []
     steady_factors: dict[str, frozenset[Factor]] = {}
@@ -257,20 +264,15 @@ def _build_plan(packs: PackSet, triggers: Sequence[re.Pattern[str]]) -> Plan:
     steady_factors.update((rule.id, frozenset({Factor(file, False)})) for file, rule in marks.items())
     candidates |= {Factor(file, False) for file in unread}
     modules = {Factor(file.encode(), False) for file in packs.module_hints}
-    owners = {}
-    for rule_id, factors in steady_factors.items():
-        for factor in factors:
-            owners.setdefault(factor.text, []).append(rule_id)
-    steady: dict[bytes, Rule] = {}
-    for rule in (*packs.rules, *marks.values()):
+    steady: dict[bytes, tuple[Rule, ...]] = {}
+    for rule in (*packs.rules, *marks.values()):  # the matcher's order: a factor's rules in it
         factors = steady_factors.get(rule.id)
         if factors is None:
             continue
-        # a factor two steady rules share cannot tell their runs apart: both go to the matcher
-        if all(len(owners[f.text]) == 1 for f in factors):
-            steady.update((f.text, rule) for f in sorted(factors, key=lambda f: f.text))  # one order in every process
-        else:
-            candidates |= factors
+        # a factor two steady rules share is both's: a line holding it is the kind of the one whose needs
+        # it meets (`lines_to_read`), each rule's run a kind of its own (`CandidateScan._register`)
+        for factor in sorted(factors, key=lambda f: f.text):  # one order in every process
+            steady[factor.text] = (*steady.get(factor.text, ()), rule)
     trigger_patterns = [CARRIAGE_RETURN, *(re.escape(b) for b in ALWAYS_BYTES), glued_bar(), *worded]
     # JSON records glued on one line (reader.JSON_GLUED): the records after the first are no lines the scan saw
     trigger_patterns.append(JSON_GLUED_TRIGGER)
@@ -291,7 +293,7 @@ def _build_plan(packs: PackSet, triggers: Sequence[re.Pattern[str]]) -> Plan:
     trigger_patterns.append(RICH_TRIGGER)
     trigger_patterns += [widen_classes(t.pattern).encode() for t in triggers]
     requires: dict[str, list[frozenset[bytes]]] = {}
-    for rule in {id(r): r for r in steady.values()}.values():
+    for rule in {r.id: r for rules in steady.values() for r in rules}.values():
         sets = regex_requirements(rule.pattern.pattern)
         if rule.literal is not None and not rule.ignore_case:
             sets.append(frozenset({rule.literal.encode()}))
@@ -452,18 +454,12 @@ def _others(factors: dict[str, frozenset[Factor]], rule_id: str) -> set[Factor]:
 
 def read_one_by_one(packs: PackSet, plan: Plan) -> list[tuple[Rule, str]]:
     """The rules each of whose lines the matcher reads, with why: a regex with no literal (every line
-    of a log is a candidate), and a steady mark the scan cannot summarise (a caseless factor, or a
-    factor another steady rule shares: the two runs cannot be told apart). A log where such lines
-    dominate reads at the matcher's speed, not the scan's (issue 27)."""
+    of a log is a candidate), and a steady mark the scan cannot summarise (a caseless factor: no byte
+    string to find its runs by). A log where such lines dominate reads at the matcher's speed, not the
+    scan's (issue 27). A factor two steady rules share summarises both (`Plan.steady`)."""
     prefixes = {p.id: p for p in packs.prefixes}
-    summarised = {rule.id for rule in plan.steady.values()}
+    summarised = set(plan.steady_rules)
     factors_of = {rule.id: rule_factors(rule, prefixes) for rule in packs.rules if not rule.in_block}
-    owners: dict[bytes, list[str]] = {}
-    for rule in packs.rules:
-        found = factors_of.get(rule.id)
-        if found is not None and is_steady(rule):
-            for factor in found:
-                owners.setdefault(factor.text, []).append(rule.id)
     costly: list[tuple[Rule, str]] = []
     for rule in packs.rules:
         if rule.id not in factors_of:
@@ -472,12 +468,7 @@ def read_one_by_one(packs: PackSet, plan: Plan) -> list[tuple[Rule, str]]:
         if found is None:
             costly.append((rule, "its regex has no literal to filter on: every line of a log is a candidate"))
         elif is_steady(rule) and rule.id not in summarised:
-            if any(f.caseless for f in found):
-                costly.append((rule, "a steady mark whose literal is caseless: its runs are not summarised"))
-            else:
-                shared = sorted({o for f in found for o in owners.get(f.text, ()) if o != rule.id})
-                why = f"a steady mark sharing a literal with {', '.join(shared)}: its runs are not summarised"
-                costly.append((rule, why))
+            costly.append((rule, "a steady mark whose literal is caseless: its runs are not summarised"))
     return costly
 
 

@@ -77,9 +77,9 @@ class ScanState:
     loose_factors: tuple[tuple[bytes, ...], ...]
     template_regex: bytes | None  # of the first templates (those compiled)
     templates: tuple[Template, ...]  # all the scan knows (`registered` names them by index)
-    registered: frozenset[tuple[int, bytes]]  # (template index, factor)
-    shadows: tuple[tuple[int, bytes, tuple[tuple[bytes, Rule], ...]], ...]  # by template index: `Shadows`
-    steady: tuple[tuple[bytes, str], ...]  # factor → its rule's id
+    registered: frozenset[tuple[int, bytes, str]]  # (template index, factor, rule id)
+    shadows: tuple[tuple[int, str, tuple[tuple[bytes, Rule], ...]], ...]  # by template index: `Shadows`
+    steady: tuple[tuple[bytes, tuple[str, ...]], ...]  # factor → its rules' ids
     requires: tuple[tuple[str, tuple[frozenset[bytes], ...]], ...]  # rule id → the byte sets it needs
     gates: tuple[tuple[str, frozenset[str]], ...]  # rule id → the prefixes it is gated on (`Plan.gates`)
     anchored: tuple[tuple[str, str], ...]  # rule id → its regex, anchored at the message's start (`Plan.anchored`)
@@ -111,9 +111,9 @@ def state_of(scan: CandidateScan) -> ScanState | None:
         loose_factors=tuple(tuple(factors) for factors in scan.loose_factors),
         template_regex=scan.template_re.pattern if scan.template_re is not None else None,
         templates=tuple(scan.templates),
-        registered=frozenset((index[template], factor) for template, factor in scan.registered),
-        shadows=tuple((index[template], factor, tuple(kinds)) for (template, factor), kinds in scan.shadows.items()),
-        steady=tuple((factor, rule.id) for factor, rule in plan.steady.items()),
+        registered=frozenset((index[template], factor, rule) for template, factor, rule in scan.registered),
+        shadows=tuple((index[template], rule, tuple(kinds)) for (template, rule), kinds in scan.shadows.items()),
+        steady=tuple(scan.steady_ids.items()),
         requires=tuple((rule, tuple(sets)) for rule, sets in plan.requires.items()),
         gates=tuple(plan.gates.items()),
         anchored=tuple(plan.anchored.items()),
@@ -236,8 +236,8 @@ def candidates_in(state: ScanState, path: str, start: int, stop: int, ticket: in
         scanner = make_scanner(state.patterns, accelerate=state.accelerate, cache=state.cache)
         compiled = _SCANNERS[source] = (scanner, template_re)
     scanner, template_re = compiled
-    registered = {(state.templates[index], factor) for index, factor in state.registered}
-    shadows = {(state.templates[index], factor): kinds for index, factor, kinds in state.shadows}
+    registered = {(state.templates[index], factor, rule) for index, factor, rule in state.registered}
+    shadows = {(state.templates[index], rule): kinds for index, rule, kinds in state.shadows}
 
     def line_starts(scanned: bytes) -> list[int]:
         return lines_to_read(
@@ -246,6 +246,7 @@ def candidates_in(state: ScanState, path: str, start: int, stop: int, ticket: in
             state.loose_factors,
             partial(first_template, template_re, state.templates),
             registered,
+            dict(state.steady),
             _could_match(state),
             shadows,
             state.checks,
@@ -255,17 +256,16 @@ def candidates_in(state: ScanState, path: str, start: int, stop: int, ticket: in
     return range_answer(line_starts, begin, end, data)
 
 
-def _could_match(state: ScanState) -> Callable[[Template, bytes, bytes], bool]:
-    """`Plan.could_match` of a steady factor's rule, its gate (`gate_open`) and its anchored regex
+def _could_match(state: ScanState) -> Callable[[Template, str, bytes], bool]:
+    """`Plan.could_match` of a steady rule (by id), its gate (`gate_open`) and its anchored regex
     (`message_matches`), from the state's copy of the plan's requirements, gates and regexes."""
-    steady = dict(state.steady)
     requires = dict(state.requires)
     gates = dict(state.gates)
     anchored = dict(state.anchored)
-    return lambda template, factor, line: (
-        gate_open(gates.get(steady[factor]), template)
-        and holds_required(requires.get(steady[factor], ()), line)
-        and message_matches(anchored.get(steady[factor]), message_start(template, line, None), line)
+    return lambda template, rule_id, line: (
+        gate_open(gates.get(rule_id), template)
+        and holds_required(requires.get(rule_id, ()), line)
+        and message_matches(anchored.get(rule_id), message_start(template, line, None), line)
     )
 
 

@@ -90,7 +90,7 @@ class SteadyRuns(ChunkLines):
         anchored = self.plan.anchored.get(kind.rule.id)
         if not message_matches(anchored, message_start(kind.template, text, None), text):
             return False
-        return not shadowed(self.scan.shadows, kind.template, kind.factor, text)
+        return not shadowed(self.scan.shadows, kind.template, kind.rule.id, text)
 
     def _is_member(self, kind: Kind, offset: int) -> bool:
         events = self._probe_at(offset)

@@ -361,7 +361,7 @@ class BareStarts:
         return options
 
 
-def bare_starts(packs: PackSet, steady: Mapping[bytes, Rule]) -> BareStarts | None:
+def bare_starts(packs: PackSet, steady: Mapping[bytes, Sequence[Rule]]) -> BareStarts | None:
     """The first bytes of lines no prefix rule parses unless they hold a string (`BareStarts`); None
     where a steady rule ignores case (its factor is no byte string)."""
     needs: dict[int, set[bytes] | None] = {byte: set() for byte in range(0x21, 0x7F)}
@@ -376,7 +376,7 @@ def bare_starts(packs: PackSet, steady: Mapping[bytes, Rule]) -> BareStarts | No
             held = needs[byte]
             needs[byte] = None if held is None or required is None else held | required
     anywhere, leading = set(), set()
-    for factor, rule in steady.items():
+    for factor, rule in ((factor, rule) for factor, rules in steady.items() for rule in rules):
         if rule.ignore_case:
             return None
         if rule.after_prefix:
