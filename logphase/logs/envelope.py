@@ -11,7 +11,6 @@ like an envelope (a pylogging stamp, a `0: ` list item) from being stripped in l
 
 from __future__ import annotations
 
-import json
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
@@ -542,6 +541,8 @@ def json_text(body: str) -> str:
     it dropped), its escapes undone (json's own decoder: a surrogate pair is one character); the line end it kept
     (`\\n`) off. A record cut before its closing quote (a paste's last line) gives what it holds, an escape it cut
     and a lone surrogate half replaced."""
+    import json  # deferred: only a JSON-lines log needs it (tests/test_startup_imports.py)
+
     found = _JSON_BODY.match(body)
     string = found.group() if found is not None else ""
     if (len(string) - len(string.rstrip("\\"))) % 2:

@@ -203,9 +203,10 @@ def _follow_stream(
             if not ready:
                 yield splitter.settle()
                 continue
-            data = _available(descriptor)
+            data, ended = _available(descriptor)
         else:
             data = stream.read(CHUNK_BYTES)
+            ended = 0 < len(data) < CHUNK_BYTES  # an in-memory stream's short read is its end
         if not data:
             if on_no_writer is not None and not started:
                 on_no_writer()
@@ -222,6 +223,12 @@ def _follow_stream(
         started = True
         if on_bytes is not None:
             on_bytes(data)
+        if ended:
+            # the writer closed right after this: its last line (no newline after it, a paste's exception line) comes
+            # in the same batch as the lines before it, so a verdict is not taken before it (the header of the
+            # traceback it ends is no verdict of its own)
+            yield splitter.feed(data) + splitter.end_line()
+            return
         yield splitter.feed(data)
         # a trickle is batched instead of woken for every write; a stream is slept on only as long as
         # it takes to fill a quarter of the pipe at the rate it came (a full pipe stalls its writer)
@@ -253,9 +260,10 @@ def _pipe_capacity(descriptor: int | None) -> int:
     return CHUNK_BYTES
 
 
-def _available(descriptor: int) -> bytes:
+def _available(descriptor: int) -> tuple[bytes, bool]:
     """What is waiting in the pipe (or file) now, up to FOLLOW_BATCH_BYTES: one read returns at most
-    what the pipe holds (64 KB), so a poll reads on while more is ready."""
+    what the pipe holds (64 KB), so a poll reads on while more is ready; and whether a read found the
+    end after it (the writer closed)."""
     import select
 
     parts: list[bytes] = []
@@ -266,12 +274,12 @@ def _available(descriptor: int) -> bytes:
         except BlockingIOError:  # a non-blocking pipe whose writer has not written yet
             break
         if not data:
-            break  # the end: said by the next read, after what came before it is fed
+            return b"".join(parts), True  # the end (an empty first read: the caller's `not data`)
         parts.append(data)
         size += len(data)
         if not select.select([descriptor], [], [], 0)[0]:
             break
-    return b"".join(parts)
+    return b"".join(parts), False
 
 
 def _said_once() -> None:
