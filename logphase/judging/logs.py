@@ -796,9 +796,9 @@ def _innermost_frame(timeline: Timeline, root: Event) -> Event:
     `Scheduler hit an exception: Traceback …`; CPython's `Process …:` / `Exception in thread …:`) whose exception
     line the log does not hold says only that something was raised; its innermost whole frame says where (matcher
     `_cut_at_frame`): that frame is the cause. The labels' rule (fixtures/realworld/README.md, cut traceback)."""
-    header = root.message.strip()
     if not root.rule.opens_block or _exception_line(timeline, root) is not root:
         return root
+    header = root.message.strip()
     if TRACEBACK_HEADER not in header and BARE_HEADER.fullmatch(header) is None:
         return root  # a server's own header (vLLM's `EngineCore encountered a fatal error.`) says what it was doing
     for event in timeline.failures:

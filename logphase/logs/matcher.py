@@ -64,8 +64,6 @@ ENVELOPE_RANK = "envelope.rank"
 RANK_CAPTURES = frozenset({"tags", "rank"})
 # A traceback frame line (CPython: `  File "path", line N, in name`; faulthandler has no comma).
 TRACEBACK_FRAME = re.compile(r'\s+File "[^"]*", line \d+, in ')
-# a frame whose `File` line the paste kept up to its function's name (`_Block.frame`)
-WHOLE_FRAME = re.compile(r'\s+File "[^"]*", line \d+, in \S')
 # loguru's `backtrace=True` marks the frame that caught the exception `> File "…"` (TGI's shard tracebacks):
 # a frame like the others.
 CAUGHT_FRAME = '> File "'
@@ -523,7 +521,8 @@ class SourceMatcher:
             line, fields = block.frame
             message = f"{message}; its innermost frame: {line.text.strip()}"
         elif block.statement is not None:
-            # rich's box marks the line its innermost frame stopped at (`❱`), the statement read here
+            # rich's box marks the line its innermost frame stopped at (`❱`), the statement read here; elsewhere no
+            # frame was whole: its source line is the nearest to the exception
             line, quoted = block.statement
             message = f"{message}; its innermost frame's line: {quoted.strip()}"
         return self._cut_stand_in(block, line, fields, TRACEBACK_HEADER, "frames", message)
@@ -693,10 +692,11 @@ class SourceMatcher:
                     self.block.flat_step = 1  # its source line comes next, at the margin too
                 if RAISE_STATEMENT.match(message) or ASSERT_STATEMENT.match(message):
                     self.block.raised = (line, fields, message)
-                if TRACEBACK_FRAME.match(message):
+                framed_at = TRACEBACK_FRAME.match(message)
+                if framed_at is not None:
                     self.block.raised = None  # a deeper frame: its own source line comes next
                     self.block.quoting = True
-                    if WHOLE_FRAME.match(message):
+                    if message[framed_at.end() :].strip():  # the paste kept it up to its function's name
                         self.block.frame = (line, fields)
                 elif self.block.quoting and message.strip().strip("^~"):
                     # (not a `^^^` marker line, nor one of whitespace alone: a log viewer's line between records)
