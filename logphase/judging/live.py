@@ -15,6 +15,12 @@ from logphase.judging.logs import Judgement
 from logphase.logs.matcher import Event
 from logphase.phases import PROBLEM_VERDICTS, SUCCESS_VERDICTS, Phase, Verdict
 
+# How long a live run's failure may rest on a traceback (or dump) the log leaves open, its exception line not
+# read: the rest is most likely still on its way (a writer flushes line by line; docker, kubectl and pipes pass
+# it on in chunks), and the whole traceback names the failure where its header or a frame only points at it.
+# Past this, the open traceback is what the log holds, and it decides as it does post-mortem.
+CUT_TRACEBACK_GRACE_S = 5.0
+
 
 @dataclass(frozen=True)
 class LiveFacts:
@@ -32,6 +38,7 @@ class LiveFacts:
     input_ended: bool = False  # the log (a pipe, stdin) ended: a finished log
     timed_out: bool = False  # --timeout reached
     interrupted: bool = False  # a person stopped the watch (Ctrl-C, SIGTERM)
+    cut_waited_s: float | None = None  # how long the log's failure has rested on an open traceback (`awaits_rest`)
 
 
 class Source(StrEnum):
@@ -60,6 +67,10 @@ def decide(judgement: Judgement | None, facts: LiveFacts, budget: Budget) -> Liv
     where = f" during {facts.phase}" if facts.phase else ""
     logged = judgement.verdict if judgement is not None else None
     if judgement is not None and logged in PROBLEM_VERDICTS and logged is not Verdict.STALLED:
+        if _rest_may_come(judgement, facts):
+            line = judgement.root_cause.line if judgement.root_cause is not None else None
+            reason = f"a traceback is being written (line {line}): waiting for its exception line"
+            return LiveDecision(Verdict.PROGRESSING, reason, False)
         return LiveDecision(judgement.verdict, f"{judgement.verdict}: {judgement.reason}", True, Source.LOG)
     if facts.health_ready:
         return LiveDecision(Verdict.READY, f"ready: health {facts.health_text} after {format_duration(facts.t)}", True)
@@ -86,6 +97,23 @@ def decide(judgement: Judgement | None, facts: LiveFacts, budget: Budget) -> Liv
         return LiveDecision(Verdict.PROGRESSING, "interrupted", True)
     reason = judgement.reason if judgement is not None else "waiting for a recognisable line"
     return LiveDecision(Verdict.PROGRESSING, reason, False)
+
+
+def awaits_rest(judgement: Judgement | None, open_block: int | None) -> bool:
+    """The log's failure rests on the traceback or dump the log leaves open (`open_block`, its first line: the
+    matcher has not read its exception line and nothing after it): read live, that may only be where the
+    writer has got to."""
+    if judgement is None or judgement.verdict not in PROBLEM_VERDICTS or judgement.root_cause is None:
+        return False
+    return open_block is not None and open_block in (judgement.root_cause.block, judgement.root_cause.line)
+
+
+def _rest_may_come(judgement: Judgement, facts: LiveFacts) -> bool:
+    """Wait for an open traceback's rest (`cut_waited_s` set: the watch saw `awaits_rest`) while nothing says it
+    will not come: the log still open, the process not gone, no deadline or interrupt, and the grace not spent."""
+    if facts.cut_waited_s is None or facts.cut_waited_s >= CUT_TRACEBACK_GRACE_S:
+        return False
+    return not (facts.input_ended or facts.process_exited or facts.timed_out or facts.interrupted)
 
 
 def log_ready(judgement: Judgement) -> str:

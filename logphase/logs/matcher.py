@@ -629,6 +629,13 @@ class SourceMatcher:
         )
 
     @property
+    def open_block(self) -> int | None:
+        """The first line of the traceback or dump the lines read so far leave open (its exception line not read,
+        nothing after it yet), or None: read live, its rest may still be on its way."""
+        block = self.block
+        return block.opener_line if block is not None and not block.finished and not block.ignored else None
+
+    @property
     def rich_piece(self) -> bool:
         """The line just read may be the first part of a wrapped frame of rich's box: the next line must be read."""
         return self._rich_piece is not None

@@ -101,6 +101,12 @@ class Ingest:
         if added:
             self._timeline = self._judgement = self._stop = None
 
+    @property
+    def open_block(self) -> int | None:
+        """The traceback or dump the lines fed so far leave open (its first line), or None."""
+        matcher = self.scan.matcher
+        return matcher.open_block if matcher is not None else None
+
     def note(self, text: str) -> None:
         """What reading the log assumed (its envelopes: logphase/logs/envelope.py), for the final report."""
         self.scanned.notes.append(text)
@@ -185,6 +191,7 @@ class Ingest:
             probe=probe,
             process_alive=process_alive,
             input_ended=input_ended,
+            open_block=None if input_ended else self.open_block,
         )
 
 

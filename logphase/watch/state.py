@@ -11,7 +11,7 @@ from logphase.baselines.stats import MIN_RUNS_FOR_BUDGET, PhaseStats, estimate_e
 from logphase.durations import format_duration
 from logphase.errors import ExitCode
 from logphase.judging.budgets import Budgets
-from logphase.judging.live import LiveDecision, LiveFacts, decide, log_ready
+from logphase.judging.live import LiveDecision, LiveFacts, awaits_rest, decide, log_ready
 from logphase.judging.logs import Judgement
 from logphase.phases import Phase, Verdict
 from logphase.watch.health import Health, Probe
@@ -49,6 +49,7 @@ class Observation:
     probe: Probe | None = None
     process_alive: bool | None = None
     input_ended: bool = False
+    open_block: int | None = None  # the traceback or dump the log leaves open so far (its first line)
 
     @property
     def phase(self) -> Phase | None:
@@ -67,6 +68,7 @@ class WatchState:
     log_ready: str | None = None  # the log's reason for ready, while the health URL does not confirm it
     unconfirmed_said: bool = False
     outcome: LiveDecision | None = None  # how the watch ends: judging/live.py decided it
+    cut_since: float | None = None  # since when the failure has rested on a traceback still open (rest awaited)
 
 
 class WatchEvent(StrEnum):
@@ -134,6 +136,8 @@ def step(state: WatchState, obs: Observation, settings: Settings) -> tuple[Watch
     said: list[Transition] = []
     samples = tuple(s for s in (*state.samples, (obs.t, obs.lines)) if s[0] >= obs.t - RATE_WINDOW_S)
     state = replace(state, samples=samples)
+    cut = awaits_rest(obs.judgement, obs.open_block)
+    state = replace(state, cut_since=(obs.t if state.cut_since is None else state.cut_since) if cut else None)
     probe = obs.probe
     if probe is not None and probe.health is not state.health:
         changed = state.health is not None
@@ -210,6 +214,7 @@ def _facts(state: WatchState, obs: Observation, settings: Settings) -> LiveFacts
         process_exited=obs.process_alive is False,
         input_ended=obs.input_ended,
         timed_out=settings.timeout_s is not None and obs.t >= settings.timeout_s,
+        cut_waited_s=obs.t - state.cut_since if state.cut_since is not None else None,
     )
 
 

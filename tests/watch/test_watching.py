@@ -355,3 +355,54 @@ def test_an_interrupt_ends_it_still_starting() -> None:
         "text": "interrupted",
     }
     assert state.outcome is not None and _code(state) is ExitCode.STARTING
+
+
+SCHEDULER_TRACEBACK = (
+    "[2025-06-02 09:14:01 TP0] Load weight end. type=Qwen3ForCausalLM, dtype=torch.bfloat16, avail mem=61.20 GB",
+    "[2025-06-02 09:14:07 TP0] Scheduler hit an exception: Traceback (most recent call last):",
+    '  File "/sgl-workspace/sglang/python/sglang/srt/managers/scheduler.py", line 2311, in run_scheduler_process',
+    "    scheduler = Scheduler(server_args, port_args, gpu_id, tp_rank, moe_ep_rank, pp_rank, dp_rank)",
+    '  File "/sgl-workspace/sglang/python/sglang/srt/mem_cache/memory_pool.py", line 412, in _create_buffers',
+    "    self.k_buffer = [",
+)
+EXCEPTION_LINE = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity"
+
+
+def _watched(*batches: tuple[float, tuple[str, ...]], ended_at: float | None = None) -> list[str]:
+    """The transitions of a watch fed these batches of lines (arrival second, texts), one tick per second
+    from the first batch until the watch ends (or 20 s)."""
+    ingest = Ingest(load_packs(builtin=True), reference=datetime(2025, 6, 2, 9, 14, 8))
+    state, said, number, pending = WatchState(), [], 0, list(batches)
+    settings = Settings()
+    for tick in range(20):
+        now = float(tick)
+        while pending and pending[0][0] <= now:
+            arrived, texts = pending.pop(0)
+            ingest.feed([Line(number + i + 1, text, 0) for i, text in enumerate(texts)], arrived=arrived)
+            number += len(texts)
+        ended = ended_at is not None and now >= ended_at
+        obs = ingest.observe(now, since=0.0, budgets=settings.budgets, input_ended=ended)
+        state, step_said = _step(state, obs, settings)
+        said += _texts(step_said)
+        if state.outcome is not None:
+            return said
+    return said
+
+
+def test_a_traceback_whose_exception_line_comes_a_tick_later_is_judged_on_that_line() -> None:
+    # GIVEN a live log whose scheduler traceback arrives without its exception line (still being written)
+    # WHEN the exception line arrives two seconds later
+    said = _watched((0.0, SCHEDULER_TRACEBACK), (2.0, (EXCEPTION_LINE,)))
+    # THEN the watch waited for it, and the outcome names the exception, not the header or a frame
+    assert said[-1].startswith("[+   2.0s] crashed: ")
+    assert "torch.OutOfMemoryError: CUDA out of memory" in said[-1]
+
+
+def test_a_traceback_that_stays_cut_decides_once_the_grace_is_spent_or_the_log_ends() -> None:
+    # GIVEN the same traceback, and no exception line ever comes while the log stays open
+    said = _watched((0.0, SCHEDULER_TRACEBACK))
+    # THEN the open traceback decides once the grace (5 s) is spent: TP0 crashed while loading weights
+    assert said[-1].startswith("[+   5.0s] crashed: TP0 crashed during weight_load: ")
+    # AND a log that ends (a closed pipe) is judged at once, without the grace
+    ended = _watched((0.0, SCHEDULER_TRACEBACK), ended_at=1.0)
+    assert ended[-1].startswith("[+   1.0s] crashed: TP0 crashed during weight_load: ")
