@@ -1,6 +1,7 @@
 """Phase judgement of kinds met on the fresh-f/g batches, each from the format its release prints: vllm-ascend's capture
 bar, a Ray Serve replica's request frames, torch's JIT extension build, the lazy compile step as the furthest reached,
-and SGLang's warmup-shaped request lines after the ready line."""
+and SGLang's warmup-shaped request lines after the ready line; a lazy compile that a later step follows (vLLM V1's
+profiling run compiles before the KV cache is sized) is left behind by that step."""
 
 from __future__ import annotations
 
@@ -150,6 +151,40 @@ def test_a_compile_before_the_kv_cache_ends_leaves_the_furthest_at_the_later_ste
     report = _analyze(tmp_path, lines)
     # THEN the capture is the phase and the furthest
     assert (report["phase"], report["furthest_phase"]) == ("cuda_graph", "cuda_graph")
+
+
+def test_a_compile_then_the_kv_cache_sized_in_one_process_reached_kv_cache(tmp_path: Path) -> None:
+    # GIVEN vLLM V1's order in one process: the profiling run compiles (Dynamo, the general shape), then the KV
+    # cache is sized from it (gpu_worker.determine_available_memory), and the log ends there
+    lines = [
+        "INFO 07-08 22:40:03 [backends.py:161] Compiling a graph for general shape takes 21.30 s",
+        "INFO 07-08 22:40:03 [monitor.py:33] torch.compile takes 27.84 s in total",
+        "INFO 07-08 22:40:04 [gpu_worker.py:232] Available KV cache memory: 37.99 GiB",
+        "INFO 07-08 22:40:06 [kv_cache_utils.py:716] GPU KV cache size: 1,244,832 tokens",
+    ]
+    # WHEN analysed
+    report = _analyze(tmp_path, lines)
+    # THEN the run went on past the compile to the KV cache: that is where it is and the furthest it got
+    assert (report["phase"], report["furthest_phase"]) == ("kv_cache", "kv_cache")
+
+
+def test_workers_that_compiled_then_the_engine_sizing_the_kv_cache_reached_kv_cache(tmp_path: Path) -> None:
+    # GIVEN four vLLM V1 workers' compile totals (each in its own prefix), then the engine's KV cache size, which it
+    # prints only once every worker's profiling run (where they compiled) has reported
+    lines = [
+        "DEBUG 04-18 18:08:15 [core_client.py:421] Waiting for 1 core engine proc(s) to start: {0}",
+        *(
+            f"(VllmWorker rank={rank} pid={299 + rank}) INFO 04-18 18:08:2{rank} [monitor.py:33] torch.compile takes "
+            f"1{5 + rank}.67 s in total"
+            for rank in range(4)
+        ),
+        "INFO 04-18 18:08:51 [kv_cache_utils.py:634] GPU KV cache size: 233,936 tokens",
+        "INFO 04-18 18:08:51 [kv_cache_utils.py:637] Maximum concurrency for 32,768 tokens per request: 7.14x",
+    ]
+    # WHEN analysed
+    report = _analyze(tmp_path, lines)
+    # THEN no worker is left behind in the compile: the run reached the KV cache
+    assert (report["phase"], report["furthest_phase"]) == ("kv_cache", "kv_cache")
 
 
 # --- SGLang: the warmup request's kind of line after the ready line is a real request's -------------------------

@@ -593,15 +593,15 @@ def _clean_exit(timeline: Timeline) -> Event | None:
 def server_phase(timeline: Timeline) -> tuple[Phase | None, Phase | None]:
     """(phase of the slowest rank, phase of the fastest or the furthest a line proves reached: pack `reached`)
     — docs/design.md §4.5."""
-    states = _lockstep(timeline)
-    main = timeline.main
+    latest = timeline.latest_phase_event
+    states = [_past_lazy_compile(state, latest) for state in _lockstep(timeline)]
+    main = _past_lazy_compile(timeline.main, latest) if timeline.main is not None else None
     everyone = states + ([main] if main else [])
     if not everyone:
         return None, timeline.floor
     furthest = max(everyone, key=lambda state: state.position).reached
     if timeline.floor is not None and timeline.floor.order > furthest.order:
         furthest = timeline.floor  # a line proves more than the phase lines show (a collective timed out)
-    latest = timeline.latest_phase_event
     if main is not None and main.reached in MAIN_PROCESS_PHASES:
         phase = main.reached
         if phase is Phase.WARMUP and any(_warmup_failed_after(main, state) for state in states):
@@ -626,6 +626,24 @@ def server_phase(timeline: Timeline) -> tuple[Phase | None, Phase | None]:
             # it: the step it is in now is never beyond the furthest it reached
             furthest = phase
     return phase, furthest
+
+
+def _past_lazy_compile(state: RankState, latest: Event | None) -> RankState:
+    """A rank whose only step is a lazy compile, followed by a later step line of the run's in another phase: past
+    it, in that phase. Compilation is no step of its own in the phase order: it runs inside whichever step first
+    calls the code (vLLM V1's workers compile in the profiling run that sizes the KV cache, whose size the engine
+    then prints; SGLang's JIT inside the capture), so the news after it, not the vocabulary's order, says where the
+    run went on to."""
+    if (
+        state.reached is not Phase.COMPILE
+        or latest is None
+        or latest.phase in (None, Phase.COMPILE)
+        or latest.order_key <= state.last_event.order_key
+    ):
+        return state
+    after = latest.phase
+    assert after is not None
+    return replace(state, reached=after, current=after, position=(after.order, 0, 0))
 
 
 def _warmup_failed_after(main: RankState, state: RankState) -> bool:

@@ -560,7 +560,11 @@ class TimelineBuilder:
             self._extend(span, event)
         acc.last_event = event
         if phase is not Phase.COMPILE:
-            acc.reached = phase if acc.reached is None or phase.order > acc.reached.order else acc.reached
+            # a lazy compile as the rank's first step placed it only until its next step: compilation runs inside
+            # whichever step first calls the code (vLLM V1's profiling run, before the KV cache is sized), so the
+            # step that follows, not the vocabulary's order, says where the rank went on to
+            later = acc.reached is None or acc.reached is Phase.COMPILE or phase.order > acc.reached.order
+            acc.reached = phase if later else acc.reached
         elif acc.reached is None:
             acc.reached = phase
         acc.latest_phase = phase
