@@ -290,3 +290,47 @@ def test_a_failure_of_a_rank_after_its_own_end_of_main_is_its_teardown(tmp_path:
     # THEN the job finished; the reason names the failure after rank 1's end-of-main line
     assert report["verdict"] == "finished"
     assert f"a failure after its main returned (line {len(lines) - 1})" in report["reason"]
+
+
+def _lightning_epochs(epochs: int) -> list[str]:
+    """Lightning's TQDMProgressBar epoch bars, one per epoch (`Epoch N: …| done/total [elapsed<left, rate, …]`)."""
+    return [
+        f"Epoch {epoch}: 100%|██████████| 50/50 [00:04<00:00, 11.{epoch}1it/s, v_num=3, train_loss=0.{8 - epoch}12]"
+        for epoch in range(epochs)
+    ]
+
+
+@pytest.mark.parametrize("limit", ["max_epochs=3", "max_steps=150"])
+def test_lightnings_fit_loop_reaching_its_limit_is_a_finished_job(tmp_path: Path, limit: str) -> None:
+    # GIVEN Lightning's set-up notes, three epoch bars, then its fit loop's stop line (lightning 2.4.0 fit_loop.py
+    # `_FitLoop.done`: `Trainer.fit` stopped: `max_epochs=3` reached.)
+    lines = [
+        "GPU available: True (cuda), used: True",
+        "LOCAL_RANK: 0 - CUDA_VISIBLE_DEVICES: [0,1]",
+        *_lightning_epochs(3),
+        f"`Trainer.fit` stopped: `{limit}` reached.",
+    ]
+    # WHEN analysed
+    code, report = _analyze(tmp_path, lines)
+    # THEN finished in its steps, said from the stop line
+    assert (code, report["verdict"], report["phase"]) == (0, "finished", "serving")
+    said = f"the job finished, as its own end line says: `Trainer.fit` stopped: `{limit}` reached. (line 6)"
+    assert report["reason"] == said
+
+
+def test_lightnings_epoch_bars_alone_do_not_say_the_job_finished(tmp_path: Path) -> None:
+    # GIVEN the same epoch bars without the stop line (metamorphic: only it is gone): an epoch's total is no job's end
+    lines = ["GPU available: True (cuda), used: True", *_lightning_epochs(3)]
+    # WHEN analysed post-mortem
+    _, report = _analyze(tmp_path, lines)
+    # THEN the log ends in its steps: open (stalled post-mortem), the last epoch bar where it stopped
+    assert (report["verdict"], report["root_cause"]["line"]) == ("stalled", 4)
+
+
+def test_lightnings_stop_line_with_no_training_batches_is_no_end(tmp_path: Path) -> None:
+    # GIVEN the fit loop's other stop line, printed when it had nothing to train on
+    lines = [*_lightning_epochs(1), "`Trainer.fit` stopped: No training batches."]
+    # WHEN analysed
+    _, report = _analyze(tmp_path, lines)
+    # THEN not finished: that line says no step ran to a limit
+    assert report["verdict"] != "finished"
