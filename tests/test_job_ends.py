@@ -334,3 +334,25 @@ def test_lightnings_stop_line_with_no_training_batches_is_no_end(tmp_path: Path)
     _, report = _analyze(tmp_path, lines)
     # THEN not finished: that line says no step ran to a limit
     assert report["verdict"] != "finished"
+
+
+def test_the_epoch_bar_drawn_once_more_after_the_stop_line_leaves_the_job_finished(tmp_path: Path) -> None:
+    # GIVEN the stop line, then tqdm's `close()` drawing the last epoch's full bar once more at the same count (the bar
+    # TQDMProgressBar closes at the training's end; its rate recomputed)
+    bars = _lightning_epochs(2)
+    redrawn = bars[-1].replace("11.11it/s", "10.98it/s")
+    lines = [*bars, "", "`Trainer.fit` stopped: `max_epochs=2` reached.", "", redrawn]
+    # WHEN analysed
+    code, report = _analyze(tmp_path, lines)
+    # THEN finished: the redraw repeats the last step, it is no step after the end line
+    assert (code, report["verdict"]) == (0, "finished")
+
+
+def test_a_bar_that_advances_after_the_stop_line_is_a_step_after_it(tmp_path: Path) -> None:
+    # GIVEN the stop line, then an epoch bar of another epoch moving (metamorphic: the line after the end is a step)
+    bars = _lightning_epochs(2)
+    lines = [*bars, "`Trainer.fit` stopped: `max_epochs=2` reached.", "Epoch 2:  40%|████      | 20/50 [00:01<00:02"]
+    # WHEN analysed
+    _, report = _analyze(tmp_path, lines)
+    # THEN the job went on after its end line: not finished
+    assert report["verdict"] != "finished"

@@ -582,9 +582,11 @@ def _clean_exit(timeline: Timeline) -> Event | None:
         return None
     if group is not None:  # the launcher saw every worker it ran exit cleanly, after their phase lines
         # the untagged main process's too: a job that runs in it (a benchmark's runs) went on after an end line
-        # that a later step of it follows; the end line may be its own last phase line (a result that says both)
+        # that a later step of it follows; the end line may be its own last phase line (a result that says both).
+        # A step is a line that progressed: one that repeats the step before it says no more (tqdm's `close()` draws a
+        # full bar once more at its count: Lightning's epoch bar after `Trainer.fit` stopped, its training's end)
         states = (*timeline.ranks, timeline.main) if timeline.main is not None else timeline.ranks
-        last_phase = max((state.last_event.order_key for state in states), default=None)
+        last_phase = max(((state.last_progress or state.last_event).order_key for state in states), default=None)
         if last_phase is None or group.order_key >= last_phase:
             return group
     if not timeline.ranks:  # a job's tail with no phase line: the ranks it names all exited cleanly
