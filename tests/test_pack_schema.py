@@ -159,6 +159,13 @@ def test_engine_work_needs_a_serving_mark_or_progress(tmp_path: Path, body: str)
     )
 
 
+def test_main_returned_needs_an_exit(tmp_path: Path) -> None:
+    # GIVEN a ready line marked as printed after the program's main returned WHEN loaded THEN refused, named: only an
+    # exit line can say the program ended
+    path, error = refused(tmp_path, HEADER + RULE + "main_returned = true\n")
+    assert error.message == f'{path}: [[rule]] user.ready: main_returned needs kind = "exit"'
+
+
 def test_ignored_block_needs_a_rule_that_opens_a_block(tmp_path: Path) -> None:
     # GIVEN a rule marked `ignored_block` that opens no block WHEN loaded THEN refused, named
     path, error = refused(tmp_path, HEADER + RULE.replace("kind = ", "ignored_block = true\nkind = "))

@@ -252,7 +252,9 @@ def _judge(
     if job is not None and filled and hang is None and not timeline.step_bar:
         reason = f"the job finished: its progress bar reached {job.captures['done']}/{job.captures['total']}"
         reason += f" (line {job.line}, {_message(job)})"
-        return Judgement(Verdict.FINISHED, reason, phase, furthest, (), None, None, None)
+        teardown = _teardown(timeline)
+        reason += "".join(f"; then {words}" for words in teardown)
+        return Judgement(Verdict.FINISHED, reason, phase, furthest, (), None, None, None, teardown)
     if finished is not None:  # a job's tail: every rank's clean exit says it finished, whatever phase it was in
         last = f"{finished.rank}, " if finished.rank else ""
         last += f"line {finished.line}, {_message(finished)}"
@@ -262,7 +264,9 @@ def _judge(
         # the furthest phase is what the lines prove, the exit lines' own `reached` included (docs/design.md §4.6):
         # a launcher's SUCCEEDED record proves the job's steps, ProcessGroupNCCL's destructor warning only the group
         # it tears down (the interpreter prints it at any exit, an uncaught exception's too)
-        return Judgement(Verdict.FINISHED, reason, phase, furthest, (), None, None, None)
+        teardown = _teardown(timeline)
+        reason += "".join(f"; then {words}" for words in teardown)
+        return Judgement(Verdict.FINISHED, reason, phase, furthest, (), None, None, None, teardown)
 
     progress = timeline.last_progress
     if progress is not None:
@@ -578,9 +582,11 @@ def _clean_exit(timeline: Timeline) -> Event | None:
         return None
     if group is not None:  # the launcher saw every worker it ran exit cleanly, after their phase lines
         # the untagged main process's too: a job that runs in it (a benchmark's runs) went on after an end line
-        # that a later step of it follows; the end line may be its own last phase line (a result that says both)
+        # that a later step of it follows; the end line may be its own last phase line (a result that says both).
+        # A step is a line that progressed: one that repeats the step before it says no more (tqdm's `close()` draws a
+        # full bar once more at its count: Lightning's epoch bar after `Trainer.fit` stopped, its training's end)
         states = (*timeline.ranks, timeline.main) if timeline.main is not None else timeline.ranks
-        last_phase = max((state.last_event.order_key for state in states), default=None)
+        last_phase = max(((state.last_progress or state.last_event).order_key for state in states), default=None)
         if last_phase is None or group.order_key >= last_phase:
             return group
     if not timeline.ranks:  # a job's tail with no phase line: the ranks it names all exited cleanly
@@ -697,7 +703,9 @@ def _first_root_failure(timeline: Timeline, after: Event | None, interrupt: Even
     failures = [
         e
         for e in timeline.failures
-        if (after is None or e.order_key > after.order_key) and not _after_interrupt(e, interrupt)
+        if (after is None or e.order_key > after.order_key)
+        and not _after_interrupt(e, interrupt)
+        and _returned_before(timeline, e) is None
     ]
     roots = [
         event
@@ -730,6 +738,36 @@ def _nothing_placed(timeline: Timeline) -> str:
     if timeline.events == 0:
         return "no line matched any pattern"
     return "no line read says a step of the start, a failure or an end (the lines matched are notes)"
+
+
+def _returned_before(timeline: Timeline, failure: Event) -> Event | None:
+    """The line that said the program's main returned (a rule's `main_returned`: ms-swift's `End time of running main`,
+    printed by `SwiftPipeline.main` right after `self.run()` returned, the script's last statement) before this
+    failure, where it speaks for the failing process: an unranked one speaks for the program, a rank's for that rank.
+    A failure after it is the interpreter's exit (an atexit hook's exception, a destructor's abort and the launcher's
+    `failed (exitcode: -6)` that reports it): the run finished before it (README: the first terminal event decides).
+    None where no such line came before it."""
+    returned = [
+        event
+        for rank, event in timeline.returned.items()
+        if event.order_key < failure.order_key
+        and (rank is None or _canonical(timeline, rank) == _canonical(timeline, failure.rank))
+    ]
+    return min(returned, key=lambda event: event.order_key) if returned else None
+
+
+def _teardown(timeline: Timeline) -> tuple[str, ...]:
+    """What failed at the interpreter's exit after the program's main returned, in words for a finished run's reason
+    and doubts (an exit code says the process failed: the reader sees why the run is called finished); none where
+    nothing did."""
+    for failure in timeline.failures:
+        returned = _returned_before(timeline, failure)
+        if returned is not None:
+            return (
+                f"a failure after its main returned (line {returned.line}), at the interpreter's exit: "
+                f"{_message(failure)} (line {failure.line})",
+            )
+    return ()
 
 
 def _after_interrupt(event: Event, interrupt: Event | None) -> bool:

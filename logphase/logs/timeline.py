@@ -282,6 +282,9 @@ class Timeline:
     # dump, a pack's `[[server_args]]`): the README passes a dump over, back to the progress line before it
     latest_told: Event | None = None
     dump_lines: frozenset[tuple[int, int]] = frozenset()
+    # per rank (None: a line that speaks for the whole program), the first line that says its main returned (a rule's
+    # `main_returned`: ms-swift's `End time of running main`): what fails after it is the interpreter's exit
+    returned: Mapping[str | None, Event] = field(default_factory=dict)
 
     def rank_state(self, rank: str | None) -> RankState | None:
         if rank is None:
@@ -398,6 +401,7 @@ class TimelineBuilder:
     source_systems: dict[int, Counter[str]] = field(default_factory=dict)
     source_times: dict[int, tuple[datetime, datetime]] = field(default_factory=dict)
     group_exit: Event | None = None
+    returned: dict[str | None, Event] = field(default_factory=dict)  # Timeline.returned
     floor: Phase | None = None
     noted_step: Event | None = None
     module_placed: dict[Phase, Event] = field(default_factory=dict)  # a phase's first line a fallback placed
@@ -491,6 +495,9 @@ class TimelineBuilder:
         if event.kind is EventKind.INTERRUPT and (self.interrupt is None or event.order_key < self.interrupt.order_key):
             self.interrupt = event
         if event.kind is EventKind.EXIT:
+            returned = self.returned.get(event.rank)
+            if event.rule.main_returned and (returned is None or event.order_key < returned.order_key):
+                self.returned[event.rank] = event
             if event.rank is not None:
                 if self._follows(event.rank):
                     self.exits[event.rank] = event
@@ -900,6 +907,7 @@ class TimelineBuilder:
             hang=self._first_hang(),
             exits=dict(self.exits),
             group_exit=self.group_exit,
+            returned=dict(self.returned),
             system=system,
             system_is_server=system is not None and system not in self.job_systems,
             version=self.version,

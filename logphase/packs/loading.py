@@ -486,6 +486,8 @@ def _parse_rule(
             f'{path}: {place}: engine_work needs kind = "mark" or "progress" and phase (or after_ready) "serving"',
             hint=RULE.key("engine_work").doc,
         )
+    if item["main_returned"] and item["kind"] != "exit":
+        raise PackError(f'{path}: {place}: main_returned needs kind = "exit"', hint=RULE.key("main_returned").doc)
     after_ready = item["after_ready"]
     if after_ready is not None and (
         item["kind"] not in ("mark", "progress")
@@ -523,6 +525,7 @@ def _parse_rule(
         closes_from=Phase(item["closes_from"]) if item["closes_from"] else None,
         ambient=item["ambient"],
         engine_work=item["engine_work"],
+        main_returned=item["main_returned"],
         after_ready=Phase(after_ready) if after_ready else None,
     )
 

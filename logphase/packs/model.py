@@ -256,6 +256,7 @@ class Rule:
     ambient: bool = False  # printed by whatever step uses the phase's machinery: unranked, in the step around it
     after_ready: Phase | None = None  # the phase of a line of it after the run's ready line (a request's: serving)
     engine_work: bool = False  # the engine's own serving work, printed offline too: serving, not a server's answer
+    main_returned: bool = False  # an exit printed after the program's main returned: what fails after it is teardown
 
     @cached_property
     def past_ready(self) -> Rule:

@@ -197,6 +197,15 @@ RULE = Table(
             "the run in `serving`, not a server answering; with no line of the server's own it is no `ready`",
             default=False,
         ),
+        Key(
+            "main_returned",
+            BOOLEAN,
+            False,
+            "an `exit` line the program prints after its main returned, the last thing it does (ms-swift's `End time "
+            "of running main`): the run finished; what fails after it (an atexit hook, a destructor, a signal at the "
+            "interpreter's exit, the launcher's report of that signal) is its teardown, not the run's failure",
+            default=False,
+        ),
         Key("role", ROLE, False, "how much the line explains (below)", default="progress"),
         Key(
             "priority",
