@@ -147,7 +147,12 @@ def _module_placed(timeline: Timeline, judgement: Judgement) -> Judgement:
     if placed is None:
         return judgement
     lead = placed.captures.get(CUT_LEAD)
-    if lead is not None:
+    if placed.rule.weak:
+        words = (
+            f"{placed.phase} placed by a step counter alone (line {placed.line}: {_message(placed)}), in lines no"
+            " program's rule reads: what looks like a job's steps, weak evidence"
+        )
+    elif lead is not None:
         # the log's last line, cut before its rule's leading text ended (matcher.cut_phase)
         words = (
             f"{placed.phase} placed by the log's last line, cut inside `{lead}` ({placed.captures.get(PLACED_BY, '?')},"
@@ -572,7 +577,8 @@ def _clean_exit(timeline: Timeline) -> Event | None:
     """The last clean exit of a job (torchrun, a script: no server lines) whose every rank exited
     after its last phase line; None otherwise. A server that exits before it was ready did not
     finish anything."""
-    server = timeline.system_is_server
+    # a server's engine driven as a library (`offline`: vLLM's LLM.generate in a script) runs a job that ends
+    server = timeline.system_is_server and timeline.offline is None
     group = timeline.group_exit
     if server or not (timeline.ranks or timeline.exits or group):
         return None

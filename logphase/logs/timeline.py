@@ -583,7 +583,8 @@ class TimelineBuilder:
             self.frame_placed.setdefault(phase, event)  # (a frame's rule is a failure's kind: where the rank was)
         if failed:
             return
-        if event.rule.pack == FALLBACK_PACK:
+        if event.rule.pack == FALLBACK_PACK or event.rule.weak:
+            # placed by no program's own rule: its logger's module, or a counter that only looks like a job's step
             self.module_placed.setdefault(phase, event)
         else:
             self.rule_placed.add(phase)
@@ -592,9 +593,12 @@ class TimelineBuilder:
         # started or answered, its warmup, its ready line), which an offline engine never prints
         if event.rule.engine_work:
             self.engine_served = self.engine_served or phase is Phase.SERVING
-        elif phase in _SERVER_PHASES:
+        elif phase in _SERVER_PHASES and not event.rule.weak:
             self.server_spoke = True
-        self.served = self.served or (phase in (Phase.READY, Phase.SERVING) and not event.rule.engine_work)
+        # a counter that looks like a job's step (`weak`) is no server answering: a job's steps are never `ready`
+        self.served = self.served or (
+            phase in (Phase.READY, Phase.SERVING) and not event.rule.engine_work and not event.rule.weak
+        )
         if (
             phase is Phase.SERVING
             and self.load is not None
