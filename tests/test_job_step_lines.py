@@ -216,3 +216,49 @@ def test_a_failure_after_the_outputs_is_the_verdict(tmp_path: Path) -> None:
     # THEN the failure decides, not the outputs printed before it
     assert report["verdict"] == "crashed"
     assert "KeyError: 'answer'" in root_text(report)
+
+
+def test_funasrs_checkpoint_averaging_is_the_jobs_last_steps(tmp_path: Path) -> None:
+    # GIVEN FunASR's end of training (bin/train.py: rank 0's average_checkpoints prints the list, then each missing
+    # file it passes over), the paste cut inside the next item
+    text = (
+        "average_checkpoints: ['./outputs2/model.pt.ep5', './outputs2/model.pt.ep6', './outputs2/model.pt.ep7']\n"
+        "Checkpoint file ./outputs2/model.pt.ep5 not found.\n"
+        "Checkpoint file ./outputs2/model.pt.ep6 not found.\n"
+        "Checkpoint file ./outputs2/mod\n"
+    )
+    # WHEN judged post-mortem
+    report = judge_text(tmp_path, text)
+    # THEN the job is in its steps, open, on the last whole item
+    assert report["phase"] == "serving"
+    assert report["verdict"] in OPEN
+    assert root_text(report) == "Checkpoint file ./outputs2/model.pt.ep6 not found."
+
+
+ASCEND = (
+    "(Worker pid={pid}) (Worker_TP{tp}_EP{tp} pid={pid}) DEBUG 03-25 08:03:44 [model_runner_v1.py:1225] Running batch "
+    "with cudagraph_mode: NONE, batch_descriptor: BatchDescriptor(num_tokens=4, num_reqs=None, uniform=False, "
+    "has_lora=False, num_active_loras=0), should_ubatch: False, num_tokens_across_dp: None"
+)
+
+
+def test_ascend_workers_running_batches_are_serving(tmp_path: Path) -> None:
+    # GIVEN vllm-ascend's workers at DEBUG, each running a batch of scheduled requests
+    text = "".join(ASCEND.format(pid=549 + 98 * tp, tp=tp) + "\n" for tp in range(4))
+    # WHEN judged post-mortem
+    report = judge_text(tmp_path, text)
+    # THEN the engine is at its work: serving (the engine's own lines: an offline run prints them too)
+    assert report["phase"] == "serving"
+
+
+def test_omnis_summary_is_served_requests(tmp_path: Path) -> None:
+    # GIVEN vLLM-Omni's orchestrator summary (pformat's lines, each logged under the prefix of the first)
+    text = (
+        "INFO 01-02 09:08:56 [omni.py:687] [Summary] {'e2e_requests': 1,\n"
+        "INFO 01-02 09:08:56 [omni.py:687]  'e2e_total_time_ms': 39729.416370391846,\n"
+        "INFO 01-02 09:08:56 [omni.py:687]  'e2e_total_tokens': 583,\n"
+    )
+    # WHEN judged post-mortem
+    report = judge_text(tmp_path, text)
+    # THEN the requests were answered: serving
+    assert report["phase"] == "serving"
