@@ -898,13 +898,13 @@ class SourceMatcher:
         for rule in self.packs.candidate_rules(lowered):  # sorted by priority
             if (rule.in_block and not inside) or (winner is not None and rule.system != system):
                 continue
+            literal = rule.literal
+            if literal is not None and literal not in (lowered if rule.ignore_case else message):
+                continue  # Rule.prefilter, inlined: this loop runs for every line
             if rule.weak and (inside or (system is not None and system not in self.packs.job_systems)):
                 # a counter in a line no rule reads is the lowest evidence: never a traceback's line, never beside
                 # a server's own lines (its lines say where it is; a job's, torchrun's, say nothing of its steps)
                 continue
-            literal = rule.literal
-            if literal is not None and literal not in (lowered if rule.ignore_case else message):
-                continue  # Rule.prefilter, inlined: this loop runs for every line
             captures = rule.match_prefiltered(message, prefixes)
             if captures is None:
                 continue
