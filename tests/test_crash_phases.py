@@ -234,10 +234,9 @@ NOT_DESTROYED = (
 
 
 def test_a_job_known_only_by_its_exit_warnings_reached_its_process_group(tmp_path: Path) -> None:
-    # GIVEN a script's own lines torch does not know (no step counter either: a weak rule would read one), then each
-    # of its two ranks' exit warning, no failure
+    # GIVEN a script's own lines torch does not know, then each of its two ranks' exit warning, no failure
     lines = [
-        "training done, loss=1.234",
+        "step 100/100 loss=1.234",
         "saving checkpoint to /ckpt/final",
         NOT_DESTROYED.format(r=0),
         NOT_DESTROYED.format(r=1),

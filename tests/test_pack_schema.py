@@ -159,23 +159,6 @@ def test_engine_work_needs_a_serving_mark_or_progress(tmp_path: Path, body: str)
     )
 
 
-@pytest.mark.parametrize(
-    "body",
-    [
-        RULE + 'system = ""\nweak = true\n',  # a ready line is a server's own, never a guess at a job's step
-        RULE.replace('phase = "ready"\nkind = "ready"', 'phase = "serving"\nkind = "progress"') + "weak = true\n",
-    ],
-    ids=["not-serving-progress", "names-a-system"],
-)
-def test_weak_needs_a_serving_progress_of_no_system(tmp_path: Path, body: str) -> None:
-    # GIVEN a rule called weak (a counter that only looks like a job's step) that is no serving progress, or that would
-    # name the log's system WHEN loaded THEN refused, named
-    path, error = refused(tmp_path, HEADER + body)
-    assert (
-        error.message == f'{path}: [[rule]] user.ready: weak needs kind = "progress", phase "serving" and system = ""'
-    )
-
-
 def test_ignored_block_needs_a_rule_that_opens_a_block(tmp_path: Path) -> None:
     # GIVEN a rule marked `ignored_block` that opens no block WHEN loaded THEN refused, named
     path, error = refused(tmp_path, HEADER + RULE.replace("kind = ", "ignored_block = true\nkind = "))

@@ -106,10 +106,9 @@ def judge(
 def module_placement(timeline: Timeline, judgement: Judgement) -> Event | None:
     """The first line that placed the run in the judged phase, or else in its furthest phase, where only a fallback
     did (a line no rule read, placed by its logger's module: pack `[[module]]`); None where a rule's line did."""
-    failed = judgement.verdict in _FAILURE_VERDICT.values()
     for phase in (judgement.phase, judgement.furthest_phase):
         placed = timeline.placed_by_module.get(phase) if phase is not None else None
-        if placed is not None and not (failed and placed.rule.weak):  # a failure's phase is never a weak line's
+        if placed is not None:
             return placed
     return None
 
@@ -148,12 +147,7 @@ def _module_placed(timeline: Timeline, judgement: Judgement) -> Judgement:
     if placed is None:
         return judgement
     lead = placed.captures.get(CUT_LEAD)
-    if placed.rule.weak:
-        words = (
-            f"{placed.phase} placed by a step counter alone (line {placed.line}: {_message(placed)}), in lines no"
-            " program's rule reads: what looks like a job's steps, weak evidence"
-        )
-    elif lead is not None:
+    if lead is not None:
         # the log's last line, cut before its rule's leading text ended (matcher.cut_phase)
         words = (
             f"{placed.phase} placed by the log's last line, cut inside `{lead}` ({placed.captures.get(PLACED_BY, '?')},"
@@ -178,8 +172,6 @@ def _judge(
     phase, furthest = server_phase(timeline)
     failure = _first_root_failure(timeline, after=timeline.ready, interrupt=timeline.interrupt)
     if failure is not None:
-        # a counter that only looks like a job's step (`weak`) never places a failure: the program's lines do
-        phase, furthest = _unless_weak(timeline, phase), _unless_weak(timeline, furthest)
         root = _named_collective(timeline, _first_observed(timeline, _exception_line(timeline, failure)))
         root = _innermost_frame(timeline, _stated_by_statement(timeline, root))
         verdict = _FAILURE_VERDICT[root.kind]
@@ -574,12 +566,6 @@ def _job_bar(timeline: Timeline) -> Event | None:
     if progress.phase is not Phase.SERVING or progress.kind is not EventKind.PROGRESS:
         return None
     return progress if progress.captures.get("total") and progress.captures.get("done") is not None else None
-
-
-def _unless_weak(timeline: Timeline, phase: Phase | None) -> Phase | None:
-    """`phase`, or None where only weak lines (a step counter in a line no rule reads) placed it."""
-    placed = timeline.placed_by_module.get(phase) if phase is not None else None
-    return None if placed is not None and placed.rule.weak else phase
 
 
 def _clean_exit(timeline: Timeline) -> Event | None:

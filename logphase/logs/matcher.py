@@ -379,8 +379,6 @@ class SourceMatcher:
     systems: Counter[str] = field(default_factory=Counter, repr=False)
     system: str | None = None
     ranks_seen: set[str] = field(default_factory=set, repr=False)
-    # a rule other than a weak one read a line of this source: a weak rule reads none after it
-    known: bool = False
     _frames: _FrameGroup | None = field(default=None, repr=False)
     _frame_phases: dict[str, object] = field(default_factory=dict, repr=False)
     _frame_floors: dict[str, Phase | None] = field(default_factory=dict, repr=False)
@@ -808,7 +806,6 @@ class SourceMatcher:
         if best is None:
             return self._fallback_event(line, fields, message, stamp, inside)
         rule, captures = best
-        self.known = self.known or not rule.weak
         if rule.system:
             self.systems[rule.system] += 1
             if rule.system != self.system and self.systems[rule.system] > self.systems[self.system or ""]:
@@ -904,11 +901,6 @@ class SourceMatcher:
             literal = rule.literal
             if literal is not None and literal not in (lowered if rule.ignore_case else message):
                 continue  # Rule.prefilter, inlined: this loop runs for every line
-            if rule.weak and (inside or system is not None or self.known):
-                # a counter in a line no rule reads is the lowest evidence: never a traceback's line, never after a
-                # known program's own lines (a server's say where it is; a job's, torchrun's NCCL and watchdog lines,
-                # place it by their own counters)
-                continue
             captures = rule.match_prefiltered(message, prefixes)
             if captures is None:
                 continue

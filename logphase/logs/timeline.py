@@ -583,8 +583,7 @@ class TimelineBuilder:
             self.frame_placed.setdefault(phase, event)  # (a frame's rule is a failure's kind: where the rank was)
         if failed:
             return
-        if event.rule.pack == FALLBACK_PACK or event.rule.weak:
-            # placed by no program's own rule: its logger's module, or a counter that only looks like a job's step
+        if event.rule.pack == FALLBACK_PACK:
             self.module_placed.setdefault(phase, event)
         else:
             self.rule_placed.add(phase)
@@ -593,12 +592,9 @@ class TimelineBuilder:
         # started or answered, its warmup, its ready line), which an offline engine never prints
         if event.rule.engine_work:
             self.engine_served = self.engine_served or phase is Phase.SERVING
-        elif phase in _SERVER_PHASES and not event.rule.weak:
+        elif phase in _SERVER_PHASES:
             self.server_spoke = True
-        # a counter that looks like a job's step (`weak`) is no server answering: a job's steps are never `ready`
-        self.served = self.served or (
-            phase in (Phase.READY, Phase.SERVING) and not event.rule.engine_work and not event.rule.weak
-        )
+        self.served = self.served or (phase in (Phase.READY, Phase.SERVING) and not event.rule.engine_work)
         if (
             phase is Phase.SERVING
             and self.load is not None

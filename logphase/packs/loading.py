@@ -486,11 +486,6 @@ def _parse_rule(
             f'{path}: {place}: engine_work needs kind = "mark" or "progress" and phase (or after_ready) "serving"',
             hint=RULE.key("engine_work").doc,
         )
-    if item["weak"] and (item["kind"] != "progress" or item["phase"] != "serving" or item["system"] != ""):
-        raise PackError(
-            f'{path}: {place}: weak needs kind = "progress", phase "serving" and system = ""',
-            hint=RULE.key("weak").doc,
-        )
     after_ready = item["after_ready"]
     if after_ready is not None and (
         item["kind"] not in ("mark", "progress")
@@ -528,7 +523,6 @@ def _parse_rule(
         closes_from=Phase(item["closes_from"]) if item["closes_from"] else None,
         ambient=item["ambient"],
         engine_work=item["engine_work"],
-        weak=item["weak"],
         after_ready=Phase(after_ready) if after_ready else None,
     )
 

@@ -256,7 +256,6 @@ class Rule:
     ambient: bool = False  # printed by whatever step uses the phase's machinery: unranked, in the step around it
     after_ready: Phase | None = None  # the phase of a line of it after the run's ready line (a request's: serving)
     engine_work: bool = False  # the engine's own serving work, printed offline too: serving, not a server's answer
-    weak: bool = False  # looks like a job's step in a line no program's rule reads: the lowest weight (`weak`)
 
     @cached_property
     def past_ready(self) -> Rule:

@@ -197,15 +197,6 @@ RULE = Table(
             "the run in `serving`, not a server answering; with no line of the server's own it is no `ready`",
             default=False,
         ),
-        Key(
-            "weak",
-            BOOLEAN,
-            False,
-            "a `serving` progress line that only looks like a job's step, in a line no program's rule reads (a counter "
-            "after `step`, `epoch`, `iteration`, `batch`): read only where no other rule reads the line and the log "
-            "has named no server's system; it places the run as a module's line does, at low confidence",
-            default=False,
-        ),
         Key("role", ROLE, False, "how much the line explains (below)", default="progress"),
         Key(
             "priority",
