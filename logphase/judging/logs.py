@@ -576,7 +576,8 @@ def _clean_exit(timeline: Timeline) -> Event | None:
     """The last clean exit of a job (torchrun, a script: no server lines) whose every rank exited
     after its last phase line; None otherwise. A server that exits before it was ready did not
     finish anything."""
-    server = timeline.system_is_server
+    # a server's engine driven as a library (`offline`: vLLM's LLM.generate in a script) runs a job that ends
+    server = timeline.system_is_server and timeline.offline is None
     group = timeline.group_exit
     if server or not (timeline.ranks or timeline.exits or group):
         return None
