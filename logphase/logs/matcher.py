@@ -590,6 +590,28 @@ class SourceMatcher:
             stamped=False,
         )
 
+    def cut_error_record(self, line: Line) -> Event | None:
+        """The source's last line, which no rule read, is a logger's record cut inside its prefix after the prefix
+        said its level, an error's (`2025-11-05T01:56:54.292138Z ERROR scheduler.run_sch` of dynamo's tracing format,
+        `2025-03-30 18:54:49,299 ERROR serialization.py:462` of Ray's driver format: `cut_error_level`): the program
+        logged an error as the paste ended, its words beyond the excerpt. A failure, marked cut (judging/confidence.py
+        says so): a cascade, the cause only where nothing else is."""
+        level = cut_error_level(self.packs, line.text.rstrip())
+        if level is None:
+            return None
+        fields, _ = self.packs.split_prefix(line.text)
+        return Event(
+            source=line.source,
+            line=line.number,
+            time=self.last_time,
+            rank=self._rank(fields, {}, False),
+            rule=CUT_RECORD_RULE,
+            captures={CUT_TRACEBACK: RECORD_READ, "level": level},
+            text=line.text,
+            message=f"{line.text.strip()} (a record logged at {level}, cut before its message)",
+            stamped=False,
+        )
+
     def _cut_stand_in(
         self,
         block: _Block,
@@ -1172,6 +1194,55 @@ def _partial(pattern_text: str, message: str) -> bool:
 
     found = regex.compile(pattern_text).fullmatch(message, partial=True)
     return found is not None and bool(found.partial)
+
+
+def cut_error_level(packs: PackSet, text: str) -> str | None:
+    """The error level (LOGGED_ERROR_LEVELS) a line cut inside a prefix template holds: the text is the start of a line
+    the template's regex matches, the regex wants more where the text ends (the regex module's partial matching), and
+    its `level` group had closed before (a level cut itself, `ERR`, is no level). None for a line whose prefix a
+    template reads whole with its level, whatever follows it (its message may be any words, another template's
+    partial match of them says nothing), and for a level that is no error's."""
+    import regex  # only a last line no rule read (~5 ms of import)
+
+    if packs.split_prefix(text)[0].level is not None:
+        return None  # a prefix read whole said its level: the record's words follow it, cut or not
+    for prefix in packs.prefixes:
+        groups = prefix.pattern.groups
+        if groups is not None and "level" not in groups:
+            continue
+        found = regex.compile(prefix.pattern.text).match(text, partial=True)
+        if found is None or not found.partial or "level" not in found.groupdict():
+            continue
+        level = found.group("level")
+        if level in LOGGED_ERROR_LEVELS and found.end("level") < len(text):
+            return str(level)
+    return None
+
+
+# CUT_TRACEBACK's value for a logger's record cut inside its prefix after an error level (`cut_error_level`)
+RECORD_READ = "record"
+# The rule a record cut after its error level carries (Matcher.cut_error_record): a failure that says no more than
+# its level, read by no pack's rule; a cascade, so a line that states a failure stays the cause.
+CUT_RECORD_RULE = Rule(
+    id=f"{FALLBACK_PACK}.cut.error_record",
+    pack=FALLBACK_PACK,
+    phase=None,
+    kind=EventKind.ERROR,
+    role=Role.CASCADE,
+    priority=0,
+    literal=None,
+    pattern=PackRegex("(?!)", False, None),  # never matches a line: made from a cut one
+    ignore_case=False,
+    draft=False,
+    system=None,
+    versions="",
+    after_prefix=(),
+    in_block=False,
+    opens_block=False,
+    summary="the log's last line, a record its logger wrote at an error level, cut before its message",
+    examples=(),
+    counter_examples=(),
+)
 
 
 @cache
