@@ -77,6 +77,35 @@ def test_a_ray_driver_record_cut_before_its_separator_ends_a_crashed_load(tmp_pa
     assert (_root(report)["line"], _root(report)["text"]) == (4, "2025-03-30 18:54:49,299 ERROR serialization.py:462")
 
 
+def test_a_whole_error_prefix_whose_message_is_cut_inside_a_failures_lead_is_that_failure(tmp_path: Path) -> None:
+    # GIVEN vLLM's V0 workers on a Ray cluster profiling memory, then a worker's ERROR record of worker_base's
+    # `Error executing method %r. This might cause deadlock in distributed execution.` cut inside its first words
+    report = _judge(
+        tmp_path,
+        "(RayWorkerWrapper pid=1463574, ip=192.168.10.60) INFO 03-27 10:29:01 [worker.py:267] Memory profiling takes "
+        "4.26 seconds [repeated 30x across cluster]\n"
+        "(RayWorkerWrapper pid=206994, ip=192.168.10.25) ERROR 03-27 10:29:13 [worker_base.py:620] Error executing "
+        "metho\n",
+    )
+    # THEN crashed, the cut record the cause, its confidence saying the record is cut
+    assert report["verdict"] == "crashed"
+    assert _root(report)["line"] == 2
+    assert any("record logged at ERROR (line 2), cut before its message" in doubt for doubt in _against(report))
+
+
+def test_a_message_cut_inside_a_failures_lead_under_an_info_prefix_is_no_failure(tmp_path: Path) -> None:
+    # GIVEN the same cut words logged at INFO
+    report = _judge(
+        tmp_path,
+        "(RayWorkerWrapper pid=1463574, ip=192.168.10.60) INFO 03-27 10:29:01 [worker.py:267] Memory profiling takes "
+        "4.26 seconds [repeated 30x across cluster]\n"
+        "(RayWorkerWrapper pid=206994, ip=192.168.10.25) INFO 03-27 10:29:13 [worker_base.py:620] Error executing "
+        "metho\n",
+    )
+    # THEN no failure: the level does not say one was logged
+    assert report["verdict"] == "stalled"
+
+
 def test_a_cut_error_record_after_a_stated_failure_leaves_that_failure_the_cause(tmp_path: Path) -> None:
     # GIVEN a vLLM engine's stated failure, then a record of the same format cut inside its stamp
     report = _judge(
@@ -138,7 +167,7 @@ def test_any_cut_inside_a_records_prefix_after_its_level_is_an_error_record(reco
 def test_the_fast_path_reads_a_cut_error_record_ending_a_long_log_as_the_plain_path_does(tmp_path: Path) -> None:
     # GIVEN a long log (past the head the plain path reads alone) of shard bar lines, ending in a cut Ray record
     bar = "Loading safetensors checkpoint shards: {pct:>3}% Completed | {done}/700 [00:{sec:02d}<00:30,  2.05it/s]"
-    lines = [bar.format(pct=done * 100 // 700, done=done, sec=done % 60) for done in range(1, 701)]
+    lines = [bar.format(pct=done * 100 // 700, done=done, sec=done % 60) for done in range(1, 501)]
     lines.append("2025-03-30 18:54:49,299 ERROR serialization.py:462")
     log = tmp_path / "server.log"
     log.write_text("\n".join(lines) + "\n")
@@ -147,4 +176,4 @@ def test_the_fast_path_reads_a_cut_error_record_ending_a_long_log_as_the_plain_p
     # THEN the same report: crashed at the cut record
     assert fast == reports.plain([log], PACKS)
     report = json.loads(fast)
-    assert (report["verdict"], report["root_cause"]["line"]) == ("crashed", 701)
+    assert (report["verdict"], report["root_cause"]["line"]) == ("crashed", 501)

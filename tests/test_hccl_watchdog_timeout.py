@@ -20,7 +20,8 @@ def _analyze(tmp_path: Path, lines: list[str]) -> dict[str, Any]:
 
 
 def _watchdog(rank: int, seq: int, ran_ms: int, stamp: str) -> list[str]:
-    work = f"WorkHCCL(SeqNum={seq}, OpType=ALLGATHER, Timeout(ms)=1800000) ran for {ran_ms} milliseconds before timing out."
+    work = f"WorkHCCL(SeqNum={seq}, OpType=ALLGATHER, Timeout(ms)=1800000) ran for {ran_ms} milliseconds"
+    work += " before timing out."
     caught = f"[Rank {rank}] Watchdog caught collective operation timeout: {work}"
     return [
         f"[rank{rank}]:[E1105 {stamp}.118204731 compiler_depend.ts:574] {caught}",

@@ -56,7 +56,7 @@ def assess(timeline: Timeline, judgement: Judgement, *, post_mortem: bool, earli
     elif root is not None and root.captures.get(CUT_TRACEBACK) == RECORD_READ:
         doubts.append(
             f"the log ends inside a record logged at {root.captures.get('level', 'an error level')} (line {root.line}),"
-            " cut before its message: which error is not said"
+            " cut before its message ends: which error is not said"
         )
     elif root is not None and CUT_TRACEBACK in root.captures:
         doubts.append(

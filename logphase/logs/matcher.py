@@ -593,22 +593,30 @@ class SourceMatcher:
     def cut_error_record(self, line: Line) -> Event | None:
         """The source's last line, which no rule read, is a logger's record cut inside its prefix after the prefix
         said its level, an error's (`2025-11-05T01:56:54.292138Z ERROR scheduler.run_sch` of dynamo's tracing format,
-        `2025-03-30 18:54:49,299 ERROR serialization.py:462` of Ray's driver format: `cut_error_level`): the program
+        `2025-03-30 18:54:49,299 ERROR serialization.py:462` of Ray's driver format: `cut_error_level`), or one whose
+        whole prefix said it and whose message is cut inside a failure rule's lead (`cut_failure`): the program
         logged an error as the paste ended, its words beyond the excerpt. A failure, marked cut (judging/confidence.py
         says so): a cascade, the cause only where nothing else is."""
+        fields, message = self.packs.split_prefix(line.text)
         level = cut_error_level(self.packs, line.text.rstrip())
+        rule, said = CUT_RECORD_RULE, "cut before its message"
+        if level is None and fields.level in LOGGED_ERROR_LEVELS:
+            # a whole prefix at an error level, its message cut inside a failure rule's lead (`Error executing metho`
+            # of vLLM's worker_base `Error executing method …`): that failure, its words beyond the excerpt
+            found = cut_failure(self.packs, message.rstrip(), fields.prefixes)
+            if found is not None:
+                level, rule, said = fields.level, replace(found[0], role=Role.CASCADE), f"cut inside `{found[1]}`"
         if level is None:
             return None
-        fields, _ = self.packs.split_prefix(line.text)
         return Event(
             source=line.source,
             line=line.number,
             time=self.last_time,
             rank=self._rank(fields, {}, False),
-            rule=CUT_RECORD_RULE,
+            rule=rule,
             captures={CUT_TRACEBACK: RECORD_READ, "level": level},
             text=line.text,
-            message=f"{line.text.strip()} (a record logged at {level}, cut before its message)",
+            message=f"{line.text.strip()} (a record logged at {level}, {said})",
             stamped=False,
         )
 
@@ -1158,6 +1166,32 @@ def cut_phase(packs: PackSet, message: str, prefixes: tuple[str, ...]) -> tuple[
         if lead is not None:
             found.append((rule, lead))
     if not found or len({rule.phase for rule, _ in found}) > 1:
+        return None
+    return found[0]
+
+
+def cut_failure(packs: PackSet, message: str, prefixes: tuple[str, ...]) -> tuple[Rule, str] | None:
+    """The failure rule whose line `message`, cut before its end, begins, and the lead it was told by (as `cut_phase`
+    tells a step's): read only under a prefix that said an error level (Matcher.cut_error_record), where the level
+    and the rule's own words agree that a failure was logged. None where no rule's lead is begun, or the rules begun
+    give more than one kind of failure."""
+    if len(message) < CUT_LEAD_MIN or " " not in message.strip():
+        return None
+    starts = ("^" + message[0], "^\\" + message[0], "^(")
+    found: list[tuple[Rule, str]] = []
+    for rule in packs.rules:
+        if (
+            rule.kind not in FAILURE_KINDS
+            or rule.in_block
+            or rule.ignore_case
+            or not rule.pattern.text.startswith(starts)
+            or (rule.after_prefix and not any(prefix in prefixes for prefix in rule.after_prefix))
+        ):
+            continue
+        lead = _cut_lead(rule.pattern.text, message)
+        if lead is not None:
+            found.append((rule, lead))
+    if not found or len({rule.kind for rule, _ in found}) > 1:
         return None
     return found[0]
 
