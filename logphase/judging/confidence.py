@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from logphase.judging.logs import Judgement, frame_placement, module_placement
-from logphase.logs.matcher import CUT_TRACEBACK, Event
+from logphase.logs.matcher import CUT_TRACEBACK, RECORD_READ, Event
 from logphase.logs.timeline import Timeline
 from logphase.phases import SUCCESS_VERDICTS, Verdict
 
@@ -52,6 +52,11 @@ def assess(timeline: Timeline, judgement: Judgement, *, post_mortem: bool, earli
         doubts.append(
             f"the log holds a fatal signal handler's frames whose header is not in it (line {root.line}): which"
             " signal is not said"
+        )
+    elif root is not None and root.captures.get(CUT_TRACEBACK) == RECORD_READ:
+        doubts.append(
+            f"the log ends inside a record logged at {root.captures.get('level', 'an error level')} (line {root.line}),"
+            " cut before its message ends: which error is not said"
         )
     elif root is not None and CUT_TRACEBACK in root.captures:
         doubts.append(

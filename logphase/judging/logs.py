@@ -197,6 +197,10 @@ def _judge(
             if furthest is None or counted.order > furthest.order:
                 furthest = counted
             phase, where = counted, f" during {counted} (its collective counters)"
+        elif phase is None and root.rule.reached is Phase.SERVING:
+            # no phase line: a failure printed only while the run serves (SGLang's watchdog report of a running batch)
+            # was in the last phase there is, the one it proves reached
+            phase, where = Phase.SERVING, f" during {Phase.SERVING}"
         phase, furthest = _launched(phase, furthest)  # said as its phase, not as where it failed
         who = f"{root.rank} " if root.rank else ""
         relayed = _relayed_from(root)

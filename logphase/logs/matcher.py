@@ -590,6 +590,36 @@ class SourceMatcher:
             stamped=False,
         )
 
+    def cut_error_record(self, line: Line) -> Event | None:
+        """The source's last line, which no rule read, is a logger's record cut inside its prefix after the prefix
+        said its level, an error's (`2025-11-05T01:56:54.292138Z ERROR scheduler.run_sch` of dynamo's tracing format,
+        `2025-03-30 18:54:49,299 ERROR serialization.py:462` of Ray's driver format: `cut_error_level`), or one whose
+        whole prefix said it and whose message is cut inside a failure rule's lead (`cut_failure`): the program
+        logged an error as the paste ended, its words beyond the excerpt. A failure, marked cut (judging/confidence.py
+        says so): a cascade, the cause only where nothing else is."""
+        fields, message = self.packs.split_prefix(line.text)
+        level = cut_error_level(self.packs, line.text.rstrip())
+        rule, said = CUT_RECORD_RULE, "cut before its message"
+        if level is None and fields.level in LOGGED_ERROR_LEVELS:
+            # a whole prefix at an error level, its message cut inside a failure rule's lead (`Error executing metho`
+            # of vLLM's worker_base `Error executing method …`): that failure, its words beyond the excerpt
+            found = cut_failure(self.packs, message.rstrip(), fields.prefixes)
+            if found is not None:
+                level, rule, said = fields.level, replace(found[0], role=Role.CASCADE), f"cut inside `{found[1]}`"
+        if level is None:
+            return None
+        return Event(
+            source=line.source,
+            line=line.number,
+            time=self.last_time,
+            rank=self._rank(fields, {}, False),
+            rule=rule,
+            captures={CUT_TRACEBACK: RECORD_READ, "level": level},
+            text=line.text,
+            message=f"{line.text.strip()} (a record logged at {level}, {said})",
+            stamped=False,
+        )
+
     def _cut_stand_in(
         self,
         block: _Block,
@@ -1147,6 +1177,32 @@ def cut_phase(packs: PackSet, message: str, prefixes: tuple[str, ...]) -> tuple[
     return found[0]
 
 
+def cut_failure(packs: PackSet, message: str, prefixes: tuple[str, ...]) -> tuple[Rule, str] | None:
+    """The failure rule whose line `message`, cut before its end, begins, and the lead it was told by (as `cut_phase`
+    tells a step's): read only under a prefix that said an error level (Matcher.cut_error_record), where the level
+    and the rule's own words agree that a failure was logged. None where no rule's lead is begun, or the rules begun
+    give more than one kind of failure."""
+    if len(message) < CUT_LEAD_MIN or " " not in message.strip():
+        return None
+    starts = ("^" + message[0], "^\\" + message[0], "^(")
+    found: list[tuple[Rule, str]] = []
+    for rule in packs.rules:
+        if (
+            rule.kind not in FAILURE_KINDS
+            or rule.in_block
+            or rule.ignore_case
+            or not rule.pattern.text.startswith(starts)
+            or (rule.after_prefix and not any(prefix in prefixes for prefix in rule.after_prefix))
+        ):
+            continue
+        lead = _cut_lead(rule.pattern.text, message)
+        if lead is not None:
+            found.append((rule, lead))
+    if not found or len({rule.kind for rule, _ in found}) > 1:
+        return None
+    return found[0]
+
+
 def _cut_lead(pattern_text: str, message: str) -> str | None:
     """The lead of the regex that `message`, a line cut before its end, is told by (`cut_phase`), or None."""
     leads = branch_leads(pattern_text)
@@ -1179,6 +1235,55 @@ def _partial(pattern_text: str, message: str) -> bool:
 
     found = regex.compile(pattern_text).fullmatch(message, partial=True)
     return found is not None and bool(found.partial)
+
+
+def cut_error_level(packs: PackSet, text: str) -> str | None:
+    """The error level (LOGGED_ERROR_LEVELS) a line cut inside a prefix template holds: the text is the start of a line
+    the template's regex matches, the regex wants more where the text ends (the regex module's partial matching), and
+    its `level` group had closed before (a level cut itself, `ERR`, is no level). None for a line whose prefix a
+    template reads whole with its level, whatever follows it (its message may be any words, another template's
+    partial match of them says nothing), and for a level that is no error's."""
+    import regex  # only a last line no rule read (~5 ms of import)
+
+    if packs.split_prefix(text)[0].level is not None:
+        return None  # a prefix read whole said its level: the record's words follow it, cut or not
+    for prefix in packs.prefixes:
+        groups = prefix.pattern.groups
+        if groups is not None and "level" not in groups:
+            continue
+        found = regex.compile(prefix.pattern.text).match(text, partial=True)
+        if found is None or not found.partial or "level" not in found.groupdict():
+            continue
+        level = found.group("level")
+        if level in LOGGED_ERROR_LEVELS and found.end("level") < len(text):
+            return str(level)
+    return None
+
+
+# CUT_TRACEBACK's value for a logger's record cut inside its prefix after an error level (`cut_error_level`)
+RECORD_READ = "record"
+# The rule a record cut after its error level carries (Matcher.cut_error_record): a failure that says no more than
+# its level, read by no pack's rule; a cascade, so a line that states a failure stays the cause.
+CUT_RECORD_RULE = Rule(
+    id=f"{FALLBACK_PACK}.cut.error_record",
+    pack=FALLBACK_PACK,
+    phase=None,
+    kind=EventKind.ERROR,
+    role=Role.CASCADE,
+    priority=0,
+    literal=None,
+    pattern=PackRegex("(?!)", False, None),  # never matches a line: made from a cut one
+    ignore_case=False,
+    draft=False,
+    system=None,
+    versions="",
+    after_prefix=(),
+    in_block=False,
+    opens_block=False,
+    summary="the log's last line, a record its logger wrote at an error level, cut before its message",
+    examples=(),
+    counter_examples=(),
+)
 
 
 @cache

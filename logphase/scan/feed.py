@@ -276,8 +276,13 @@ class SourceFeed:
         held = self._named(self.matcher.finish(self.last))
         if self.last is not None and (not self.last_read or self.last_by_module):
             # a paste cut inside a traceback's first line, else inside a step's line (which its module may have
-            # placed: the rule the cut line begins says more, `Using cache directory: …` of vLLM's backends.py)
-            cut = self.matcher.cut_header(self.last) or self.matcher.cut_phase_line(self.last)
+            # placed: the rule the cut line begins says more, `Using cache directory: …` of vLLM's backends.py), else
+            # inside a record's prefix after its level said an error
+            cut = (
+                self.matcher.cut_header(self.last)
+                or self.matcher.cut_phase_line(self.last)
+                or self.matcher.cut_error_record(self.last)
+            )
             if cut is not None:
                 held = (*held, *self._named((cut,)))
         self._settle()
