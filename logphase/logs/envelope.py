@@ -123,9 +123,10 @@ ENVELOPES: tuple[Envelope, ...] = (
     # around its validation loss, is a wrapped line). A job console's stamp of the same shape may be set off by two
     # spaces (realworld 873: `2026-03-31 10:51:52  2026-03-31 10:51:52,906\tINFO cli.py:41 -- `): the second is
     # the envelope's too where a logger's own date and time follow it, which no line's indentation starts with.
+    # Nor a logger's `YYYY-MM-DD HH:MM:SS | LEVEL | name | ` (FastChat's and LLaVA's build_logger), a bar and a space.
     _envelope(
         "Docker Desktop",
-        r"^(?P<ts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d) (?: (?=\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d))?(?!-(?:\s|$)|[,.])",
+        r"^(?P<ts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d) (?: (?=\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d))?(?![-|](?:\s|$)|[,.])",
         "%Y-%m-%d %H:%M:%S",
     ),
     # journalctl -o short / short-precise: no year, so the time is not taken. The month is strftime's `%b` in the
@@ -183,6 +184,12 @@ ENVELOPES: tuple[Envelope, ...] = (
     ray_envelope(frozenset()),
     # markdown quotes (one level per layer; `>` alone quotes an empty line)
     _envelope("markdown quote", r"^>(?: |$)", weak=True),
+    # pytest's report of a failed test (_pytest/_code/code.py FormattedExcinfo.get_exconly: `fail_marker` `E`, then
+    # the failing statement's indentation less one, at least four in all, before each line of the exception and its
+    # message): a child's traceback the test captured, quoted in an AssertionError (realworld 1381, a CI job's
+    # `lmdeploy convert`; uv's CI, `E           File "…", line 113, in handle_request`). The marker and its three
+    # spaces; the rest of the statement's indentation is the block's own, a learned column's.
+    _envelope("pytest's failure lines", r"^E {3}", weak=True),
 )
 
 # A stamp on a line of its own, above the line(s) it dates: a log UI's copy that puts each event's time on a line and

@@ -69,11 +69,17 @@ ANSI_REMNANT = re.compile(r"\[[0-9;]*m")
 # provably one: its text is its own target (less the scheme, or a trailing slash), or such a reference to the issue its
 # target ends with; a link the paste cut inside its target (the line's end) where what is left of it leads its text
 # (943's last line, `[[core.py:710](http://core.py`). A link with other text is the writer's (FastAPI's
-# `[FastAPI docs for Lifespan Events](https://…)` in its deprecation warning, 611) and stays.
+# `[FastAPI docs for Lifespan Events](https://…)` in its deprecation warning, 611) and stays. A number GitHub Actions'
+# log view linked to a line of a job's step (`#step:S:L`) is copied as such a link too, the number its text: a
+# traceback's `line [117](https://github.com/OWNER/REPO/actions/runs/R/job/J#step:9:118)` (realworld 1381; uv's CI,
+# `line [113](…/job/31680084192?pr=8269#step:7:114)`), undone to the number.
 AUTOLINK = re.compile(r"\[(?P<text>[^\[\]\s]+)\]\((?P<url>https?://(?P<rest>[^()\s]*))(?:(?P<end>\))|$)")
 AUTOLINK_MARK = "](http"  # what a line holding one holds for sure
 AUTOLINK_BYTES = AUTOLINK_MARK.encode()
 _ISSUE_REFERENCE = re.compile(r"(?:#|GH-)(?P<number>\d+)|(?P<repo>[\w.-]+/[\w.-]+)#(?P<repo_number>\d+)")
+_ACTIONS_LINE_URL = re.compile(
+    r"https://github\.com/[\w.-]+/[\w.-]+/actions/runs/\d+/job/\d+(?:\?[^#\s]*)?#step:\d+:\d+"
+)
 _ISSUE_URL = re.compile(r"https://github\.com/(?P<repo>[\w.-]+/[\w.-]+)/(?:issues|pull|discussions)/(?P<number>\d+)/?")
 # A bar without its final newline, glued to the next log line: `…?it/s][2025-03-08 …] …`
 BAR_THEN_LOG_LINE = re.compile(rf"(?<=\])(?={RECORD_START})")
@@ -733,6 +739,8 @@ def _unlinked(link: re.Match[str]) -> str:
         cut = "." in rest and (f"{text}/".startswith(rest) or f"{text}/".startswith(url))
         return text if cut else link.group()
     if text in (url, rest) or (url.endswith("/") and text in (url[:-1], rest[:-1])):
+        return text
+    if text.isdigit() and _ACTIONS_LINE_URL.fullmatch(url):
         return text
     reference, issue = _ISSUE_REFERENCE.fullmatch(text), _ISSUE_URL.fullmatch(url)
     if reference is None or issue is None:
