@@ -203,3 +203,54 @@ def test_the_parallel_info_probe_and_the_registration_are_not_requests(tmp_path:
     report = _analyze(tmp_path, lines)
     # THEN nothing says it served
     assert report["furthest_phase"] != "serving"
+
+
+# --- vLLM V0's step: the executor's and the worker's execute_model ---------------------------------------------
+
+VLLM = "/usr/local/lib/python3.12/dist-packages/vllm"
+V0_PREFIX = "(VllmWorkerProcess pid=350) ERROR 01-29 20:00:47 multiproc_worker_utils.py:240] "
+
+
+def _v0_worker_traceback(method: str, inner: list[tuple[str, int, str, str]]) -> list[str]:
+    lines = [
+        f"Exception in worker VllmWorkerProcess while processing method {method}.",
+        "Traceback (most recent call last):",
+        f'  File "{VLLM}/executor/multiproc_worker_utils.py", line 234, in _run_worker_process',
+        "    output = executor(*args, **kwargs)",
+    ]
+    for path, number, function, code in inner:
+        lines += [f'  File "{path}", line {number}, in {function}', f"    {code}"]
+    lines.append("RuntimeError: CUDA error: an illegal memory access was encountered")
+    return [V0_PREFIX + line for line in lines]
+
+
+def test_a_v0_worker_failing_in_its_execution_loop_is_serving(tmp_path: Path) -> None:
+    # GIVEN a V0 remote worker's traceback through the loop a distributed executor starts for a step (0.6.6)
+    inner = [
+        (
+            f"{VLLM}/worker/worker_base.py",
+            85,
+            "start_worker_execution_loop",
+            "output = self.execute_model(execute_model_req=None)",
+        ),
+        (f"{VLLM}/worker/worker_base.py", 343, "execute_model", "output = self.model_runner.execute_model("),
+    ]
+    report = _analyze(tmp_path, _v0_worker_traceback("start_worker_execution_loop", inner))
+    # THEN it crashed serving: only the engine's step reaches that loop
+    assert (report["verdict"], report["furthest_phase"]) == ("crashed", "serving")
+
+
+def test_a_v0_worker_failing_in_its_profile_run_is_no_request(tmp_path: Path) -> None:
+    # GIVEN (metamorphic) the same worker failing in the KV profile, which runs the model runner's execute_model
+    inner = [
+        (f"{VLLM}/worker/worker.py", 202, "determine_num_available_blocks", "self.model_runner.profile_run()"),
+        (
+            f"{VLLM}/worker/model_runner.py",
+            1331,
+            "profile_run",
+            "self.execute_model(model_input, kv_caches, intermediate_tensors)",
+        ),
+    ]
+    report = _analyze(tmp_path, _v0_worker_traceback("determine_num_available_blocks", inner))
+    # THEN it is the KV cache's step, not serving
+    assert (report["verdict"], report["furthest_phase"]) == ("crashed", "kv_cache")
