@@ -254,3 +254,49 @@ def test_a_v0_worker_failing_in_its_profile_run_is_no_request(tmp_path: Path) ->
     report = _analyze(tmp_path, _v0_worker_traceback("determine_num_available_blocks", inner))
     # THEN it is the KV cache's step, not serving
     assert (report["verdict"], report["furthest_phase"]) == ("crashed", "kv_cache")
+
+
+# --- SGLang's scheduler step, its event loop's frame cut away ---------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("path", "function", "code"),
+    [
+        (
+            "managers/scheduler.py",
+            "run_batch",
+            "logits_output, next_token_ids = self.tp_worker.forward_batch_generation(",
+        ),
+        ("managers/scheduler.py", "get_next_batch_to_run", "new_batch = self.get_new_batch_prefill()"),
+        (
+            "managers/scheduler_output_processor_mixin.py",
+            "process_batch_result_decode",
+            "next_token_ids = next_token_ids.tolist()",
+        ),
+    ],
+)
+def test_a_scheduler_traceback_through_its_step_is_serving(tmp_path: Path, path: str, function: str, code: str) -> None:
+    # GIVEN a scheduler's exception whose paste starts at a step the event loop calls (the loop's own frame cut)
+    lines = [
+        "[2025-12-22 19:08:58 TP0] Scheduler hit an exception: Traceback (most recent call last):",
+        f'  File "{SRT}/{path}", line 1385, in {function}',
+        f"    {code}",
+        "RuntimeError: CUDA error: device-side assert triggered",
+    ]
+    report = _analyze(tmp_path, lines)
+    # THEN it crashed serving: start-up never calls the loop's steps
+    assert (report["verdict"], report["furthest_phase"]) == ("crashed", "serving")
+
+
+def test_the_schedulers_constructor_is_no_step(tmp_path: Path) -> None:
+    # GIVEN (metamorphic) the same exception raised in the scheduler's constructor, which builds the model worker
+    lines = [
+        "[2025-12-22 19:08:58 TP0] Scheduler hit an exception: Traceback (most recent call last):",
+        f'  File "{SRT}/managers/scheduler.py", line 245, in __init__',
+        "    self.tp_worker = TpWorkerClass(",
+        "RuntimeError: CUDA error: device-side assert triggered",
+    ]
+    report = _analyze(tmp_path, lines)
+    # THEN nothing says it served
+    assert report["verdict"] == "crashed"
+    assert report["furthest_phase"] != "serving"
