@@ -17,7 +17,9 @@ TORCH = FIXTURES / "logs" / "torch"
         (
             TORCH / "watchdog-tail-terminate-only.log",
             "timed out: collective _ALLGATHER_BASE #73 (rank 6 in the group) "
-            "ran 30m01s against a 30m00s timeout (line 2)",
+            "ran 30m01s against a 30m00s timeout (line 2)"
+            "; no phase line or frame of a step places it: its lines prove dist_init reached, "
+            "not the step it failed in",
         ),
         (
             FIXTURES / "real" / "gpu-h200x2" / "rank0.log",
@@ -26,7 +28,9 @@ TORCH = FIXTURES / "logs" / "torch"
         (
             TORCH / "watchdog-terminate-then-fatal.log",
             "timed out: collective ALLREDUCE #4 of default_pg (rank 3 in the group) "
-            "ran 10m00s against a 10m00s timeout (line 2)",
+            "ran 10m00s against a 10m00s timeout (line 2)"
+            "; no phase line or frame of a step places it: its lines prove dist_init reached, "
+            "not the step it failed in",
         ),
     ],
     ids=["torch-2.2-tail", "real-h200x2-rank0", "torch-2.6-terminate-then-fatal"],
@@ -35,7 +39,8 @@ def test_a_collective_timeout_is_a_timeout_naming_the_collective(log: Path, reas
     # GIVEN a log whose timeout shows first as C++ terminate output, or as the watchdog's own line
     # WHEN analysed post-mortem
     code, report = run_json("analyze", "--post-mortem", str(log))
-    # THEN a timeout (not a crash or an abort), and the reason names collective, number, group, rank
+    # THEN a timeout (not a crash or an abort), and the reason names collective, number, group, rank; where no
+    # phase line placed it, the reason says its watchdog proves only the process group (docs/design.md §4, item 6)
     assert (report["verdict"], report["reason"], code) == ("timeout", reason, 4)
 
 

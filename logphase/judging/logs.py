@@ -201,6 +201,8 @@ def _judge(
             # no phase line: a failure printed only while the run serves (SGLang's watchdog report of a running batch)
             # was in the last phase there is, the one it proves reached
             phase, where = Phase.SERVING, f" during {Phase.SERVING}"
+        # no phase line nor anchored frame: the phase is only what a failure proves (a process ran), said so below
+        unplaced, floor = phase is None, furthest
         phase, furthest = _launched(phase, furthest)  # said as its phase, not as where it failed
         who = f"{root.rank} " if root.rank else ""
         relayed = _relayed_from(root)
@@ -210,6 +212,8 @@ def _judge(
         if verdict is Verdict.TIMEOUT and culprits and root.rank not in culprits:
             # the rank that reported waited on the ones that never arrived: those are named first
             reason = f"{format_rank_set(culprits)} did not arrive: {reason}"
+        if unplaced:
+            reason += _unplaced(floor)
         return Judgement(verdict, reason, phase, furthest, culprits, root, None, None)
 
     job = _job_bar(timeline)
@@ -531,6 +535,16 @@ def _phase_of_collective(root: Event) -> Phase | None:
     if completed >= STEADY_COLLECTIVES:
         return Phase.SERVING
     return Phase.DIST_INIT if completed <= 0 else None
+
+
+def _unplaced(floor: Phase | None) -> str:
+    """Why a failure's phase is what it is when no phase line and no frame of a step (`[[anchor]]`, a signature's
+    phase) placed it: `launch` says only that a process ran, a line's `reached` only how far the run got at least.
+    A frame that runs in several steps (a model's `forward`: the profile run, a capture and each request) places
+    nothing, nor does a thread's word for where it failed (docs/design.md §4, item 6)."""
+    if floor is None or floor is Phase.LAUNCH:
+        return "; no phase line or frame of a step places it: launch says only that a process ran"
+    return f"; no phase line or frame of a step places it: its lines prove {floor} reached, not the step it failed in"
 
 
 def _launched(phase: Phase | None, furthest: Phase | None) -> tuple[Phase, Phase]:
