@@ -263,3 +263,30 @@ def test_canns_notify_wait_timeout_is_a_collective_timing_out(tmp_path: Path, pr
     # THEN a collective of a live communicator waited out HCCL_EXEC_TIMEOUT: timeout, dist_init reached
     assert (report["furthest_phase"], report["verdict"]) == ("dist_init", "timeout")
     assert "The wait execution of the Notify register times out." in root_text(report)
+
+
+_HUB_BARS = [
+    "LICENSE-MODEL: 100%|██████████| 13.8k/13.8k [00:00<00:00, 36.3MB/s]",
+    ".gitattributes: 100%|██████████| 1.52k/1.52k [00:00<00:00, 5.99MB/s]",
+    "inference/configs/config_16B.json: 100%|██████████| 417/417 [00:00<00:00, 1.63MB/s]",
+    "README.md: 100%|██████████| 24.0k/24.0k [00:00<00:00, 4.02MB/s]",
+]
+
+
+def test_hub_file_bars_alone_show_a_started_program(tmp_path: Path) -> None:
+    # GIVEN only huggingface_hub's bars of a snapshot's files (each desc the repo's file name)
+    text = "\n".join(_HUB_BARS) + "\n"
+    # WHEN judged post-mortem
+    report = judge_text(tmp_path, text)
+    # THEN the program that asked for them started: launch, open, the last file's bar the last progress
+    assert report["furthest_phase"] == "launch"
+    assert report["verdict"] in ("stalled", "progressing")
+    assert root_text(report).startswith("README.md: 100%|")
+
+
+@pytest.mark.parametrize(
+    "bar", ["Loading: 100%|██████████| 4/4 [00:03<00:00,  1.03it/s]", "Epoch 1: 100%|██████████| 8/8 [00:01<00:00]"]
+)
+def test_a_bar_named_by_no_file_is_no_hub_download(tmp_path: Path, bar: str) -> None:
+    # GIVEN a bar whose description is a word, no file name WHEN judged THEN it says no launch of its own
+    assert judge_text(tmp_path, bar + "\n")["furthest_phase"] != "launch"
