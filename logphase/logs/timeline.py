@@ -668,15 +668,17 @@ class TimelineBuilder:
     def fragment_at_end(self, source: int, line: int) -> None:
         """The source ended inside line `line` (its reader knows its end; in a live file, a line still being written):
         where that line is a tqdm tick cut before the end of its count (`count_cut`) and the same rank's progress
-        before it is a whole tick of the same rule, the fragment still shows the run was active (the phase's end, the
-        time), but the whole tick is what the log said: it stays the rank's and the run's last progress (the line a
-        stall quotes), its count the bar's."""
+        before it is a whole tick of the same rule and bar (its `desc`), the fragment still shows the run was active
+        (the phase's end, the time), but the whole tick is what the log said: it stays the rank's and the run's last
+        progress (the line a stall quotes), its count the bar's."""
         undo = self.undo.get(source)
         if undo is None or undo.event.line != line or not count_cut(undo.event):
             return
         before = undo.rank_progress
         if before is None or before.rule.id != undo.event.rule.id or count_cut(before):
             return
+        if before.captures.get("desc") != undo.event.captures.get("desc"):
+            return  # another bar of the rule (the next file's download): the fragment is that bar's first news
         if undo.acc.last_progress is undo.event:
             undo.acc.last_progress = before
         if self.last_progress is undo.event:
