@@ -23,7 +23,15 @@ from logphase.logs.matcher import (
     Event,
     Tail,
 )
-from logphase.logs.timeline import RankState, Timeline, is_tagged, rank_number, rank_sort_key, requests_held
+from logphase.logs.timeline import (
+    RankState,
+    Timeline,
+    as_whole,
+    is_tagged,
+    rank_number,
+    rank_sort_key,
+    requests_held,
+)
 from logphase.phases import MAIN_PROCESS_PHASES, EventKind, Phase, Role, Verdict
 from logphase.ranks import format_rank_set
 
@@ -309,11 +317,15 @@ def _judge(
             # no phase line at all: the report itself says where the run was (SGLang's watchdog dump: serving)
             phase = reached
         where = "after it was ready" if looks_ready else f"during {phase}"
-        reason = f"{behind}hung {where}: {_message(hang)} (line {hang.line}){at}{also}"
+        cause = _hang_run_end(timeline, hang)
+        until = f"; the same kind of line until line {cause.line}" if cause is not hang else ""
+        reason = f"{behind}hung {where}: {_message(hang)} (line {hang.line}{until}){at}{also}"
         start = stamped_progress if post_mortem else progress_time
         end = timeline.last_time if post_mortem else as_of
         silence = max(0.0, (end - start).total_seconds()) if end and start else None
-        return Judgement(Verdict.STALLED, reason, phase, furthest, culprits, hang, silence, budget, tuple(doubts), rule)
+        return Judgement(
+            Verdict.STALLED, reason, phase, furthest, culprits, cause, silence, budget, tuple(doubts), rule
+        )
     if post_mortem:
         end = timeline.last_time
         silence = (end - stamped_progress).total_seconds() if end and stamped_progress else None
@@ -354,7 +366,7 @@ def _judge(
         if hang is not None:
             reason += f"; hung since line {hang.line}: {_message(hang)}"
         reason += also
-        cause = hang or alike
+        cause = _hang_run_end(timeline, hang) if hang is not None else alike
         return Judgement(
             Verdict.STALLED, reason, phase, furthest, culprits, cause, silence, budget, tuple(doubts), rule
         )
@@ -398,6 +410,17 @@ def _stopped_holding(
 BARE_HEADER = re.compile(r"Traceback \(most recent call last\):|Process [\w.-]+(?::\d+)*:|Exception in thread .+:")
 
 
+def _hang_run_end(timeline: Timeline, hang: Event) -> Event:
+    """The line a run of hang reports ends at: the newest of `hang`'s own rule (`timeline.hang_last`). A report repeated
+    while the run stays stuck (vLLM's `No available shared memory broadcast block found in 60 seconds.` each minute, its
+    stats' zero throughput each interval) says the same thing each time; the newest is where the open log stopped
+    (fixtures/realworld/README.md, `root_cause_line`), the first (the reason's line) when the stall began."""
+    last = timeline.hang_last
+    if last is None or last.order_key <= hang.order_key:
+        return hang
+    return replace(last, rank=_canonical(timeline, last.rank))
+
+
 def _last_alike(timeline: Timeline, progress: Event | None) -> Event | None:
     """Where a stalled run stopped: its last progress line (fixtures/realworld/README.md, `root_cause_line`), the
     latest line, over every rank and rule, that reports a step (`timeline.latest_step`: a step begun or done, a bar's
@@ -424,7 +447,10 @@ def _last_alike(timeline: Timeline, progress: Event | None) -> Event | None:
 def _alike(timeline: Timeline, progress: Event | None) -> Event | None:
     """`_last_alike` before a configuration dump is passed over."""
     step = timeline.latest_step
-    if step is not None and (progress is None or step.order_key > progress.order_key):
+    if step is not None and (progress is None or step.order_key > progress.order_key or _is_note(progress)):
+        # a later step, or the progress itself is a note its rule calls so (a warning that still places its step:
+        # SGLang's `Ignore import error when loading …`): passed over back to the step before it (README,
+        # `root_cause_line`)
         return replace(step, rank=_canonical(timeline, step.rank))
     latest = timeline.latest_phase_event
     if progress is None or latest is None or latest.order_key <= progress.order_key:
@@ -438,6 +464,16 @@ def _alike(timeline: Timeline, progress: Event | None) -> Event | None:
     return replace(latest, rank=_canonical(timeline, latest.rank))
 
 
+def _is_note(event: Event) -> bool:
+    """Whether `event`'s rule says it reports no step (README, `root_cause_line`: notes, advice and warnings, plugin
+    and transport notes are passed over): a pack rule's `diagnostic` role, or an `ambient` rule (a phase's machinery
+    in use: NCCL's setup notes). A line only its logger's module placed is no note: no rule read what it says."""
+    event = as_whole(event)
+    if event.rule.pack == FALLBACK_PACK:
+        return False
+    return event.role is Role.DIAGNOSTIC or event.rule.ambient
+
+
 def _fragment_words(timeline: Timeline) -> str:
     fragment = timeline.fragment
     if fragment is None:
@@ -449,8 +485,9 @@ def _fragment_words(timeline: Timeline) -> str:
 
 def _alike_words(progress: Event, alike: Event | None) -> str:
     if alike is not None and alike.order_key < progress.order_key:
-        # `_last_alike` passed an argument dump over
-        return f"; it dumps the run's arguments, its last step before it at line {alike.line}"
+        # `_alike` passed a note over (its rule's role says it reports no step), or `_last_alike` an argument dump
+        said = "reports no step" if _is_note(progress) else "dumps the run's arguments"
+        return f"; it {said}, its last step before it at line {alike.line}"
     if alike is None or alike.order_key <= progress.order_key:
         return ""
     if alike.rule.id == progress.rule.id:
