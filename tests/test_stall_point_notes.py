@@ -110,3 +110,39 @@ def test_nccl_setup_notes_pass_back_to_the_scripts_distributed_init_line(tmp_pat
     assert report["phase"] == "dist_init"
     assert report["verdict"] == "stalled"
     assert _cause(report) == (4, "| distributed init (rank 2): env://")
+
+
+DS = "[2025-03-07 23:55:16,883] [INFO] [{where}] {message}"
+
+
+def test_deepspeeds_zero_settings_pass_back_to_the_optimizer_it_creates(tmp_path: Path) -> None:
+    # GIVEN DeepSpeed's engine (engine.py log_dist) building its optimizer, then the ZeRO stage 1/2 optimizer's own
+    # settings (stage_1_and_2.py `Reduce bucket size …`, `Allgather bucket size …`), and the paste ends
+    lines = [
+        DS.format(where="comm.py:677:init_distributed", message="Distributed backend already initialized"),
+        DS.format(where="logging.py:128:log_dist", message="[Rank 0] DeepSpeed Basic Optimizer = DeepSpeedCPUAdam"),
+        DS.format(where="logging.py:128:log_dist", message="[Rank 0] Creating torch.bfloat16 ZeRO stage 2 optimizer"),
+        DS.format(where="stage_1_and_2.py:149:__init__", message="Reduce bucket size 500000000"),
+        DS.format(where="stage_1_and_2.py:150:__init__", message="Allgather bucket size 500000000"),
+    ]
+    # WHEN judged
+    report = _judge(tmp_path, lines)
+    # THEN the last step is the ZeRO optimizer's creation, not a setting after it
+    assert report["verdict"] == "stalled"
+    assert _cause(report) == (3, lines[2])
+
+
+def test_vllms_sampling_defaults_note_passes_back_to_the_engines_init_line(tmp_path: Path) -> None:
+    # GIVEN vLLM's engine core done (core.py `init engine (profile, create kv cache, warmup model) took …`), then the API
+    # server's note of the sampling defaults it took (serving_chat.py `Using default chat sampling params from …`)
+    lines = [
+        "(EngineCore_0 pid=1399537) INFO 08-19 14:58:40 [core.py:215] init engine (profile, create kv cache, warmup "
+        "model) took 1.06 seconds",
+        "(APIServer pid=1391815) INFO 08-19 14:58:41 [serving_responses.py:120] Using default chat sampling params "
+        "from model: {'temperature': 0.6, 'top_p': 0.9}",
+    ]
+    # WHEN judged
+    report = _judge(tmp_path, lines)
+    # THEN the API server's start is the phase; the engine's init line, the last step, is the cause
+    assert report["phase"] == "http_start"
+    assert _cause(report) == (1, lines[0])

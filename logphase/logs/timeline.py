@@ -512,9 +512,13 @@ class TimelineBuilder:
             )
         ):
             self.hangs.append(event)
-        if event.kind is EventKind.MARK and event.role in (Role.ROOT, Role.CASCADE):
-            if _newer(event, self.hang_latest.get((event.rule.id, event.rank))):
-                self.hang_latest[(event.rule.id, event.rank)] = event
+        run = (event.rule.id, event.rank)
+        if (
+            event.kind is EventKind.MARK
+            and event.role in (Role.ROOT, Role.CASCADE)
+            and _newer(event, self.hang_latest.get(run))
+        ):
+            self.hang_latest[run] = event
         if not failed and LOAD_CAPTURES & event.captures.keys() and _newer(event, self.load):
             self.load = event
         if "offline" in event.captures and (self.offline is None or event.order_key < self.offline.order_key):
