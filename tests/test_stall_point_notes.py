@@ -133,8 +133,8 @@ def test_deepspeeds_zero_settings_pass_back_to_the_optimizer_it_creates(tmp_path
 
 
 def test_vllms_sampling_defaults_note_passes_back_to_the_engines_init_line(tmp_path: Path) -> None:
-    # GIVEN vLLM's engine core done (core.py `init engine (profile, create kv cache, warmup model) took …`), then the API
-    # server's note of the sampling defaults it took (serving_chat.py `Using default chat sampling params from …`)
+    # GIVEN vLLM's engine core done (core.py `init engine (profile, create kv cache, warmup model) took …`), then the
+    # API server's note of the sampling defaults it took (serving_chat.py `Using default chat sampling params from …`)
     lines = [
         "(EngineCore_0 pid=1399537) INFO 08-19 14:58:40 [core.py:215] init engine (profile, create kv cache, warmup "
         "model) took 1.06 seconds",
