@@ -317,15 +317,11 @@ def _judge(
             # no phase line at all: the report itself says where the run was (SGLang's watchdog dump: serving)
             phase = reached
         where = "after it was ready" if looks_ready else f"during {phase}"
-        cause = _hang_run_end(timeline, hang)
-        until = f"; the same kind of line until line {cause.line}" if cause is not hang else ""
-        reason = f"{behind}hung {where}: {_message(hang)} (line {hang.line}{until}){at}{also}"
+        reason = f"{behind}hung {where}: {_message(hang)} (line {hang.line}){at}{also}"
         start = stamped_progress if post_mortem else progress_time
         end = timeline.last_time if post_mortem else as_of
         silence = max(0.0, (end - start).total_seconds()) if end and start else None
-        return Judgement(
-            Verdict.STALLED, reason, phase, furthest, culprits, cause, silence, budget, tuple(doubts), rule
-        )
+        return Judgement(Verdict.STALLED, reason, phase, furthest, culprits, hang, silence, budget, tuple(doubts), rule)
     if post_mortem:
         end = timeline.last_time
         silence = (end - stamped_progress).total_seconds() if end and stamped_progress else None
@@ -366,7 +362,7 @@ def _judge(
         if hang is not None:
             reason += f"; hung since line {hang.line}: {_message(hang)}"
         reason += also
-        cause = _hang_run_end(timeline, hang) if hang is not None else alike
+        cause = hang or alike
         return Judgement(
             Verdict.STALLED, reason, phase, furthest, culprits, cause, silence, budget, tuple(doubts), rule
         )
@@ -408,17 +404,6 @@ def _stopped_holding(
 # and threading.excepthook's `Exception in thread <name>:`. What failed is in the exception line at the end.
 # A server's own header that says no more is its pack rule's `header_only` (vLLM's `logger.exception` lines).
 BARE_HEADER = re.compile(r"Traceback \(most recent call last\):|Process [\w.-]+(?::\d+)*:|Exception in thread .+:")
-
-
-def _hang_run_end(timeline: Timeline, hang: Event) -> Event:
-    """The line a run of hang reports ends at: the newest of `hang`'s own rule (`timeline.hang_last`). A report repeated
-    while the run stays stuck (vLLM's `No available shared memory broadcast block found in 60 seconds.` each minute, its
-    stats' zero throughput each interval) says the same thing each time; the newest is where the open log stopped
-    (fixtures/realworld/README.md, `root_cause_line`), the first (the reason's line) when the stall began."""
-    last = timeline.hang_last
-    if last is None or last.order_key <= hang.order_key:
-        return hang
-    return replace(last, rank=_canonical(timeline, last.rank))
 
 
 def _last_alike(timeline: Timeline, progress: Event | None) -> Event | None:

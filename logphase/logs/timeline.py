@@ -282,9 +282,6 @@ class Timeline:
     # dump, a pack's `[[server_args]]`): the README passes a dump over, back to the progress line before it
     latest_told: Event | None = None
     dump_lines: frozenset[tuple[int, int]] = frozenset()
-    # the newest line of `hang`'s own rule: the run of reports it began (vLLM's `No available shared memory broadcast
-    # block found in 60 seconds.` every minute) ends there, the line an open log stopped at (README, `root_cause_line`)
-    hang_last: Event | None = None
 
     def rank_state(self, rank: str | None) -> RankState | None:
         if rank is None:
@@ -394,8 +391,6 @@ class TimelineBuilder:
     health_answers: Counter[str] = field(default_factory=Counter)
     interrupt: Event | None = None
     hangs: list[Event] = field(default_factory=list)  # hang reports since the newest progress
-    # per hang rule and rank: its newest report (a run is one process repeating itself, not every rank's one dump)
-    hang_latest: dict[tuple[str, str | None], Event] = field(default_factory=dict)
     visible: set[str] = field(default_factory=set)
     exits: dict[str, Event] = field(default_factory=dict)
     progress_span: _SpanAcc | None = None  # the span of `last_progress`
@@ -512,13 +507,6 @@ class TimelineBuilder:
             )
         ):
             self.hangs.append(event)
-        run = (event.rule.id, event.rank)
-        if (
-            event.kind is EventKind.MARK
-            and event.role in (Role.ROOT, Role.CASCADE)
-            and _newer(event, self.hang_latest.get(run))
-        ):
-            self.hang_latest[run] = event
         if not failed and LOAD_CAPTURES & event.captures.keys() and _newer(event, self.load):
             self.load = event
         if "offline" in event.captures and (self.offline is None or event.order_key < self.offline.order_key):
@@ -882,7 +870,6 @@ class TimelineBuilder:
         servers = Counter({name: n for name, n in self.systems.items() if name not in self.job_systems})
         votes = servers or self.systems or self.implied
         system = votes.most_common(1)[0][0] if votes else None
-        hang = self._first_hang()
         return Timeline(
             spans=tuple(spans),
             ranks=tuple(_state(acc) for acc in named),
@@ -906,8 +893,7 @@ class TimelineBuilder:
             health_first=self.health_first,
             health_last=self.health_last,
             interrupt=self.interrupt,
-            hang=hang,
-            hang_last=self.hang_latest.get((hang.rule.id, hang.rank)) if hang is not None else None,
+            hang=self._first_hang(),
             exits=dict(self.exits),
             group_exit=self.group_exit,
             system=system,
