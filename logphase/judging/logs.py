@@ -23,7 +23,15 @@ from logphase.logs.matcher import (
     Event,
     Tail,
 )
-from logphase.logs.timeline import RankState, Timeline, is_tagged, rank_number, rank_sort_key, requests_held
+from logphase.logs.timeline import (
+    RankState,
+    Timeline,
+    as_whole,
+    is_tagged,
+    rank_number,
+    rank_sort_key,
+    requests_held,
+)
 from logphase.phases import MAIN_PROCESS_PHASES, EventKind, Phase, Role, Verdict
 from logphase.ranks import format_rank_set
 
@@ -436,7 +444,10 @@ def _last_alike(timeline: Timeline, progress: Event | None) -> Event | None:
 def _alike(timeline: Timeline, progress: Event | None) -> Event | None:
     """`_last_alike` before a configuration dump is passed over."""
     step = timeline.latest_step
-    if step is not None and (progress is None or step.order_key > progress.order_key):
+    if step is not None and (progress is None or step.order_key > progress.order_key or _is_note(progress)):
+        # a later step, or the progress itself is a note its rule calls so (a warning that still places its step:
+        # SGLang's `Ignore import error when loading …`): passed over back to the step before it (README,
+        # `root_cause_line`)
         return replace(step, rank=_canonical(timeline, step.rank))
     latest = timeline.latest_phase_event
     if progress is None or latest is None or latest.order_key <= progress.order_key:
@@ -450,6 +461,16 @@ def _alike(timeline: Timeline, progress: Event | None) -> Event | None:
     return replace(latest, rank=_canonical(timeline, latest.rank))
 
 
+def _is_note(event: Event) -> bool:
+    """Whether `event`'s rule says it reports no step (README, `root_cause_line`: notes, advice and warnings, plugin
+    and transport notes are passed over): a pack rule's `diagnostic` role, or an `ambient` rule (a phase's machinery
+    in use: NCCL's setup notes). A line only its logger's module placed is no note: no rule read what it says."""
+    event = as_whole(event)
+    if event.rule.pack == FALLBACK_PACK:
+        return False
+    return event.role is Role.DIAGNOSTIC or event.rule.ambient
+
+
 def _fragment_words(timeline: Timeline) -> str:
     fragment = timeline.fragment
     if fragment is None:
@@ -461,8 +482,9 @@ def _fragment_words(timeline: Timeline) -> str:
 
 def _alike_words(progress: Event, alike: Event | None) -> str:
     if alike is not None and alike.order_key < progress.order_key:
-        # `_last_alike` passed an argument dump over
-        return f"; it dumps the run's arguments, its last step before it at line {alike.line}"
+        # `_alike` passed a note over (its rule's role says it reports no step), or `_last_alike` an argument dump
+        said = "reports no step" if _is_note(progress) else "dumps the run's arguments"
+        return f"; it {said}, its last step before it at line {alike.line}"
     if alike is None or alike.order_key <= progress.order_key:
         return ""
     if alike.rule.id == progress.rule.id:

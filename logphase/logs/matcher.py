@@ -571,8 +571,8 @@ class SourceMatcher:
         """The source's last line, which no rule read, is a step's line cut before the end of the text its rule's
         every match starts with (a rule's leading literal: `Warming u` of TGI's `Warming up model`): the paste was cut
         while the program printed it. Read as a mark of that rule's phase placed by no rule (judging says so, at low
-        confidence), never a failure, an end or a ready server; only where every rule whose lead it begins gives one
-        phase (`cut_phase`)."""
+        confidence), never a failure or a ready server (an end's cut line: a mark of its phase); only where every
+        rule whose lead it begins gives one phase (`cut_phase`)."""
         fields, message = self.packs.split_prefix(line.text)
         placed = cut_phase(self.packs, message.rstrip(), fields.prefixes)
         if placed is None:
@@ -1140,9 +1140,12 @@ _GROUP_NAME = re.compile(r"\(\?P<\w+>|\(\?P=\w+\)|\\[A-Za-z]")
 # The longest cut line whose regex is tried for a partial match (`_partial`): a step's line is a line, and a crafted
 # long one must not cost a regex's backtracking over all of it
 CUT_PARTIAL_MAX = 2_000
-# The kinds a cut line may place: a step's lines. A cut failure, end or ready line says less than its whole text,
-# which the rule's regex needs (a ready line's URL, an end's count); a cut traceback's first line is `cut_header`'s.
-CUT_KINDS = frozenset({EventKind.BEGIN, EventKind.PROGRESS, EventKind.MARK})
+# The kinds a cut line may place: a step's lines, its end's too: what is left still says which step ended (`Graph
+# capt` of vLLM's `Graph capturing finished in …`; README, `root_cause_line`: a line cut short counts when it holds
+# its message's first words), read as a mark of the step's phase placed by no rule, its count not read. A cut failure
+# or ready line says less than its whole text, which the rule's regex needs (a ready line's URL); a cut traceback's
+# first line is `cut_header`'s.
+CUT_KINDS = frozenset({EventKind.BEGIN, EventKind.PROGRESS, EventKind.MARK, EventKind.END})
 
 
 def cut_phase(packs: PackSet, message: str, prefixes: tuple[str, ...]) -> tuple[Rule, str] | None:
