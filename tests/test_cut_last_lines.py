@@ -7,9 +7,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from logphase.logs.matcher import cut_phase
-from logphase.packs import load_packs
-from logphase.phases import Phase
 from tests.conftest import judge_text
 
 _STARTED = [
@@ -132,16 +129,3 @@ def test_a_cut_list_item_is_the_last_step_and_a_cut_that_repeats_a_line_or_a_bar
     assert reports["other"]["root_cause"]["line"] == 4
     assert reports["again"]["root_cause"]["line"] == 3
     assert reports["bar"]["root_cause"]["line"] == 3
-
-
-def test_a_cut_line_begins_a_systems_line_only_in_a_log_that_system_wrote() -> None:
-    # GIVEN TGI's router line `Warming up model` cut after its first words (a rule of system "tgi"), under the tracing
-    # prefix its rule is read after
-    packs = load_packs(builtin=True)
-    prefixes = ("tgi.prefix.tracing",)
-    # WHEN the log's lines so far were TGI's, and when they were no system's
-    in_tgi = cut_phase(packs, "Warming up mo", prefixes, frozenset({"tgi"}))
-    elsewhere = cut_phase(packs, "Warming up mo", prefixes, frozenset())
-    # THEN only the TGI log's cut line is TGI's warmup: a few words begin many programs' lines
-    assert in_tgi is not None and (in_tgi[0].system, in_tgi[0].phase) == ("tgi", Phase.WARMUP)
-    assert elsewhere is None

@@ -377,7 +377,6 @@ class SourceMatcher:
     clock: Clock = NO_CLOCK
     block: _Block | None = field(default=None, repr=False)
     systems: Counter[str] = field(default_factory=Counter, repr=False)
-    hinted: set[str] = field(default_factory=set, repr=False)  # systems whose loggers' modules placed a line
     system: str | None = None
     ranks_seen: set[str] = field(default_factory=set, repr=False)
     _frames: _FrameGroup | None = field(default=None, repr=False)
@@ -575,8 +574,7 @@ class SourceMatcher:
         confidence), never a failure or a ready server (an end's cut line: a mark of its phase); only where every
         rule whose lead it begins gives one phase (`cut_phase`)."""
         fields, message = self.packs.split_prefix(line.text)
-        seen = frozenset(system for system, count in self.systems.items() if count) | self.hinted
-        placed = cut_phase(self.packs, message.rstrip(), fields.prefixes, seen)
+        placed = cut_phase(self.packs, message.rstrip(), fields.prefixes)
         if placed is None:
             return None
         rule, lead = placed
@@ -915,8 +913,6 @@ class SourceMatcher:
         hint = self.packs.module_hint(fields.module, fields.prefixes, message)
         if hint is None:
             return None
-        if hint.system:
-            self.hinted.add(hint.system)
         return Event(
             source=line.source,
             line=line.number,
@@ -1152,9 +1148,7 @@ CUT_PARTIAL_MAX = 2_000
 CUT_KINDS = frozenset({EventKind.BEGIN, EventKind.PROGRESS, EventKind.MARK, EventKind.END})
 
 
-def cut_phase(
-    packs: PackSet, message: str, prefixes: tuple[str, ...], systems: frozenset[str] = frozenset()
-) -> tuple[Rule, str] | None:
+def cut_phase(packs: PackSet, message: str, prefixes: tuple[str, ...]) -> tuple[Rule, str] | None:
     """The rule of a step's line that `message`, cut before its end, begins, and the lead it was told by; None where it
     is no such cut (too short, no whole word), or the rules it begins (and whose `after_prefix` its prefixes pass)
     place it in more than one phase. A message begins a rule's line where it is a proper prefix of one of the rule's
@@ -1162,10 +1156,7 @@ def cut_phase(
     model`), or holds a whole lead of CUT_LEAD_MIN characters and the regex can still match it once the line goes on
     (a partial match: `Using cache directory: /root/.cache/…/eagle_head` of vLLM's `Using cache directory: … for vLLM's
     torch.compile`, `Checking if Neuron` of its platform probe). Only a rule whose regex starts `^` with the message's
-    first character or a group is parsed for its leads: the few a line can be. A rule of a system is one only in a log
-    that system's lines were seen in so far (`systems`: read by its rules or placed by its loggers' modules): a few
-    words are the start of many systems' lines (`Loading mo` of an SGLang 0.1 log no rule knows is not TensorRT-LLM's
-    `Loading model done.`)."""
+    first character or a group is parsed for its leads: the few a line can be."""
     if len(message) < CUT_LEAD_MIN or " " not in message.strip():
         return None
     starts = ("^" + message[0], "^\\" + message[0], "^(")
@@ -1174,7 +1165,6 @@ def cut_phase(
         if (
             rule.kind not in CUT_KINDS
             or rule.phase is None
-            or (rule.system and rule.system not in systems)
             or rule.in_block
             or rule.ignore_case
             or not rule.pattern.text.startswith(starts)
