@@ -8,15 +8,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 from hypothesis import given
 from hypothesis import strategies as st
 
 from logphase.logs.matcher import cut_error_level
 from logphase.packs.loading import load_packs
-from tests.conftest import judge_text
 from tests.equivalence import reports
+from tests.test_cut_headers import _against, _judge, _root
 
 PACKS = load_packs(check_examples=False)
 
@@ -26,22 +25,6 @@ WHOLE_RECORDS = (
     "2025-03-30 18:54:49,299 ERROR serialization.py:462 -- Failed to unpickle serialized exception",
     "ERROR 06-15 13:57:57 [core.py:517] EngineCore encountered a fatal error.",
 )
-
-
-def _judge(tmp_path: Path, text: str) -> dict[str, Any]:
-    return judge_text(tmp_path, text, "paste.log")
-
-
-def _root(report: dict[str, object]) -> dict[str, object]:
-    root = report["root_cause"]
-    assert isinstance(root, dict)
-    return root
-
-
-def _against(report: dict[str, object]) -> list[str]:
-    evidence = report["evidence"]
-    assert isinstance(evidence, dict)
-    return [str(item) for item in evidence["against"]]
 
 
 def test_a_tracing_record_cut_after_its_error_level_ends_a_crashed_start(tmp_path: Path) -> None:
