@@ -173,24 +173,53 @@ def frame_rule(phase: Phase | None, draft: bool = False, reached: Phase | None =
     draft worker's init called; `reached`: a phase a frame proves the run had reached (an anchor's `reached`),
     where no frame places the stack further."""
     name = phase.value if phase is not None else f"reached.{reached.value if reached is not None else 'none'}"
-    return Rule(
+    return unmatched_rule(
         id=f"{FRAMES_PACK}.{name}{'.draft' if draft else ''}",
         pack=FRAMES_PACK,
         phase=phase,
         reached=reached,
         kind=EventKind.ERROR,
         role=Role.DIAGNOSTIC,
+        draft=draft,
+        in_block=True,
+        summary="a frame of a traceback or dump places the rank in this phase",
+    )
+
+
+def unmatched_rule(
+    *,
+    id: str,
+    pack: str,
+    kind: EventKind,
+    role: Role,
+    summary: str,
+    phase: Phase | None = None,
+    reached: Phase | None = None,
+    draft: bool = False,
+    system: str | None = None,
+    after_prefix: tuple[str, ...] = (),
+    in_block: bool = False,
+) -> Rule:
+    """A rule no line is matched by: the one an event made from something else carries (frames, a logger's module, a
+    cut line), with no literal, no examples and a regex that never matches."""
+    return Rule(
+        id=id,
+        pack=pack,
+        phase=phase,
+        reached=reached,
+        kind=kind,
+        role=role,
         priority=0,
         literal=None,
-        pattern=PackRegex("(?!)", False, None),  # never matches a line: made from frames
+        pattern=PackRegex("(?!)", False, None),
         ignore_case=False,
         draft=draft,
-        system=None,
+        system=system,
         versions="",
-        after_prefix=(),
-        in_block=True,
+        after_prefix=after_prefix,
+        in_block=in_block,
         opens_block=False,
-        summary="a frame of a traceback or dump places the rank in this phase",
+        summary=summary,
         examples=(),
         counter_examples=(),
     )
@@ -218,25 +247,15 @@ STATEMENT = "statement"
 def fallback_rule(hint: ModuleHint) -> Rule:
     """The rule a line no rule read carries where its logger's module places it (`[[module]]`): a diagnostic mark of
     the module's start-up phase, never progress of a bar, a failure, an end or a ready server, whatever its level."""
-    return Rule(
+    return unmatched_rule(
         id=f"{FALLBACK_PACK}.{hint.id}",
         pack=FALLBACK_PACK,
         phase=hint.phase,
         kind=EventKind.MARK,
         role=Role.DIAGNOSTIC,
-        priority=0,
-        literal=None,
-        pattern=PackRegex("(?!)", False, None),  # never matches a line: made from the prefix's module
-        ignore_case=False,
-        draft=False,
         system=hint.system,
-        versions="",
         after_prefix=hint.prefixes,  # placed only after them (`ModuleHint.places`): the fast path's gate
-        in_block=False,
-        opens_block=False,
         summary=f"placed by its logger's module {hint.file}, no rule read it",
-        examples=(),
-        counter_examples=(),
     )
 
 
@@ -1267,25 +1286,12 @@ def cut_error_level(packs: PackSet, text: str) -> str | None:
 RECORD_READ = "record"
 # The rule a record cut after its error level carries (Matcher.cut_error_record): a failure that says no more than
 # its level, read by no pack's rule; a cascade, so a line that states a failure stays the cause.
-CUT_RECORD_RULE = Rule(
+CUT_RECORD_RULE = unmatched_rule(
     id=f"{FALLBACK_PACK}.cut.error_record",
     pack=FALLBACK_PACK,
-    phase=None,
     kind=EventKind.ERROR,
     role=Role.CASCADE,
-    priority=0,
-    literal=None,
-    pattern=PackRegex("(?!)", False, None),  # never matches a line: made from a cut one
-    ignore_case=False,
-    draft=False,
-    system=None,
-    versions="",
-    after_prefix=(),
-    in_block=False,
-    opens_block=False,
     summary="the log's last line, a record its logger wrote at an error level, cut before its message",
-    examples=(),
-    counter_examples=(),
 )
 
 
