@@ -47,6 +47,10 @@ MIXED_HINT = (
 LAG_GRACE_S = 30.0
 # Stamps up to this far after the time of judging are the two clocks' drift, not a clock ahead.
 CLOCK_SLACK_S = 60.0
+# the capture of a rule that reads a wrapper of a relayed exception naming the class it wraps (`RayTaskError(<Cls>)`)
+RELAYED_CLASS = "relayed_class"
+# an exception line's class, dotted path dropped (`ray.exceptions.ActorDiedError: …` → ActorDiedError)
+EXCEPTION_CLASS = re.compile(r"\s*(?:[A-Za-z_][\w]*\.)*(?P<cls>[A-Za-z_]\w*)(?::|$)")
 _FAILURE_VERDICT = {
     EventKind.ERROR: Verdict.CRASHED,
     EventKind.FATAL: Verdict.ABORTED,
@@ -180,7 +184,8 @@ def _judge(
     phase, furthest = server_phase(timeline)
     failure = _first_root_failure(timeline, after=timeline.ready, interrupt=timeline.interrupt)
     if failure is not None:
-        root = _named_collective(timeline, _first_observed(timeline, _exception_line(timeline, failure)))
+        stated = _relayed(timeline, _exception_line(timeline, failure))
+        root = _named_collective(timeline, _first_observed(timeline, stated))
         root = _innermost_frame(timeline, _stated_by_statement(timeline, root))
         verdict = _FAILURE_VERDICT[root.kind]
         if verdict is Verdict.ABORTED and _sigkill(root):
@@ -900,6 +905,25 @@ def _innermost_frame(timeline: Timeline, root: Event) -> Event:
         return root  # a server's own header (vLLM's `EngineCore encountered a fatal error.`) says what it was doing
     for event in timeline.failures:
         if (event.source, event.block) == (root.source, root.block) and event.captures.get(CUT_TRACEBACK) == FRAME_READ:
+            return event
+    return root
+
+
+def _relayed(timeline: Timeline, root: Event) -> Event:
+    """Ray relays a remote task's exception to the caller's `ray.get` as `RayTaskError(<Cls>)` (ray/exceptions.py
+    `RayTaskError.as_instanceof_cause`: a class made on the fly, named after the cause's class), whose message is the
+    remote's traceback with the task's name in place of its `Traceback` line (`RayTaskError.__str__`): the remote's
+    frames, then its own exception line, `<module>.<Cls>: <message>`. The wrapper says where (`ray::Task.run()`), the
+    relayed line what failed: where the message's own exception line of that class follows in the block, it is the
+    cause. A rule's `relayed_class` capture names the class."""
+    cause = root.captures.get(RELAYED_CLASS)
+    if not cause or root.block is None:
+        return root
+    for event in timeline.failures:
+        if (event.source, event.block) != (root.source, root.block) or event.line <= root.line or event.tail is None:
+            continue
+        named = EXCEPTION_CLASS.match(event.message)
+        if named is not None and named["cls"] == cause:
             return event
     return root
 

@@ -70,7 +70,7 @@ CAUGHT_FRAME = '> File "'
 # A frame whose indentation a viewer or an export dropped (GCP Cloud Logging's copied view, a form that trims each
 # line: realworld 805, 821, 426, 156): CPython's whole frame line `File "…", line N, in f` at the margin, a frame
 # like the others. Only the whole line: a message that merely starts `File "` stays a message.
-FLAT_FRAME = re.compile(r'File "[^"]*", line \d+, in [\w<>.]+$')
+FLAT_FRAME = re.compile(r'File "[^"]*", line \d+, in [\w<>.]+\s*$')  # (a terminal's copy pads lines with spaces)
 # Under such a frame, its source line and (3.11+) the carets under it lost theirs too: indented again, as CPython
 # wrote them, so the traceback stays one block (a prefixed line at the margin would end it)
 CARETS = re.compile(r"[~^ ]*\^[~^ ]*$")
@@ -522,6 +522,11 @@ class SourceMatcher:
             return None
         line, fields = block.frame
         message = f"a traceback cut before its exception line; its innermost frame: {line.text.strip()}"
+        if block.raised is not None:
+            # the innermost frame's statement raises (`raise value.as_instanceof_cause()`, `assert …`) where no rule
+            # read what it raised (`_cut_exception`): that line says what was raised, its frame only where
+            line, fields, statement = block.raised
+            message = f"a traceback cut before its exception line; the statement that raised it: {statement.strip()}"
         return self._cut_stand_in(block, line, fields, TRACEBACK_HEADER, FRAME_READ, message)
 
     def _frames_only(self, block: _Block | None) -> Event | None:
@@ -881,7 +886,8 @@ class SourceMatcher:
         if inside and self.block is not None and rule.kind in FAILURE_KINDS:
             if self.block.ignored:
                 rule = ignored_rule(rule)
-            else:
+            elif not rule.opens_block:
+                # (a header going on the block's own, `Traceback` under `Process X:`, is no failure read inside it)
                 self.block.failed = True
         return Event(
             source=line.source,
@@ -1063,7 +1069,11 @@ class SourceMatcher:
         block = self.block
         if block is None:
             return False
-        same_writer = not fields.prefixes or (fields.prefixes == block.prefixes and fields.rank == block.rank)
+        same_writer = (
+            not fields.prefixes
+            or (fields.prefixes == block.prefixes and fields.rank == block.rank)
+            or _wrapped_record_goes_on(fields, block)
+        )
         if block.handler is not None:
             # a handler's frames without their header: the run of them (two processes' may interleave)
             if same_writer and SIGNAL_HANDLER_FRAME.match(message):
@@ -1165,6 +1175,20 @@ CUT_PARTIAL_MAX = 2_000
 # or ready line says less than its whole text, which the rule's regex needs (a ready line's URL); a cut traceback's
 # first line is `cut_header`'s.
 CUT_KINDS = frozenset({EventKind.BEGIN, EventKind.PROGRESS, EventKind.MARK, EventKind.END})
+
+
+def _wrapped_record_goes_on(fields: PrefixFields, block: _Block) -> bool:
+    """Whether a line under an outer writer's prefix alone goes on the record that opened `block` under that prefix and
+    a logger's own after it. Python logging's Formatter writes a record's prefix once, before the first line of its
+    message; the message's further lines (a traceback it holds, `exc_text`) come bare. A wrapper that prefixes every
+    physical line of the process's output (a second logger re-logging it, a launcher's process tag) gives those lines
+    its own prefix alone: the opener's prefixes without the inner logger's, and no other rank's."""
+    outer = fields.prefixes
+    return (
+        0 < len(outer) < len(block.prefixes)
+        and block.prefixes[: len(outer)] == outer
+        and fields.rank in (None, block.rank)
+    )
 
 
 def cut_phase(packs: PackSet, message: str, prefixes: tuple[str, ...]) -> tuple[Rule, str] | None:
