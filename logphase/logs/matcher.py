@@ -886,8 +886,7 @@ class SourceMatcher:
         if inside and self.block is not None and rule.kind in FAILURE_KINDS:
             if self.block.ignored:
                 rule = ignored_rule(rule)
-            elif not rule.opens_block:
-                # (a header going on the block's own, `Traceback` under `Process X:`, is no failure read inside it)
+            else:
                 self.block.failed = True
         return Event(
             source=line.source,
