@@ -75,11 +75,7 @@ def test_text_short_of_tqdms_whole_format_is_no_bar(tmp_path: Path, line: str) -
 
 def test_a_bar_does_not_displace_a_named_steps_phase(tmp_path: Path) -> None:
     # GIVEN a torchrun job's training steps (HF Trainer's logged dicts), then an unnamed bar (an eval loop's)
-    text = (
-        "{'loss': 2.1034, 'grad_norm': 1.4375, 'learning_rate': 4.9e-05, 'epoch': 0.02}\n"
-        + _bar("", 7, 50)
-        + "\n"
-    )
+    text = "{'loss': 2.1034, 'grad_norm': 1.4375, 'learning_rate': 4.9e-05, 'epoch': 0.02}\n" + _bar("", 7, 50) + "\n"
     # WHEN judged THEN the job is in its steps, as the Trainer's line says
     report = judge_text(tmp_path, text)
     assert report["phase"] == "serving"
@@ -120,11 +116,11 @@ def test_torchelastic_launch_lines_in_the_bracket_level_layout_are_read(tmp_path
     # GIVEN torch 1.10's torch.distributed.run under Kubeflow, each line `[LEVEL] asctime module: message`, the
     # paste cut inside the rendezvous join line
     text = (
-        _ELASTIC.format(level="INFO", ms=50, module="run", message="Running torch.distributed.run with args: ['run.py']")
+        _ELASTIC.format(level="INFO", ms=50, module="run", message="Running torch.distributed.run with args: ['a.py']")
         + _ELASTIC.format(level="INFO", ms=98, module="api", message="Starting elastic_operator with launch configs:")
         + "  entrypoint       : /workspace/train.py\n"
         + "  rdzv_backend     : c10d\n"
-        + _ELASTIC.format(level="INFO", ms=101, module="api", message="[default] starting workers for entrypoint: python")
+        + _ELASTIC.format(level="INFO", ms=101, module="api", message="[default] starting workers for entrypoint: py")
         + _ELASTIC.format(level="INFO", ms=101, module="api", message="[default] Rendezvous'ing worker group")
         + _ELASTIC.format(
             level="INFO", ms=102, module="dynamic_rendezvous", message="The node 'worker-0_8_0' attempts to jo"
