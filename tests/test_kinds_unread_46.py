@@ -11,6 +11,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from logphase.logs.envelope import READ_MESSAGE
+from logphase.logs.reader import packs_reading
+from logphase.packs import load_packs
 from tests.conftest import judge_text, root_text
 
 
@@ -144,3 +147,19 @@ def test_an_abridged_placement_group_wait_is_still_the_launch_waiting(tmp_path: 
     # THEN the launch waited for GPUs and never went on: stalled in launch, at the wait
     assert (report["phase"], report["verdict"]) == ("launch", "stalled")
     assert root_text(report).startswith("Waiting for creating a placement group of specs for 70 seconds")
+
+
+@pytest.mark.parametrize(
+    ("line", "depth"),
+    [
+        # a rule that names the bar's words (transformers' `Loading checkpoint shards`): the message is known
+        ("Loading checkpoint shards: 100%|██████████| 4/4 [00:12<00:00,  3.02s/it]", READ_MESSAGE),
+        # tqdm's shape alone, of a description no rule names: read, but no sign the packs know what it says
+        ("shard 3: 100%|██████████| 8/8 [00:02<00:00,  3.51it/s]", 0),
+        ("Map (num_proc=8):  42%|████▏     | 4.20k/10.0k [00:03<00:04, 1.31k examples/s]", 0),
+    ],
+)
+def test_a_bar_of_any_words_tells_the_envelope_sniff_nothing_of_its_message(line: str, depth: int) -> None:
+    # GIVEN a bar line WHEN the envelope sniff asks how deep the shipped packs read it
+    # THEN only a rule that knows its words says its message is read (a label that takes them off is then seen)
+    assert packs_reading(load_packs(check_examples=False), line) == depth
