@@ -671,12 +671,7 @@ def packs_reading(packs: PackSet, text: str) -> int:
     if SIGNAL_HANDLER_FRAME.match(text) or PYTHON_FRAME.match(message):
         return READ_MESSAGE
     lowered = message.lower()
-    # a rule of any words (tqdm's bar of any description) knows the line's shape, not its message: journald's `host
-    # ident: ` label would take vLLM's `Processed prompts: ` off a bar that such a rule reads either way
-    if any(
-        not rule.in_block and not rule.any_words and rule.match(message) is not None
-        for rule in packs.candidate_rules(lowered)
-    ):
+    if any(not rule.in_block and rule.match(message) is not None for rule in packs.candidate_rules(lowered)):
         return READ_MESSAGE
     return READ_PREFIX if fields.prefixes else 0
 

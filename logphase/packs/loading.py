@@ -517,7 +517,6 @@ def _parse_rule(
         ignored_block=item["ignored_block"],
         header_only=item["header_only"],
         trailer_only=item["trailer_only"],
-        any_words=item["any_words"],
         first_failure=item["first_failure"],
         summary=item["summary"],
         examples=tuple(item["examples"]),

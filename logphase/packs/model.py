@@ -251,7 +251,6 @@ class Rule:
     closes_from: Phase | None = None  # an end closing the rank's open step from this phase up to `phase`
     header_only: bool = False  # says only that the traceback after it was raised: its exception line says what
     trailer_only: bool = False  # only ends a dump whose head says what failed: no root where a line says it
-    any_words: bool = False  # reads a line's shape, whatever its words: no sign the packs know its message
     first_failure: bool = False  # heads a failure table's first observed failure: its entry's lines say how
     ignored_block: bool = False  # the block it opens holds an exception the program went on from: no failure
     ambient: bool = False  # printed by whatever step uses the phase's machinery: unranked, in the step around it

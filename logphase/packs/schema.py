@@ -237,14 +237,6 @@ RULE = Table(
             default=False,
         ),
         Key(
-            "any_words",
-            BOOLEAN,
-            False,
-            "the rule reads a line's shape, whatever its words (tqdm's bar of any description): a match of it does "
-            "not say the packs know the line's message, so the envelope sniff does not count it as read",
-            default=False,
-        ),
-        Key(
             "trailer_only",
             BOOLEAN,
             False,
