@@ -74,3 +74,17 @@ def test_an_abridged_placement_group_wait_is_still_the_launch_waiting(tmp_path: 
     # THEN the launch waited for GPUs and never went on: stalled in launch, at the wait
     assert (report["phase"], report["verdict"]) == ("launch", "stalled")
     assert root_text(report).startswith("Waiting for creating a placement group of specs for 70 seconds")
+
+
+def test_a_log_viewers_stamp_and_bar_before_a_programs_own_stamp_is_an_envelope(tmp_path: Path) -> None:
+    # GIVEN TEI's router lines as Docker Desktop's log view copies them: its stamp to the millisecond and ` | `, then
+    # the program's own tracing line (its RFC 3339 stamp, level, target, file)
+    view = "2025-11-16 14:48:{second:02d}.055 | 2025-11-16T11:48:{second:02d}.053494Z  INFO {message}\n"
+    text = view.format(
+        second=19,
+        message='text_embeddings_router: router/src/main.rs:203: Args { model_id: "BAAI/bge-m3", revision: None }',
+    ) + view.format(second=21, message="text_embeddings_router: router/src/lib.rs:188: Maximum number of tokens")
+    # WHEN judged post-mortem
+    report = judge_text(tmp_path, text)
+    # THEN the view's column is taken off and TEI's own lines are read: its launch, then nothing more
+    assert (report["system"], report["phase"], report["verdict"]) == ("tgi", "launch", "stalled")
