@@ -118,6 +118,17 @@ ENVELOPES: tuple[Envelope, ...] = (
         "epoch",
         newest_first=True,
     ),
+    # A log viewer's stamp to the millisecond and a bar before the program's own line (Docker Desktop's log view
+    # copied, realworld 936: `2025-11-16 14:48:19.055 | 2025-11-16T11:48:19.053494Z  INFO text_embeddings_router: …`;
+    # a web console's table, realworld 1332: `2024-07-26 16:03:47.197 | 07/26/2024 08:03:47-INFO-train_utils …`).
+    # Only where the program's own date follows it: loguru's default format starts the same way, `{time:YYYY-MM-DD
+    # HH:mm:ss.SSS} | {level: <8} | ` (TGI's Python shards), and is the line itself.
+    _envelope(
+        "a log viewer's stamp and bar",
+        r"^(?P<ts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}) \| "
+        r"(?=\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d|\d\d/\d\d/\d{4} \d\d:\d\d:\d\d)",
+        "%Y-%m-%d %H:%M:%S.%f",
+    ),
     # Docker Desktop's log view: `YYYY-MM-DD HH:MM:SS ` (no fraction, no zone; not a logger's own
     # `YYYY-MM-DD HH:MM:SS - name - LEVEL - `: a dash and a space; a line of dashes, Megatron's `-----` rule
     # around its validation loss, is a wrapped line). A job console's stamp of the same shape may be set off by two
