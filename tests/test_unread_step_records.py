@@ -26,6 +26,7 @@ STEP_RECORDS = (
     "2025-07-02 16:41:31 | INFO | stdout | Capture cuda graph bs [1, 2, 4, 8]",
     "[2025-04-19 22:11:43,788] [    INFO]: Found 1 custom tasks in /home/user/tasks.py",
     "2025-02-02 10:48:51,310 - lmdeploy - INFO - async_engine.py:260 - building the turbomind engine",
+    "2025-05-14 17:41:26.328 1645354 kserve INFO [server.py:start():70] Starting gRPC server on [::]:8081",
 )
 
 NOT_STEPS = (
@@ -44,6 +45,7 @@ NOT_STEPS = (
     # bare text and a person's prose: nothing in their structure says a step
     "Loading model done.",
     "then the INFO line says it started the engine",
+    "at 12:00:01 the INFO line says it started the engine",
 )
 
 

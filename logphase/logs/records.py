@@ -21,16 +21,21 @@ _LEVEL = re.compile(r"(?<![\w/.-])(?:\[\s*(?:INFO|I)\s*\]|INFO)(?![\w/.-])")
 _HEAD = re.compile(
     r"(?:[\d\s\-:.,/TZ+|]|\[[^\[\]]{0,60}(?:\[[^\[\]]*\][^\[\]]*)?\]|\([^()]{0,80}\)|-\s*[\w.]+\s*-|\w+:)*"
 )
+# A logger's name before the level (KServe's `2025-05-14 17:41:26.328 1645354 kserve INFO [server.py:start():70] `):
+# one name right before the level, after a clock (`12:59:52`): prose before a level word is words, not a stamp.
+_NAMED_HEAD = re.compile(r"(?:[\d\s\-:.,/TZ+|]|\[[^\[\]]{0,60}\]|\([^()]{0,80}\))*[A-Za-z_][\w.\-]*\s+")
+_CLOCK = re.compile(r"\d\d:\d\d:\d\d")
 # glog's layout (c10, Triton, abseil, JAX): `I0507 12:59:52.544807 3426 logging.cc:46] message`, a host before it
 _GLOG = re.compile(r"(?:^|\s)I\d{4} \d\d:\d\d:\d\d\.\d+\s+\d+\s+[\w.\-]+:\d+\]\s?")
 # The level token must stand near the line's start: a prefix is short.
 _HEAD_MAX = 100
 # What follows the level before the message: a stamp (vLLM's `INFO 03-08 16:44:29 `, Ray Serve's `INFO 2025-06-13
 # 15:17:03,098 `), the logger's file in brackets or closed by one (`[kv_cache_utils.py:634] `, `__init__.py:190] `,
-# `[real_accelerator.py:222:get_accelerator] `), a logger's name or target with a module's punctuation
-# (`shard-manager:`, `vllm.engine:`, `- turbomind.py:190 -`), and Ray's `serve 89291 -- ` / `proxy 172.31.7.228 -- `.
+# `[real_accelerator.py:222:get_accelerator] `, KServe's `[server.py:start():70] `), a logger's name or target with a
+# module's punctuation (`shard-manager:`, `vllm.engine:`, `- turbomind.py:190 -`), and Ray's `serve 89291 -- ` /
+# `proxy 172.31.7.228 -- `.
 _FIELD = re.compile(
-    r"[\s|:\-]*(?:\d[\d\-:.,/TZ+]*(?=\s)|\[?[\w.\-/]+\.\w+:\d+(?::\w+)?\]|"
+    r"[\s|:\-]*(?:\d[\d\-:.,/TZ+]*(?=\s)|\[?[\w.\-/]+\.\w+:\d+(?::\w+)?\]|\[[\w.\-/]+\.py:[^\]\s]{1,60}\]|"
     r"[\w\-]*[._:\-][\w.:\-/<>]*?(?::\d+)?(?::|\s+-(?=\s)|\s*\|)(?=\s))\s*"
 )
 _RAY_PID = re.compile(r"^[\w.:\-]+(?: [\w.:\-]+)? -- ")
@@ -71,7 +76,8 @@ def info_message(text: str) -> str | None:
     if glog is not None and _HEAD.fullmatch(text[: glog.start()]):
         return text[glog.end() :].strip().strip('"')
     for level in _LEVEL.finditer(text[:_HEAD_MAX]):
-        if not _HEAD.fullmatch(text[: level.start()]):
+        head = text[: level.start()]
+        if not _HEAD.fullmatch(head) and not (_CLOCK.search(head) and _NAMED_HEAD.fullmatch(head)):
             return None
         rest = text[level.end() :]
         for _ in range(_FIELDS_MAX):
