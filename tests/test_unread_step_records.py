@@ -46,6 +46,9 @@ NOT_STEPS = (
     "Loading model done.",
     "then the INFO line says it started the engine",
     "at 12:00:01 the INFO line says it started the engine",
+    # an access line of a refused request (uvicorn's `%(client_addr)s - "%(request_line)s" %(status_code)s`): the
+    # health route's 503 while the server starts is no step done
+    '[2026-04-21 09:21:13] INFO:     10.244.3.1:36484 - "GET /health HTTP/1.1" 503 Service Unavailable',
 )
 
 

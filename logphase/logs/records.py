@@ -51,11 +51,12 @@ _BAR = re.compile(r"^\s*(?:[^|%\n]{0,120}?:?\s*)?\d{1,3}%\|")
 # `key=value` settings or a value that is a repr (`Namespace(`, `ServerArgs(`, `: [`, a dict), a run of `;`-separated
 # figures, a setting's value after its name (`Reduce bucket size 500000000`; not
 # `Loaded engine size: 63 MiB`, a step and what it made), a command or code shown to the person (`ray.init()`,
-# `import ray`, `--address=`).
+# `import ray`, `--address=`), a request refused (an access line's 4xx/5xx: the health route's 503 while it starts).
 _DUMP = re.compile(
     r"[:=]\s*$|^\s*(?:[{(|│┃╭╰├+=#*]|\[\s*['\"\d\]])|\w+\s*[=:]\s*\w*\(|\b\w+=\S.*\b\w+=\S|[:=]\s*[\[{(]|"
     r"(?:;[^;]+){2}|\w\(\)|^(?:import|from) \w|\s--?\w[\w-]*[= ]|"
-    r"\b(?:size|count|limit|threshold|capacity|interval|timeout)\s+[\d,.]+\s*\w{0,3}$"
+    r"\b(?:size|count|limit|threshold|capacity|interval|timeout)\s+[\d,.]+\s*\w{0,3}$|"
+    r"\sHTTP/[\d.]+\"? [45]\d\d\b"
 )
 # A note: advice (`please`, `consider`, `deprecated`, `can`/`may`: README's `CUDA graphs can take additional …`, Ray's
 # `Next steps`, `To connect …, run`), a failure's or a negation's words (a step not done: `not installed`), a plugin or

@@ -653,7 +653,7 @@ class TimelineBuilder:
         # words again in other numbers (a poll answered again, a waiting line repeated every few seconds); a cut line
         # that the rule's previous line starts with says no other words, only fewer
         repeated = before is not None and before != shape and not (cut and before.startswith(shape))
-        if not reports_step(whole, repeated=repeated):
+        if not reports_step(whole, repeated=repeated, same=before == shape):
             return
         if self.latest_step is None or event.order_key >= self.latest_step.order_key:
             self.latest_step = event
@@ -1005,7 +1005,7 @@ def as_whole(event: Event) -> Event:
     return replace(event, rule=replace(event.rule, id=placed, kind=EventKind(kind), role=Role(role)))
 
 
-def reports_step(event: Event, *, repeated: bool) -> bool:
+def reports_step(event: Event, *, repeated: bool, same: bool = False) -> bool:
     """Whether `event` reports a step of the run (fixtures/realworld/README.md, `root_cause_line`): a step begun or
     done, a bar's tick, or an item of a list the run prints as it goes: a mark of a rule seen before, in other words
     (each vLLM `Route: …` line; `repeated`), outside serving. A failure is no step, nor a note a rule calls so: a
@@ -1016,6 +1016,7 @@ def reports_step(event: Event, *, repeated: bool) -> bool:
     if event.kind in STEP_KINDS:
         return True
     listed = event.kind is EventKind.MARK and event.role not in (Role.ROOT, Role.CASCADE)
+    # (`same`: the rule's previous line said these very words, a waiting line repeated: no step again)
     # a serving mark (an access line, a batch's stats) is traffic, not a list: its runs are summarised by the fast
     # paths (logs/fast, watch's FollowRuns), which read a run's first and last lines only; a step must not depend on
     # which lines of such a run were read. A mark whose line is a logger's INFO record of words (logs/records.py: not
@@ -1023,7 +1024,7 @@ def reports_step(event: Event, *, repeated: bool) -> bool:
     # `Initializing router on …`)
     return (
         listed
-        and (repeated or records.reports_step(event.text))
+        and (repeated or (not same and records.reports_step(event.text)))
         and not event.rule.ambient
         and event.phase is not Phase.SERVING
     )
