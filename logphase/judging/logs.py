@@ -338,7 +338,14 @@ def _judge(
         start = stamped_progress if post_mortem else progress_time
         end = timeline.last_time if post_mortem else as_of
         silence = max(0.0, (end - start).total_seconds()) if end and start else None
-        return Judgement(Verdict.STALLED, reason, phase, furthest, culprits, hang, silence, budget, tuple(doubts), rule)
+        # during start-up (or an offline job's bar) where it stopped is its last progress line (README,
+        # `root_cause_line`: a hang report is no step, and a bar at 0 % stays the cause under the `No available shared
+        # memory broadcast block` lines that follow it); the report itself where no line reports a step, and once the
+        # server was ready: its traffic (an access line answered by the HTTP front) says no step of the engine's
+        cause = hang if looks_ready else _last_alike(timeline, progress) or hang
+        return Judgement(
+            Verdict.STALLED, reason, phase, furthest, culprits, cause, silence, budget, tuple(doubts), rule
+        )
     if post_mortem:
         end = timeline.last_time
         silence = (end - stamped_progress).total_seconds() if end and stamped_progress else None
@@ -442,7 +449,12 @@ def _last_alike(timeline: Timeline, progress: Event | None) -> Event | None:
     ):
         # a line that dumps the run's configuration (SGLang's `server_args=ServerArgs(…)`, a pack's `[[server_args]]`)
         # reports the set-up, not a step (README: argument dumps are passed over): the progress line before it
-        return replace(told, rank=_canonical(timeline, told.rank))
+        alike = replace(told, rank=_canonical(timeline, told.rank))
+    unread = timeline.unread_step
+    if unread is not None and (alike is None or unread.order_key > alike.order_key):
+        # a later line no rule read that reports a step by its structure (a logger's INFO record of words, a bar's
+        # tick: logs/records.py): the README counts every line of the paste, not only those a rule reads
+        return unread
     return alike
 
 

@@ -243,6 +243,18 @@ STATEMENT_TEXT = "statement_text"
 STATEMENT = "statement"
 
 
+# The rule of a line no rule read that reports a step by its structure (logs/records.py: a logger's INFO record of
+# words, a bar's tick): no phase, no kind of its own; judging quotes it as an open run's last progress line where it is
+# the newest step (fixtures/realworld/README.md, `root_cause_line`)
+UNREAD_STEP_RULE = unmatched_rule(
+    id=f"{FALLBACK_PACK}.unread_step",
+    pack=FALLBACK_PACK,
+    kind=EventKind.MARK,
+    role=Role.PROGRESS,
+    summary="a logger's INFO record or a bar's tick that no rule read: a step by its structure",
+)
+
+
 @cache
 def fallback_rule(hint: ModuleHint) -> Rule:
     """The rule a line no rule read carries where its logger's module places it (`[[module]]`): a diagnostic mark of

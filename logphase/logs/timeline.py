@@ -10,6 +10,7 @@ from datetime import datetime, timedelta
 from functools import cached_property
 
 from logphase.bounded import read_int, read_rank
+from logphase.logs import records
 from logphase.logs.matcher import CUT_KIND, CUT_LEAD, CUT_ROLE, FALLBACK_PACK, FRAMES_PACK, PLACED_BY, Event, frame_rule
 from logphase.packs import PackRegex, shipped_packs
 from logphase.phases import FAILURE_KINDS, MAIN_PROCESS_PHASES, EventKind, Phase, Role
@@ -282,6 +283,8 @@ class Timeline:
     # dump, a pack's `[[server_args]]`): the README passes a dump over, back to the progress line before it
     latest_told: Event | None = None
     dump_lines: frozenset[tuple[int, int]] = frozenset()
+    # the newest line no rule read that reports a step by its structure (`TimelineBuilder.note_unread_step`)
+    unread_step: Event | None = None
     # per rank (None: a line that speaks for the whole program), the first line that says its main returned (a rule's
     # `main_returned`: ms-swift's `End time of running main`): what fails after it is the interpreter's exit
     returned: Mapping[str | None, Event] = field(default_factory=dict)
@@ -422,6 +425,7 @@ class TimelineBuilder:
     latest_step: Event | None = None  # the newest line that reports a step (`reports_step`), any rank's, any rule's
     latest_told: Event | None = None  # the newest step or progress of the lines that dump no configuration (`dumps`)
     dump_lines: set[tuple[int, int]] = field(default_factory=set)  # (source, line) of the progress lines that do
+    unread_step: Event | None = None  # the newest line no rule read that reports a step (`note_unread_step`)
     # where the systems print their arguments (packs' `[[server_args]]`): a line of them reports the set-up, not a step
     dumps: tuple[PackRegex, ...] = field(default_factory=lambda: shipped_packs().dump_patterns)
     # per rule, its newest line's words with each run of digits one `0` (`_new_item`)
@@ -649,7 +653,7 @@ class TimelineBuilder:
         # words again in other numbers (a poll answered again, a waiting line repeated every few seconds); a cut line
         # that the rule's previous line starts with says no other words, only fewer
         repeated = before is not None and before != shape and not (cut and before.startswith(shape))
-        if not reports_step(whole, repeated=repeated):
+        if not reports_step(whole, repeated=repeated, same=before == shape):
             return
         if self.latest_step is None or event.order_key >= self.latest_step.order_key:
             self.latest_step = event
@@ -664,6 +668,13 @@ class TimelineBuilder:
             self.dump_lines.add((event.source, event.line))
         elif self.latest_told is None or event.order_key >= self.latest_told.order_key:
             self.latest_told = event
+
+    def note_unread_step(self, event: Event) -> None:
+        """Keep `event`, a line no rule read that reports a step by its structure (logs/records.py), where it is the
+        newest such line. It places nothing (no phase, no progress of a rank, no silence): it is only where an open
+        run's last progress line may be (judging/logs.py `_last_alike`)."""
+        if self.unread_step is None or event.order_key >= self.unread_step.order_key:
+            self.unread_step = event
 
     def fragment_at_end(self, source: int, line: int) -> None:
         """The source ended inside line `line` (its reader knows its end; in a live file, a line still being written):
@@ -898,6 +909,7 @@ class TimelineBuilder:
             fragment=self.fragment,
             latest_step=self.latest_step,
             latest_told=self.latest_told,
+            unread_step=self.unread_step,
             dump_lines=frozenset(self.dump_lines),
             visible_ranks=frozenset(self.visible),
             served=self.served or (self.engine_served and self.server_spoke),
@@ -993,7 +1005,7 @@ def as_whole(event: Event) -> Event:
     return replace(event, rule=replace(event.rule, id=placed, kind=EventKind(kind), role=Role(role)))
 
 
-def reports_step(event: Event, *, repeated: bool) -> bool:
+def reports_step(event: Event, *, repeated: bool, same: bool = False) -> bool:
     """Whether `event` reports a step of the run (fixtures/realworld/README.md, `root_cause_line`): a step begun or
     done, a bar's tick, or an item of a list the run prints as it goes: a mark of a rule seen before, in other words
     (each vLLM `Route: …` line; `repeated`), outside serving. A failure is no step, nor a note a rule calls so: a
@@ -1004,10 +1016,18 @@ def reports_step(event: Event, *, repeated: bool) -> bool:
     if event.kind in STEP_KINDS:
         return True
     listed = event.kind is EventKind.MARK and event.role not in (Role.ROOT, Role.CASCADE)
+    # (`same`: the rule's previous line said these very words, a waiting line repeated: no step again)
     # a serving mark (an access line, a batch's stats) is traffic, not a list: its runs are summarised by the fast
     # paths (logs/fast, watch's FollowRuns), which read a run's first and last lines only; a step must not depend on
-    # which lines of such a run were read
-    return listed and repeated and not event.rule.ambient and event.phase is not Phase.SERVING
+    # which lines of such a run were read. A mark whose line is a logger's INFO record of words (logs/records.py: not
+    # a dump, a setting, advice) says a step in the run's own words as a line no rule reads would (SGLang's router
+    # `Initializing router on …`)
+    return (
+        listed
+        and (repeated or (not same and records.reports_step(event.text)))
+        and not event.rule.ambient
+        and event.phase is not Phase.SERVING
+    )
 
 
 def _close_spans(acc: _RankAcc) -> list[PhaseSpan]:

@@ -12,8 +12,9 @@ from logphase.durations import format_duration
 from logphase.frames import may_open_dump
 from logphase.logs.annotations import Edit, edit
 from logphase.logs.clocks import SKEW_STEP
-from logphase.logs.matcher import FALLBACK_PACK, Event, SourceMatcher
+from logphase.logs.matcher import CUT_LEAD, FALLBACK_PACK, UNREAD_STEP_RULE, Event, SourceMatcher
 from logphase.logs.reader import ContextLine, Line
+from logphase.logs.records import reports_step
 from logphase.logs.stamps import CLOCK_JUMP
 from logphase.logs.templates import TemplateMiner
 from logphase.logs.timeline import Timeline, TimelineBuilder
@@ -145,6 +146,8 @@ class SourceFeed:
             self._edited(line, edited)
         if not events and edited is None and self.fed <= YEAR_LOOKAHEAD and result.unrecognised is not None:
             result.unrecognised.feed((line,))  # the head: read in full on every path, fast or not
+        if edited is None and self.fed <= YEAR_LOOKAHEAD and _unread(events):
+            self._note_unread_step(line)
         for index, event in enumerate(events):
             if self._launched_again(event):
                 event = self._restart(event)
@@ -175,6 +178,24 @@ class SourceFeed:
                     result.contexts[pending.event_key] = tuple(pending.lines)
             self.waiting = [pending for pending in self.waiting if pending.wanted_after > 0]
         return events
+
+    def _note_unread_step(self, line: Line) -> None:
+        """A line no rule read, outside a traceback, that reports a step by its structure (logs/records.py): kept as
+        the run's newest such line. Only the head's lines (read in full on every path, fast or plain, analyze or
+        watch: YEAR_LOOKAHEAD) are looked at, so every path reports the same line."""
+        if self.matcher.open_block is not None or not reports_step(line.text):
+            return
+        event = Event(
+            source=line.source,
+            line=line.number,
+            time=self.matcher.last_time,
+            rank=None,
+            rule=UNREAD_STEP_RULE,
+            captures={},
+            text=line.text,
+            message=line.text,
+        )
+        self.builder.note_unread_step(self._on_run_clock(event))
 
     def quoting(self) -> bool:
         """Whether a context the report quotes still waits for the lines fed after its event."""
@@ -305,6 +326,12 @@ class SourceFeed:
             dumps = [replace(d, rank=self.rank_prefix + d.rank) if d.rank is not None else d for d in dumps]
         self.result.dumps.extend(dumps)
         return held
+
+
+def _unread(events: Sequence[Event]) -> bool:
+    """Whether no rule read the line `events` came of: none came, or only its logger's module placed it (a fallback,
+    not a line cut at the end, which says its rule's step already)."""
+    return all(event.rule.pack == FALLBACK_PACK and CUT_LEAD not in event.captures for event in events)
 
 
 class DumpsInLog:
