@@ -341,8 +341,9 @@ def _judge(
         # during start-up (or an offline job's bar) where it stopped is its last progress line (README,
         # `root_cause_line`: a hang report is no step, and a bar at 0 % stays the cause under the `No available shared
         # memory broadcast block` lines that follow it); the report itself where no line reports a step, and once the
-        # server was ready: its traffic (an access line answered by the HTTP front) says no step of the engine's
-        cause = hang if looks_ready else _last_alike(timeline, progress) or hang
+        # server was ready: its traffic (an access line answered by the HTTP front) says no step of the engine's; and a
+        # report of a wait that is itself a step of the start (its rule's phase: vLLM's placement group being created)
+        cause = hang if looks_ready or hang.phase is not None else _last_alike(timeline, progress) or hang
         return Judgement(
             Verdict.STALLED, reason, phase, furthest, culprits, cause, silence, budget, tuple(doubts), rule
         )
