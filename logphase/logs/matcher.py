@@ -532,13 +532,14 @@ class SourceMatcher:
             or block.handler is not None
         ):
             return None
-        line, fields = block.frame
-        message = f"a traceback cut before its exception line; its innermost frame: {line.text.strip()}"
         if block.raised is not None:
             # the innermost frame's statement raises (`raise value.as_instanceof_cause()`, `assert …`) where no rule
-            # read what it raised (`_cut_exception`): that line says what was raised, its frame only where
+            # read what it raised (`_cut_exception`): that line says what was raised, its frame only where none does
             line, fields, statement = block.raised
             message = f"a traceback cut before its exception line; the statement that raised it: {statement.strip()}"
+        else:
+            line, fields = block.frame
+            message = f"a traceback cut before its exception line; its innermost frame: {line.text.strip()}"
         return self._cut_stand_in(block, line, fields, TRACEBACK_HEADER, FRAME_READ, message)
 
     def _frames_only(self, block: _Block | None) -> Event | None:

@@ -1024,9 +1024,9 @@ def reports_step(event: Event, *, repeated: bool, same: bool = False) -> bool:
     # `Initializing router on …`)
     return (
         listed
-        and (repeated or (not same and records.reports_step(event.text)))
         and not event.rule.ambient
         and event.phase is not Phase.SERVING
+        and (repeated or (not same and records.reports_step(event.text)))
     )
 
 
